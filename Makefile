@@ -1,0 +1,31 @@
+# ffsim_ros developer entry points. `make test` and `make demo` do all set-up on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.ffsim-setup-stamp
+SETUP_INPUTS := tools/setup_venv.sh $(wildcard requirements/*.txt) setup.py package.xml \
+	$(shell find interfaces -type f 2>/dev/null)
+
+.PHONY: setup test demo bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): $(SETUP_INPUTS)
+	PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup_venv.sh
+	touch $@
+
+test: setup
+	$(PY) -m pytest -q test
+
+demo: setup
+	$(PY) -m ffsim_ros.cli demo
+
+bench: setup
+	$(PY) benchmarks/run.py
+
+lint: setup
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) build install log demo_output
