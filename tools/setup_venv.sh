@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# Create/refresh the project virtualenv (idempotent). Called by `make setup`.
+#
+#   PYTHON=python3.11 VENV=.venv bash tools/setup_venv.sh
+#
+# Two modes, chosen automatically:
+#   system: a ROS 2 distro is sourced (ROS_DISTRO set and rclpy importable by $PYTHON or by
+#           python3). The venv uses --system-site-packages and the distro's rclpy, messages
+#           and tf2_msgs; no ROS wheels are installed and nothing is built.
+#   wheels: otherwise. ROS 2 Kilted comes from PyPI wheels (requirements/ros-kilted*.txt) and
+#           tf2_msgs (msg/TFMessage) is built from interfaces/tf2_msgs into the venv.
+# Either way the dev requirements and the ffsim_ros package itself (editable) are installed.
+#
+# Environment knobs: FFSIM_ROS_MODE=system|wheels forces a mode; FFSIM_FORCE=1 ignores the
+# stamps and reinstalls/rebuilds everything.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PYTHON="${PYTHON:-python3.11}"
+VENV="${VENV:-.venv}"
+case "$VENV" in /*) VENV_ABS="$VENV" ;; *) VENV_ABS="$ROOT/$VENV" ;; esac
+VPY="$VENV_ABS/bin/python"
+BUILD_DIR="$ROOT/build/interfaces"
+FORCE="${FFSIM_FORCE:-0}"
+
+log() { printf '[setup_venv] %s\n' "$*" >&2; }
+die() { printf '[setup_venv] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Run the venv interpreter as a fresh top-level process: the wheels' bootstrapper must be
+# allowed to re-exec it with its library path even when this script was started from another
+# (already bootstrapped) ROS-wheels interpreter.
+# It runs from / so that the repo checkout on sys.path[0] cannot mask a missing install.
+vpy() { (cd / && env -u _ROS_WHEELS_BOOTSTRAP_COMPLETE "$VPY" "$@"); }
+
+hash_files() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+# ---------------------------------------------------------------------------- mode selection
+MODE="${FFSIM_ROS_MODE:-}"
+BASE_PY=""
+if [[ -z "$MODE" ]]; then
+  MODE=wheels
+  if [[ -n "${ROS_DISTRO:-}" ]]; then
+    for cand in "$PYTHON" python3; do
+      if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import rclpy' >/dev/null 2>&1; then
+        MODE=system
+        BASE_PY="$cand"
+        break
+      fi
+    done
+    if [[ "$MODE" == wheels ]]; then
+      log "ROS_DISTRO=$ROS_DISTRO is set but no interpreter can import rclpy; using Kilted wheels"
+    fi
+  fi
+fi
+case "$MODE" in
+  system) BASE_PY="${BASE_PY:-python3}" ;;
+  wheels) BASE_PY="$PYTHON" ;;
+  *) die "FFSIM_ROS_MODE must be 'system' or 'wheels', got '$MODE'" ;;
+esac
+command -v "$BASE_PY" >/dev/null 2>&1 || die "interpreter '$BASE_PY' not found on PATH"
+BASE_VER="$("$BASE_PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+log "mode: $MODE (ROS_DISTRO=${ROS_DISTRO:-unset}, python $BASE_VER via $BASE_PY)"
+
+# ------------------------------------------------------------------------------------- venv
+MODE_FILE="$VENV_ABS/.ffsim-ros-mode"
+WANT_MODE_LINE="$MODE $BASE_VER"
+if [[ -d "$VENV_ABS" ]]; then
+  have_mode="$(cat "$MODE_FILE" 2>/dev/null || true)"
+  if [[ "$have_mode" != "$WANT_MODE_LINE" ]] || ! "$VPY" -c '' >/dev/null 2>&1; then
+    log "existing $VENV is '${have_mode:-unknown}' (want '$WANT_MODE_LINE') or broken: recreating"
+    rm -rf "$VENV_ABS"
+  fi
+fi
+if [[ ! -d "$VENV_ABS" ]]; then
+  venv_args=()
+  if [[ "$MODE" == system ]]; then venv_args+=(--system-site-packages); fi
+  log "creating $VENV with $BASE_PY ${venv_args[*]:-}"
+  "$BASE_PY" -m venv "${venv_args[@]}" "$VENV_ABS"
+  echo "$WANT_MODE_LINE" >"$MODE_FILE"
+fi
+
+# ------------------------------------------------------------------------- python packages
+REQS=(requirements/dev.txt)
+if [[ "$MODE" == wheels ]]; then
+  REQS+=(requirements/ros-kilted.txt requirements/ros-kilted-build.txt)
+fi
+PIP_ARGS=()
+for r in "${REQS[@]}"; do PIP_ARGS+=(-r "$ROOT/$r"); done
+
+CONSTRAINTS="$VENV_ABS/.ffsim-system-constraints.txt"
+if [[ "$MODE" == system ]]; then
+  # The distro's message packages are compiled against its numpy: never replace it in the venv.
+  : >"$CONSTRAINTS"
+  sys_numpy="$("$BASE_PY" -c 'import numpy; print(numpy.__version__)' 2>/dev/null || true)"
+  if [[ -n "$sys_numpy" ]]; then echo "numpy==$sys_numpy" >>"$CONSTRAINTS"; fi
+  PIP_ARGS+=(-c "$CONSTRAINTS")
+fi
+
+REQ_STAMP="$VENV_ABS/.ffsim-requirements.sha256"
+req_hash="$(
+  echo "$WANT_MODE_LINE"
+  cat "${REQS[@]}"
+  if [[ "$MODE" == system ]]; then cat "$CONSTRAINTS"; fi
+)"
+req_hash="$(printf '%s' "$req_hash" | sha256sum | cut -d' ' -f1)"
+if [[ "$FORCE" != 1 && "$(cat "$REQ_STAMP" 2>/dev/null || true)" == "$req_hash" ]]; then
+  log "requirements unchanged since last install: skipping pip"
+else
+  log "installing ${REQS[*]}"
+  vpy -m pip install --disable-pip-version-check -q "${PIP_ARGS[@]}"
+  echo "$req_hash" >"$REQ_STAMP"
+fi
+
+# ------------------------------------------------------------------------------- tf2_msgs
+build_tf2_msgs() {
+  local src="$ROOT/interfaces/tf2_msgs" bdir="$BUILD_DIR/tf2_msgs"
+  local stamp="$VENV_ABS/share/tf2_msgs/.ffsim-source.sha256"
+  local src_hash
+  src_hash="$(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum \
+    | cat - "$ROOT/tools/cmake/fix_wheel_include_dirs.cmake" | sha256sum | cut -d' ' -f1)"
+  if [[ "$FORCE" != 1 && "$(cat "$stamp" 2>/dev/null || true)" == "$src_hash" ]] \
+    && vpy -c 'from tf2_msgs.msg import TFMessage' >/dev/null 2>&1; then
+    log "tf2_msgs already built and importable: skipping build"
+    return
+  fi
+  command -v cmake >/dev/null 2>&1 || die "cmake (>= 3.20) is needed to build tf2_msgs"
+  command -v c++ >/dev/null 2>&1 || die "a C/C++ compiler (c++) is needed to build tf2_msgs"
+  local gen=()
+  if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+  log "building tf2_msgs from interfaces/tf2_msgs into $VENV (build dir: ${bdir#"$ROOT"/})"
+  rm -rf "$bdir"
+  mkdir -p "$bdir"
+  local t0=$SECONDS
+  # The ament index is read from AMENT_PREFIX_PATH: the venv is the install prefix of the wheels.
+  (
+    export AMENT_PREFIX_PATH="$VENV_ABS" PATH="$VENV_ABS/bin:$PATH"
+    unset _ROS_WHEELS_BOOTSTRAP_COMPLETE
+    cmake -S "$src" -B "$bdir" "${gen[@]}" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_INSTALL_PREFIX="$VENV_ABS" \
+      -DCMAKE_PREFIX_PATH="$VENV_ABS" \
+      -DCMAKE_PROJECT_INCLUDE="$ROOT/tools/cmake/fix_wheel_include_dirs.cmake" \
+      -DPython3_EXECUTABLE="$VPY" \
+      -DBUILD_TESTING=OFF >"$bdir/configure.log" 2>&1 \
+      || { tail -n 40 "$bdir/configure.log" >&2; exit 1; }
+    cmake --build "$bdir" >"$bdir/build.log" 2>&1 \
+      || { tail -n 60 "$bdir/build.log" >&2; exit 1; }
+    # Libraries land in <venv>/lib (put on the library path by ros-wheels-bootstrapper at
+    # interpreter start), the Python package in <venv>/lib/pythonX.Y/site-packages.
+    cmake --install "$bdir" >"$bdir/install.log" 2>&1 \
+      || { tail -n 40 "$bdir/install.log" >&2; exit 1; }
+  ) || die "tf2_msgs build failed (logs in ${bdir#"$ROOT"/})"
+  vpy -c 'from tf2_msgs.msg import TFMessage' \
+    || die "tf2_msgs was built but 'from tf2_msgs.msg import TFMessage' fails"
+  echo "$src_hash" >"$stamp"
+  log "tf2_msgs built in $((SECONDS - t0)) s"
+}
+
+if [[ "$MODE" == wheels ]]; then
+  build_tf2_msgs
+elif ! vpy -c 'from tf2_msgs.msg import TFMessage' >/dev/null 2>&1; then
+  log "WARNING: ROS_DISTRO=$ROS_DISTRO has no tf2_msgs; install ros-$ROS_DISTRO-tf2-msgs"
+fi
+
+# ------------------------------------------------------------------------------- ffsim_ros
+PKG_STAMP="$VENV_ABS/.ffsim-package.sha256"
+pkg_hash="$(hash_files setup.py setup.cfg package.xml)"
+if [[ "$FORCE" != 1 && "$(cat "$PKG_STAMP" 2>/dev/null || true)" == "$pkg_hash" ]] \
+  && vpy -c 'import ffsim_ros' >/dev/null 2>&1; then
+  log "ffsim_ros already installed (editable): skipping"
+else
+  log "installing ffsim_ros (editable, --no-deps)"
+  vpy -m pip install --disable-pip-version-check -q --no-deps -e "$ROOT"
+  echo "$pkg_hash" >"$PKG_STAMP"
+fi
+
+# --------------------------------------------------------------------------------- check
+vpy - <<'EOF' || die "environment check failed"
+import importlib
+for name in ('rclpy', 'std_msgs.msg', 'geometry_msgs.msg', 'sensor_msgs.msg', 'nav_msgs.msg',
+             'visualization_msgs.msg', 'rosgraph_msgs.msg', 'std_srvs.srv',
+             'rcl_interfaces.msg', 'tf2_msgs.msg', 'ffsim_ros'):
+    importlib.import_module(name)
+from rclpy.utilities import get_rmw_implementation_identifier
+print('[setup_venv] OK: rclpy + messages + tf2_msgs + ffsim_ros import; rmw =',
+      get_rmw_implementation_identifier())
+EOF
