@@ -1,0 +1,55 @@
+"""Free-floating multibody dynamics core of ffsim_ros (no ROS imports).
+
+Conventions (seed 000, eqs. 5 and 22): ``q = [r0, Q0 (x, y, z, w), phi]`` with ``r0`` the
+base-body CoM; ``v = [V0, w0, phidot]`` with ``V0`` the base CoM velocity and ``w0`` the base
+angular velocity, all in the inertial frame. A fixed-base model has ``q = phi``,
+``v = phidot``. See :mod:`ffsim_ros.dynamics.model` for the glossary.
+"""
+
+from .algorithms import (
+    base_velocity_from_momentum,
+    bias_forces,
+    body_poses,
+    center_of_mass,
+    forward_dynamics,
+    generalized_jacobian,
+    inertia_blocks,
+    inverse_dynamics,
+    kinetic_energy,
+    link_jacobian,
+    link_pose,
+    mass_matrix,
+    momentum,
+    potential_energy,
+)
+from .integration import FIXED_STEP_METHODS, SCIPY_METHODS, difference, integrate, step
+from .model import Frame, Model, neutral, with_gravity, with_joint_dynamics
+from .urdf import load_urdf
+
+__all__ = [
+    'FIXED_STEP_METHODS',
+    'SCIPY_METHODS',
+    'Frame',
+    'Model',
+    'base_velocity_from_momentum',
+    'bias_forces',
+    'body_poses',
+    'center_of_mass',
+    'difference',
+    'forward_dynamics',
+    'generalized_jacobian',
+    'inertia_blocks',
+    'integrate',
+    'inverse_dynamics',
+    'kinetic_energy',
+    'link_jacobian',
+    'link_pose',
+    'load_urdf',
+    'mass_matrix',
+    'momentum',
+    'neutral',
+    'potential_energy',
+    'step',
+    'with_gravity',
+    'with_joint_dynamics',
+]

@@ -1,0 +1,380 @@
+"""Rigid-body algorithms as free functions on an immutable :class:`Model`.
+
+Names follow Pinocchio (``crba`` -> :func:`mass_matrix`, ``nle`` -> :func:`bias_forces`,
+``rnea`` -> :func:`inverse_dynamics`, ``aba`` -> :func:`forward_dynamics`); the
+free-floating blocks follow SPART/SpaceDyn and seed 000 (:func:`inertia_blocks`,
+:func:`generalized_jacobian`). All inputs and outputs are in SI units and in the inertial
+frame; ``q``/``v`` follow the conventions of :mod:`ffsim_ros.dynamics.model`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from . import kernels as K
+from .model import Model
+
+ArrayLike = Sequence[float] | np.ndarray
+_ABOUT = ('origin', 'com', 'base')
+
+
+# ----------------------------------------------------------------------------------------------
+# argument checking
+# ----------------------------------------------------------------------------------------------
+
+
+def _vec(x: ArrayLike, size: int, what: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.shape != (size,):
+        got = arr.shape[0] if arr.ndim == 1 else f'shape {arr.shape}'
+        raise ValueError(f'{what}: expected {size} values, got {got}')
+    return arr
+
+
+def _q(model: Model, q: ArrayLike) -> np.ndarray:
+    return _vec(q, model.nq, 'q')
+
+
+def _v(model: Model, v: ArrayLike, what: str = 'v') -> np.ndarray:
+    return _vec(v, model.nv, what)
+
+
+def _require_floating(model: Model, what: str) -> None:
+    if not model.floating_base:
+        raise ValueError(f'{what}: expected a floating-base model, got a fixed-base one')
+
+
+def _external_wrenches(
+    model: Model,
+    q: np.ndarray,
+    link_wrenches: Mapping[str, ArrayLike] | None,
+    R: np.ndarray | None = None,
+    p: np.ndarray | None = None,
+) -> np.ndarray:
+    """Body wrenches about O, (nb, 6), from ``{link: [f; n] at the link origin}``."""
+    nb = model.arrays.parent.shape[0]
+    fext = np.zeros((nb, 6))
+    if not link_wrenches:
+        return fext
+    if R is None or p is None:
+        R = np.empty((nb, 3, 3))
+        p = np.empty((nb, 3))
+        K.forward_kinematics(model.arrays, q, R, p)
+    for link, wrench in link_wrenches.items():
+        frame = model.frame(link)
+        w = _vec(wrench, 6, f'link_wrenches[{link!r}]')
+        b = frame.body
+        point = p[b] + R[b] @ frame.translation
+        fext[b, :3] += w[:3]
+        fext[b, 3:] += w[3:] + np.cross(point, w[:3])
+    return fext
+
+
+def _generalized_force(model: Model, tau: ArrayLike, base_wrench: ArrayLike | None) -> np.ndarray:
+    gen = np.zeros(model.nv)
+    gen[model.nv - model.n :] = _vec(tau, model.n, 'tau')
+    if base_wrench is not None:
+        _require_floating(model, 'base_wrench')
+        gen[:6] = _vec(base_wrench, 6, 'base_wrench')
+    return gen
+
+
+# ----------------------------------------------------------------------------------------------
+# kinematics
+# ----------------------------------------------------------------------------------------------
+
+
+def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Poses of all bodies.
+
+    Returns
+    -------
+    R : (nb, 3, 3) body orientations in the inertial frame.
+    p : (nb, 3) body frame origins in the inertial frame [m].
+    """
+    q = _q(model, q)
+    nb = model.arrays.parent.shape[0]
+    R = np.empty((nb, 3, 3))
+    p = np.empty((nb, 3))
+    K.forward_kinematics(model.arrays, q, R, p)
+    return R, p
+
+
+def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pose of a link frame in the inertial frame (seed 000, eq. 1 for the end effector).
+
+    Returns
+    -------
+    p : (3,) position of the link frame origin [m].
+    R : (3, 3) orientation (link frame -> inertial frame).
+    """
+    frame = model.frame(link)
+    R, p = body_poses(model, q)
+    b = frame.body
+    return p[b] + R[b] @ frame.translation, R[b] @ frame.rotation
+
+
+def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
+    """System CoM ``r_g`` (seed 000, after eq. 10), (3,) inertial frame [m]."""
+    R, p = body_poses(model, q)
+    a = model.arrays
+    c = p + np.einsum('bij,bj->bi', R, a.com)
+    return (a.mass @ c) / a.mass.sum()
+
+
+def _support_mask(model: Model, body: int) -> np.ndarray:
+    mask = np.zeros(model.nv, dtype=bool)
+    a = model.arrays
+    j = body
+    while j >= 0:
+        mask[a.iv[j] : a.iv[j] + a.nvj[j]] = True
+        j = a.parent[j]
+    return mask
+
+
+def link_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
+    """Jacobian ``[Js | Jm]`` of a link frame (seed 000, eq. 5).
+
+    Returns
+    -------
+    (6, nv) ndarray
+        Maps ``v`` to ``[linear velocity of the link frame origin; angular velocity]``,
+        both in the inertial frame. Columns 0:6 (floating base) are ``Js`` (with the base
+        velocity taken at the base CoM), the rest ``Jm``.
+    """
+    q = _q(model, q)
+    frame = model.frame(link)
+    R, p, S, _, _, _ = K.kinematics(model.arrays, q, model.nv)
+    b = frame.body
+    point = p[b] + R[b] @ frame.translation
+    J = np.where(_support_mask(model, b)[None, :], S, 0.0)
+    # velocity of the point = v_O + w x point = v_O - point x w
+    J[:3] -= np.cross(point[:, None], J[3:], axis=0)
+    return J
+
+
+# ----------------------------------------------------------------------------------------------
+# dynamics
+# ----------------------------------------------------------------------------------------------
+
+
+def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
+    """Generalized inertia matrix ``[[H0, H0m], [H0m^T, Hm]]`` (seed 000, eqs. 24-27).
+
+    Returns
+    -------
+    (nv, nv) ndarray, symmetric positive definite [kg, kg m, kg m^2].
+    """
+    q = _q(model, q)
+    _, _, S, mw, hw, Iw = K.kinematics(model.arrays, q, model.nv)
+    H = np.empty((model.nv, model.nv))
+    K.crba(model.arrays, S, mw, hw, Iw, H)
+    return H
+
+
+def inertia_blocks(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The free-floating blocks of the inertia matrix (seed 000, eqs. 20, 23, 24).
+
+    Returns
+    -------
+    H0 : (6, 6) base inertia matrix (eq. 20).
+    H0m : (6, n) base-manipulator coupling inertia (eq. 23): ``[P; L0] = H0 x0dot + H0m
+        phidot`` with ``L0`` the angular momentum about the base CoM (eq. 21).
+    Hm : (n, n) manipulator inertia (``H_phi``, eq. 24).
+    """
+    _require_floating(model, 'inertia_blocks')
+    H = mass_matrix(model, q)
+    return H[:6, :6], H[:6, 6:], H[6:, 6:]
+
+
+def bias_forces(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    *,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+) -> np.ndarray:
+    """Nonlinear effects ``c = [c_b; c_m]`` of seed 000, eq. 38 (gravity included when set).
+
+    With ``link_wrenches``, returns ``c - J^T F_c`` (eq. 41 contact term moved left).
+
+    Returns
+    -------
+    (nv,) ndarray [N, N m].
+    """
+    return inverse_dynamics(model, q, v, np.zeros(model.nv), link_wrenches=link_wrenches)
+
+
+def inverse_dynamics(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    a: ArrayLike,
+    *,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+) -> np.ndarray:
+    """Generalized force producing ``a`` (seed 000, eq. 39/41, solved for the right side).
+
+    Parameters
+    ----------
+    q : (nq,) configuration;  v : (nv,) velocity;  a : (nv,) ``[dV0, dw0, phiddot]``.
+    link_wrenches : dict, optional
+        ``{link: [f; n]}``, inertial frame [N, N m], acting at the link frame's origin.
+
+    Returns
+    -------
+    (nv,) ndarray
+        ``[F; T; tau]``: base force and torque at the base CoM (inertial frame), then the
+        joint efforts. With joint dynamics enabled the efforts include what overcomes the
+        joint friction (eq. 41, ``F_f``).
+    """
+    q = _q(model, q)
+    v = _v(model, v)
+    a = _v(model, a, 'a')
+    R, p, S, mw, hw, Iw = K.kinematics(model.arrays, q, model.nv)
+    fext = _external_wrenches(model, q, link_wrenches, R, p)
+    out = np.empty(model.nv)
+    K.rnea(model.arrays, q, v, a, S, mw, hw, Iw, fext, 1.0, out)
+    if model.joint_dynamics:
+        ff = np.empty(model.nv)
+        K.joint_friction(model.arrays, v, ff)
+        out -= ff
+    return out
+
+
+def forward_dynamics(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    *,
+    base_wrench: ArrayLike | None = None,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+) -> np.ndarray:
+    """Accelerations of seed 000, eq. 39 (eq. 41 with contact wrenches and friction).
+
+    Parameters
+    ----------
+    q : (nq,) configuration;  v : (nv,) velocity.
+    tau : (n,) joint efforts [N m | N].
+    base_wrench : (6,) array_like, optional
+        ``[F; T]`` acting at the base CoM, inertial frame [N, N m] (``F_b`` of eq. 39).
+    link_wrenches : dict, optional
+        ``{link: [f; n]}`` acting at each link frame's origin, inertial frame.
+
+    Returns
+    -------
+    (nv,) ndarray
+        ``[dV0, dw0, phiddot]`` (floating base) or ``phiddot``.
+    """
+    q = _q(model, q)
+    v = _v(model, v)
+    gen = _generalized_force(model, tau, base_wrench)
+    fext = _external_wrenches(model, q, link_wrenches)
+    return K.forward_dynamics(model.arrays, q, v, gen, fext, model.joint_dynamics)
+
+
+def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin') -> np.ndarray:
+    """Linear and angular momentum ``[P; L]`` of the system (seed 000, eqs. 6-7, 12, 17).
+
+    Parameters
+    ----------
+    about : {'origin', 'com', 'base'}
+        Reference point of ``L``: the inertial origin (eq. 7), the system CoM (``L_g``,
+        eqs. 12-16) or the base CoM (``L_0``, eqs. 17-19).
+
+    Returns
+    -------
+    (6,) ndarray [kg m/s, kg m^2/s], inertial frame.
+    """
+    if about not in _ABOUT:
+        raise ValueError(f'about: expected one of {_ABOUT}, got {about!r}')
+    q = _q(model, q)
+    v = _v(model, v)
+    _, p, S, mw, hw, Iw = K.kinematics(model.arrays, q, model.nv)
+    h = K.spatial_momentum(model.arrays, v, S, mw, hw, Iw)
+    if about == 'com':
+        point = hw.sum(axis=0) / mw.sum()
+    elif about == 'base':
+        point = _base_com(model, q)
+    else:
+        return h
+    h[3:] -= np.cross(point, h[:3])
+    return h
+
+
+def _base_com(model: Model, q: np.ndarray) -> np.ndarray:
+    if model.floating_base:
+        return q[:3].copy()
+    return model.arrays.com[0].copy()
+
+
+def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:
+    """``T = 1/2 v^T H v`` (seed 000, eqs. 23-25) [J]."""
+    v = _v(model, v)
+    return 0.5 * float(v @ mass_matrix(model, q) @ v)
+
+
+def potential_energy(model: Model, q: ArrayLike) -> float:
+    """Gravitational potential ``-M g . r_g`` [J] (zero in orbit)."""
+    return -model.total_mass * float(model.gravity @ center_of_mass(model, q))
+
+
+# ----------------------------------------------------------------------------------------------
+# free-floating quantities
+# ----------------------------------------------------------------------------------------------
+
+
+def generalized_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
+    """Generalized Jacobian ``J* = Jm - Js H0^-1 H0m`` (Yoshida & Umetani 1993).
+
+    Under zero total momentum (seed 000, eq. 21 with ``[P; L] = 0``) the base velocity is
+    ``x0dot = -H0^-1 H0m phidot``; substituting into eq. 5 gives ``[v; w] = J* phidot``.
+
+    Returns
+    -------
+    (6, n) ndarray, inertial frame, rows ``[linear velocity of the link origin; angular]``.
+    """
+    _require_floating(model, 'generalized_jacobian')
+    J = link_jacobian(model, q, link)
+    H = mass_matrix(model, q)
+    return J[:, 6:] - J[:, :6] @ np.linalg.solve(H[:6, :6], H[:6, 6:])
+
+
+def base_velocity_from_momentum(
+    model: Model,
+    q: ArrayLike,
+    phidot: ArrayLike,
+    momentum: ArrayLike | None = None,
+    *,
+    about: str = 'origin',
+) -> np.ndarray:
+    """Base velocity ``x0dot = [V0; w0]`` implied by a total momentum (seed 000, eq. 21).
+
+    ``x0dot = H0^-1 ([P; L0] - H0m phidot)`` with ``L0`` about the base CoM.
+
+    Parameters
+    ----------
+    phidot : (n,) joint rates.
+    momentum : (6,) array_like, optional
+        ``[P; L]`` (inertial frame) with ``L`` about ``about``; default zero.
+    about : {'origin', 'com', 'base'}
+
+    Returns
+    -------
+    (6,) ndarray ``[V0; w0]``.
+    """
+    _require_floating(model, 'base_velocity_from_momentum')
+    if about not in _ABOUT:
+        raise ValueError(f'about: expected one of {_ABOUT}, got {about!r}')
+    q = _q(model, q)
+    phidot = _vec(phidot, model.n, 'phidot')
+    h = np.zeros(6) if momentum is None else _vec(momentum, 6, 'momentum').copy()
+    if about != 'base':
+        point = np.zeros(3) if about == 'origin' else center_of_mass(model, q)
+        # L_point -> L_O -> L_0 (eqs. 12, 17)
+        h[3:] += np.cross(point - q[:3], h[:3])
+    H = mass_matrix(model, q)
+    return np.linalg.solve(H[:6, :6], h - H[:6, 6:] @ phidot)

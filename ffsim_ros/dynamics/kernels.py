@@ -1,0 +1,683 @@
+"""Array kernels of the recursive rigid-body algorithms (numba-compiled when available).
+
+Every quantity here is expressed in the inertial frame Sigma_I, and spatial vectors are taken
+at the inertial origin O ("spatial vectors in the ground frame", Featherstone 2008, sec. 5.3)
+with the ordering used throughout the package:
+
+* motion vectors ``[v_O; w]`` (3 + 3): ``v_O`` the velocity of the body point that coincides
+  with O, ``w`` the angular velocity;
+* force vectors ``[f; n_O]``: force and moment about O.
+
+Because every body shares the same frame, composite inertias are plain sums and no spatial
+transforms are needed in the recursions. A body's spatial inertia about O is kept in the
+compact form ``(m, h, Ib)`` with ``h = m c`` (first moment, kg m) and
+``Ib = I_c + m (|c|^2 E - c c^T)`` (kg m^2), i.e. the 6x6 matrix
+``[[m E, -h~], [h~, Ib]]`` -- the same blocks as seed 000, eq. 11 (``M E``, ``M r~_g``, ``I_w``).
+
+The kernels take the model's arrays as a :class:`ModelArrays` named tuple; they assume bodies
+are numbered so that ``parent[i] < i`` (regular labeling, seed 001 sec. 2).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._jit import njit
+
+# Joint type codes (ModelArrays.jtype).
+ROOT_FIXED = 0
+ROOT_FREE = 1
+REVOLUTE = 2
+PRISMATIC = 3
+
+
+class ModelArrays(NamedTuple):
+    """Flat arrays of a :class:`~ffsim_ros.dynamics.model.Model` consumed by the kernels.
+
+    ``nb`` is the number of bodies (base included), ``nv`` the velocity dimension.
+    """
+
+    jtype: np.ndarray  #: (nb,) int64 joint type code of the joint into each body
+    parent: np.ndarray  #: (nb,) int64 parent body index, -1 for the base
+    iq: np.ndarray  #: (nb,) int64 first configuration index of the joint
+    iv: np.ndarray  #: (nb,) int64 first velocity index of the joint
+    nvj: np.ndarray  #: (nb,) int64 joint velocity dimension
+    rot: np.ndarray  #: (nb, 3, 3) joint frame orientation in the parent body frame
+    trans: np.ndarray  #: (nb, 3) joint frame origin in the parent body frame [m]
+    axis: np.ndarray  #: (nb, 3) unit joint axis in the joint (= child body) frame
+    mass: np.ndarray  #: (nb,) body mass [kg]
+    com: np.ndarray  #: (nb, 3) body CoM in the body frame [m]
+    inertia: np.ndarray  #: (nb, 3, 3) inertia about the CoM, body frame [kg m^2]
+    gravity: np.ndarray  #: (3,) gravitational acceleration, inertial frame [m/s^2]
+    damping: np.ndarray  #: (nv,) viscous joint damping (0 for base DoFs) [N m s/rad | N s/m]
+    friction: np.ndarray  #: (nv,) Coulomb joint friction (0 for base DoFs) [N m | N]
+
+
+# ----------------------------------------------------------------------------------------------
+# small 3-vector / 3x3 helpers
+# ----------------------------------------------------------------------------------------------
+
+
+@njit
+def _cross(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    x = a[1] * b[2] - a[2] * b[1]
+    y = a[2] * b[0] - a[0] * b[2]
+    z = a[0] * b[1] - a[1] * b[0]
+    out[0] = x
+    out[1] = y
+    out[2] = z
+
+
+@njit
+def _matmul3(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = a[r, 0] * b[0, c] + a[r, 1] * b[1, c] + a[r, 2] * b[2, c]
+
+
+@njit
+def _matvec3(a: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    x0 = x[0]
+    x1 = x[1]
+    x2 = x[2]
+    for r in range(3):
+        out[r] = a[r, 0] * x0 + a[r, 1] * x1 + a[r, 2] * x2
+
+
+@njit
+def quat_to_rot(q: np.ndarray, out: np.ndarray) -> None:
+    """Rotation matrix of the quaternion ``q = (x, y, z, w)`` (normalized here)."""
+    n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    x = q[0] / n
+    y = q[1] / n
+    z = q[2] / n
+    w = q[3] / n
+    out[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    out[0, 1] = 2.0 * (x * y - z * w)
+    out[0, 2] = 2.0 * (x * z + y * w)
+    out[1, 0] = 2.0 * (x * y + z * w)
+    out[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    out[1, 2] = 2.0 * (y * z - x * w)
+    out[2, 0] = 2.0 * (x * z - y * w)
+    out[2, 1] = 2.0 * (y * z + x * w)
+    out[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@njit
+def axis_angle_to_rot(k: np.ndarray, angle: float, out: np.ndarray) -> None:
+    """Rodrigues' formula for a unit axis ``k`` and an angle [rad]."""
+    c = np.cos(angle)
+    s = np.sin(angle)
+    t = 1.0 - c
+    x = k[0]
+    y = k[1]
+    z = k[2]
+    out[0, 0] = c + t * x * x
+    out[0, 1] = t * x * y - s * z
+    out[0, 2] = t * x * z + s * y
+    out[1, 0] = t * x * y + s * z
+    out[1, 1] = c + t * y * y
+    out[1, 2] = t * y * z - s * x
+    out[2, 0] = t * x * z - s * y
+    out[2, 1] = t * y * z + s * x
+    out[2, 2] = c + t * z * z
+
+
+# ----------------------------------------------------------------------------------------------
+# kinematics
+# ----------------------------------------------------------------------------------------------
+
+
+@njit
+def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray) -> None:
+    """Body frame poses in the inertial frame.
+
+    Parameters
+    ----------
+    m : ModelArrays
+    q : (nq,) configuration.
+    R : (nb, 3, 3) output, body orientations (body frame -> inertial frame).
+    p : (nb, 3) output, body frame origins in the inertial frame [m].
+    """
+    nb = m.parent.shape[0]
+    tmp = np.empty((3, 3))
+    rj = np.empty((3, 3))
+    v3 = np.empty(3)
+    for i in range(nb):
+        jt = m.jtype[i]
+        if jt == ROOT_FIXED:
+            for r in range(3):
+                p[i, r] = 0.0
+                for c in range(3):
+                    R[i, r, c] = 1.0 if r == c else 0.0
+        elif jt == ROOT_FREE:
+            quat_to_rot(q[3:7], R[i])
+            # q[0:3] is the base CoM r0 (seed 000, eq. 22): the frame origin is r0 - R c0.
+            _matvec3(R[i], m.com[i], v3)
+            for r in range(3):
+                p[i, r] = q[r] - v3[r]
+        else:
+            k = m.parent[i]
+            _matmul3(R[k], m.rot[i], tmp)  # joint frame orientation
+            _matvec3(R[k], m.trans[i], v3)
+            for r in range(3):
+                p[i, r] = p[k, r] + v3[r]
+            qi = q[m.iq[i]]
+            if jt == REVOLUTE:
+                axis_angle_to_rot(m.axis[i], qi, rj)
+                _matmul3(tmp, rj, R[i])
+            else:  # PRISMATIC
+                _matvec3(tmp, m.axis[i], v3)
+                for r in range(3):
+                    p[i, r] += v3[r] * qi
+                    for c in range(3):
+                        R[i, r, c] = tmp[r, c]
+
+
+@njit
+def motion_subspace(
+    m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, S: np.ndarray
+) -> None:
+    """Columns of the joint motion subspaces in the inertial frame at O.
+
+    For the free base, ``S[:, 0:6]`` maps ``[V0; w0]`` (base CoM velocity, inertial angular
+    velocity; seed 000, eq. 22) to the base's spatial velocity at O:
+    ``v_O = V0 + r0 x w0``. A revolute joint with world axis ``k`` through ``p_i`` gives
+    ``[p_i x k; k]`` (seed 000, eqs. 3-4: ``k x (r - p_i)`` at a point r); a prismatic one
+    ``[k; 0]``.
+
+    Parameters
+    ----------
+    S : (6, nv) output.
+    """
+    nb = m.parent.shape[0]
+    kw = np.empty(3)
+    for i in range(nb):
+        jt = m.jtype[i]
+        c0 = m.iv[i]
+        if jt == ROOT_FIXED:
+            continue
+        if jt == ROOT_FREE:
+            r0 = q[0:3]
+            for c in range(6):
+                for r in range(6):
+                    S[r, c0 + c] = 0.0
+            for r in range(3):
+                S[r, c0 + r] = 1.0
+                S[3 + r, c0 + 3 + r] = 1.0
+            # skew(r0) block: v_O = V0 + r0 x w0
+            S[0, c0 + 4] = -r0[2]
+            S[0, c0 + 5] = r0[1]
+            S[1, c0 + 3] = r0[2]
+            S[1, c0 + 5] = -r0[0]
+            S[2, c0 + 3] = -r0[1]
+            S[2, c0 + 4] = r0[0]
+        else:
+            _matvec3(R[i], m.axis[i], kw)
+            if jt == REVOLUTE:
+                S[0, c0] = p[i, 1] * kw[2] - p[i, 2] * kw[1]
+                S[1, c0] = p[i, 2] * kw[0] - p[i, 0] * kw[2]
+                S[2, c0] = p[i, 0] * kw[1] - p[i, 1] * kw[0]
+                S[3, c0] = kw[0]
+                S[4, c0] = kw[1]
+                S[5, c0] = kw[2]
+            else:
+                S[0, c0] = kw[0]
+                S[1, c0] = kw[1]
+                S[2, c0] = kw[2]
+                S[3, c0] = 0.0
+                S[4, c0] = 0.0
+                S[5, c0] = 0.0
+
+
+@njit
+def world_inertias(
+    m: ModelArrays, R: np.ndarray, p: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
+) -> None:
+    """Spatial inertias about O in compact form ``(m, h, Ib)`` (see the module docstring).
+
+    Parameters
+    ----------
+    mw : (nb,) output [kg];  hw : (nb, 3) output [kg m];  Iw : (nb, 3, 3) output [kg m^2].
+    """
+    nb = m.parent.shape[0]
+    cw = np.empty(3)
+    tmp = np.empty((3, 3))
+    for i in range(nb):
+        mi = m.mass[i]
+        _matvec3(R[i], m.com[i], cw)
+        for r in range(3):
+            cw[r] += p[i, r]
+        # R Ic R^T
+        for r in range(3):
+            for c in range(3):
+                tmp[r, c] = (
+                    m.inertia[i, r, 0] * R[i, c, 0]
+                    + m.inertia[i, r, 1] * R[i, c, 1]
+                    + m.inertia[i, r, 2] * R[i, c, 2]
+                )
+        _matmul3(R[i], tmp, Iw[i])
+        c2 = cw[0] * cw[0] + cw[1] * cw[1] + cw[2] * cw[2]
+        for r in range(3):
+            hw[i, r] = mi * cw[r]
+            for c in range(3):
+                Iw[i, r, c] += mi * ((c2 if r == c else 0.0) - cw[r] * cw[c])
+        mw[i] = mi
+
+
+@njit
+def _inertia_times(
+    mi: float, h: np.ndarray, Ib: np.ndarray, x: np.ndarray, out: np.ndarray
+) -> None:
+    """``out = I x`` for the spatial inertia ``(mi, h, Ib)`` and motion vector ``x``."""
+    vl0 = x[0]
+    vl1 = x[1]
+    vl2 = x[2]
+    w0 = x[3]
+    w1 = x[4]
+    w2 = x[5]
+    # linear: m v + w x h ; angular: h x v + Ib w
+    out[0] = mi * vl0 + (w1 * h[2] - w2 * h[1])
+    out[1] = mi * vl1 + (w2 * h[0] - w0 * h[2])
+    out[2] = mi * vl2 + (w0 * h[1] - w1 * h[0])
+    out[3] = (h[1] * vl2 - h[2] * vl1) + Ib[0, 0] * w0 + Ib[0, 1] * w1 + Ib[0, 2] * w2
+    out[4] = (h[2] * vl0 - h[0] * vl2) + Ib[1, 0] * w0 + Ib[1, 1] * w1 + Ib[1, 2] * w2
+    out[5] = (h[0] * vl1 - h[1] * vl0) + Ib[2, 0] * w0 + Ib[2, 1] * w1 + Ib[2, 2] * w2
+
+
+@njit
+def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
+    """Poses, motion subspaces and world inertias in one pass.
+
+    Returns
+    -------
+    R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3)
+    """
+    nb = m.parent.shape[0]
+    R = np.empty((nb, 3, 3))
+    p = np.empty((nb, 3))
+    S = np.zeros((6, nv))
+    mw = np.empty(nb)
+    hw = np.empty((nb, 3))
+    Iw = np.empty((nb, 3, 3))
+    forward_kinematics(m, q, R, p)
+    motion_subspace(m, q, R, p, S)
+    world_inertias(m, R, p, mw, hw, Iw)
+    return R, p, S, mw, hw, Iw
+
+
+# ----------------------------------------------------------------------------------------------
+# dynamics
+# ----------------------------------------------------------------------------------------------
+
+
+@njit
+def crba(
+    m: ModelArrays, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray, H: np.ndarray
+) -> None:
+    """Composite-rigid-body algorithm: the generalized inertia matrix (seed 000, eqs. 24-27).
+
+    ``H[a, b] = S_a^T Ic_i S_b`` for DoF ``a`` of body ``i`` and DoF ``b`` of ``i`` or one of
+    its ancestors, with ``Ic_i`` the composite inertia of the subtree rooted at ``i`` (a plain
+    sum, all inertias being about O).
+
+    Parameters
+    ----------
+    H : (nv, nv) output, filled completely.
+    """
+    nb = m.parent.shape[0]
+    mc = mw.copy()
+    hc = hw.copy()
+    Ic = Iw.copy()
+    F = np.empty(6)
+    for i in range(nb - 1, -1, -1):
+        for a in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            _inertia_times(mc[i], hc[i], Ic[i], S[:, a], F)
+            j = i
+            while j >= 0:
+                for b in range(m.iv[j], m.iv[j] + m.nvj[j]):
+                    val = 0.0
+                    for r in range(6):
+                        val += S[r, b] * F[r]
+                    H[a, b] = val
+                    H[b, a] = val
+                j = m.parent[j]
+        k = m.parent[i]
+        if k >= 0:
+            mc[k] += mc[i]
+            for r in range(3):
+                hc[k, r] += hc[i, r]
+                for c in range(3):
+                    Ic[k, r, c] += Ic[i, r, c]
+
+
+@njit
+def rnea(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    S: np.ndarray,
+    mw: np.ndarray,
+    hw: np.ndarray,
+    Iw: np.ndarray,
+    fext: np.ndarray,
+    gravity_scale: float,
+    tau: np.ndarray,
+) -> None:
+    """Recursive Newton-Euler inverse dynamics in the inertial frame.
+
+    Solves ``H a + c = Q + J^T f_ext`` for ``Q`` (seed 000, eqs. 39/41 with ``F_c = f_ext``).
+    With ``a = 0`` the result is ``c - J^T f_ext`` (bias forces, eq. 38). Gravity enters as
+    a fictitious base acceleration ``-g`` (scaled by ``gravity_scale``, 0 or 1).
+
+    Parameters
+    ----------
+    fext : (nb, 6) external wrenches on each body, ``[f; n_O]`` about O, inertial frame.
+    tau : (nv,) output generalized force: ``[F; T]`` at the base CoM then joint efforts.
+    """
+    nb = m.parent.shape[0]
+    vel = np.zeros((nb, 6))
+    acc = np.zeros((nb, 6))
+    f = np.empty((nb, 6))
+    sv = np.empty(6)
+    tmp = np.empty(6)
+    g = m.gravity
+    for i in range(nb):
+        jt = m.jtype[i]
+        k = m.parent[i]
+        if k >= 0:
+            for r in range(6):
+                vel[i, r] = vel[k, r]
+                acc[i, r] = acc[k, r]
+        else:
+            for r in range(3):
+                acc[i, r] = -gravity_scale * g[r]
+        for r in range(6):
+            sv[r] = 0.0
+        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            for r in range(6):
+                sv[r] += S[r, c] * v[c]
+                acc[i, r] += S[r, c] * a[c]
+        for r in range(6):
+            vel[i, r] += sv[r]
+        if jt == ROOT_FREE:
+            # d/dt (V0 + r0 x w0) = dV0 + r0 x dw0 + V0 x w0  (S a gives the first two terms)
+            V0 = v[m.iv[i] : m.iv[i] + 3]
+            w0 = v[m.iv[i] + 3 : m.iv[i] + 6]
+            acc[i, 0] += V0[1] * w0[2] - V0[2] * w0[1]
+            acc[i, 1] += V0[2] * w0[0] - V0[0] * w0[2]
+            acc[i, 2] += V0[0] * w0[1] - V0[1] * w0[0]
+        elif jt != ROOT_FIXED:
+            # Sdot qdot = v_i x (S qdot)  (motion cross product, [lin; ang] ordering)
+            wl0 = vel[i, 3]
+            wl1 = vel[i, 4]
+            wl2 = vel[i, 5]
+            vl0 = vel[i, 0]
+            vl1 = vel[i, 1]
+            vl2 = vel[i, 2]
+            acc[i, 0] += wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
+            acc[i, 1] += wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
+            acc[i, 2] += wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
+            acc[i, 3] += wl1 * sv[5] - wl2 * sv[4]
+            acc[i, 4] += wl2 * sv[3] - wl0 * sv[5]
+            acc[i, 5] += wl0 * sv[4] - wl1 * sv[3]
+        # f = I a + v x* (I v) - f_ext
+        _inertia_times(mw[i], hw[i], Iw[i], acc[i], f[i])
+        _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
+        wl0 = vel[i, 3]
+        wl1 = vel[i, 4]
+        wl2 = vel[i, 5]
+        vl0 = vel[i, 0]
+        vl1 = vel[i, 1]
+        vl2 = vel[i, 2]
+        f[i, 0] += wl1 * tmp[2] - wl2 * tmp[1]
+        f[i, 1] += wl2 * tmp[0] - wl0 * tmp[2]
+        f[i, 2] += wl0 * tmp[1] - wl1 * tmp[0]
+        f[i, 3] += wl1 * tmp[5] - wl2 * tmp[4] + vl1 * tmp[2] - vl2 * tmp[1]
+        f[i, 4] += wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2]
+        f[i, 5] += wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0]
+        for r in range(6):
+            f[i, r] -= fext[i, r]
+    for i in range(nb - 1, -1, -1):
+        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            val = 0.0
+            for r in range(6):
+                val += S[r, c] * f[i, r]
+            tau[c] = val
+        k = m.parent[i]
+        if k >= 0:
+            for r in range(6):
+                f[k, r] += f[i, r]
+
+
+@njit
+def cholesky_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``H x = b`` for symmetric positive definite ``H`` (n, n) by Cholesky.
+
+    Raises ``ValueError`` (in nopython mode: a generic error) if ``H`` is not positive
+    definite, which only happens for a degenerate model or a non-finite state.
+    """
+    n = H.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        s = H[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            raise ValueError('mass matrix is not positive definite')
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = H[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    x = b.copy()
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+    return x
+
+
+@njit
+def joint_friction(m: ModelArrays, v: np.ndarray, out: np.ndarray) -> None:
+    """Generalized friction forces F_f (seed 000, eq. 41): viscous plus regularized Coulomb.
+
+    ``F_f = -d qdot - f_c tanh(qdot / eps)`` with ``eps = 1e-3`` (rad/s or m/s), so the
+    Coulomb term is smooth and the equations stay integrable by explicit methods.
+    """
+    for i in range(v.shape[0]):
+        out[i] = -m.damping[i] * v[i] - m.friction[i] * np.tanh(v[i] / 1e-3)
+
+
+@njit
+def forward_dynamics(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+) -> np.ndarray:
+    """``a = H^-1 (Q - c)`` with H from :func:`crba`, c from :func:`rnea` (seed 000, eq. 39).
+
+    Parameters
+    ----------
+    tau : (nv,) generalized force ``[F_b; tau]``.
+    fext : (nb, 6) body wrenches about O.
+    """
+    nv = v.shape[0]
+    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
+    H = np.empty((nv, nv))
+    crba(m, S, mw, hw, Iw, H)
+    c = np.empty(nv)
+    zero = np.zeros(nv)
+    rnea(m, q, v, zero, S, mw, hw, Iw, fext, 1.0, c)
+    rhs = tau - c
+    if with_friction:
+        ff = np.empty(nv)
+        joint_friction(m, v, ff)
+        rhs += ff
+    return cholesky_solve(H, rhs)
+
+
+@njit
+def spatial_momentum(
+    m: ModelArrays, v: np.ndarray, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
+) -> np.ndarray:
+    """``[P; L_O]`` = sum of body momenta about O (seed 000, eqs. 6-7)."""
+    nb = m.parent.shape[0]
+    vel = np.zeros((nb, 6))
+    out = np.zeros(6)
+    tmp = np.empty(6)
+    for i in range(nb):
+        k = m.parent[i]
+        if k >= 0:
+            for r in range(6):
+                vel[i, r] = vel[k, r]
+        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            for r in range(6):
+                vel[i, r] += S[r, c] * v[c]
+        _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
+        for r in range(6):
+            out[r] += tmp[r]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# integration on the configuration manifold R^3 x S^3 x R^n
+# ----------------------------------------------------------------------------------------------
+
+
+@njit
+def integrate(m: ModelArrays, q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray:
+    """``q (+) v dt``: exact flow of a constant ``v`` on the configuration manifold.
+
+    The base CoM moves along ``V0 dt``; the attitude turns by the inertial-frame rotation
+    vector ``w0 dt`` (left multiplication, ``Q <- exp(w0 dt) * Q0``), normalized; joint
+    coordinates add ``phidot dt``.
+    """
+    out = q.copy()
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        jt = m.jtype[i]
+        if jt == ROOT_FREE:
+            c = m.iv[i]
+            for r in range(3):
+                out[r] = q[r] + v[c + r] * dt
+            wx = v[c + 3] * dt
+            wy = v[c + 4] * dt
+            wz = v[c + 5] * dt
+            th = np.sqrt(wx * wx + wy * wy + wz * wz)
+            if th < 1e-8:
+                sc = 0.5 - th * th / 48.0  # sin(th/2)/th
+            else:
+                sc = np.sin(0.5 * th) / th
+            dx = wx * sc
+            dy = wy * sc
+            dz = wz * sc
+            dw = np.cos(0.5 * th)
+            x = q[3]
+            y = q[4]
+            z = q[5]
+            w = q[6]
+            # Hamilton product d * q, quaternions (x, y, z, w)
+            nx = dw * x + dx * w + dy * z - dz * y
+            ny = dw * y - dx * z + dy * w + dz * x
+            nz = dw * z + dx * y - dy * x + dz * w
+            nw = dw * w - dx * x - dy * y - dz * z
+            n = np.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+            out[3] = nx / n
+            out[4] = ny / n
+            out[5] = nz / n
+            out[6] = nw / n
+        elif jt != ROOT_FIXED:
+            out[m.iq[i]] = q[m.iq[i]] + v[m.iv[i]] * dt
+    return out
+
+
+@njit
+def chart_rate(m: ModelArrays, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``dtheta/dt`` of the local coordinates ``q = integrate(q_ref, theta, 1)``.
+
+    Only the attitude differs from ``v``: ``dtheta = J_l(theta)^-1 w0`` with ``J_l`` the left
+    Jacobian of SO(3) (``J_l^-1 = E - th~/2 + (1/|th|^2 - (1+cos|th|)/(2|th| sin|th|)) th~^2``).
+    This is what makes :func:`rk4_step` a 4th-order Runge-Kutta-Munthe-Kaas method.
+    """
+    out = v.copy()
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        if m.jtype[i] == ROOT_FREE:
+            c = m.iv[i] + 3
+            tx = theta[c]
+            ty = theta[c + 1]
+            tz = theta[c + 2]
+            wx = v[c]
+            wy = v[c + 1]
+            wz = v[c + 2]
+            t2 = tx * tx + ty * ty + tz * tz
+            t = np.sqrt(t2)
+            if t < 1e-4:
+                k = 1.0 / 12.0 + t2 / 720.0
+            else:
+                k = 1.0 / t2 - (1.0 + np.cos(t)) / (2.0 * t * np.sin(t))
+            # th x w and th x (th x w)
+            cx = ty * wz - tz * wy
+            cy = tz * wx - tx * wz
+            cz = tx * wy - ty * wx
+            ccx = ty * cz - tz * cy
+            ccy = tz * cx - tx * cz
+            ccz = tx * cy - ty * cx
+            out[c] = wx - 0.5 * cx + k * ccx
+            out[c + 1] = wy - 0.5 * cy + k * ccy
+            out[c + 2] = wz - 0.5 * cz + k * ccz
+    return out
+
+
+@njit
+def rk4_step(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    dt: float,
+):
+    """One classical RK4 step in the local chart at ``q`` (Runge-Kutta-Munthe-Kaas).
+
+    ``tau`` (generalized force) and ``fext`` (body wrenches about O) are held constant.
+
+    Returns
+    -------
+    q_next : (nq,) ;  v_next : (nv,)
+    """
+    nv = v.shape[0]
+    th = np.zeros(nv)
+    a1 = forward_dynamics(m, q, v, tau, fext, with_friction)
+    d1 = chart_rate(m, th, v)
+    th2 = 0.5 * dt * d1
+    v2 = v + 0.5 * dt * a1
+    a2 = forward_dynamics(m, integrate(m, q, th2, 1.0), v2, tau, fext, with_friction)
+    d2 = chart_rate(m, th2, v2)
+    th3 = 0.5 * dt * d2
+    v3 = v + 0.5 * dt * a2
+    a3 = forward_dynamics(m, integrate(m, q, th3, 1.0), v3, tau, fext, with_friction)
+    d3 = chart_rate(m, th3, v3)
+    th4 = dt * d3
+    v4 = v + dt * a3
+    a4 = forward_dynamics(m, integrate(m, q, th4, 1.0), v4, tau, fext, with_friction)
+    d4 = chart_rate(m, th4, v4)
+    theta = (dt / 6.0) * (d1 + 2.0 * d2 + 2.0 * d3 + d4)
+    v_next = v + (dt / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+    return integrate(m, q, theta, 1.0), v_next

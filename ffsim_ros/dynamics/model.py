@@ -1,0 +1,396 @@
+"""Immutable kinematic-tree model of a robot on a floating (or fixed) base.
+
+Glossary (SPART / SpaceDyn names, seed 000):
+
+=============  ================================================================================
+``n``          number of joint DoFs (manipulator coordinates ``phi``)
+``q``          configuration ``[r0 (3), Q0 (4), phi (n)]`` (floating) or ``phi`` (fixed base)
+``v``          velocity ``[V0 (3), w0 (3), phidot (n)]`` (floating) or ``phidot``
+``r0, V0``     base-body CoM position / velocity, inertial frame (eq. 22)
+``Q0, w0``     base orientation quaternion (x, y, z, w) / angular velocity, inertial frame
+``H0``         base inertia matrix, 6x6 (eq. 20)
+``H0m``        base-manipulator coupling inertia, 6xn (eq. 23)
+``Hm``         manipulator inertia, nxn (eq. 24, ``H_phi``)
+``Js, Jm``     base and manipulator Jacobians of a point (eq. 5)
+``J*``         generalized Jacobian ``Jm - Js H0^-1 H0m`` (Yoshida & Umetani 1993)
+=============  ================================================================================
+
+A *body* is a set of links welded together by fixed joints; its frame is the frame of its
+first link (the child link of the moving joint, or the root link for the base). Every link
+stays addressable by name as a :class:`Frame` of its body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from .kernels import PRISMATIC, REVOLUTE, ROOT_FIXED, ROOT_FREE, ModelArrays
+
+JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A named frame rigidly attached to a body.
+
+    Attributes
+    ----------
+    body : int
+        Index of the body carrying the frame.
+    rotation : (3, 3) ndarray
+        Orientation of the frame in the body frame.
+    translation : (3,) ndarray
+        Origin of the frame in the body frame [m].
+    """
+
+    body: int
+    rotation: np.ndarray
+    translation: np.ndarray
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    """Input description of one body for :func:`build_model` (inertial data in body frame).
+
+    ``joint_rotation``/``joint_translation`` place the joint frame (= this body's frame at
+    zero joint position) in the parent body frame; ``axis`` is expressed in that frame.
+    The base body has ``parent = -1`` and ``joint_type = 'root'``.
+    """
+
+    name: str
+    parent: int
+    joint_name: str
+    joint_type: str
+    joint_rotation: np.ndarray
+    joint_translation: np.ndarray
+    axis: np.ndarray
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+    lower: float = -np.inf
+    upper: float = np.inf
+    effort: float = np.inf
+    velocity: float = np.inf
+    damping: float = 0.0
+    friction: float = 0.0
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """Immutable robot model (see the module glossary). Build with :func:`load_urdf`.
+
+    Attributes
+    ----------
+    name : str
+    floating_base : bool
+        True for a free-floating base (6-DoF root), False for a base fixed at the origin.
+    nq, nv, n : int
+        Configuration, velocity and joint dimensions.
+    joint_names : tuple of str
+        Moving joints in velocity order.
+    joint_types : tuple of str
+        'revolute', 'continuous' or 'prismatic', per moving joint.
+    link_names : tuple of str
+        Every link of the description (merged and massless links included).
+    body_names : tuple of str
+        Name of each body's first link; body 0 is the base.
+    frames : Mapping[str, Frame]
+        Link name -> frame on its body.
+    lower, upper : (n,) ndarray
+        Joint position limits [rad | m] (-inf/inf when unlimited).
+    effort_limit, velocity_limit : (n,) ndarray
+        Joint effort [N m | N] and speed [rad/s | m/s] limits (inf when unset).
+    joint_dynamics : bool
+        Whether joint damping/friction (``arrays.damping``/``arrays.friction``) are applied.
+    arrays : ModelArrays
+        Flat arrays consumed by the kernels.
+    """
+
+    name: str
+    floating_base: bool
+    nq: int
+    nv: int
+    n: int
+    joint_names: tuple[str, ...]
+    joint_types: tuple[str, ...]
+    link_names: tuple[str, ...]
+    body_names: tuple[str, ...]
+    frames: Mapping[str, Frame]
+    lower: np.ndarray
+    upper: np.ndarray
+    effort_limit: np.ndarray
+    velocity_limit: np.ndarray
+    arrays: ModelArrays
+    joint_dynamics: bool = False
+    _joint_index: Mapping[str, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """(3,) gravitational acceleration in the inertial frame [m/s^2]."""
+        return self.arrays.gravity
+
+    @property
+    def base_link(self) -> str:
+        """Name of the root link."""
+        return self.body_names[0]
+
+    @property
+    def total_mass(self) -> float:
+        """Total mass M of the system [kg] (seed 000, eq. 9)."""
+        return float(self.arrays.mass.sum())
+
+    @property
+    def joint_damping(self) -> np.ndarray:
+        """(n,) viscous damping of each joint from the description."""
+        return self.arrays.damping[self.nv - self.n :]
+
+    @property
+    def joint_friction(self) -> np.ndarray:
+        """(n,) Coulomb friction of each joint from the description."""
+        return self.arrays.friction[self.nv - self.n :]
+
+    def joint_index(self, joint: str) -> int:
+        """Index of ``joint`` in ``joint_names`` (= its position in ``phi``).
+
+        Raises
+        ------
+        KeyError
+            If the model has no moving joint of that name.
+        """
+        try:
+            return self._joint_index[joint]
+        except KeyError:
+            raise KeyError(
+                f'unknown joint {joint!r}; the model has {list(self.joint_names)}'
+            ) from None
+
+    def frame(self, link: str) -> Frame:
+        """The :class:`Frame` of ``link``.
+
+        Raises
+        ------
+        KeyError
+            If the model has no link of that name.
+        """
+        try:
+            return self.frames[link]
+        except KeyError:
+            raise KeyError(
+                f'unknown link {link!r}; the model has {list(self.link_names)}'
+            ) from None
+
+
+def with_gravity(model: Model, gravity: Sequence[float]) -> Model:
+    """A copy of ``model`` with gravitational acceleration ``gravity`` (3,) [m/s^2]."""
+    g = _vector(gravity, 3, 'gravity')
+    return dataclasses.replace(model, arrays=model.arrays._replace(gravity=_readonly(g)))
+
+
+def with_joint_dynamics(model: Model, enabled: bool = True) -> Model:
+    """A copy of ``model`` that applies (or not) the joint damping and friction it carries."""
+    return dataclasses.replace(model, joint_dynamics=bool(enabled))
+
+
+def _vector(value: Sequence[float], size: int, what: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != (size,):
+        raise ValueError(f'{what}: expected {size} values, got shape {arr.shape}')
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f'{what}: expected finite values, got {arr.tolist()}')
+    return arr.copy()
+
+
+def check_inertia(mass: float, inertia: np.ndarray, where: str) -> None:
+    """Validate a link's mass and inertia tensor about its CoM.
+
+    Raises
+    ------
+    ValueError
+        Negative or non-finite mass; inertia not symmetric, not positive definite (positive
+        semi-definite is accepted only for zero mass) or violating the triangle inequality
+        ``I_a + I_b >= I_c`` of its principal moments. ``where`` names the link.
+    """
+    if not np.isfinite(mass) or mass < 0.0:
+        raise ValueError(f'{where}: mass must be finite and >= 0, got {mass}')
+    inertia = np.asarray(inertia, dtype=float)
+    if not np.all(np.isfinite(inertia)):
+        raise ValueError(f'{where}: inertia has non-finite entries')
+    scale = max(float(np.abs(inertia).max()), 1e-300)
+    if not np.allclose(inertia, inertia.T, rtol=0.0, atol=1e-12 * scale):
+        raise ValueError(f'{where}: inertia tensor is not symmetric: {inertia.tolist()}')
+    if mass == 0.0 and not np.any(inertia):
+        return
+    eig = np.linalg.eigvalsh(inertia)
+    tol = 1e-12 * scale
+    if mass > 0.0 and eig[0] <= 0.0:
+        raise ValueError(
+            f'{where}: inertia tensor is not positive definite (principal moments {eig.tolist()})'
+        )
+    if eig[0] < -tol:
+        raise ValueError(
+            f'{where}: inertia tensor is not positive semi-definite (principal moments '
+            f'{eig.tolist()})'
+        )
+    if eig[0] + eig[1] < eig[2] - tol:
+        raise ValueError(
+            f'{where}: inertia violates the triangle inequality (principal moments '
+            f'{eig.tolist()}: {eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g})'
+        )
+
+
+def build_model(
+    bodies: Sequence[BodySpec],
+    frames: Mapping[str, Frame],
+    link_names: Sequence[str],
+    *,
+    floating_base: bool,
+    gravity: Sequence[float] = (0.0, 0.0, 0.0),
+    name: str = 'robot',
+) -> Model:
+    """Assemble and validate a :class:`Model` from body specifications.
+
+    Parameters
+    ----------
+    bodies : sequence of BodySpec
+        Body 0 is the base; every other body's parent index must be smaller than its own.
+    frames : Mapping[str, Frame]
+        Named frames (every link) on the bodies.
+    link_names : sequence of str
+    floating_base : bool
+    gravity : (3,) array_like
+        Inertial-frame gravitational acceleration [m/s^2].
+    name : str
+
+    Raises
+    ------
+    ValueError
+        Bad ordering, an unknown joint type, a zero axis, or a moving body whose subtree has
+        no mass (its joint could not be accelerated by a finite effort).
+    """
+    nb = len(bodies)
+    if nb == 0:
+        raise ValueError('a model needs at least one body')
+    g = _vector(gravity, 3, 'gravity')
+    parent = np.array([b.parent for b in bodies], dtype=np.int64)
+    if parent[0] != -1:
+        raise ValueError(f'body 0 ({bodies[0].name}) must be the root, got parent {parent[0]}')
+    for i in range(1, nb):
+        if not 0 <= parent[i] < i:
+            raise ValueError(
+                f'body {bodies[i].name}: parent index must be in [0, {i}), got {parent[i]}'
+            )
+    jtype = np.empty(nb, dtype=np.int64)
+    iq = np.zeros(nb, dtype=np.int64)
+    iv = np.zeros(nb, dtype=np.int64)
+    nvj = np.zeros(nb, dtype=np.int64)
+    axis = np.zeros((nb, 3))
+    jtype[0] = ROOT_FREE if floating_base else ROOT_FIXED
+    nq = nv = 0
+    if floating_base:
+        nq, nv, nvj[0] = 7, 6, 6
+    for i in range(1, nb):
+        b = bodies[i]
+        if b.joint_type not in JOINT_TYPES:
+            raise ValueError(
+                f'joint {b.joint_name}: expected one of {JOINT_TYPES}, got {b.joint_type!r}'
+            )
+        jtype[i] = PRISMATIC if b.joint_type == 'prismatic' else REVOLUTE
+        ax = np.asarray(b.axis, dtype=float)
+        norm = float(np.linalg.norm(ax))
+        if not np.isfinite(norm) or norm < 1e-12:
+            raise ValueError(f'joint {b.joint_name}: axis must be non-zero, got {ax.tolist()}')
+        axis[i] = ax / norm
+        iq[i], iv[i], nvj[i] = nq, nv, 1
+        nq += 1
+        nv += 1
+    for b in bodies:
+        check_inertia(b.mass, b.inertia, f'body {b.name}')
+    mass = np.array([b.mass for b in bodies], dtype=float)
+    subtree = mass.copy()
+    for i in range(nb - 1, 0, -1):
+        subtree[parent[i]] += subtree[i]
+    for i in range(1, nb):
+        if subtree[i] <= 0.0:
+            raise ValueError(
+                f'joint {bodies[i].joint_name}: the subtree it moves (from link '
+                f'{bodies[i].name}) has no mass'
+            )
+    if floating_base and subtree[0] <= 0.0:
+        raise ValueError(f'floating base {bodies[0].name}: the robot has no mass')
+    n = nb - 1
+    off = nv - n
+    damping = np.zeros(nv)
+    friction = np.zeros(nv)
+    for i in range(1, nb):
+        damping[off + i - 1] = bodies[i].damping
+        friction[off + i - 1] = bodies[i].friction
+    arrays = ModelArrays(
+        jtype=_readonly(jtype),
+        parent=_readonly(parent),
+        iq=_readonly(iq),
+        iv=_readonly(iv),
+        nvj=_readonly(nvj),
+        rot=_readonly(np.array([b.joint_rotation for b in bodies], dtype=float)),
+        trans=_readonly(np.array([b.joint_translation for b in bodies], dtype=float)),
+        axis=_readonly(axis),
+        mass=_readonly(mass),
+        com=_readonly(np.array([b.com for b in bodies], dtype=float).reshape(nb, 3)),
+        inertia=_readonly(np.array([b.inertia for b in bodies], dtype=float).reshape(nb, 3, 3)),
+        gravity=_readonly(g),
+        damping=_readonly(damping),
+        friction=_readonly(friction),
+    )
+    moving = bodies[1:]
+    joint_names = tuple(b.joint_name for b in moving)
+    if len(set(joint_names)) != len(joint_names):
+        raise ValueError(f'joint names must be unique, got {list(joint_names)}')
+    ro_frames = {
+        k: Frame(
+            f.body,
+            _readonly(np.array(f.rotation, float)),
+            _readonly(np.array(f.translation, float)),
+        )
+        for k, f in frames.items()
+    }
+    return Model(
+        name=name,
+        floating_base=bool(floating_base),
+        nq=nq,
+        nv=nv,
+        n=n,
+        joint_names=joint_names,
+        joint_types=tuple(b.joint_type for b in moving),
+        link_names=tuple(link_names),
+        body_names=tuple(b.name for b in bodies),
+        frames=MappingProxyType(ro_frames),
+        lower=_readonly(np.array([b.lower for b in moving], dtype=float)),
+        upper=_readonly(np.array([b.upper for b in moving], dtype=float)),
+        effort_limit=_readonly(np.array([b.effort for b in moving], dtype=float)),
+        velocity_limit=_readonly(np.array([b.velocity for b in moving], dtype=float)),
+        arrays=arrays,
+        _joint_index=MappingProxyType({nm: k for k, nm in enumerate(joint_names)}),
+    )
+
+
+def neutral(model: Model) -> np.ndarray:
+    """The neutral configuration: base CoM at the origin, identity attitude, ``phi = 0``.
+
+    Returns
+    -------
+    (nq,) ndarray
+    """
+    q = np.zeros(model.nq)
+    if model.floating_base:
+        q[6] = 1.0
+    return q

@@ -1,0 +1,363 @@
+"""URDF reader producing a :class:`~ffsim_ros.dynamics.model.Model`.
+
+Reads links' ``<inertial>`` (origin xyz/rpy, mass, full inertia tensor) and joints' origin,
+axis, ``<limit>`` and ``<dynamics>``. Visuals, collisions, meshes, transmissions and gazebo
+tags are ignored. Links attached by fixed joints are merged into their parent body (mass, CoM
+and inertia by the parallel-axis theorem) and stay addressable as frames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .model import BodySpec, Frame, Model, build_model, check_inertia
+
+_SUPPORTED = ('revolute', 'continuous', 'prismatic', 'fixed')
+_UNSUPPORTED = ('planar', 'floating')
+
+
+def rpy_to_rot(rpy: Sequence[float]) -> np.ndarray:
+    """URDF roll-pitch-yaw (fixed axes x, y, z) to a rotation matrix ``Rz(y) Ry(p) Rx(r)``."""
+    r, p, y = rpy
+    cr, sr = np.cos(r), np.sin(r)
+    cp, sp = np.cos(p), np.sin(p)
+    cy, sy = np.cos(y), np.sin(y)
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
+
+
+def _floats(text: str | None, count: int, default: Sequence[float], where: str) -> np.ndarray:
+    if text is None:
+        return np.array(default, dtype=float)
+    try:
+        vals = [float(t) for t in text.split()]
+    except ValueError:
+        raise ValueError(f'{where}: expected {count} numbers, got {text!r}') from None
+    if len(vals) != count:
+        raise ValueError(f'{where}: expected {count} numbers, got {len(vals)} ({text!r})')
+    arr = np.array(vals)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f'{where}: expected finite numbers, got {text!r}')
+    return arr
+
+
+def _attr_float(elem: ET.Element, key: str, default: float, where: str) -> float:
+    text = elem.get(key)
+    if text is None:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f'{where}: {key} must be a number, got {text!r}') from None
+
+
+def _origin(elem: ET.Element | None, where: str) -> tuple[np.ndarray, np.ndarray]:
+    if elem is None:
+        return np.eye(3), np.zeros(3)
+    xyz = _floats(elem.get('xyz'), 3, (0, 0, 0), f'{where} origin xyz')
+    rpy = _floats(elem.get('rpy'), 3, (0, 0, 0), f'{where} origin rpy')
+    return rpy_to_rot(rpy), xyz
+
+
+@dataclass
+class _Link:
+    name: str
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray  # about the CoM, link frame
+
+
+@dataclass
+class _Joint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    rot: np.ndarray
+    trans: np.ndarray
+    axis: np.ndarray
+    lower: float
+    upper: float
+    effort: float
+    velocity: float
+    damping: float
+    friction: float
+
+
+def _parse_link(elem: ET.Element) -> _Link:
+    name = elem.get('name')
+    if not name:
+        raise ValueError('a <link> has no name attribute')
+    where = f'link {name}'
+    inertial = elem.find('inertial')
+    if inertial is None:
+        return _Link(name, 0.0, np.zeros(3), np.zeros((3, 3)))
+    rot, xyz = _origin(inertial.find('origin'), where)
+    mass_el = inertial.find('mass')
+    mass = 0.0 if mass_el is None else _attr_float(mass_el, 'value', 0.0, f'{where} mass')
+    ie = inertial.find('inertia')
+    vals = {}
+    for key in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'):
+        vals[key] = 0.0 if ie is None else _attr_float(ie, key, 0.0, f'{where} inertia')
+    local = np.array(
+        [
+            [vals['ixx'], vals['ixy'], vals['ixz']],
+            [vals['ixy'], vals['iyy'], vals['iyz']],
+            [vals['ixz'], vals['iyz'], vals['izz']],
+        ]
+    )
+    check_inertia(mass, local, where)
+    return _Link(name, mass, xyz, rot @ local @ rot.T)
+
+
+def _parse_joint(elem: ET.Element) -> _Joint:
+    name = elem.get('name')
+    if not name:
+        raise ValueError('a <joint> has no name attribute')
+    jtype = elem.get('type')
+    where = f'joint {name}'
+    if jtype in _UNSUPPORTED:
+        raise NotImplementedError(
+            f'{where}: joint type {jtype!r} is not supported (supported: {_SUPPORTED})'
+        )
+    if jtype not in _SUPPORTED:
+        raise ValueError(f'{where}: expected type in {_SUPPORTED}, got {jtype!r}')
+    parent_el = elem.find('parent')
+    child_el = elem.find('child')
+    parent = None if parent_el is None else parent_el.get('link')
+    child = None if child_el is None else child_el.get('link')
+    if not parent or not child:
+        raise ValueError(f'{where}: needs <parent link=...> and <child link=...>')
+    rot, trans = _origin(elem.find('origin'), where)
+    axis_el = elem.find('axis')
+    axis = _floats(None if axis_el is None else axis_el.get('xyz'), 3, (1, 0, 0), where + ' axis')
+    if jtype != 'fixed' and np.linalg.norm(axis) < 1e-12:
+        raise ValueError(f'{where}: axis must be non-zero, got {axis.tolist()}')
+    lower, upper, effort, velocity = -np.inf, np.inf, np.inf, np.inf
+    limit = elem.find('limit')
+    if limit is not None:
+        effort = _attr_float(limit, 'effort', np.inf, where + ' limit')
+        velocity = _attr_float(limit, 'velocity', np.inf, where + ' limit')
+        if jtype != 'continuous':
+            lower = _attr_float(limit, 'lower', 0.0, where + ' limit')
+            upper = _attr_float(limit, 'upper', 0.0, where + ' limit')
+    elif jtype in ('revolute', 'prismatic'):
+        raise ValueError(f'{where}: a {jtype} joint needs a <limit> element (URDF spec)')
+    if lower > upper:
+        raise ValueError(f'{where}: limit lower {lower} > upper {upper}')
+    damping = friction = 0.0
+    dyn = elem.find('dynamics')
+    if dyn is not None:
+        damping = _attr_float(dyn, 'damping', 0.0, where + ' dynamics')
+        friction = _attr_float(dyn, 'friction', 0.0, where + ' dynamics')
+        if damping < 0 or friction < 0:
+            raise ValueError(f'{where}: damping and friction must be >= 0')
+    return _Joint(
+        name,
+        jtype,
+        parent,
+        child,
+        rot,
+        trans,
+        axis,
+        lower,
+        upper,
+        effort,
+        velocity,
+        damping,
+        friction,
+    )
+
+
+def _read_xml(source: str | os.PathLike[str]) -> ET.Element:
+    text = os.fspath(source)
+    if '<' not in text:
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError(f'URDF source: expected an XML string or a file path, got {text!r}')
+        text = path.read_text()
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ValueError(f'malformed URDF XML: {exc}') from None
+    if root.tag != 'robot':
+        raise ValueError(f'URDF: expected a <robot> root element, got <{root.tag}>')
+    return root
+
+
+def load_urdf(
+    source: str | os.PathLike[str],
+    *,
+    floating_base: bool = True,
+    gravity: Sequence[float] = (0.0, 0.0, 0.0),
+) -> Model:
+    """Build a model from a URDF file path or XML string.
+
+    Parameters
+    ----------
+    source : str or path-like
+        A path to a ``.urdf`` file or the URDF XML itself.
+    floating_base : bool
+        Free-floating 6-DoF base (default) or a root link fixed at the inertial origin.
+    gravity : (3,) array_like
+        Inertial-frame gravitational acceleration [m/s^2]; zero in orbit.
+
+    Returns
+    -------
+    Model
+
+    Raises
+    ------
+    ValueError
+        Malformed XML, unknown parent/child link, several roots, cycles, a moving body
+        without mass in its subtree, negative mass, an invalid inertia tensor or a zero axis;
+        the message names the offending link or joint.
+    NotImplementedError
+        Planar and floating joints.
+    """
+    root = _read_xml(source)
+    links: dict[str, _Link] = {}
+    for el in root.findall('link'):
+        link = _parse_link(el)
+        if link.name in links:
+            raise ValueError(f'link {link.name}: defined twice')
+        links[link.name] = link
+    if not links:
+        raise ValueError('URDF: the robot has no <link>')
+    joints: list[_Joint] = []
+    child_of: dict[str, _Joint] = {}
+    for el in root.findall('joint'):
+        joint = _parse_joint(el)
+        for role, link_name in (('parent', joint.parent), ('child', joint.child)):
+            if link_name not in links:
+                raise ValueError(f'joint {joint.name}: unknown {role} link {link_name!r}')
+        if joint.child in child_of:
+            raise ValueError(
+                f'joint {joint.name}: link {joint.child} already has parent joint '
+                f'{child_of[joint.child].name} (a link has one parent)'
+            )
+        if joint.parent == joint.child:
+            raise ValueError(f'joint {joint.name}: parent and child are the same link')
+        child_of[joint.child] = joint
+        joints.append(joint)
+    if len({j.name for j in joints}) != len(joints):
+        raise ValueError('URDF: joint names must be unique')
+    roots = [name for name in links if name not in child_of]
+    if not roots:
+        raise ValueError(
+            f'URDF: the kinematic graph has a cycle (no root link among {list(links)})'
+        )
+    if len(roots) > 1:
+        raise ValueError(f'URDF: expected one root link, got {len(roots)}: {roots}')
+    children: dict[str, list[_Joint]] = {name: [] for name in links}
+    for joint in joints:
+        children[joint.parent].append(joint)
+
+    bodies: list[BodySpec] = []
+    frames: dict[str, Frame] = {}
+    link_order: list[str] = []
+    # per body: accumulated (mass, first moment, inertia about body origin) in body frame
+    acc: list[list] = []
+
+    def add_link(body: int, link: _Link, rot: np.ndarray, trans: np.ndarray) -> None:
+        frames[link.name] = Frame(body, rot, trans)
+        link_order.append(link.name)
+        if link.mass > 0.0 or np.any(link.inertia):
+            c = rot @ link.com + trans
+            ic = rot @ link.inertia @ rot.T
+            a = acc[body]
+            a[0] += link.mass
+            a[1] = a[1] + link.mass * c
+            a[2] = a[2] + ic + link.mass * (c @ c * np.eye(3) - np.outer(c, c))
+
+    def new_body(name: str, parent: int, joint: _Joint | None) -> int:
+        idx = len(acc)
+        acc.append([0.0, np.zeros(3), np.zeros((3, 3))])
+        bodies.append(
+            BodySpec(
+                name=name,
+                parent=parent,
+                joint_name='' if joint is None else joint.name,
+                joint_type='root' if joint is None else joint.type,
+                joint_rotation=np.eye(3) if joint is None else joint.rot,
+                joint_translation=np.zeros(3) if joint is None else joint.trans,
+                axis=np.array([1.0, 0.0, 0.0]) if joint is None else joint.axis,
+                mass=0.0,
+                com=np.zeros(3),
+                inertia=np.zeros((3, 3)),
+                lower=-np.inf if joint is None else joint.lower,
+                upper=np.inf if joint is None else joint.upper,
+                effort=np.inf if joint is None else joint.effort,
+                velocity=np.inf if joint is None else joint.velocity,
+                damping=0.0 if joint is None else joint.damping,
+                friction=0.0 if joint is None else joint.friction,
+            )
+        )
+        return idx
+
+    # depth-first traversal: parents get smaller indices than children (regular labeling)
+    new_body(roots[0], -1, None)
+    # (link, body it belongs to or whose child it is, placement, moving joint into it or None)
+    stack: list[tuple[str, int, np.ndarray, np.ndarray, _Joint | None]] = [
+        (roots[0], 0, np.eye(3), np.zeros(3), None)
+    ]
+    visited: set[str] = set()
+    while stack:
+        link_name, body, rot, trans, joint = stack.pop()
+        visited.add(link_name)
+        if joint is not None:  # a moving joint starts a new body, placed in its parent's frame
+            placed = dataclasses.replace(
+                joint, rot=rot @ joint.rot, trans=rot @ joint.trans + trans
+            )
+            body = new_body(link_name, body, placed)
+            rot, trans = np.eye(3), np.zeros(3)
+        add_link(body, links[link_name], rot, trans)
+        for child_joint in reversed(children[link_name]):
+            if child_joint.type == 'fixed':
+                stack.append(
+                    (
+                        child_joint.child,
+                        body,
+                        rot @ child_joint.rot,
+                        rot @ child_joint.trans + trans,
+                        None,
+                    )
+                )
+            else:
+                stack.append((child_joint.child, body, rot, trans, child_joint))
+    unreached = [name for name in links if name not in visited]
+    if unreached:
+        raise ValueError(f'URDF: links {unreached} are not connected to root {roots[0]} (cycle)')
+
+    specs: list[BodySpec] = []
+    for spec, (m, h, ib) in zip(bodies, acc, strict=True):
+        com = h / m if m > 0.0 else np.zeros(3)
+        ic = ib - m * (com @ com * np.eye(3) - np.outer(com, com))
+        ic = 0.5 * (ic + ic.T)
+        specs.append(_replace_inertial(spec, m, com, ic))
+    return build_model(
+        specs,
+        frames,
+        link_order,
+        floating_base=floating_base,
+        gravity=gravity,
+        name=root.get('name', 'robot'),
+    )
+
+
+def _replace_inertial(
+    spec: BodySpec, mass: float, com: np.ndarray, inertia: np.ndarray
+) -> BodySpec:
+    return dataclasses.replace(spec, mass=float(mass), com=com, inertia=inertia)
