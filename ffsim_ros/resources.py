@@ -1,0 +1,54 @@
+"""Locate the package's shared files (sample robots, configs) in every installation layout.
+
+Order: the ament index (a colcon/ROS install), ``<sys.prefix>/share/ffsim_ros`` (a pip
+install of the wheel, whose data_files land there), then the source tree (an editable
+install or a checkout).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+PACKAGE = 'ffsim_ros'
+_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def share_dir() -> Path:
+    """The directory holding ``urdf/``, ``config/`` and ``launch/`` of this package."""
+    try:
+        from ament_index_python.packages import (
+            PackageNotFoundError,
+            get_package_share_directory,
+        )
+
+        try:
+            return Path(get_package_share_directory(PACKAGE))
+        except (PackageNotFoundError, ValueError, LookupError):
+            pass
+    except ImportError:
+        pass
+    prefix_share = Path(sys.prefix) / 'share' / PACKAGE
+    if (prefix_share / 'urdf').is_dir():
+        return prefix_share
+    return _SOURCE_ROOT
+
+
+def share_path(*parts: str) -> Path:
+    """Path of a file under the package's share directory."""
+    return share_dir().joinpath(*parts)
+
+
+def sample_robot(name: str) -> Path:
+    """Path of the sample robot ``urdf/<name>.urdf``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the robots that exist when ``name`` is not one of them.
+    """
+    path = share_path('urdf', f'{name}.urdf')
+    if not path.is_file():
+        known = sorted(p.stem for p in share_path('urdf').glob('*.urdf'))
+        raise FileNotFoundError(f'unknown sample robot {name!r}; expected one of {known}')
+    return path
