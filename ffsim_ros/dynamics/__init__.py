@@ -23,7 +23,7 @@ from .algorithms import (
     potential_energy,
 )
 from .integration import FIXED_STEP_METHODS, SCIPY_METHODS, difference, integrate, step
-from .model import Frame, Model, neutral, with_gravity, with_joint_dynamics
+from .model import Frame, Model, UnknownNameError, neutral, with_gravity, with_joint_dynamics
 from .urdf import load_urdf
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     'SCIPY_METHODS',
     'Frame',
     'Model',
+    'UnknownNameError',
     'base_velocity_from_momentum',
     'bias_forces',
     'body_poses',

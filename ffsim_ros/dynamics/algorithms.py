@@ -169,7 +169,7 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
     """
     q = _q(model, q)
     _, _, S, mw, hw, Iw = K.kinematics(model.arrays, q, model.nv)
-    H = np.empty((model.nv, model.nv))
+    H = np.zeros((model.nv, model.nv))
     K.crba(model.arrays, S, mw, hw, Iw, H)
     return H
 

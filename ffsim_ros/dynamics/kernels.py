@@ -325,7 +325,7 @@ def crba(
 
     Parameters
     ----------
-    H : (nv, nv) output, filled completely.
+    H : (nv, nv) output, zero on entry; entries of DoFs on different branches stay zero.
     """
     nb = m.parent.shape[0]
     mc = mw.copy()
@@ -518,7 +518,7 @@ def forward_dynamics(
     """
     nv = v.shape[0]
     R, p, S, mw, hw, Iw = kinematics(m, q, nv)
-    H = np.empty((nv, nv))
+    H = np.zeros((nv, nv))
     crba(m, S, mw, hw, Iw, H)
     c = np.empty(nv)
     zero = np.zeros(nv)

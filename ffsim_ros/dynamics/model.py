@@ -34,6 +34,13 @@ from .kernels import PRISMATIC, REVOLUTE, ROOT_FIXED, ROOT_FREE, ModelArrays
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
 
 
+class UnknownNameError(KeyError, ValueError):
+    """A link or joint name the model does not have (both a KeyError and a ValueError)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ''
+
+
 @dataclass(frozen=True)
 class Frame:
     """A named frame rigidly attached to a body.
@@ -165,13 +172,13 @@ class Model:
 
         Raises
         ------
-        KeyError
+        UnknownNameError
             If the model has no moving joint of that name.
         """
         try:
             return self._joint_index[joint]
         except KeyError:
-            raise KeyError(
+            raise UnknownNameError(
                 f'unknown joint {joint!r}; the model has {list(self.joint_names)}'
             ) from None
 
@@ -180,13 +187,13 @@ class Model:
 
         Raises
         ------
-        KeyError
+        UnknownNameError
             If the model has no link of that name.
         """
         try:
             return self.frames[link]
         except KeyError:
-            raise KeyError(
+            raise UnknownNameError(
                 f'unknown link {link!r}; the model has {list(self.link_names)}'
             ) from None
 

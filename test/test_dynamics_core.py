@@ -1,0 +1,574 @@
+"""Core dynamics: hand-derived references, the seed's summation formulas, invariants.
+
+Independent of Pinocchio (see test_pinocchio_oracle.py for that oracle): every check here
+compares against a closed form, the seed's own equations evaluated term by term, a finite
+difference, or a conservation law.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.random_urdf import random_urdf
+from ffsim_ros.resources import sample_robot
+
+# --------------------------------------------------------------------------------------------
+# models
+# --------------------------------------------------------------------------------------------
+
+# Planar 2-link arm on a free base, round numbers (the sample planar_2link.urdf, exact values).
+M0, A0, B0, C0 = 10.0, 0.8, 0.9, 1.6  # base mass, principal moments (base CoM at its origin)
+M1, L1, LC1, I1 = 2.0, 1.0, 0.5, 0.17  # link 1: mass, length, CoM distance, izz about CoM
+M2, L2, LC2, I2 = 1.0, 0.8, 0.4, 0.06
+JX = 0.5  # joint 1 on the base +x face
+
+PLANAR = f"""<robot name="planar">
+  <link name="base_link"><inertial><mass value="{M0}"/>
+    <inertia ixx="{A0}" iyy="{B0}" izz="{C0}" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="joint_1" type="revolute"><parent link="base_link"/><child link="link_1"/>
+    <origin xyz="{JX} 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="50" velocity="1"/></joint>
+  <link name="link_1"><inertial><origin xyz="{LC1} 0 0"/><mass value="{M1}"/>
+    <inertia ixx="0.01" iyy="{I1}" izz="{I1}" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="joint_2" type="revolute"><parent link="link_1"/><child link="link_2"/>
+    <origin xyz="{L1} 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="50" velocity="1"/>
+    <dynamics damping="0.3" friction="0.2"/></joint>
+  <link name="link_2"><inertial><origin xyz="{LC2} 0 0"/><mass value="{M2}"/>
+    <inertia ixx="0.01" iyy="{I2}" izz="{I2}" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="ee_joint" type="fixed"><parent link="link_2"/><child link="ee_link"/>
+    <origin xyz="{L2} 0 0"/></joint>
+  <link name="ee_link"/>
+</robot>"""
+
+
+@pytest.fixture(scope='module')
+def planar() -> D.Model:
+    return D.load_urdf(PLANAR)
+
+
+@pytest.fixture(scope='module')
+def servicer() -> D.Model:
+    return D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+
+
+def random_state(model: D.Model, rng: np.random.Generator, speed: float = 0.5):
+    q = D.neutral(model)
+    off = 0
+    if model.floating_base:
+        q[:3] = rng.normal(size=3)
+        quat = rng.normal(size=4)
+        q[3:7] = quat / np.linalg.norm(quat)
+        off = 7
+    q[off:] = rng.uniform(-1.5, 1.5, size=model.n)
+    v = speed * rng.normal(size=model.nv)
+    return q, v
+
+
+def rel_err(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(1.0, np.linalg.norm(b)))
+
+
+def skew(x: np.ndarray) -> np.ndarray:
+    return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+
+# --------------------------------------------------------------------------------------------
+# hand-derived and seed-formula references
+# --------------------------------------------------------------------------------------------
+
+
+def test_planar_manipulator_block_closed_form(planar: D.Model) -> None:
+    """Hm equals the textbook fixed-base 2-link inertia matrix (it is the joint-joint block)."""
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        q, _ = random_state(planar, rng)
+        c2 = np.cos(q[8])
+        h11 = I1 + I2 + M1 * LC1**2 + M2 * (L1**2 + LC2**2 + 2 * L1 * LC2 * c2)
+        h12 = I2 + M2 * (LC2**2 + L1 * LC2 * c2)
+        h22 = I2 + M2 * LC2**2
+        _, _, Hm = D.inertia_blocks(planar, q)
+        # joint axes are the base z axis, inclined by the base attitude: Hm is invariant
+        assert Hm == pytest.approx(np.array([[h11, h12], [h12, h22]]), abs=1e-12)
+
+
+def test_planar_base_blocks_hand_derived(planar: D.Model) -> None:
+    """H0 and H0m of the planar arm with the base attitude at identity, derived by hand."""
+    phi1, phi2 = 0.4, -0.9
+    q = np.array([0.3, -0.2, 0.1, 0, 0, 0, 1, phi1, phi2])
+    r0 = q[:3]
+    a1, a12 = phi1, phi1 + phi2
+    p1 = r0 + np.array([JX, 0, 0])
+    r1 = p1 + LC1 * np.array([np.cos(a1), np.sin(a1), 0])
+    p2 = p1 + L1 * np.array([np.cos(a1), np.sin(a1), 0])
+    r2 = p2 + LC2 * np.array([np.cos(a12), np.sin(a12), 0])
+    mt = M0 + M1 + M2
+    rg = (M0 * r0 + M1 * r1 + M2 * r2) / mt
+    z = np.array([0.0, 0, 1])
+
+    # H_Omega (eq. 19): inertias about the base CoM; links are bars along their x axis
+    def link_inertia(angle: float, iz: float) -> np.ndarray:
+        c, s = np.cos(angle), np.sin(angle)
+        R = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+        return R @ np.diag([0.01, iz, iz]) @ R.T
+
+    Iw1, Iw2 = link_inertia(a1, I1), link_inertia(a12, I2)
+    H_om = np.diag([A0, B0, C0]) + Iw1 + Iw2
+    for m_i, r_i in ((M1, r1), (M2, r2)):
+        d = r_i - r0
+        H_om += m_i * (d @ d * np.eye(3) - np.outer(d, d))
+    H0_ref = np.block([[mt * np.eye(3), mt * skew(rg - r0).T], [mt * skew(rg - r0), H_om]])
+    # H0m (eq. 23): J_Tw = sum m_i k_j x (r_i - p_j), H_Omega_phi = sum m_i r0i x (...) + I_i k_j
+    jt1 = M1 * np.cross(z, r1 - p1) + M2 * np.cross(z, r2 - p1)
+    jt2 = M2 * np.cross(z, r2 - p2)
+    ho1 = (
+        M1 * np.cross(r1 - r0, np.cross(z, r1 - p1))
+        + M2 * np.cross(r2 - r0, np.cross(z, r2 - p1))
+        + Iw1 @ z
+        + Iw2 @ z
+    )
+    ho2 = M2 * np.cross(r2 - r0, np.cross(z, r2 - p2)) + Iw2 @ z
+    H0m_ref = np.column_stack([np.r_[jt1, ho1], np.r_[jt2, ho2]])
+    H0, H0m, _ = D.inertia_blocks(planar, q)
+    assert H0 == pytest.approx(H0_ref, abs=1e-12)
+    assert H0m == pytest.approx(H0m_ref, abs=1e-12)
+
+
+def seed_blocks(model: D.Model, q: np.ndarray) -> np.ndarray:
+    """The full inertia matrix from the seed's sums (eqs. 9-11, 19-24) for a serial chain."""
+    R, p = D.body_poses(model, q)
+    a = model.arrays
+    assert list(a.parent) == list(range(-1, len(a.parent) - 1)), 'serial chain expected'
+    nb = len(a.parent)
+    r = p + np.einsum('bij,bj->bi', R, a.com)  # link CoMs r_i
+    k = np.einsum('bij,bj->bi', R, a.axis)  # joint axes k_i (world)
+    I = np.einsum('bij,bjk,blk->bil', R, a.inertia, R)  # noqa: E741 - I_i, world frame
+    mt, r0 = a.mass.sum(), q[:3]
+    rg = (a.mass @ r) / mt
+    n = nb - 1
+    JT = np.zeros((nb, 3, n))
+    JR = np.zeros((nb, 3, n))
+    for i in range(1, nb):
+        for j in range(1, i + 1):
+            JT[i, :, j - 1] = np.cross(k[j], r[i] - p[j])
+            JR[i, :, j - 1] = k[j]
+    H_om = I[0] + sum(I[i] + a.mass[i] * skew(r[i] - r0).T @ skew(r[i] - r0) for i in range(1, nb))
+    H_omphi = sum(a.mass[i] * skew(r[i] - r0) @ JT[i] + I[i] @ JR[i] for i in range(1, nb))
+    J_tw = sum(a.mass[i] * JT[i] for i in range(1, nb))
+    H_phi = sum(JR[i].T @ I[i] @ JR[i] + a.mass[i] * JT[i].T @ JT[i] for i in range(1, nb))
+    H0 = np.block([[mt * np.eye(3), mt * skew(rg - r0).T], [mt * skew(rg - r0), H_om]])
+    H0m = np.vstack([J_tw, H_omphi])
+    return np.block([[H0, H0m], [H0m.T, H_phi]])
+
+
+def test_crba_matches_seed_summation_formulas(servicer: D.Model) -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        q, _ = random_state(servicer, rng)
+        assert rel_err(D.mass_matrix(servicer, q), seed_blocks(servicer, q)) < 1e-12
+
+
+def test_kinetic_energy_is_sum_of_body_energies(servicer: D.Model) -> None:
+    """Eq. 23: T = 1/2 sum(w^T I w + m rdot^T rdot), body velocities by finite differences."""
+    rng = np.random.default_rng(3)
+    q, v = random_state(servicer, rng)
+    a = servicer.arrays
+    h = 1e-6
+
+    def coms_and_rots(qq):
+        R, p = D.body_poses(servicer, qq)
+        return p + np.einsum('bij,bj->bi', R, a.com), R
+
+    (rp, Rp), (rm, Rm) = (coms_and_rots(D.integrate(servicer, q, s * v, h)) for s in (1, -1))
+    rdot = (rp - rm) / (2 * h)
+    T = 0.0
+    for i in range(len(a.mass)):
+        W = (Rp[i] - Rm[i]) / (2 * h) @ ((Rp[i] + Rm[i]) / 2).T
+        w = np.array([W[2, 1], W[0, 2], W[1, 0]])
+        Iw = ((Rp[i] + Rm[i]) / 2) @ a.inertia[i] @ ((Rp[i] + Rm[i]) / 2).T
+        T += 0.5 * (w @ Iw @ w + a.mass[i] * rdot[i] @ rdot[i])
+    assert D.kinetic_energy(servicer, q, v) == pytest.approx(T, rel=1e-8)
+
+
+# --------------------------------------------------------------------------------------------
+# consistency between algorithms
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+@pytest.mark.parametrize('floating', [True, False])
+def test_forward_inverse_dynamics_agree(seed: int, floating: bool) -> None:
+    model = D.load_urdf(random_urdf(seed, 8), floating_base=floating, gravity=(0.1, -0.3, -9.81))
+    rng = np.random.default_rng(seed)
+    q, v = random_state(model, rng)
+    tau = rng.normal(size=model.n)
+    wrench = {model.link_names[-1]: rng.normal(size=6)}
+    a = D.forward_dynamics(model, q, v, tau, link_wrenches=wrench)
+    gen = D.inverse_dynamics(model, q, v, a, link_wrenches=wrench)
+    assert np.abs(gen[: model.nv - model.n]).max(initial=0.0) < 1e-9
+    assert rel_err(gen[model.nv - model.n :], tau) < 1e-10
+    H = D.mass_matrix(model, q)
+    c = D.bias_forces(model, q, v, link_wrenches=wrench)
+    assert rel_err(H @ a + c, np.r_[np.zeros(model.nv - model.n), tau]) < 1e-10
+    assert np.allclose(H, H.T, atol=1e-12) and np.linalg.eigvalsh(H)[0] > 0
+
+
+def test_wrenches_enter_through_jacobian_transpose(servicer: D.Model) -> None:
+    """Eq. 41: a link wrench acts as J^T F_c; a base wrench as [F; T] on the base rows."""
+    rng = np.random.default_rng(4)
+    q, v = random_state(servicer, rng)
+    tau = rng.normal(size=servicer.n)
+    w = rng.normal(size=6) * np.r_[10, 10, 10, 3, 3, 3]
+    J = D.link_jacobian(servicer, q, 'arm_link_5')
+    a_link = D.forward_dynamics(servicer, q, v, tau, link_wrenches={'arm_link_5': w})
+    gen = J.T @ w
+    a_gen = D.forward_dynamics(servicer, q, v, tau + gen[6:], base_wrench=gen[:6])
+    assert rel_err(a_link, a_gen) < 1e-10
+    # a wrench on a link merged into the base equals the same wrench moved to the base CoM
+    p_sa, _ = D.link_pose(servicer, q, 'solar_array')
+    moved = np.r_[w[:3], w[3:] + np.cross(p_sa - q[:3], w[:3])]
+    a_sa = D.forward_dynamics(servicer, q, v, tau, link_wrenches={'solar_array': w})
+    assert rel_err(a_sa, D.forward_dynamics(servicer, q, v, tau, base_wrench=moved)) < 1e-10
+
+
+def test_link_jacobian_matches_finite_differences(servicer: D.Model) -> None:
+    rng = np.random.default_rng(5)
+    q, v = random_state(servicer, rng)
+    h = 1e-6
+    for link in ('ee_link', 'arm_link_3', servicer.base_link):
+        (pp, Rp), (pm, Rm) = (
+            D.link_pose(servicer, D.integrate(servicer, q, s * v, h), link) for s in (1, -1)
+        )
+        W = (Rp - Rm) / (2 * h) @ D.link_pose(servicer, q, link)[1].T
+        fd = np.r_[(pp - pm) / (2 * h), W[2, 1], W[0, 2], W[1, 0]]
+        assert rel_err(D.link_jacobian(servicer, q, link) @ v, fd) < 1e-7
+
+
+def test_momentum_forms_agree(servicer: D.Model) -> None:
+    """Eqs. 12, 17, 21: [P; L0] = H0 x0dot + H0m phidot and the reference-point shifts."""
+    rng = np.random.default_rng(6)
+    q, v = random_state(servicer, rng)
+    H0, H0m, _ = D.inertia_blocks(servicer, q)
+    h0 = D.momentum(servicer, q, v, about='base')
+    assert rel_err(h0, H0 @ v[:6] + H0m @ v[6:]) < 1e-12
+    hO = D.momentum(servicer, q, v, about='origin')
+    hg = D.momentum(servicer, q, v, about='com')
+    rg = D.center_of_mass(servicer, q)
+    assert rel_err(hO[3:], hg[3:] + np.cross(rg, hg[:3])) < 1e-12  # eq. 12
+    assert rel_err(hO[3:], h0[3:] + np.cross(q[:3], h0[:3])) < 1e-12  # eq. 17
+    # P = M d(r_g)/dt (eq. 9), finite differences
+    h = 1e-6
+    drg = (
+        D.center_of_mass(servicer, D.integrate(servicer, q, v, h))
+        - D.center_of_mass(servicer, D.integrate(servicer, q, -v, h))
+    ) / (2 * h)
+    assert rel_err(hO[:3], servicer.total_mass * drg) < 1e-7
+    with pytest.raises(ValueError, match='about'):
+        D.momentum(servicer, q, v, about='tip')
+
+
+def test_base_velocity_from_momentum_inverts_momentum(servicer: D.Model) -> None:
+    rng = np.random.default_rng(7)
+    q, v = random_state(servicer, rng)
+    for about in ('origin', 'com', 'base'):
+        h = D.momentum(servicer, q, v, about=about)
+        x0 = D.base_velocity_from_momentum(servicer, q, v[6:], h, about=about)
+        assert rel_err(x0, v[:6]) < 1e-10
+
+
+def test_generalized_jacobian_gives_end_effector_velocity(servicer: D.Model) -> None:
+    """J* phidot is the end-effector velocity of a zero-momentum motion (finite difference)."""
+    rng = np.random.default_rng(8)
+    q, _ = random_state(servicer, rng)
+    phidot = rng.normal(size=servicer.n) * 0.3
+    v = np.r_[D.base_velocity_from_momentum(servicer, q, phidot), phidot]
+    assert np.abs(D.momentum(servicer, q, v)).max() < 1e-10
+    Jstar = D.generalized_jacobian(servicer, q, 'ee_link')
+    h = 1e-6
+    (pp, Rp), (pm, Rm) = (
+        D.link_pose(servicer, D.integrate(servicer, q, s * v, h), 'ee_link') for s in (1, -1)
+    )
+    W = (Rp - Rm) / (2 * h) @ D.link_pose(servicer, q, 'ee_link')[1].T
+    fd = np.r_[(pp - pm) / (2 * h), W[2, 1], W[0, 2], W[1, 0]]
+    assert rel_err(Jstar @ phidot, fd) < 1e-7
+    # J* differs from the fixed-base Jacobian Jm: the base reacts
+    assert rel_err(Jstar, D.link_jacobian(servicer, q, 'ee_link')[:, 6:]) > 1e-3
+
+
+# --------------------------------------------------------------------------------------------
+# invariants of the free-floating system
+# --------------------------------------------------------------------------------------------
+
+
+def test_momentum_and_energy_conserved_rk4_10s(servicer: D.Model) -> None:
+    """No external wrench: P, L conserved (rel. drift <= 1e-9) along 10 s of RK4 at 1 ms."""
+    rng = np.random.default_rng(9)
+    q, v = random_state(servicer, rng, speed=0.2)
+    h_start = D.momentum(servicer, q, v)
+    T_start = D.kinetic_energy(servicer, q, v)
+    rg_start = D.center_of_mass(servicer, q)
+    P = h_start[:3]
+    tau = np.zeros(servicer.n)
+    for _ in range(10_000):
+        q, v = D.step(servicer, q, v, tau, 1e-3)
+    h_end = D.momentum(servicer, q, v)
+    assert np.linalg.norm(h_end - h_start) <= 1e-9 * np.linalg.norm(h_start)
+    assert abs(D.kinetic_energy(servicer, q, v) / T_start - 1) < 1e-9
+    # the CoM moves uniformly: r_g(t) = r_g(0) + P t / M
+    assert rel_err(D.center_of_mass(servicer, q), rg_start + P * 10.0 / servicer.total_mass) < 1e-9
+
+
+def test_joint_torques_keep_momentum_and_com(servicer: D.Model) -> None:
+    """Internal torques only: zero initial momentum stays zero and the CoM does not move.
+
+    The bound is relative to the momentum the arm exchanges with the base (``|H0m phidot|``),
+    the scale of RK4's truncation error here (which falls 16x when dt halves).
+    """
+    rng = np.random.default_rng(10)
+    q, _ = random_state(servicer, rng)
+    v = np.zeros(servicer.nv)
+    rg = D.center_of_mass(servicer, q)
+    exchanged = 0.0
+    for k in range(2000):
+        tau = 5.0 * np.sin(0.01 * k + np.arange(servicer.n))
+        q, v = D.step(servicer, q, v, tau, 1e-3)
+        exchanged = max(exchanged, np.linalg.norm(D.inertia_blocks(servicer, q)[1] @ v[6:]))
+    assert np.abs(v[6:]).max() > 1e-1  # the arm really moved
+    assert np.linalg.norm(D.momentum(servicer, q, v)) <= 1e-9 * exchanged
+    assert np.abs(D.center_of_mass(servicer, q) - rg).max() < 1e-10
+
+
+def test_nonholonomic_closed_joint_loop_changes_attitude(planar: D.Model) -> None:
+    """A closed loop in joint space returns phi but leaves the base attitude changed."""
+    q = np.array([0, 0, 0, 0, 0, 0, 1, 0.3, 1.2])
+    side, T = 0.6, 1.0
+    dirs = [np.array([1, 0]), np.array([0, 1]), np.array([-1, 0]), np.array([0, -1])]
+    dt = 1e-3
+    for d in dirs:
+        phidot = d * side / T
+        for _ in range(int(round(T / dt))):
+            # zero-momentum base velocity (eq. 21), integrated with RK4 on the manifold
+            def vel(qq):
+                return np.r_[D.base_velocity_from_momentum(planar, qq, phidot), phidot]
+
+            k1 = vel(q)
+            k2 = vel(D.integrate(planar, q, k1, dt / 2))
+            k3 = vel(D.integrate(planar, q, k2, dt / 2))
+            k4 = vel(D.integrate(planar, q, k3, dt))
+            q = D.integrate(planar, q, (k1 + 2 * k2 + 2 * k3 + k4) / 6, dt)
+    assert q[7:] == pytest.approx([0.3, 1.2], abs=1e-9)
+    angle = np.linalg.norm(D.difference(planar, D.neutral(planar), q)[3:6])
+    assert angle > 1e-2  # about 0.05 rad for this loop
+    assert (
+        np.abs(
+            D.center_of_mass(planar, q)
+            - D.center_of_mass(planar, np.r_[0, 0, 0, 0, 0, 0, 1, 0.3, 1.2])
+        ).max()
+        < 1e-9
+    )
+
+
+def test_rk4_is_fourth_order(servicer: D.Model) -> None:
+    rng = np.random.default_rng(11)
+    q0, v0 = random_state(servicer, rng, speed=1.0)
+    tau = rng.normal(size=servicer.n) * 10
+
+    def run(dt: float):
+        q, v = q0, v0
+        for _ in range(int(round(0.2 / dt))):
+            q, v = D.step(servicer, q, v, tau, dt)
+        return q, v
+
+    ref_q, ref_v = D.step(servicer, q0, v0, tau, 0.2, method='DOP853', rtol=1e-13, atol=1e-13)
+    errs = []
+    for dt in (0.02, 0.01):
+        q, v = run(dt)
+        errs.append(np.linalg.norm(np.r_[D.difference(servicer, ref_q, q), v - ref_v]))
+    assert 12 < errs[0] / errs[1] < 20  # 2^4 = 16
+
+
+def test_integrate_and_difference(servicer: D.Model) -> None:
+    rng = np.random.default_rng(12)
+    q, v = random_state(servicer, rng, speed=2.0)
+    q1 = D.integrate(servicer, q, v, 0.7)
+    assert np.linalg.norm(q1[3:7]) == pytest.approx(1.0, abs=1e-15)
+    assert rel_err(D.difference(servicer, q, q1), 0.7 * v) < 1e-12
+    # constant inertial angular velocity: R(t) = exp(w t) R0 (Rodrigues, independent)
+    w = v[3:6]
+    th = np.linalg.norm(w) * 0.7
+    k = skew(w / np.linalg.norm(w))
+    Rexp = np.eye(3) + np.sin(th) * k + (1 - np.cos(th)) * k @ k
+    R0 = D.link_pose(servicer, q, servicer.base_link)[1]
+    R1 = D.link_pose(servicer, q1, servicer.base_link)[1]
+    assert R1 == pytest.approx(Rexp @ R0, abs=1e-12)
+
+
+def test_variable_step_scipy_matches_rk4(servicer: D.Model) -> None:
+    rng = np.random.default_rng(13)
+    q, v = random_state(servicer, rng)
+    tau = rng.normal(size=servicer.n)
+    qa, va = D.step(servicer, q, v, tau, 1e-3)
+    qb, vb = D.step(servicer, q, v, tau, 1e-3, method='RK45', rtol=1e-12, atol=1e-14)
+    assert rel_err(vb, va) < 1e-10 and rel_err(qb, qa) < 1e-10
+    with pytest.raises(ValueError, match='method'):
+        D.step(servicer, q, v, tau, 1e-3, method='leapfrog')
+
+
+def test_joint_dynamics_only_when_enabled(planar: D.Model) -> None:
+    q = np.array([0, 0, 0, 0, 0, 0, 1, 0.3, 1.2])
+    v = np.r_[np.zeros(6), 0.0, 0.5]
+    a_off = D.forward_dynamics(planar, q, v, np.zeros(2))
+    damped = D.with_joint_dynamics(planar)
+    a_on = D.forward_dynamics(damped, q, v, np.zeros(2))
+    # friction = -d qdot - f tanh(qdot / 1e-3) on joint 2 (d = 0.3, f = 0.2)
+    ff = -0.3 * 0.5 - 0.2 * np.tanh(0.5 / 1e-3)
+    H = D.mass_matrix(planar, q)
+    assert rel_err(H @ (a_on - a_off), np.r_[np.zeros(7), ff]) < 1e-12
+    assert D.inverse_dynamics(damped, q, v, a_off)[7] == pytest.approx(-ff, abs=1e-12)
+
+
+def test_fixed_base_pendulum_closed_form() -> None:
+    """A fixed-base pendulum in gravity: phiddot = -(m g lc / I_pivot) sin(phi)."""
+    m, lc, ic = 3.0, 0.6, 0.05
+    urdf = f"""<robot name="pend"><link name="world_link"/>
+      <joint name="pivot" type="continuous"><parent link="world_link"/><child link="bob"/>
+        <axis xyz="0 1 0"/></joint>
+      <link name="bob"><inertial><origin xyz="0 0 {-lc}"/><mass value="{m}"/>
+        <inertia ixx="{ic}" iyy="{ic}" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+    </robot>"""
+    model = D.load_urdf(urdf, floating_base=False, gravity=(0, 0, -9.81))
+    assert model.nq == model.nv == 1 and model.joint_types == ('continuous',)
+    for phi in (0.0, 0.4, 2.0):
+        a = D.forward_dynamics(model, [phi], [0.0], [0.0])
+        assert a[0] == pytest.approx(-m * 9.81 * lc * np.sin(phi) / (ic + m * lc**2), rel=1e-12)
+    assert D.potential_energy(model, [0.0]) == pytest.approx(-m * 9.81 * lc, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# model construction
+# --------------------------------------------------------------------------------------------
+
+
+def test_fixed_links_merge_and_stay_frames(servicer: D.Model) -> None:
+    assert servicer.nq == 7 + 7 and servicer.nv == 6 + 7 and servicer.n == 7
+    assert servicer.joint_names == tuple(f'arm_joint_{i}' for i in range(1, 8))
+    assert 'ee_link' in servicer.link_names and 'arm_mount' in servicer.link_names
+    assert len(servicer.body_names) == 8  # base + 7 arm links: fixed children merged
+    assert servicer.frame('ee_link').body == 7
+    q = D.neutral(servicer)
+    # r0 is the merged base CoM, so at the neutral q the CoM of the base body is the origin
+    R, p = D.body_poses(servicer, q)
+    assert p[0] + R[0] @ servicer.arrays.com[0] == pytest.approx(np.zeros(3), abs=1e-15)
+
+
+def test_merged_inertia_matches_unmerged_revolute_locked() -> None:
+    """A fixed child gives the same dynamics as a stiff revolute joint held at zero."""
+    base = random_urdf(3, 5, fixed_children=True)
+    model = D.load_urdf(base)
+    assert len(model.link_names) > len(model.body_names)
+    rng = np.random.default_rng(14)
+    q, v = random_state(model, rng)
+    # the momentum of merged bodies is the sum of their parts: check against FD of CoM
+    h = 1e-6
+    drg = (
+        D.center_of_mass(model, D.integrate(model, q, v, h))
+        - D.center_of_mass(model, D.integrate(model, q, -v, h))
+    ) / (2 * h)
+    assert rel_err(D.momentum(model, q, v)[:3], model.total_mass * drg) < 1e-7
+
+
+BAD_URDFS = {
+    'malformed': ('<robot name="x"><link name="a"></robot>', 'malformed'),
+    'unknown_parent': (
+        '<robot name="x"><link name="a"/><joint name="j" type="fixed"><parent link="zz"/>'
+        '<child link="a"/></joint></robot>',
+        'joint j',
+    ),
+    'unknown_child': (
+        '<robot name="x"><link name="a"/><joint name="j" type="fixed"><parent link="a"/>'
+        '<child link="zz"/></joint></robot>',
+        'joint j',
+    ),
+    'two_roots': (
+        '<robot name="x"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
+        'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="b"/></robot>',
+        r"\['a', 'b'\]",
+    ),
+    'cycle': (
+        '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
+        'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="a"/><link name="b"/>'
+        '<joint name="j1" type="fixed"><parent link="a"/><child link="b"/></joint>'
+        '<joint name="j2" type="fixed"><parent link="b"/><child link="a"/></joint></robot>',
+        'cycle',
+    ),
+    'massless_subtree': (
+        '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
+        'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="a"/>'
+        '<joint name="jm" type="revolute"><parent link="r"/><child link="a"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>',
+        'joint jm',
+    ),
+    'negative_mass': (
+        '<robot name="x"><link name="neg"><inertial><mass value="-1"/><inertia ixx="1" '
+        'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>',
+        'link neg',
+    ),
+    'not_positive_definite': (
+        '<robot name="x"><link name="npd"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izz="-1" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>',
+        'link npd.*positive definite',
+    ),
+    'triangle': (
+        '<robot name="x"><link name="tri"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izz="3" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>',
+        'link tri.*triangle',
+    ),
+    'zero_axis': (
+        '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
+        'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="a"><inertial>'
+        '<mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+        '</inertial></link><joint name="jz" type="continuous"><parent link="r"/>'
+        '<child link="a"/><axis xyz="0 0 0"/></joint></robot>',
+        'joint jz.*axis',
+    ),
+}
+
+
+@pytest.mark.parametrize('case', sorted(BAD_URDFS))
+def test_bad_urdf_raises_value_error_naming_the_culprit(case: str) -> None:
+    xml, pattern = BAD_URDFS[case]
+    with pytest.raises(ValueError, match=pattern):
+        D.load_urdf(xml)
+
+
+@pytest.mark.parametrize('jtype', ['planar', 'floating'])
+def test_unsupported_joint_types(jtype: str) -> None:
+    xml = (
+        '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
+        'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="a"><inertial>'
+        '<mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+        f'</inertial></link><joint name="odd" type="{jtype}"><parent link="r"/>'
+        '<child link="a"/></joint></robot>'
+    )
+    with pytest.raises(NotImplementedError, match='joint odd'):
+        D.load_urdf(xml)
+
+
+def test_wrong_sizes_are_clear_errors(servicer: D.Model) -> None:
+    q, v = D.neutral(servicer), np.zeros(servicer.nv)
+    with pytest.raises(ValueError, match='q: expected 14 values, got 13'):
+        D.mass_matrix(servicer, q[:-1])
+    with pytest.raises(ValueError, match='v: expected 13 values, got 7'):
+        D.bias_forces(servicer, q, v[:7])
+    with pytest.raises(ValueError, match='tau: expected 7 values, got 6'):
+        D.forward_dynamics(servicer, q, v, np.zeros(6))
+    with pytest.raises(ValueError, match='base_wrench: expected 6 values, got 3'):
+        D.forward_dynamics(servicer, q, v, np.zeros(7), base_wrench=[1, 2, 3])
+    with pytest.raises(ValueError, match=r"link_wrenches\['ee_link'\]: expected 6"):
+        D.forward_dynamics(servicer, q, v, np.zeros(7), link_wrenches={'ee_link': [1, 2]})
+    with pytest.raises(ValueError, match='unknown link'):
+        D.link_pose(servicer, q, 'no_such_link')
+    with pytest.raises(ValueError, match='a: expected 13 values'):
+        D.inverse_dynamics(servicer, q, v, np.zeros((13, 2)))
