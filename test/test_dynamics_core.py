@@ -350,7 +350,7 @@ def test_nonholonomic_closed_joint_loop_changes_attitude(planar: D.Model) -> Non
         phidot = d * side / T
         for _ in range(int(round(T / dt))):
             # zero-momentum base velocity (eq. 21), integrated with RK4 on the manifold
-            def vel(qq):
+            def vel(qq: np.ndarray, phidot: np.ndarray = phidot) -> np.ndarray:
                 return np.r_[D.base_velocity_from_momentum(planar, qq, phidot), phidot]
 
             k1 = vel(q)
