@@ -572,3 +572,17 @@ def test_wrong_sizes_are_clear_errors(servicer: D.Model) -> None:
         D.link_pose(servicer, q, 'no_such_link')
     with pytest.raises(ValueError, match='a: expected 13 values'):
         D.inverse_dynamics(servicer, q, v, np.zeros((13, 2)))
+
+
+def test_base_link_state_roundtrip(servicer: D.Model) -> None:
+    rng = np.random.default_rng(15)
+    q, v = random_state(servicer, rng)
+    p, quat, lin, w = D.base_link_state(servicer, q, v)
+    p_ref, R_ref = D.link_pose(servicer, q, servicer.base_link)
+    assert p == pytest.approx(p_ref, abs=1e-14)
+    J = D.link_jacobian(servicer, q, servicer.base_link)
+    assert np.r_[lin, w] == pytest.approx(J @ v, abs=1e-12)
+    qb, vb = D.base_state_from_link(servicer, p, quat, lin, w)
+    assert qb == pytest.approx(q[:7], abs=1e-14) and vb == pytest.approx(v[:6], abs=1e-13)
+    with pytest.raises(ValueError, match='quaternion'):
+        D.base_state_from_link(servicer, p, [0, 0, 0, 0])

@@ -7,6 +7,8 @@ angular velocity, all in the inertial frame. A fixed-base model has ``q = phi``,
 """
 
 from .algorithms import (
+    base_link_state,
+    base_state_from_link,
     base_velocity_from_momentum,
     bias_forces,
     body_poses,
@@ -27,6 +29,8 @@ from .model import Frame, Model, UnknownNameError, neutral, with_gravity, with_j
 from .urdf import load_urdf
 
 __all__ = [
+    'base_link_state',
+    'base_state_from_link',
     'FIXED_STEP_METHODS',
     'SCIPY_METHODS',
     'Frame',

@@ -378,3 +378,63 @@ def base_velocity_from_momentum(
         h[3:] += np.cross(point - q[:3], h[:3])
     H = mass_matrix(model, q)
     return np.linalg.solve(H[:6, :6], h - H[:6, 6:] @ phidot)
+
+
+def base_link_state(
+    model: Model, q: ArrayLike, v: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pose and velocity of the base *link frame* (what TF and odometry show).
+
+    ``q`` holds the base-body CoM ``r0``; the link frame origin is ``r0 - R c0`` with ``c0``
+    the base CoM in the link frame.
+
+    Returns
+    -------
+    position : (3,) link frame origin, inertial frame [m].
+    quaternion : (4,) orientation (x, y, z, w).
+    linear_velocity : (3,) velocity of the link frame origin, inertial frame [m/s].
+    angular_velocity : (3,) inertial frame [rad/s].
+    """
+    _require_floating(model, 'base_link_state')
+    q = _q(model, q)
+    v = np.zeros(model.nv) if v is None else _v(model, v)
+    quat = q[3:7] / np.linalg.norm(q[3:7])
+    R = np.empty((3, 3))
+    K.quat_to_rot(quat, R)
+    lever = R @ model.arrays.com[0]
+    return q[:3] - lever, quat, v[:3] - np.cross(v[3:6], lever), v[3:6].copy()
+
+
+def base_state_from_link(
+    model: Model,
+    position: ArrayLike,
+    quaternion: ArrayLike,
+    linear_velocity: ArrayLike = (0.0, 0.0, 0.0),
+    angular_velocity: ArrayLike = (0.0, 0.0, 0.0),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`base_link_state`: the base parts of ``q`` and ``v``.
+
+    Parameters
+    ----------
+    position : (3,) base link frame origin, inertial frame [m].
+    quaternion : (4,) orientation (x, y, z, w); normalized here (a zero norm is an error).
+    linear_velocity : (3,) velocity of the link frame origin, inertial frame [m/s].
+    angular_velocity : (3,) inertial frame [rad/s].
+
+    Returns
+    -------
+    q_base : (7,) ``[r0, Q0]``;  v_base : (6,) ``[V0, w0]``.
+    """
+    _require_floating(model, 'base_state_from_link')
+    p = _vec(position, 3, 'position')
+    quat = _vec(quaternion, 4, 'quaternion')
+    norm = float(np.linalg.norm(quat))
+    if not np.isfinite(norm) or norm < 1e-9:
+        raise ValueError(f'quaternion: expected a non-zero (x, y, z, w), got {quat.tolist()}')
+    quat = quat / norm
+    lin = _vec(linear_velocity, 3, 'linear_velocity')
+    w = _vec(angular_velocity, 3, 'angular_velocity')
+    R = np.empty((3, 3))
+    K.quat_to_rot(quat, R)
+    lever = R @ model.arrays.com[0]
+    return np.r_[p + lever, quat], np.r_[lin + np.cross(w, lever), w]
