@@ -448,10 +448,6 @@ class RosProcess:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait(timeout=timeout)
-        else:
-            # The leader is gone; make sure nothing it spawned outlives the test.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
         return self.popen.returncode
 
 
