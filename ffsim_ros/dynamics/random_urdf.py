@@ -107,9 +107,7 @@ def _rotated_inertia(rot: Mat3, principal: Vec3) -> Mat3:
     rows = []
     for i in range(3):
         rows.append(
-            tuple(
-                sum(rot[i][k] * principal[k] * rot[j][k] for k in range(3)) for j in range(3)
-            )
+            tuple(sum(rot[i][k] * principal[k] * rot[j][k] for k in range(3)) for j in range(3))
         )
     # Symmetrize exactly (the two triangles are computed in a different order).
     sym = [[0.0] * 3 for _ in range(3)]
@@ -480,8 +478,5 @@ def chain_urdf(n_joints: int, *, seed: int = 0) -> str:
         offset = length
     return (
         '<?xml version="1.0"?>\n'
-        f'<robot name="chain_{n_joints}">\n'
-        + ''.join(links)
-        + ''.join(joints)
-        + '</robot>\n'
+        f'<robot name="chain_{n_joints}">\n' + ''.join(links) + ''.join(joints) + '</robot>\n'
     )
