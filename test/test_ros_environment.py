@@ -60,15 +60,10 @@ finally:
 
 
 def _tfmessage_description_json() -> Path:
-    """Locate share/tf2_msgs/msg/TFMessage.json (venv prefix or a sourced distro)."""
-    candidates = [Path(sys.prefix) / 'share' / 'tf2_msgs' / 'msg' / 'TFMessage.json']
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        if prefix:
-            candidates.append(Path(prefix) / 'share' / 'tf2_msgs' / 'msg' / 'TFMessage.json')
-    for path in candidates:
-        if path.is_file():
-            return path
-    pytest.fail(f'TFMessage.json not found in {[str(c) for c in candidates]}')
+    """Locate share/tf2_msgs/msg/TFMessage.json through the ament index (as ROS tools do)."""
+    from ament_index_python.packages import get_package_share_directory
+
+    return Path(get_package_share_directory('tf2_msgs')) / 'msg' / 'TFMessage.json'
 
 
 def test_isolation_environment(ros_env, rclpy_context, ros_domain_id):

@@ -113,6 +113,17 @@ else
   echo "$req_hash" >"$REQ_STAMP"
 fi
 
+# ------------------------------------------------------------------------------ ament index
+if [[ "$MODE" == wheels ]]; then
+  # The venv is the install prefix of the wheels (share/ament_index, share/<pkg>, lib/), but
+  # ament_index_python only reads AMENT_PREFIX_PATH. Like sourcing a ROS install would, make
+  # the venv's interpreter put its own prefix on it at start-up (no-op if already there).
+  site_dir="$(vpy -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  cat >"$site_dir/ffsim_ros_ament_prefix.pth" <<'PTH'
+import os, sys; _p = [p for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]; sys.prefix in _p or os.environ.__setitem__('AMENT_PREFIX_PATH', os.pathsep.join([sys.prefix] + _p)); del _p
+PTH
+fi
+
 # ------------------------------------------------------------------------------- tf2_msgs
 build_tf2_msgs() {
   local src="$ROOT/interfaces/tf2_msgs" bdir="$BUILD_DIR/tf2_msgs"
@@ -183,6 +194,8 @@ for name in ('rclpy', 'std_msgs.msg', 'geometry_msgs.msg', 'sensor_msgs.msg', 'n
              'visualization_msgs.msg', 'rosgraph_msgs.msg', 'std_srvs.srv',
              'rcl_interfaces.msg', 'tf2_msgs.msg', 'ffsim_ros'):
     importlib.import_module(name)
+from ament_index_python.packages import get_package_share_directory
+get_package_share_directory('tf2_msgs')
 from rclpy.utilities import get_rmw_implementation_identifier
 print('[setup_venv] OK: rclpy + messages + tf2_msgs + ffsim_ros import; rmw =',
       get_rmw_implementation_identifier())
