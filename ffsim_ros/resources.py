@@ -24,7 +24,7 @@ def share_dir() -> Path:
 
         try:
             return Path(get_package_share_directory(PACKAGE))
-        except (PackageNotFoundError, ValueError, LookupError):
+        except (PackageNotFoundError, ValueError, LookupError, OSError):
             pass
     except ImportError:
         pass

@@ -307,10 +307,20 @@ def arm_7dof(prefix: str, parent: str, mount_xyz, boom: float = 0.9, boom_mass=(
               comment='Wrist pitch; origin pitched -45 deg so the tool points along bus +x at q=0.'),
         Joint(f'{j}7', 'revolute', f'{p}link_6', f'{p}link_7', xyz=(L6, 0, 0), axis=(1, 0, 0), **roll,
               **wrist, comment='Wrist roll (wrist is spherical: axes 5-6-7 intersect).'),
+        # The TCP sits TCP_OFFSET off the wrist-roll axis. On the axis, joint 7 would only
+        # spin an axisymmetric tool: 7 - 1 joints - 3 reactionless constraints = 3 = the
+        # position task, so reactionless position control would have no redundancy left and
+        # stalls at reactionless singularities (5 of 10 0.3 m goals did). Off the axis the
+        # wrist roll moves the TCP and the reactionless subspace keeps one spare DoF.
         Joint(f'{p.removesuffix("arm_")}ee_joint', 'fixed', f'{p}link_7', tip,
-              xyz=(L7, 0, 0), comment='Tool-centre-point frame.'),
+              xyz=(L7, 0, TCP_OFFSET),
+              comment=f'Tool-centre-point frame, {TCP_OFFSET} m off the wrist-roll axis '
+                      '(see urdf/README.md: reactionless redundancy).'),
     ]
     return links, joints, tip
+
+
+TCP_OFFSET = 0.2  # m, tool-centre point off the wrist-roll axis
 
 
 def servicer_7dof():
