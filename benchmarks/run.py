@@ -1,0 +1,116 @@
+"""Speed of the dynamics core side by side with Pinocchio (the reference), in one run.
+
+Run with ``make bench``. Every figure is the median over repeats of the mean time per call
+from Python, for the same robot and the same random states; the ratio is ours / Pinocchio's.
+Pinocchio is given the same URDF with a free-flyer root and the same gravity (zero).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.random_urdf import random_urdf
+from ffsim_ros.resources import sample_robot
+
+
+def _time_per_call(fn: Callable[[int], object], states: int, repeats: int) -> float:
+    """Median over ``repeats`` of the mean seconds per call over ``states`` calls."""
+    fn(0)  # warm-up (JIT compile / caches)
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for k in range(states):
+            fn(k)
+        samples.append((time.perf_counter() - t0) / states)
+    return statistics.median(samples)
+
+
+def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
+    import pinocchio as pin
+
+    model = D.load_urdf(urdf)
+    pm = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+    pm.gravity.linear[:] = 0.0
+    pd = pm.createData()
+    rng = np.random.default_rng(0)
+    qs, vs, taus, pqs, pvs, ptaus = [], [], [], [], [], []
+    for _ in range(states):
+        q = D.neutral(model)
+        quat = rng.normal(size=4)
+        q[:3], q[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
+        q[7:] = rng.uniform(-1, 1, size=model.n)
+        qs.append(q)
+        vs.append(rng.normal(size=model.nv))
+        taus.append(rng.normal(size=model.n))
+        pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        pqs.append(pq)
+        pvs.append(rng.normal(size=pm.nv))
+        ptaus.append(rng.normal(size=pm.nv))
+    rows = []
+    pairs = [
+        (
+            'forward dynamics (aba)',
+            lambda k: D.forward_dynamics(model, qs[k], vs[k], taus[k]),
+            lambda k: pin.aba(pm, pd, pqs[k], pvs[k], ptaus[k]),
+        ),
+        (
+            'mass matrix (crba)',
+            lambda k: D.mass_matrix(model, qs[k]),
+            lambda k: pin.crba(pm, pd, pqs[k]),
+        ),
+        (
+            'bias forces (nle)',
+            lambda k: D.bias_forces(model, qs[k], vs[k]),
+            lambda k: pin.nonLinearEffects(pm, pd, pqs[k], pvs[k]),
+        ),
+        (
+            'inverse dynamics (rnea)',
+            lambda k: D.inverse_dynamics(model, qs[k], vs[k], vs[k]),
+            lambda k: pin.rnea(pm, pd, pqs[k], pvs[k], pvs[k]),
+        ),
+        (
+            'rk4 step (4 x fd)',
+            lambda k: D.step(model, qs[k], vs[k], taus[k], 1e-3),
+            None,
+        ),
+    ]
+    for label, ours, ref in pairs:
+        t_ours = _time_per_call(ours, states, repeats)
+        t_ref = _time_per_call(ref, states, repeats) if ref is not None else float('nan')
+        rows.append((name, f'{model.n}', label, t_ours, t_ref, t_ours / t_ref))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--states', type=int, default=500, help='random states per repeat')
+    parser.add_argument('--repeats', type=int, default=7)
+    args = parser.parse_args(argv)
+    robots = [
+        ('ffsim_servicer_7dof', sample_robot('ffsim_servicer_7dof').read_text()),
+        ('random tree (seed 0)', random_urdf(0, 9)),
+    ]
+    rows = []
+    for name, urdf in robots:
+        rows += bench_robot(name, urdf, args.states, args.repeats)
+    print(
+        f'# ffsim_ros.dynamics vs Pinocchio ({platform.python_implementation()} '
+        f'{platform.python_version()}, {platform.machine()})'
+    )
+    print('| robot | n | algorithm | ffsim [us] | Pinocchio [us] | ratio |')
+    print('|---|---|---|---|---|---|')
+    for name, n, label, t_ours, t_ref, ratio in rows:
+        ref = '-' if np.isnan(t_ref) else f'{t_ref * 1e6:.2f}'
+        rat = '-' if np.isnan(ratio) else f'{ratio:.1f}x'
+        print(f'| {name} | {n} | {label} | {t_ours * 1e6:.2f} | {ref} | {rat} |')
+
+
+if __name__ == '__main__':
+    main()
