@@ -586,3 +586,23 @@ def test_base_link_state_roundtrip(servicer: D.Model) -> None:
     assert qb == pytest.approx(q[:7], abs=1e-14) and vb == pytest.approx(v[:6], abs=1e-13)
     with pytest.raises(ValueError, match='quaternion'):
         D.base_state_from_link(servicer, p, [0, 0, 0, 0])
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_aba_matches_crba_cholesky(seed: int) -> None:
+    """The O(n) ABA against the O(n^3) H^-1 (Q - c) on random trees, all wrenches present."""
+    floating = seed % 2 == 0
+    model = D.load_urdf(
+        random_urdf(seed, 4 + 3 * seed), floating_base=floating, gravity=(0.2, 0.1, -9.81)
+    )
+    model = D.with_joint_dynamics(model, seed % 3 == 0)
+    rng = np.random.default_rng(100 + seed)
+    q, v = random_state(model, rng)
+    tau = rng.normal(size=model.n)
+    wrenches = {name: rng.normal(size=6) for name in model.link_names[:: max(1, seed)]}
+    base = rng.normal(size=6) if floating else None
+    a_aba = D.forward_dynamics(model, q, v, tau, base_wrench=base, link_wrenches=wrenches)
+    a_crba = D.forward_dynamics(
+        model, q, v, tau, base_wrench=base, link_wrenches=wrenches, method='crba'
+    )
+    assert rel_err(a_aba, a_crba) < 1e-11

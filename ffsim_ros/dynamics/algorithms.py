@@ -59,9 +59,7 @@ def _external_wrenches(
     if not link_wrenches:
         return fext
     if R is None or p is None:
-        R = np.empty((nb, 3, 3))
-        p = np.empty((nb, 3))
-        K.forward_kinematics(model.arrays, q, R, p)
+        R, p = K.e_poses(*model.packed, q)
     for link, wrench in link_wrenches.items():
         frame = model.frame(link)
         w = _vec(wrench, 6, f'link_wrenches[{link!r}]')
@@ -94,12 +92,7 @@ def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     R : (nb, 3, 3) body orientations in the inertial frame.
     p : (nb, 3) body frame origins in the inertial frame [m].
     """
-    q = _q(model, q)
-    nb = model.arrays.parent.shape[0]
-    R = np.empty((nb, 3, 3))
-    p = np.empty((nb, 3))
-    K.forward_kinematics(model.arrays, q, R, p)
-    return R, p
+    return K.e_poses(*model.packed, _q(model, q))
 
 
 def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +139,7 @@ def link_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
     """
     q = _q(model, q)
     frame = model.frame(link)
-    R, p, S, _, _, _ = K.kinematics(model.arrays, q, model.nv)
+    R, p, S, _, _, _ = K.e_kinematics(*model.packed, q)
     b = frame.body
     point = p[b] + R[b] @ frame.translation
     J = np.where(_support_mask(model, b)[None, :], S, 0.0)
@@ -167,11 +160,7 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
     -------
     (nv, nv) ndarray, symmetric positive definite [kg, kg m, kg m^2].
     """
-    q = _q(model, q)
-    _, _, S, mw, hw, Iw = K.kinematics(model.arrays, q, model.nv)
-    H = np.zeros((model.nv, model.nv))
-    K.crba(model.arrays, S, mw, hw, Iw, H)
-    return H
+    return K.e_mass_matrix(*model.packed, _q(model, q))
 
 
 def inertia_blocks(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -233,15 +222,8 @@ def inverse_dynamics(
     q = _q(model, q)
     v = _v(model, v)
     a = _v(model, a, 'a')
-    R, p, S, mw, hw, Iw = K.kinematics(model.arrays, q, model.nv)
-    fext = _external_wrenches(model, q, link_wrenches, R, p)
-    out = np.empty(model.nv)
-    K.rnea(model.arrays, q, v, a, S, mw, hw, Iw, fext, 1.0, out)
-    if model.joint_dynamics:
-        ff = np.empty(model.nv)
-        K.joint_friction(model.arrays, v, ff)
-        out -= ff
-    return out
+    fext = _external_wrenches(model, q, link_wrenches)
+    return K.e_inverse_dynamics(*model.packed, q, v, a, fext, model.joint_dynamics)
 
 
 def forward_dynamics(
@@ -252,6 +234,7 @@ def forward_dynamics(
     *,
     base_wrench: ArrayLike | None = None,
     link_wrenches: Mapping[str, ArrayLike] | None = None,
+    method: str = 'aba',
 ) -> np.ndarray:
     """Accelerations of seed 000, eq. 39 (eq. 41 with contact wrenches and friction).
 
@@ -263,6 +246,9 @@ def forward_dynamics(
         ``[F; T]`` acting at the base CoM, inertial frame [N, N m] (``F_b`` of eq. 39).
     link_wrenches : dict, optional
         ``{link: [f; n]}`` acting at each link frame's origin, inertial frame.
+    method : {'aba', 'crba'}
+        ``'aba'``: the O(n) articulated-body algorithm (default); ``'crba'``: assemble
+        ``H`` and ``c`` and solve ``H a = Q - c`` by Cholesky, O(n^3).
 
     Returns
     -------
@@ -273,7 +259,11 @@ def forward_dynamics(
     v = _v(model, v)
     gen = _generalized_force(model, tau, base_wrench)
     fext = _external_wrenches(model, q, link_wrenches)
-    return K.forward_dynamics(model.arrays, q, v, gen, fext, model.joint_dynamics)
+    if method not in ('aba', 'crba'):
+        raise ValueError(f"method: expected one of ('aba', 'crba'), got {method!r}")
+    return K.e_forward_dynamics(
+        *model.packed, q, v, gen, fext, model.joint_dynamics, method == 'aba'
+    )
 
 
 def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin') -> np.ndarray:
@@ -293,10 +283,9 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
         raise ValueError(f'about: expected one of {_ABOUT}, got {about!r}')
     q = _q(model, q)
     v = _v(model, v)
-    _, p, S, mw, hw, Iw = K.kinematics(model.arrays, q, model.nv)
-    h = K.spatial_momentum(model.arrays, v, S, mw, hw, Iw)
+    h, com = K.e_momentum(*model.packed, q, v)
     if about == 'com':
-        point = hw.sum(axis=0) / mw.sum()
+        point = com
     elif about == 'base':
         point = _base_com(model, q)
     else:

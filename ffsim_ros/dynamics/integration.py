@@ -34,7 +34,7 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
     -------
     (nq,) ndarray with a unit base quaternion.
     """
-    return K.integrate(model.arrays, _q(model, q), _v(model, v), float(dt))
+    return K.e_integrate(*model.packed, _q(model, q), _v(model, v), float(dt))
 
 
 def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
@@ -107,21 +107,21 @@ def step(
         raise ValueError(f'dt: expected a finite positive step, got {dt}')
     gen = _generalized_force(model, tau, base_wrench)
     fext = _external_wrenches(model, q, link_wrenches)
-    arrays, fric = model.arrays, model.joint_dynamics
+    packed, fric = model.packed, model.joint_dynamics
     if method == 'rk4':
-        return K.rk4_step(arrays, q, v, gen, fext, fric, dt)
+        return K.e_rk4_step(*packed, q, v, gen, fext, fric, dt)
     if method == 'euler':
-        a = K.forward_dynamics(arrays, q, v, gen, fext, fric)
+        a = K.e_forward_dynamics(*packed, q, v, gen, fext, fric, True)
         v_next = v + dt * a
-        return K.integrate(arrays, q, v_next, dt), v_next
+        return K.e_integrate(*packed, q, v_next, dt), v_next
     if method in SCIPY_METHODS:
         nv = model.nv
 
         def rhs(_t: float, y: np.ndarray) -> np.ndarray:
             theta, vel = y[:nv], y[nv:]
-            qt = K.integrate(arrays, q, theta, 1.0)
-            acc = K.forward_dynamics(arrays, qt, vel, gen, fext, fric)
-            return np.concatenate((K.chart_rate(arrays, theta, vel), acc))
+            qt = K.e_integrate(*packed, q, theta, 1.0)
+            acc = K.e_forward_dynamics(*packed, qt, vel, gen, fext, fric, True)
+            return np.concatenate((K.e_chart_rate(*packed, theta, vel), acc))
 
         sol = solve_ivp(
             rhs,
@@ -134,7 +134,7 @@ def step(
         if not sol.success:
             raise RuntimeError(f'step: solve_ivp({method}) failed: {sol.message}')
         y = sol.y[:, -1]
-        return K.integrate(arrays, q, y[:nv], 1.0), y[nv:].copy()
+        return K.e_integrate(*packed, q, y[:nv], 1.0), y[nv:].copy()
     raise ValueError(
         f'method: expected one of {FIXED_STEP_METHODS + SCIPY_METHODS}, got {method!r}'
     )

@@ -509,7 +509,32 @@ def forward_dynamics(
     fext: np.ndarray,
     with_friction: bool,
 ) -> np.ndarray:
+    """Accelerations by :func:`aba`, with the joint friction of eq. 41 when enabled.
+
+    Parameters
+    ----------
+    tau : (nv,) generalized force ``[F_b; tau]``.
+    fext : (nb, 6) body wrenches about O.
+    """
+    if with_friction:
+        ff = np.empty(v.shape[0])
+        joint_friction(m, v, ff)
+        return aba(m, q, v, tau + ff, fext)
+    return aba(m, q, v, tau, fext)
+
+
+@njit
+def forward_dynamics_crba(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+) -> np.ndarray:
     """``a = H^-1 (Q - c)`` with H from :func:`crba`, c from :func:`rnea` (seed 000, eq. 39).
+
+    O(n^3); the reference the O(n) :func:`aba` is checked against.
 
     Parameters
     ----------
@@ -681,3 +706,409 @@ def rk4_step(
     theta = (dt / 6.0) * (d1 + 2.0 * d2 + 2.0 * d3 + d4)
     v_next = v + (dt / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
     return integrate(m, q, theta, 1.0), v_next
+
+
+# ----------------------------------------------------------------------------------------------
+# articulated-body algorithm (O(n) forward dynamics)
+# ----------------------------------------------------------------------------------------------
+
+
+@njit
+def _spatial_inertia_matrix(mi: float, h: np.ndarray, Ib: np.ndarray, out: np.ndarray) -> None:
+    """Dense 6x6 ``[[m E, -h~], [h~, Ib]]`` of the compact inertia ``(m, h, Ib)``."""
+    for r in range(6):
+        for c in range(6):
+            out[r, c] = 0.0
+    for r in range(3):
+        out[r, r] = mi
+        for c in range(3):
+            out[3 + r, 3 + c] = Ib[r, c]
+    # -h~ (upper right) and h~ (lower left)
+    out[0, 4] = h[2]
+    out[0, 5] = -h[1]
+    out[1, 3] = -h[2]
+    out[1, 5] = h[0]
+    out[2, 3] = h[1]
+    out[2, 4] = -h[0]
+    out[4, 0] = h[2]
+    out[5, 0] = -h[1]
+    out[3, 1] = -h[2]
+    out[5, 1] = h[0]
+    out[3, 2] = h[1]
+    out[4, 2] = -h[0]
+
+
+@njit
+def aba(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+) -> np.ndarray:
+    """Articulated-body algorithm (Featherstone 2008, ch. 7) in the inertial frame.
+
+    Same result as ``H^-1 (tau - c)`` (seed 000, eq. 39) in O(n) operations. All articulated
+    inertias and bias forces are expressed about O in the inertial frame, so no spatial
+    transforms appear. The free base is a 6-DoF joint with motion subspace ``S_0`` (see
+    :func:`motion_subspace`) and velocity-product term ``[V0 x w0; 0]``; gravity is the
+    fictitious root acceleration ``[-g; 0]``.
+
+    Parameters
+    ----------
+    tau : (nv,) generalized force ``[F_b; tau]``.
+    fext : (nb, 6) body wrenches about O.
+
+    Returns
+    -------
+    (nv,) accelerations.
+    """
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    R = np.empty((nb, 3, 3))
+    p = np.empty((nb, 3))
+    S = np.zeros((6, nv))
+    mw = np.empty(nb)
+    hw = np.empty((nb, 3))
+    Iw = np.empty((nb, 3, 3))
+    forward_kinematics(m, q, R, p)
+    motion_subspace(m, q, R, p, S)
+    world_inertias(m, R, p, mw, hw, Iw)
+    IA = np.empty((nb, 6, 6))
+    pA = np.empty((nb, 6))
+    cb = np.zeros((nb, 6))
+    vel = np.zeros((nb, 6))
+    sv = np.empty(6)
+    tmp = np.empty(6)
+    # pass 1: velocities, velocity-product accelerations, isolated inertias and bias forces
+    for i in range(nb):
+        k = m.parent[i]
+        if k >= 0:
+            for r in range(6):
+                vel[i, r] = vel[k, r]
+        for r in range(6):
+            sv[r] = 0.0
+        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            for r in range(6):
+                sv[r] += S[r, c] * v[c]
+        for r in range(6):
+            vel[i, r] += sv[r]
+        jt = m.jtype[i]
+        if jt == ROOT_FREE:
+            V0 = v[m.iv[i] : m.iv[i] + 3]
+            w0 = v[m.iv[i] + 3 : m.iv[i] + 6]
+            cb[i, 0] = V0[1] * w0[2] - V0[2] * w0[1]
+            cb[i, 1] = V0[2] * w0[0] - V0[0] * w0[2]
+            cb[i, 2] = V0[0] * w0[1] - V0[1] * w0[0]
+        elif jt != ROOT_FIXED:
+            wl0 = vel[i, 3]
+            wl1 = vel[i, 4]
+            wl2 = vel[i, 5]
+            vl0 = vel[i, 0]
+            vl1 = vel[i, 1]
+            vl2 = vel[i, 2]
+            cb[i, 0] = wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
+            cb[i, 1] = wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
+            cb[i, 2] = wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
+            cb[i, 3] = wl1 * sv[5] - wl2 * sv[4]
+            cb[i, 4] = wl2 * sv[3] - wl0 * sv[5]
+            cb[i, 5] = wl0 * sv[4] - wl1 * sv[3]
+        _spatial_inertia_matrix(mw[i], hw[i], Iw[i], IA[i])
+        _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
+        wl0 = vel[i, 3]
+        wl1 = vel[i, 4]
+        wl2 = vel[i, 5]
+        vl0 = vel[i, 0]
+        vl1 = vel[i, 1]
+        vl2 = vel[i, 2]
+        pA[i, 0] = wl1 * tmp[2] - wl2 * tmp[1] - fext[i, 0]
+        pA[i, 1] = wl2 * tmp[0] - wl0 * tmp[2] - fext[i, 1]
+        pA[i, 2] = wl0 * tmp[1] - wl1 * tmp[0] - fext[i, 2]
+        pA[i, 3] = wl1 * tmp[5] - wl2 * tmp[4] + vl1 * tmp[2] - vl2 * tmp[1] - fext[i, 3]
+        pA[i, 4] = wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2] - fext[i, 4]
+        pA[i, 5] = wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0] - fext[i, 5]
+    # pass 2: articulated inertias, leaves to root
+    U = np.zeros((nb, 6, 6))  # I^A S (first nvj columns used)
+    Dinv = np.zeros((nb, 6, 6))  # (S^T I^A S)^-1, kept for joints with a parent
+    u = np.zeros((nb, 6))  # tau - S^T p^A
+    Dm = np.empty((6, 6))
+    UD = np.empty((6, 6))
+    Ia = np.empty((6, 6))
+    for i in range(nb - 1, -1, -1):
+        nj = m.nvj[i]
+        c0 = m.iv[i]
+        k = m.parent[i]
+        for a in range(nj):
+            for r in range(6):
+                s = 0.0
+                for c in range(6):
+                    s += IA[i, r, c] * S[c, c0 + a]
+                U[i, r, a] = s
+        for a in range(nj):
+            s = tau[c0 + a]
+            for r in range(6):
+                s -= S[r, c0 + a] * pA[i, r]
+            u[i, a] = s
+            for b in range(nj):
+                s = 0.0
+                for r in range(6):
+                    s += S[r, c0 + a] * U[i, r, b]
+                Dm[a, b] = s
+        if k < 0:
+            for a in range(nj):  # the root needs D itself (solved in pass 3), not its inverse
+                for b in range(nj):
+                    Dinv[i, a, b] = Dm[a, b]
+            continue
+        if nj == 1:
+            Dinv[i, 0, 0] = 1.0 / Dm[0, 0]
+        elif nj > 1:
+            Dinv[i, :nj, :nj] = np.linalg.inv(Dm[:nj, :nj])
+        # Ia = IA - U Dinv U^T ;  pa = pA + Ia c + U Dinv u
+        for r in range(6):
+            for b in range(nj):
+                s = 0.0
+                for a in range(nj):
+                    s += U[i, r, a] * Dinv[i, a, b]
+                UD[r, b] = s
+        for r in range(6):
+            for c in range(6):
+                t = IA[i, r, c]
+                for a in range(nj):
+                    t -= UD[r, a] * U[i, c, a]
+                Ia[r, c] = t
+                IA[k, r, c] += t
+        for r in range(6):
+            s = pA[i, r]
+            for c in range(6):
+                s += Ia[r, c] * cb[i, c]
+            for a in range(nj):
+                s += UD[r, a] * u[i, a]
+            pA[k, r] += s
+    # pass 3: accelerations, root to leaves
+    acc = np.zeros((nb, 6))
+    qdd = np.zeros(nv)
+    g = m.gravity
+    ap = np.empty(6)
+    for i in range(nb):
+        k = m.parent[i]
+        if k >= 0:
+            for r in range(6):
+                ap[r] = acc[k, r] + cb[i, r]
+        else:
+            for r in range(3):
+                ap[r] = -g[r] + cb[i, r]
+                ap[3 + r] = cb[i, 3 + r]
+        nj = m.nvj[i]
+        c0 = m.iv[i]
+        for a in range(nj):
+            s = u[i, a]
+            for r in range(6):
+                s -= U[i, r, a] * ap[r]
+            tmp[a] = s
+        if k < 0 and nj > 0:
+            sol = cholesky_solve(Dinv[i, :nj, :nj], tmp[:nj])
+            for a in range(nj):
+                qdd[c0 + a] = sol[a]
+        else:
+            for a in range(nj):
+                s = 0.0
+                for b in range(nj):
+                    s += Dinv[i, a, b] * tmp[b]
+                qdd[c0 + a] = s
+        for r in range(6):
+            s = ap[r]
+            for a in range(nj):
+                s += S[r, c0 + a] * qdd[c0 + a]
+            acc[i, r] = s
+    return qdd
+
+
+# ----------------------------------------------------------------------------------------------
+# packed model and entry points
+# ----------------------------------------------------------------------------------------------
+# Calling a compiled function with a named tuple of 14 arrays costs ~2.5 us of argument
+# unboxing; two flat arrays cost ~0.3 us. Entry points therefore take the model packed into
+# ``idata`` (int64) and ``fdata`` (float64) and rebuild the ModelArrays views inside.
+
+_IHEAD = 16
+
+
+def pack(a: ModelArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Pack ``a`` into ``(idata, fdata)`` for the ``e_*`` entry points.
+
+    Layout: ``idata = [nb, nv, <float offsets x 9>, 0..., jtype, parent, iq, iv, nvj]`` and
+    ``fdata = [rot, trans, axis, mass, com, inertia, gravity, damping, friction]``.
+    """
+    nb = a.parent.shape[0]
+    nv = a.damping.shape[0]
+    floats = [a.rot, a.trans, a.axis, a.mass, a.com, a.inertia, a.gravity, a.damping, a.friction]
+    offsets = np.cumsum([0] + [f.size for f in floats])
+    idata = np.zeros(_IHEAD + 5 * nb, dtype=np.int64)
+    idata[0] = nb
+    idata[1] = nv
+    idata[2:11] = offsets[:9]
+    ints = np.concatenate([a.jtype, a.parent, a.iq, a.iv, a.nvj]).astype(np.int64)
+    idata[_IHEAD:] = ints
+    fdata = np.concatenate([np.ravel(f) for f in floats]).astype(np.float64)
+    idata.setflags(write=False)
+    fdata.setflags(write=False)
+    return idata, fdata
+
+
+@njit
+def unpack(idata: np.ndarray, fdata: np.ndarray) -> ModelArrays:
+    """Views of a packed model as :class:`ModelArrays` (no copies)."""
+    nb = idata[0]
+    nv = idata[1]
+    o = idata[2:11]
+    h = _IHEAD
+    return ModelArrays(
+        idata[h : h + nb],
+        idata[h + nb : h + 2 * nb],
+        idata[h + 2 * nb : h + 3 * nb],
+        idata[h + 3 * nb : h + 4 * nb],
+        idata[h + 4 * nb : h + 5 * nb],
+        fdata[o[0] : o[0] + 9 * nb].reshape((nb, 3, 3)),
+        fdata[o[1] : o[1] + 3 * nb].reshape((nb, 3)),
+        fdata[o[2] : o[2] + 3 * nb].reshape((nb, 3)),
+        fdata[o[3] : o[3] + nb],
+        fdata[o[4] : o[4] + 3 * nb].reshape((nb, 3)),
+        fdata[o[5] : o[5] + 9 * nb].reshape((nb, 3, 3)),
+        fdata[o[6] : o[6] + 3],
+        fdata[o[7] : o[7] + nv],
+        fdata[o[8] : o[8] + nv],
+    )
+
+
+@njit
+def e_poses(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
+    """Entry point: body poses ``(R (nb,3,3), p (nb,3))``."""
+    m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
+    R = np.empty((nb, 3, 3))
+    p = np.empty((nb, 3))
+    forward_kinematics(m, q, R, p)
+    return R, p
+
+
+@njit
+def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
+    """Entry point of :func:`kinematics`."""
+    return kinematics(unpack(idata, fdata), q, idata[1])
+
+
+@njit
+def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Entry point: the (nv, nv) inertia matrix by :func:`crba`."""
+    m = unpack(idata, fdata)
+    nv = idata[1]
+    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
+    H = np.zeros((nv, nv))
+    crba(m, S, mw, hw, Iw, H)
+    return H
+
+
+@njit
+def e_inverse_dynamics(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+) -> np.ndarray:
+    """Entry point: :func:`rnea` minus the joint friction when enabled."""
+    m = unpack(idata, fdata)
+    nv = idata[1]
+    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
+    out = np.empty(nv)
+    rnea(m, q, v, a, S, mw, hw, Iw, fext, 1.0, out)
+    if with_friction:
+        ff = np.empty(nv)
+        joint_friction(m, v, ff)
+        out -= ff
+    return out
+
+
+@njit
+def e_forward_dynamics(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    use_aba: bool,
+) -> np.ndarray:
+    """Entry point: :func:`forward_dynamics` (ABA) or :func:`forward_dynamics_crba`."""
+    m = unpack(idata, fdata)
+    if use_aba:
+        return forward_dynamics(m, q, v, tau, fext, with_friction)
+    return forward_dynamics_crba(m, q, v, tau, fext, with_friction)
+
+
+@njit
+def e_momentum(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray):
+    """Entry point: ``([P; L_O] (6,), system CoM (3,))``."""
+    m = unpack(idata, fdata)
+    R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
+    h = spatial_momentum(m, v, S, mw, hw, Iw)
+    com = np.zeros(3)
+    mt = 0.0
+    for i in range(mw.shape[0]):
+        mt += mw[i]
+        for r in range(3):
+            com[r] += hw[i, r]
+    return h, com / mt
+
+
+@njit
+def e_integrate(
+    idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, dt: float
+) -> np.ndarray:
+    """Entry point of :func:`integrate`."""
+    return integrate(unpack(idata, fdata), q, v, dt)
+
+
+@njit
+def e_chart_rate(
+    idata: np.ndarray, fdata: np.ndarray, theta: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """Entry point of :func:`chart_rate`."""
+    return chart_rate(unpack(idata, fdata), theta, v)
+
+
+@njit
+def e_rk4_step(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    dt: float,
+):
+    """Entry point of :func:`rk4_step`."""
+    return rk4_step(unpack(idata, fdata), q, v, tau, fext, with_friction, dt)
+
+
+@njit
+def e_rk4_steps(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    dt: float,
+    count: int,
+):
+    """``count`` RK4 steps under constant inputs (one call for a batch of physics steps)."""
+    m = unpack(idata, fdata)
+    for _ in range(count):
+        q, v = rk4_step(m, q, v, tau, fext, with_friction, dt)
+    return q, v

@@ -29,7 +29,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .kernels import PRISMATIC, REVOLUTE, ROOT_FIXED, ROOT_FREE, ModelArrays
+from .kernels import PRISMATIC, REVOLUTE, ROOT_FIXED, ROOT_FREE, ModelArrays, pack
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
 
@@ -121,7 +121,9 @@ class Model:
     joint_dynamics : bool
         Whether joint damping/friction (``arrays.damping``/``arrays.friction``) are applied.
     arrays : ModelArrays
-        Flat arrays consumed by the kernels.
+        Flat arrays of the model (read-only).
+    packed : tuple of ndarray
+        ``arrays`` packed into one int64 and one float64 array for the compiled kernels.
     """
 
     name: str
@@ -141,6 +143,11 @@ class Model:
     arrays: ModelArrays
     joint_dynamics: bool = False
     _joint_index: Mapping[str, int] = field(default_factory=dict, repr=False)
+    packed: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # (idata, fdata): the arrays handed to the compiled entry points (kernels.pack)
+        object.__setattr__(self, 'packed', pack(self.arrays))
 
     @property
     def gravity(self) -> np.ndarray:
