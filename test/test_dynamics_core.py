@@ -606,3 +606,37 @@ def test_aba_matches_crba_cholesky(seed: int) -> None:
         model, q, v, tau, base_wrench=base, link_wrenches=wrenches, method='crba'
     )
     assert rel_err(a_aba, a_crba) < 1e-11
+
+
+def test_batched_api_matches_single_states(servicer: D.Model) -> None:
+    rng = np.random.default_rng(16)
+    states = [random_state(servicer, rng) for _ in range(6)]
+    Q = np.array([s[0] for s in states]).reshape(2, 3, -1)
+    V = np.array([s[1] for s in states]).reshape(2, 3, -1)
+    T = rng.normal(size=(2, 3, servicer.n))
+    W = rng.normal(size=6)  # broadcast over the batch
+    A = D.forward_dynamics(servicer, Q, V, T, base_wrench=W)
+    H = D.mass_matrix(servicer, Q)
+    C = D.bias_forces(servicer, Q, V)
+    hg = D.momentum(servicer, Q, V, about='com')
+    rg = D.center_of_mass(servicer, Q)
+    Qn, Vn = D.step(servicer, Q, V, T, 1e-3)
+    Qi = D.integrate(servicer, Q, V, 0.3)
+    assert A.shape == (2, 3, servicer.nv) and H.shape == (2, 3, servicer.nv, servicer.nv)
+    for i in range(2):
+        for j in range(3):
+            q, v, tau = Q[i, j], V[i, j], T[i, j]
+            assert A[i, j] == pytest.approx(D.forward_dynamics(servicer, q, v, tau, base_wrench=W))
+            assert H[i, j] == pytest.approx(D.mass_matrix(servicer, q), abs=1e-12)
+            assert C[i, j] == pytest.approx(D.bias_forces(servicer, q, v), abs=1e-12)
+            assert hg[i, j] == pytest.approx(D.momentum(servicer, q, v, about='com'), abs=1e-12)
+            assert rg[i, j] == pytest.approx(D.center_of_mass(servicer, q), abs=1e-14)
+            qn, vn = D.step(servicer, q, v, tau, 1e-3)
+            assert Qn[i, j] == pytest.approx(qn, abs=1e-14) and Vn[i, j] == pytest.approx(vn)
+            assert Qi[i, j] == pytest.approx(D.integrate(servicer, q, v, 0.3), abs=1e-14)
+    with pytest.raises(ValueError, match='tau: expected 7 values in the last axis, got 6'):
+        D.forward_dynamics(servicer, Q, V, T[..., :6])
+    with pytest.raises(ValueError, match='batch shape'):
+        D.forward_dynamics(servicer, Q, V[:1, :2], T)
+    with pytest.raises(ValueError, match='link_wrenches'):
+        D.forward_dynamics(servicer, Q, V, T, link_wrenches={'ee_link': np.ones(6)})

@@ -37,3 +37,16 @@ def njit(func: Callable[..., Any]) -> Callable[..., Any]:
     if _numba is None:
         return func
     return _numba.njit(cache=True, nogil=True)(func)
+
+
+def njit_parallel(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Like :func:`njit`, with ``parallel=True`` so ``prange`` loops use all cores."""
+    if _numba is None:
+        return func
+    return _numba.njit(cache=True, nogil=True, parallel=True)(func)
+
+
+if _numba is not None:
+    prange = _numba.prange
+else:  # pragma: no cover
+    prange = range

@@ -33,6 +33,41 @@ def _vec(x: ArrayLike, size: int, what: str) -> np.ndarray:
     return arr
 
 
+def _rows(x: ArrayLike, size: int, what: str, lead: tuple[int, ...]) -> np.ndarray:
+    """``x`` (..., size) broadcast to ``lead + (size,)`` and flattened to (B, size)."""
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0 or arr.shape[-1] != size:
+        got = arr.shape[-1] if arr.ndim else 'a scalar'
+        raise ValueError(f'{what}: expected {size} values in the last axis, got {got}')
+    try:
+        arr = np.broadcast_to(arr, lead + (size,))
+    except ValueError:
+        raise ValueError(
+            f'{what}: expected batch shape {lead} (or broadcastable), got {arr.shape[:-1]}'
+        ) from None
+    return np.ascontiguousarray(arr.reshape(-1, size))
+
+
+def _is_batch(q: ArrayLike) -> bool:
+    return np.ndim(q) > 1
+
+
+def _batch_gen(
+    model: Model, tau: ArrayLike, base_wrench: ArrayLike | None, lead: tuple[int, ...]
+) -> np.ndarray:
+    gen = np.zeros((int(np.prod(lead)), model.nv))
+    gen[:, model.nv - model.n :] = _rows(tau, model.n, 'tau', lead)
+    if base_wrench is not None:
+        _require_floating(model, 'base_wrench')
+        gen[:, :6] = _rows(base_wrench, 6, 'base_wrench', lead)
+    return gen
+
+
+def _no_batched_wrenches(link_wrenches: Mapping[str, ArrayLike] | None) -> None:
+    if link_wrenches:
+        raise ValueError('link_wrenches: expected None with batched states (single state only)')
+
+
 def _q(model: Model, q: ArrayLike) -> np.ndarray:
     return _vec(q, model.nq, 'q')
 
@@ -111,6 +146,11 @@ def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.nda
 
 def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
     """System CoM ``r_g`` (seed 000, after eq. 10), (3,) inertial frame [m]."""
+    if _is_batch(q):
+        lead = np.shape(q)[:-1]
+        Q = _rows(q, model.nq, 'q', lead)
+        _, com = K.b_momentum(*model.packed, Q, np.zeros((Q.shape[0], model.nv)))
+        return com.reshape(lead + (3,))
     R, p = body_poses(model, q)
     a = model.arrays
     c = p + np.einsum('bij,bj->bi', R, a.com)
@@ -159,7 +199,13 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
     Returns
     -------
     (nv, nv) ndarray, symmetric positive definite [kg, kg m, kg m^2].
+
+    ``q`` may carry leading batch dimensions (..., nq); the result is then (..., nv, nv).
     """
+    if _is_batch(q):
+        lead = np.shape(q)[:-1]
+        H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
+        return H.reshape(lead + (model.nv, model.nv))
     return K.e_mass_matrix(*model.packed, _q(model, q))
 
 
@@ -219,6 +265,17 @@ def inverse_dynamics(
         joint efforts. With joint dynamics enabled the efforts include what overcomes the
         joint friction (eq. 41, ``F_f``).
     """
+    if _is_batch(q):
+        _no_batched_wrenches(link_wrenches)
+        lead = np.shape(q)[:-1]
+        out = K.b_inverse_dynamics(
+            *model.packed,
+            _rows(q, model.nq, 'q', lead),
+            _rows(v, model.nv, 'v', lead),
+            _rows(a, model.nv, 'a', lead),
+            model.joint_dynamics,
+        )
+        return out.reshape(lead + (model.nv,))
     q = _q(model, q)
     v = _v(model, v)
     a = _v(model, a, 'a')
@@ -254,7 +311,26 @@ def forward_dynamics(
     -------
     (nv,) ndarray
         ``[dV0, dw0, phiddot]`` (floating base) or ``phiddot``.
+
+    Notes
+    -----
+    Batched use: ``q`` (..., nq), ``v`` (..., nv), ``tau`` (..., n) and ``base_wrench``
+    (..., 6), broadcast against each other, give (..., nv); the states are spread over all
+    cores. ``link_wrenches`` is single-state only.
     """
+    if _is_batch(q):
+        _no_batched_wrenches(link_wrenches)
+        if method != 'aba':
+            raise ValueError(f"method: expected 'aba' with batched states, got {method!r}")
+        lead = np.shape(q)[:-1]
+        out = K.b_forward_dynamics(
+            *model.packed,
+            _rows(q, model.nq, 'q', lead),
+            _rows(v, model.nv, 'v', lead),
+            _batch_gen(model, tau, base_wrench, lead),
+            model.joint_dynamics,
+        )
+        return out.reshape(lead + (model.nv,))
     q = _q(model, q)
     v = _v(model, v)
     gen = _generalized_force(model, tau, base_wrench)
@@ -281,6 +357,14 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
     """
     if about not in _ABOUT:
         raise ValueError(f'about: expected one of {_ABOUT}, got {about!r}')
+    if _is_batch(q):
+        lead = np.shape(q)[:-1]
+        Q = _rows(q, model.nq, 'q', lead)
+        h, com = K.b_momentum(*model.packed, Q, _rows(v, model.nv, 'v', lead))
+        if about != 'origin':
+            point = com if about == 'com' else _base_com(model, Q)
+            h[:, 3:] -= np.cross(point, h[:, :3])
+        return h.reshape(lead + (6,))
     q = _q(model, q)
     v = _v(model, v)
     h, com = K.e_momentum(*model.packed, q, v)
@@ -295,9 +379,10 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
 
 
 def _base_com(model: Model, q: np.ndarray) -> np.ndarray:
+    """Base CoM(s): ``q[..., :3]`` for a floating base, else the fixed base's CoM."""
     if model.floating_base:
-        return q[:3].copy()
-    return model.arrays.com[0].copy()
+        return q[..., :3].copy()
+    return np.broadcast_to(model.arrays.com[0], q.shape[:-1] + (3,)).copy()
 
 
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:

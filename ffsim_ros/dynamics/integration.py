@@ -14,7 +14,17 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from . import kernels as K
-from .algorithms import ArrayLike, _external_wrenches, _generalized_force, _q, _v
+from .algorithms import (
+    ArrayLike,
+    _batch_gen,
+    _external_wrenches,
+    _generalized_force,
+    _is_batch,
+    _no_batched_wrenches,
+    _q,
+    _rows,
+    _v,
+)
 from .model import Model
 
 #: Fixed-step methods of :func:`step`.
@@ -34,6 +44,15 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
     -------
     (nq,) ndarray with a unit base quaternion.
     """
+    if _is_batch(q):
+        lead = np.shape(q)[:-1]
+        out = K.b_integrate(
+            *model.packed,
+            _rows(q, model.nq, 'q', lead),
+            _rows(v, model.nv, 'v', lead),
+            float(dt),
+        )
+        return out.reshape(lead + (model.nq,))
     return K.e_integrate(*model.packed, _q(model, q), _v(model, v), float(dt))
 
 
@@ -99,12 +118,31 @@ def step(
     Returns
     -------
     q_next : (nq,) ndarray;  v_next : (nv,) ndarray
+
+    Notes
+    -----
+    Batched use (``'rk4'`` only): ``q`` (..., nq), ``v`` (..., nv), ``tau`` (..., n),
+    ``base_wrench`` (..., 6) give (..., nq), (..., nv), computed on all cores.
     """
-    q = _q(model, q)
-    v = _v(model, v)
     dt = float(dt)
     if not np.isfinite(dt) or dt <= 0.0:
         raise ValueError(f'dt: expected a finite positive step, got {dt}')
+    if _is_batch(q):
+        _no_batched_wrenches(link_wrenches)
+        if method != 'rk4':
+            raise ValueError(f"method: expected 'rk4' with batched states, got {method!r}")
+        lead = np.shape(q)[:-1]
+        qn, vn = K.b_rk4_step(
+            *model.packed,
+            _rows(q, model.nq, 'q', lead),
+            _rows(v, model.nv, 'v', lead),
+            _batch_gen(model, tau, base_wrench, lead),
+            model.joint_dynamics,
+            dt,
+        )
+        return qn.reshape(lead + (model.nq,)), vn.reshape(lead + (model.nv,))
+    q = _q(model, q)
+    v = _v(model, v)
     gen = _generalized_force(model, tau, base_wrench)
     fext = _external_wrenches(model, q, link_wrenches)
     packed, fric = model.packed, model.joint_dynamics

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import njit
+from ._jit import njit, njit_parallel, prange
 
 # Joint type codes (ModelArrays.jtype).
 ROOT_FIXED = 0
@@ -1112,3 +1112,122 @@ def e_rk4_steps(
     for _ in range(count):
         q, v = rk4_step(m, q, v, tau, fext, with_friction, dt)
     return q, v
+
+
+# ----------------------------------------------------------------------------------------------
+# batched entry points: one state per row, rows spread over all cores
+# ----------------------------------------------------------------------------------------------
+# (The parallel loops call row kernels that unpack the model themselves: numba's parfor
+# lowering cannot carry the ModelArrays named tuple into its generated loop body.)
+
+
+@njit
+def _fd_row(idata, fdata, q, v, tau, with_friction):
+    m = unpack(idata, fdata)
+    return forward_dynamics(m, q, v, tau, np.zeros((m.parent.shape[0], 6)), with_friction)
+
+
+@njit
+def _crba_row(idata, fdata, q, out):
+    m = unpack(idata, fdata)
+    R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
+    crba(m, S, mw, hw, Iw, out)
+
+
+@njit
+def _id_row(idata, fdata, q, v, a, with_friction, out):
+    m = unpack(idata, fdata)
+    nv = idata[1]
+    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
+    rnea(m, q, v, a, S, mw, hw, Iw, np.zeros((m.parent.shape[0], 6)), 1.0, out)
+    if with_friction:
+        ff = np.empty(nv)
+        joint_friction(m, v, ff)
+        for c in range(nv):
+            out[c] -= ff[c]
+
+
+@njit
+def _momentum_row(idata, fdata, q, v, h, com):
+    m = unpack(idata, fdata)
+    R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
+    h[:] = spatial_momentum(m, v, S, mw, hw, Iw)
+    mt = 0.0
+    for r in range(3):
+        com[r] = 0.0
+    for i in range(mw.shape[0]):
+        mt += mw[i]
+        for r in range(3):
+            com[r] += hw[i, r]
+    for r in range(3):
+        com[r] /= mt
+
+
+@njit
+def _integrate_row(idata, fdata, q, v, dt):
+    return integrate(unpack(idata, fdata), q, v, dt)
+
+
+@njit
+def _rk4_row(idata, fdata, q, v, tau, with_friction, dt):
+    m = unpack(idata, fdata)
+    return rk4_step(m, q, v, tau, np.zeros((m.parent.shape[0], 6)), with_friction, dt)
+
+
+@njit_parallel
+def b_forward_dynamics(idata, fdata, Q, V, T, with_friction):
+    """Forward dynamics of ``B`` states: Q (B, nq), V (B, nv), T (B, nv) -> (B, nv)."""
+    out = np.empty((Q.shape[0], V.shape[1]))
+    for k in prange(Q.shape[0]):
+        out[k] = _fd_row(idata, fdata, Q[k], V[k], T[k], with_friction)
+    return out
+
+
+@njit_parallel
+def b_mass_matrix(idata, fdata, Q):
+    """Inertia matrices of ``B`` configurations: (B, nq) -> (B, nv, nv)."""
+    nv = idata[1]
+    out = np.zeros((Q.shape[0], nv, nv))
+    for k in prange(Q.shape[0]):
+        _crba_row(idata, fdata, Q[k], out[k])
+    return out
+
+
+@njit_parallel
+def b_inverse_dynamics(idata, fdata, Q, V, A, with_friction):
+    """Inverse dynamics of ``B`` states: (B, nq), (B, nv), (B, nv) -> (B, nv)."""
+    out = np.empty((Q.shape[0], idata[1]))
+    for k in prange(Q.shape[0]):
+        _id_row(idata, fdata, Q[k], V[k], A[k], with_friction, out[k])
+    return out
+
+
+@njit_parallel
+def b_momentum(idata, fdata, Q, V):
+    """``[P; L_O]`` (B, 6) and system CoM (B, 3) of ``B`` states."""
+    h = np.empty((Q.shape[0], 6))
+    com = np.empty((Q.shape[0], 3))
+    for k in prange(Q.shape[0]):
+        _momentum_row(idata, fdata, Q[k], V[k], h[k], com[k])
+    return h, com
+
+
+@njit_parallel
+def b_integrate(idata, fdata, Q, V, dt):
+    """:func:`integrate` of ``B`` states."""
+    out = np.empty_like(Q)
+    for k in prange(Q.shape[0]):
+        out[k] = _integrate_row(idata, fdata, Q[k], V[k], dt)
+    return out
+
+
+@njit_parallel
+def b_rk4_step(idata, fdata, Q, V, T, with_friction, dt):
+    """One RK4 step of ``B`` states under constant generalized forces T (B, nv)."""
+    Qn = np.empty_like(Q)
+    Vn = np.empty_like(V)
+    for k in prange(Q.shape[0]):
+        qn, vn = _rk4_row(idata, fdata, Q[k], V[k], T[k], with_friction, dt)
+        Qn[k] = qn
+        Vn[k] = vn
+    return Qn, Vn
