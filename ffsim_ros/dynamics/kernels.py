@@ -142,9 +142,10 @@ def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarr
     p : (nb, 3) output, body frame origins in the inertial frame [m].
     """
     nb = m.parent.shape[0]
-    tmp = np.empty((3, 3))
-    rj = np.empty((3, 3))
-    v3 = np.empty(3)
+    ws = np.empty(21)  # one allocation for the temporaries
+    tmp = ws[0:9].reshape((3, 3))
+    rj = ws[9:18].reshape((3, 3))
+    v3 = ws[18:21]
     for i in range(nb):
         jt = m.jtype[i]
         if jt == ROOT_FIXED:
@@ -243,8 +244,9 @@ def world_inertias(
     mw : (nb,) output [kg];  hw : (nb, 3) output [kg m];  Iw : (nb, 3, 3) output [kg m^2].
     """
     nb = m.parent.shape[0]
-    cw = np.empty(3)
-    tmp = np.empty((3, 3))
+    ws = np.empty(12)
+    cw = ws[0:3]
+    tmp = ws[3:12].reshape((3, 3))
     for i in range(nb):
         mi = m.mass[i]
         _matvec3(R[i], m.com[i], cw)
@@ -765,21 +767,80 @@ def aba(
     """
     nb = m.parent.shape[0]
     nv = v.shape[0]
-    R = np.empty((nb, 3, 3))
-    p = np.empty((nb, 3))
-    S = np.zeros((6, nv))
-    mw = np.empty(nb)
-    hw = np.empty((nb, 3))
-    Iw = np.empty((nb, 3, 3))
+    # one zeroed workspace for every array of the three passes (allocation dominates the
+    # cost of this kernel for small trees otherwise)
+    sizes = (
+        9 * nb,
+        3 * nb,
+        6 * nv,
+        nb,
+        3 * nb,
+        9 * nb,
+        36 * nb,
+        6 * nb,
+        6 * nb,
+        6 * nb,
+        36 * nb,
+        36 * nb,
+        6 * nb,
+        6 * nb,
+        nv,
+        36,
+        36,
+        36,
+        6,
+        6,
+        6,
+    )
+    total = 0
+    for sz in sizes:
+        total += sz
+    ws = np.zeros(total)
+    o = 0
+    R = ws[o : o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    p = ws[o : o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    S = ws[o : o + 6 * nv].reshape((6, nv))
+    o += 6 * nv
+    mw = ws[o : o + nb]
+    o += nb
+    hw = ws[o : o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    Iw = ws[o : o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    IA = ws[o : o + 36 * nb].reshape((nb, 6, 6))
+    o += 36 * nb
+    pA = ws[o : o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    cb = ws[o : o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    vel = ws[o : o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    U = ws[o : o + 36 * nb].reshape((nb, 6, 6))  # I^A S (first nvj columns used)
+    o += 36 * nb
+    Dinv = ws[o : o + 36 * nb].reshape((nb, 6, 6))  # (S^T I^A S)^-1 (D itself at the root)
+    o += 36 * nb
+    u = ws[o : o + 6 * nb].reshape((nb, 6))  # tau - S^T p^A
+    o += 6 * nb
+    acc = ws[o : o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    qdd = ws[o : o + nv]
+    o += nv
+    Dm = ws[o : o + 36].reshape((6, 6))
+    o += 36
+    UD = ws[o : o + 36].reshape((6, 6))
+    o += 36
+    Ia = ws[o : o + 36].reshape((6, 6))
+    o += 36
+    sv = ws[o : o + 6]
+    o += 6
+    tmp = ws[o : o + 6]
+    o += 6
+    ap = ws[o : o + 6]
     forward_kinematics(m, q, R, p)
     motion_subspace(m, q, R, p, S)
     world_inertias(m, R, p, mw, hw, Iw)
-    IA = np.empty((nb, 6, 6))
-    pA = np.empty((nb, 6))
-    cb = np.zeros((nb, 6))
-    vel = np.zeros((nb, 6))
-    sv = np.empty(6)
-    tmp = np.empty(6)
     # pass 1: velocities, velocity-product accelerations, isolated inertias and bias forces
     for i in range(nb):
         k = m.parent[i]
@@ -828,12 +889,6 @@ def aba(
         pA[i, 4] = wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2] - fext[i, 4]
         pA[i, 5] = wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0] - fext[i, 5]
     # pass 2: articulated inertias, leaves to root
-    U = np.zeros((nb, 6, 6))  # I^A S (first nvj columns used)
-    Dinv = np.zeros((nb, 6, 6))  # (S^T I^A S)^-1, kept for joints with a parent
-    u = np.zeros((nb, 6))  # tau - S^T p^A
-    Dm = np.empty((6, 6))
-    UD = np.empty((6, 6))
-    Ia = np.empty((6, 6))
     for i in range(nb - 1, -1, -1):
         nj = m.nvj[i]
         c0 = m.iv[i]
@@ -885,10 +940,7 @@ def aba(
                 s += UD[r, a] * u[i, a]
             pA[k, r] += s
     # pass 3: accelerations, root to leaves
-    acc = np.zeros((nb, 6))
-    qdd = np.zeros(nv)
     g = m.gravity
-    ap = np.empty(6)
     for i in range(nb):
         k = m.parent[i]
         if k >= 0:
