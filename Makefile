@@ -7,7 +7,7 @@ STAMP := $(VENV)/.ffsim-setup-stamp
 SETUP_INPUTS := tools/setup_venv.sh $(wildcard requirements/*.txt) setup.py package.xml \
 	$(shell find interfaces -type f 2>/dev/null)
 
-.PHONY: setup test demo bench lint clean
+.PHONY: setup warmup test demo bench lint clean
 
 setup: $(STAMP)
 
@@ -15,13 +15,18 @@ $(STAMP): $(SETUP_INPUTS)
 	PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup_venv.sh
 	touch $@
 
-test: setup
+# Compile the numba kernels once (cached on disk; ~0.5 s when already cached), so that the
+# nodes started by tests and the demo do not each pay the compile time.
+warmup: setup
+	$(PY) -m ffsim_ros.dynamics.warmup
+
+test: warmup
 	$(PY) -m pytest -q test
 
-demo: setup
+demo: warmup
 	$(PY) -m ffsim_ros.cli demo
 
-bench: setup
+bench: warmup
 	$(PY) benchmarks/run.py
 
 lint: setup

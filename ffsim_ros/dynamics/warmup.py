@@ -1,0 +1,65 @@
+"""Compile and cache every numba kernel of the core: ``python -m ffsim_ros.dynamics.warmup``.
+
+numba compiles a kernel on its first call and caches the machine code next to the source;
+``make setup`` runs this once so that nodes, tests and the demo start without paying the
+compile time (about two minutes on a 2-core machine when nothing is cached, under a
+second when everything is).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import (
+    base_velocity_from_momentum,
+    bias_forces,
+    center_of_mass,
+    forward_dynamics,
+    integrate,
+    inverse_dynamics,
+    link_jacobian,
+    load_urdf,
+    mass_matrix,
+    momentum,
+    neutral,
+    step,
+    with_joint_dynamics,
+)
+from .random_urdf import random_urdf
+
+
+def warm_up() -> float:
+    """Call every kernel once, single-state and batched; returns the seconds it took."""
+    t0 = time.perf_counter()
+    for floating in (True, False):
+        model = with_joint_dynamics(load_urdf(random_urdf(0, 3), floating_base=floating))
+        q, v = neutral(model), np.zeros(model.nv)
+        tau = np.zeros(model.n)
+        wrench = {model.link_names[-1]: np.ones(6)}
+        forward_dynamics(model, q, v, tau, link_wrenches=wrench)
+        forward_dynamics(model, q, v, tau, method='crba')
+        inverse_dynamics(model, q, v, v, link_wrenches=wrench)
+        bias_forces(model, q, v)
+        mass_matrix(model, q)
+        momentum(model, q, v, about='com')
+        center_of_mass(model, q)
+        link_jacobian(model, q, model.link_names[-1])
+        integrate(model, q, v, 0.1)
+        for method in ('rk4', 'euler', 'RK45'):
+            step(model, q, v, tau, 1e-3, method=method)
+        Q, V, T = np.stack([q, q]), np.stack([v, v]), np.stack([tau, tau])
+        forward_dynamics(model, Q, V, T)
+        mass_matrix(model, Q)
+        bias_forces(model, Q, V)
+        momentum(model, Q, V)
+        integrate(model, Q, V, 0.1)
+        step(model, Q, V, T, 1e-3)
+        if floating:
+            base_velocity_from_momentum(model, q, tau)
+    return time.perf_counter() - t0
+
+
+if __name__ == '__main__':
+    print(f'ffsim_ros.dynamics kernels ready ({warm_up():.1f} s)')
