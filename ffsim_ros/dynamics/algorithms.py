@@ -184,7 +184,10 @@ def link_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
     point = p[b] + R[b] @ frame.translation
     J = np.where(_support_mask(model, b)[None, :], S, 0.0)
     # velocity of the point = v_O + w x point = v_O - point x w
-    J[:3] -= np.cross(point[:, None], J[3:], axis=0)
+    px, py, pz = point
+    J[0] -= py * J[5] - pz * J[4]
+    J[1] -= pz * J[3] - px * J[5]
+    J[2] -= px * J[4] - py * J[3]
     return J
 
 
