@@ -914,6 +914,19 @@ def aba(
                 for b in range(nj):
                     Dinv[i, a, b] = Dm[a, b]
             continue
+        if nj == 1:  # the common case, written out: Ia = IA - U U^T / D
+            d = 1.0 / Dm[0, 0]
+            Dinv[i, 0, 0] = d
+            ud = u[i, 0] * d
+            for r in range(6):
+                Ur = U[i, r, 0] * d
+                s = pA[i, r] + U[i, r, 0] * ud
+                for c in range(6):
+                    t = IA[i, r, c] - Ur * U[i, c, 0]
+                    IA[k, r, c] += t
+                    s += t * cb[i, c]
+                pA[k, r] += s
+            continue
         if nj == 1:
             Dinv[i, 0, 0] = 1.0 / Dm[0, 0]
         elif nj > 1:
