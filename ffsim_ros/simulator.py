@@ -424,23 +424,35 @@ class Simulator(Node):
             wrench = self._base_wrench
         gen = np.r_[wrench, tau]
         model = self.model
-        if self.integrator == 'rk4':
-            fext = np.zeros((len(model.body_names), 6))
-            q_new, v_new = K.e_rk4_steps(
-                *model.packed, q, v, gen, fext, model.joint_dynamics, self.dt, count
-            )
-        else:
-            q_new, v_new = q, v
-            for _ in range(count):
-                q_new, v_new = D.step(
-                    model, q_new, v_new, tau, self.dt, method=self.integrator, base_wrench=wrench
+        try:
+            if self.integrator == 'rk4':
+                fext = np.zeros((len(model.body_names), 6))
+                q_new, v_new = K.e_rk4_steps(
+                    *model.packed, q, v, gen, fext, model.joint_dynamics, self.dt, count
                 )
-        if not (np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new))):
+            else:
+                q_new, v_new = q, v
+                for _ in range(count):
+                    q_new, v_new = D.step(
+                        model,
+                        q_new,
+                        v_new,
+                        tau,
+                        self.dt,
+                        method=self.integrator,
+                        base_wrench=wrench,
+                    )
+            finite = bool(np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new)))
+            reason = 'non-finite state'
+        except (ValueError, RuntimeError, FloatingPointError) as exc:
+            # the dynamics reject a non-finite state (e.g. no positive definite inertia)
+            finite, reason = False, f'non-finite state ({exc})'
+        if not finite:
             self.faulted = True
             self._paused.set()
             self.get_logger().error(
-                f'non-finite state after sim time {(steps + count) * self.dt:.6f} s: '
-                'integration paused, state not published; call ~/reset'
+                f'{reason} after sim time {steps * self.dt:.6f} s: integration paused, '
+                'the last finite state stays published; call ~/reset'
             )
             return False
         with self._lock:
@@ -473,8 +485,12 @@ class Simulator(Node):
                 if delay > 0.0:
                     self._stop.wait(delay)
                     continue
-            if not self._advance(count):
-                continue
+            try:
+                self._advance(count)
+            except Exception as exc:  # noqa: BLE001 - never let the physics thread die silently
+                self.faulted = True
+                self._paused.set()
+                self.get_logger().error(f'physics step failed: {exc!r}; paused, call ~/reset')
 
     def stop(self) -> None:
         """Stop the physics thread."""
