@@ -1,0 +1,251 @@
+"""Reactionless control: the law on the core alone, then closed loop over DDS."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.control import (
+    Gains,
+    ReactionlessController,
+    base_rate_map,
+    generalized_inertia,
+    reactionless_basis,
+)
+from ffsim_ros.resources import sample_robot
+
+MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+N = MODEL.n
+
+
+def random_q(rng: np.random.Generator) -> np.ndarray:
+    q = D.neutral(MODEL)
+    quat = rng.normal(size=4)
+    q[:3], q[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
+    q[7:] = rng.uniform(-1.0, 1.0, size=N)
+    return q
+
+
+def skew(x: np.ndarray) -> np.ndarray:
+    return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+
+# ------------------------------------------------------------------------------ the law alone
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_reactionless_projection_leaves_the_base_attitude_alone(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    q = random_q(rng)
+    Nb = reactionless_basis(MODEL, q)
+    assert Nb.shape == (N, N - 3)
+    phidot = Nb @ rng.normal(size=N - 3)
+    A = base_rate_map(MODEL, q)
+    scale = np.linalg.norm(A) * np.linalg.norm(phidot)
+    assert np.abs(A @ phidot).max() <= 1e-12 * scale
+    x0 = D.base_velocity_from_momentum(MODEL, q, phidot)
+    assert np.abs(x0[3:]).max() <= 1e-12 * max(1.0, np.linalg.norm(x0))
+    # The angular momentum coupling about the system CoM vanishes (H_wphi phidot = 0, seed
+    # eq. 16): with w0 = 0 and M V0 = -J_Tw phidot, L0 = M r0g~ V0 + H_Omega_phi phidot = 0.
+    H0, H0m, _ = D.inertia_blocks(MODEL, q)
+    M = MODEL.total_mass
+    V0 = -H0m[:3] @ phidot / M
+    r0g = D.center_of_mass(MODEL, q) - q[:3]
+    L0 = M * skew(r0g) @ V0 + H0m[3:] @ phidot
+    assert np.abs(L0).max() <= 1e-12 * np.linalg.norm(H0m) * np.linalg.norm(phidot)
+    # ... whereas the base-CoM rows alone (H_Omega_phi) are not zero: they are not the condition
+    assert np.abs(H0m[3:] @ phidot).max() > 1e-6 * np.linalg.norm(H0m) * np.linalg.norm(phidot)
+
+
+def test_generalized_jacobian_gives_the_simulated_ee_velocity() -> None:
+    rng = np.random.default_rng(7)
+    q = random_q(rng)
+    phidot = 0.2 * rng.normal(size=N)
+    v = np.r_[D.base_velocity_from_momentum(MODEL, q, phidot), phidot]
+    h = 1e-6
+    pp = D.link_pose(MODEL, D.integrate(MODEL, q, v, h), 'ee_link')[0]
+    pm = D.link_pose(MODEL, D.integrate(MODEL, q, -v, h), 'ee_link')[0]
+    vel = (pp - pm) / (2 * h)
+    Jstar = D.generalized_jacobian(MODEL, q, 'ee_link')
+    assert np.linalg.norm(Jstar[:3] @ phidot - vel) < 1e-8 * max(1.0, np.linalg.norm(vel))
+
+
+def test_generalized_inertia_reproduces_forward_dynamics() -> None:
+    rng = np.random.default_rng(8)
+    q = random_q(rng)
+    v = 0.3 * rng.normal(size=MODEL.nv)
+    phiddot = rng.normal(size=N)
+    Hs, cs = generalized_inertia(MODEL, q, v)
+    tau = Hs @ phiddot + cs
+    a = D.forward_dynamics(MODEL, q, v, tau)  # no base wrench: the base is unactuated
+    assert np.linalg.norm(a[6:] - phiddot) < 1e-10 * np.linalg.norm(phiddot)
+
+
+def test_gains_and_goals_are_validated() -> None:
+    with pytest.raises(ValueError, match='kp_task'):
+        Gains(kp_task=-1.0)
+    with pytest.raises(ValueError, match='max_joint_speed'):
+        Gains(max_joint_speed=2.0)
+    law = ReactionlessController(MODEL, 'ee_link')
+    q = D.neutral(MODEL)
+    with pytest.raises(ValueError, match='finite'):
+        law.check_goal(q, [np.nan, 0, 0])
+    with pytest.raises(ValueError, match='unreachable'):
+        law.check_goal(q, [12.0, 0, 0])
+    with pytest.raises(ValueError, match='unknown link'):
+        ReactionlessController(MODEL, 'no_such_link')
+
+
+def test_in_process_closed_loop_reactionless_vs_gjm() -> None:
+    """Core-only loop (1 kHz RK4, 100 Hz control): reach 0.3 m; base still vs base turned."""
+    results = {}
+    for mode in ('reactionless', 'gjm_tracking'):
+        law = ReactionlessController(MODEL, 'ee_link', mode=mode)
+        q, v = D.neutral(MODEL), np.zeros(MODEL.nv)
+        goal = D.link_pose(MODEL, q, 'ee_link')[0] + np.array([0.0, -0.15, 0.26])
+        att = 0.0
+        for k in range(8000):
+            if k % 10 == 0:
+                out = law.compute(q, v, goal, attitude_reference=D.neutral(MODEL)[3:7])
+            q, v = D.step(MODEL, q, v, out.tau, 1e-3)
+            if k % 100 == 0:
+                att = max(
+                    att, np.degrees(np.linalg.norm(D.difference(MODEL, D.neutral(MODEL), q)[3:6]))
+                )
+        err = np.linalg.norm(D.link_pose(MODEL, q, 'ee_link')[0] - goal)
+        results[mode] = (err, att, np.abs(D.momentum(MODEL, q, v)).max())
+    assert results['reactionless'][0] < 5e-3 and results['reactionless'][1] < 0.1
+    assert results['gjm_tracking'][0] < 5e-3 and results['gjm_tracking'][1] > 1.0
+    assert max(r[2] for r in results.values()) < 1e-8
+
+
+# ------------------------------------------------------------------------ closed loop over DDS
+
+
+class Loop:
+    def __init__(self, node, executor, wait_until) -> None:
+        from geometry_msgs.msg import PoseStamped
+        from nav_msgs.msg import Odometry
+        from std_msgs.msg import Float64MultiArray
+
+        self.node, self.executor, self.wait_until = node, executor, wait_until
+        executor.add_node(node)
+        self.odom, self.mom, self.status, self.pose, self.cmd = [], [], [], [], []
+        self.subs = [
+            node.create_subscription(Odometry, 'base_odom', self.odom.append, 1000),
+            node.create_subscription(
+                Float64MultiArray, 'momentum', lambda m: self.mom.append(np.array(m.data)), 1000
+            ),
+            node.create_subscription(
+                Float64MultiArray, 'status', lambda m: self.status.append(np.array(m.data)), 1000
+            ),
+            node.create_subscription(PoseStamped, 'ee_pose', self.pose.append, 1000),
+            node.create_subscription(
+                Float64MultiArray,
+                'joint_effort_commands',
+                lambda m: self.cmd.append((time.monotonic(), np.array(m.data))),
+                1000,
+            ),
+        ]
+        self.goal = node.create_publisher(PoseStamped, 'ee_goal', 10)
+
+    def connect(self) -> None:
+        assert self.wait_until(
+            lambda: (
+                all(s.get_publisher_count() > 0 for s in self.subs)
+                and self.goal.get_subscription_count() > 0
+                and self.pose
+            ),
+            60,
+            self.executor,
+        ), 'simulator/controller not discovered'
+
+    def sim_time(self) -> float:
+        s = self.odom[-1].header.stamp
+        return s.sec + s.nanosec * 1e-9
+
+    def send_goal(self, xyz, frame: str = 'world') -> None:
+        from geometry_msgs.msg import PoseStamped
+
+        g = PoseStamped()
+        g.header.frame_id = frame
+        g.pose.position.x, g.pose.position.y, g.pose.position.z = (float(x) for x in xyz)
+        g.pose.orientation.w = 1.0
+        self.goal.publish(g)
+
+    def run_for(self, seconds: float) -> None:
+        t_end = self.sim_time() + seconds
+        assert self.wait_until(lambda: self.sim_time() >= t_end, 10 * seconds + 30, self.executor)
+
+    def max_attitude_deg(self, since: int = 0) -> float:
+        return max(
+            np.degrees(2 * np.arccos(min(1.0, abs(o.pose.pose.orientation.w))))
+            for o in self.odom[since:]
+        )
+
+
+def start_loop(ros_process, mode: str, *extra: str):
+    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=2.0'], name='sim')
+    args = ['-p', 'use_sim_time:=true', '-p', f'mode:={mode}']
+    for e in extra:
+        args += ['-p', e]
+    ctl = ros_process('ffsim_ros.reactionless_controller', ros_args=args, name='controller')
+    return sim, ctl
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('mode', ['reactionless', 'gjm_tracking'])
+def test_closed_loop_over_dds(mode: str, ros_process, ros_node, ros_executor, wait_until) -> None:
+    sim, ctl = start_loop(ros_process, mode)
+    loop = Loop(ros_node('probe'), ros_executor, wait_until)
+    loop.connect()
+    p0 = loop.pose[-1].pose.position
+    goal = np.array([p0.x, p0.y, p0.z]) + np.array([0.1, 0.2, -0.2])  # 0.3 m away
+    start = len(loop.odom)
+    loop.send_goal(goal)
+    loop.run_for(10.0)
+    p = loop.pose[-1].pose.position
+    err = np.linalg.norm(np.array([p.x, p.y, p.z]) - goal)
+    assert err <= 5e-3, ctl.describe()
+    att = loop.max_attitude_deg(start)
+    if mode == 'reactionless':
+        assert att <= 0.1
+    else:
+        assert att >= 1.0
+    moms = np.array(loop.mom[start:])
+    assert np.abs(moms[:, :6]).max() <= 1e-8
+    assert sim.is_running() and ctl.is_running()
+
+
+@pytest.mark.ros
+def test_bad_goals_rejected_and_stale_state_stops_commands(
+    ros_process, ros_node, ros_executor, wait_until
+) -> None:
+    # wall-clock controller here, so that its timer keeps running when the simulator stops
+    sim, ctl = start_loop(ros_process, 'reactionless', 'use_sim_time:=false')
+    loop = Loop(ros_node('probe'), ros_executor, wait_until)
+    loop.connect()
+    p0 = loop.pose[-1].pose.position
+    here = np.array([p0.x, p0.y, p0.z])
+    for goal, frame, text in (
+        ([np.nan, 0.0, 0.0], 'world', 'finite'),
+        (here + [0.0, 0.1, 0.0], 'base_link', "expected frame_id 'world'"),
+        (here + [10.0, 0.0, 0.0], 'world', 'unreachable'),
+    ):
+        loop.send_goal(goal, frame)
+        assert wait_until(lambda t=text: t in ctl.stderr(), 20, ros_executor), ctl.describe()
+    # held still: after the rejections the arm stays where it was
+    loop.run_for(1.0)
+    p = loop.pose[-1].pose.position
+    assert np.linalg.norm(np.array([p.x, p.y, p.z]) - here) < 1e-4
+    assert loop.status[-1][7] == 0.0  # no goal active
+    # stale state: stop the simulator -> the controller stops commanding
+    sim.stop()
+    stopped_at = time.monotonic()
+    assert wait_until(lambda: time.monotonic() - stopped_at > 1.0, 5, ros_executor)
+    count = len(loop.cmd)
+    assert not wait_until(lambda: len(loop.cmd) > count, 1.0, ros_executor)
+    assert ctl.is_running()
