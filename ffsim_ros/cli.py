@@ -1,0 +1,441 @@
+"""``ffsim`` command line: ``ffsim demo`` runs the headless demo (what ``make demo`` runs).
+
+The demo starts the simulator and the reactionless controller as separate ROS 2 processes
+(real DDS, confined to localhost on a domain id of its own), drives the end effector through
+a scripted sequence of goals once in ``reactionless`` and once in ``gjm_tracking`` mode,
+records every topic to MCAP (one file per mode), and writes PNG plots and a summary table
+comparing the two modes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import fcntl
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+GOAL_OFFSETS = (  # end-effector goals relative to the start position, world frame [m]
+    (0.10, 0.20, -0.20),
+    (-0.05, -0.15, 0.10),
+    (0.0, 0.0, 0.0),
+)
+MODES = ('reactionless', 'gjm_tracking')
+REACHED = 5e-3  # m
+
+
+# ---------------------------------------------------------------------------------- domain id
+class DomainLease:
+    """An exclusive ROS_DOMAIN_ID in [60, 101] held by an flock'ed file (released on close)."""
+
+    def __init__(self) -> None:
+        folder = Path(tempfile.gettempdir()) / 'ros_domain_id_locks'
+        folder.mkdir(exist_ok=True)
+        ids = list(range(60, 102))
+        random.shuffle(ids)
+        for domain in ids:
+            handle = open(folder / f'{domain}.lock', 'w')  # noqa: SIM115 - held until close()
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                continue
+            self.domain_id, self._handle = domain, handle
+            return
+        raise RuntimeError('no free ROS_DOMAIN_ID in 60-101')
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def ros_environment(domain_id: int, log_dir: Path) -> dict[str, str]:
+    """Environment for child ROS processes: localhost only, own domain, logs in ``log_dir``."""
+    env = dict(os.environ)
+    env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
+    env.update(
+        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+        ROS_DOMAIN_ID=str(domain_id),
+        ROS_LOG_DIR=str(log_dir),
+    )
+    return env
+
+
+# ------------------------------------------------------------------------------------- run
+@dataclass
+class ModeRun:
+    """What one mode's run produced (in-memory copies of the recorded topics)."""
+
+    mode: str
+    mcap: Path
+    counts: dict[str, int]
+    t: np.ndarray  # (k,) sim time of base_odom samples [s]
+    attitude_deg: np.ndarray  # (k,) base rotation from the start [deg]
+    base_rate: np.ndarray  # (k,) |w0| [rad/s]
+    t_mom: np.ndarray
+    momentum: np.ndarray  # (m, 9) [P, L_g, r_g]
+    t_ee: np.ndarray
+    ee: np.ndarray  # (j, 3) end-effector position
+    goal_of_t: np.ndarray  # (j, 3) active goal at each ee sample
+    t_js: np.ndarray
+    effort: np.ndarray  # (i, n) applied joint efforts
+    goal_times: list[float]
+
+
+def _quat_angle_deg(q0: np.ndarray, q1: np.ndarray) -> float:
+    d = abs(float(np.dot(q0, q1)))
+    return float(np.degrees(2 * np.arccos(min(1.0, d))))
+
+
+def run_mode(
+    mode: str,
+    out: Path,
+    env: dict[str, str],
+    robot: str,
+    seconds_per_goal: float,
+    goals: tuple,
+    rtf: float,
+    progress: bool = True,
+) -> ModeRun:
+    """Run simulator + controller in ``mode`` and record; returns the in-memory series."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray, String
+    from tf2_msgs.msg import TFMessage
+    from visualization_msgs.msg import MarkerArray
+
+    from ffsim_ros.recording import McapRecorder
+    from ffsim_ros.resources import sample_robot
+
+    robot_path = robot if robot.endswith('.urdf') else str(sample_robot(robot))
+    log = out / 'logs'
+    log.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for module, args in (
+        (
+            'ffsim_ros.simulator',
+            ['-p', f'robot_file:={robot_path}', '-p', f'real_time_factor:={rtf}'],
+        ),
+        (
+            'ffsim_ros.reactionless_controller',
+            ['-p', f'robot_file:={robot_path}', '-p', f'mode:={mode}', '-p', 'use_sim_time:=true'],
+        ),
+    ):
+        stream = open(log / f'{mode}_{module.split(".")[-1]}.log', 'w')  # noqa: SIM115
+        procs.append(
+            (
+                subprocess.Popen(
+                    [sys.executable, '-m', module, '--ros-args', *args],
+                    env=env,
+                    stdout=stream,
+                    stderr=subprocess.STDOUT,
+                ),
+                stream,
+            )
+        )
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context, domain_id=int(env['ROS_DOMAIN_ID']))
+    node = rclpy.create_node('ffsim_demo_recorder', context=context)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    topics = {
+        '/joint_states': JointState,
+        '/base_odom': Odometry,
+        '/tf': TFMessage,
+        '/momentum': Float64MultiArray,
+        '/markers': MarkerArray,
+        '/clock': Clock,
+        '/robot_description': String,
+        '/ee_goal': PoseStamped,
+        '/ee_pose': PoseStamped,
+        '/status': Float64MultiArray,
+        '/joint_effort_commands': Float64MultiArray,
+    }
+    mcap_path = out / f'{mode}.mcap'
+    rec = McapRecorder(
+        node,
+        mcap_path,
+        topics,
+        keep={'/base_odom', '/momentum', '/ee_pose', '/joint_states'},
+        latched={'/robot_description'},
+    )
+    goal_pub = node.create_publisher(PoseStamped, '/ee_goal', 10)
+    goal_times: list[float] = []
+    active: list[tuple[float, np.ndarray]] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (
+            rec.messages['/ee_pose']
+            and rec.messages['/base_odom']
+            and goal_pub.get_subscription_count() > 0
+            and rec.subscriptions[0].get_publisher_count() > 0
+        ):
+            executor.spin_once(timeout_sec=0.05)
+            for p, _ in procs:
+                if p.poll() is not None:
+                    raise RuntimeError(f'{mode}: a node exited early (see {log})')
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'{mode}: nodes not discovered within 120 s (see {log})')
+        pose = rec.messages['/ee_pose'][-1][1].pose.position
+        start = np.array([pose.x, pose.y, pose.z])
+
+        def sim_now() -> float:
+            return (rec.sim_time_ns or 0) * 1e-9
+
+        for k, offset in enumerate(goals):
+            goal = start + np.asarray(offset)
+            msg = PoseStamped()
+            msg.header.frame_id = 'world'
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(rec.sim_time_ns or 0, 10**9)
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal.tolist()
+            msg.pose.orientation.w = 1.0
+            goal_pub.publish(msg)
+            t_goal = sim_now()
+            goal_times.append(t_goal)
+            active.append((t_goal, goal))
+            last_print = 0.0
+            while sim_now() < t_goal + seconds_per_goal:
+                executor.spin_once(timeout_sec=0.05)
+                if progress and time.monotonic() - last_print > 1.0:
+                    last_print = time.monotonic()
+                    err = np.nan
+                    if rec.messages['/ee_pose']:
+                        p = rec.messages['/ee_pose'][-1][1].pose.position
+                        err = np.linalg.norm(np.array([p.x, p.y, p.z]) - goal)
+                    print(
+                        f'  [{mode:>12}] goal {k + 1}/{len(goals)}  sim t = {sim_now():6.2f} s'
+                        f'  ee error = {err * 1e3:7.2f} mm',
+                        flush=True,
+                    )
+                if any(p.poll() is not None for p, _ in procs):
+                    raise RuntimeError(f'{mode}: a node exited during the run (see {log})')
+    finally:
+        rec.close()
+        for p, _ in procs:
+            if p.poll() is None:
+                p.send_signal(2)  # SIGINT: the nodes shut down cleanly
+        for p, stream in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            stream.close()
+        node.destroy_node()
+        executor.shutdown()
+        context.try_shutdown()
+    return _series(mode, mcap_path, rec, goal_times, active)
+
+
+def _series(mode, mcap_path, rec, goal_times, active) -> ModeRun:
+    odom = rec.messages['/base_odom']
+    q0 = None
+    t, att, rate = [], [], []
+    for _, m in odom:
+        o = m.pose.pose.orientation
+        quat = np.array([o.x, o.y, o.z, o.w])
+        q0 = quat if q0 is None else q0
+        t.append(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
+        att.append(_quat_angle_deg(q0, quat))
+        a = m.twist.twist.angular
+        rate.append(float(np.linalg.norm([a.x, a.y, a.z])))
+    mom = rec.messages['/momentum']
+    ee = rec.messages['/ee_pose']
+    t_ee = np.array([m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for _, m in ee])
+    pos = np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z] for _, m in ee])
+    goal_of_t = np.full_like(pos, np.nan)
+    for t_goal, goal in active:
+        goal_of_t[t_ee >= t_goal] = goal
+    js = rec.messages['/joint_states']
+    return ModeRun(
+        mode=mode,
+        mcap=mcap_path,
+        counts=dict(rec.counts),
+        t=np.array(t),
+        attitude_deg=np.array(att),
+        base_rate=np.array(rate),
+        t_mom=np.array([ts * 1e-9 for ts, _ in mom]),
+        momentum=np.array([m.data for _, m in mom]),
+        t_ee=t_ee,
+        ee=pos,
+        goal_of_t=goal_of_t,
+        t_js=np.array([m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for _, m in js]),
+        effort=np.array([m.effort for _, m in js]),
+        goal_times=goal_times,
+    )
+
+
+# --------------------------------------------------------------------------------- summary
+def summarize(run: ModeRun) -> dict[str, float]:
+    """Per-mode figures: reach times, final error, max attitude change, max |momentum|."""
+    err = np.linalg.norm(run.ee - run.goal_of_t, axis=1)
+    reach = []
+    bounds = [*run.goal_times[1:], np.inf]
+    for t_goal, t_next in zip(run.goal_times, bounds, strict=True):
+        sel = (run.t_ee >= t_goal) & (run.t_ee < t_next) & (err < REACHED)
+        reach.append(float(run.t_ee[sel][0] - t_goal) if np.any(sel) else float('nan'))
+    final = float(err[np.isfinite(err)][-1]) if np.any(np.isfinite(err)) else float('nan')
+    return {
+        'mode': run.mode,
+        'max_reach_time_s': float(np.nanmax(reach))
+        if np.any(np.isfinite(reach))
+        else float('nan'),
+        'goals_reached': int(np.sum(np.isfinite(reach))),
+        'goals': len(run.goal_times),
+        'final_error_mm': final * 1e3,
+        'max_base_attitude_deg': float(run.attitude_deg.max()),
+        'max_base_rate_deg_s': float(np.degrees(run.base_rate.max())),
+        'max_abs_momentum': float(np.abs(run.momentum[:, :6]).max()),
+    }
+
+
+def write_summary(rows: list[dict], out: Path) -> str:
+    keys = list(rows[0])
+    with open(out / 'summary.csv', 'w', newline='') as handle:
+        writer = csv.DictWriter(handle, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(rows)
+    header = (
+        '| mode | goals reached | slowest reach [s] | final error [mm] | max base attitude '
+        'change [deg] | max base rate [deg/s] | max abs momentum |'
+    )
+    lines = [header, '|---|---|---|---|---|---|---|']
+    for r in rows:
+        lines.append(
+            f'| {r["mode"]} | {r["goals_reached"]}/{r["goals"]} | {r["max_reach_time_s"]:.2f} | '
+            f'{r["final_error_mm"]:.3f} | {r["max_base_attitude_deg"]:.4f} | '
+            f'{r["max_base_rate_deg_s"]:.4f} | {r["max_abs_momentum"]:.1e} |'
+        )
+    table = '\n'.join(lines) + '\n'
+    (out / 'summary.md').write_text(table)
+    return table
+
+
+def plot(runs: list[ModeRun], out: Path) -> list[Path]:
+    """Write the comparison plots; returns their paths."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    colors = {'reactionless': 'tab:green', 'gjm_tracking': 'tab:red'}
+    paths = []
+
+    def save(fig, name):
+        fig.tight_layout()
+        path = out / name
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        paths.append(path)
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for r in runs:
+        ax1.plot(r.ee[:, 1], r.ee[:, 2], color=colors[r.mode], label=r.mode)
+        goals = np.unique(r.goal_of_t[np.isfinite(r.goal_of_t[:, 0])], axis=0)
+        ax1.plot(goals[:, 1], goals[:, 2], 'kx', ms=9)
+        err = np.linalg.norm(r.ee - r.goal_of_t, axis=1) * 1e3
+        ax2.semilogy(r.t_ee - r.t_ee[0], np.maximum(err, 1e-4), color=colors[r.mode], label=r.mode)
+    ax1.set(xlabel='y [m]', ylabel='z [m]', title='end-effector path (goals x)')
+    ax1.axis('equal')
+    ax1.legend()
+    ax2.axhline(REACHED * 1e3, color='gray', ls='--', lw=0.8)
+    ax2.set(xlabel='sim time [s]', ylabel='error [mm]', title='end-effector error')
+    save(fig, 'ee_tracking.png')
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for r in runs:
+        ax1.plot(r.t - r.t[0], r.attitude_deg, color=colors[r.mode], label=r.mode)
+        ax2.plot(r.t - r.t[0], np.degrees(r.base_rate), color=colors[r.mode], label=r.mode)
+    ax1.set(xlabel='sim time [s]', ylabel='[deg]', title='base attitude change')
+    ax2.set(xlabel='sim time [s]', ylabel='[deg/s]', title='base angular rate')
+    ax1.legend()
+    save(fig, 'base_attitude.png')
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in runs:
+        mag = np.linalg.norm(r.momentum[:, :6], axis=1)
+        ax.semilogy(
+            r.t_mom - r.t_mom[0], np.maximum(mag, 1e-18), color=colors[r.mode], label=r.mode
+        )
+    ax.set(xlabel='sim time [s]', ylabel='|[P; L_g]|', title='total momentum (zero at start)')
+    ax.legend()
+    save(fig, 'momentum.png')
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4), sharey=True)
+    for ax, r in zip(np.atleast_1d(axes), runs, strict=True):
+        ax.plot(r.t_js - r.t_js[0], r.effort)
+        ax.set(xlabel='sim time [s]', title=f'joint efforts ({r.mode})')
+    np.atleast_1d(axes)[0].set_ylabel('[N m]')
+    save(fig, 'joint_torques.png')
+    return paths
+
+
+# ------------------------------------------------------------------------------------ demo
+def demo(args: argparse.Namespace) -> int:
+    out = Path(args.output).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    lease = DomainLease()
+    env = ros_environment(lease.domain_id, out / 'logs')
+    # this process records too: the same isolation must hold before rclpy starts
+    os.environ.update(
+        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+        ROS_DOMAIN_ID=str(lease.domain_id),
+        ROS_LOG_DIR=str(out / 'logs'),
+    )
+    goals = GOAL_OFFSETS[:1] if args.short else GOAL_OFFSETS
+    seconds = args.seconds_per_goal or (6.0 if args.short else 8.0)
+    print(
+        f'ffsim demo: {args.robot}, {len(goals)} goal(s) x {seconds:g} s of sim time per mode, '
+        f'real-time factor {args.rtf:g}, ROS_DOMAIN_ID {lease.domain_id} (localhost only)',
+        flush=True,
+    )
+    t0 = time.monotonic()
+    try:
+        runs = [run_mode(mode, out, env, args.robot, seconds, goals, args.rtf) for mode in MODES]
+    finally:
+        lease.close()
+    rows = [summarize(r) for r in runs]
+    table = write_summary(rows, out)
+    paths = plot(runs, out)
+    print('\n' + table)
+    for r in runs:
+        print(f'recorded {r.mcap} ({sum(r.counts.values())} messages on {len(r.counts)} topics)')
+    print('plots: ' + ', '.join(str(p) for p in paths))
+    print(f'done in {time.monotonic() - t0:.1f} s')
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``ffsim`` console script."""
+    parser = argparse.ArgumentParser(
+        prog='ffsim', description='ffsim_ros: free-floating space robot simulation tools'
+    )
+    sub = parser.add_subparsers(dest='command', required=True)
+    p = sub.add_parser(
+        'demo',
+        help='headless demo: simulator + reactionless controller, MCAP + plots',
+        description=__doc__.split('\n\n')[1].replace('\n', ' '),
+    )
+    p.add_argument('--output', default='demo_output', help='output folder (default: %(default)s)')
+    p.add_argument('--robot', default='ffsim_servicer_7dof', help='sample robot name or URDF path')
+    p.add_argument('--short', action='store_true', help='one goal per mode (a quick check)')
+    p.add_argument('--rtf', type=float, default=3.0, help='simulator real-time factor')
+    p.add_argument('--seconds-per-goal', type=float, default=None, help='sim seconds per goal')
+    args = parser.parse_args(argv)
+    if args.command == 'demo':
+        return demo(args)
+    return 2  # pragma: no cover - argparse enforces the sub-command
+
+
+if __name__ == '__main__':
+    sys.exit(main())
