@@ -3,14 +3,13 @@
 :class:`McapRecorder` subscribes to topics in raw (serialized CDR) form and writes them to an
 MCAP file with the ``ros2`` profile, ``ros2msg`` schemas (the full message definition with
 its dependencies, as rosbag2 writes it) and ``cdr`` encoding, so ``ros2 bag info/play`` and
-Foxglove read the file. Log times are the simulated time of the last ``/clock`` message when
-one has arrived (monotonic), else the wall clock.
+Foxglove read the file. Log times are the simulated time of the last ``/clock`` message
+(monotonic; messages before the first one are logged at time 0).
 """
 
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -128,6 +127,7 @@ class McapRecorder:
         self.counts: dict[str, int] = {}
         self.messages: dict[str, list[tuple[int, object]]] = {t: [] for t in keep or ()}
         self.sim_time_ns: int | None = None
+        self._t0 = 0  # log time of messages before the first /clock
         self.subscriptions = []
         schemas: dict[str, int] = {}
         for topic, msg_class in topics.items():
@@ -158,7 +158,7 @@ class McapRecorder:
             if topic == '/clock':
                 clock = deserialize_message(data, msg_class).clock
                 self.sim_time_ns = clock.sec * 1_000_000_000 + clock.nanosec
-            t = self.sim_time_ns if self.sim_time_ns is not None else time.time_ns()
+            t = self.sim_time_ns if self.sim_time_ns is not None else self._t0
             self._writer.add_message(channel_id=channel, log_time=t, publish_time=t, data=data)
             self.counts[topic] += 1
             if topic in self.messages:
