@@ -177,6 +177,7 @@ def run_mode(
         while not (
             rec.messages['/ee_pose']
             and rec.messages['/base_odom']
+            and rec.sim_time_ns is not None  # goal times are read from /clock
             and goal_pub.get_subscription_count() > 0
             and rec.subscriptions[0].get_publisher_count() > 0
         ):
@@ -429,7 +430,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument('--output', default='demo_output', help='output folder (default: %(default)s)')
     p.add_argument('--robot', default='ffsim_servicer_7dof', help='sample robot name or URDF path')
     p.add_argument('--short', action='store_true', help='one goal per mode (a quick check)')
-    p.add_argument('--rtf', type=float, default=3.0, help='simulator real-time factor')
+    p.add_argument(
+        '--rtf',
+        type=float,
+        default=1.0,
+        help='simulator real-time factor (default: %(default)s; three processes share the cores)',
+    )
     p.add_argument('--seconds-per-goal', type=float, default=None, help='sim seconds per goal')
     args = parser.parse_args(argv)
     if args.command == 'demo':

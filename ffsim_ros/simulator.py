@@ -4,7 +4,10 @@ Integrates the free-floating equations of motion of :mod:`ffsim_ros.dynamics` (s
 eq. 39) at ``physics_rate_hz`` in a physics thread, paced against the wall clock by
 ``real_time_factor``, and publishes at ``publish_rate_hz`` of *simulated* time. All messages
 of one publish step carry the same stamp, the simulated time, which advances by exactly one
-physics step (an integer number of nanoseconds) per step.
+physics step (an integer number of nanoseconds) per step. ``real_time_factor`` is an upper
+bound: when the machine cannot keep up, the simulation runs slower rather than catching up in
+bursts (a lag over two publish periods is dropped), so controllers closing the loop over DDS
+always get their share of simulated time.
 
 Topics (relative names, so a namespace moves them all):
 
@@ -153,7 +156,9 @@ class Simulator(Node):
         self.declare_parameter(
             'real_time_factor',
             1.0,
-            _descriptor('sim time / wall time; 0 = as fast as possible', P.PARAMETER_DOUBLE),
+            _descriptor(
+                'sim time / wall time (upper bound); 0 = as fast as possible', P.PARAMETER_DOUBLE
+            ),
         )
         self.declare_parameter(
             'world_frame', 'world', _descriptor('inertial frame id', P.PARAMETER_STRING)
@@ -258,6 +263,8 @@ class Simulator(Node):
                 f'integrator: expected one of {INTEGRATORS}, got {self.integrator!r}'
             )
         self.rtf = self._positive('real_time_factor', allow_zero=True)
+        # wall-clock lag [s] tolerated before the pacing stops catching up (two publish periods)
+        self.max_lag = 2.0 * self.decimation * self.dt / max(self.rtf, 1e-9)
         self.timeout_ns = int(self._positive('command_timeout') * 1e9)
         self.world = str(self._param('world_frame')) or 'world'
         prefix = str(self._param('frame_prefix'))
@@ -480,11 +487,16 @@ class Simulator(Node):
             # commands arrive at most at the publish rate of the controllers in practice)
             count = self.decimation - self.steps % self.decimation
             if self.rtf > 0.0:
+                now = time.monotonic()
                 due = wall0 + (self.steps + count - sim0) * self.dt / self.rtf
-                delay = due - time.monotonic()
+                delay = due - now
                 if delay > 0.0:
                     self._stop.wait(delay)
                     continue
+                if -delay > self.max_lag:
+                    # Behind schedule (a loaded machine): slow down instead of bursting ahead
+                    # to catch up, which would starve the controllers of sim time to react in.
+                    wall0, sim0 = now, self.steps
             try:
                 self._advance(count)
             except Exception as exc:  # noqa: BLE001 - never let the physics thread die silently

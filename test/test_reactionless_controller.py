@@ -158,6 +158,7 @@ class Loop:
                 all(s.get_publisher_count() > 0 for s in self.subs)
                 and self.goal.get_subscription_count() > 0
                 and self.pose
+                and self.odom
             ),
             60,
             self.executor,
@@ -188,7 +189,7 @@ class Loop:
 
 
 def start_loop(ros_process, mode: str, *extra: str):
-    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=2.0'], name='sim')
+    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=1.0'], name='sim')
     args = ['-p', 'use_sim_time:=true', '-p', f'mode:={mode}']
     for e in extra:
         args += ['-p', e]
