@@ -28,6 +28,7 @@ demo: warmup
 
 bench: warmup
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/simulator.py
 
 lint: setup
 	$(PY) -m ruff check .

@@ -8,6 +8,7 @@ Pinocchio is given the same URDF with a free-flyer root and the same gravity (ze
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -88,13 +89,70 @@ def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
     return rows
 
 
+def bench_batched(urdf: str, batch: int, repeats: int) -> tuple[float, float]:
+    """Per-state seconds of the batched forward dynamics at ``batch`` vs Pinocchio's aba."""
+    import pinocchio as pin
+
+    model = D.load_urdf(urdf)
+    rng = np.random.default_rng(1)
+    q = np.tile(D.neutral(model), (batch, 1))
+    quat = rng.normal(size=(batch, 4))
+    q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    q[:, 7:] = rng.uniform(-1, 1, size=(batch, model.n))
+    v = rng.normal(size=(batch, model.nv))
+    tau = rng.normal(size=(batch, model.n))
+    t_ours = _time_per_call(lambda k: D.forward_dynamics(model, q, v, tau), 1, repeats) / batch
+    pm = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+    pm.gravity.linear[:] = 0.0
+    pd = pm.createData()
+    pq = [pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) for _ in range(256)]
+    pv = rng.normal(size=(256, pm.nv))
+    t_ref = _time_per_call(
+        lambda k: pin.aba(pm, pd, pq[k % 256], pv[k % 256], pv[k % 256]), 256, repeats
+    )
+    return t_ours, t_ref
+
+
+def bench_growth(sizes: list[int], states: int, repeats: int) -> list[tuple[int, float, float]]:
+    """Forward-dynamics seconds per call on serial chains of ``n`` joints: ours, Pinocchio."""
+    import pinocchio as pin
+
+    rows = []
+    for n in sizes:
+        urdf = random_urdf(n, n, branching=0.0, fixed_children=False, massless_frames=False)
+        model = D.load_urdf(urdf)
+        pm = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+        pm.gravity.linear[:] = 0.0
+        pd = pm.createData()
+        q, v, tau = D.neutral(model), np.zeros(model.nv), np.zeros(model.n)
+        pq, pv = pin.neutral(pm), np.zeros(pm.nv)
+
+        def ours(k, m=model, q=q, v=v, tau=tau):
+            return D.forward_dynamics(m, q, v, tau)
+
+        def ref(k, pm=pm, pd=pd, pq=pq, pv=pv):
+            return pin.aba(pm, pd, pq, pv, pv)
+
+        t_ours = _time_per_call(ours, states, repeats)
+        t_ref = _time_per_call(ref, states, repeats)
+        rows.append((n, t_ours, t_ref))
+    return rows
+
+
+def growth_exponent(ns: np.ndarray, times: np.ndarray) -> float:
+    """Slope of the log-log least-squares line through ``(n, t)``."""
+    return float(np.polyfit(np.log(ns), np.log(times), 1)[0])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--states', type=int, default=500, help='random states per repeat')
     parser.add_argument('--repeats', type=int, default=7)
+    parser.add_argument('--batch', type=int, default=4096, help='batch size of the batched API')
     args = parser.parse_args(argv)
+    servicer = sample_robot('ffsim_servicer_7dof').read_text()
     robots = [
-        ('ffsim_servicer_7dof', sample_robot('ffsim_servicer_7dof').read_text()),
+        ('ffsim_servicer_7dof', servicer),
         ('random tree (seed 0)', random_urdf(0, 9)),
     ]
     rows = []
@@ -102,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         rows += bench_robot(name, urdf, args.states, args.repeats)
     print(
         f'# ffsim_ros.dynamics vs Pinocchio ({platform.python_implementation()} '
-        f'{platform.python_version()}, {platform.machine()})'
+        f'{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores)'
     )
     print('| robot | n | algorithm | ffsim [us] | Pinocchio [us] | ratio |')
     print('|---|---|---|---|---|---|')
@@ -110,6 +168,27 @@ def main(argv: list[str] | None = None) -> None:
         ref = '-' if np.isnan(t_ref) else f'{t_ref * 1e6:.2f}'
         rat = '-' if np.isnan(ratio) else f'{ratio:.1f}x'
         print(f'| {name} | {n} | {label} | {t_ours * 1e6:.2f} | {ref} | {rat} |')
+
+    t_b, t_ref = bench_batched(servicer, args.batch, args.repeats)
+    print(f'\n# batched forward dynamics, servicer, B = {args.batch} (all cores)')
+    print('| ffsim per state [us] | Pinocchio aba per call [us] | ratio |')
+    print('|---|---|---|')
+    print(f'| {t_b * 1e6:.2f} | {t_ref * 1e6:.2f} | {t_b / t_ref:.2f}x |')
+
+    sizes = [2, 5, 10, 20, 50, 100, 200]
+    growth = bench_growth(sizes, max(20, args.states // 10), args.repeats)
+    ns = np.array([r[0] for r in growth], dtype=float)
+    ours, ref = np.array([r[1] for r in growth]), np.array([r[2] for r in growth])
+    big = ns >= 10  # the exponent of the asymptotic regime (call overhead dominates below)
+    print('\n# forward dynamics (aba) on serial chains, floating base')
+    print('| n | ffsim [us] | Pinocchio [us] | ratio |')
+    print('|---|---|---|---|')
+    for n, a, b in growth:
+        print(f'| {n} | {a * 1e6:.2f} | {b * 1e6:.2f} | {a / b:.1f}x |')
+    print(
+        f'growth exponent (n >= 10): ffsim {growth_exponent(ns[big], ours[big]):.2f}, '
+        f'Pinocchio {growth_exponent(ns[big], ref[big]):.2f}'
+    )
 
 
 if __name__ == '__main__':

@@ -1,0 +1,168 @@
+"""Simulator node and controller speed: real-time factor, memory, control update time.
+
+Run with ``make bench`` (after ``benchmarks/run.py``). The simulator runs as its own ROS 2
+process (localhost-only DDS, a domain id of its own) at ``real_time_factor:=0`` (as fast as
+possible) with 1 kHz RK4 physics and 100 Hz publishing; this process counts simulated seconds
+on ``/clock`` per wall second and samples the simulator's resident memory. The reference is
+the same RK4 loop driven by Pinocchio's ``aba`` from Python, without any ROS publishing: the
+ratio says how much of the pure-dynamics speed the node keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.cli import DomainLease, ros_environment
+from ffsim_ros.control import ReactionlessController
+from ffsim_ros.resources import sample_robot
+
+
+def _rss_mib(pid: int) -> float:
+    """Resident set size of a process [MiB] (Linux /proc)."""
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def simulator_rate(seconds: float) -> tuple[float, list[tuple[float, float]]]:
+    """Sim seconds per wall second of the node at ``real_time_factor:=0``, and RSS samples."""
+    import rclpy
+    from rosgraph_msgs.msg import Clock
+
+    lease = DomainLease()
+    log_dir = Path(tempfile.mkdtemp(prefix='ffsim_bench_'))
+    env = ros_environment(lease.domain_id, log_dir)
+    os.environ.update(
+        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+        ROS_DOMAIN_ID=str(lease.domain_id),
+        ROS_LOG_DIR=str(log_dir),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'ffsim_ros.simulator', '--ros-args', '-p', 'real_time_factor:=0.0'],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context, domain_id=lease.domain_id)
+    node = rclpy.create_node('ffsim_bench_probe', context=context)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    latest = [None]
+
+    def on_clock(msg: Clock) -> None:
+        latest[0] = msg.clock.sec + msg.clock.nanosec * 1e-9
+
+    node.create_subscription(Clock, '/clock', on_clock, 100)
+    samples: list[tuple[float, float]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while latest[0] is None:
+            executor.spin_once(timeout_sec=0.05)
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError('simulator did not start publishing /clock')
+        warm = time.monotonic() + 2.0
+        while time.monotonic() < warm:
+            executor.spin_once(timeout_sec=0.01)
+        wall0, sim0 = time.monotonic(), latest[0]
+        next_sample = wall0
+        while time.monotonic() - wall0 < seconds:
+            executor.spin_once(timeout_sec=0.01)
+            if time.monotonic() >= next_sample:
+                samples.append((time.monotonic() - wall0, _rss_mib(proc.pid)))
+                next_sample += max(1.0, seconds / 20)
+        rate = (latest[0] - sim0) / (time.monotonic() - wall0)
+    finally:
+        proc.send_signal(2)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        node.destroy_node()
+        executor.shutdown()
+        context.try_shutdown()
+        lease.close()
+    return rate, samples
+
+
+def pinocchio_rk4_rate(urdf: str, steps: int) -> float:
+    """Sim seconds per wall second of an RK4 loop (1 ms) on Pinocchio's aba from Python."""
+    import pinocchio as pin
+
+    pm = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+    pm.gravity.linear[:] = 0.0
+    pd = pm.createData()
+    q, v, tau = pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv)
+    dt = 1e-3
+
+    def f(q, v):
+        return pin.aba(pm, pd, q, v, tau)
+
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        k1v, k1a = v, f(q, v)
+        q2, v2 = pin.integrate(pm, q, k1v * dt / 2), v + k1a * dt / 2
+        k2a = f(q2, v2)
+        q3, v3 = pin.integrate(pm, q, v2 * dt / 2), v + k2a * dt / 2
+        k3a = f(q3, v3)
+        q4, v4 = pin.integrate(pm, q, v3 * dt), v + k3a * dt
+        k4a = f(q4, v4)
+        q = pin.integrate(pm, q, (k1v + 2 * v2 + 2 * v3 + v4) * dt / 6)
+        v = v + (k1a + 2 * k2a + 2 * k3a + k4a) * dt / 6
+    return steps * dt / (time.perf_counter() - t0)
+
+
+def controller_update_time(updates: int) -> dict[str, float]:
+    """Median seconds of one control-law update per mode on the sample servicer."""
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+    q, v = D.neutral(model), np.zeros(model.nv)
+    goal = D.link_pose(model, q, 'ee_link')[0] + np.array([0.1, 0.2, -0.2])
+    out = {}
+    for mode in ('reactionless', 'gjm_tracking', 'joint_pd'):
+        law = ReactionlessController(model, 'ee_link', mode=mode)
+        law.compute(q, v, goal, attitude_reference=q[3:7])
+        times = []
+        for _ in range(updates):
+            t0 = time.perf_counter()
+            law.compute(q, v, goal, attitude_reference=q[3:7])
+            times.append(time.perf_counter() - t0)
+        out[mode] = float(np.median(times))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--seconds', type=float, default=20.0, help='wall seconds of the run')
+    args = parser.parse_args(argv)
+    urdf = sample_robot('ffsim_servicer_7dof').read_text()
+    rate, samples = simulator_rate(args.seconds)
+    ref = pinocchio_rk4_rate(urdf, 3000)
+    print(f'\n# simulator node, servicer, 1 kHz RK4, 100 Hz publishing, {args.seconds:g} s')
+    print('| ffsim node [sim s / wall s] | Pinocchio RK4 loop, no ROS [sim s / wall s] | ratio |')
+    print('|---|---|---|')
+    print(f'| {rate:.1f} | {ref:.1f} | {rate / ref:.2f} |')
+    rss = np.array([s[1] for s in samples])
+    print(
+        f'simulator RSS: {rss[0]:.1f} MiB at start of the window, {rss[-1]:.1f} MiB at the end,'
+        f' max {rss.max():.1f} MiB ({len(rss)} samples)'
+    )
+    print('\n# control-law update (servicer, one H/c/J evaluation), median')
+    print('| mode | update [ms] |')
+    print('|---|---|')
+    for mode, t in controller_update_time(300).items():
+        print(f'| {mode} | {t * 1e3:.3f} |')
+
+
+if __name__ == '__main__':
+    main()
