@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.cli import DomainLease, ros_environment
+from ffsim_ros.cli import DomainLease, ros_environment, stop_processes
 from ffsim_ros.control import ReactionlessController
 from ffsim_ros.resources import sample_robot
 
@@ -83,12 +83,7 @@ def simulator_rate(seconds: float) -> tuple[float, list[tuple[float, float]]]:
                 next_sample += max(1.0, seconds / 20)
         rate = (latest[0] - sim0) / (time.monotonic() - wall0)
     finally:
-        proc.send_signal(2)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_processes([proc])
         node.destroy_node()
         executor.shutdown()
         context.try_shutdown()

@@ -14,6 +14,7 @@ import csv
 import fcntl
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,19 @@ def ros_environment(domain_id: int, log_dir: Path) -> dict[str, str]:
         ROS_LOG_DIR=str(log_dir),
     )
     return env
+
+
+def stop_processes(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
+    """SIGINT every running process (ROS nodes shut down cleanly), then SIGKILL stragglers."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 # ------------------------------------------------------------------------------------- run
@@ -222,15 +236,8 @@ def run_mode(
                     raise RuntimeError(f'{mode}: a node exited during the run (see {log})')
     finally:
         rec.close()
-        for p, _ in procs:
-            if p.poll() is None:
-                p.send_signal(2)  # SIGINT: the nodes shut down cleanly
-        for p, stream in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes([p for p, _ in procs])
+        for _, stream in procs:
             stream.close()
         node.destroy_node()
         executor.shutdown()
