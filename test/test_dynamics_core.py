@@ -640,3 +640,15 @@ def test_batched_api_matches_single_states(servicer: D.Model) -> None:
         D.forward_dynamics(servicer, Q, V[:1, :2], T)
     with pytest.raises(ValueError, match='link_wrenches'):
         D.forward_dynamics(servicer, Q, V, T, link_wrenches={'ee_link': np.ones(6)})
+
+
+def test_triangle_inequality_tolerates_printed_rounding_only() -> None:
+    """A CAD inertia printed to 7 digits loads; a violation beyond rounding is rejected."""
+    template = (
+        '<robot name="x"><link name="tri"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izz="{izz}" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>'
+    )
+    model = D.load_urdf(template.format(izz='2.000001'))
+    assert model.total_mass == 1.0
+    with pytest.raises(ValueError, match='link tri.*triangle'):
+        D.load_urdf(template.format(izz='2.0001'))
