@@ -306,9 +306,12 @@ def forward_dynamics(
         ``[F; T]`` acting at the base CoM, inertial frame [N, N m] (``F_b`` of eq. 39).
     link_wrenches : dict, optional
         ``{link: [f; n]}`` acting at each link frame's origin, inertial frame.
-    method : {'aba', 'crba'}
+    method : {'aba', 'crba', 'kkt', 'nullspace'}
         ``'aba'``: the O(n) articulated-body algorithm (default); ``'crba'``: assemble
-        ``H`` and ``c`` and solve ``H a = Q - c`` by Cholesky, O(n^3).
+        ``H`` and ``c`` and solve ``H a = Q - c`` by Cholesky, O(n^3). ``'kkt'`` and
+        ``'nullspace'``: Mufti's maximal-coordinate formulation (seed 001, eqs. 10/49 solved
+        sparse, or its null-space form eq. 40-c with ``Z`` from a QR); pure NumPy/SciPy,
+        single state only (see :func:`ffsim_ros.dynamics.mufti.maximal_dynamics`).
 
     Returns
     -------
@@ -334,12 +337,26 @@ def forward_dynamics(
             model.joint_dynamics,
         )
         return out.reshape(lead + (model.nv,))
+    if method in ('kkt', 'nullspace'):
+        from .mufti import maximal_dynamics  # maximal coordinates (seed 001)
+
+        return maximal_dynamics(
+            model,
+            q,
+            v,
+            tau,
+            base_wrench=base_wrench,
+            link_wrenches=link_wrenches,
+            method=method,
+        ).a
     q = _q(model, q)
     v = _v(model, v)
     gen = _generalized_force(model, tau, base_wrench)
     fext = _external_wrenches(model, q, link_wrenches)
     if method not in ('aba', 'crba'):
-        raise ValueError(f"method: expected one of ('aba', 'crba'), got {method!r}")
+        raise ValueError(
+            f"method: expected one of ('aba', 'crba', 'kkt', 'nullspace'), got {method!r}"
+        )
     return K.e_forward_dynamics(
         *model.packed, q, v, gen, fext, model.joint_dynamics, method == 'aba'
     )

@@ -1,0 +1,45 @@
+"""Mufti's maximal-coordinate formulation (seed 001, I.H. Mufti, NRC DM-3, 1983).
+
+Every body is a free rigid body with its Newton-Euler equations; the joints are constraints
+whose Lagrange multipliers are the hinge forces and constraint torques. The Lagrangian (KKT)
+system of Gauss's principle of least constraint (eqs. 10, 39, 49, 63) is solved sparse, or in
+its null-space form (eq. 40-c, Appendix). See ``docs/mufti.md``.
+"""
+
+from .closed import (
+    BAUMGARTE_OMEGA,
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
+    ClosedChain,
+    ClosedChainSolution,
+    LoopClosure,
+)
+from .graph import incidence_matrix, path_matrix, regular_labeling
+from .linalg import RedundantConstraintWarning
+from .tree import (
+    BaseMotion,
+    MaximalSolution,
+    joint_reactions,
+    maximal_dynamics,
+    prescribed_base_dynamics,
+    simulate_prescribed_base,
+)
+
+__all__ = [
+    'BAUMGARTE_OMEGA',
+    'DEFAULT_ALPHA',
+    'DEFAULT_BETA',
+    'ClosedChain',
+    'ClosedChainSolution',
+    'LoopClosure',
+    'BaseMotion',
+    'MaximalSolution',
+    'RedundantConstraintWarning',
+    'incidence_matrix',
+    'joint_reactions',
+    'maximal_dynamics',
+    'path_matrix',
+    'prescribed_base_dynamics',
+    'regular_labeling',
+    'simulate_prescribed_base',
+]

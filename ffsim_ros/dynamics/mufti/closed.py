@@ -1,0 +1,578 @@
+"""Closed chains by cut hinges (seed 001, section 4, eqs. 62-73; Remark 4; Appendix case 2).
+
+A closed-chain system is the tree of a :class:`~ffsim_ros.dynamics.model.Model` plus ``n*``
+*cut hinges* (:class:`LoopClosure`), each joining a frame on link ``a`` (the initial vertex of
+the cut arc) to a frame on link ``b`` (its final vertex). The incidence matrix of the closed
+system is ``C_c = (C, C*)`` (eq. 62) and the Lagrangian system keeps the form of eq. 10/49
+with the cut-hinge rows appended (eq. 63, ``lambda_c`` the multipliers); it is solved exactly
+like the tree (:mod:`.linalg`).
+
+Rows of a cut hinge ("a minus b", inertial frame; ``o_a``, ``o_b`` the hinge frame origins
+on each body, ``l = o - r`` from the body's CoM):
+
+* ``'ball'`` (3 rows): ``d . (r''_a + w'_a x l_a - r''_b - w'_b x l_b)
+  = -d . (w_a x (w_a x l_a) - w_b x (w_b x l_b))`` for ``d = x, y, z`` -- eqs. 6-9 with the
+  two hinge points kept distinct, so that the rows are the exact second derivative of the
+  position error ``xi = o_a - o_b`` (eq. 6 / Remark 4) even off the constraint manifold;
+* ``'revolute'`` (5 rows): the ball rows and ``q_k . (w'_a - w'_b) = -q_k . (w_a x w_b)``
+  for ``q_1, q_2 _|_ k_a`` (eq. 48 with ``q_k`` fixed in body a), ``k`` the z axis of the
+  hinge frames; the angular error is ``q_k . (k_b x k_a)``;
+* ``'weld'`` (6 rows): the ball rows and ``w'_a - w'_b = 0``; the angular error is the
+  rotation vector of ``R_a R_b^T``.
+
+Baumgarte stabilization (Remark 4) replaces the loop rows ``xi'' = 0`` by
+``xi'' + alpha xi' + beta xi = 0``. Defaults: ``alpha = 2 omega``, ``beta = omega^2`` with
+``omega = 20 rad/s`` (critically damped error dynamics with a 50 ms time constant; at the
+1-10 ms steps the RK4 integrator is used with, ``alpha dt <= 0.4`` stays far inside RK4's
+stability region).
+
+Redundant cut-hinge rows (a planar four-bar: the out-of-plane rows of the cut hinge are
+implied by the tree's) make ``G`` rank deficient; it is then reduced by SVD (Appendix, case 2)
+with a :class:`~.linalg.RedundantConstraintWarning`, and the minimum-norm multipliers are
+returned (the redundant loop forces are statically indeterminate).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import kernels as K
+from ..algorithms import ArrayLike, _q, _v, _vec, mass_matrix
+from ..integration import integrate
+from ..model import Model
+from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
+from .tree import (
+    METHODS,
+    Bodies,
+    Rows,
+    _check_method,
+    _cross,
+    _hinge_wrenches,
+    _perp_basis,
+    applied_forces,
+    bodies,
+    body_velocity_jacobian,
+    effective_efforts,
+    joint_accelerations,
+    root_rows,
+    tree_rows,
+)
+
+LOOP_KINDS = ('ball', 'revolute', 'weld')
+_ROWS = {'ball': 3, 'revolute': 5, 'weld': 6}
+
+#: Default Baumgarte natural frequency [rad/s]: ``alpha = 2 omega``, ``beta = omega^2``.
+BAUMGARTE_OMEGA = 20.0
+DEFAULT_ALPHA = 2.0 * BAUMGARTE_OMEGA
+DEFAULT_BETA = BAUMGARTE_OMEGA**2
+
+
+def _matrix(x: ArrayLike, what: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.shape != (3, 3):
+        raise ValueError(f'{what}: expected a (3, 3) rotation matrix, got shape {arr.shape}')
+    if not np.allclose(arr @ arr.T, np.eye(3), atol=1e-9) or np.linalg.det(arr) < 0:
+        raise ValueError(f'{what}: expected a rotation matrix, got {arr.tolist()}')
+    return arr
+
+
+@dataclass(frozen=True)
+class LoopClosure:
+    """A cut hinge between a frame on link ``link_a`` and a frame on link ``link_b``.
+
+    Parameters
+    ----------
+    name : str
+    link_a, link_b : str
+        Links (any link of the model, merged ones included) carrying the two hinge frames;
+        ``a`` is the initial vertex of the cut arc (the multipliers act + on a, - on b).
+    kind : {'ball', 'revolute', 'weld'}
+        Ball (origins coincide), revolute (origins coincide and the z axes are aligned), weld
+        (frames coincide).
+    rotation_a, translation_a : (3, 3), (3,) array_like
+        Hinge frame in the link-a frame (default: the link frame itself) [m].
+    rotation_b, translation_b : (3, 3), (3,) array_like
+        Hinge frame in the link-b frame.
+    """
+
+    name: str
+    link_a: str
+    link_b: str
+    kind: str = 'ball'
+    rotation_a: np.ndarray = field(default_factory=lambda: np.eye(3))
+    translation_a: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rotation_b: np.ndarray = field(default_factory=lambda: np.eye(3))
+    translation_b: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __post_init__(self) -> None:
+        if self.kind not in LOOP_KINDS:
+            raise ValueError(
+                f'loop {self.name!r}: kind expected one of {LOOP_KINDS}, got {self.kind!r}'
+            )
+        for side in 'ab':
+            rot = _matrix(getattr(self, f'rotation_{side}'), f'loop {self.name!r} rotation_{side}')
+            tr = _vec(
+                getattr(self, f'translation_{side}'), 3, f'loop {self.name!r} translation_{side}'
+            )
+            object.__setattr__(self, f'rotation_{side}', rot)
+            object.__setattr__(self, f'translation_{side}', tr)
+
+    @property
+    def rows(self) -> int:
+        """Number of constraint rows (3, 5 or 6)."""
+        return _ROWS[self.kind]
+
+
+def _rotvec(R: np.ndarray) -> np.ndarray:
+    """Rotation vector (axis * angle) of a rotation matrix."""
+    c = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
+    angle = np.arccos(c)
+    vee = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if angle < 1e-8:
+        return 0.5 * vee
+    if np.pi - angle < 1e-6:  # near pi: from the symmetric part
+        B = 0.5 * (R + np.eye(3))
+        axis = np.sqrt(np.clip(np.diag(B), 0.0, None))
+        axis = axis * np.where(vee >= 0, 1.0, -1.0)
+        return angle * axis / np.linalg.norm(axis)
+    return angle / (2.0 * np.sin(angle)) * vee
+
+
+@dataclass(frozen=True)
+class ClosedChainSolution:
+    """Solution of the closed-chain Lagrangian system (eq. 63).
+
+    Attributes
+    ----------
+    a : (nv,) generalized accelerations of the tree coordinates.
+    body_accelerations : (nb, 6) ``[r''_i; w'_i]``, inertial frame.
+    multipliers : dict[str, ndarray]
+        ``lambda_c`` of each cut hinge (3, 5 or 6 values, rows as in the module docstring).
+    loop_wrenches : dict[str, (6,) ndarray]
+        ``[f; n]`` [N, N m]: the wrench body ``a`` exerts on body ``b`` through the cut hinge,
+        at the hinge point ``o_b``, inertial frame (loop-closure force; the minimum-norm one
+        when the rows are redundant).
+    hinge_forces, constraint_torques : (n, 3) ndarray
+        Tree hinges as in :class:`~.tree.MaximalSolution`.
+    rank : int
+        Rank of the constraint matrix; smaller than its row count when rows are redundant.
+    n_rows : int
+        Row count of the constraint matrix (tree, base hinge and cut hinges).
+    """
+
+    a: np.ndarray
+    body_accelerations: np.ndarray
+    multipliers: dict[str, np.ndarray]
+    loop_wrenches: dict[str, np.ndarray]
+    hinge_forces: np.ndarray
+    constraint_torques: np.ndarray
+    rank: int
+    n_rows: int
+
+
+class ClosedChain:
+    """A tree :class:`Model` closed by cut hinges (seed 001, section 4).
+
+    Parameters
+    ----------
+    model : Model
+    loops : sequence of LoopClosure
+    alpha, beta : float
+        Baumgarte gains of Remark 4 [1/s, 1/s^2] (``xi'' + alpha xi' + beta xi = 0``);
+        defaults :data:`DEFAULT_ALPHA`, :data:`DEFAULT_BETA`. ``0, 0`` disables it.
+    method : {'kkt', 'nullspace'}
+        Solver of the Lagrangian system.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        loops: Sequence[LoopClosure],
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        beta: float = DEFAULT_BETA,
+        method: str = 'kkt',
+    ) -> None:
+        _check_method(method)
+        loops = tuple(loops)
+        if not loops:
+            raise ValueError('loops: expected at least one LoopClosure, got none')
+        names = [lp.name for lp in loops]
+        if len(set(names)) != len(names):
+            raise ValueError(f'loops: expected unique names, got {names}')
+        for lp in loops:
+            if not isinstance(lp, LoopClosure):
+                raise ValueError(f'loops: expected LoopClosure items, got {type(lp).__name__}')
+            if model.frame(lp.link_a).body == model.frame(lp.link_b).body:
+                raise ValueError(
+                    f'loop {lp.name!r}: links {lp.link_a!r} and {lp.link_b!r} are on the same '
+                    'body (a cut hinge must join two different bodies)'
+                )
+        alpha, beta = float(alpha), float(beta)
+        if not (np.isfinite(alpha) and np.isfinite(beta)) or alpha < 0 or beta < 0:
+            raise ValueError(f'alpha, beta: expected finite values >= 0, got {alpha}, {beta}')
+        self.model = model
+        self.loops = loops
+        self.alpha = alpha
+        self.beta = beta
+        self.method = method
+        self._warned = False
+
+    @property
+    def n_loop_rows(self) -> int:
+        """Total number of cut-hinge rows."""
+        return sum(lp.rows for lp in self.loops)
+
+    # ------------------------------------------------------------------------------------------
+    # constraint rows
+    # ------------------------------------------------------------------------------------------
+
+    def _hinge_frames(self, bd: Bodies, lp: LoopClosure):
+        out = []
+        for link, rot, tr in (
+            (lp.link_a, lp.rotation_a, lp.translation_a),
+            (lp.link_b, lp.rotation_b, lp.translation_b),
+        ):
+            fr = self.model.frame(link)
+            i = fr.body
+            Rw = bd.R[i] @ fr.rotation @ rot
+            o = bd.p[i] + bd.R[i] @ (fr.translation + fr.rotation @ tr)
+            out.append((i, Rw, o))
+        return out
+
+    def loop_rows(self, bd: Bodies) -> tuple[Rows, np.ndarray, np.ndarray]:
+        """Rows of the cut hinges (eqs. 63-66), position errors ``xi`` and hinge points ``o_b``.
+
+        Returns
+        -------
+        rows : Rows (``n_loop_rows``);  xi : (n_loop_rows,) position/attitude errors
+        (``o_a - o_b`` [m] and angles [rad]);  o_b : (n_loops, 3) hinge points on body b.
+        """
+        A, B, GA, GB, RHS, XI, OB = [], [], [], [], [], [], []
+        E = np.eye(3)
+        Z3 = np.zeros((3, 3))
+        for lp in self.loops:
+            (ia, Ra, oa), (ib, Rb, ob) = self._hinge_frames(bd, lp)
+            la, lb = oa - bd.c[ia], ob - bd.c[ib]
+            wa, wb = bd.w[ia], bd.w[ib]
+            cent = _cross(wa, _cross(wa, la)) - _cross(wb, _cross(wb, lb))
+            # translational rows, eqs. 6-9: [d, l x d] for d = x, y, z
+            GA.append(np.hstack((E, _cross(la[None, :], E))))
+            GB.append(-np.hstack((E, _cross(lb[None, :], E))))
+            RHS.append(-cent)
+            XI.append(oa - ob)
+            if lp.kind == 'revolute':
+                ka, kb = Ra[:, 2], Rb[:, 2]
+                q1, q2 = _perp_basis(ka)
+                Qk = np.vstack((q1, q2))
+                GA.append(np.hstack((Z3[:2], Qk)))
+                GB.append(np.hstack((Z3[:2], -Qk)))
+                RHS.append(-Qk @ _cross(wa, wb))
+                XI.append(Qk @ _cross(kb, ka))
+            elif lp.kind == 'weld':
+                GA.append(np.hstack((Z3, E)))
+                GB.append(np.hstack((Z3, -E)))
+                RHS.append(np.zeros(3))
+                XI.append(_rotvec(Ra @ Rb.T))
+            A.extend([ia] * lp.rows)
+            B.extend([ib] * lp.rows)
+            OB.append(ob)
+        rows = Rows(
+            np.array(A, dtype=np.int64),
+            np.array(B, dtype=np.int64),
+            np.vstack(GA),
+            np.vstack(GB),
+            np.concatenate(RHS),
+        )
+        return rows, np.concatenate(XI), np.array(OB)
+
+    def constraint_error(self, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """Position and velocity errors of the cut hinges.
+
+        Returns
+        -------
+        xi : (n_loop_rows,) ``o_a - o_b`` [m] and angular errors [rad] (module docstring).
+        xi_dot : (n_loop_rows,) the rows applied to the body velocities [m/s, rad/s].
+        """
+        q = _q(self.model, q)
+        v = _v(self.model, v)
+        bd = bodies(self.model, q, v)
+        rows, xi, _ = self.loop_rows(bd)
+        return xi, rows.times(bd.x_vel)
+
+    # ------------------------------------------------------------------------------------------
+    # dynamics
+    # ------------------------------------------------------------------------------------------
+
+    def dynamics(
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        tau: ArrayLike,
+        *,
+        base_wrench: ArrayLike | None = None,
+        link_wrenches: Mapping[str, ArrayLike] | None = None,
+        stabilize: bool = True,
+        method: str | None = None,
+    ) -> ClosedChainSolution:
+        """Accelerations and loop-closure forces (eq. 63 with Remark 4's stabilization).
+
+        Parameters
+        ----------
+        q : (nq,) ;  v : (nv,) tree coordinates;  tau : (n,) joint efforts [N m | N].
+        base_wrench : (6,) optional ``[F; T]`` at the base CoM (floating base), inertial.
+        link_wrenches : dict, optional ``{link: [f; n]}`` at link origins, inertial.
+        stabilize : bool
+            Apply the Baumgarte terms (``alpha``, ``beta``); False gives the plain index-1
+            system ``xi'' = 0``.
+        method : {'kkt', 'nullspace'}, optional
+            Overrides the chain's solver.
+
+        Returns
+        -------
+        ClosedChainSolution
+        """
+        model = self.model
+        method = self.method if method is None else method
+        _check_method(method)
+        q = _q(model, q)
+        v = _v(model, v)
+        tau = _vec(tau, model.n, 'tau')
+        bw = None
+        if base_wrench is not None:
+            if not model.floating_base:
+                raise ValueError('base_wrench: expected a floating-base model, got a fixed one')
+            bw = _vec(base_wrench, 6, 'base_wrench')
+        bd = bodies(model, q, v)
+        u = applied_forces(model, bd, effective_efforts(model, v, tau), bw, link_wrenches)
+        tree = tree_rows(model, bd)
+        parts = [tree]
+        if not model.floating_base:
+            parts.append(root_rows(np.zeros(6)))
+        loops, xi, ob = self.loop_rows(bd)
+        if stabilize and (self.alpha or self.beta):
+            loops.rhs = loops.rhs - self.alpha * loops.times(bd.x_vel) - self.beta * xi
+        parts.append(loops)
+        rows = Rows.concat(parts)
+        nb = model.arrays.parent.shape[0]
+        J = block_mass_matrix(bd.mass, bd.inertia)
+        x, lam, rank = solve_lagrangian(
+            J, rows.matrix(nb), u.ravel(), rows.rhs, method, check_rank=True, warn=False
+        )
+        if rank < rows.a.size and not self._warned:
+            self._warned = True  # once per chain: a simulation would repeat it every call
+            warnings.warn(
+                f'closed chain: constraint Jacobian has rank {rank} < {rows.a.size} rows '
+                '(redundant cut-hinge rows, e.g. the out-of-plane rows of a planar loop): solved '
+                'by SVD (seed 001, Appendix case 2) with minimum-norm multipliers',
+                RedundantConstraintWarning,
+                stacklevel=2,
+            )
+        X = x.reshape(nb, 6)
+        acc = joint_accelerations(model, q, bd, X)
+        f, g, _ = _hinge_wrenches(model, bd, tree, lam)
+        nl = self.n_loop_rows
+        lam_loop = lam[lam.size - nl :]
+        mult, wrenches = {}, {}
+        r0 = 0
+        for k, lp in enumerate(self.loops):
+            sl = slice(r0, r0 + lp.rows)
+            lk = lam_loop[sl]
+            ib = loops.b[r0]
+            about_c = loops.Gb[sl].T @ lk  # on body b, moment about its CoM
+            F = about_c[:3]
+            n_o = about_c[3:] - _cross(ob[k] - bd.c[ib], F)
+            mult[lp.name] = lk.copy()
+            wrenches[lp.name] = np.r_[F, n_o]
+            r0 += lp.rows
+        return ClosedChainSolution(acc, X, mult, wrenches, f, g, rank, rows.a.size)
+
+    def acceleration(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, **kwargs) -> np.ndarray:
+        """``dynamics(...).a``."""
+        return self.dynamics(q, v, tau, **kwargs).a
+
+    # ------------------------------------------------------------------------------------------
+    # assembly
+    # ------------------------------------------------------------------------------------------
+
+    def _free_mask(self, locked: Sequence[str], move_base: bool) -> np.ndarray:
+        model = self.model
+        free = np.ones(model.nv, dtype=bool)
+        if model.floating_base and not move_base:
+            free[:6] = False
+        off = model.nv - model.n
+        for name in locked:
+            free[off + model.joint_index(name)] = False
+        return free
+
+    def assemble(
+        self,
+        q: ArrayLike,
+        v: ArrayLike | None = None,
+        *,
+        locked: Sequence[str] = (),
+        move_base: bool = False,
+        tol: float = 1e-13,
+        max_iter: int = 50,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Project ``(q, v)`` onto the constraint manifold (assembly of the closed chain).
+
+        Positions: Gauss-Newton on ``xi(q) = 0`` with the minimum-norm step in the free
+        coordinates (``lstsq``, so redundant rows are harmless), on the Lie group
+        (``q <- integrate(q, dq)``). Velocities: the kinetic-energy-metric projection
+        ``v <- v + P dv``, ``dv = -H_f^-1 G_f^T (G_f H_f^-1 G_f^T)^+ G v`` (the velocity
+        change an impulse along the constraints produces).
+
+        Parameters
+        ----------
+        q : (nq,) initial guess;  v : (nv,) optional velocity to project (default zero).
+        locked : joint names whose coordinates are kept (e.g. the driving crank).
+        move_base : bool
+            Allow the floating base pose to move (default: keep it).
+        tol : float
+            Convergence threshold on ``max |xi|`` [m, rad].
+
+        Returns
+        -------
+        q : (nq,) ;  v : (nv,) consistent with the cut hinges.
+
+        Raises
+        ------
+        RuntimeError
+            If Gauss-Newton does not reach ``tol`` in ``max_iter`` iterations.
+        """
+        model = self.model
+        q = _q(model, q).copy()
+        v = np.zeros(model.nv) if v is None else _v(model, v).copy()
+        free = self._free_mask(locked, move_base)
+        nb = model.arrays.parent.shape[0]
+        zero = np.zeros(model.nv)
+        err = np.inf
+        for _ in range(max_iter):
+            bd = bodies(model, q, zero)
+            rows, xi, _ = self.loop_rows(bd)
+            err = float(np.max(np.abs(xi)))
+            if err <= tol:
+                break
+            Jx = (rows.matrix(nb).dense() @ body_velocity_jacobian(model, bd))[:, free]
+            step = np.zeros(model.nv)
+            step[free] = -np.linalg.lstsq(Jx, xi, rcond=None)[0]
+            q = integrate(model, q, step)
+        else:
+            raise RuntimeError(
+                f'assemble: no convergence in {max_iter} iterations (max |xi| = {err:.3e} > '
+                f'{tol:.1e}); start closer to an assembled configuration'
+            )
+        bd = bodies(model, q, zero)
+        rows, _, _ = self.loop_rows(bd)
+        Gq = rows.matrix(nb).dense() @ body_velocity_jacobian(model, bd)
+        Gf = Gq[:, free]
+        Hf = mass_matrix(model, q)[np.ix_(free, free)]
+        HiGt = np.linalg.solve(Hf, Gf.T)
+        v[free] -= HiGt @ (np.linalg.pinv(Gf @ HiGt, rcond=1e-10) @ (Gq @ v))
+        return q, v
+
+    # ------------------------------------------------------------------------------------------
+    # integration
+    # ------------------------------------------------------------------------------------------
+
+    def step(
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        tau: ArrayLike,
+        dt: float,
+        *,
+        base_wrench: ArrayLike | None = None,
+        link_wrenches: Mapping[str, ArrayLike] | None = None,
+        stabilize: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One classical RK4 step in the local chart of the core (Runge-Kutta-Munthe-Kaas).
+
+        Same scheme as :func:`ffsim_ros.dynamics.step` (``integrate`` for the Lie group,
+        the SO(3) left-Jacobian chart rate), with the closed-chain accelerations.
+
+        Returns
+        -------
+        q_next : (nq,) ;  v_next : (nv,)
+        """
+        model = self.model
+        dt = float(dt)
+        if not np.isfinite(dt) or dt <= 0.0:
+            raise ValueError(f'dt: expected a finite positive step, got {dt}')
+        q = _q(model, q)
+        v = _v(model, v)
+        packed = model.packed
+
+        def acc(qq: np.ndarray, vv: np.ndarray) -> np.ndarray:
+            return self.dynamics(
+                qq,
+                vv,
+                tau,
+                base_wrench=base_wrench,
+                link_wrenches=link_wrenches,
+                stabilize=stabilize,
+            ).a
+
+        th = np.zeros(model.nv)
+        a1 = acc(q, v)
+        d1 = K.e_chart_rate(*packed, th, v)
+        th2, v2 = 0.5 * dt * d1, v + 0.5 * dt * a1
+        a2 = acc(integrate(model, q, th2), v2)
+        d2 = K.e_chart_rate(*packed, th2, v2)
+        th3, v3 = 0.5 * dt * d2, v + 0.5 * dt * a2
+        a3 = acc(integrate(model, q, th3), v3)
+        d3 = K.e_chart_rate(*packed, th3, v3)
+        th4, v4 = dt * d3, v + dt * a3
+        a4 = acc(integrate(model, q, th4), v4)
+        d4 = K.e_chart_rate(*packed, th4, v4)
+        theta = dt / 6.0 * (d1 + 2.0 * d2 + 2.0 * d3 + d4)
+        return integrate(model, q, theta), v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+
+    def simulate(
+        self,
+        q0: ArrayLike,
+        v0: ArrayLike,
+        tau: ArrayLike | Callable[[float, np.ndarray, np.ndarray], ArrayLike],
+        t_final: float,
+        dt: float,
+        *,
+        stabilize: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """RK4 trajectory of the closed chain (:meth:`step`).
+
+        Parameters
+        ----------
+        tau : (n,) constant efforts or ``tau(t, q, v) -> (n,)``, held over each step.
+
+        Returns
+        -------
+        t : (k + 1,) [s];  q : (k + 1, nq);  v : (k + 1, nv)
+        """
+        steps = int(round(float(t_final) / float(dt)))
+        q, v = _q(self.model, q0), _v(self.model, v0)
+        Q = np.empty((steps + 1, q.size))
+        V = np.empty((steps + 1, v.size))
+        Q[0], V[0] = q, v
+        for s in range(steps):
+            t = s * dt
+            eff = tau(t, q, v) if callable(tau) else tau
+            q, v = self.step(q, v, eff, dt, stabilize=stabilize)
+            Q[s + 1], V[s + 1] = q, v
+        return np.arange(steps + 1) * dt, Q, V
+
+
+__all__ = [
+    'BAUMGARTE_OMEGA',
+    'DEFAULT_ALPHA',
+    'DEFAULT_BETA',
+    'LOOP_KINDS',
+    'METHODS',
+    'ClosedChain',
+    'ClosedChainSolution',
+    'LoopClosure',
+]

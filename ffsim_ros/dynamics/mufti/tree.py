@@ -1,0 +1,699 @@
+"""Maximal-coordinate dynamics of a tree (seed 001, section 3, eqs. 2-10, 41-49, Remarks 3, 5).
+
+Every body ``i`` of the :class:`~ffsim_ros.dynamics.model.Model` (links welded by fixed joints
+are already merged into one body) is a free rigid body with the Newton-Euler equations
+(eqs. 2-3, inertial frame, about the CoM ``C_i``)::
+
+    m_i r''_i = F_i + sum_j c_ij f_j
+    I_i w'_i + w_i x I_i w_i = G_i + sum_j c_ij (l_ij x f_j + g_j)
+
+where ``I_i = R_i I_i^body R_i^T``. The ``nb - 1`` moving joints are the arcs of the directed
+tree (module :mod:`.graph`): hinge forces ``f_j`` and torques ``g_j`` act positively on the
+initial vertex ``j+`` (the parent) and negatively on the final vertex ``j-`` (the child).
+``g_j`` is the constraint torque ``g^c_j`` plus the actuation.
+
+Constraint rows (acceleration level, "parent minus child", ``G x = b``) per joint, with ``o``
+the hinge point (the child body's frame origin) and ``k`` the joint axis, inertial frame:
+
+* revolute/continuous (pin joint, ``n_j = 1``): 3 translational rows (eqs. 6-9: the hinge
+  point of both bodies has the same acceleration) and 2 rotational rows ``q_jk . (w'_+ - w'_-)``
+  with ``q_j1, q_j2 _|_ k`` (eqs. 44-48, ``Q_j^T C^T w = 0``);
+* prismatic along any axis (Remark 5): 2 translational rows along ``q_j1, q_j2 _|_ k`` and
+  3 rotational rows (``Q_j = E_3``, no relative rotation).
+
+Each row is a unit constraint wrench ``w`` (a spatial force at the inertial origin O,
+``[d; o x d]`` for a force of direction ``d`` through ``o``, ``[0; q]`` for a torque), and
+its coefficients on body ``i`` are ``w^T X_i`` with ``X_i = [[E, r_i~], [0, E]]`` mapping
+``[r''_i; w'_i]`` to the spatial acceleration at O (minus the velocity term
+``[-w_i x r'_i; 0]``). Differentiating the velocity constraint ``T^T (V_- - V_+) = 0``
+(``T`` fixed in the parent up to a change of basis inside the annihilator) gives::
+
+    T^T (A_- - A_+) = T^T (V_+ x V_-)          (spatial motion cross product)
+
+which, for the translational rows of a pin joint, is the seed's eq. 9
+(``-d . (w_+ x (w_+ x l_+) - w_- x (w_- x l_-))``) and, for the rotational rows, eq. 48 with
+``Q'_j = w_+ x Q_j``. **OCR note:** eq. 49 prints ``u_4 = Q^T C^T w``; differentiating
+eq. 47 gives ``Q^T C^T w' = -Q'^T C^T w``, so the right-hand side is ``-Q'^T C^T w`` (with the
+seed's ``-Q^T C^T`` row sign, ``u_4 = Q'^T C^T w``): the dot and the velocity are what the OCR
+lost.
+
+A fixed base (and a base whose motion is prescribed, Remark 3) is welded to an external body
+``b_0`` by a hinge ``h_0`` of 6 rows at the base CoM: ``r''_0 = a_presc``, ``w'_0 = alpha``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels as K
+from ..algorithms import ArrayLike, _q, _v, _vec
+from ..model import Model
+from .linalg import Triplets, block_mass_matrix, solve_lagrangian
+
+METHODS = ('kkt', 'nullspace')
+
+
+# ----------------------------------------------------------------------------------------------
+# small vector helpers (vectorized over a leading axis)
+# ----------------------------------------------------------------------------------------------
+
+
+def _perp_basis(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors ``q1, q2`` with ``(q1, q2, k)`` orthonormal, for (n, 3) unit ``k``."""
+    k = np.atleast_2d(k)
+    e = np.zeros_like(k)
+    e[np.arange(k.shape[0]), np.argmin(np.abs(k), axis=1)] = 1.0
+    q1 = _cross(k, e)
+    q1 /= np.linalg.norm(q1, axis=1, keepdims=True)
+    return q1, _cross(k, q1)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the last axis (broadcast); cheaper than ``np.cross`` for small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+
+
+def _cross_motion(V1: np.ndarray, V2: np.ndarray) -> np.ndarray:
+    """Spatial motion cross product ``V1 x V2 = [w1 x v2 + v1 x w2; w1 x w2]``, (.., 6)."""
+    v1, w1 = V1[..., :3], V1[..., 3:]
+    v2, w2 = V2[..., :3], V2[..., 3:]
+    return np.concatenate((_cross(w1, v2) + _cross(v1, w2), _cross(w1, w2)), axis=-1)
+
+
+# ----------------------------------------------------------------------------------------------
+# bodies
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bodies:
+    """Pose, velocity and inertia of every body (all inertial frame).
+
+    Attributes
+    ----------
+    R : (nb, 3, 3) orientations;  p : (nb, 3) frame origins [m];  c : (nb, 3) CoMs [m].
+    mass : (nb,) [kg];  inertia : (nb, 3, 3) about the CoM [kg m^2].
+    w : (nb, 3) angular velocities [rad/s];  rdot : (nb, 3) CoM velocities [m/s].
+    V : (nb, 6) spatial velocities at O ``[v_O; w]``.
+    S : (6, nv) joint motion subspaces at O (``kernels.motion_subspace``).
+    """
+
+    R: np.ndarray
+    p: np.ndarray
+    c: np.ndarray
+    mass: np.ndarray
+    inertia: np.ndarray
+    w: np.ndarray
+    rdot: np.ndarray
+    V: np.ndarray
+    S: np.ndarray
+
+    @property
+    def x_vel(self) -> np.ndarray:
+        """(6 nb,) stacked ``[r'_i; w_i]``."""
+        return np.concatenate((self.rdot, self.w), axis=1).ravel()
+
+
+def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
+    """Poses, inertias and velocities of all bodies from ``(q, v)``.
+
+    The spatial velocity of body ``i`` at O is ``V_i = V_parent + S_i qdot_i`` (eq. 60's
+    ``w = w_1 1_n - T_2^T P gamma'`` in spatial form); ``r'_i = v_O + w_i x r_i``.
+    """
+    a = model.arrays
+    R, p, S, _, _, _ = K.e_kinematics(*model.packed, q)
+    c = p + np.einsum('bij,bj->bi', R, a.com)
+    inertia = np.einsum('bij,bjk,blk->bil', R, a.inertia, R)
+    nb = a.parent.shape[0]
+    V = np.zeros((nb, 6))
+    for i in range(nb):
+        k = a.parent[i]
+        if k >= 0:
+            V[i] = V[k]
+        s = slice(a.iv[i], a.iv[i] + a.nvj[i])
+        V[i] += S[:, s] @ v[s]
+    w = V[:, 3:].copy()
+    rdot = V[:, :3] + _cross(w, c)
+    return Bodies(R, p, c, a.mass.copy(), inertia, w, rdot, V, S)
+
+
+def body_velocity_jacobian(model: Model, bd: Bodies) -> np.ndarray:
+    """``B`` (6 nb, nv) with ``[r'_i; w_i] = B v`` (Remark 2: ``Z = d(r', w)/d q'``)."""
+    a = model.arrays
+    nb = a.parent.shape[0]
+    nv = bd.S.shape[1]
+    Js = np.zeros((nb, 6, nv))
+    for i in range(nb):
+        k = a.parent[i]
+        if k >= 0:
+            Js[i] = Js[k]
+        s = slice(a.iv[i], a.iv[i] + a.nvj[i])
+        Js[i][:, s] = bd.S[:, s]
+    B = Js.copy()
+    B[:, :3, :] = Js[:, :3, :] - np.swapaxes(
+        _cross(bd.c[:, None, :], np.swapaxes(Js[:, 3:, :], 1, 2)), 1, 2
+    )
+    return B.reshape(6 * nb, nv)
+
+
+# ----------------------------------------------------------------------------------------------
+# constraint rows
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Rows:
+    """Constraint rows ``G x = b`` between body ``a`` (+, initial vertex) and ``b`` (-).
+
+    Attributes
+    ----------
+    a, b : (m,) int body indices, -1 for the external (ground / prescribing) body.
+    Ga, Gb : (m, 6) coefficients on ``[r''; w']`` of body a / b (Gb carries the minus sign);
+        equivalently the wrench ``[force; moment about the CoM]`` a unit multiplier exerts.
+    rhs : (m,) velocity-product (and prescribed-motion) terms ``b``.
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    Ga: np.ndarray
+    Gb: np.ndarray
+    rhs: np.ndarray
+
+    @staticmethod
+    def concat(parts: list[Rows]) -> Rows:
+        parts = [r for r in parts if r.a.size]
+        if not parts:
+            z = np.zeros(0, dtype=np.int64)
+            return Rows(z, z.copy(), np.zeros((0, 6)), np.zeros((0, 6)), np.zeros(0))
+        return Rows(
+            np.concatenate([r.a for r in parts]),
+            np.concatenate([r.b for r in parts]),
+            np.concatenate([r.Ga for r in parts]),
+            np.concatenate([r.Gb for r in parts]),
+            np.concatenate([r.rhs for r in parts]),
+        )
+
+    def matrix(self, nb: int) -> Triplets:
+        """Sparse ``G`` (m, 6 nb)."""
+        m = self.a.size
+        rows, cols, vals = [], [], []
+        for idx, coef in ((self.a, self.Ga), (self.b, self.Gb)):
+            ok = idx >= 0
+            r = np.repeat(np.flatnonzero(ok), 6)
+            c = (6 * idx[ok][:, None] + np.arange(6)[None, :]).ravel()
+            rows.append(r)
+            cols.append(c)
+            vals.append(coef[ok].ravel())
+        return Triplets(
+            np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (m, 6 * nb)
+        )
+
+    def times(self, x: np.ndarray) -> np.ndarray:
+        """``G x`` for stacked body vectors ``x`` (6 nb,)."""
+        X = x.reshape(-1, 6)
+        out = np.zeros(self.a.size)
+        for idx, coef in ((self.a, self.Ga), (self.b, self.Gb)):
+            ok = idx >= 0
+            out[ok] += np.einsum('rk,rk->r', coef[ok], X[idx[ok]])
+        return out
+
+
+def _wrench_rows(
+    W: np.ndarray, a: np.ndarray, b: np.ndarray, bd: Bodies, *, ground: bool = False
+) -> Rows:
+    """Rows of unit constraint wrenches ``W`` (m, 6) at O on the same line for both bodies.
+
+    ``G_i = +-w^T X_i``: ``[w_lin; w_ang - c_i x w_lin]``, and
+    ``b = -w^T (V_a x V_b) + w_lin . (w_a x r'_a - w_b x r'_b)`` (module docstring).
+    """
+    Va = np.where((a >= 0)[:, None], bd.V[a], 0.0)
+    Vb = bd.V[b]
+    ca = np.where((a >= 0)[:, None], bd.c[a], 0.0)
+    Ga = np.concatenate((W[:, :3], W[:, 3:] - _cross(ca, W[:, :3])), axis=1)
+    Gb = -np.concatenate((W[:, :3], W[:, 3:] - _cross(bd.c[b], W[:, :3])), axis=1)
+    zeta_a = np.where((a >= 0)[:, None], _cross(bd.w[a], bd.rdot[a]), 0.0)
+    zeta_b = _cross(bd.w[b], bd.rdot[b])
+    rhs = -np.einsum('rk,rk->r', W, _cross_motion(Va, Vb))
+    rhs += np.einsum('rk,rk->r', W[:, :3], zeta_a - zeta_b)
+    if ground:
+        Ga[:] = 0.0
+    return Rows(a.copy(), b.copy(), Ga, Gb, rhs)
+
+
+def joint_frames(model: Model, bd: Bodies) -> tuple[np.ndarray, np.ndarray]:
+    """Hinge points ``o_j`` (child frame origins) and unit axes ``k_j``, (n, 3) each."""
+    a = model.arrays
+    child = np.arange(1, a.parent.shape[0])
+    o = bd.p[child]
+    k = np.einsum('bij,bj->bi', bd.R[child], a.axis[child])
+    return o, k
+
+
+def tree_rows(model: Model, bd: Bodies) -> Rows:
+    """The ``5 (nb - 1)`` rows of the moving joints, 5 per joint in joint order.
+
+    Row order per joint: revolute ``[x, y, z force; q1, q2 torque]``, prismatic
+    ``[q1, q2 force; x, y, z torque]`` (Remark 5).
+    """
+    a = model.arrays
+    n = a.parent.shape[0] - 1
+    if n == 0:
+        return Rows.concat([])
+    o, k = joint_frames(model, bd)
+    q1, q2 = _perp_basis(k)
+    pris = (a.jtype[1:] == K.PRISMATIC)[:, None, None]
+    E = np.broadcast_to(np.eye(3), (n, 3, 3))
+    Z = np.zeros((n, 2, 3))
+    Q = np.stack((q1, q2), axis=1)  # (n, 2, 3)
+    # revolute: forces x, y, z through o, torques q1, q2; prismatic: forces q1, q2, torques E
+    F = np.where(pris, np.concatenate((Q, Z, Z[:, :1]), axis=1), np.concatenate((E, Z), axis=1))
+    Tq = np.where(pris, np.concatenate((Z, E), axis=1), np.concatenate((Z, Z[:, :1], Q), axis=1))
+    W = np.concatenate((F, Tq + _cross(o[:, None, :], F)), axis=2)
+    parent = np.repeat(a.parent[1:], 5)
+    child = np.repeat(np.arange(1, n + 1), 5)
+    return _wrench_rows(W.reshape(5 * n, 6), parent, child, bd)
+
+
+def root_rows(base_acceleration: np.ndarray) -> Rows:
+    """Hinge ``h_0`` welding the base to an external body of prescribed motion (Remark 3).
+
+    ``G x = b`` reads ``-[r''_0; w'_0] = -a_presc`` ("external minus base"): the multiplier
+    ``l_0`` is minus the wrench ``[F; T]`` (at the base CoM, inertial frame) the external
+    body exerts on the base.
+    """
+    a = np.full(6, -1, dtype=np.int64)
+    b = np.zeros(6, dtype=np.int64)
+    return Rows(a, b, np.zeros((6, 6)), -np.eye(6), -np.asarray(base_acceleration, float))
+
+
+# ----------------------------------------------------------------------------------------------
+# applied forces
+# ----------------------------------------------------------------------------------------------
+
+
+def effective_efforts(model: Model, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Joint efforts plus the joint friction of seed 000 eq. 41 when the model enables it."""
+    if not model.joint_dynamics:
+        return tau
+    off = model.nv - model.n
+    d = model.arrays.damping[off:]
+    f = model.arrays.friction[off:]
+    phid = v[off:]
+    return tau - d * phid - f * np.tanh(phid / 1e-3)
+
+
+def applied_forces(
+    model: Model,
+    bd: Bodies,
+    tau: np.ndarray,
+    base_wrench: np.ndarray | None,
+    link_wrenches: Mapping[str, ArrayLike] | None,
+) -> np.ndarray:
+    """``u = [u_1; u_2]`` per body (eq. 10): ``[F_i + m_i g; G_i + actuation - w_i x I_i w_i]``.
+
+    Joint efforts act as equal and opposite hinge torques ``tau k`` (revolute) or forces
+    ``tau k`` through the hinge point (prismatic) on child (+) and parent (-).
+
+    Returns
+    -------
+    (nb, 6) ndarray [N, N m], moments about each body's CoM.
+    """
+    a = model.arrays
+    nb = a.parent.shape[0]
+    u = np.zeros((nb, 6))
+    u[:, :3] = bd.mass[:, None] * model.gravity[None, :]
+    u[:, 3:] = -_cross(bd.w, np.einsum('bij,bj->bi', bd.inertia, bd.w))
+    if base_wrench is not None:
+        u[0] += base_wrench
+    if link_wrenches:
+        for link, wrench in link_wrenches.items():
+            frame = model.frame(link)
+            wr = _vec(wrench, 6, f'link_wrenches[{link!r}]')
+            i = frame.body
+            point = bd.p[i] + bd.R[i] @ frame.translation
+            u[i, :3] += wr[:3]
+            u[i, 3:] += wr[3:] + _cross(point - bd.c[i], wr[:3])
+    if nb > 1:
+        o, k = joint_frames(model, bd)
+        pris = a.jtype[1:] == K.PRISMATIC
+        vec = tau[:, None] * k
+        force = np.where(pris[:, None], vec, 0.0)
+        torque = np.where(pris[:, None], 0.0, vec)
+        child = np.arange(1, nb)
+        par = a.parent[1:]
+        wc = np.concatenate((force, torque + _cross(o - bd.c[child], force)), axis=1)
+        wp = np.concatenate((force, torque + _cross(o - bd.c[par], force)), axis=1)
+        u[child] += wc
+        np.add.at(u, par, -wp)
+    return u
+
+
+# ----------------------------------------------------------------------------------------------
+# joint accelerations from body accelerations
+# ----------------------------------------------------------------------------------------------
+
+
+def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) -> np.ndarray:
+    """Generalized accelerations ``[dV0, dw0, phiddot]`` from body accelerations ``X`` (nb, 6).
+
+    Revolute (``w_- - w_+ = k gamma'`` with ``k`` fixed in the parent, eq. 43):
+    ``gamma'' = k . (w'_- - w'_+)`` (the term ``(w_+ x k) gamma'`` is normal to ``k``).
+    Prismatic (``d = o_- - o_+ = k s``, ``o_+`` the joint frame origin fixed in the parent):
+    ``s'' = k . (a_-(o_-) - a_+(o_+)) + |w_+ x k|^2 s`` with the point accelerations
+    ``a(o) = r'' + w' x l + w x (w x l)``, ``l = o - r``.
+    """
+    a = model.arrays
+    out = np.zeros(model.nv)
+    if model.floating_base:
+        out[:6] = X[0]
+    nb = a.parent.shape[0]
+    if nb == 1:
+        return out
+    o, k = joint_frames(model, bd)
+    child = np.arange(1, nb)
+    par = a.parent[1:]
+    dw = X[child, 3:] - X[par, 3:]
+    acc = np.einsum('ri,ri->r', k, dw)
+    pris = np.flatnonzero(a.jtype[1:] == K.PRISMATIC)
+    if pris.size:
+        ch, pa = child[pris], par[pris]
+        o_c = o[pris]
+        o_p = bd.p[pa] + np.einsum('bij,bj->bi', bd.R[pa], a.trans[ch])
+
+        def point_acc(i: np.ndarray, pt: np.ndarray) -> np.ndarray:
+            lv = pt - bd.c[i]
+            wi = bd.w[i]
+            return X[i, :3] + _cross(X[i, 3:], lv) + _cross(wi, _cross(wi, lv))
+
+        kk = k[pris]
+        s = q[a.iq[ch]]
+        wk = _cross(bd.w[pa], kk)
+        d2 = point_acc(ch, o_c) - point_acc(pa, o_p)
+        acc[pris] = np.einsum('ri,ri->r', kk, d2) + np.einsum('ri,ri->r', wk, wk) * s
+    out[a.iv[child]] = acc
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# public API
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MaximalSolution:
+    """Solution of the Lagrangian system of a tree (seed 001, eqs. 10, 49).
+
+    Attributes
+    ----------
+    a : (nv,) ndarray
+        Generalized accelerations ``[dV0, dw0, phiddot]`` (floating) or ``phiddot``.
+    body_accelerations : (nb, 6) ndarray
+        ``[r''_i; w'_i]``: CoM acceleration [m/s^2] and angular acceleration [rad/s^2] of every
+        body, inertial frame.
+    hinge_forces : (n, 3) ndarray
+        ``f_j`` [N], inertial frame: the force the child exerts on the parent at the hinge
+        point (seed sign: positive on the initial vertex ``j+``); the child receives ``-f_j``.
+    constraint_torques : (n, 3) ndarray
+        ``g^c_j = Q_j lambda_j`` (eq. 53) [N m]: the constraint moment on the parent about the
+        hinge point (no component along a revolute axis, eq. 54).
+    hinge_points : (n, 3) ndarray
+        ``o_j``: the child body frame origin (on the axis of a revolute joint), inertial [m].
+    multipliers : (m,) ndarray
+        The raw Lagrange multipliers, 5 per joint (see :func:`tree_rows`), then 6 for the base
+        hinge ``h_0`` when the base is fixed or prescribed.
+    root_wrench : (6,) ndarray or None
+        ``[F; T]`` [N, N m] the external body (ground or prescribing body, Remark 3) exerts on
+        the base at the base CoM, inertial frame; None for a free-floating base.
+    """
+
+    a: np.ndarray
+    body_accelerations: np.ndarray
+    hinge_forces: np.ndarray
+    constraint_torques: np.ndarray
+    hinge_points: np.ndarray
+    multipliers: np.ndarray
+    root_wrench: np.ndarray | None
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f'method: expected one of {METHODS}, got {method!r}')
+
+
+def _hinge_wrenches(
+    model: Model, bd: Bodies, rows: Rows, lam: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``f_j``, ``g^c_j`` (about ``o_j``) on the parent, and ``o_j``, from the tree rows."""
+    n = model.arrays.parent.shape[0] - 1
+    o, _ = joint_frames(model, bd)
+    if n == 0:
+        return np.zeros((0, 3)), np.zeros((0, 3)), o
+    Ga = rows.Ga[: 5 * n].reshape(n, 5, 6)
+    wa = np.einsum('jrk,jr->jk', Ga, lam[: 5 * n].reshape(n, 5))  # about the parent CoM
+    f = wa[:, :3]
+    par = model.arrays.parent[1:]
+    g = wa[:, 3:] - _cross(o - bd.c[par], f)
+    return f, g, o
+
+
+def maximal_dynamics(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    *,
+    base_wrench: ArrayLike | None = None,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+    base_acceleration: ArrayLike | None = None,
+    method: str = 'kkt',
+) -> MaximalSolution:
+    """Forward dynamics in maximal coordinates (seed 001, eqs. 10 and 49; Remarks 3 and 5).
+
+    Assembles ``J = diag(m_i E, I_i)``, the applied forces ``u``, the ``5 n`` joint rows and,
+    for a fixed or prescribed base, the 6 rows of the base hinge ``h_0``; solves the sparse
+    Lagrangian system (``method='kkt'``) or its null-space form (``'nullspace'``, eq. 40-c,
+    ``Z`` from a QR of ``G^T``, Appendix case 1), and recovers the joint accelerations.
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) configuration;  v : (nv,) velocity (conventions of :mod:`..model`).
+    tau : (n,) joint efforts [N m | N] (joint friction is added when the model enables it).
+    base_wrench : (6,) array_like, optional
+        ``[F; T]`` at the base CoM, inertial frame [N, N m]; floating-base models only.
+    link_wrenches : dict, optional
+        ``{link: [f; n]}`` at each link frame's origin, inertial frame [N, N m].
+    base_acceleration : (6,) array_like, optional
+        Prescribed ``[dV0; dw0]`` of the base (Remark 3; floating-base models only): the base
+        pose and twist are those in ``q`` and ``v``, the base acceleration is imposed, and
+        ``root_wrench`` is the wrench needed to impose it. A fixed base is prescribed zero
+        motion.
+    method : {'kkt', 'nullspace'}
+
+    Returns
+    -------
+    MaximalSolution
+
+    Raises
+    ------
+    ValueError
+        Wrong sizes, an unknown method, a base wrench or prescribed base acceleration on a
+        fixed-base model.
+    """
+    _check_method(method)
+    q = _q(model, q)
+    v = _v(model, v)
+    tau = _vec(tau, model.n, 'tau')
+    bw = None
+    if base_wrench is not None:
+        if not model.floating_base:
+            raise ValueError('base_wrench: expected a floating-base model, got a fixed-base one')
+        bw = _vec(base_wrench, 6, 'base_wrench')
+    presc = None
+    if base_acceleration is not None:
+        if not model.floating_base:
+            raise ValueError(
+                'base_acceleration: expected a floating-base model, got a fixed-base one '
+                '(whose base is already prescribed at rest)'
+            )
+        presc = _vec(base_acceleration, 6, 'base_acceleration')
+    elif not model.floating_base:
+        presc = np.zeros(6)
+    bd = bodies(model, q, v)
+    u = applied_forces(model, bd, effective_efforts(model, v, tau), bw, link_wrenches)
+    parts = [tree_rows(model, bd)]
+    if presc is not None:
+        parts.append(root_rows(presc))
+    rows = Rows.concat(parts)
+    nb = model.arrays.parent.shape[0]
+    J = block_mass_matrix(bd.mass, bd.inertia)
+    x, lam, _ = solve_lagrangian(J, rows.matrix(nb), u.ravel(), rows.rhs, method)
+    X = x.reshape(nb, 6)
+    acc = joint_accelerations(model, q, bd, X)
+    if presc is not None and model.floating_base:
+        acc[:6] = presc
+    f, g, o = _hinge_wrenches(model, bd, rows, lam)
+    root = -lam[-6:].copy() if presc is not None else None
+    return MaximalSolution(acc, X, f, g, o, lam, root)
+
+
+def joint_reactions(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    *,
+    base_wrench: ArrayLike | None = None,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+    method: str = 'kkt',
+) -> dict[str, np.ndarray]:
+    """Total wrench each moving joint transmits, from the Lagrange multipliers (eq. 49).
+
+    Parameters
+    ----------
+    model, q, v, tau, base_wrench, link_wrenches, method
+        As :func:`maximal_dynamics`.
+
+    Returns
+    -------
+    dict[str, (6,) ndarray]
+        ``{joint name: [f; n]}``: the wrench the parent body exerts on the child body, at the
+        joint origin (the hinge point ``o_j``, i.e. the child body's frame origin -- for a
+        prismatic joint the point of the child that slides along the axis), inertial frame
+        [N, N m]. It is the constraint part (``-f_j``, ``-g^c_j``) plus the actuation
+        (``tau k`` as a torque, or as a force for a prismatic joint; joint friction included
+        when enabled). Links welded by fixed joints are merged into bodies, so a fixed joint
+        has no entry: the wrench across it is internal to a body. The key is the *moving*
+        joint into the body; the parent is the body (merged links) carrying that joint's
+        parent link.
+    """
+    sol = maximal_dynamics(
+        model, q, v, tau, base_wrench=base_wrench, link_wrenches=link_wrenches, method=method
+    )
+    q = _q(model, q)
+    v = _v(model, v)
+    tau_eff = effective_efforts(model, v, _vec(tau, model.n, 'tau'))
+    bd = bodies(model, q, v)
+    _, k = joint_frames(model, bd)
+    pris = model.arrays.jtype[1:] == K.PRISMATIC
+    out = {}
+    for j, name in enumerate(model.joint_names):
+        act = tau_eff[j] * k[j]
+        f = -sol.hinge_forces[j] + (act if pris[j] else 0.0)
+        nm = -sol.constraint_torques[j] + (0.0 if pris[j] else act)
+        out[name] = np.concatenate((f, nm))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# prescribed-motion base (Remark 3)
+# ----------------------------------------------------------------------------------------------
+
+#: ``motion(t) -> (q_base (7,), v_base (6,), a_base (6,))``: base CoM position, attitude
+#: quaternion (x, y, z, w), ``[V0; w0]`` and ``[dV0; dw0]`` at time ``t``, inertial frame.
+BaseMotion = Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]]
+
+
+def prescribed_base_dynamics(
+    model: Model,
+    motion: BaseMotion,
+    t: float,
+    phi: ArrayLike,
+    phidot: ArrayLike,
+    tau: ArrayLike,
+    *,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+    method: str = 'kkt',
+) -> MaximalSolution:
+    """Joint accelerations with the base motion a given function of time (Remark 3).
+
+    The base is welded to an external body ``b_0`` whose motion is prescribed: its 6 rows
+    replace the base's unknown accelerations by ``motion(t)``'s, and ``root_wrench`` is the
+    wrench ``b_0`` must exert on the base (at its CoM) to impose that motion.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model (its base is the prescribed body).
+    motion : callable
+        ``motion(t) -> (q_base, v_base, a_base)``, see :data:`BaseMotion`.
+    t : float [s];  phi, phidot : (n,) joint positions and rates;  tau : (n,) efforts.
+
+    Returns
+    -------
+    MaximalSolution
+        ``a = [dV0, dw0, phiddot]`` with the prescribed base part.
+    """
+    if not model.floating_base:
+        raise ValueError('motion: expected a floating-base model, got a fixed-base one')
+    qb, vb, ab = motion(float(t))
+    q = np.concatenate((_vec(qb, 7, 'motion q_base'), _vec(phi, model.n, 'phi')))
+    v = np.concatenate((_vec(vb, 6, 'motion v_base'), _vec(phidot, model.n, 'phidot')))
+    return maximal_dynamics(
+        model,
+        q,
+        v,
+        tau,
+        link_wrenches=link_wrenches,
+        base_acceleration=_vec(ab, 6, 'motion a_base'),
+        method=method,
+    )
+
+
+def simulate_prescribed_base(
+    model: Model,
+    motion: BaseMotion,
+    phi0: ArrayLike,
+    phidot0: ArrayLike,
+    tau: ArrayLike | Callable[[float, np.ndarray, np.ndarray], ArrayLike],
+    t_final: float,
+    dt: float,
+    *,
+    method: str = 'kkt',
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Integrate the joints of a robot on a prescribed-motion base by classical RK4.
+
+    Parameters
+    ----------
+    tau : (n,) constant efforts, or ``tau(t, phi, phidot) -> (n,)``.
+    t_final, dt : float [s]; ``t_final / dt`` steps (rounded).
+
+    Returns
+    -------
+    t : (k + 1,) ;  phi : (k + 1, n) ;  phidot : (k + 1, n)
+    """
+    dt = float(dt)
+    if not np.isfinite(dt) or dt <= 0.0:
+        raise ValueError(f'dt: expected a finite positive step, got {dt}')
+    steps = int(round(float(t_final) / dt))
+    if callable(tau):
+        effort = tau
+    else:
+        const = _vec(tau, model.n, 'tau')
+
+        def effort(_t: float, _p: np.ndarray, _v: np.ndarray) -> np.ndarray:
+            return const
+
+    def f(t: float, x: np.ndarray) -> np.ndarray:
+        p, pd = x[: model.n], x[model.n :]
+        sol = prescribed_base_dynamics(model, motion, t, p, pd, effort(t, p, pd), method=method)
+        return np.concatenate((pd, sol.a[6:]))
+
+    x = np.concatenate((_vec(phi0, model.n, 'phi0'), _vec(phidot0, model.n, 'phidot0')))
+    ts = np.arange(steps + 1) * dt
+    out = np.empty((steps + 1, 2 * model.n))
+    out[0] = x
+    for s in range(steps):
+        t = ts[s]
+        k1 = f(t, x)
+        k2 = f(t + dt / 2, x + dt / 2 * k1)
+        k3 = f(t + dt / 2, x + dt / 2 * k2)
+        k4 = f(t + dt, x + dt * k3)
+        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        out[s + 1] = x
+    return ts, out[:, : model.n], out[:, model.n :]

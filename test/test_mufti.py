@@ -1,0 +1,688 @@
+"""Mufti's maximal-coordinate formulation (seed 001) against the core, hand derivations and
+Pinocchio's constraint dynamics.
+
+Tolerances are norm-relative: ``||ours - ref|| <= tol * max(1, ||ref||)``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics import mufti as M
+from ffsim_ros.dynamics.random_urdf import random_urdf
+from ffsim_ros.resources import sample_robot
+
+G = (0.1, -0.3, -9.81)
+
+
+def rel_err(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
+
+
+def skew(x: np.ndarray) -> np.ndarray:
+    return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+
+def random_state(model: D.Model, rng: np.random.Generator, speed: float = 1.0):
+    q = D.neutral(model)
+    off = 0
+    if model.floating_base:
+        q[:3] = rng.normal(size=3)
+        quat = rng.normal(size=4)
+        q[3:7] = quat / np.linalg.norm(quat)
+        off = 7
+    q[off:] = rng.uniform(-1.5, 1.5, size=model.n)
+    return q, speed * rng.normal(size=model.nv)
+
+
+def random_inputs(model: D.Model, rng: np.random.Generator):
+    tau = rng.normal(size=model.n)
+    bw = rng.normal(size=6) if model.floating_base else None
+    links = [nm for nm in model.link_names if nm != model.base_link]
+    lw = {nm: rng.normal(size=6) for nm in rng.choice(links, size=min(3, len(links)))}
+    return tau, bw, lw
+
+
+# --------------------------------------------------------------------------------------------
+# graph (section 2)
+# --------------------------------------------------------------------------------------------
+
+# Fig. 3a of the seed (regular labeling), 0-based: arcs b1->b2, b1->b3, b2->b4, b2->b5, b2->b6
+FIG3A = [-1, 0, 0, 1, 1, 1]
+
+
+def test_incidence_and_path_matrix_of_the_seed_example() -> None:
+    C_a = np.array(
+        [
+            [1, 1, 0, 0, 0],
+            [-1, 0, 1, 1, 1],
+            [0, -1, 0, 0, 0],
+            [0, 0, -1, 0, 0],
+            [0, 0, 0, -1, 0],
+            [0, 0, 0, 0, -1],
+        ]
+    )  # eq. 1
+    T_25 = np.array(
+        [
+            [-1, -1, -1, -1, -1, -1],
+            [0, -1, 0, -1, -1, -1],
+            [0, 0, -1, 0, 0, 0],
+            [0, 0, 0, -1, 0, 0],
+            [0, 0, 0, 0, -1, 0],
+            [0, 0, 0, 0, 0, -1],
+        ]
+    )  # eq. 25
+    C = M.incidence_matrix(FIG3A)
+    np.testing.assert_array_equal(C, C_a)
+    T = M.path_matrix(FIG3A)
+    np.testing.assert_array_equal(T, T_25)
+    S = np.column_stack((-np.eye(6, 1), C))  # eq. 22
+    np.testing.assert_array_equal(T @ S, np.eye(6))
+    # with the first row removed, C of a regular labeling is upper triangular, -1 diagonal
+    np.testing.assert_array_equal(np.tril(C[1:], -1), 0)
+    np.testing.assert_array_equal(np.diag(C[1:]), -1)
+
+
+def test_regular_labeling_of_an_arbitrary_one() -> None:
+    # Fig. 3b: b1->b5, b1->b4, b4->b6, b4->b2, b4->b3 (0-based parents)
+    parent_b = [-1, 3, 3, 0, 0, 3]
+    new = M.regular_labeling(parent_b)
+    assert sorted(new.tolist()) == list(range(6)) and new[0] == 0
+    relabeled = np.empty(6, dtype=int)
+    for i, p in enumerate(parent_b):
+        relabeled[new[i]] = -1 if p < 0 else new[p]
+    assert all(relabeled[k] < k for k in range(1, 6))
+    C = M.incidence_matrix(relabeled)
+    np.testing.assert_array_equal(np.tril(C[1:], -1), 0)
+    np.testing.assert_array_equal(np.diag(C[1:]), -1)
+    with pytest.raises(ValueError, match='regular labeling'):
+        M.path_matrix(parent_b)
+    with pytest.raises(ValueError, match='exactly one root'):
+        M.incidence_matrix([-1, -1, 0])
+    with pytest.raises(ValueError, match='circuit'):
+        M.incidence_matrix([-1, 2, 1])
+
+
+# --------------------------------------------------------------------------------------------
+# 1-2: KKT and null-space forward dynamics against ABA
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('seed', range(8))
+def test_kkt_and_nullspace_match_aba_on_random_trees(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    for floating in (True, False):
+        urdf = random_urdf(seed, 2 + 2 * seed, branching=0.4, prismatic=0.3)
+        model = D.load_urdf(urdf, floating_base=floating, gravity=G)
+        if seed % 2:
+            model = D.with_joint_dynamics(model)
+        q, v = random_state(model, rng)
+        tau, bw, lw = random_inputs(model, rng)
+        ref = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+        for method in ('kkt', 'nullspace'):
+            a = D.forward_dynamics(
+                model, q, v, tau, base_wrench=bw, link_wrenches=lw, method=method
+            )
+            assert rel_err(a, ref) < 1e-9, (method, floating, rel_err(a, ref))
+
+
+@pytest.mark.parametrize('robot', ['planar_2link', 'ffsim_servicer_7dof', 'dual_arm_servicer'])
+def test_kkt_and_nullspace_match_aba_on_sample_robots(robot: str) -> None:
+    rng = np.random.default_rng(7)
+    for floating in (True, False):
+        model = D.load_urdf(sample_robot(robot), floating_base=floating, gravity=(0, 0, -9.81))
+        for _ in range(3):
+            q, v = random_state(model, rng)
+            tau, bw, lw = random_inputs(model, rng)
+            ref = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+            for method in ('kkt', 'nullspace'):
+                sol = M.maximal_dynamics(
+                    model, q, v, tau, base_wrench=bw, link_wrenches=lw, method=method
+                )
+                assert rel_err(sol.a, ref) < 1e-9, (robot, method, rel_err(sol.a, ref))
+
+
+def test_body_accelerations_satisfy_newton_euler_and_the_joints() -> None:
+    """The solution solves eq. 49: each body's equation holds with the hinge wrenches."""
+    rng = np.random.default_rng(3)
+    model = D.load_urdf(random_urdf(4, 7, prismatic=0.4), gravity=G)
+    q, v = random_state(model, rng)
+    tau, bw, lw = random_inputs(model, rng)
+    sol = M.maximal_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+    # torque about a revolute axis is zero (eq. 54), force along a prismatic axis is zero
+    R, p = D.body_poses(model, q)
+    for j, jt in enumerate(model.joint_types):
+        k = R[j + 1] @ model.arrays.axis[j + 1]
+        if jt == 'prismatic':
+            assert abs(sol.hinge_forces[j] @ k) < 1e-9 * max(1, np.linalg.norm(sol.hinge_forces))
+        else:
+            assert abs(sol.constraint_torques[j] @ k) < 1e-9 * max(
+                1, np.linalg.norm(sol.constraint_torques)
+            )
+        np.testing.assert_allclose(sol.hinge_points[j], p[j + 1], atol=1e-14)
+    assert sol.root_wrench is None
+    assert sol.body_accelerations.shape == (model.n + 1, 6)
+
+
+def test_bad_inputs_raise_value_error() -> None:
+    model = D.load_urdf(random_urdf(1, 3), gravity=G)
+    fixed = D.load_urdf(random_urdf(1, 3), floating_base=False)
+    q, v = D.neutral(model), np.zeros(model.nv)
+    with pytest.raises(ValueError, match="expected one of .*'kkt'"):
+        D.forward_dynamics(model, q, v, np.zeros(3), method='gauss')
+    with pytest.raises(ValueError, match='tau: expected 3 values, got 2'):
+        M.maximal_dynamics(model, q, v, np.zeros(2))
+    with pytest.raises(ValueError, match='q: expected 10 values'):
+        D.forward_dynamics(model, q[:-1], v, np.zeros(3), method='nullspace')
+    with pytest.raises(ValueError, match='base_wrench: expected a floating-base'):
+        M.maximal_dynamics(fixed, np.zeros(3), np.zeros(3), np.zeros(3), base_wrench=np.ones(6))
+    with pytest.raises(ValueError, match='base_acceleration: expected 6 values'):
+        M.maximal_dynamics(model, q, v, np.zeros(3), base_acceleration=np.ones(5))
+    with pytest.raises(D.UnknownNameError):
+        M.maximal_dynamics(model, q, v, np.zeros(3), link_wrenches={'nope': np.ones(6)})
+
+
+# --------------------------------------------------------------------------------------------
+# 3: joint reactions
+# --------------------------------------------------------------------------------------------
+
+
+def pendulum(m: float = 3.0, lc: float = 0.6, ic: float = 0.05, gravity=(0, 0, -9.81)):
+    urdf = f"""<robot name="pend"><link name="world_link"/>
+      <joint name="pivot" type="continuous"><parent link="world_link"/><child link="bob"/>
+        <axis xyz="0 1 0"/></joint>
+      <link name="bob"><inertial><origin xyz="0 0 {-lc}"/><mass value="{m}"/>
+        <inertia ixx="{ic}" iyy="{ic}" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+    </robot>"""
+    return D.load_urdf(urdf, floating_base=False, gravity=gravity)
+
+
+@pytest.mark.parametrize('phi,phid,tau', [(0.0, 0.0, 0.0), (0.4, 1.3, 0.7), (2.0, -2.5, -1.1)])
+def test_reaction_of_a_pendulum_in_gravity_closed_form(phi: float, phid: float, tau: float):
+    m, lc, ic, g = 3.0, 0.6, 0.05, np.array([0, 0, -9.81])
+    model = pendulum(m, lc, ic)
+    # by hand: rotation about y, CoM at r = Ry(phi) (0, 0, -lc)
+    phidd = (tau - m * 9.81 * lc * np.sin(phi)) / (ic + m * lc**2)
+    r = np.array([-lc * np.sin(phi), 0.0, -lc * np.cos(phi)])
+    w, alpha = np.array([0, phid, 0]), np.array([0, phidd, 0])
+    a_c = np.cross(alpha, r) + np.cross(w, np.cross(w, r))
+    f = m * (a_c - g)  # f + m g = m a_c
+    n = np.array([0, ic * phidd, 0]) + np.cross(r, f)  # about the CoM: n - r x f = I_c alpha
+    reac = M.joint_reactions(model, [phi], [phid], [tau])['pivot']
+    assert rel_err(reac, np.r_[f, n]) < 1e-12
+    assert reac[4] == pytest.approx(tau, abs=1e-12)  # only the actuation about the axis
+    assert D.forward_dynamics(model, [phi], [phid], [tau], method='kkt')[0] == pytest.approx(
+        phidd, rel=1e-12
+    )
+
+
+def test_reaction_of_bodies_at_rest_under_gravity() -> None:
+    """Two links held still by their motors: joint 1 carries the weight of both."""
+    m1, m2, l1, c1, c2 = 2.0, 1.5, 0.8, 0.4, 0.3
+    urdf = f"""<robot name="arm"><link name="world_link"/>
+      <joint name="j1" type="revolute"><parent link="world_link"/><child link="l1"/>
+        <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+      <link name="l1"><inertial><origin xyz="{c1} 0 0"/><mass value="{m1}"/>
+        <inertia ixx="0.01" iyy="0.05" izz="0.05" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
+        <origin xyz="{l1} 0 0"/><axis xyz="0 1 0"/>
+        <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+      <link name="l2"><inertial><origin xyz="{c2} 0 0"/><mass value="{m2}"/>
+        <inertia ixx="0.01" iyy="0.03" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>
+    </robot>"""
+    g = 9.81
+    model = D.load_urdf(urdf, floating_base=False, gravity=(0, 0, -g))
+    q = np.array([0.0, 0.0])  # both links horizontal along +x
+    # by hand: a weight m g (along -z) at +c x has the y moment (c x) x (-m g z) = +m g c y,
+    # so the motors hold the links with tau2 = -m2 g c2 and tau1 = -(m1 g c1 + m2 g (l1 + c2))
+    tau2 = -m2 * g * c2
+    tau1 = -(m1 * g * c1 + m2 * g * (l1 + c2))
+    a = D.forward_dynamics(model, q, [0, 0], [tau1, tau2], method='kkt')
+    np.testing.assert_allclose(a, 0.0, atol=1e-12)
+    reac = M.joint_reactions(model, q, [0, 0], [tau1, tau2])
+    np.testing.assert_allclose(reac['j1'], [0, 0, (m1 + m2) * g, 0, tau1, 0], atol=1e-12)
+    np.testing.assert_allclose(reac['j2'], [0, 0, m2 * g, 0, tau2, 0], atol=1e-12)
+    # the ground holds the whole robot (the base hinge h_0, Remark 3)
+    sol = M.maximal_dynamics(model, q, [0, 0], [tau1, tau2])
+    assert sol.root_wrench[2] == pytest.approx((m1 + m2) * g, rel=1e-12)
+
+
+def test_reaction_of_a_spinning_unbalanced_body_gyroscopic() -> None:
+    """A body spun about z at constant rate with products of inertia and an offset CoM."""
+    m, Om = 2.5, 3.0
+    cx, cy, h = 0.1, -0.05, 0.3
+    Ixx, Iyy, Izz, Ixz, Iyz = 0.5, 0.6, 0.4, 0.07, -0.04
+    urdf = f"""<robot name="rotor"><link name="world_link"/>
+      <joint name="spin" type="continuous"><parent link="world_link"/><child link="rotor"/>
+        <axis xyz="0 0 1"/></joint>
+      <link name="rotor"><inertial><origin xyz="{cx} {cy} {h}"/><mass value="{m}"/>
+        <inertia ixx="{Ixx}" iyy="{Iyy}" izz="{Izz}" ixy="0" ixz="{Ixz}" iyz="{Iyz}"/>
+      </inertial></link></robot>"""
+    model = D.load_urdf(urdf, floating_base=False)
+    a = D.forward_dynamics(model, [0.0], [Om], [0.0], method='nullspace')
+    assert abs(a[0]) < 1e-12  # the gyroscopic moment is normal to the axis
+    r = np.array([cx, cy, h])
+    f = m * (-(Om**2) * np.array([cx, cy, 0.0]))  # centripetal
+    n_c = Om**2 * np.array([-Iyz, Ixz, 0.0])  # w x I w with w = Om z
+    n = n_c + np.cross(r, f)  # moment about the pivot (origin)
+    reac = M.joint_reactions(model, [0.0], [Om], [0.0], method='nullspace')['spin']
+    assert rel_err(reac, np.r_[f, n]) < 1e-12
+
+
+def body_momentum(model: D.Model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(nb, 6) ``[m r'_c; I_w w]`` of each body, from the core's link Jacobians."""
+    out = []
+    for i, link in enumerate(model.body_names):
+        p, R = D.link_pose(model, q, link)
+        J = D.link_jacobian(model, q, link)
+        w = J[3:] @ v
+        lever = R @ model.arrays.com[i]
+        rdot = J[:3] @ v + np.cross(w, lever)
+        Iw = R @ model.arrays.inertia[i] @ R.T
+        out.append(np.r_[model.arrays.mass[i] * rdot, Iw @ w])
+    return np.array(out)
+
+
+@pytest.mark.parametrize('seed', [2, 5])
+def test_reactions_balance_each_body_momentum_rate(seed: int) -> None:
+    """Sum of wrenches on each body (gravity, external, reactions) = its rate of momentum.
+
+    The rate is a central finite difference (h = 1e-4, O(h^2)) of the body momenta computed
+    from the core's Jacobians along the ABA motion: independent of the Lagrangian solution.
+    """
+    rng = np.random.default_rng(seed)
+    for floating in (True, False):
+        model = D.load_urdf(random_urdf(seed, 6, prismatic=0.4), floating_base=floating, gravity=G)
+        q, v = random_state(model, rng)
+        tau, bw, lw = random_inputs(model, rng)
+        a = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+        h = 1e-4
+        qp = D.integrate(model, q, h * v + 0.5 * h * h * a)
+        qm = D.integrate(model, q, -h * v + 0.5 * h * h * a)
+        rate = (body_momentum(model, qp, v + h * a) - body_momentum(model, qm, v - h * a)) / (
+            2 * h
+        )
+        reac = M.joint_reactions(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+        sol = M.maximal_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+        R, p = D.body_poses(model, q)
+        c = p + np.einsum('bij,bj->bi', R, model.arrays.com)
+        total = np.zeros((model.n + 1, 6))
+        total[:, :3] = model.arrays.mass[:, None] * np.asarray(G)
+        for link, w in lw.items():
+            fr = model.frame(link)
+            pt = p[fr.body] + R[fr.body] @ fr.translation
+            total[fr.body] += np.r_[w[:3], w[3:] + np.cross(pt - c[fr.body], w[:3])]
+        if floating:
+            total[0] += bw
+        else:
+            total[0] += sol.root_wrench
+        for j, name in enumerate(model.joint_names):
+            child, parent = j + 1, model.arrays.parent[j + 1]
+            o = p[child]
+            wr = reac[name]
+            total[child] += np.r_[wr[:3], wr[3:] + np.cross(o - c[child], wr[:3])]
+            total[parent] -= np.r_[wr[:3], wr[3:] + np.cross(o - c[parent], wr[:3])]
+        assert rel_err(total, rate) < 1e-6, rel_err(total, rate)
+
+
+# --------------------------------------------------------------------------------------------
+# 4: prescribed-motion base (Remark 3)
+# --------------------------------------------------------------------------------------------
+
+
+def test_prescribed_rest_equals_fixed_base() -> None:
+    rng = np.random.default_rng(11)
+    urdf = random_urdf(6, 6)
+    fixed = D.load_urdf(urdf, floating_base=False, gravity=G)
+    free = D.load_urdf(urdf, floating_base=True, gravity=G)
+    phi, phid, tau = rng.uniform(-1, 1, 6), rng.normal(size=6), rng.normal(size=6)
+    ref = D.forward_dynamics(fixed, phi, phid, tau)
+    at_rest = (np.r_[free.arrays.com[0], 0, 0, 0, 1], np.zeros(6), np.zeros(6))
+    for method in ('kkt', 'nullspace'):
+        sol = M.prescribed_base_dynamics(
+            free, lambda t: at_rest, 0.0, phi, phid, tau, method=method
+        )
+        assert rel_err(sol.a[6:], ref) < 1e-9
+        np.testing.assert_array_equal(sol.a[:6], 0.0)
+        # the same ground wrench as the fixed base's hinge h_0
+        fixed_sol = M.maximal_dynamics(fixed, phi, phid, tau, method=method)
+        assert rel_err(sol.root_wrench, fixed_sol.root_wrench) < 1e-9
+    # a trajectory of the prescribed-at-rest base = the fixed-base RK4 trajectory of the core
+    t, P, Pd = M.simulate_prescribed_base(free, lambda t: at_rest, phi, phid, tau, 0.2, 0.01)
+    qf, vf = phi.copy(), phid.copy()
+    for _ in range(20):
+        qf, vf = D.step(fixed, qf, vf, tau, 0.01)
+    assert t[-1] == pytest.approx(0.2) and rel_err(P[-1], qf) < 1e-9 and rel_err(Pd[-1], vf) < 1e-9
+
+
+def test_prescribed_free_floating_base_acceleration_reproduces_free_motion() -> None:
+    rng = np.random.default_rng(12)
+    model = D.load_urdf(random_urdf(7, 7, prismatic=0.3), gravity=G)
+    q, v = random_state(model, rng)
+    tau, bw, lw = random_inputs(model, rng)
+    a = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+    sol = M.maximal_dynamics(
+        model, q, v, tau, base_wrench=bw, link_wrenches=lw, base_acceleration=a[:6]
+    )
+    assert rel_err(sol.a, a) < 1e-9
+    # no extra wrench is needed to impose the motion the base has anyway
+    assert np.linalg.norm(sol.root_wrench) < 1e-9 * max(1.0, np.linalg.norm(bw))
+
+
+def test_prescribed_arbitrary_motion_is_consistent_with_inverse_dynamics() -> None:
+    """Base on a tumbling, accelerating trajectory: RNEA of the result gives back tau and the
+    wrench the prescribing body applies."""
+    rng = np.random.default_rng(13)
+    model = D.load_urdf(random_urdf(8, 5), gravity=G)
+    w0, dw0 = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3])
+
+    def motion(t: float):
+        r = np.array([np.sin(t), 0.5 * t**2, np.cos(2 * t)])
+        V = np.array([np.cos(t), t, -2 * np.sin(2 * t)])
+        A = np.array([-np.sin(t), 1.0, -4 * np.cos(2 * t)])
+        rv = w0 * t + 0.5 * dw0 * t * t  # not the attitude of w, but any pose will do here
+        ang = np.linalg.norm(rv)
+        quat = np.r_[np.sin(ang / 2) * rv / ang, np.cos(ang / 2)]
+        return np.r_[r, quat], np.r_[V, w0 + dw0 * t], np.r_[A, dw0]
+
+    phi, phid, tau = rng.uniform(-1, 1, 5), rng.normal(size=5), rng.normal(size=5)
+    sol = M.prescribed_base_dynamics(model, motion, 0.7, phi, phid, tau)
+    qb, vb, ab = motion(0.7)
+    gen = D.inverse_dynamics(model, np.r_[qb, phi], np.r_[vb, phid], sol.a)
+    assert rel_err(gen[6:], tau) < 1e-9
+    assert rel_err(gen[:6], sol.root_wrench) < 1e-9
+    np.testing.assert_array_equal(sol.a[:6], ab)
+    with pytest.raises(ValueError, match='floating-base'):
+        fixed = D.load_urdf(random_urdf(8, 5), floating_base=False)
+        M.prescribed_base_dynamics(fixed, motion, 0.0, phi, phid, tau)
+
+
+# --------------------------------------------------------------------------------------------
+# 5: closed chains (section 4) against Pinocchio's constraint dynamics
+# --------------------------------------------------------------------------------------------
+
+pin = pytest.importorskip('pinocchio')
+
+FB = {'a': 0.4, 'b': 1.0, 'c': 0.7, 'd': 0.9}  # crank, coupler, rocker, ground pivot distance
+
+
+def _bar(name: str, m: float, length: float, w: float = 0.04) -> str:
+    ixx, iyy = m * w * w / 6, m * (length**2 + w * w) / 12
+    return (
+        f'<link name="{name}"><inertial><origin xyz="{length / 2} 0 0"/><mass value="{m}"/>'
+        f'<inertia ixx="{ixx!r}" iyy="{iyy!r}" izz="{iyy!r}" ixy="0" ixz="0" iyz="0"/>'
+        '</inertial></link>'
+    )
+
+
+def _rev(name: str, parent: str, child: str, xyz, axis: str = '0 0 1') -> str:
+    return (
+        f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+        f'<origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}"/><axis xyz="{axis}"/>'
+        '<limit lower="-10" upper="10" effort="1" velocity="1"/></joint>'
+    )
+
+
+FOURBAR = (
+    '<robot name="fourbar"><link name="ground"/>'
+    + _rev('j1', 'ground', 'crank', (0, 0, 0))
+    + _bar('crank', 1.0, FB['a'])
+    + _rev('j2', 'crank', 'coupler', (FB['a'], 0, 0))
+    + _bar('coupler', 2.0, FB['b'])
+    + _rev('j3', 'coupler', 'rocker', (FB['b'], 0, 0))
+    + _bar('rocker', 1.5, FB['c'])
+    + '</robot>'
+)
+
+
+def fourbar_chain(kind: str, gravity=(0, -9.81, 0), **kw) -> M.ClosedChain:
+    model = D.load_urdf(FOURBAR, floating_base=False, gravity=gravity)
+    loop = M.LoopClosure(
+        'cut',
+        'rocker',
+        'ground',
+        kind,
+        translation_a=[FB['c'], 0, 0],
+        translation_b=[FB['d'], 0, 0],
+    )
+    return M.ClosedChain(model, [loop], **kw)
+
+
+def _inertial(rng: np.random.Generator, m: float, com) -> str:
+    Qr, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    inertia = Qr @ np.diag(rng.uniform(0.02, 0.05, 3)) @ Qr.T
+    f = [float(x) for x in (inertia[0, 0], inertia[1, 1], inertia[2, 2])]
+    o = [float(x) for x in (inertia[0, 1], inertia[0, 2], inertia[1, 2])]
+    return (
+        f'<inertial><origin xyz="{com[0]} {com[1]} {com[2]}"/><mass value="{m}"/>'
+        f'<inertia ixx="{f[0]!r}" iyy="{f[1]!r}" izz="{f[2]!r}" ixy="{o[0]!r}" ixz="{o[1]!r}"'
+        f' iyz="{o[2]!r}"/></inertial>'
+    )
+
+
+def spatial_loop_urdf(seed: int = 5) -> str:
+    """A floating base with two arms (4 + 3 revolute joints) whose tips meet at q = 0."""
+    rng = np.random.default_rng(seed)
+
+    def link(name: str, m: float, com) -> str:
+        return f'<link name="{name}">{_inertial(rng, m, com)}</link>'
+
+    return (
+        '<robot name="spatial_loop">'
+        + link('base', 20.0, (0.05, -0.02, 0.1))
+        + _rev('a1', 'base', 'la1', (0.3, 0.2, 0), '1 0 0')
+        + link('la1', 1.0, (0, 0, 0.2))
+        + _rev('a2', 'la1', 'la2', (0, 0, 0.4), '0 1 0')
+        + link('la2', 1.2, (0.15, 0, 0))
+        + _rev('a3', 'la2', 'la3', (0.3, 0, 0), '0 0 1')
+        + link('la3', 0.8, (0.05, 0, 0))
+        + _rev('a4', 'la3', 'la4', (0.1, 0, 0), '1 0 0')
+        + link('la4', 0.5, (0.05, -0.1, 0))
+        + _rev('b1', 'base', 'lb1', (0.3, -0.2, 0), '0 0 1')
+        + link('lb1', 1.0, (0, 0, 0.2))
+        + _rev('b2', 'lb1', 'lb2', (0, 0, 0.4), '1 0 0')
+        + link('lb2', 1.1, (0.15, 0, 0))
+        + _rev('b3', 'lb2', 'lb3', (0.3, 0, 0), '0 1 0')
+        + link('lb3', 0.7, (0.1, 0.1, 0))
+        + '</robot>'
+    )
+
+
+TIP_A, TIP_B = np.array([0.1, -0.2, 0.0]), np.array([0.2, 0.2, 0.0])
+
+
+def spatial_chain(kind: str, gravity=(0, 0, -9.81), **kw) -> M.ClosedChain:
+    model = D.load_urdf(spatial_loop_urdf(), floating_base=True, gravity=gravity)
+    loop = M.LoopClosure('tips', 'la4', 'lb3', kind, translation_a=TIP_A, translation_b=TIP_B)
+    return M.ClosedChain(model, [loop], **kw)
+
+
+def pinocchio_constraint_dynamics(
+    urdf: str, model: D.Model, q, v, tau, contact, placements, bw=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pinocchio's constraintDynamics in our coordinates (see test_pinocchio_oracle.py for the
+    conversion: root origin ``p = r0 - R c0``, body-frame base twist, joints by name).
+
+    Returns our-convention accelerations and Pinocchio's multipliers ``lambda_c`` (the force on
+    joint 1's side, in its constraint frame).
+    """
+    floating = model.floating_base
+    pm = (
+        pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+        if floating
+        else (pin.buildModelFromXML(urdf))
+    )
+    pm.gravity.linear[:] = model.gravity
+    pd = pm.createData()
+    off_p, off = (7, 7) if floating else (0, 0)
+    offv = 6 if floating else 0
+    perm = [pm.joints[pm.getJointId(nm)].idx_v - offv for nm in model.joint_names]
+    qp, vp, tp = np.zeros(pm.nq), np.zeros(pm.nv), np.zeros(pm.nv)
+    if floating:
+        c0 = pm.inertias[1].lever.copy()
+        R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
+        qp[:3], qp[3:7] = q[:3] - R @ c0, q[3:7]
+        V0, w0 = v[:3], v[3:6]
+        vp[3:6] = R.T @ w0
+        vp[:3] = R.T @ V0 + np.cross(c0, R.T @ w0)
+        if bw is not None:
+            tp[:3] = R.T @ bw[:3]
+            tp[3:6] = R.T @ (bw[3:] + np.cross(R @ c0, bw[:3]))
+    for k, pk in enumerate(perm):
+        qp[off_p + pk], vp[offv + pk], tp[offv + pk] = q[off + k], v[offv + k], tau[k]
+    (link1, X1), (link2, X2) = placements
+    j1 = pm.getJointId(link1) if link1 else 0
+    j2 = pm.getJointId(link2) if link2 else 0
+    cm = pin.RigidConstraintModel(contact, pm, j1, X1, j2, X2, pin.ReferenceFrame.LOCAL)
+    cms = pin.StdVec_RigidConstraintModel()
+    cms.append(cm)
+    cds = pin.StdVec_RigidConstraintData()
+    cds.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-14, 1e-10, 200)
+    ap = pin.constraintDynamics(pm, pd, qp, vp, tp, cms, cds, prox)
+    a = np.zeros(model.nv)
+    if floating:
+        wp = ap[3:6]
+        a[3:6] = R @ wp
+        a[:3] = R @ (ap[:3] - np.cross(c0, wp)) + np.cross(w0, V0)
+    for k, pk in enumerate(perm):
+        a[offv + k] = ap[offv + pk]
+    return a, pd.lambda_c.copy()
+
+
+@pytest.mark.parametrize('kind', ['ball', 'revolute'])
+def test_planar_fourbar_matches_pinocchio_and_warns_redundancy(kind: str) -> None:
+    rng = np.random.default_rng(21)
+    chain = fourbar_chain(kind, alpha=0.0, beta=0.0)
+    model = chain.model
+    with pytest.warns(M.RedundantConstraintWarning, match='rank'):
+        chain.dynamics(*chain.assemble([1.2, -0.9, -1.5], locked=['j1']), np.zeros(3))
+    worst = 0.0
+    for crank in (0.3, 1.2, 2.5):
+        q, v = chain.assemble([crank, -0.9, -1.5], np.r_[rng.normal(), 0, 0], locked=['j1'])
+        tau = rng.normal(size=3)
+        ref, lam = pinocchio_constraint_dynamics(
+            FOURBAR,
+            model,
+            q,
+            v,
+            tau,
+            pin.ContactType.CONTACT_3D,
+            [
+                ('j3', pin.SE3(np.eye(3), np.r_[FB['c'], 0, 0])),
+                (None, pin.SE3(np.eye(3), np.r_[FB['d'], 0, 0])),
+            ],
+        )
+        R_rocker = D.link_pose(model, q, 'rocker')[1]
+        for method in ('kkt', 'nullspace'):
+            sol = chain.dynamics(q, v, tau, method=method)
+            worst = max(worst, rel_err(sol.a, ref))
+            assert rel_err(sol.a, ref) < 1e-8, (method, rel_err(sol.a, ref))
+            # loop-closure force on the ground = minus Pinocchio's force on the rocker
+            assert rel_err(sol.loop_wrenches['cut'][:3], -R_rocker @ lam[:3]) < 1e-8
+            assert sol.rank == sol.n_rows - (1 if kind == 'ball' else 3)
+    assert worst < 1e-8
+
+
+@pytest.mark.parametrize('kind', ['ball', 'weld'])
+def test_spatial_loop_on_floating_base_matches_pinocchio(kind: str) -> None:
+    rng = np.random.default_rng(22)
+    chain = spatial_chain(kind, alpha=0.0, beta=0.0)
+    model = chain.model
+    contact = pin.ContactType.CONTACT_3D if kind == 'ball' else pin.ContactType.CONTACT_6D
+    for _ in range(3):
+        q0 = D.neutral(model)
+        quat = rng.normal(size=4)
+        q0[:3], q0[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
+        q0[7:] = 0.1 * rng.normal(size=7)
+        q, v = chain.assemble(q0, rng.normal(size=model.nv))
+        xi, xid = chain.constraint_error(q, v)
+        assert np.abs(xi).max() < 1e-12 and np.abs(xid).max() < 1e-12
+        tau, bw = rng.normal(size=7), rng.normal(size=6)
+        ref, lam = pinocchio_constraint_dynamics(
+            spatial_loop_urdf(),
+            model,
+            q,
+            v,
+            tau,
+            contact,
+            [('a4', pin.SE3(np.eye(3), TIP_A)), ('b3', pin.SE3(np.eye(3), TIP_B))],
+            bw,
+        )
+        R_a = D.link_pose(model, q, 'la4')[1]
+        for method in ('kkt', 'nullspace'):
+            sol = chain.dynamics(q, v, tau, base_wrench=bw, method=method)
+            assert rel_err(sol.a, ref) < 1e-8, (method, rel_err(sol.a, ref))
+            assert sol.rank == sol.n_rows  # generic spatial loop: no redundancy
+            w = sol.loop_wrenches['tips']
+            assert rel_err(w[:3], -R_a @ lam[:3]) < 1e-8
+            if kind == 'weld':
+                assert rel_err(w[3:], -R_a @ lam[3:]) < 1e-8
+
+
+def test_baumgarte_keeps_the_fourbar_assembled_for_10_s() -> None:
+    """RK4 at 4 ms for 10 s (mild gravity): drift <= 1e-8 with the default gains, and much
+    larger without (the constraint error then grows along the run)."""
+    drifts = {}
+    for stabilize in (True, False):
+        chain = fourbar_chain('revolute', gravity=(0, -1.0, 0))
+        q, v = chain.assemble([1.2, -0.9, -1.5], [1.0, 0, 0], locked=['j1'])
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+            t, Q, V = chain.simulate(q, v, np.zeros(3), 10.0, 0.004, stabilize=stabilize)
+        assert t[-1] == pytest.approx(10.0)
+        drifts[stabilize] = max(
+            np.abs(chain.constraint_error(Q[k], V[k])[0]).max() for k in range(0, t.size, 25)
+        )
+    assert drifts[True] <= 1e-8, drifts
+    assert drifts[False] > 10 * drifts[True], drifts
+
+
+def test_free_floating_closed_chain_conserves_momentum() -> None:
+    rng = np.random.default_rng(23)
+    chain = spatial_chain('ball', gravity=(0, 0, 0))
+    model = chain.model
+    q0 = D.neutral(model)
+    q0[3:7] = [0, 0, 0, 1]
+    q0[7:] = 0.1 * rng.normal(size=7)
+    q, v = chain.assemble(q0, rng.normal(size=model.nv), move_base=True)
+    h0 = D.momentum(model, q, v)
+    tau = 0.5 * rng.normal(size=7)  # internal efforts do not change the momentum
+    # instantaneous: the cut-hinge forces are internal (central difference along the motion)
+    a, h = chain.acceleration(q, v, tau), 1e-5
+    rate = (
+        D.momentum(model, D.integrate(model, q, h * v + 0.5 * h * h * a), v + h * a)
+        - D.momentum(model, D.integrate(model, q, -h * v + 0.5 * h * h * a), v - h * a)
+    ) / (2 * h)
+    assert np.linalg.norm(rate) < 1e-7 * np.linalg.norm(h0)
+    # along 0.5 s of RK4 at 2.5 ms (the residual is RK4's O(dt^4) error: 7e-9 at 5 ms)
+    t, Q, V = chain.simulate(q, v, tau, 0.5, 0.0025)
+    h1 = D.momentum(model, Q[-1], V[-1])
+    assert np.linalg.norm(h1 - h0) <= 1e-9 * np.linalg.norm(h0)
+    assert np.abs(chain.constraint_error(Q[-1], V[-1])[0]).max() < 1e-8
+    assert np.linalg.norm(V[-1] - V[0]) > 0.1  # it did move
+
+
+def test_assembly_and_bad_loops() -> None:
+    chain = fourbar_chain('ball')
+    q, v = chain.assemble([0.7, -0.5, -1.8], [0.5, 0.0, 0.0], locked=['j1'])
+    assert q[0] == 0.7 and v[0] == 0.5  # the locked crank keeps its coordinate and rate
+    xi, xid = chain.constraint_error(q, v)
+    assert np.abs(xi).max() < 1e-12 and np.abs(xid).max() < 1e-12
+    model = chain.model
+    with pytest.raises(ValueError, match='kind expected one of'):
+        M.LoopClosure('x', 'crank', 'ground', 'slider')
+    with pytest.raises(ValueError, match='same body'):
+        M.ClosedChain(model, [M.LoopClosure('x', 'crank', 'crank')])
+    with pytest.raises(D.UnknownNameError):
+        M.ClosedChain(model, [M.LoopClosure('x', 'crank', 'nope')])
+    with pytest.raises(ValueError, match='rotation matrix'):
+        M.LoopClosure('x', 'crank', 'ground', rotation_a=np.ones((3, 3)))
+    with pytest.raises(RuntimeError, match='no convergence'):
+        chain.assemble([0.7, -0.5, -1.8], locked=['j1', 'j2', 'j3'], max_iter=3)
