@@ -18,6 +18,9 @@ topic                      type                                 content
 ``ee_goal`` (sub)          geometry_msgs/PoseStamped            goal in world_frame
 ``joint_effort_commands``  std_msgs/Float64MultiArray           efforts, model joint order
 ``ee_pose``                geometry_msgs/PoseStamped            end effector in world_frame
+``ee_path``                nav_msgs/Path                        last ``EE_PATH_LENGTH`` end-
+                                                                effector poses in world_frame,
+                                                                one per ``EE_PATH_PERIOD``
 ``status``                 std_msgs/Float64MultiArray           see ``STATUS_FIELDS``
 =========================  ===================================  ==============================
 
@@ -38,11 +41,12 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import deque
 
 import numpy as np
 import rclpy
 from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import Odometry
+from nav_msgs.msg import Odometry, Path
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.node import Node
 from rclpy.time import Time
@@ -64,6 +68,9 @@ STATUS_FIELDS = (
     'mode',
     'goal_active',
 )
+#: ``ee_path``: poses kept (the oldest drop out) and node-clock seconds between two of them.
+EE_PATH_LENGTH = 500
+EE_PATH_PERIOD = 0.1
 
 
 def _quat_to_rot(x: float, y: float, z: float, w: float) -> np.ndarray:
@@ -154,6 +161,9 @@ class ReactionlessControllerNode(Node):
 
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'joint_effort_commands', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'ee_pose', 10)
+        self.pub_path = self.create_publisher(Path, 'ee_path', 10)
+        self._path_poses: deque[PoseStamped] = deque(maxlen=EE_PATH_LENGTH)
+        self._path_last_ns: int | None = None
         self.pub_status = self.create_publisher(Float64MultiArray, 'status', 10)
         self.create_subscription(JointState, 'joint_states', self._on_joints, 10)
         self.create_subscription(Odometry, 'base_odom', self._on_odom, 10)
@@ -309,6 +319,7 @@ class ReactionlessControllerNode(Node):
         o = pose.pose.orientation
         o.x, o.y, o.z, o.w = (float(x) for x in out.ee_quaternion)
         self.pub_pose.publish(pose)
+        self._append_path(pose)
         self._status_msg.data = [
             out.position_error,
             out.base_angular_rate,
@@ -320,6 +331,19 @@ class ReactionlessControllerNode(Node):
             0.0 if self._goal_p is None else 1.0,
         ]
         self.pub_status.publish(self._status_msg)
+
+    def _append_path(self, pose: PoseStamped) -> None:
+        """Append ``pose`` to ``ee_path`` at most every ``EE_PATH_PERIOD`` and publish it."""
+        now_ns = self.get_clock().now().nanoseconds
+        last = self._path_last_ns
+        if last is not None and 0 <= now_ns - last < EE_PATH_PERIOD * 1e9:
+            return  # (a clock jumping back, e.g. a restarted simulator, appends at once)
+        self._path_last_ns = now_ns
+        self._path_poses.append(pose)
+        path = Path()
+        path.header = pose.header
+        path.poses = list(self._path_poses)
+        self.pub_path.publish(path)
 
 
 def main(args: list[str] | None = None) -> int:

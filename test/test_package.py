@@ -76,7 +76,7 @@ def test_package_xml_parses_and_declares_every_import() -> None:
 
 def test_setup_py_installs_the_ament_marker_and_package_xml() -> None:
     text = (ROOT / 'setup.py').read_text()
-    assert "resource/{package_name}" in text or 'resource/ffsim_ros' in text
+    assert 'resource/{package_name}' in text or 'resource/ffsim_ros' in text
     assert (ROOT / 'resource' / 'ffsim_ros').is_file()
     assert 'package.xml' in text
 

@@ -1,0 +1,224 @@
+"""Plain-Python helpers of the launch files in ``launch/`` (no ``launch`` import here).
+
+Kept in the package so that ``launch/ffsim.launch.py`` and ``launch/multi_robot.launch.py``
+share them and so that they are unit-tested without a ROS launch installation:
+
+* :func:`resolve_robot` turns the ``robot`` launch argument (sample name or path) into a file;
+* :func:`frame_prefix` gives the TF frame prefix of a namespaced robot (``robot1`` ->
+  ``robot1/``, as ``robot_state_publisher``'s ``frame_prefix`` and the simulator's
+  ``frame_prefix`` expect it, and as RViz's RobotModel ``TF Prefix`` + ``/`` produces it);
+* :func:`write_rviz_config` derives an RViz config showing one or several namespaced robots
+  from ``config/rviz/ffsim.rviz``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+from ffsim_ros.resources import sample_robot, share_path
+
+#: Suffixes of robot description files run through ``xacro`` before use.
+XACRO_SUFFIXES = ('.xacro',)
+
+#: RViz display classes that show one robot's topics (duplicated per robot namespace).
+PER_ROBOT_DISPLAYS = (
+    'rviz_default_plugins/RobotModel',
+    'rviz_default_plugins/MarkerArray',
+    'rviz_default_plugins/Pose',
+    'rviz_default_plugins/Path',
+)
+
+_NAME_TOKEN = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+_TRUE = ('true', '1', 'yes', 'on')
+_FALSE = ('false', '0', 'no', 'off')
+
+
+def as_bool(text: str, name: str) -> bool:
+    """Value of a boolean launch argument (``true``/``false``, case-insensitive, or 1/0).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, for any other text.
+    """
+    value = str(text).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f'{name}: expected true or false, got {text!r}')
+
+
+def clean_namespace(namespace: str) -> str:
+    """Namespace without leading/trailing ``/`` ('' for none), validated token by token.
+
+    Raises
+    ------
+    ValueError
+        If a token is not a valid ROS name token (letters, digits, ``_``; no leading digit).
+    """
+    ns = str(namespace).strip().strip('/')
+    if not ns:
+        return ''
+    for token in ns.split('/'):
+        if not _NAME_TOKEN.match(token):
+            raise ValueError(f'namespace: invalid token {token!r} in {namespace!r}')
+    return ns
+
+
+def frame_prefix(namespace: str) -> str:
+    """TF frame prefix of the robot in ``namespace``: ``'robot1/'``, or '' without one."""
+    ns = clean_namespace(namespace)
+    return f'{ns}/' if ns else ''
+
+
+def resolve_robot(robot: str) -> Path:
+    """File of the ``robot`` launch argument: a sample name (``urdf/<name>.urdf``) or a path.
+
+    A value without ``/`` and without a ``.urdf``/``.xacro`` suffix is a sample name.
+
+    Raises
+    ------
+    FileNotFoundError
+        Unknown sample (the message lists the samples) or missing file.
+    """
+    value = str(robot).strip()
+    if not value:
+        raise FileNotFoundError('robot: expected a sample robot name or a URDF path, got ""')
+    if '/' not in value and not value.endswith(('.urdf', *XACRO_SUFFIXES)):
+        return sample_robot(value)
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f'robot: no such file {value!r}')
+    return path.resolve()
+
+
+def is_xacro(path: str | Path) -> bool:
+    """True when the description file must be expanded with ``xacro``."""
+    return str(path).endswith(XACRO_SUFFIXES)
+
+
+def link_names(urdf_text: str) -> list[str]:
+    """Names of the ``<link>`` elements of a URDF document (document order)."""
+    root = ET.fromstring(urdf_text)
+    return [link.get('name', '') for link in root.findall('link')]
+
+
+def default_ee_link(urdf_text: str, preferred: str = 'ee_link') -> str:
+    """End-effector link for the controller when the launch does not name one.
+
+    ``preferred`` if the URDF has it, else the first link whose name ends in ``ee_link``
+    (``left_ee_link`` for ``dual_arm_servicer``).
+
+    Raises
+    ------
+    ValueError
+        If there is no such link.
+    """
+    names = link_names(urdf_text)
+    if preferred in names:
+        return preferred
+    for name in names:
+        if name.endswith('ee_link'):
+            return name
+    raise ValueError(f'ee_link: the robot has no link named *ee_link; links: {names}')
+
+
+def parse_vector(text: str, size: int, name: str) -> list[float]:
+    """Floats of a vector launch argument: ``'[0, -5, 0]'``, ``'0,-5,0'`` or ``'0 -5 0'``.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, for a wrong count or a non-numeric entry.
+    """
+    parts = [p for p in re.split(r'[\s,]+', str(text).strip().strip('[]()')) if p]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f'{name}: expected {size} numbers, got {text!r}') from None
+    if len(values) != size:
+        raise ValueError(f'{name}: expected {size} numbers, got {text!r}')
+    return values
+
+
+def default_rviz_config() -> Path:
+    """The installed ``config/rviz/ffsim.rviz``."""
+    return share_path('config', 'rviz', 'ffsim.rviz')
+
+
+def _namespaced_topic(topic: str, namespace: str) -> str:
+    if not namespace or topic.startswith('/'):
+        return topic
+    return f'/{namespace}/{topic}'
+
+
+def _retarget(display: dict, namespace: str) -> dict:
+    out = copy.deepcopy(display)
+    for key in ('Topic', 'Description Topic'):
+        entry = out.get(key)
+        if isinstance(entry, dict) and isinstance(entry.get('Value'), str):
+            entry['Value'] = _namespaced_topic(entry['Value'], namespace)
+    if out.get('Class') == 'rviz_default_plugins/RobotModel':
+        out['TF Prefix'] = namespace  # RViz joins it with '/': '<ns>/<link>'
+    if namespace:
+        out['Name'] = f'{out.get("Name", out.get("Class", "display"))} ({namespace})'
+    return out
+
+
+def rviz_config_for(template: dict, namespaces: Sequence[str]) -> dict:
+    """RViz config (parsed YAML) with the per-robot displays repeated for each namespace.
+
+    Relative topics of the per-robot displays (:data:`PER_ROBOT_DISPLAYS`) become
+    ``/<ns>/<topic>`` and the RobotModel gets ``TF Prefix: <ns>``, so one RViz shows robots
+    that ``robot_state_publisher`` publishes with ``frame_prefix: <ns>/``.
+    """
+    config = copy.deepcopy(template)
+    manager = config['Visualization Manager']
+    displays = []
+    for display in manager['Displays']:
+        if display.get('Class') in PER_ROBOT_DISPLAYS:
+            displays.extend(_retarget(display, clean_namespace(ns)) for ns in namespaces)
+        else:
+            displays.append(display)
+    manager['Displays'] = displays
+    return config
+
+
+def write_rviz_config(
+    namespaces: Sequence[str],
+    template: str | Path | None = None,
+    directory: str | Path | None = None,
+) -> Path:
+    """Write :func:`rviz_config_for` of ``template`` to a new file and return its path.
+
+    With a single empty namespace the template is returned unchanged (no file written).
+    """
+    template = Path(template) if template else default_rviz_config()
+    if [clean_namespace(ns) for ns in namespaces] == ['']:
+        return template
+    config = rviz_config_for(yaml.safe_load(template.read_text()), namespaces)
+    label = '_'.join(clean_namespace(ns).replace('/', '_') or 'root' for ns in namespaces)
+    with tempfile.NamedTemporaryFile(
+        'w', prefix=f'ffsim_{label}_', suffix='.rviz', dir=directory, delete=False
+    ) as handle:
+        yaml.safe_dump(config, handle, sort_keys=False)
+    return Path(handle.name)
+
+
+def bag_command(bag_path: str = '') -> list[str]:
+    """``ros2 bag record`` of every topic into an MCAP bag folder.
+
+    ``bag_path`` empty: ``ffsim_<YYYYmmdd>_<HHMMSS>`` in the current directory (``ros2 bag``
+    refuses an existing folder).
+    """
+    out = str(bag_path).strip() or datetime.now().strftime('ffsim_%Y%m%d_%H%M%S')
+    return ['ros2', 'bag', 'record', '-a', '-s', 'mcap', '-o', out]

@@ -1,0 +1,215 @@
+"""One free-floating robot: simulator, reactionless controller, robot_state_publisher, RViz.
+
+    ros2 launch ffsim_ros ffsim.launch.py
+    ros2 launch ffsim_ros ffsim.launch.py robot:=planar_2link controller_mode:=gjm_tracking
+    ros2 launch ffsim_ros ffsim.launch.py robot:=/path/to/robot.urdf.xacro rviz:=false
+    ros2 launch ffsim_ros ffsim.launch.py namespace:=robot1 initial_base_position:='[0, 5, 0]'
+    ros2 launch ffsim_ros ffsim.launch.py record:=true bag_path:=/tmp/ffsim_run
+
+``ros2 launch ffsim_ros ffsim.launch.py --show-args`` lists the arguments. Send a goal with
+``ros2 topic pub --once [<namespace>/]ee_goal geometry_msgs/msg/PoseStamped
+"{header: {frame_id: world}, pose: {position: {x: 3.25, y: -0.15, z: 0.6}}}"``.
+
+Node parameters come from ``config/simulator.yaml`` and ``config/reactionless_controller.yaml``
+(then ``params_file``, then the launch arguments, later ones winning).
+
+Namespaces: every node of the robot runs in ``namespace``; its TF frames get the prefix
+``<namespace>/`` (robot_state_publisher ``frame_prefix`` for the links, the simulator's
+``frame_prefix`` for ``world -> <namespace>/base_link``), so robots launched side by side share
+``/tf`` and the ``world`` frame without clashing. Each robot is its own simulation with its own
+simulated time: ``/clock`` is remapped to ``clock`` for all its nodes, i.e. ``/clock`` without a
+namespace and ``/<namespace>/clock`` with one.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction
+from launch.substitutions import Command, LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+from ffsim_ros import launch_support as ls
+from ffsim_ros.resources import share_path
+
+PACKAGE = 'ffsim_ros'
+SIMULATOR_CONFIG = share_path('config', 'simulator.yaml')
+CONTROLLER_CONFIG = share_path('config', 'reactionless_controller.yaml')
+RVIZ_CONFIG = share_path('config', 'rviz', 'ffsim.rviz')
+CONTROLLER_MODES = ['reactionless', 'gjm_tracking', 'joint_pd']
+
+
+def declare_arguments() -> list[DeclareLaunchArgument]:
+    """The launch arguments (``multi_robot.launch.py`` passes them through)."""
+    return [
+        DeclareLaunchArgument(
+            'robot',
+            default_value='ffsim_servicer_7dof',
+            description='Sample robot name (ffsim_servicer_7dof, planar_2link, '
+            'dual_arm_servicer) or a path to a .urdf or .xacro file.',
+        ),
+        DeclareLaunchArgument(
+            'controller_mode',
+            default_value='reactionless',
+            choices=CONTROLLER_MODES,
+            description='Control law of the controller (its `mode` parameter; can be changed at '
+            'run time with ros2 param set).',
+        ),
+        DeclareLaunchArgument(
+            'ee_link',
+            default_value='',
+            description='End-effector link the controller moves. Empty: ee_link from '
+            'config/reactionless_controller.yaml (or params_file); without params_file, a robot '
+            'with no ee_link gets its first *ee_link link (dual_arm_servicer: left_ee_link).',
+        ),
+        DeclareLaunchArgument(
+            'rviz',
+            default_value='true',
+            choices=['true', 'false'],
+            description='Start RViz with config/rviz/ffsim.rviz.',
+        ),
+        DeclareLaunchArgument(
+            'use_sim_time',
+            default_value='true',
+            choices=['true', 'false'],
+            description='Run the nodes on the simulated time the simulator publishes on clock.',
+        ),
+        DeclareLaunchArgument(
+            'namespace',
+            default_value='',
+            description="Namespace of the robot's nodes and topics (e.g. robot1); also the "
+            'prefix "<namespace>/" of its TF frames. Empty: no namespace, no prefix.',
+        ),
+        DeclareLaunchArgument(
+            'initial_base_position',
+            default_value='',
+            description='Initial base link position in the world frame, "[x, y, z]" in m. '
+            'Empty: the value of config/simulator.yaml.',
+        ),
+        DeclareLaunchArgument(
+            'params_file',
+            default_value='',
+            description='Extra parameter YAML applied to both nodes after the package configs '
+            '(keys /**/ffsim_simulator and /**/ffsim_reactionless_controller).',
+        ),
+        DeclareLaunchArgument(
+            'record',
+            default_value='false',
+            choices=['true', 'false'],
+            description='Record all topics with `ros2 bag record -a -s mcap`.',
+        ),
+        DeclareLaunchArgument(
+            'bag_path',
+            default_value='',
+            description='Output folder of record:=true (must not exist). Empty: '
+            'ffsim_<date>_<time> in the current directory.',
+        ),
+    ]
+
+
+def _arg(context: LaunchContext, name: str) -> str:
+    return LaunchConfiguration(name).perform(context)
+
+
+def robot_actions(context: LaunchContext) -> list:
+    """Nodes (and the recorder) of one robot, from the evaluated launch arguments."""
+    ns = ls.clean_namespace(_arg(context, 'namespace'))
+    prefix = ls.frame_prefix(ns)
+    use_sim_time = ls.as_bool(_arg(context, 'use_sim_time'), 'use_sim_time')
+    path = ls.resolve_robot(_arg(context, 'robot'))
+    if ls.is_xacro(path):
+        urdf_text = None  # known only when the nodes start
+        description = ParameterValue(Command(['xacro ', shlex.quote(str(path))]), value_type=str)
+    else:
+        urdf_text = path.read_text(encoding='utf-8')
+        # value_type=str: keep the XML a string (launch_ros would otherwise parse it as YAML)
+        description = ParameterValue(urdf_text, value_type=str)
+    extra = [p for p in [_arg(context, 'params_file')] if p]
+
+    namespace = f'/{ns}' if ns else None  # absolute: the frame prefix is derived from it
+    # every node of this robot lives on the robot's own simulated time (see module docstring)
+    clock = [('/clock', 'clock')]
+    common = {'use_sim_time': use_sim_time}
+
+    sim_params = {**common, 'robot_description': description, 'frame_prefix': prefix}
+    position = _arg(context, 'initial_base_position')
+    if position:
+        sim_params['initial_base_position'] = ls.parse_vector(position, 3, 'initial_base_position')
+
+    ctl_params = {
+        **common,
+        'robot_description': description,
+        'mode': _arg(context, 'controller_mode'),
+    }
+    ee_link = _arg(context, 'ee_link')
+    if not ee_link and urdf_text is not None and not extra:
+        ee_link = ls.default_ee_link(urdf_text)  # 'ee_link' itself when the robot has one
+    if ee_link:
+        ctl_params['ee_link'] = ee_link
+
+    actions = [
+        LogInfo(
+            msg=f'ffsim: robot {path} in namespace "/{ns}", TF frames "{prefix}<link>", '
+            f'use_sim_time={use_sim_time}'
+        ),
+        Node(
+            package=PACKAGE,
+            executable='simulator',
+            name='ffsim_simulator',
+            namespace=namespace,
+            parameters=[str(SIMULATOR_CONFIG), *extra, sim_params],
+            remappings=clock,
+            output='screen',
+            emulate_tty=True,
+        ),
+        Node(
+            package=PACKAGE,
+            executable='reactionless_controller',
+            name='ffsim_reactionless_controller',
+            namespace=namespace,
+            parameters=[str(CONTROLLER_CONFIG), *extra, ctl_params],
+            remappings=clock,
+            output='screen',
+            emulate_tty=True,
+        ),
+        # TF of the links from joint_states (the simulator publishes world -> base link). It
+        # republishes robot_description (transient local) with the same text as the simulator.
+        Node(
+            package='robot_state_publisher',
+            executable='robot_state_publisher',
+            name='robot_state_publisher',
+            namespace=namespace,
+            parameters=[{**common, 'robot_description': description, 'frame_prefix': prefix}],
+            remappings=clock,
+            output='screen',
+        ),
+    ]
+    if ls.as_bool(_arg(context, 'rviz'), 'rviz'):
+        actions.append(
+            Node(
+                package='rviz2',
+                executable='rviz2',
+                name='rviz2',
+                namespace=namespace,
+                # with a namespace: a copy of ffsim.rviz with that namespace's topics and prefix
+                arguments=['-d', str(ls.write_rviz_config([ns], RVIZ_CONFIG))],
+                parameters=[common],
+                remappings=clock,
+                output='screen',
+            )
+        )
+    if ls.as_bool(_arg(context, 'record'), 'record'):
+        actions.append(bag_recorder(_arg(context, 'bag_path')))
+    return actions
+
+
+def bag_recorder(bag_path: str) -> ExecuteProcess:
+    """``ros2 bag record -a -s mcap -o <bag_path>``: all topics (of every robot)."""
+    return ExecuteProcess(cmd=ls.bag_command(bag_path), name='ros2_bag_record', output='screen')
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Entry point of ``ros2 launch ffsim_ros ffsim.launch.py``."""
+    return LaunchDescription([*declare_arguments(), OpaqueFunction(function=robot_actions)])

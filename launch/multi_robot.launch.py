@@ -1,0 +1,156 @@
+"""Two free-floating robots side by side: ``ffsim.launch.py`` twice, under ``robot1``/``robot2``.
+
+    ros2 launch ffsim_ros multi_robot.launch.py
+    ros2 launch ffsim_ros multi_robot.launch.py robot:=planar_2link rviz:=false
+
+Each robot is a separate simulation (its own simulator, controller and robot_state_publisher)
+in its namespace, with TF frames ``robot1/...`` and ``robot2/...`` under the shared ``world``
+frame and its own simulated time on ``/robot1/clock`` and ``/robot2/clock`` (the two simulators
+are not synchronised with each other). One RViz shows both robots; it runs on robot1's clock.
+Goals go to ``/robot1/ee_goal`` and ``/robot2/ee_goal``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from launch import LaunchContext, LaunchDescription
+from launch.actions import (
+    DeclareLaunchArgument,
+    ExecuteProcess,
+    GroupAction,
+    IncludeLaunchDescription,
+    OpaqueFunction,
+)
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from ffsim_ros import launch_support as ls
+from ffsim_ros.resources import share_path
+
+#: The single-robot launch file, next to this one (source tree and install share alike).
+FFSIM_LAUNCH = Path(__file__).resolve().parent / 'ffsim.launch.py'
+RVIZ_CONFIG = share_path('config', 'rviz', 'ffsim.rviz')
+#: Namespaces of the two robots (also their TF frame prefixes).
+ROBOTS = ('robot1', 'robot2')
+#: Launch arguments passed unchanged to both includes of ffsim.launch.py.
+FORWARDED = ('robot', 'controller_mode', 'ee_link', 'use_sim_time', 'params_file')
+
+
+def declare_arguments() -> list[DeclareLaunchArgument]:
+    """The launch arguments."""
+    return [
+        DeclareLaunchArgument(
+            'robot',
+            default_value='ffsim_servicer_7dof',
+            description='Sample robot name or URDF/xacro path, used for both robots.',
+        ),
+        DeclareLaunchArgument(
+            'controller_mode',
+            default_value='reactionless',
+            choices=['reactionless', 'gjm_tracking', 'joint_pd'],
+            description='Control law of both controllers.',
+        ),
+        DeclareLaunchArgument(
+            'ee_link',
+            default_value='',
+            description='End-effector link of both controllers (empty: see ffsim.launch.py).',
+        ),
+        DeclareLaunchArgument(
+            'robot1_position',
+            default_value='[0.0, -5.0, 0.0]',
+            description='Initial base position of robot1 in the world frame, "[x, y, z]" in m.',
+        ),
+        DeclareLaunchArgument(
+            'robot2_position',
+            default_value='[0.0, 5.0, 0.0]',
+            description='Initial base position of robot2 in the world frame, "[x, y, z]" in m.',
+        ),
+        DeclareLaunchArgument(
+            'rviz',
+            default_value='true',
+            choices=['true', 'false'],
+            description='Start one RViz showing both robots.',
+        ),
+        DeclareLaunchArgument(
+            'use_sim_time',
+            default_value='true',
+            choices=['true', 'false'],
+            description="Run each robot's nodes on its simulated time (<namespace>/clock).",
+        ),
+        DeclareLaunchArgument(
+            'params_file',
+            default_value='',
+            description='Extra parameter YAML for the nodes of both robots (see ffsim.launch.py).',
+        ),
+        DeclareLaunchArgument(
+            'record',
+            default_value='false',
+            choices=['true', 'false'],
+            description='Record all topics of both robots with `ros2 bag record -a -s mcap`.',
+        ),
+        DeclareLaunchArgument(
+            'bag_path',
+            default_value='',
+            description='Output folder of record:=true (empty: ffsim_<date>_<time>).',
+        ),
+    ]
+
+
+def include_robot(namespace: str) -> GroupAction:
+    """``ffsim.launch.py`` for one robot, in a scope so its arguments stay its own."""
+    arguments = {name: LaunchConfiguration(name) for name in FORWARDED}
+    arguments.update(
+        namespace=namespace,
+        initial_base_position=LaunchConfiguration(f'{namespace}_position'),
+        rviz='false',  # one RViz for both, below
+        record='false',  # one recorder for both, below
+    )
+    return GroupAction(
+        [
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(str(FFSIM_LAUNCH)),
+                launch_arguments=arguments.items(),
+            )
+        ],
+        scoped=True,
+    )
+
+
+def shared_actions(context: LaunchContext) -> list:
+    """The RViz showing both robots and the recorder, from the evaluated arguments."""
+    actions = []
+    if ls.as_bool(LaunchConfiguration('rviz').perform(context), 'rviz'):
+        use_sim_time = ls.as_bool(
+            LaunchConfiguration('use_sim_time').perform(context), 'use_sim_time'
+        )
+        actions.append(
+            Node(
+                package='rviz2',
+                executable='rviz2',
+                name='rviz2',
+                # a copy of ffsim.rviz with the robot displays once per namespace
+                arguments=['-d', str(ls.write_rviz_config(ROBOTS, RVIZ_CONFIG))],
+                parameters=[{'use_sim_time': use_sim_time}],
+                remappings=[('/clock', f'/{ROBOTS[0]}/clock')],
+                output='screen',
+            )
+        )
+    if ls.as_bool(LaunchConfiguration('record').perform(context), 'record'):
+        bag_path = LaunchConfiguration('bag_path').perform(context)
+        actions.append(
+            ExecuteProcess(cmd=ls.bag_command(bag_path), name='ros2_bag_record', output='screen')
+        )
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Entry point of ``ros2 launch ffsim_ros multi_robot.launch.py``."""
+    return LaunchDescription(
+        [
+            *declare_arguments(),
+            *(include_robot(ns) for ns in ROBOTS),
+            OpaqueFunction(function=shared_actions),
+        ]
+    )

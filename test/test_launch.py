@@ -1,0 +1,856 @@
+"""Launch files, node configs, RViz config and sample robots fit together.
+
+Where ``launch``/``launch_ros`` are importable (a ROS 2 install), the launch files are loaded
+and their actions evaluated. Everywhere (also with the PyPI ROS wheels, which have neither),
+the launch files are checked statically with ``ast``: executables, installed files, argument
+descriptions; and the YAML configs are loaded into the real node classes with rclpy.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import runpy
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ffsim_ros import launch_support as ls
+from ffsim_ros.resources import sample_robot
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
+SIMULATOR_YAML = ROOT / 'config' / 'simulator.yaml'
+CONTROLLER_YAML = ROOT / 'config' / 'reactionless_controller.yaml'
+RVIZ = ROOT / 'config' / 'rviz' / 'ffsim.rviz'
+NODE_SOURCES = {
+    'ffsim_simulator': ROOT / 'ffsim_ros' / 'simulator.py',
+    'ffsim_reactionless_controller': ROOT / 'ffsim_ros' / 'reactionless_controller.py',
+}
+#: Executables of other packages the launch files may start.
+EXTERNAL_EXECUTABLES = {
+    'robot_state_publisher': {'robot_state_publisher'},
+    'rviz2': {'rviz2'},
+}
+#: Arguments of ffsim.launch.py (the documented interface).
+FFSIM_ARGUMENTS = {
+    'robot',
+    'controller_mode',
+    'ee_link',
+    'rviz',
+    'use_sim_time',
+    'namespace',
+    'initial_base_position',
+    'params_file',
+    'record',
+    'bag_path',
+}
+SAMPLES = sorted(p.stem for p in (ROOT / 'urdf').glob('*.urdf'))
+
+
+# --------------------------------------------------------------------------------- helpers
+@pytest.fixture(scope='module')
+def setup_kwargs() -> dict[str, Any]:
+    """The keyword arguments setup.py passes to setuptools.setup (globs evaluated in ROOT)."""
+    import setuptools
+
+    captured: dict[str, Any] = {}
+    original_setup = setuptools.setup
+    cwd = Path.cwd()
+    setuptools.setup = lambda **kwargs: captured.update(kwargs)
+    try:
+        os.chdir(ROOT)
+        runpy.run_path(str(ROOT / 'setup.py'), run_name='__main__')
+    finally:
+        setuptools.setup = original_setup
+        os.chdir(cwd)
+    assert captured, 'setup.py did not call setuptools.setup'
+    return captured
+
+
+def installed_files(setup_kwargs: dict[str, Any]) -> dict[str, str]:
+    """Repository path (relative) -> install directory, from setup.py's data_files."""
+    out = {}
+    for target, sources in setup_kwargs['data_files']:
+        for source in sources:
+            out[str(Path(source))] = target
+    return out
+
+
+def console_scripts(setup_kwargs: dict[str, Any]) -> set[str]:
+    scripts = setup_kwargs['entry_points']['console_scripts']
+    return {entry.split('=')[0].strip() for entry in scripts}
+
+
+def module_constants(tree: ast.Module) -> dict[str, Any]:
+    """Module-level ``NAME = <literal>`` assignments."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                try:
+                    out[target.id] = ast.literal_eval(node.value)
+                except ValueError:
+                    pass
+    return out
+
+
+def value_of(node: ast.AST, constants: dict[str, Any]) -> Any:
+    """Literal value of an expression, resolving module constants; ``...`` if not static."""
+    if isinstance(node, ast.Name):
+        return constants.get(node.id, ...)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return ...
+
+
+def calls(tree: ast.AST, name: str) -> Iterator[ast.Call]:
+    """Calls of ``name(...)`` or ``<something>.name(...)``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
+            if called == name:
+                yield node
+
+
+def keywords(call: ast.Call, constants: dict[str, Any]) -> dict[str, Any]:
+    return {k.arg: value_of(k.value, constants) for k in call.keywords if k.arg}
+
+
+def parse(path: Path) -> tuple[ast.Module, dict[str, Any]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return tree, module_constants(tree)
+
+
+def declared_arguments(path: Path) -> dict[str, dict[str, Any]]:
+    """``DeclareLaunchArgument`` calls of a launch file: name -> keyword values."""
+    tree, constants = parse(path)
+    out = {}
+    for call in calls(tree, 'DeclareLaunchArgument'):
+        name = value_of(call.args[0], constants) if call.args else None
+        assert isinstance(name, str), f'{path.name}: argument name is not a literal'
+        assert name not in out, f'{path.name}: argument {name} declared twice'
+        out[name] = keywords(call, constants)
+    return out
+
+
+def flatten(params: dict[str, Any], prefix: str = '') -> dict[str, Any]:
+    """Nested ``ros__parameters`` -> dotted parameter names."""
+    out = {}
+    for key, value in params.items():
+        name = f'{prefix}{key}'
+        if isinstance(value, dict):
+            out.update(flatten(value, f'{name}.'))
+        else:
+            out[name] = value
+    return out
+
+
+def node_sections(path: Path) -> dict[str, dict[str, Any]]:
+    """Top-level key -> flattened ros__parameters of a node parameter YAML file."""
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict) and data, f'{path.name}: expected a mapping of node names'
+    out = {}
+    for key, section in data.items():
+        assert set(section) == {'ros__parameters'}, f'{path.name}: {key}: only ros__parameters'
+        out[key] = flatten(section['ros__parameters'])
+    return out
+
+
+def topics_of(source: Path, method: str) -> set[str]:
+    """Literal topic names of ``create_publisher``/``create_subscription`` calls."""
+    tree, constants = parse(source)
+    out = set()
+    for call in calls(tree, method):
+        topic = value_of(call.args[1], constants)
+        if isinstance(topic, str):
+            out.add(topic)
+    return out
+
+
+def rviz_topics(config: dict) -> dict[str, str]:
+    """Display name -> topic of every display that subscribes to something."""
+    out = {}
+    for display in config['Visualization Manager']['Displays']:
+        for key in ('Topic', 'Description Topic'):
+            entry = display.get(key)
+            if isinstance(entry, dict) and 'Value' in entry:
+                out[display['Name']] = entry['Value']
+    return out
+
+
+# ------------------------------------------------------------------- launch files (static)
+def test_launch_files_exist() -> None:
+    names = {p.name for p in LAUNCH_FILES}
+    assert {'ffsim.launch.py', 'multi_robot.launch.py'} <= names
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_executables_exist(path: Path, setup_kwargs: dict[str, Any]) -> None:
+    tree, constants = parse(path)
+    scripts = console_scripts(setup_kwargs)
+    started = set()
+    for call in calls(tree, 'Node'):
+        kw = keywords(call, constants)
+        package, executable = kw.get('package'), kw.get('executable')
+        assert isinstance(package, str) and isinstance(executable, str), (
+            f'{path.name}:{call.lineno}: package/executable must be literals'
+        )
+        if package == setup_kwargs['name']:
+            assert executable in scripts, f'{executable} is not a console script of setup.py'
+        else:
+            assert executable in EXTERNAL_EXECUTABLES.get(package, set()), (package, executable)
+        assert isinstance(kw.get('name'), str), f'{path.name}:{call.lineno}: give the node a name'
+        started.add((package, executable))
+    assert started, f'{path.name} starts no node'
+    if path.name == 'ffsim.launch.py':
+        assert started == {
+            ('ffsim_ros', 'simulator'),
+            ('ffsim_ros', 'reactionless_controller'),
+            ('robot_state_publisher', 'robot_state_publisher'),
+            ('rviz2', 'rviz2'),
+        }
+    for call in calls(tree, 'ExecuteProcess'):  # the bag recorder: ros2 bag record, via ls
+        assert ast.unparse(call).find('bag_command') >= 0
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_names_only_installed_files(path: Path, setup_kwargs: dict[str, Any]) -> None:
+    installed = installed_files(setup_kwargs)
+    tree, constants = parse(path)
+    named = []
+    for call in calls(tree, 'share_path'):
+        parts = [value_of(a, constants) for a in call.args]
+        assert all(isinstance(p, str) for p in parts), ast.unparse(call)
+        named.append(str(Path(*parts)))
+    for node in ast.walk(tree):  # e.g. 'ffsim.launch.py' next to this file
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value.endswith(('.yaml', '.rviz', '.urdf', '.launch.py')):
+                matches = [f for f in installed if Path(f).name == node.value]
+                assert matches, f'{path.name} names {node.value!r}, which is not installed'
+                named.extend(matches)
+    assert named, f'{path.name} names no package file'
+    for rel in named:
+        assert (ROOT / rel).is_file(), f'{path.name} names {rel}, which does not exist'
+        assert rel in installed, f'{rel} is not matched by the data_files globs of setup.py'
+        assert installed[rel] == f'share/ffsim_ros/{Path(rel).parent}'
+    # the launch files themselves are installed too
+    assert str(path.relative_to(ROOT)) in installed
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_launch_argument_has_a_description(path: Path) -> None:
+    arguments = declared_arguments(path)
+    assert arguments, f'{path.name} declares no arguments'
+    for name, kw in arguments.items():
+        text = kw.get('description')
+        assert isinstance(text, str) and len(text.strip()) > 10, f'{path.name}: {name}'
+        choices = kw.get('choices')
+        if choices is not None:
+            assert kw.get('default_value') in choices, f'{path.name}: {name} default not a choice'
+
+
+def test_ffsim_launch_arguments() -> None:
+    from ffsim_ros.control import ControlMode
+
+    arguments = declared_arguments(ROOT / 'launch' / 'ffsim.launch.py')
+    assert set(arguments) == FFSIM_ARGUMENTS
+    assert arguments['controller_mode']['choices'] == [m.value for m in ControlMode]
+    assert arguments['use_sim_time']['default_value'] == 'true'  # the simulator owns /clock
+    for flag in ('rviz', 'use_sim_time', 'record'):
+        assert arguments[flag]['choices'] == ['true', 'false']
+    assert arguments['robot']['default_value'] in SAMPLES
+    assert arguments['namespace']['default_value'] == ''
+
+
+def test_multi_robot_passes_only_arguments_ffsim_launch_declares() -> None:
+    path = ROOT / 'launch' / 'multi_robot.launch.py'
+    tree, constants = parse(path)
+    forwarded = set(constants['FORWARDED'])
+    own = set(declared_arguments(path))
+    assert forwarded <= FFSIM_ARGUMENTS and forwarded <= own
+    set_here = set()
+    for call in calls(tree, 'update'):
+        set_here |= {k.arg for k in call.keywords}
+    assert set_here == {'namespace', 'initial_base_position', 'rviz', 'record'}
+    assert set_here <= FFSIM_ARGUMENTS
+    robots = constants['ROBOTS']
+    assert len(robots) == 2 and len(set(robots)) == 2
+    for ns in robots:
+        assert f'{ns}_position' in own
+        assert ls.clean_namespace(ns) == ns
+    positions = [
+        ls.parse_vector(declared_arguments(path)[f'{ns}_position']['default_value'], 3, ns)
+        for ns in robots
+    ]
+    assert positions[0] != positions[1], 'the robots must not start on top of each other'
+
+
+# ------------------------------------------------------------------------- node configs
+@pytest.mark.parametrize(
+    ('path', 'node_name'),
+    [(SIMULATOR_YAML, 'ffsim_simulator'), (CONTROLLER_YAML, 'ffsim_reactionless_controller')],
+    ids=['simulator', 'controller'],
+)
+def test_config_keys_are_launched_nodes(path: Path, node_name: str) -> None:
+    launched = set()
+    for launch_file in LAUNCH_FILES:
+        tree, constants = parse(launch_file)
+        launched |= {keywords(c, constants).get('name') for c in calls(tree, 'Node')}
+    sections = node_sections(path)
+    assert list(sections) == [f'/**/{node_name}'], 'match the node in any namespace'
+    for key in sections:
+        assert key == '/**' or key.rsplit('/', 1)[-1] in launched, key
+    assert node_name in launched
+
+
+def _declared_parameter_names(node_name: str) -> set[str]:
+    """Parameters the node source declares (``declare_parameter``/``declare`` literals)."""
+    tree, constants = parse(NODE_SOURCES[node_name])
+    names = set()
+    for method in ('declare_parameter', 'declare'):
+        for call in calls(tree, method):
+            name = value_of(call.args[0], constants) if call.args else ...
+            if isinstance(name, str):
+                names.add(name)
+    if node_name == 'ffsim_reactionless_controller':  # declare(f'gains.{name}', ...) loop
+        from ffsim_ros.control import Gains
+
+        names |= {f'gains.{name}' for name in Gains().__dict__}
+    return names
+
+
+@pytest.mark.parametrize(
+    ('path', 'node_name'),
+    [(SIMULATOR_YAML, 'ffsim_simulator'), (CONTROLLER_YAML, 'ffsim_reactionless_controller')],
+    ids=['simulator', 'controller'],
+)
+def test_config_parameters_are_declared_by_the_node(path: Path, node_name: str) -> None:
+    declared = _declared_parameter_names(node_name)
+    assert 'robot_description' in declared and 'world_frame' in declared
+    for params in node_sections(path).values():
+        assert params, f'{path.name}: no parameters'
+        unknown = set(params) - declared
+        assert not unknown, f'{path.name}: {node_name} does not declare {sorted(unknown)}'
+
+
+def test_world_frame_agrees_everywhere() -> None:
+    sim = next(iter(node_sections(SIMULATOR_YAML).values()))
+    ctl = next(iter(node_sections(CONTROLLER_YAML).values()))
+    rviz = yaml.safe_load(RVIZ.read_text())
+    assert sim['world_frame'] == ctl['world_frame'] == 'world'
+    assert rviz['Visualization Manager']['Global Options']['Fixed Frame'] == 'world'
+
+
+def _values_equal(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, list):
+        return list(actual) == expected
+    return type(actual) is type(expected) and actual == expected
+
+
+@pytest.mark.ros
+def test_simulator_accepts_its_config_under_a_namespace(rclpy_context, tmp_path: Path) -> None:
+    """The real node, started as the launch file starts it (params file, overrides, remap)."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.simulator import Simulator
+
+    params = next(iter(node_sections(SIMULATOR_YAML).values()))
+    urdf = sample_robot('planar_2link').read_text()
+    # the dict the launch file adds, as a second params file (what launch_ros does with dicts)
+    launch_overrides = tmp_path / 'launch_params.yaml'
+    launch_overrides.write_text(
+        yaml.safe_dump(
+            {
+                '/**': {
+                    'ros__parameters': {
+                        'frame_prefix': ls.frame_prefix('robot1'),
+                        'initial_base_position': ls.parse_vector('[0, 5, 0]', 3, 'p'),
+                        'use_sim_time': True,
+                    }
+                }
+            }
+        )
+    )
+    node = Simulator(
+        context=rclpy_context,
+        namespace='/robot1',
+        cli_args=[
+            '--ros-args',
+            '--params-file',
+            str(SIMULATOR_YAML),
+            '--params-file',
+            str(launch_overrides),
+            '-r',
+            '/clock:=clock',
+        ],
+        parameter_overrides=[Parameter('robot_description', value=urdf)],
+    )
+    try:
+        for name, value in params.items():
+            if name == 'initial_base_position':
+                continue
+            actual = node.get_parameter(name).value
+            assert _values_equal(actual, value), (name, actual, value)
+        assert list(node.get_parameter('initial_base_position').value) == [0.0, 5.0, 0.0]
+        assert node.model.n == 2  # the URDF given as robot_description
+        assert node.base_frame == 'robot1/base_link'
+        assert node._odom_msg.child_frame_id == 'robot1/base_link'
+        assert node._tf_msg.header.frame_id == 'world'
+        assert node.get_fully_qualified_name() == '/robot1/ffsim_simulator'
+        assert node.pub_markers.topic_name == '/robot1/markers'
+        assert node.pub_clock.topic_name == '/robot1/clock'  # each robot its own sim time
+        assert node.get_parameter('use_sim_time').value is True
+    finally:
+        node.stop()
+        node.destroy_node()
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('robot', SAMPLES)
+def test_controller_accepts_its_config_for_every_sample(rclpy_context, robot: str) -> None:
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    params = next(iter(node_sections(CONTROLLER_YAML).values()))
+    urdf = sample_robot(robot).read_text()
+    ee_link = ls.default_ee_link(urdf)  # what ffsim.launch.py passes when ee_link:=''
+    node = ReactionlessControllerNode(
+        context=rclpy_context,
+        namespace='/robot2',
+        cli_args=['--ros-args', '--params-file', str(CONTROLLER_YAML)],
+        parameter_overrides=[
+            Parameter('robot_description', value=urdf),
+            Parameter('ee_link', value=ee_link),
+            Parameter('mode', value='gjm_tracking'),
+        ],
+    )
+    try:
+        for name, value in params.items():
+            if name == 'ee_link':
+                continue
+            actual = node.get_parameter(name).value
+            assert _values_equal(actual, value), (name, actual, value)
+        assert node.get_parameter('ee_link').value == ee_link
+        assert node.law.mode.value == 'gjm_tracking'
+        assert node.pub_path.topic_name == '/robot2/ee_path'
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.ros
+def test_ee_path_is_bounded_and_throttled(rclpy_context, monkeypatch) -> None:
+    from geometry_msgs.msg import PoseStamped
+
+    from ffsim_ros import reactionless_controller as rc
+
+    node = rc.ReactionlessControllerNode(context=rclpy_context)
+    try:
+        published = []
+        monkeypatch.setattr(node.pub_path, 'publish', published.append)
+
+        def pose(x: float) -> PoseStamped:
+            msg = PoseStamped()
+            msg.header.frame_id = 'world'
+            msg.pose.position.x = x
+            return msg
+
+        node._append_path(pose(0.0))
+        node._append_path(pose(1.0))  # within EE_PATH_PERIOD of the first: dropped
+        assert len(published) == 1 and len(published[0].poses) == 1
+        monkeypatch.setattr(rc, 'EE_PATH_PERIOD', 0.0)
+        for k in range(rc.EE_PATH_LENGTH + 20):
+            node._append_path(pose(float(k)))
+        last = published[-1]
+        assert last.header.frame_id == 'world'
+        assert len(last.poses) == rc.EE_PATH_LENGTH
+        assert last.poses[-1].pose.position.x == rc.EE_PATH_LENGTH + 19
+        assert last.poses[0].pose.position.x == 20.0  # the oldest dropped out
+    finally:
+        node.destroy_node()
+
+
+# ---------------------------------------------------------------------------------- RViz
+def test_rviz_config_shows_the_nodes_topics() -> None:
+    config = yaml.safe_load(RVIZ.read_text())
+    manager = config['Visualization Manager']
+    assert manager['Global Options']['Fixed Frame'] == 'world'
+    classes = {d['Class'] for d in manager['Displays']}
+    for needed in ('RobotModel', 'TF', 'MarkerArray', 'Pose', 'Path'):
+        assert f'rviz_default_plugins/{needed}' in classes
+    published = set().union(*(topics_of(p, 'create_publisher') for p in NODE_SOURCES.values()))
+    subscribed = topics_of(NODE_SOURCES['ffsim_reactionless_controller'], 'create_subscription')
+    topics = rviz_topics(config)
+    assert set(topics.values()) >= {'robot_description', 'markers', 'ee_goal', 'ee_path'}
+    for name, topic in topics.items():
+        assert not topic.startswith('/'), f'{name}: relative topic, so namespaces move it'
+        if topic == 'ee_goal':  # the goal the controller takes (published by the user)
+            assert topic in subscribed
+        else:
+            assert topic in published, f'display {name}: no node publishes {topic!r}'
+    robot_model = next(
+        d for d in manager['Displays'] if d['Class'] == 'rviz_default_plugins/RobotModel'
+    )
+    assert robot_model['Description Source'] == 'Topic'
+    assert robot_model['Description Topic']['Durability Policy'] == 'Transient Local'
+
+
+def test_rviz_config_for_namespaced_robots(tmp_path: Path) -> None:
+    assert ls.write_rviz_config([''], RVIZ) == RVIZ  # no namespace: the file as is
+    path = ls.write_rviz_config(['robot1', '/robot2/'], RVIZ, tmp_path)
+    assert path.parent == tmp_path and path.suffix == '.rviz'
+    config = yaml.safe_load(path.read_text())
+    template = yaml.safe_load(RVIZ.read_text())
+    topics = rviz_topics(config)
+    for ns in ('robot1', 'robot2'):
+        for topic in rviz_topics(template).values():
+            assert f'/{ns}/{topic}' in topics.values()
+    models = [
+        d
+        for d in config['Visualization Manager']['Displays']
+        if d['Class'] == 'rviz_default_plugins/RobotModel'
+    ]
+    # RViz resolves link frames as '<TF Prefix>/<link>' = robot_state_publisher's frame_prefix
+    assert sorted(m['TF Prefix'] for m in models) == ['robot1', 'robot2']
+    for m in models:
+        assert f'{m["TF Prefix"]}/base_link' == ls.frame_prefix(m['TF Prefix']) + 'base_link'
+    shared = [d['Class'] for d in config['Visualization Manager']['Displays']]
+    assert shared.count('rviz_default_plugins/TF') == 1  # one TF display for all robots
+    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'world'
+
+
+# --------------------------------------------------------------------- robots and helpers
+@pytest.mark.parametrize('robot', SAMPLES)
+def test_sample_robots_load_and_have_an_end_effector(robot: str) -> None:
+    from ffsim_ros.dynamics import load_urdf
+
+    path = ls.resolve_robot(robot)
+    assert path == sample_robot(robot)
+    model = load_urdf(path)
+    assert model.floating_base and model.n > 0
+    ee_link = ls.default_ee_link(path.read_text())
+    assert ee_link in model.link_names
+    assert set(ls.link_names(path.read_text())) >= set(model.link_names)
+
+
+def test_sample_robot_set() -> None:
+    assert SAMPLES == ['dual_arm_servicer', 'ffsim_servicer_7dof', 'planar_2link']
+    assert ls.default_ee_link(sample_robot('dual_arm_servicer').read_text()) == 'left_ee_link'
+
+
+def test_resolve_robot_paths_and_errors(tmp_path: Path) -> None:
+    copy = tmp_path / 'my robot.urdf'
+    copy.write_text(sample_robot('planar_2link').read_text())
+    assert ls.resolve_robot(str(copy)) == copy.resolve()
+    xacro = tmp_path / 'arm.urdf.xacro'
+    xacro.write_text('<robot/>')
+    assert ls.is_xacro(ls.resolve_robot(str(xacro)))
+    assert not ls.is_xacro(copy)
+    with pytest.raises(FileNotFoundError, match='planar_2link'):
+        ls.resolve_robot('no_such_robot')  # lists the samples
+    with pytest.raises(FileNotFoundError, match='no such file'):
+        ls.resolve_robot(str(tmp_path / 'missing.urdf'))
+    with pytest.raises(FileNotFoundError):
+        ls.resolve_robot('  ')
+    with pytest.raises(ValueError, match='ee_link'):
+        ls.default_ee_link('<robot name="r"><link name="base_link"/></robot>')
+
+
+def test_argument_parsers() -> None:
+    assert ls.frame_prefix('') == '' and ls.frame_prefix('/robot1/') == 'robot1/'
+    assert ls.frame_prefix('fleet/robot1') == 'fleet/robot1/'
+    with pytest.raises(ValueError, match='namespace'):
+        ls.clean_namespace('robot-1')
+    with pytest.raises(ValueError, match='namespace'):
+        ls.clean_namespace('1robot')
+    assert ls.parse_vector('[0, -5.5, 1e-1]', 3, 'p') == [0.0, -5.5, 0.1]
+    assert ls.parse_vector('1 2 3', 3, 'p') == [1.0, 2.0, 3.0]
+    for bad in ('[1, 2]', '[a, b, c]', ''):
+        with pytest.raises(ValueError, match='initial_base_position'):
+            ls.parse_vector(bad, 3, 'initial_base_position')
+    assert ls.as_bool('True', 'rviz') is True and ls.as_bool('false', 'rviz') is False
+    with pytest.raises(ValueError, match='rviz'):
+        ls.as_bool('maybe', 'rviz')
+    cmd = ls.bag_command('/tmp/run1')
+    assert cmd == ['ros2', 'bag', 'record', '-a', '-s', 'mcap', '-o', '/tmp/run1']
+    assert ls.bag_command('')[-1].startswith('ffsim_')
+
+
+def test_package_xml_declares_what_the_launch_files_start() -> None:
+    text = (ROOT / 'package.xml').read_text()
+    for dep in (
+        'launch',
+        'launch_ros',
+        'robot_state_publisher',
+        'rviz2',
+        'xacro',
+        'ros2bag',
+        'rosbag2_storage_mcap',
+        'python3-yaml',
+    ):
+        assert f'<exec_depend>{dep}</exec_depend>' in text, dep
+
+
+# ------------------------------------------------- launch files, loaded (ROS 2 install only)
+def _load_launch_module(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem.replace('.', '_'), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _evaluate(description, overrides: dict[str, str]):
+    """Declare the arguments (defaults + ``overrides``) and run the OpaqueFunctions."""
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    context = LaunchContext()
+    context.launch_configurations.update(overrides)
+    actions = []
+    for entity in description.entities:
+        if isinstance(entity, DeclareLaunchArgument):
+            entity.execute(context)  # sets the default, checks the choices
+    for entity in description.entities:
+        if isinstance(entity, OpaqueFunction):
+            actions.extend(entity.execute(context) or [])
+    return context, actions
+
+
+def test_launch_descriptions_load_and_evaluate() -> None:
+    pytest.importorskip('launch_ros', reason='launch_ros is not installed (PyPI ROS wheels)')
+    from launch.actions import DeclareLaunchArgument, ExecuteProcess
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
+    from launch_ros.actions import Node
+
+    for path in LAUNCH_FILES:
+        description = _load_launch_module(path).generate_launch_description()
+        arguments = [e for e in description.entities if isinstance(e, DeclareLaunchArgument)]
+        assert arguments and all(a.description.strip() for a in arguments), path.name
+        assert {a.name for a in arguments} == set(declared_arguments(path))
+
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    context, actions = _evaluate(
+        module.generate_launch_description(),
+        {'namespace': 'robot1', 'robot': 'dual_arm_servicer', 'record': 'true'},
+    )
+
+    def text(value) -> str:
+        return perform_substitutions(context, normalize_to_list_of_substitutions(value))
+
+    nodes = {text(a.node_executable): a for a in actions if isinstance(a, Node)}
+    assert set(nodes) == {'simulator', 'reactionless_controller', 'robot_state_publisher', 'rviz2'}
+    recorders = [a for a in actions if isinstance(a, ExecuteProcess) and not isinstance(a, Node)]
+    assert len(recorders) == 1
+
+
+# ---------------------------------------- launch files, run against a stub of the launch API
+class _Recorded:
+    """Stand-in for a launch/launch_ros class: keeps its constructor arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration(_Recorded):
+    def perform(self, context) -> str:
+        return context.launch_configurations[self.args[0]]
+
+
+class _LaunchContext:
+    def __init__(self) -> None:
+        self.launch_configurations: dict[str, str] = {}
+
+
+def _stub_modules() -> dict[str, Any]:
+    """``launch``/``launch_ros`` modules whose classes just record how they are called."""
+    import types
+
+    def module(name: str, **attrs: Any) -> types.ModuleType:
+        mod = types.ModuleType(name)
+        mod.__dict__.update(attrs)
+        return mod
+
+    def recorded(name: str) -> type:
+        return type(name, (_Recorded,), {})
+
+    actions = {
+        n: recorded(n)
+        for n in (
+            'DeclareLaunchArgument',
+            'ExecuteProcess',
+            'LogInfo',
+            'OpaqueFunction',
+            'GroupAction',
+            'IncludeLaunchDescription',
+        )
+    }
+    return {
+        'launch': module(
+            'launch', LaunchContext=_LaunchContext, LaunchDescription=recorded('LaunchDescription')
+        ),
+        'launch.actions': module('launch.actions', **actions),
+        'launch.substitutions': module(
+            'launch.substitutions',
+            Command=recorded('Command'),
+            LaunchConfiguration=_LaunchConfiguration,
+        ),
+        'launch.launch_description_sources': module(
+            'launch.launch_description_sources',
+            PythonLaunchDescriptionSource=recorded('PythonLaunchDescriptionSource'),
+        ),
+        'launch_ros': module('launch_ros'),
+        'launch_ros.actions': module('launch_ros.actions', Node=recorded('Node')),
+        'launch_ros.parameter_descriptions': module(
+            'launch_ros.parameter_descriptions', ParameterValue=recorded('ParameterValue')
+        ),
+    }
+
+
+@pytest.fixture
+def stub_launch(monkeypatch) -> None:
+    """Install the stub launch API (only where the real one is missing)."""
+    if importlib.util.find_spec('launch_ros') is not None:
+        pytest.skip('the real launch API is installed: test_launch_descriptions_load_and_evaluate')
+    for name, mod in _stub_modules().items():
+        monkeypatch.setitem(sys.modules, name, mod)
+
+
+def _run(module, function: str, **arguments: str) -> list:
+    description = module.generate_launch_description()
+    context = _LaunchContext()
+    for entity in description.args[0]:
+        if type(entity).__name__ == 'DeclareLaunchArgument':
+            name, kw = entity.args[0], entity.kwargs
+            value = arguments.pop(name, kw['default_value'])
+            assert value in kw.get('choices', [value]), (name, value)
+            context.launch_configurations[name] = value
+    assert not arguments, f'not declared: {arguments}'
+    functions = [e for e in description.args[0] if type(e).__name__ == 'OpaqueFunction']
+    assert len(functions) == 1 and functions[0].kwargs['function'].__name__ == function
+    return functions[0].kwargs['function'](context)
+
+
+def _nodes(actions: list) -> dict[str, _Recorded]:
+    return {a.kwargs['executable']: a for a in actions if type(a).__name__ == 'Node'}
+
+
+def _parameters(node: _Recorded) -> dict[str, Any]:
+    """The node's parameter dict (the last entry, after the YAML files)."""
+    return node.kwargs['parameters'][-1]
+
+
+def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+
+    # defaults: one robot, no namespace, RViz, no recorder
+    nodes = _nodes(_run(module, 'robot_actions'))
+    assert set(nodes) == {'simulator', 'reactionless_controller', 'robot_state_publisher', 'rviz2'}
+    sim, ctl = nodes['simulator'], nodes['reactionless_controller']
+    assert sim.kwargs['parameters'][0] == str(SIMULATOR_YAML)
+    assert ctl.kwargs['parameters'][0] == str(CONTROLLER_YAML)
+    assert sim.kwargs['name'] == 'ffsim_simulator'
+    assert ctl.kwargs['name'] == 'ffsim_reactionless_controller'
+    urdf = sample_robot('ffsim_servicer_7dof').read_text()
+    for node in nodes.values():
+        assert node.kwargs['namespace'] is None
+        assert node.kwargs['remappings'] == [('/clock', 'clock')]
+        assert _parameters(node)['use_sim_time'] is True
+    for name in ('simulator', 'reactionless_controller', 'robot_state_publisher'):
+        description = _parameters(nodes[name])['robot_description']
+        assert description.args == (urdf,) and description.kwargs == {'value_type': str}
+    assert _parameters(sim)['frame_prefix'] == ''
+    assert _parameters(nodes['robot_state_publisher'])['frame_prefix'] == ''
+    assert 'initial_base_position' not in _parameters(sim)  # the YAML's value
+    assert _parameters(ctl)['mode'] == 'reactionless' and _parameters(ctl)['ee_link'] == 'ee_link'
+    assert nodes['rviz2'].kwargs['arguments'] == ['-d', str(RVIZ)]
+
+    # a namespaced dual-arm robot, recorded, with an extra params file
+    extra = tmp_path / 'extra.yaml'
+    extra.write_text('{}')
+    actions = _run(
+        module,
+        'robot_actions',
+        robot='dual_arm_servicer',
+        namespace='robot1',
+        controller_mode='joint_pd',
+        initial_base_position='[1, 2, 3]',
+        use_sim_time='false',
+        record='true',
+        bag_path=str(tmp_path / 'bag'),
+        params_file=str(extra),
+    )
+    nodes = _nodes(actions)
+    for node in nodes.values():
+        assert node.kwargs['namespace'] == '/robot1'
+        assert _parameters(node)['use_sim_time'] is False
+    sim, ctl = nodes['simulator'], nodes['reactionless_controller']
+    assert sim.kwargs['parameters'][1] == str(extra) == ctl.kwargs['parameters'][1]
+    assert _parameters(sim)['frame_prefix'] == 'robot1/'
+    assert _parameters(nodes['robot_state_publisher'])['frame_prefix'] == 'robot1/'
+    assert _parameters(sim)['initial_base_position'] == [1.0, 2.0, 3.0]
+    assert _parameters(ctl)['mode'] == 'joint_pd'
+    assert 'ee_link' not in _parameters(ctl)  # a params file is given: its ee_link (or YAML's)
+    rviz_file = Path(nodes['rviz2'].kwargs['arguments'][1])
+    rviz_models = [
+        d
+        for d in yaml.safe_load(rviz_file.read_text())['Visualization Manager']['Displays']
+        if d['Class'] == 'rviz_default_plugins/RobotModel'
+    ]
+    rviz_file.unlink()
+    assert [m['TF Prefix'] for m in rviz_models] == ['robot1']
+    recorders = [a for a in actions if type(a).__name__ == 'ExecuteProcess']
+    assert [r.kwargs['cmd'] for r in recorders] == [ls.bag_command(str(tmp_path / 'bag'))]
+
+    # dual-arm without params file: the controller gets left_ee_link; xacro goes through xacro
+    ctl = _nodes(_run(module, 'robot_actions', robot='dual_arm_servicer', rviz='false'))
+    assert _parameters(ctl['reactionless_controller'])['ee_link'] == 'left_ee_link'
+    assert 'rviz2' not in ctl
+    xacro = tmp_path / 'arm.urdf.xacro'
+    xacro.write_text('<robot/>')
+    nodes = _nodes(_run(module, 'robot_actions', robot=str(xacro), ee_link='tool0'))
+    description = _parameters(nodes['simulator'])['robot_description']
+    command = description.args[0]
+    assert type(command).__name__ == 'Command' and command.args[0] == ['xacro ', str(xacro)]
+    assert _parameters(nodes['reactionless_controller'])['ee_link'] == 'tool0'
+    with pytest.raises(ValueError, match='initial_base_position'):
+        _run(module, 'robot_actions', initial_base_position='[1, 2]')
+    with pytest.raises(FileNotFoundError):
+        _run(module, 'robot_actions', robot='no_such_robot')
+
+
+def test_multi_robot_launch_actions(stub_launch) -> None:
+    module = _load_launch_module(ROOT / 'launch' / 'multi_robot.launch.py')
+    description = module.generate_launch_description()
+    groups = [e for e in description.args[0] if type(e).__name__ == 'GroupAction']
+    assert len(groups) == 2
+    included = []
+    for group in groups:
+        assert group.kwargs['scoped'] is True  # the includes' arguments stay in the group
+        (include,) = group.args[0]
+        source = include.args[0].args[0]
+        assert source == str(ROOT / 'launch' / 'ffsim.launch.py')
+        arguments = dict(include.kwargs['launch_arguments'])
+        assert set(arguments) <= FFSIM_ARGUMENTS
+        assert arguments['rviz'] == 'false' and arguments['record'] == 'false'
+        assert arguments['initial_base_position'].args[0] == f'{arguments["namespace"]}_position'
+        included.append(arguments['namespace'])
+    assert included == ['robot1', 'robot2']
+
+    actions = _run(module, 'shared_actions', record='true')
+    (rviz,) = _nodes(actions).values()
+    assert rviz.kwargs['remappings'] == [('/clock', '/robot1/clock')]
+    config = yaml.safe_load(Path(rviz.kwargs['arguments'][1]).read_text())
+    Path(rviz.kwargs['arguments'][1]).unlink()
+    topics = set(rviz_topics(config).values())
+    assert {'/robot1/markers', '/robot2/markers', '/robot1/ee_path', '/robot2/ee_path'} <= topics
+    assert [type(a).__name__ for a in actions].count('ExecuteProcess') == 1
+    assert _run(module, 'shared_actions', rviz='false') == []
