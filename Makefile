@@ -29,6 +29,7 @@ demo: warmup
 bench: warmup
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/simulator.py
+	$(PY) benchmarks/methods.py
 
 lint: setup
 	$(PY) -m ruff check .
