@@ -56,6 +56,7 @@ from .tree import (
     applied_forces,
     bodies,
     body_velocity_jacobian,
+    checked_inputs,
     effective_efforts,
     joint_accelerations,
     root_rows,
@@ -339,14 +340,7 @@ class ClosedChain:
         model = self.model
         method = self.method if method is None else method
         _check_method(method)
-        q = _q(model, q)
-        v = _v(model, v)
-        tau = _vec(tau, model.n, 'tau')
-        bw = None
-        if base_wrench is not None:
-            if not model.floating_base:
-                raise ValueError('base_wrench: expected a floating-base model, got a fixed one')
-            bw = _vec(base_wrench, 6, 'base_wrench')
+        q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
         bd = bodies(model, q, v)
         u = applied_forces(model, bd, effective_efforts(model, v, tau), bw, link_wrenches)
         tree = tree_rows(model, bd)

@@ -445,6 +445,28 @@ def _check_method(method: str) -> None:
         raise ValueError(f'method: expected one of {METHODS}, got {method!r}')
 
 
+def checked_inputs(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    base_wrench: ArrayLike | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(q, v, tau, base_wrench)`` as float arrays of the model's sizes.
+
+    Raises
+    ------
+    ValueError
+        A wrong size (naming expected and got), or a base wrench on a fixed-base model.
+    """
+    bw = None
+    if base_wrench is not None:
+        if not model.floating_base:
+            raise ValueError('base_wrench: expected a floating-base model, got a fixed-base one')
+        bw = _vec(base_wrench, 6, 'base_wrench')
+    return _q(model, q), _v(model, v), _vec(tau, model.n, 'tau'), bw
+
+
 def _hinge_wrenches(
     model: Model, bd: Bodies, rows: Rows, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -506,14 +528,7 @@ def maximal_dynamics(
         fixed-base model.
     """
     _check_method(method)
-    q = _q(model, q)
-    v = _v(model, v)
-    tau = _vec(tau, model.n, 'tau')
-    bw = None
-    if base_wrench is not None:
-        if not model.floating_base:
-            raise ValueError('base_wrench: expected a floating-base model, got a fixed-base one')
-        bw = _vec(base_wrench, 6, 'base_wrench')
+    q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
     presc = None
     if base_acceleration is not None:
         if not model.floating_base:
