@@ -61,32 +61,58 @@ def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
 
     Returns
     -------
-    (nv,) ndarray: ``[r0_1 - r0_0, rotation vector of Q1 Q0^-1 (inertial frame), phi1 - phi0]``.
+    (nv,) ndarray: ``[r0_1 - r0_0, rotation vector of Q1 Q0^-1 (inertial frame), phi1 - phi0]``
+    where a spherical joint's entry is the rotation vector of ``Q0^-1 Q1`` (child frame).
     """
     q0 = _q(model, q0)
     q1 = _q(model, q1)
-    if not model.floating_base:
-        return q1 - q0
     out = np.empty(model.nv)
-    out[:3] = q1[:3] - q0[:3]
-    a = q0[3:7] / np.linalg.norm(q0[3:7])
-    b = q1[3:7] / np.linalg.norm(q1[3:7])
-    # d = b * a^-1 (Hamilton, x y z w)
-    ax, ay, az, aw = -a[0], -a[1], -a[2], a[3]
-    bx, by, bz, bw = b
-    dx = bw * ax + bx * aw + by * az - bz * ay
-    dy = bw * ay - bx * az + by * aw + bz * ax
-    dz = bw * az + bx * ay - by * ax + bz * aw
-    dw = bw * aw - bx * ax - by * ay - bz * az
-    if dw < 0.0:
-        dx, dy, dz, dw = -dx, -dy, -dz, -dw
-    s = np.sqrt(dx * dx + dy * dy + dz * dz)
-    angle = 2.0 * np.arctan2(s, dw)
-    scale = 2.0 if s < 1e-12 else angle / s
-    out[3:6] = scale * np.array([dx, dy, dz])
-    out[6:] = q1[7:] - q0[7:]
+    if model.floating_base:
+        out[:3] = q1[:3] - q0[:3]
+        # inertial-frame rotation vector of Q1 Q0^-1 (the base turns by left multiplication)
+        out[3:6] = _quat_log(_quat_mul(_unit(q1[3:7]), _conj(_unit(q0[3:7]))))
+    for k, kind in enumerate(model.joint_types):
+        iq, iv = model.idx_q[k], model.idx_v[k]
+        if kind == 'spherical':
+            # child-frame rotation vector of Q0^-1 Q1 (a ball joint turns by right multiplication)
+            a, b = _unit(q0[iq : iq + 4]), _unit(q1[iq : iq + 4])
+            out[iv : iv + 3] = _quat_log(_quat_mul(_conj(a), b))
+        else:
+            nj = model.nvs[k]
+            out[iv : iv + nj] = q1[iq : iq + nj] - q0[iq : iq + nj]
     return out
 
+
+def _unit(quat: np.ndarray) -> np.ndarray:
+    return quat / np.linalg.norm(quat)
+
+
+def _conj(quat: np.ndarray) -> np.ndarray:
+    return np.array([-quat[0], -quat[1], -quat[2], quat[3]])
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product ``a * b`` of quaternions (x, y, z, w)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ]
+    )
+
+
+def _quat_log(d: np.ndarray) -> np.ndarray:
+    """Rotation vector (3,) [rad] of the unit quaternion ``d`` (x, y, z, w), angle <= pi."""
+    if d[3] < 0.0:
+        d = -d
+    s = float(np.sqrt(d[0] ** 2 + d[1] ** 2 + d[2] ** 2))
+    angle = 2.0 * np.arctan2(s, d[3])
+    scale = 2.0 if s < 1e-12 else angle / s
+    return scale * d[:3]
 
 def step(
     model: Model,

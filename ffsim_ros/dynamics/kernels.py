@@ -31,6 +31,8 @@ ROOT_FIXED = 0
 ROOT_FREE = 1
 REVOLUTE = 2
 PRISMATIC = 3
+SPHERICAL = 4  # ball joint: unit quaternion (x, y, z, w) in q, child-frame angular velocity in v
+UNIVERSAL = 5  # two revolutes, about ``axis`` (fixed in the parent) then ``axis2`` (in the child)
 
 
 class ModelArrays(NamedTuple):
@@ -53,6 +55,7 @@ class ModelArrays(NamedTuple):
     gravity: np.ndarray  #: (3,) gravitational acceleration, inertial frame [m/s^2]
     damping: np.ndarray  #: (nv,) viscous joint damping (0 for base DoFs) [N m s/rad | N s/m]
     friction: np.ndarray  #: (nv,) Coulomb joint friction (0 for base DoFs) [N m | N]
+    axis2: np.ndarray  #: (nb, 3) second unit axis of a universal joint, joint frame at q = 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -142,10 +145,11 @@ def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarr
     p : (nb, 3) output, body frame origins in the inertial frame [m].
     """
     nb = m.parent.shape[0]
-    ws = np.empty(21)  # one allocation for the temporaries
+    ws = np.empty(30)  # one allocation for the temporaries
     tmp = ws[0:9].reshape((3, 3))
     rj = ws[9:18].reshape((3, 3))
     v3 = ws[18:21]
+    t2 = ws[21:30].reshape((3, 3))
     for i in range(nb):
         jt = m.jtype[i]
         if jt == ROOT_FIXED:
@@ -169,12 +173,33 @@ def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarr
             if jt == REVOLUTE:
                 axis_angle_to_rot(m.axis[i], qi, rj)
                 _matmul3(tmp, rj, R[i])
+            elif jt == SPHERICAL:
+                quat_to_rot(q[m.iq[i] : m.iq[i] + 4], rj)
+                _matmul3(tmp, rj, R[i])
+            elif jt == UNIVERSAL:
+                axis_angle_to_rot(m.axis[i], qi, rj)
+                _matmul3(tmp, rj, t2)
+                axis_angle_to_rot(m.axis2[i], q[m.iq[i] + 1], rj)
+                _matmul3(t2, rj, R[i])
             else:  # PRISMATIC
                 _matvec3(tmp, m.axis[i], v3)
                 for r in range(3):
                     p[i, r] += v3[r] * qi
                     for c in range(3):
                         R[i, r, c] = tmp[r, c]
+
+
+@njit
+def _rotation_column(
+    o: np.ndarray, kx: float, ky: float, kz: float, S: np.ndarray, c: int
+) -> None:
+    """``S[:, c] = [o x k; k]``: rotation about the world axis ``k`` through the point ``o``."""
+    S[0, c] = o[1] * kz - o[2] * ky
+    S[1, c] = o[2] * kx - o[0] * kz
+    S[2, c] = o[0] * ky - o[1] * kx
+    S[3, c] = kx
+    S[4, c] = ky
+    S[5, c] = kz
 
 
 @njit
@@ -187,7 +212,10 @@ def motion_subspace(
     velocity; seed 000, eq. 22) to the base's spatial velocity at O:
     ``v_O = V0 + r0 x w0``. A revolute joint with world axis ``k`` through ``p_i`` gives
     ``[p_i x k; k]`` (seed 000, eqs. 3-4: ``k x (r - p_i)`` at a point r); a prismatic one
-    ``[k; 0]``.
+    ``[k; 0]``. A spherical joint has three such rotation columns about the child frame's
+    axes through the joint centre (seed 001, sec. 3.1, ball-and-socket: the relative angular
+    velocity in the child frame); a universal joint two, about the first axis (fixed in the
+    parent) and the second (fixed in the child; seed 001, sec. 3.2).
 
     Parameters
     ----------
@@ -215,15 +243,24 @@ def motion_subspace(
             S[1, c0 + 5] = -r0[0]
             S[2, c0 + 3] = -r0[1]
             S[2, c0 + 4] = r0[0]
+        elif jt == SPHERICAL:
+            # child-frame axes through the joint centre (v holds the child-frame rate)
+            for c in range(3):
+                _rotation_column(p[i], R[i, 0, c], R[i, 1, c], R[i, 2, c], S, c0 + c)
+        elif jt == UNIVERSAL:
+            # first axis fixed in the parent (joint frame), second fixed in the child
+            _matvec3(m.rot[i], m.axis[i], kw)
+            k = m.parent[i]
+            kx = R[k, 0, 0] * kw[0] + R[k, 0, 1] * kw[1] + R[k, 0, 2] * kw[2]
+            ky = R[k, 1, 0] * kw[0] + R[k, 1, 1] * kw[1] + R[k, 1, 2] * kw[2]
+            kz = R[k, 2, 0] * kw[0] + R[k, 2, 1] * kw[1] + R[k, 2, 2] * kw[2]
+            _rotation_column(p[i], kx, ky, kz, S, c0)
+            _matvec3(R[i], m.axis2[i], kw)
+            _rotation_column(p[i], kw[0], kw[1], kw[2], S, c0 + 1)
         else:
             _matvec3(R[i], m.axis[i], kw)
             if jt == REVOLUTE:
-                S[0, c0] = p[i, 1] * kw[2] - p[i, 2] * kw[1]
-                S[1, c0] = p[i, 2] * kw[0] - p[i, 0] * kw[2]
-                S[2, c0] = p[i, 0] * kw[1] - p[i, 1] * kw[0]
-                S[3, c0] = kw[0]
-                S[4, c0] = kw[1]
-                S[5, c0] = kw[2]
+                _rotation_column(p[i], kw[0], kw[1], kw[2], S, c0)
             else:
                 S[0, c0] = kw[0]
                 S[1, c0] = kw[1]
@@ -308,6 +345,54 @@ def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
     motion_subspace(m, q, R, p, S)
     world_inertias(m, R, p, mw, hw, Iw)
     return R, p, S, mw, hw, Iw
+
+
+@njit
+def velocity_product(
+    m: ModelArrays, i: int, vel: np.ndarray, sv: np.ndarray, S: np.ndarray, v: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``out = Sdot qdot`` of the (non-root) joint into body ``i``, inertial frame at O.
+
+    ``vel`` (6,) is the body's spatial velocity and ``sv = S qdot`` its joint part. Columns
+    fixed in the child body move with it: ``Sdot qdot = v_i x (S qdot)`` (revolute, prismatic,
+    spherical; equal to ``v_parent x (S qdot)``). A universal joint's first column is fixed in
+    the parent and its second in the child, which adds ``(S_1 qdot_1) x (S_2 qdot_2)``.
+    """
+    wl0 = vel[3]
+    wl1 = vel[4]
+    wl2 = vel[5]
+    vl0 = vel[0]
+    vl1 = vel[1]
+    vl2 = vel[2]
+    out[0] = wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
+    out[1] = wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
+    out[2] = wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
+    out[3] = wl1 * sv[5] - wl2 * sv[4]
+    out[4] = wl2 * sv[3] - wl0 * sv[5]
+    out[5] = wl0 * sv[4] - wl1 * sv[3]
+    if m.jtype[i] == UNIVERSAL:
+        c = m.iv[i]
+        d1 = v[c]
+        d2 = v[c + 1]
+        a0 = S[0, c] * d1
+        a1 = S[1, c] * d1
+        a2 = S[2, c] * d1
+        a3 = S[3, c] * d1
+        a4 = S[4, c] * d1
+        a5 = S[5, c] * d1
+        b0 = S[0, c + 1] * d2
+        b1 = S[1, c + 1] * d2
+        b2 = S[2, c + 1] * d2
+        b3 = S[3, c + 1] * d2
+        b4 = S[4, c + 1] * d2
+        b5 = S[5, c + 1] * d2
+        out[0] += a4 * b2 - a5 * b1 + a1 * b5 - a2 * b4
+        out[1] += a5 * b0 - a3 * b2 + a2 * b3 - a0 * b5
+        out[2] += a3 * b1 - a4 * b0 + a0 * b4 - a1 * b3
+        out[3] += a4 * b5 - a5 * b4
+        out[4] += a5 * b3 - a3 * b5
+        out[5] += a3 * b4 - a4 * b3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -413,19 +498,9 @@ def rnea(
             acc[i, 1] += V0[2] * w0[0] - V0[0] * w0[2]
             acc[i, 2] += V0[0] * w0[1] - V0[1] * w0[0]
         elif jt != ROOT_FIXED:
-            # Sdot qdot = v_i x (S qdot)  (motion cross product, [lin; ang] ordering)
-            wl0 = vel[i, 3]
-            wl1 = vel[i, 4]
-            wl2 = vel[i, 5]
-            vl0 = vel[i, 0]
-            vl1 = vel[i, 1]
-            vl2 = vel[i, 2]
-            acc[i, 0] += wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
-            acc[i, 1] += wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
-            acc[i, 2] += wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
-            acc[i, 3] += wl1 * sv[5] - wl2 * sv[4]
-            acc[i, 4] += wl2 * sv[3] - wl0 * sv[5]
-            acc[i, 5] += wl0 * sv[4] - wl1 * sv[3]
+            velocity_product(m, i, vel[i], sv, S, v, tmp)  # Sdot qdot
+            for r in range(6):
+                acc[i, r] += tmp[r]
         # f = I a + v x* (I v) - f_ext
         _inertia_times(mw[i], hw[i], Iw[i], acc[i], f[i])
         _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
@@ -591,8 +666,9 @@ def integrate(m: ModelArrays, q: np.ndarray, v: np.ndarray, dt: float) -> np.nda
     """``q (+) v dt``: exact flow of a constant ``v`` on the configuration manifold.
 
     The base CoM moves along ``V0 dt``; the attitude turns by the inertial-frame rotation
-    vector ``w0 dt`` (left multiplication, ``Q <- exp(w0 dt) * Q0``), normalized; joint
-    coordinates add ``phidot dt``.
+    vector ``w0 dt`` (left multiplication, ``Q <- exp(w0 dt) * Q0``), normalized; a spherical
+    joint turns by its child-frame ``w dt`` (right multiplication, ``Q <- Q * exp(w dt)``);
+    the other joint coordinates add ``phidot dt``.
     """
     out = q.copy()
     nb = m.parent.shape[0]
@@ -628,24 +704,66 @@ def integrate(m: ModelArrays, q: np.ndarray, v: np.ndarray, dt: float) -> np.nda
             out[4] = ny / n
             out[5] = nz / n
             out[6] = nw / n
+        elif jt == SPHERICAL:
+            _quat_right_exp(q, m.iq[i], v, m.iv[i], dt, out)
         elif jt != ROOT_FIXED:
-            out[m.iq[i]] = q[m.iq[i]] + v[m.iv[i]] * dt
+            for a in range(m.nvj[i]):
+                out[m.iq[i] + a] = q[m.iq[i] + a] + v[m.iv[i] + a] * dt
     return out
+
+
+@njit
+def _quat_right_exp(
+    q: np.ndarray, iq: int, v: np.ndarray, iv: int, dt: float, out: np.ndarray
+) -> None:
+    """``out[iq:iq+4] = Q * exp(w dt)``, normalized: the child-frame rate ``w = v[iv:iv+3]``."""
+    wx = v[iv] * dt
+    wy = v[iv + 1] * dt
+    wz = v[iv + 2] * dt
+    th = np.sqrt(wx * wx + wy * wy + wz * wz)
+    if th < 1e-8:
+        sc = 0.5 - th * th / 48.0
+    else:
+        sc = np.sin(0.5 * th) / th
+    dx = wx * sc
+    dy = wy * sc
+    dz = wz * sc
+    dw = np.cos(0.5 * th)
+    x = q[iq]
+    y = q[iq + 1]
+    z = q[iq + 2]
+    w = q[iq + 3]
+    # Hamilton product q * d, quaternions (x, y, z, w)
+    nx = w * dx + x * dw + y * dz - z * dy
+    ny = w * dy - x * dz + y * dw + z * dx
+    nz = w * dz + x * dy - y * dx + z * dw
+    nw = w * dw - x * dx - y * dy - z * dz
+    n = np.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+    out[iq] = nx / n
+    out[iq + 1] = ny / n
+    out[iq + 2] = nz / n
+    out[iq + 3] = nw / n
 
 
 @njit
 def chart_rate(m: ModelArrays, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``dtheta/dt`` of the local coordinates ``q = integrate(q_ref, theta, 1)``.
 
-    Only the attitude differs from ``v``: ``dtheta = J_l(theta)^-1 w0`` with ``J_l`` the left
-    Jacobian of SO(3) (``J_l^-1 = E - th~/2 + (1/|th|^2 - (1+cos|th|)/(2|th| sin|th|)) th~^2``).
+    Only the attitudes differ from ``v``: ``dtheta = J_l(theta)^-1 w0`` for the base, with
+    ``J_l`` the left Jacobian of SO(3) (``J_l^-1 = E - th~/2 + (1/|th|^2 -
+    (1+cos|th|)/(2|th| sin|th|)) th~^2``), and ``J_r(theta)^-1 w`` (``+th~/2``) for a spherical
+    joint, whose quaternion is multiplied on the right (``Q exp(theta)``).
     This is what makes :func:`rk4_step` a 4th-order Runge-Kutta-Munthe-Kaas method.
     """
     out = v.copy()
     nb = m.parent.shape[0]
     for i in range(nb):
-        if m.jtype[i] == ROOT_FREE:
-            c = m.iv[i] + 3
+        jt = m.jtype[i]
+        if jt == ROOT_FREE or jt == SPHERICAL:
+            # the base turns by left multiplication (inertial-frame w0): J_l^-1 has -th~/2;
+            # a ball joint by right multiplication (child-frame w): J_r^-1 has +th~/2
+            half = -0.5 if jt == ROOT_FREE else 0.5
+            c = m.iv[i] + 3 if jt == ROOT_FREE else m.iv[i]
             tx = theta[c]
             ty = theta[c + 1]
             tz = theta[c + 2]
@@ -665,9 +783,9 @@ def chart_rate(m: ModelArrays, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
             ccx = ty * cz - tz * cy
             ccy = tz * cx - tx * cz
             ccz = tx * cy - ty * cx
-            out[c] = wx - 0.5 * cx + k * ccx
-            out[c + 1] = wy - 0.5 * cy + k * ccy
-            out[c + 2] = wz - 0.5 * cz + k * ccz
+            out[c] = wx + half * cx + k * ccx
+            out[c + 1] = wy + half * cy + k * ccy
+            out[c + 2] = wz + half * cz + k * ccz
     return out
 
 
@@ -862,18 +980,7 @@ def aba(
             cb[i, 1] = V0[2] * w0[0] - V0[0] * w0[2]
             cb[i, 2] = V0[0] * w0[1] - V0[1] * w0[0]
         elif jt != ROOT_FIXED:
-            wl0 = vel[i, 3]
-            wl1 = vel[i, 4]
-            wl2 = vel[i, 5]
-            vl0 = vel[i, 0]
-            vl1 = vel[i, 1]
-            vl2 = vel[i, 2]
-            cb[i, 0] = wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
-            cb[i, 1] = wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
-            cb[i, 2] = wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
-            cb[i, 3] = wl1 * sv[5] - wl2 * sv[4]
-            cb[i, 4] = wl2 * sv[3] - wl0 * sv[5]
-            cb[i, 5] = wl0 * sv[4] - wl1 * sv[3]
+            velocity_product(m, i, vel[i], sv, S, v, cb[i])
         _spatial_inertia_matrix(mw[i], hw[i], Iw[i], IA[i])
         _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
         wl0 = vel[i, 3]
@@ -1001,17 +1108,20 @@ _IHEAD = 16
 def pack(a: ModelArrays) -> tuple[np.ndarray, np.ndarray]:
     """Pack ``a`` into ``(idata, fdata)`` for the ``e_*`` entry points.
 
-    Layout: ``idata = [nb, nv, <float offsets x 9>, 0..., jtype, parent, iq, iv, nvj]`` and
-    ``fdata = [rot, trans, axis, mass, com, inertia, gravity, damping, friction]``.
+    Layout: ``idata = [nb, nv, <float offsets x 10>, 0..., jtype, parent, iq, iv, nvj]`` and
+    ``fdata = [rot, trans, axis, mass, com, inertia, gravity, damping, friction, axis2]``.
     """
     nb = a.parent.shape[0]
     nv = a.damping.shape[0]
-    floats = [a.rot, a.trans, a.axis, a.mass, a.com, a.inertia, a.gravity, a.damping, a.friction]
+    floats = [
+        a.rot, a.trans, a.axis, a.mass, a.com, a.inertia, a.gravity, a.damping, a.friction,
+        a.axis2,
+    ]
     offsets = np.cumsum([0] + [f.size for f in floats])
     idata = np.zeros(_IHEAD + 5 * nb, dtype=np.int64)
     idata[0] = nb
     idata[1] = nv
-    idata[2:11] = offsets[:9]
+    idata[2:12] = offsets[:10]
     ints = np.concatenate([a.jtype, a.parent, a.iq, a.iv, a.nvj]).astype(np.int64)
     idata[_IHEAD:] = ints
     fdata = np.concatenate([np.ravel(f) for f in floats]).astype(np.float64)
@@ -1025,7 +1135,7 @@ def unpack(idata: np.ndarray, fdata: np.ndarray) -> ModelArrays:
     """Views of a packed model as :class:`ModelArrays` (no copies)."""
     nb = idata[0]
     nv = idata[1]
-    o = idata[2:11]
+    o = idata[2:12]
     h = _IHEAD
     return ModelArrays(
         idata[h : h + nb],
@@ -1042,6 +1152,7 @@ def unpack(idata: np.ndarray, fdata: np.ndarray) -> ModelArrays:
         fdata[o[6] : o[6] + 3],
         fdata[o[7] : o[7] + nv],
         fdata[o[8] : o[8] + nv],
+        fdata[o[9] : o[9] + 3 * nb].reshape((nb, 3)),
     )
 
 

@@ -3,8 +3,10 @@
 Glossary (SPART / SpaceDyn names, seed 000):
 
 =============  ================================================================================
-``n``          number of joint DoFs (manipulator coordinates ``phi``)
-``q``          configuration ``[r0 (3), Q0 (4), phi (n)]`` (floating) or ``phi`` (fixed base)
+``n``          number of joint DoFs (size of ``phidot`` and of the joint efforts ``tau``)
+``q``          configuration ``[r0 (3), Q0 (4), phi]`` (floating) or ``phi`` (fixed base);
+               ``phi`` has ``n`` entries unless a spherical joint (4 coordinates, 3 DoFs)
+               is present: ``nq = 7 + n + (number of spherical joints)``
 ``v``          velocity ``[V0 (3), w0 (3), phidot (n)]`` (floating) or ``phidot``
 ``r0, V0``     base-body CoM position / velocity, inertial frame (eq. 22)
 ``Q0, w0``     base orientation quaternion (x, y, z, w) / angular velocity, inertial frame
@@ -29,9 +31,29 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .kernels import PRISMATIC, REVOLUTE, ROOT_FIXED, ROOT_FREE, ModelArrays, pack
+from .kernels import (
+    PRISMATIC,
+    REVOLUTE,
+    ROOT_FIXED,
+    ROOT_FREE,
+    SPHERICAL,
+    UNIVERSAL,
+    ModelArrays,
+    pack,
+)
 
-JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
+#: Moving joint types: name -> (kernel code, configuration size nq_j, velocity size nv_j).
+#: 'spherical' (ball-and-socket, seed 001 sec. 3.1): unit quaternion (x, y, z, w) of the child
+#: frame in the joint frame, velocity = relative angular velocity in the child frame.
+#: 'universal' (seed 001 sec. 3.2, n'_j = 2): angles about ``axis`` then ``axis2``.
+JOINT_KINDS = {
+    'revolute': (REVOLUTE, 1, 1),
+    'continuous': (REVOLUTE, 1, 1),
+    'prismatic': (PRISMATIC, 1, 1),
+    'spherical': (SPHERICAL, 4, 3),
+    'universal': (UNIVERSAL, 2, 2),
+}
+JOINT_TYPES = tuple(JOINT_KINDS)
 
 
 class UnknownNameError(KeyError, ValueError):
@@ -66,7 +88,9 @@ class BodySpec:
 
     ``joint_rotation``/``joint_translation`` place the joint frame (= this body's frame at
     zero joint position) in the parent body frame; ``axis`` is expressed in that frame.
-    The base body has ``parent = -1`` and ``joint_type = 'root'``.
+    The base body has ``parent = -1`` and ``joint_type = 'root'``. ``axis2`` is the second
+    axis of a universal joint (in the joint frame at zero angles); limits, damping and
+    friction are per joint DoF (a scalar applies to every DoF of the joint).
     """
 
     name: str
@@ -85,6 +109,7 @@ class BodySpec:
     velocity: float = np.inf
     damping: float = 0.0
     friction: float = 0.0
+    axis2: np.ndarray | None = None
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -107,7 +132,11 @@ class Model:
     joint_names : tuple of str
         Moving joints in velocity order.
     joint_types : tuple of str
-        'revolute', 'continuous' or 'prismatic', per moving joint.
+        One of :data:`JOINT_TYPES` per moving joint.
+    idx_q, idx_v : tuple of int
+        Per moving joint, the index of its first coordinate in ``q`` and in ``v``.
+    nqs, nvs : tuple of int
+        Per moving joint, its number of coordinates (4 for a spherical joint) and of DoFs.
     link_names : tuple of str
         Every link of the description (merged and massless links included).
     body_names : tuple of str
@@ -115,9 +144,10 @@ class Model:
     frames : Mapping[str, Frame]
         Link name -> frame on its body.
     lower, upper : (n,) ndarray
-        Joint position limits [rad | m] (-inf/inf when unlimited).
+        Joint position limits per joint DoF [rad | m] (-inf/inf when unlimited; always
+        unlimited for a spherical joint).
     effort_limit, velocity_limit : (n,) ndarray
-        Joint effort [N m | N] and speed [rad/s | m/s] limits (inf when unset).
+        Joint effort [N m | N] and speed [rad/s | m/s] limits per DoF (inf when unset).
     joint_dynamics : bool
         Whether joint damping/friction (``arrays.damping``/``arrays.friction``) are applied.
     arrays : ModelArrays
@@ -142,6 +172,10 @@ class Model:
     velocity_limit: np.ndarray
     arrays: ModelArrays
     joint_dynamics: bool = False
+    idx_q: tuple[int, ...] = ()
+    idx_v: tuple[int, ...] = ()
+    nqs: tuple[int, ...] = ()
+    nvs: tuple[int, ...] = ()
     _joint_index: Mapping[str, int] = field(default_factory=dict, repr=False)
     packed: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False)
 
@@ -174,8 +208,24 @@ class Model:
         """(n,) Coulomb friction of each joint from the description."""
         return self.arrays.friction[self.nv - self.n :]
 
+    @property
+    def single_dof_joints(self) -> bool:
+        """Whether every moving joint has one coordinate and one DoF (what URDF describes)."""
+        return all(k == 1 for k in self.nqs)
+
+    def joint_q_slice(self, joint: str) -> slice:
+        """The coordinates of ``joint`` in ``q`` (4 for a spherical joint, (x, y, z, w))."""
+        k = self.joint_index(joint)
+        return slice(self.idx_q[k], self.idx_q[k] + self.nqs[k])
+
+    def joint_v_slice(self, joint: str) -> slice:
+        """The DoFs of ``joint`` in ``v`` (and, offset by ``nv - n``, in ``tau``)."""
+        k = self.joint_index(joint)
+        return slice(self.idx_v[k], self.idx_v[k] + self.nvs[k])
+
     def joint_index(self, joint: str) -> int:
-        """Index of ``joint`` in ``joint_names`` (= its position in ``phi``).
+        """Index of ``joint`` in ``joint_names`` (its position in ``phi`` when every joint has
+        one DoF; see :meth:`joint_q_slice` / :meth:`joint_v_slice` otherwise).
 
         Raises
         ------
@@ -214,6 +264,27 @@ def with_gravity(model: Model, gravity: Sequence[float]) -> Model:
 def with_joint_dynamics(model: Model, enabled: bool = True) -> Model:
     """A copy of ``model`` that applies (or not) the joint damping and friction it carries."""
     return dataclasses.replace(model, joint_dynamics=bool(enabled))
+
+
+def _unit_axis(value: Sequence[float], what: str) -> np.ndarray:
+    ax = np.asarray(value, dtype=float).reshape(-1)
+    norm = float(np.linalg.norm(ax)) if ax.shape == (3,) else float('nan')
+    if not np.isfinite(norm) or norm < 1e-12:
+        raise ValueError(f'{what}: expected a non-zero 3-vector, got {ax.tolist()}')
+    return ax / norm
+
+
+def _per_dof(value: float | Sequence[float], size: int, joint: str, what: str) -> list[float]:
+    """``value`` for each of the joint's ``size`` DoFs (a scalar applies to all)."""
+    if np.ndim(value) == 0:
+        return [float(value)] * size
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.shape != (size,):
+        raise ValueError(
+            f'joint {joint}: {what} expected a scalar or {size} values (one per DoF), '
+            f'got {arr.tolist()}'
+        )
+    return arr.tolist()
 
 
 def _vector(value: Sequence[float], size: int, what: str) -> np.ndarray:
@@ -312,25 +383,47 @@ def build_model(
     iv = np.zeros(nb, dtype=np.int64)
     nvj = np.zeros(nb, dtype=np.int64)
     axis = np.zeros((nb, 3))
+    axis2 = np.zeros((nb, 3))
     jtype[0] = ROOT_FREE if floating_base else ROOT_FIXED
     nq = nv = 0
     if floating_base:
         nq, nv, nvj[0] = 7, 6, 6
+    nqs: list[int] = []
+    per_dof: dict[str, list[float]] = {
+        k: [] for k in ('lower', 'upper', 'effort', 'velocity', 'damping', 'friction')
+    }
     for i in range(1, nb):
         b = bodies[i]
-        if b.joint_type not in JOINT_TYPES:
+        if b.joint_type not in JOINT_KINDS:
             raise ValueError(
                 f'joint {b.joint_name}: expected one of {JOINT_TYPES}, got {b.joint_type!r}'
             )
-        jtype[i] = PRISMATIC if b.joint_type == 'prismatic' else REVOLUTE
-        ax = np.asarray(b.axis, dtype=float)
-        norm = float(np.linalg.norm(ax))
-        if not np.isfinite(norm) or norm < 1e-12:
-            raise ValueError(f'joint {b.joint_name}: axis must be non-zero, got {ax.tolist()}')
-        axis[i] = ax / norm
-        iq[i], iv[i], nvj[i] = nq, nv, 1
-        nq += 1
-        nv += 1
+        code, nqj, nvj_i = JOINT_KINDS[b.joint_type]
+        jtype[i] = code
+        if code != SPHERICAL:
+            axis[i] = _unit_axis(b.axis, f'joint {b.joint_name}: axis')
+        if code == UNIVERSAL:
+            if b.axis2 is None:
+                raise ValueError(f'joint {b.joint_name}: a universal joint needs axis2, got None')
+            axis2[i] = _unit_axis(b.axis2, f'joint {b.joint_name}: axis2')
+            if np.linalg.norm(np.cross(axis[i], axis2[i])) < 1e-6:
+                raise ValueError(
+                    f'joint {b.joint_name}: universal axes must not be parallel, got '
+                    f'{axis[i].tolist()} and {axis2[i].tolist()}'
+                )
+        for key, values in per_dof.items():
+            values.extend(_per_dof(getattr(b, key), nvj_i, b.joint_name, key))
+        if code == SPHERICAL and (
+            np.isfinite(per_dof['lower'][-3:]).any() or np.isfinite(per_dof['upper'][-3:]).any()
+        ):
+            raise ValueError(
+                f'joint {b.joint_name}: a spherical joint has no position limits, got lower '
+                f'{b.lower} and upper {b.upper}'
+            )
+        iq[i], iv[i], nvj[i] = nq, nv, nvj_i
+        nqs.append(nqj)
+        nq += nqj
+        nv += nvj_i
     for b in bodies:
         check_inertia(b.mass, b.inertia, f'body {b.name}')
     mass = np.array([b.mass for b in bodies], dtype=float)
@@ -345,13 +438,11 @@ def build_model(
             )
     if floating_base and subtree[0] <= 0.0:
         raise ValueError(f'floating base {bodies[0].name}: the robot has no mass')
-    n = nb - 1
-    off = nv - n
+    n = nv - (6 if floating_base else 0)
     damping = np.zeros(nv)
     friction = np.zeros(nv)
-    for i in range(1, nb):
-        damping[off + i - 1] = bodies[i].damping
-        friction[off + i - 1] = bodies[i].friction
+    damping[nv - n :] = per_dof['damping']
+    friction[nv - n :] = per_dof['friction']
     arrays = ModelArrays(
         jtype=_readonly(jtype),
         parent=_readonly(parent),
@@ -367,6 +458,7 @@ def build_model(
         gravity=_readonly(g),
         damping=_readonly(damping),
         friction=_readonly(friction),
+        axis2=_readonly(axis2),
     )
     moving = bodies[1:]
     joint_names = tuple(b.joint_name for b in moving)
@@ -391,17 +483,21 @@ def build_model(
         link_names=tuple(link_names),
         body_names=tuple(b.name for b in bodies),
         frames=MappingProxyType(ro_frames),
-        lower=_readonly(np.array([b.lower for b in moving], dtype=float)),
-        upper=_readonly(np.array([b.upper for b in moving], dtype=float)),
-        effort_limit=_readonly(np.array([b.effort for b in moving], dtype=float)),
-        velocity_limit=_readonly(np.array([b.velocity for b in moving], dtype=float)),
+        lower=_readonly(np.array(per_dof['lower'], dtype=float)),
+        upper=_readonly(np.array(per_dof['upper'], dtype=float)),
+        effort_limit=_readonly(np.array(per_dof['effort'], dtype=float)),
+        velocity_limit=_readonly(np.array(per_dof['velocity'], dtype=float)),
         arrays=arrays,
+        idx_q=tuple(int(x) for x in iq[1:]),
+        idx_v=tuple(int(x) for x in iv[1:]),
+        nqs=tuple(nqs),
+        nvs=tuple(int(x) for x in nvj[1:]),
         _joint_index=MappingProxyType({nm: k for k, nm in enumerate(joint_names)}),
     )
 
 
 def neutral(model: Model) -> np.ndarray:
-    """The neutral configuration: base CoM at the origin, identity attitude, ``phi = 0``.
+    """The neutral configuration: base CoM at the origin, identity attitudes, ``phi = 0``.
 
     Returns
     -------
@@ -410,4 +506,7 @@ def neutral(model: Model) -> np.ndarray:
     q = np.zeros(model.nq)
     if model.floating_base:
         q[6] = 1.0
+    for k, kind in enumerate(model.joint_types):
+        if kind == 'spherical':
+            q[model.idx_q[k] + 3] = 1.0  # identity quaternion (x, y, z, w)
     return q

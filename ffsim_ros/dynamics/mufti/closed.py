@@ -398,9 +398,8 @@ class ClosedChain:
         free = np.ones(model.nv, dtype=bool)
         if model.floating_base and not move_base:
             free[:6] = False
-        off = model.nv - model.n
         for name in locked:
-            free[off + model.joint_index(name)] = False
+            free[model.joint_v_slice(name)] = False
         return free
 
     def assemble(

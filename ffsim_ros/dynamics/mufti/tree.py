@@ -101,6 +101,7 @@ class Bodies:
     w : (nb, 3) angular velocities [rad/s];  rdot : (nb, 3) CoM velocities [m/s].
     V : (nb, 6) spatial velocities at O ``[v_O; w]``.
     S : (6, nv) joint motion subspaces at O (``kernels.motion_subspace``).
+    v : (nv,) the generalized velocity they come from.
     """
 
     R: np.ndarray
@@ -112,6 +113,7 @@ class Bodies:
     rdot: np.ndarray
     V: np.ndarray
     S: np.ndarray
+    v: np.ndarray
 
     @property
     def x_vel(self) -> np.ndarray:
@@ -139,7 +141,7 @@ def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
         V[i] += S[:, s] @ v[s]
     w = V[:, 3:].copy()
     rdot = V[:, :3] + _cross(w, c)
-    return Bodies(R, p, c, a.mass.copy(), inertia, w, rdot, V, S)
+    return Bodies(R, p, c, a.mass.copy(), inertia, w, rdot, V, S, np.array(v, dtype=float))
 
 
 def body_velocity_jacobian(model: Model, bd: Bodies) -> np.ndarray:
@@ -246,7 +248,10 @@ def _wrench_rows(
 
 
 def joint_frames(model: Model, bd: Bodies) -> tuple[np.ndarray, np.ndarray]:
-    """Hinge points ``o_j`` (child frame origins) and unit axes ``k_j``, (n, 3) each."""
+    """Hinge points ``o_j`` (child frame origins) and unit axes ``k_j``, (n, 3) each.
+
+    ``k_j`` is the first axis (meaningless for a spherical joint: see :func:`joint_axes`).
+    """
     a = model.arrays
     child = np.arange(1, a.parent.shape[0])
     o = bd.p[child]
@@ -254,29 +259,88 @@ def joint_frames(model: Model, bd: Bodies) -> tuple[np.ndarray, np.ndarray]:
     return o, k
 
 
-def tree_rows(model: Model, bd: Bodies) -> Rows:
-    """The ``5 (nb - 1)`` rows of the moving joints, 5 per joint in joint order.
+def joint_axes(model: Model, bd: Bodies, j: int) -> np.ndarray:
+    """World axes ``K_j`` (3, nv_j) of joint ``j``: relative rates ``w_- - w_+ = K_j qdot_j``.
 
-    Row order per joint: revolute ``[x, y, z force; q1, q2 torque]``, prismatic
-    ``[q1, q2 force; x, y, z torque]`` (Remark 5).
+    Revolute / prismatic: the axis ``k`` (for a prismatic joint the sliding direction).
+    Spherical: the child frame's axes ``R_-`` (the rate is in the child frame). Universal:
+    the first axis (fixed in the parent) and the second (fixed in the child).
+    """
+    a = model.arrays
+    c = j + 1
+    kind = a.jtype[c]
+    if kind == K.SPHERICAL:
+        return bd.R[c].copy()
+    k = bd.R[c] @ a.axis[c]
+    if kind == K.UNIVERSAL:
+        k1 = bd.R[a.parent[c]] @ (a.rot[c] @ a.axis[c])
+        return np.stack((k1, bd.R[c] @ a.axis2[c]), axis=1)
+    return k[:, None]
+
+
+def _rows_per_joint(model: Model) -> np.ndarray:
+    """Constraint rows of each moving joint: 6 minus its DoFs (5, 5, 3, 4)."""
+    return 6 - model.arrays.nvj[1:]
+
+
+def tree_rows(model: Model, bd: Bodies) -> Rows:
+    """The rows of the moving joints, ``6 - nv_j`` per joint in joint order.
+
+    Row order per joint: revolute ``[x, y, z force; q1, q2 torque]`` (eqs. 6-9, 44-48),
+    prismatic ``[q1, q2 force; x, y, z torque]`` (Remark 5), spherical ``[x, y, z force]``
+    (ball-and-socket, eqs. 6-9), universal ``[x, y, z force; n torque]`` with
+    ``n = k_1 x k_2 / |k_1 x k_2|`` (sec. 3.2 with ``n'_j = 2``).
+
+    A universal joint's ``n`` is not fixed in the parent: it turns with the first angle, which
+    adds ``qdot_1 (k_1 x n) . (w_- - w_+)`` to the right-hand side of its torque row.
     """
     a = model.arrays
     n = a.parent.shape[0] - 1
     if n == 0:
         return Rows.concat([])
     o, k = joint_frames(model, bd)
-    q1, q2 = _perp_basis(k)
-    pris = (a.jtype[1:] == K.PRISMATIC)[:, None, None]
-    E = np.broadcast_to(np.eye(3), (n, 3, 3))
-    Z = np.zeros((n, 2, 3))
-    Q = np.stack((q1, q2), axis=1)  # (n, 2, 3)
-    # revolute: forces x, y, z through o, torques q1, q2; prismatic: forces q1, q2, torques E
-    F = np.where(pris, np.concatenate((Q, Z, Z[:, :1]), axis=1), np.concatenate((E, Z), axis=1))
-    Tq = np.where(pris, np.concatenate((Z, E), axis=1), np.concatenate((Z, Z[:, :1], Q), axis=1))
-    W = np.concatenate((F, Tq + _cross(o[:, None, :], F)), axis=2)
-    parent = np.repeat(a.parent[1:], 5)
-    child = np.repeat(np.arange(1, n + 1), 5)
-    return _wrench_rows(W.reshape(5 * n, 6), parent, child, bd)
+    cnt = _rows_per_joint(model)
+    start = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    W = np.zeros((int(cnt.sum()), 6))
+    jt = a.jtype[1:]
+    single = np.flatnonzero((jt == K.REVOLUTE) | (jt == K.PRISMATIC))
+    if single.size:
+        ks, os_ = k[single], o[single]
+        q1, q2 = _perp_basis(ks)
+        m = single.size
+        pris = (jt[single] == K.PRISMATIC)[:, None, None]
+        E = np.broadcast_to(np.eye(3), (m, 3, 3))
+        Z = np.zeros((m, 2, 3))
+        Q = np.stack((q1, q2), axis=1)  # (m, 2, 3)
+        # revolute: forces x, y, z through o, torques q1, q2; prismatic: forces q1, q2, torques E
+        F = np.where(
+            pris, np.concatenate((Q, Z, Z[:, :1]), axis=1), np.concatenate((E, Z), axis=1)
+        )
+        Tq = np.where(
+            pris, np.concatenate((Z, E), axis=1), np.concatenate((Z, Z[:, :1], Q), axis=1)
+        )
+        Ws = np.concatenate((F, Tq + _cross(os_[:, None, :], F)), axis=2)  # (m, 5, 6)
+        W[(start[single][:, None] + np.arange(5)[None, :]).ravel()] = Ws.reshape(5 * m, 6)
+    extra: list[tuple[int, float]] = []
+    for j in np.flatnonzero((jt == K.SPHERICAL) | (jt == K.UNIVERSAL)):
+        r0 = start[j]
+        for r in range(3):  # the joint centre is common to both bodies
+            W[r0 + r, r] = 1.0
+            W[r0 + r, 3:] = _cross(o[j], np.eye(3)[r])
+        if jt[j] == K.UNIVERSAL:
+            Kj = joint_axes(model, bd, j)
+            nrm = _cross(Kj[:, 0], Kj[:, 1])
+            nrm /= np.linalg.norm(nrm)
+            W[r0 + 3, 3:] = nrm
+            qd1 = bd.v[a.iv[j + 1]]
+            dw = bd.w[j + 1] - bd.w[a.parent[j + 1]]
+            extra.append((r0 + 3, qd1 * float(_cross(Kj[:, 0], nrm) @ dw)))
+    parent = np.repeat(a.parent[1:], cnt)
+    child = np.repeat(np.arange(1, n + 1), cnt)
+    rows = _wrench_rows(W, parent, child, bd)
+    for r, val in extra:
+        rows.rhs[r] += val
+    return rows
 
 
 def root_rows(base_acceleration: np.ndarray) -> Rows:
@@ -316,8 +380,8 @@ def applied_forces(
 ) -> np.ndarray:
     """``u = [u_1; u_2]`` per body (eq. 10): ``[F_i + m_i g; G_i + actuation - w_i x I_i w_i]``.
 
-    Joint efforts act as equal and opposite hinge torques ``tau k`` (revolute) or forces
-    ``tau k`` through the hinge point (prismatic) on child (+) and parent (-).
+    Joint efforts act as equal and opposite hinge torques or forces (:func:`actuation`) on
+    child (+) and parent (-).
 
     Returns
     -------
@@ -339,11 +403,8 @@ def applied_forces(
             u[i, :3] += wr[:3]
             u[i, 3:] += wr[3:] + _cross(point - bd.c[i], wr[:3])
     if nb > 1:
-        o, k = joint_frames(model, bd)
-        pris = a.jtype[1:] == K.PRISMATIC
-        vec = tau[:, None] * k
-        force = np.where(pris[:, None], vec, 0.0)
-        torque = np.where(pris[:, None], 0.0, vec)
+        o, _ = joint_frames(model, bd)
+        force, torque = actuation(model, bd, tau)
         child = np.arange(1, nb)
         par = a.parent[1:]
         wc = np.concatenate((force, torque + _cross(o - bd.c[child], force)), axis=1)
@@ -351,6 +412,41 @@ def applied_forces(
         u[child] += wc
         np.add.at(u, par, -wp)
     return u
+
+
+def actuation(model: Model, bd: Bodies, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Force and torque (inertial frame) each joint's efforts apply to its child body.
+
+    Prismatic: the force ``tau k`` through the hinge point. Rotational joints: the torque
+    ``T = K (K^T K)^-1 tau`` in the span of the joint axes ``K`` (:func:`joint_axes`), the one
+    whose power on the relative rates is ``tau . qdot`` (``T = tau k`` for a revolute joint,
+    ``R_- tau`` for a spherical one, whose effort is a child-frame torque).
+
+    Parameters
+    ----------
+    tau : (n,) joint efforts (velocity order) [N m | N].
+
+    Returns
+    -------
+    force, torque : (nb - 1, 3) ndarrays [N], [N m]; the parent receives the opposite.
+    """
+    a = model.arrays
+    n = a.parent.shape[0] - 1
+    off = model.nv - model.n
+    _, k = joint_frames(model, bd)
+    jt = a.jtype[1:]
+    first = a.iv[1:] - off
+    single = (jt == K.REVOLUTE) | (jt == K.PRISMATIC)
+    vec = np.where(single[:, None], tau[np.where(single, first, 0)][:, None] * k, 0.0)
+    pris = (jt == K.PRISMATIC)[:, None]
+    force = np.where(pris, vec, 0.0)
+    torque = np.where(pris, 0.0, vec)
+    for j in np.flatnonzero(~single):
+        Kj = joint_axes(model, bd, j)
+        tj = tau[first[j] : first[j] + Kj.shape[1]]
+        torque[j] = Kj @ np.linalg.solve(Kj.T @ Kj, tj)
+    assert torque.shape == (n, 3)
+    return force, torque
 
 
 # ----------------------------------------------------------------------------------------------
@@ -363,6 +459,8 @@ def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) 
 
     Revolute (``w_- - w_+ = k gamma'`` with ``k`` fixed in the parent, eq. 43):
     ``gamma'' = k . (w'_- - w'_+)`` (the term ``(w_+ x k) gamma'`` is normal to ``k``).
+    Spherical and universal (``w_- - w_+ = K qdot``, :func:`joint_axes`): least squares of
+    ``K qddot = w'_- - w'_+ - Kdot qdot`` (exact: ``K`` has full column rank).
     Prismatic (``d = o_- - o_+ = k s``, ``o_+`` the joint frame origin fixed in the parent):
     ``s'' = k . (a_-(o_-) - a_+(o_+)) + |w_+ x k|^2 s`` with the point accelerations
     ``a(o) = r'' + w' x l + w x (w x l)``, ``l = o - r``.
@@ -395,7 +493,19 @@ def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) 
         wk = _cross(bd.w[pa], kk)
         d2 = point_acc(ch, o_c) - point_acc(pa, o_p)
         acc[pris] = np.einsum('ri,ri->r', kk, d2) + np.einsum('ri,ri->r', wk, wk) * s
-    out[a.iv[child]] = acc
+    single = (a.jtype[1:] == K.REVOLUTE) | (a.jtype[1:] == K.PRISMATIC)
+    out[a.iv[child[single]]] = acc[single]
+    for j in np.flatnonzero(~single):
+        # w_- - w_+ = K qdot  =>  w'_- - w'_+ = K qddot + Kdot qdot, with Kdot qdot =
+        # w_- x (R_- qdot) (spherical: child-fixed axes) or qdot_1 w_+ x k_1 + qdot_2 w_- x k_2
+        c, pa = child[j], par[j]
+        Kj = joint_axes(model, bd, j)
+        qd = bd.v[a.iv[c] : a.iv[c] + a.nvj[c]]
+        if a.jtype[c] == K.SPHERICAL:
+            kdot = _cross(bd.w[c], Kj @ qd)
+        else:
+            kdot = qd[0] * _cross(bd.w[pa], Kj[:, 0]) + qd[1] * _cross(bd.w[c], Kj[:, 1])
+        out[a.iv[c] : a.iv[c] + a.nvj[c]] = np.linalg.solve(Kj.T @ Kj, Kj.T @ (dw[j] - kdot))
     return out
 
 
@@ -424,8 +534,8 @@ class MaximalSolution:
     hinge_points : (n, 3) ndarray
         ``o_j``: the child body frame origin (on the axis of a revolute joint), inertial [m].
     multipliers : (m,) ndarray
-        The raw Lagrange multipliers, 5 per joint (see :func:`tree_rows`), then 6 for the base
-        hinge ``h_0`` when the base is fixed or prescribed.
+        The raw Lagrange multipliers, ``6 - nv_j`` per joint (see :func:`tree_rows`), then 6
+        for the base hinge ``h_0`` when the base is fixed or prescribed.
     root_wrench : (6,) ndarray or None
         ``[F; T]`` [N, N m] the external body (ground or prescribing body, Remark 3) exerts on
         the base at the base CoM, inertial frame; None for a free-floating base.
@@ -475,8 +585,10 @@ def _hinge_wrenches(
     o, _ = joint_frames(model, bd)
     if n == 0:
         return np.zeros((0, 3)), np.zeros((0, 3)), o
-    Ga = rows.Ga[: 5 * n].reshape(n, 5, 6)
-    wa = np.einsum('jrk,jr->jk', Ga, lam[: 5 * n].reshape(n, 5))  # about the parent CoM
+    cnt = _rows_per_joint(model)
+    m = int(cnt.sum())
+    wa = np.zeros((n, 6))  # about the parent CoM
+    np.add.at(wa, np.repeat(np.arange(n), cnt), rows.Ga[:m] * lam[:m, None])
     f = wa[:, :3]
     par = model.arrays.parent[1:]
     g = wa[:, 3:] - _cross(o - bd.c[par], f)
@@ -581,10 +693,11 @@ def joint_reactions(
         joint origin (the hinge point ``o_j``, i.e. the child body's frame origin -- for a
         prismatic joint the point of the child that slides along the axis), inertial frame
         [N, N m]. It is the constraint part (``-f_j``, ``-g^c_j``) plus the actuation
-        (``tau k`` as a torque, or as a force for a prismatic joint; joint friction included
-        when enabled). Links welded by fixed joints are merged into bodies, so a fixed joint
-        has no entry: the wrench across it is internal to a body. The key is the *moving*
-        joint into the body; the parent is the body (merged links) carrying that joint's
+        (:func:`actuation`: ``tau k`` as a torque, or as a force for a prismatic joint, the
+        child-frame torque of a spherical joint; joint friction included when enabled).
+        Links welded by fixed joints are merged into bodies, so a fixed joint has no entry:
+        the wrench across it is internal to a body. The key is the *moving* joint into the
+        body; the parent is the body (merged links) carrying that joint's
         parent link.
     """
     sol = maximal_dynamics(
@@ -594,13 +707,11 @@ def joint_reactions(
     v = _v(model, v)
     tau_eff = effective_efforts(model, v, _vec(tau, model.n, 'tau'))
     bd = bodies(model, q, v)
-    _, k = joint_frames(model, bd)
-    pris = model.arrays.jtype[1:] == K.PRISMATIC
+    force, torque = actuation(model, bd, tau_eff)
     out = {}
     for j, name in enumerate(model.joint_names):
-        act = tau_eff[j] * k[j]
-        f = -sol.hinge_forces[j] + (act if pris[j] else 0.0)
-        nm = -sol.constraint_torques[j] + (0.0 if pris[j] else act)
+        f = -sol.hinge_forces[j] + force[j]
+        nm = -sol.constraint_torques[j] + torque[j]
         out[name] = np.concatenate((f, nm))
     return out
 
