@@ -220,8 +220,14 @@ def test_ball_joint_velocity_is_child_frame_angular_velocity():
     b = ModelBuilder('ball', floating_base=False)
     b.add_base('ground', mass=1.0, inertia=[1, 0, 0, 1, 0, 1])
     b.add_body(
-        'bob', parent='ground', joint='ball', joint_type='spherical', xyz=(0.1, 0.2, 0.3),
-        mass=2.0, com=(0, 0, -1), inertia=[0.1, 0, 0, 0.2, 0, 0.25],
+        'bob',
+        parent='ground',
+        joint='ball',
+        joint_type='spherical',
+        xyz=(0.1, 0.2, 0.3),
+        mass=2.0,
+        com=(0, 0, -1),
+        inertia=[0.1, 0, 0, 0.2, 0, 0.25],
     )
     model = b.build()
     rng = np.random.default_rng(3)
@@ -378,17 +384,40 @@ def _builder_twin() -> D.Model:
     b = ModelBuilder('ball_arm')
     b.add_base('base', mass=100.0, com=(0, 0, 0.1), inertia=np.diag([10.0, 12.0, 14.0]))
     b.add_body(
-        'upper', parent='base', joint='shoulder', joint_type='spherical', xyz=(0.5, 0, 0),
-        rpy=(0, 0, 0.3), mass=3.0, com=(0.3, 0, 0), inertia=[0.01, 0, 0, 0.1, 0, 0.1],
+        'upper',
+        parent='base',
+        joint='shoulder',
+        joint_type='spherical',
+        xyz=(0.5, 0, 0),
+        rpy=(0, 0, 0.3),
+        mass=3.0,
+        com=(0.3, 0, 0),
+        inertia=[0.01, 0, 0, 0.1, 0, 0.1],
     )
     b.add_body(
-        'fore', parent='upper', joint='elbow', joint_type='universal', xyz=(0.6, 0, 0),
-        axis=(0, 0, 1), axis2=(0, 1, 0), lower=(-1.0, -2.0), upper=1.0, effort=20.0,
-        mass=2.0, com=(0.25, 0, 0), inertia=[0.01, 0, 0, 0.05, 0, 0.05],
+        'fore',
+        parent='upper',
+        joint='elbow',
+        joint_type='universal',
+        xyz=(0.6, 0, 0),
+        axis=(0, 0, 1),
+        axis2=(0, 1, 0),
+        lower=(-1.0, -2.0),
+        upper=1.0,
+        effort=20.0,
+        mass=2.0,
+        com=(0.25, 0, 0),
+        inertia=[0.01, 0, 0, 0.05, 0, 0.05],
     )
     b.add_body(
-        'hand', parent='fore', joint='wrist', joint_type='revolute', xyz=(0.5, 0, 0),
-        axis=(1, 0, 0), mass=0.5, inertia=[0.001, 0, 0, 0.001, 0, 0.001],
+        'hand',
+        parent='fore',
+        joint='wrist',
+        joint_type='revolute',
+        xyz=(0.5, 0, 0),
+        axis=(1, 0, 0),
+        mass=0.5,
+        inertia=[0.001, 0, 0, 0.001, 0, 0.001],
     )
     b.add_frame('tool', parent='hand', xyz=(0.1, 0, 0))
     return b.build()
@@ -483,8 +512,16 @@ def test_maximal_coordinate_methods_match_aba(case):
 def _spherical_pendulum(m, c, Ic, g):
     b = ModelBuilder('spherical_pendulum', floating_base=False, gravity=g)
     b.add_base('ground', mass=1.0, inertia=[1, 0, 0, 1, 0, 1])
-    b.add_body('bob', parent='ground', joint='ball', joint_type='spherical', xyz=(0, 0, 0),
-               mass=m, com=c, inertia=Ic)
+    b.add_body(
+        'bob',
+        parent='ground',
+        joint='ball',
+        joint_type='spherical',
+        xyz=(0, 0, 0),
+        mass=m,
+        com=c,
+        inertia=Ic,
+    )
     return b.build()
 
 
@@ -575,3 +612,65 @@ def test_reactions_with_ball_joints_balance_each_body(floating):
         total[child] += np.r_[wr[:3], wr[3:] + np.cross(p[child] - c[child], wr[:3])]
         total[parent] -= np.r_[wr[:3], wr[3:] + np.cross(p[child] - c[parent], wr[:3])]
     assert np.linalg.norm(total - rate) <= 1e-6 * np.linalg.norm(rate)
+
+
+@pytest.mark.parametrize('seed', [41, 42])
+def test_closed_chain_through_ball_and_universal_joints_matches_pinocchio(seed):
+    """A ball cut hinge closing a floating tree of mixed joints, against constraintDynamics."""
+    model = random_model(seed, 6, joint_types=MIXED, gravity=(0, 0, -9.81), branching=0.0)
+    ref = PinTree(model)
+    rng = np.random.default_rng(seed)
+    q0, v0, _ = _state(model, rng)
+    # cut hinge at the current position of body 6's tip, fixed in bodies 3 and 6
+    a, b = 6, 3
+    R, p = D.body_poses(model, q0)
+    tip = p[a] + R[a] @ np.array([0.3, 0.0, 0.0])
+    ta, tb = np.array([0.3, 0.0, 0.0]), R[b].T @ (tip - p[b])
+    loop = D.LoopClosure(
+        'cut', f'body_{a}', f'body_{b}', 'ball', translation_a=ta, translation_b=tb
+    )
+    chain = D.ClosedChain(model, [loop], alpha=0.0, beta=0.0)
+    q, v = chain.assemble(q0, v0, move_base=True)
+    xi, xid = chain.constraint_error(q, v)
+    assert np.abs(xi).max() < 1e-12 and np.abs(xid).max() < 1e-12
+    tau, bw = rng.normal(size=model.n), rng.normal(size=6)
+    cm = pin.RigidConstraintModel(
+        pin.ContactType.CONTACT_3D,
+        ref.pm,
+        ref.jid[a],
+        pin.SE3(np.eye(3), ta),
+        ref.jid[b],
+        pin.SE3(np.eye(3), tb),
+        pin.ReferenceFrame.LOCAL,
+    )
+    cms = pin.StdVec_RigidConstraintModel()
+    cms.append(cm)
+    cds = pin.StdVec_RigidConstraintData()
+    cds.append(cm.createData())
+    pin.initConstraintDynamics(ref.pm, ref.pd, cms, cds)
+    T = ref.T(q)
+    gen = np.r_[bw, tau]
+    ap = pin.constraintDynamics(
+        ref.pm,
+        ref.pd,
+        ref.q_pin(q),
+        T @ v,
+        np.linalg.solve(T.T, gen),
+        cms,
+        cds,
+        pin.ProximalSettings(1e-14, 1e-10, 200),
+    )
+    expect = np.linalg.solve(T, ap - ref.drift(q, v))
+    for method in ('kkt', 'nullspace'):
+        sol = chain.dynamics(q, v, tau, base_wrench=bw, method=method)
+        assert_close(sol.a, expect, f'closed chain ({method})', rtol=1e-8)
+    # the loop force is internal: the linear momentum changes by the external forces alone
+    acc = chain.acceleration(q, v, tau, base_wrench=bw)
+    h = 1e-5
+    mom = [
+        D.momentum(model, D.integrate(model, q, s * h * v + 0.5 * h * h * acc), v + s * h * acc)
+        for s in (1.0, -1.0)
+    ]
+    rate = (mom[0] - mom[1]) / (2 * h)
+    P_rate = bw[:3] + model.total_mass * model.gravity
+    np.testing.assert_allclose(rate[:3], P_rate, rtol=1e-6, atol=1e-6)

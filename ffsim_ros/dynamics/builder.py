@@ -57,8 +57,18 @@ from .model import JOINT_TYPES, BodySpec, Frame, Model, build_model
 from .urdf import rpy_to_rot
 
 _JOINT_KEYS = {
-    'name', 'type', 'xyz', 'rpy', 'axis', 'axis2', 'lower', 'upper', 'effort', 'velocity',
-    'damping', 'friction',
+    'name',
+    'type',
+    'xyz',
+    'rpy',
+    'axis',
+    'axis2',
+    'lower',
+    'upper',
+    'effort',
+    'velocity',
+    'damping',
+    'friction',
 }
 _BODY_KEYS = {'link', 'parent', 'joint', 'mass', 'com', 'inertia'}
 _BASE_KEYS = {'link', 'mass', 'com', 'inertia'}
