@@ -627,21 +627,39 @@ def test_spatial_loop_on_floating_base_matches_pinocchio(kind: str) -> None:
 
 
 def test_baumgarte_keeps_the_fourbar_assembled_for_10_s() -> None:
-    """RK4 at 4 ms for 10 s (mild gravity): drift <= 1e-8 with the default gains, and much
-    larger without (the constraint error then grows along the run)."""
+    """RK4 at 4 ms for 10 s (mild gravity): drift <= 1e-8 with Baumgarte's default gains alone
+    (no projection), and much larger without (the constraint error then grows along the run)."""
     drifts = {}
     for stabilize in (True, False):
         chain = fourbar_chain('revolute', gravity=(0, -1.0, 0))
         q, v = chain.assemble([1.2, -0.9, -1.5], [1.0, 0, 0], locked=['j1'])
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', M.RedundantConstraintWarning)
-            t, Q, V = chain.simulate(q, v, np.zeros(3), 10.0, 0.004, stabilize=stabilize)
+            t, Q, V = chain.simulate(
+                q, v, np.zeros(3), 10.0, 0.004, stabilize=stabilize, project=False
+            )
         assert t[-1] == pytest.approx(10.0)
         drifts[stabilize] = max(
             np.abs(chain.constraint_error(Q[k], V[k])[0]).max() for k in range(0, t.size, 25)
         )
     assert drifts[True] <= 1e-8, drifts
     assert drifts[False] > 10 * drifts[True], drifts
+
+
+def test_default_stabilization_keeps_the_fourbar_at_round_off_in_full_gravity() -> None:
+    """Default ``simulate`` (Baumgarte + projection), g = 9.81, RK4 at 4 ms for 10 s."""
+    chain = fourbar_chain('revolute', gravity=(0, -9.81, 0))
+    q, v = chain.assemble([1.2, -0.9, -1.5], [1.0, 0, 0], locked=['j1'])
+    e0 = D.kinetic_energy(chain.model, q, v) + D.potential_energy(chain.model, q)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        t, Q, V = chain.simulate(q, v, np.zeros(3), 10.0, 0.004)
+    drift = max(np.abs(chain.constraint_error(Q[k], V[k])).max() for k in range(0, t.size, 25))
+    assert drift <= 1e-12, drift
+    assert np.ptp(Q[:, 0]) > 1.0  # the crank swings
+    # the projection removes no energy worth speaking of (passive mechanism, no friction)
+    e1 = D.kinetic_energy(chain.model, Q[-1], V[-1]) + D.potential_energy(chain.model, Q[-1])
+    assert abs(e1 - e0) <= 1e-5 * abs(e0), (e0, e1)
 
 
 def test_free_floating_closed_chain_conserves_momentum() -> None:
@@ -667,6 +685,26 @@ def test_free_floating_closed_chain_conserves_momentum() -> None:
     assert np.linalg.norm(h1 - h0) <= 1e-9 * np.linalg.norm(h0)
     assert np.abs(chain.constraint_error(Q[-1], V[-1])[0]).max() < 1e-8
     assert np.linalg.norm(V[-1] - V[0]) > 0.1  # it did move
+
+
+def test_projection_keeps_momentum_and_centre_of_mass() -> None:
+    """``project`` removes a small constraint error with internal impulses only."""
+    rng = np.random.default_rng(24)
+    chain = spatial_chain('ball', gravity=(0, 0, 0))
+    model = chain.model
+    q0 = D.neutral(model)
+    q0[7:] = 0.1 * rng.normal(size=7)
+    q, v = chain.assemble(q0, rng.normal(size=model.nv), move_base=True)
+    qp = D.integrate(model, q, 1e-6 * rng.normal(size=model.nv))
+    vp = v + 1e-3 * rng.normal(size=model.nv)
+    assert np.abs(chain.constraint_error(qp, vp)[0]).max() > 1e-8
+    qn, vn = chain.project(qp, vp)
+    xi, xid = chain.constraint_error(qn, vn)
+    assert np.abs(xi).max() < 1e-13 and np.abs(xid).max() < 1e-12
+    h = D.momentum(model, qp, vp)
+    assert np.linalg.norm(D.momentum(model, qn, vn) - h) <= 1e-12 * np.linalg.norm(h)
+    com_shift = D.center_of_mass(model, qn) - D.center_of_mass(model, qp)
+    assert np.linalg.norm(com_shift) < 1e-10  # first order zero: a 1e-6 error moves it 1e-12
 
 
 def test_assembly_and_bad_loops() -> None:
