@@ -22,6 +22,7 @@ setup(
         _share('config', '*.yaml'),
         _share('config/rviz', '*.rviz'),
         _share('urdf', '*.urdf'),
+        _share('models', '*.yaml'),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -52,3 +52,18 @@ def sample_robot(name: str) -> Path:
         known = sorted(p.stem for p in share_path('urdf').glob('*.urdf'))
         raise FileNotFoundError(f'unknown sample robot {name!r}; expected one of {known}')
     return path
+
+
+def sample_model(name: str) -> Path:
+    """Path of the sample model ``models/<name>.yaml`` (the builder's YAML format).
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the models that exist when ``name`` is not one of them.
+    """
+    path = share_path('models', f'{name}.yaml')
+    if not path.is_file():
+        known = sorted(p.stem for p in share_path('models').glob('*.yaml'))
+        raise FileNotFoundError(f'unknown sample model {name!r}; expected one of {known}')
+    return path

@@ -674,3 +674,26 @@ def test_closed_chain_through_ball_and_universal_joints_matches_pinocchio(seed):
     rate = (mom[0] - mom[1]) / (2 * h)
     P_rate = bw[:3] + model.total_mass * model.gravity
     np.testing.assert_allclose(rate[:3], P_rate, rtol=1e-6, atol=1e-6)
+
+
+def test_sample_ball_joint_servicer():
+    """The shipped YAML model: Pinocchio agrees, and a zero-momentum slew keeps P = L = 0."""
+    from ffsim_ros.resources import sample_model
+
+    model = load_model(sample_model('ball_joint_servicer'))
+    assert model.joint_types == ('spherical', 'revolute', 'universal', 'continuous')
+    assert model.n == 7 and model.nq == 7 + 8
+    ref = PinTree(model)
+    rng = np.random.default_rng(51)
+    q, v, a = _state(model, rng)
+    assert_close(D.mass_matrix(model, q), ref.mass_matrix(q), 'mass matrix')
+    assert_close(D.inverse_dynamics(model, q, v, a), ref.inverse_dynamics(q, v, a), 'rnea')
+    phidot = 0.2 * rng.normal(size=model.n)
+    v = np.concatenate([D.base_velocity_from_momentum(model, q, phidot), phidot])
+    tau = 0.05 * rng.normal(size=model.n)  # N m (about 10 rad/s^2 at the wrist)
+    for _ in range(500):
+        q, v = D.step(model, q, v, tau, 2e-3)
+    assert np.abs(D.momentum(model, q, v)).max() < 1e-10
+    assert np.linalg.norm(v[6:] - phidot) > 0.01  # the arm did accelerate
+    with pytest.raises(FileNotFoundError, match='ball_joint_servicer'):
+        sample_model('nope')
