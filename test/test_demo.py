@@ -33,7 +33,8 @@ def test_message_definitions_are_complete() -> None:
 
 
 def test_short_demo_records_plots_and_compares(tmp_path: Path, ros_env: dict[str, str]) -> None:
-    from mcap_ros2.reader import read_ros2_messages
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
 
     out = tmp_path / 'demo'
     result = subprocess.run(
@@ -64,10 +65,12 @@ def test_short_demo_records_plots_and_compares(tmp_path: Path, ros_env: dict[str
     for mode in ('reactionless', 'gjm_tracking'):
         counts: dict[str, int] = {}
         stamps = []
-        for m in read_ros2_messages(str(out / f'{mode}.mcap')):
-            counts[m.channel.topic] = counts.get(m.channel.topic, 0) + 1
-            if m.channel.topic == '/joint_states':
-                stamps.append(m.ros_msg.header.stamp.sec + m.ros_msg.header.stamp.nanosec * 1e-9)
+        with open(out / f'{mode}.mcap', 'rb') as stream:
+            reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+            for _, channel, _, msg in reader.iter_decoded_messages():
+                counts[channel.topic] = counts.get(channel.topic, 0) + 1
+                if channel.topic == '/joint_states':
+                    stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
         expected = {
             '/joint_states',
             '/base_odom',
