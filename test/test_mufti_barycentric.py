@@ -25,17 +25,40 @@ def skew(x: np.ndarray) -> np.ndarray:
     return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
 
 
-def random_tree(rng: np.random.Generator, n: int, chain: bool) -> BC.BallTree:
+def random_tree(rng: np.random.Generator, n: int, chain: bool, pins: float = 0.0) -> BC.BallTree:
+    """Random tree; each hinge is a pin joint with probability ``pins`` (else a ball), and
+    hinge 0 is a pin whenever ``pins > 0``."""
     parent = [-1] + [i - 1 if chain else int(rng.integers(0, i)) for i in range(1, n)]
     A = rng.normal(size=(n, 3, 3))
     inertia = 0.3 * A @ np.swapaxes(A, 1, 2) + 0.05 * np.eye(3)
+    axes = rng.normal(size=(n - 1, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    ball = rng.uniform(size=n - 1) >= pins
+    ball[0] &= pins == 0.0
+    axes[ball] = 0.0
     return BC.BallTree(
         np.array(parent),
         rng.uniform(0.3, 4.0, n),
         inertia,
         rng.normal(scale=0.5, size=(n - 1, 3)),
         rng.normal(scale=0.5, size=(n - 1, 3)),
+        axes,
     )
+
+
+def consistent_state(rng: np.random.Generator, tree: BC.BallTree):
+    """Orientations and angular velocities obeying the pin joints (eq. 43), and the pin
+    angles and rates ``(theta, theta')`` (zero at ball joints)."""
+    n = tree.n
+    R, w = random_state(rng, n)
+    th, thd = np.zeros(n - 1), np.zeros(n - 1)
+    for i in range(1, n):
+        k, ax = tree.parent[i], tree.pin_axes[i - 1]
+        if ax.any():
+            th[i - 1], thd[i - 1] = rng.uniform(-3, 3), rng.normal(scale=2.0)
+            R[i] = R[k] @ Rotation.from_rotvec(th[i - 1] * ax).as_matrix()
+            w[i] = w[k] + thd[i - 1] * R[k] @ ax
+    return R, w, th, thd
 
 
 def random_state(rng: np.random.Generator, n: int):
@@ -116,7 +139,9 @@ def pinocchio_ball_tree(tree: BC.BallTree):
         else:
             k = tree.parent[i]
             at = origin[k] + tree.hinge_in_parent[i - 1]
-            j = model.addJoint(jid[k], pin.JointModelSpherical(), pin.SE3(np.eye(3), at), f'b{i}')
+            ax = tree.pin_axes[i - 1]
+            jm = pin.JointModelRevoluteUnaligned(ax) if ax.any() else pin.JointModelSpherical()
+            j = model.addJoint(jid[k], jm, pin.SE3(np.eye(3), at), f'b{i}')
             origin.append(-tree.hinge_in_child[i - 1])
         model.appendBodyToJoint(
             j, pin.Inertia(tree.mass[i], origin[i], tree.inertia[i]), pin.SE3.Identity()
@@ -125,7 +150,7 @@ def pinocchio_ball_tree(tree: BC.BallTree):
     return model, jid, origin
 
 
-def pinocchio_accelerations(tree, R, w, F, G, g, rd_root):
+def pinocchio_accelerations(tree, R, w, F, G, g, rd_root, th=None, thd=None):
     model, jid, origin = pinocchio_ball_tree(tree)
     data = model.createData()
     q, v, tau = [], [], []
@@ -134,6 +159,10 @@ def pinocchio_accelerations(tree, R, w, F, G, g, rd_root):
             q += [np.zeros(3), Rotation.from_matrix(R[0]).as_quat()]  # (x, y, z, w)
             v += [R[0].T @ rd_root, R[0].T @ w[0]]
             tau.append(np.zeros(6))
+        elif tree.pin_axes[i - 1].any():  # pin joint: angle, rate, axial torque on the child
+            q.append([th[i - 1]])
+            v.append([thd[i - 1]])
+            tau.append([-g[i - 1] @ (R[tree.parent[i]] @ tree.pin_axes[i - 1])])
         else:
             k = tree.parent[i]
             q.append(Rotation.from_matrix(R[k].T @ R[i]).as_quat())
@@ -171,6 +200,51 @@ def test_forms_match_pinocchio_aba(n: int, chain: bool) -> None:
         assert rel_err(sol.angular_accelerations, wd_ref) < 1e-9, method
         assert rel_err(sol.com_accelerations[0], rdd_ref[0]) < 1e-9, method
         assert rel_err(sol.com_accelerations, rdd_ref) < 1e-9, method
+
+
+# --------------------------------------------------------------------------------------------
+# section 3.2: pin joints (eqs. 42-51) on the same forms
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('n,chain', [(2, True), (4, False), (6, True), (9, False)])
+def test_pin_joints_eq51_forms_agree_and_match_pinocchio(n: int, chain: bool) -> None:
+    rng = np.random.default_rng(7000 + n)
+    tree = random_tree(rng, n, chain, pins=0.6)
+    R, w, th, thd = consistent_state(rng, tree)
+    F, G, g = random_loads(rng, n)
+    wd_ref, rdd_ref = pinocchio_accelerations(tree, R, w, F, G, g, rng.normal(size=3), th, thd)
+    kkt = BC.ball_tree_dynamics(tree, R, w, forces=F, torques=G, hinge_torques=g, method='kkt')
+    pins = np.linalg.norm(tree.pin_axes, axis=1) > 0
+    assert pins.any()
+    for method in BC.METHODS:
+        sol = BC.ball_tree_dynamics(
+            tree, R, w, forces=F, torques=G, hinge_torques=g, method=method
+        )
+        assert rel_err(sol.angular_accelerations, wd_ref) < 1e-9, method
+        assert rel_err(sol.com_accelerations, rdd_ref) < 1e-9, method
+        for name in (
+            'angular_accelerations',
+            'com_accelerations',
+            'hinge_forces',
+            'constraint_torques',
+        ):
+            assert rel_err(getattr(sol, name), getattr(kkt, name)) < 1e-10, (method, name)
+        # eq. 54: no constraint torque along a pin axis, none at all at a ball joint
+        gc = sol.constraint_torques
+        for j in range(n - 1):
+            k = R[tree.parent[j + 1]] @ tree.pin_axes[j]
+            assert abs(gc[j] @ k) < 1e-10 * max(1.0, np.abs(gc).max())
+            if not pins[j]:
+                np.testing.assert_array_equal(gc[j], 0.0)
+        # the relative angular acceleration at a pin joint stays along the axis (eq. 48)
+        for j in np.flatnonzero(pins):
+            k = R[tree.parent[j + 1]] @ tree.pin_axes[j]
+            wk = w[tree.parent[j + 1]]
+            rel = sol.angular_accelerations[j + 1] - sol.angular_accelerations[tree.parent[j + 1]]
+            # d/dt (w_- - w_+) = k theta'' + (w_+ x k) theta'
+            perp = rel - np.cross(wk, k) * thd[j]
+            assert np.linalg.norm(perp - (perp @ k) * k) < 1e-10 * max(1.0, np.linalg.norm(rel))
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,5 +444,7 @@ def test_single_body_is_euler_and_bad_inputs_raise() -> None:
         BC.BallTree(parent=np.array([-1, 0, 0]), **{**base, 'mass': np.array([1.0, 0.0, 1.0])})
     with pytest.raises(ValueError, match='positive definite'):
         BC.BallTree(parent=np.array([-1, 0, 0]), **{**base, 'inertia': np.zeros((3, 3, 3))})
+    with pytest.raises(ValueError, match='pin_axes: expected unit or zero rows'):
+        BC.BallTree(parent=np.array([-1, 0, 0]), **base, pin_axes=np.ones((2, 3)))
     with pytest.raises(ValueError, match=r'hinge_in_child: expected shape \(2, 3\)'):
         BC.BallTree(parent=np.array([-1, 0, 0]), **{**base, 'hinge_in_child': np.zeros((3, 3))})

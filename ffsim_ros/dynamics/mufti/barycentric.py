@@ -49,6 +49,7 @@ import scipy.linalg as sla
 
 from .graph import incidence_matrix, path_matrix
 from .linalg import block_mass_matrix, solve_kkt, solve_multipliers
+from .tree import _perp_basis
 
 METHODS = ('kkt', 'eq14', 'eq16', 'eq28', 'eq38')
 
@@ -105,6 +106,10 @@ class BallTree:
     hinge_in_child : (n - 1, 3) array_like
         ``l_{j-, j}``: from the CoM of the child ``j- = j + 1`` to hinge ``j``, in the child's
         body frame [m].
+    pin_axes : (n - 1, 3) array_like, optional
+        Section 3.2: a unit row makes hinge ``j`` a pin joint about that axis, fixed in the
+        parent's body frame (``p_j``, eq. 43); a zero row (the default for all) keeps it a
+        ball-and-socket joint.
 
     Attributes
     ----------
@@ -119,6 +124,7 @@ class BallTree:
     inertia: np.ndarray
     hinge_in_parent: np.ndarray
     hinge_in_child: np.ndarray
+    pin_axes: np.ndarray | None = None
     n: int = field(init=False)
     total_mass: float = field(init=False)
     C: np.ndarray = field(init=False, repr=False)
@@ -143,6 +149,14 @@ class BallTree:
             raise ValueError('inertia: expected positive definite matrices, got a singular one')
         lp = _array(self.hinge_in_parent, (n - 1, 3), 'hinge_in_parent')
         lc = _array(self.hinge_in_child, (n - 1, 3), 'hinge_in_child')
+        axes = (
+            np.zeros((n - 1, 3))
+            if self.pin_axes is None
+            else _array(self.pin_axes, (n - 1, 3), 'pin_axes')
+        )
+        norms = np.linalg.norm(axes, axis=1)
+        if np.any((norms != 0.0) & (np.abs(norms - 1.0) > 1e-9)):
+            raise ValueError(f'pin_axes: expected unit or zero rows, got norms {norms.tolist()}')
         lb = np.zeros((n, n - 1, 3))
         j = np.arange(n - 1)
         lb[par[1:], j] = lp
@@ -153,6 +167,7 @@ class BallTree:
             ('inertia', inertia),
             ('hinge_in_parent', lp),
             ('hinge_in_child', lc),
+            ('pin_axes', axes),
             ('n', n),
             ('total_mass', float(mass.sum())),
             ('C', incidence_matrix(par).astype(float)),
@@ -268,11 +283,14 @@ class BallSolution:
     com_accelerations : (n, 3) ``r''_i`` of every CoM, inertial frame [m/s^2].
     hinge_forces : (n - 1, 3) ``f_j``, inertial frame [N]: the force on the parent ``j+`` at
         the hinge (the child receives ``-f_j``).
+    constraint_torques : (n - 1, 3) ``g^c_j = Q_j lambda_j`` (eq. 53), inertial frame [N m],
+        on the parent (zero at ball joints; normal to the axis at pin joints).
     """
 
     angular_accelerations: np.ndarray
     com_accelerations: np.ndarray
     hinge_forces: np.ndarray
+    constraint_torques: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -286,6 +304,9 @@ class _Terms:
     u1: np.ndarray  # (n, 3)
     u2: np.ndarray  # (n, 3)
     u3: np.ndarray  # (n - 1, 3)
+    q: np.ndarray  # (p, 3) constraint directions q_jk of the pin joints (eq. 44)
+    qj: np.ndarray  # (p,) their hinges
+    bq: np.ndarray  # (p,) q . (w'_+ - w'_-) = (w_+ x q) . (w_- - w_+)  (eq. 48)
 
 
 def _terms(tree: BallTree, R, w, forces, torques, hinge_torques) -> _Terms:
@@ -306,7 +327,15 @@ def _terms(tree: BallTree, R, w, forces, torques, hinge_torques) -> _Terms:
     L = tree.C[:, :, None] * np.einsum('iab,ijb->ija', R, tree.l)
     u2 = G + tree.C @ g - np.cross(w, np.einsum('iab,ib->ia', inertia, w))
     u3 = np.einsum('ija->ja', np.cross(w[:, None, :], np.cross(w[:, None, :], L)))
-    return _Terms(R, w, inertia, L, F, u2, u3)
+    pins = np.flatnonzero(np.linalg.norm(tree.pin_axes, axis=1) > 0.0)
+    par = tree.parent[pins + 1]
+    k = np.einsum('jab,jb->ja', R[par], tree.pin_axes[pins])
+    q1, q2 = _perp_basis(k) if pins.size else (np.zeros((0, 3)), np.zeros((0, 3)))
+    q = np.stack((q1, q2), axis=1).reshape(-1, 3)
+    qj = np.repeat(pins, 2)
+    wp, wc = w[tree.parent[qj + 1]], w[qj + 1]
+    bq = np.einsum('ra,ra->r', np.cross(wp, q), wc - wp)
+    return _Terms(R, w, inertia, L, F, u2, u3, q, qj, bq)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -322,14 +351,34 @@ def _lagrangian(tree: BallTree, t: _Terms):
     Gm[:, :, :, :3] = tree.C.T[:, None, :, None] * np.eye(3)[None, :, None, :]
     # G^T l on body i is [C f; L~ f], so the rows of G on w'_i are (L~_ij)^T = -L~_ij
     Gm[:, :, :, 3:] = -_skew(t.L).transpose(1, 2, 0, 3)
-    G = Gm.reshape(3 * (n - 1), 6 * n)
+    G = np.concatenate((Gm.reshape(3 * (n - 1), 6 * n), _pin_rows(tree, t, 6, 3)))
     u = np.concatenate((t.u1, t.u2), axis=1).ravel()
-    return J, G, u, -t.u3.ravel()
+    return J, G, u, np.concatenate((-t.u3.ravel(), t.bq))
 
 
-def _from_x(tree: BallTree, x: np.ndarray, lam: np.ndarray) -> BallSolution:
+def _pin_rows(tree: BallTree, t: _Terms, stride: int, off: int) -> np.ndarray:
+    """Rows ``Q^T C^T`` of eq. 48 on ``w'`` (body ``i`` at columns ``stride i + off``)."""
+    p = t.qj.size
+    Gq = np.zeros((p, stride * tree.n))
+    cols = np.arange(3)
+    r = np.arange(p)[:, None]
+    Gq[r, stride * tree.parent[t.qj + 1][:, None] + off + cols] = t.q
+    Gq[r, stride * (t.qj + 1)[:, None] + off + cols] = -t.q
+    return Gq
+
+
+def _torques(tree: BallTree, t: _Terms, lam_q: np.ndarray) -> np.ndarray:
+    """``g^c = Q lambda`` (eq. 53), (n - 1, 3)."""
+    gc = np.zeros((tree.n - 1, 3))
+    np.add.at(gc, t.qj, lam_q[:, None] * t.q)
+    return gc
+
+
+def _from_x(tree: BallTree, t: _Terms, x: np.ndarray, lam: np.ndarray) -> BallSolution:
     X = x.reshape(tree.n, 6)
-    return BallSolution(X[:, 3:].copy(), X[:, :3].copy(), lam.reshape(tree.n - 1, 3).copy())
+    nf = 3 * (tree.n - 1)
+    f = lam[:nf].reshape(tree.n - 1, 3).copy()
+    return BallSolution(X[:, 3:].copy(), X[:, :3].copy(), f, _torques(tree, t, lam[nf:]))
 
 
 def _Lt_times(L: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -342,7 +391,7 @@ def _LtT_times(L: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.einsum('ija->ja', np.cross(w[:, None, :], L))
 
 
-def _recover(tree: BallTree, t: _Terms, wd: np.ndarray) -> BallSolution:
+def _recover(tree: BallTree, t: _Terms, wd: np.ndarray, gc: np.ndarray) -> BallSolution:
     """``r''`` and ``f`` from ``w'`` by the analytic inverse of eqs. 17-19, 26.
 
     ``[M, -C; -C^T, 0] [r''; f] = [u_1; u_3 + L~^T w']`` (rows 1 and 3 of eq. 10) with the
@@ -360,12 +409,29 @@ def _recover(tree: BallTree, t: _Terms, wd: np.ndarray) -> BallSolution:
     Tm = T2 @ mass  # (n - 1,) = T_2 M 1_n
     f = np.outer(Tm, mean_u1) - T2 @ t.u1
     f += np.outer(Tm, mass @ T2tv / m) - T2 @ (mass[:, None] * T2tv)
-    return BallSolution(wd, rdd, f)
+    return BallSolution(wd, rdd, f, gc)
 
 
-def _solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cholesky solve of a symmetric positive definite system (the seed, after eq. 38)."""
-    return sla.cho_solve(sla.cho_factor(A), b)
+def _solve_rotational(
+    tree: BallTree, t: _Terms, K: np.ndarray, rhs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``w'`` (n, 3) and ``g^c`` (n - 1, 3) from ``K w' = rhs`` (+ the pin rows: eq. 51).
+
+    ``K`` (any of the equal matrices of eqs. 16, 28, 35) is factorized by Cholesky (the seed,
+    after eq. 38). With pin joints, eq. 51 ``[[K, -C Q], [-Q^T C^T, 0]] [w'; lambda] =
+    [u~_2; u_4]`` is solved by eliminating ``w'``: ``(Q^T C^T K^-1 C Q) lambda = b_q -
+    Q^T C^T K^-1 u~_2`` (``u_4 = -b_q``; **OCR note:** eq. 49 prints ``u_4 = Q^T C^T w``, whose
+    dot was lost: it is ``Q'^T C^T w`` with ``Q' = w_+ x Q``, see :mod:`.tree`).
+    """
+    n = tree.n
+    cho = sla.cho_factor(K)
+    x0 = sla.cho_solve(cho, rhs)
+    if t.qj.size == 0:
+        return x0.reshape(n, 3), np.zeros((n - 1, 3))
+    Gq = _pin_rows(tree, t, 3, 0)
+    Y = sla.cho_solve(cho, Gq.T)
+    lam = sla.cho_solve(sla.cho_factor(Gq @ Y), t.bq - Gq @ x0)
+    return (x0 + Y @ lam).reshape(n, 3), _torques(tree, t, lam)
 
 
 def _eq16(tree: BallTree, t: _Terms) -> BallSolution:
@@ -378,10 +444,10 @@ def _eq16(tree: BallTree, t: _Terms) -> BallSolution:
     w_rhs = (C.T @ (t.u1 / tree.mass[:, None]) + t.u3).ravel()  # C^T M^-1 u_1 + u_3
     lhs = Imat + Lt @ A3 @ Lt.T
     rhs = -Lt @ (A3 @ w_rhs) + t.u2.ravel()
-    wd = _solve_spd(lhs, rhs).reshape(n, 3)
+    wd, gc = _solve_rotational(tree, t, lhs, rhs)
     f = -(A @ (_LtT_times(t.L, wd) + w_rhs.reshape(n - 1, 3)))
     rdd = (t.u1 + C @ f) / tree.mass[:, None]
-    return BallSolution(wd, rdd, f)
+    return BallSolution(wd, rdd, f, gc)
 
 
 def _d_inertial(tree: BallTree, t: _Terms) -> np.ndarray:
@@ -391,14 +457,13 @@ def _d_inertial(tree: BallTree, t: _Terms) -> np.ndarray:
 
 def _eq28(tree: BallTree, t: _Terms) -> BallSolution:
     """Eq. 28: ``(I + D~ M D~^T) w' = D~ u_1 + u_2 + D~ M B^T u_3``, ``D = -L T_2 mu``."""
-    n = tree.n
     d = _d_inertial(tree, t)
     Dt = _blocks(_skew(d))  # (3n, 3n)
     M3 = np.repeat(tree.mass, 3)
     lhs = sla.block_diag(*t.I) + (Dt * M3[None, :]) @ Dt.T
     y = tree.mass[:, None] * (tree.B.T @ t.u3)  # M B^T u_3
     rhs = Dt @ (t.u1 + y).ravel() + t.u2.ravel()
-    return _recover(tree, t, _solve_spd(lhs, rhs).reshape(n, 3))
+    return _recover(tree, t, *_solve_rotational(tree, t, lhs, rhs))
 
 
 def system_inertia(tree: BallTree, R: np.ndarray) -> np.ndarray:
@@ -448,7 +513,7 @@ def _eq38(tree: BallTree, t: _Terms) -> BallSolution:
     N[idx, idx] = 0.0
     GCg = t.u2 + np.cross(w, np.einsum('iab,ib->ia', t.I, w))  # G + C g (u_2 without -h^)
     rhs = -h1 + DF + GCg + N.sum(axis=1)
-    return _recover(tree, t, _solve_spd(K, rhs.ravel()).reshape(n, 3))
+    return _recover(tree, t, *_solve_rotational(tree, t, K, rhs.ravel()))
 
 
 def ball_tree_dynamics(
@@ -495,11 +560,12 @@ def ball_tree_dynamics(
     t = _terms(tree, R, w, forces, torques, hinge_torques)
     if tree.n == 1:  # a single free body: no hinge
         wd = np.linalg.solve(t.I[0], t.u2[0])
-        return BallSolution(wd[None, :], t.u1 / tree.mass[:, None], np.zeros((0, 3)))
+        z = np.zeros((0, 3))
+        return BallSolution(wd[None, :], t.u1 / tree.mass[:, None], z, z.copy())
     if method in ('kkt', 'eq14'):
         J, G, u, b = _lagrangian(tree, t)
         x, lam = (solve_kkt if method == 'kkt' else solve_multipliers)(J, G, u, b)
-        return _from_x(tree, x, lam)
+        return _from_x(tree, t, x, lam)
     if method == 'eq16':
         return _eq16(tree, t)
     if method == 'eq28':
