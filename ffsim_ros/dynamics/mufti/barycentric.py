@@ -38,6 +38,10 @@ Methods of :func:`ball_tree_dynamics`:
   ``D = -L T_2 mu``; ``r''`` and ``f`` from the analytic inverse of eq. 19;
 * ``'eq38'``: eqs. 30-38, ``K`` assembled from the augmented-body inertias ``K_ii`` and
   ``K_ij = m d~_ij d~_ji``, right-hand side ``-h' + D~ F + G + C g + N 1_n``.
+
+Pin joints (section 3.2, ``BallTree.pin_axes``) add the rows ``Q^T C^T w' = ...`` of eq. 48:
+``'kkt'`` then solves eq. 49, ``'eq14'`` eq. 50, and ``'eq16'``, ``'eq28'``, ``'eq38'`` solve
+eq. 51 ``[[K, -C Q], [-Q^T C^T, 0]] [w'; lambda] = [u~_2; u_4]`` with their ``K``.
 """
 
 from __future__ import annotations
