@@ -1,11 +1,16 @@
 """Time per forward-dynamics call of each method against the number of joints n.
 
 Methods: ``aba`` (articulated-body algorithm, numba), ``crba`` (mass matrix + Cholesky,
-numba), ``kkt`` (Mufti's sparse Lagrangian system, seed 001 eqs. 10/49, NumPy/SciPy) and
-``nullspace`` (its null-space form, eq. 40-c with ``Z`` from a dense QR). Robots: serial chains
+numba), ``kkt`` (Mufti's sparse Lagrangian system, seed 001 eqs. 10/49, NumPy/SciPy),
+``nullspace`` (its null-space form, eq. 40-c with ``Z`` from a dense QR) and ``multipliers``
+(eqs. 14/50: accelerations eliminated, the sparse multiplier system). Robots: serial chains
 (:func:`chain_urdf`) and branched random trees (:func:`random_urdf`, branching 0.5), floating
 base, n = 2..100. The growth exponent is the least-squares slope of log(time) against log(n)
 over n >= 16 (below that, per-call overheads dominate).
+
+A second, smaller table times the forms of seed 001 section 3.1 on trees of ball-and-socket
+joints (:mod:`ffsim_ros.dynamics.mufti.barycentric`: ``kkt``, ``eq14``, ``eq16``, ``eq28``,
+``eq38``; dense NumPy except the sparse ``kkt`` / ``eq14``), random branched trees of n bodies.
 
 Run: ``.venv/bin/python benchmarks/methods.py`` (about a minute on 2 cores). Prints the table
 and writes ``docs/methods_scaling.png``.
@@ -28,7 +33,8 @@ import numpy as np  # noqa: E402
 import ffsim_ros.dynamics as D  # noqa: E402
 from ffsim_ros.dynamics.random_urdf import chain_urdf, random_urdf  # noqa: E402
 
-METHODS = ('aba', 'crba', 'kkt', 'nullspace')
+METHODS = ('aba', 'crba', 'kkt', 'nullspace', 'multipliers')
+BALL_SIZES = (2, 4, 8, 16, 32)
 SIZES = (2, 4, 8, 16, 32, 64, 100)
 FIT_FROM = 16
 
@@ -51,6 +57,54 @@ def time_call(model: D.Model, method: str, budget: float) -> float:
         t0 = time.perf_counter()
         for _ in range(per_batch):
             D.forward_dynamics(model, q, v, tau, method=method)
+        samples.append((time.perf_counter() - t0) / per_batch)
+    return float(np.median(samples))
+
+
+def ball_tree(n: int, seed: int = 0):
+    """A random branched tree of n bodies on ball joints, a random state and random loads."""
+    from scipy.spatial.transform import Rotation
+
+    from ffsim_ros.dynamics.mufti import barycentric as BC
+
+    rng = np.random.default_rng(seed)
+    parent = np.array([-1] + [int(rng.integers(max(0, i - 3), i)) for i in range(1, n)])
+    A = rng.normal(size=(n, 3, 3))
+    tree = BC.BallTree(
+        parent,
+        rng.uniform(0.5, 3.0, n),
+        0.3 * A @ np.swapaxes(A, 1, 2) + 0.05 * np.eye(3),
+        rng.normal(scale=0.5, size=(n - 1, 3)),
+        rng.normal(scale=0.5, size=(n - 1, 3)),
+    )
+    R = Rotation.random(n, random_state=rng).as_matrix()
+    loads = dict(
+        forces=rng.normal(size=(n, 3)),
+        torques=rng.normal(size=(n, 3)),
+        hinge_torques=rng.normal(size=(n - 1, 3)),
+    )
+    return tree, R, rng.normal(size=(n, 3)), loads
+
+
+def time_ball(n: int, method: str, budget: float) -> float:
+    """Median seconds per ``ball_tree_dynamics`` call (as :func:`time_call`)."""
+    from ffsim_ros.dynamics.mufti.barycentric import ball_tree_dynamics
+
+    tree, R, w, loads = ball_tree(n)
+
+    def call() -> None:
+        ball_tree_dynamics(tree, R, w, method=method, **loads)
+
+    call()
+    t0 = time.perf_counter()
+    call()
+    once = max(time.perf_counter() - t0, 1e-7)
+    per_batch = max(1, int(budget / 5 / once))
+    samples = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(per_batch):
+            call()
         samples.append((time.perf_counter() - t0) / per_batch)
     return float(np.median(samples))
 
@@ -92,6 +146,14 @@ def main() -> None:
     print(
         f'(exponent: log-log least-squares slope over n >= {FIT_FROM}; run took {elapsed:.0f} s)'
     )
+
+    from ffsim_ros.dynamics.mufti.barycentric import METHODS as BALL_METHODS
+
+    print('\ntime per call on trees of ball joints [us] (mufti.barycentric, n bodies)')
+    print(f'{"method":10} ' + ' '.join(f'{f"n={n}":>9}' for n in BALL_SIZES))
+    for method in BALL_METHODS:
+        ts = [time_ball(n, method, args.budget / 2) for n in BALL_SIZES]
+        print(f'{method:10} ' + ' '.join(f'{t * 1e6:9.1f}' for t in ts))
 
     import matplotlib
 

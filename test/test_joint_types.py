@@ -502,7 +502,7 @@ def test_maximal_coordinate_methods_match_aba(case):
         bw = rng.normal(size=6) if model.floating_base else None
         lw = {f'tip_{k}': rng.normal(size=6) for k in range(0, case[1] + 1, 2)}
         ref = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
-        for method in ('kkt', 'nullspace'):
+        for method in ('kkt', 'nullspace', 'multipliers'):
             got = D.forward_dynamics(
                 model, q, v, tau, base_wrench=bw, link_wrenches=lw, method=method
             )
@@ -542,7 +542,7 @@ def test_spherical_pendulum_reaction_closed_form(seed):
     alpha = np.linalg.solve(Io, np.cross(r, m * g) + R @ tau - np.cross(w, Io @ w))
     a_c = np.cross(alpha, r) + np.cross(w, np.cross(w, r))
     expect_f = m * (a_c - g)
-    for method in ('kkt', 'nullspace'):
+    for method in ('kkt', 'nullspace', 'multipliers'):
         acc = D.forward_dynamics(model, q, w_loc, tau, method=method)
         np.testing.assert_allclose(acc, R.T @ alpha, rtol=1e-12, atol=1e-12)
         reac = D.joint_reactions(model, q, w_loc, tau, method=method)['ball']
@@ -661,7 +661,7 @@ def test_closed_chain_through_ball_and_universal_joints_matches_pinocchio(seed):
         pin.ProximalSettings(1e-14, 1e-10, 200),
     )
     expect = np.linalg.solve(T, ap - ref.drift(q, v))
-    for method in ('kkt', 'nullspace'):
+    for method in ('kkt', 'nullspace', 'multipliers'):
         sol = chain.dynamics(q, v, tau, base_wrench=bw, method=method)
         assert_close(sol.a, expect, f'closed chain ({method})', rtol=1e-8)
     # the loop force is internal: the linear momentum changes by the external forces alone

@@ -113,8 +113,27 @@ def test_regular_labeling_of_an_arbitrary_one() -> None:
 # --------------------------------------------------------------------------------------------
 
 
+SOLVERS = ('kkt', 'nullspace', 'multipliers')
+
+
+def check_against_aba_and_kkt(model, q, v, tau, bw, lw, method: str, label) -> None:
+    """``method``'s accelerations equal ABA's, its hinge wrenches equal 'kkt''s (1e-9)."""
+    ref = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+    a = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw, method=method)
+    assert rel_err(a, ref) < 1e-9, (label, method, rel_err(a, ref))
+    sol = M.maximal_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw, method=method)
+    np.testing.assert_array_equal(sol.a, a)
+    kkt = M.maximal_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw, method='kkt')
+    for name in ('body_accelerations', 'hinge_forces', 'constraint_torques'):
+        err = rel_err(getattr(sol, name), getattr(kkt, name))
+        assert err < 1e-9, (label, method, name, err)
+    if kkt.root_wrench is not None:
+        assert rel_err(sol.root_wrench, kkt.root_wrench) < 1e-9, (label, method)
+
+
+@pytest.mark.parametrize('method', SOLVERS)
 @pytest.mark.parametrize('seed', range(8))
-def test_kkt_and_nullspace_match_aba_on_random_trees(seed: int) -> None:
+def test_solvers_match_aba_on_random_trees(seed: int, method: str) -> None:
     rng = np.random.default_rng(100 + seed)
     for floating in (True, False):
         urdf = random_urdf(seed, 2 + 2 * seed, branching=0.4, prismatic=0.3)
@@ -123,28 +142,19 @@ def test_kkt_and_nullspace_match_aba_on_random_trees(seed: int) -> None:
             model = D.with_joint_dynamics(model)
         q, v = random_state(model, rng)
         tau, bw, lw = random_inputs(model, rng)
-        ref = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
-        for method in ('kkt', 'nullspace'):
-            a = D.forward_dynamics(
-                model, q, v, tau, base_wrench=bw, link_wrenches=lw, method=method
-            )
-            assert rel_err(a, ref) < 1e-9, (method, floating, rel_err(a, ref))
+        check_against_aba_and_kkt(model, q, v, tau, bw, lw, method, floating)
 
 
+@pytest.mark.parametrize('method', SOLVERS)
 @pytest.mark.parametrize('robot', ['planar_2link', 'ffsim_servicer_7dof', 'dual_arm_servicer'])
-def test_kkt_and_nullspace_match_aba_on_sample_robots(robot: str) -> None:
+def test_solvers_match_aba_on_sample_robots(robot: str, method: str) -> None:
     rng = np.random.default_rng(7)
     for floating in (True, False):
         model = D.load_urdf(sample_robot(robot), floating_base=floating, gravity=(0, 0, -9.81))
         for _ in range(3):
             q, v = random_state(model, rng)
             tau, bw, lw = random_inputs(model, rng)
-            ref = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
-            for method in ('kkt', 'nullspace'):
-                sol = M.maximal_dynamics(
-                    model, q, v, tau, base_wrench=bw, link_wrenches=lw, method=method
-                )
-                assert rel_err(sol.a, ref) < 1e-9, (robot, method, rel_err(sol.a, ref))
+            check_against_aba_and_kkt(model, q, v, tau, bw, lw, method, (robot, floating))
 
 
 def test_body_accelerations_satisfy_newton_euler_and_the_joints() -> None:
@@ -185,6 +195,35 @@ def test_bad_inputs_raise_value_error() -> None:
         M.maximal_dynamics(model, q, v, np.zeros(3), base_acceleration=np.ones(5))
     with pytest.raises(D.UnknownNameError):
         M.maximal_dynamics(model, q, v, np.zeros(3), link_wrenches={'nope': np.ones(6)})
+
+
+def test_closed_form_block_inverse_and_multiplier_solver() -> None:
+    """The per-body closed-form ``J^-1`` of eqs. 12-13 and the eq. 14 solve on a tiny system."""
+    from ffsim_ros.dynamics.mufti import linalg as LA
+
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(5, 3, 3))
+    A = A @ np.swapaxes(A, 1, 2) + 0.1 * np.eye(3)
+    np.testing.assert_allclose(LA.inverse_3x3(A), np.linalg.inv(A), rtol=1e-12, atol=1e-12)
+    with pytest.raises(np.linalg.LinAlgError, match='singular'):
+        LA.inverse_3x3(np.zeros((3, 3)))
+    mass = rng.uniform(0.5, 2.0, 5)
+    J = LA.block_mass_matrix(mass, A)
+    m_out, I_out = LA.mass_blocks(J)
+    np.testing.assert_array_equal(m_out, mass)
+    np.testing.assert_array_equal(I_out, A)
+    np.testing.assert_allclose(
+        LA.block_mass_inverse(mass, A).dense() @ J.dense(), np.eye(30), atol=1e-12
+    )
+    Gd = rng.normal(size=(7, 30))
+    u, b = rng.normal(size=30), rng.normal(size=7)
+    x, lam = LA.solve_multipliers(J, Gd, u, b)
+    np.testing.assert_allclose(J.dense() @ x, u + Gd.T @ lam, atol=1e-11)
+    np.testing.assert_allclose(Gd @ x, b, atol=1e-11)
+    with pytest.raises(ValueError, match='block-diagonal'):
+        LA.mass_blocks(LA.Triplets(np.array([0]), np.array([7]), np.array([1.0]), (12, 12)))
+    with pytest.raises(ValueError, match=r'diag\(m E_3, I\)'):
+        LA.mass_blocks(LA.Triplets(np.array([0]), np.array([4]), np.array([1.0]), (6, 6)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -343,7 +382,7 @@ def test_prescribed_rest_equals_fixed_base() -> None:
     phi, phid, tau = rng.uniform(-1, 1, 6), rng.normal(size=6), rng.normal(size=6)
     ref = D.forward_dynamics(fixed, phi, phid, tau)
     at_rest = (np.r_[free.arrays.com[0], 0, 0, 0, 1], np.zeros(6), np.zeros(6))
-    for method in ('kkt', 'nullspace'):
+    for method in SOLVERS:
         sol = M.prescribed_base_dynamics(
             free, lambda t: at_rest, 0.0, phi, phid, tau, method=method
         )
@@ -580,7 +619,7 @@ def test_planar_fourbar_matches_pinocchio_and_warns_redundancy(kind: str) -> Non
             ],
         )
         R_rocker = D.link_pose(model, q, 'rocker')[1]
-        for method in ('kkt', 'nullspace'):
+        for method in SOLVERS:
             sol = chain.dynamics(q, v, tau, method=method)
             worst = max(worst, rel_err(sol.a, ref))
             assert rel_err(sol.a, ref) < 1e-8, (method, rel_err(sol.a, ref))
@@ -616,7 +655,7 @@ def test_spatial_loop_on_floating_base_matches_pinocchio(kind: str) -> None:
             bw,
         )
         R_a = D.link_pose(model, q, 'la4')[1]
-        for method in ('kkt', 'nullspace'):
+        for method in SOLVERS:
             sol = chain.dynamics(q, v, tau, base_wrench=bw, method=method)
             assert rel_err(sol.a, ref) < 1e-8, (method, rel_err(sol.a, ref))
             assert sol.rank == sol.n_rows  # generic spatial loop: no redundancy

@@ -3,9 +3,12 @@
 Every body is a free rigid body with its Newton-Euler equations; the joints are constraints
 whose Lagrange multipliers are the hinge forces and constraint torques. The Lagrangian (KKT)
 system of Gauss's principle of least constraint (eqs. 10, 39, 49, 63) is solved sparse, or in
-its null-space form (eq. 40-c, Appendix). See ``docs/mufti.md``.
+its null-space form (eq. 40-c, Appendix), or with the accelerations eliminated (eqs. 12-14,
+50). Trees of ball-and-socket joints and the seed's reduced forms (eqs. 14, 16, 28, 38, the
+barycentric vectors and augmented bodies) are in :mod:`.barycentric`. See ``docs/mufti.md``.
 """
 
+from . import barycentric
 from .closed import (
     BAUMGARTE_OMEGA,
     DEFAULT_ALPHA,
@@ -26,6 +29,7 @@ from .tree import (
 )
 
 __all__ = [
+    'barycentric',
     'BAUMGARTE_OMEGA',
     'DEFAULT_ALPHA',
     'DEFAULT_BETA',

@@ -185,7 +185,7 @@ class ClosedChain:
     alpha, beta : float
         Baumgarte gains of Remark 4 [1/s, 1/s^2] (``xi'' + alpha xi' + beta xi = 0``);
         defaults :data:`DEFAULT_ALPHA`, :data:`DEFAULT_BETA`. ``0, 0`` disables it.
-    method : {'kkt', 'nullspace'}
+    method : {'kkt', 'nullspace', 'multipliers'}
         Solver of the Lagrangian system.
     """
 
@@ -330,7 +330,7 @@ class ClosedChain:
         stabilize : bool
             Apply the Baumgarte terms (``alpha``, ``beta``); False gives the plain index-1
             system ``xi'' = 0``.
-        method : {'kkt', 'nullspace'}, optional
+        method : {'kkt', 'nullspace', 'multipliers'}, optional
             Overrides the chain's solver.
 
         Returns

@@ -10,7 +10,7 @@ the CoMs in the inertial frame), ``x = [r''_i; w'_i]`` the body accelerations, `
 constraint Jacobian (``H^T`` of the Appendix) and ``l`` the Lagrange multipliers (hinge forces
 and constraint torques).
 
-Three ways of solving it are provided:
+Four ways of solving it are provided:
 
 * :func:`solve_kkt` -- the sparse symmetric indefinite matrix is assembled with
   :mod:`scipy.sparse` and factorized by ``splu`` (the seed: "sparse matrix techniques can be
@@ -20,6 +20,13 @@ Three ways of solving it are provided:
   ``H = (Q, Q') (R; 0)`` gives ``Z = Q'`` and the particular solution ``Y b`` with
   ``Y = Q R^-T`` (eq. A-6); the reduced matrix ``Z^T J Z`` is symmetric positive definite and
   factorized by Cholesky;
+* :func:`solve_multipliers` -- eqs. 12-14 (and eq. 50, their analogue for eq. 49): the
+  accelerations are eliminated, ``x = J^-1 (u + G^T l)``, and the multipliers solve
+  ``(G J^-1 G^T) l = b - G J^-1 u`` (Appendix, matrix A-1 with ``H = G^T``; symmetric positive
+  definite for a full-row-rank ``G``). ``J^-1`` is block diagonal: ``diag(E_3 / m_i,
+  I_i^-1)`` with each 3x3 ``I_i^-1`` in closed form (adjugate over determinant), so the only
+  factorization is that of the sparse ``m x m`` multiplier matrix (SuperLU in symmetric mode,
+  no pivoting, minimum-degree ordering on its pattern, i.e. a sparse ``L D L^T``);
 * rank-deficient constraints (Appendix, case 2, eqs. A-7 to A-10): ``G = U S W^T`` by SVD;
   the ``K`` independent combinations ``U_K^T G x = U_K^T b`` replace ``G x = b`` and the
   multipliers are returned as ``l = U_K l'``, the minimum-norm multipliers (the redundant
@@ -93,6 +100,80 @@ def block_mass_matrix(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
     cols = np.concatenate((lin.ravel(), np.broadcast_to(ang_c, (nb, 3, 3)).ravel()))
     vals = np.concatenate((np.repeat(mass, 3), inertia.ravel()))
     return Triplets(rows, cols, vals, (6 * nb, 6 * nb))
+
+
+def inverse_3x3(A: np.ndarray) -> np.ndarray:
+    """Inverses of (..., 3, 3) matrices in closed form (adjugate / determinant).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If a matrix is singular (zero determinant).
+    """
+    a, b, c = A[..., 0, 0], A[..., 0, 1], A[..., 0, 2]
+    d, e, f = A[..., 1, 0], A[..., 1, 1], A[..., 1, 2]
+    g, h, i = A[..., 2, 0], A[..., 2, 1], A[..., 2, 2]
+    co = np.stack(
+        (
+            np.stack((e * i - f * h, c * h - b * i, b * f - c * e), axis=-1),
+            np.stack((f * g - d * i, a * i - c * g, c * d - a * f), axis=-1),
+            np.stack((d * h - e * g, b * g - a * h, a * e - b * d), axis=-1),
+        ),
+        axis=-2,
+    )  # adjugate
+    det = a * co[..., 0, 0] + b * co[..., 1, 0] + c * co[..., 2, 0]
+    if np.any(det == 0.0):
+        raise np.linalg.LinAlgError('singular 3x3 inertia block (zero determinant)')
+    return co / det[..., None, None]
+
+
+def mass_blocks(J: Triplets) -> tuple[np.ndarray, np.ndarray]:
+    """``(m_i, I_i)`` of a block mass matrix ``J = diag(m_i E_3, I_i)`` (eq. 10).
+
+    Parameters
+    ----------
+    J : Triplets, (6 nb, 6 nb), as built by :func:`block_mass_matrix`.
+
+    Returns
+    -------
+    mass : (nb,) [kg];  inertia : (nb, 3, 3) [kg m^2].
+
+    Raises
+    ------
+    ValueError
+        If ``J`` is not of that block-diagonal form.
+    """
+    N = J.shape[0]
+    if J.shape[1] != N or N % 6:
+        raise ValueError(f'J: expected a square matrix of size 6 nb, got shape {J.shape}')
+    blk = np.zeros((N // 6, 6, 6))
+    bi = J.row // 6
+    if np.any(J.col // 6 != bi):
+        raise ValueError('J: expected a block-diagonal matrix of 6x6 blocks, got off-block terms')
+    np.add.at(blk, (bi, J.row % 6, J.col % 6), J.val)
+    mass = blk[:, 0, 0].copy()
+    rest = blk.copy()
+    rest[:, :3, :3] -= mass[:, None, None] * np.eye(3)
+    rest[:, 3:, 3:] = 0.0
+    if np.any(np.abs(rest) > 1e-12 * max(1.0, float(np.max(np.abs(blk), initial=0.0)))):
+        raise ValueError('J: expected 6x6 blocks diag(m E_3, I), got another structure')
+    return mass, blk[:, 3:, 3:].copy()
+
+
+def block_mass_inverse(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
+    """``J^-1 = diag(E_3 / m_i, I_i^-1)`` (eqs. 12-13) with each ``I_i^-1`` in closed form.
+
+    Parameters
+    ----------
+    mass : (nb,) [kg];  inertia : (nb, 3, 3) about the CoMs, inertial frame [kg m^2].
+
+    Returns
+    -------
+    Triplets, (6 nb, 6 nb) [1/kg, 1/(kg m^2)]
+    """
+    if np.any(mass <= 0.0):
+        raise ValueError(f'mass: expected positive body masses, got {mass.tolist()}')
+    return block_mass_matrix(1.0 / mass, inverse_3x3(inertia))
 
 
 def reduce_redundant(
@@ -179,6 +260,98 @@ def solve_nullspace(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.
     return x, lam
 
 
+def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
+    """Eliminate the accelerations, solve for the multipliers (seed 001, eqs. 12-14 and 50).
+
+    From ``J x = u + G^T l``: ``x = J^-1 (u + G^T l)`` (eqs. 12-13); substituting into
+    ``G x = b`` gives the multiplier system (eq. 14; eq. 50 with the rotational rows of
+    eq. 49)::
+
+        (G J^-1 G^T) l = b - G J^-1 u
+
+    The seed writes it with the opposite sign, ``-(C^T M^-1 C + L~^T I^-1 L~) f = C^T M^-1 u_1
+    + L~^T I^-1 u_2 + u_3``, because its third row is ``-G x = u_3 = -b``. ``J^-1`` is formed
+    per body in closed form (:func:`block_mass_inverse`); ``G J^-1 G^T`` is sparse, symmetric
+    positive definite for a full-row-rank ``G``, and is factorized by SuperLU in symmetric
+    mode without pivoting (a sparse ``L D L^T``, the Appendix's case 1).
+
+    Parameters
+    ----------
+    J : (N, N) ``diag(m_i E_3, I_i)`` (triplets);  G : (m, N), full row rank.
+    u : (N,) applied forces and velocity-product terms;  b : (m,) right-hand side.
+
+    Returns
+    -------
+    x : (N,) accelerations;  lam : (m,) multipliers.
+    """
+    Jinv = block_mass_inverse(*mass_blocks(_triplets(J))).csr()
+    m = G.shape[0]
+    if m == 0:
+        return Jinv @ u, np.zeros(0)
+    Gs = G.csr() if isinstance(G, Triplets) else sp.csr_matrix(np.asarray(G, dtype=float))
+    JiGt = Jinv @ Gs.T
+    S = (Gs @ JiGt).tocsc()
+    x0 = Jinv @ u
+    try:
+        lu = spla.splu(
+            S, permc_spec='MMD_AT_PLUS_A', diag_pivot_thresh=0.0, options={'SymmetricMode': True}
+        )
+        lam = lu.solve(b - Gs @ x0)
+    except RuntimeError as exc:  # exactly singular factor
+        raise np.linalg.LinAlgError(f'singular multiplier matrix G J^-1 G^T: {exc}') from None
+    return x0 + JiGt @ lam, lam
+
+
+def anchor_prescribed_bodies(
+    J: Triplets, G: Triplets, u: np.ndarray, b: np.ndarray
+) -> tuple[Triplets, np.ndarray]:
+    """Make ``J`` invertible on bodies whose motion is prescribed (Remark 3), exactly.
+
+    A body welded to an external body of prescribed motion (the hinge ``h_0``) has six rows
+    ``P x_i = b_P`` on its own accelerations only, with ``P^T P = E_6`` (rows ``-E_6``). Its
+    block of ``J`` may be singular (a massless ground link) although the Lagrangian system is
+    not. Adding ``rho P^T (P x_i - b_P) = 0`` to its Newton-Euler rows (an augmented
+    Lagrangian term that vanishes at the solution) gives ``J_i + rho E_6`` and
+    ``u_i + rho P^T b_P``: the same accelerations and multipliers, and a block still of the
+    form ``diag(m E_3, I)`` whose closed-form inverse eqs. 12-13 need.
+
+    Parameters
+    ----------
+    J : (N, N) ``diag(m_i E_3, I_i)``;  G : (m, N) triplets;  u : (N,);  b : (m,).
+
+    Returns
+    -------
+    J' : Triplets (N, N);  u' : (N,)
+    """
+    m = G.shape[0]
+    if m == 0 or G.row.size == 0:
+        return J, u
+    row_body_min = np.full(m, np.iinfo(np.int64).max)
+    row_body_max = np.full(m, -1)
+    body = G.col // 6
+    np.minimum.at(row_body_min, G.row, body)
+    np.maximum.at(row_body_max, G.row, body)
+    single = np.flatnonzero(row_body_min == row_body_max)
+    if single.size < 6:
+        return J, u
+    Gd = np.zeros((m, 6))
+    sel = np.isin(G.row, single)
+    np.add.at(Gd, (G.row[sel], G.col[sel] % 6), G.val[sel])
+    mass, inertia = mass_blocks(J)
+    rho = max(1.0, float(np.max(mass, initial=0.0)))
+    u = u.copy()
+    changed = False
+    for i in np.unique(row_body_min[single]):
+        rows = single[row_body_min[single] == i]
+        P = Gd[rows]
+        if rows.size == 6 and np.allclose(P.T @ P, np.eye(6), rtol=0.0, atol=1e-14):
+            mass[i] += rho
+            inertia[i] = inertia[i] + rho * np.eye(3)
+            u[6 * i : 6 * i + 6] += rho * (P.T @ b[rows])
+            changed = True
+    return (block_mass_matrix(mass, inertia), u) if changed else (J, u)
+
+
 def solve_lagrangian(
     J: Triplets,
     G: Triplets | np.ndarray,
@@ -190,11 +363,12 @@ def solve_lagrangian(
     rtol: float = 1e-9,
     warn: bool = True,
 ):
-    """Dispatch to :func:`solve_kkt` or :func:`solve_nullspace`, with the SVD reduction.
+    """Dispatch to :func:`solve_kkt`, :func:`solve_nullspace` or :func:`solve_multipliers`,
+    with the SVD reduction.
 
     Parameters
     ----------
-    method : {'kkt', 'nullspace'}
+    method : {'kkt', 'nullspace', 'multipliers'}
     check_rank : bool
         Test ``G`` for rank deficiency first (closed chains); if deficient, warn with
         :class:`RedundantConstraintWarning` (unless ``warn`` is False) and solve the reduced
@@ -207,6 +381,8 @@ def solve_lagrangian(
     """
     m = G.shape[0]
     U = None
+    if method == 'multipliers' and isinstance(G, Triplets):
+        J, u = anchor_prescribed_bodies(_triplets(J), G, u, b)
     if check_rank and m:
         Gk, bk, U = reduce_redundant(G, b, rtol)
         if U is not None and warn:
@@ -223,8 +399,12 @@ def solve_lagrangian(
         x, lam = solve_kkt(J, G, u, b)
     elif method == 'nullspace':
         x, lam = solve_nullspace(J, G, u, b)
+    elif method == 'multipliers':
+        x, lam = solve_multipliers(J, G, u, b)
     else:
-        raise ValueError(f"method: expected one of ('kkt', 'nullspace'), got {method!r}")
+        raise ValueError(
+            f"method: expected one of ('kkt', 'nullspace', 'multipliers'), got {method!r}"
+        )
     if U is not None:
         return x, U @ lam, U.shape[1]
     return x, lam, m

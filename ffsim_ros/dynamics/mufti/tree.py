@@ -53,7 +53,7 @@ from ..algorithms import ArrayLike, _q, _v, _vec
 from ..model import Model
 from .linalg import Triplets, block_mass_matrix, solve_lagrangian
 
-METHODS = ('kkt', 'nullspace')
+METHODS = ('kkt', 'nullspace', 'multipliers')
 
 
 # ----------------------------------------------------------------------------------------------
@@ -610,8 +610,12 @@ def maximal_dynamics(
 
     Assembles ``J = diag(m_i E, I_i)``, the applied forces ``u``, the ``5 n`` joint rows and,
     for a fixed or prescribed base, the 6 rows of the base hinge ``h_0``; solves the sparse
-    Lagrangian system (``method='kkt'``) or its null-space form (``'nullspace'``, eq. 40-c,
-    ``Z`` from a QR of ``G^T``, Appendix case 1), and recovers the joint accelerations.
+    Lagrangian system (``method='kkt'``), its null-space form (``'nullspace'``, eq. 40-c,
+    ``Z`` from a QR of ``G^T``, Appendix case 1) or its multiplier form (``'multipliers'``,
+    eqs. 12-14 / 50: the body accelerations eliminated with the closed-form per-body
+    ``J^-1``, the sparse ``(G J^-1 G^T) lambda = b - G J^-1 u`` solved for the hinge forces
+    and constraint torques, the accelerations recovered by eqs. 12-13), and recovers the joint
+    accelerations.
 
     Parameters
     ----------
@@ -627,7 +631,7 @@ def maximal_dynamics(
         pose and twist are those in ``q`` and ``v``, the base acceleration is imposed, and
         ``root_wrench`` is the wrench needed to impose it. A fixed base is prescribed zero
         motion.
-    method : {'kkt', 'nullspace'}
+    method : {'kkt', 'nullspace', 'multipliers'}
 
     Returns
     -------
