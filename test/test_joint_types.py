@@ -697,3 +697,36 @@ def test_sample_ball_joint_servicer():
     assert np.linalg.norm(v[6:] - phidot) > 0.01  # the arm did accelerate
     with pytest.raises(FileNotFoundError, match='ball_joint_servicer'):
         sample_model('nope')
+
+
+@pytest.mark.parametrize('seed', [61, 62, 63])
+def test_barycentric_forms_on_ball_and_pin_models_match_aba(seed):
+    """Seed 001's reduced forms through the Model (spherical + revolute, floating base)."""
+    from ffsim_ros.dynamics.mufti.barycentric import barycentric_dynamics
+
+    model = random_model(seed, 7, joint_types=('spherical', 'revolute'), gravity=(0.0, 0.0, -9.81))
+    model = D.with_joint_dynamics(model) if seed == 63 else model
+    rng = np.random.default_rng(seed)
+    q, v, _ = _state(model, rng)
+    tau, bw = rng.normal(size=model.n), rng.normal(size=6)
+    lw = {'tip_3': rng.normal(size=6)}
+    ref = D.forward_dynamics(model, q, v, tau, base_wrench=bw, link_wrenches=lw)
+    got = D.forward_dynamics(
+        model, q, v, tau, base_wrench=bw, link_wrenches=lw, method='barycentric'
+    )
+    assert_close(got, ref, 'barycentric (eq. 38)', rtol=1e-9)
+    for method in ('kkt', 'eq14', 'eq16', 'eq28'):
+        other = barycentric_dynamics(model, q, v, tau, base_wrench=bw, method=method)
+        assert_close(other, D.forward_dynamics(model, q, v, tau, base_wrench=bw), method, 1e-9)
+
+
+def test_barycentric_forms_reject_what_they_do_not_cover():
+    with pytest.raises(ValueError, match='expected spherical or revolute joints, got joint_'):
+        D.forward_dynamics(
+            random_model(1, 4, joint_types=('universal',)),
+            *[np.zeros(1)] * 3,
+            method='barycentric',
+        )
+    fixed = random_model(2, 2, joint_types=('spherical',), floating_base=False)
+    with pytest.raises(ValueError, match='floating-base model, got a fixed base'):
+        D.forward_dynamics(fixed, D.neutral(fixed), np.zeros(6), np.zeros(6), method='barycentric')

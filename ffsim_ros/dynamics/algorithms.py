@@ -306,13 +306,16 @@ def forward_dynamics(
         ``[F; T]`` acting at the base CoM, inertial frame [N, N m] (``F_b`` of eq. 39).
     link_wrenches : dict, optional
         ``{link: [f; n]}`` acting at each link frame's origin, inertial frame.
-    method : {'aba', 'crba', 'kkt', 'nullspace', 'multipliers'}
+    method : {'aba', 'crba', 'kkt', 'nullspace', 'multipliers', 'barycentric'}
         ``'aba'``: the O(n) articulated-body algorithm (default); ``'crba'``: assemble
         ``H`` and ``c`` and solve ``H a = Q - c`` by Cholesky, O(n^3). ``'kkt'``,
         ``'nullspace'`` and ``'multipliers'``: Mufti's maximal-coordinate formulation (seed
         001, eqs. 10/49 solved sparse, its null-space form eq. 40-c with ``Z`` from a QR, or
         the multiplier system of eqs. 14/50 with the accelerations eliminated); pure NumPy/SciPy,
         single state only (see :func:`ffsim_ros.dynamics.mufti.maximal_dynamics`).
+        ``'barycentric'``: the reduced form of eqs. 30-38/51 (augmented bodies, barycentric
+        vectors) for floating-base models of spherical and revolute joints
+        (:func:`ffsim_ros.dynamics.mufti.barycentric.barycentric_dynamics`).
 
     Returns
     -------
@@ -338,6 +341,12 @@ def forward_dynamics(
             model.joint_dynamics,
         )
         return out.reshape(lead + (model.nv,))
+    if method == 'barycentric':
+        from .mufti.barycentric import barycentric_dynamics  # seed 001, eqs. 30-38, 51
+
+        return barycentric_dynamics(
+            model, q, v, tau, base_wrench=base_wrench, link_wrenches=link_wrenches
+        )
     if method in ('kkt', 'nullspace', 'multipliers'):
         from .mufti import maximal_dynamics  # maximal coordinates (seed 001)
 
@@ -356,8 +365,8 @@ def forward_dynamics(
     fext = _external_wrenches(model, q, link_wrenches)
     if method not in ('aba', 'crba'):
         raise ValueError(
-            "method: expected one of ('aba', 'crba', 'kkt', 'nullspace', 'multipliers'), "
-            f'got {method!r}'
+            "method: expected one of ('aba', 'crba', 'kkt', 'nullspace', 'multipliers', "
+            f"'barycentric'), got {method!r}"
         )
     return K.e_forward_dynamics(
         *model.packed, q, v, gen, fext, model.joint_dynamics, method == 'aba'

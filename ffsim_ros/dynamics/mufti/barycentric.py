@@ -1,7 +1,8 @@
 """Trees of ball-and-socket joints and their reduced forms (seed 001, section 3.1, eqs. 6-38).
 
-The core :class:`~ffsim_ros.dynamics.model.Model` has no ball joints, so this module takes the
-maximal-coordinate description the seed itself uses (:class:`BallTree`): ``n`` rigid bodies,
+This module takes the maximal-coordinate description the seed itself uses (:class:`BallTree`;
+:func:`model_ball_tree` / :func:`barycentric_dynamics` build it from a floating-base
+:class:`~ffsim_ros.dynamics.model.Model` of spherical and revolute joints): ``n`` rigid bodies,
 the directed tree of their ``n - 1`` hinges in a regular labeling, masses ``m_i``, inertia
 matrices ``I_i`` about the CoMs ``C_i`` (body frames) and hinge vectors ``l_ij`` from ``C_i``
 to hinge ``j`` (body frames). Bodies are numbered from 0 (the root, the seed's ``b_1``) and
@@ -46,14 +47,26 @@ eq. 51 ``[[K, -C Q], [-Q^T C^T, 0]] [w'; lambda] = [u~_2; u_4]`` with their ``K`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
 
+from .. import kernels as K
+from ..algorithms import ArrayLike
+from ..model import Model
 from .graph import incidence_matrix, path_matrix
 from .linalg import block_mass_matrix, solve_kkt, solve_multipliers
-from .tree import _perp_basis
+from .tree import (
+    _perp_basis,
+    actuation,
+    applied_forces,
+    bodies,
+    checked_inputs,
+    effective_efforts,
+    joint_accelerations,
+)
 
 METHODS = ('kkt', 'eq14', 'eq16', 'eq28', 'eq38')
 
@@ -595,3 +608,95 @@ def com_positions(tree: BallTree, R: np.ndarray, r_root: np.ndarray) -> np.ndarr
         k, j = tree.parent[i], i - 1
         r[i] = r[k] + R[k] @ tree.hinge_in_parent[j] - R[i] @ tree.hinge_in_child[j]
     return r
+
+
+# ----------------------------------------------------------------------------------------------
+# models of the core
+# ----------------------------------------------------------------------------------------------
+
+
+def model_ball_tree(model: Model) -> BallTree:
+    """The :class:`BallTree` of a floating-base model whose joints are spherical or revolute.
+
+    Hinge ``j`` is the child body's frame origin (the joint centre); a revolute joint becomes
+    a pin joint (section 3.2) about its axis, which is fixed in the parent's body frame.
+
+    Raises
+    ------
+    ValueError
+        A fixed base (the seed's root is free) or a prismatic or universal joint (the forms
+        of section 3.1-3.2 are written for ball and pin joints).
+    """
+    if not model.floating_base:
+        raise ValueError('barycentric forms: expected a floating-base model, got a fixed base')
+    bad = [
+        f'{nm} ({kind})'
+        for nm, kind in zip(model.joint_names, model.joint_types, strict=True)
+        if kind not in ('spherical', 'revolute', 'continuous')
+    ]
+    if bad:
+        raise ValueError(
+            f'barycentric forms: expected spherical or revolute joints, got {", ".join(bad)}'
+        )
+    a = model.arrays
+    child = np.arange(1, a.parent.shape[0])
+    par = a.parent[1:]
+    axes = np.einsum('bij,bj->bi', a.rot[child], a.axis[child])  # parent body frame
+    pins = np.where((a.jtype[1:] == K.REVOLUTE)[:, None], axes, 0.0)
+    return BallTree(
+        parent=np.array(a.parent),
+        mass=np.array(a.mass),
+        inertia=np.array(a.inertia),
+        hinge_in_parent=a.trans[child] - a.com[par],
+        hinge_in_child=-np.array(a.com[child]),
+        pin_axes=pins if np.any(pins) else None,
+    )
+
+
+def barycentric_dynamics(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    *,
+    base_wrench: ArrayLike | None = None,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+    method: str = 'eq38',
+) -> np.ndarray:
+    """Generalized accelerations of a model by the ball-tree forms (:func:`ball_tree_dynamics`).
+
+    Gravity, the base wrench and link wrenches become the body forces ``F_i`` and torques
+    ``G_i``, the joint efforts (friction included when enabled) the hinge torques ``g_j``
+    (:func:`.tree.actuation`, with the seed's sign: ``+g_j`` on the parent); the body
+    accelerations are mapped back to ``[dV0, dw0, phiddot]`` as in :func:`.tree.maximal_dynamics`.
+
+    Parameters
+    ----------
+    model : Model
+        Floating base, spherical and revolute joints (:func:`model_ball_tree`).
+    q : (nq,) ;  v : (nv,) ;  tau : (n,) joint efforts [N m].
+    base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial frame [N, N m].
+    link_wrenches : dict, optional ``{link: [f; n]}`` at link origins, inertial frame.
+    method : {'kkt', 'eq14', 'eq16', 'eq28', 'eq38'}
+
+    Returns
+    -------
+    (nv,) ndarray
+    """
+    tree = model_ball_tree(model)
+    q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
+    bd = bodies(model, q, v)
+    u = applied_forces(model, bd, np.zeros(model.n), bw, link_wrenches)
+    gyro = np.cross(bd.w, np.einsum('bij,bj->bi', bd.inertia, bd.w))
+    _, torque = actuation(model, bd, effective_efforts(model, v, tau))
+    sol = ball_tree_dynamics(
+        tree,
+        bd.R,
+        bd.w,
+        forces=u[:, :3],
+        torques=u[:, 3:] + gyro,
+        hinge_torques=-torque,
+        method=method,
+    )
+    X = np.concatenate((sol.com_accelerations, sol.angular_accelerations), axis=1)
+    return joint_accelerations(model, q, bd, X)
