@@ -7,6 +7,8 @@ difference, or a conservation law.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -515,15 +517,10 @@ BAD_URDFS = {
         'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>',
         'link neg',
     ),
-    'not_positive_definite': (
+    'not_positive_semi_definite': (
         '<robot name="x"><link name="npd"><inertial><mass value="1"/><inertia ixx="1" '
         'iyy="1" izz="-1" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>',
-        'link npd.*positive definite',
-    ),
-    'triangle': (
-        '<robot name="x"><link name="tri"><inertial><mass value="1"/><inertia ixx="1" '
-        'iyy="1" izz="3" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>',
-        'link tri.*triangle',
+        'npd.*not positive semi-definite',
     ),
     'zero_axis': (
         '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
@@ -643,12 +640,54 @@ def test_batched_api_matches_single_states(servicer: D.Model) -> None:
 
 
 def test_triangle_inequality_tolerates_printed_rounding_only() -> None:
-    """A CAD inertia printed to 7 digits loads; a violation beyond rounding is rejected."""
+    """A CAD inertia printed to 7 digits loads; a violation beyond rounding is rejected
+    (strict) or loaded as given with a warning naming the link (default, as Pinocchio)."""
     template = (
         '<robot name="x"><link name="tri"><inertial><mass value="1"/><inertia ixx="1" '
         'iyy="1" izz="{izz}" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>'
     )
-    model = D.load_urdf(template.format(izz='2.000001'))
-    assert model.total_mass == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        model = D.load_urdf(template.format(izz='2.000001'), strict_inertia=True)
+        assert model.total_mass == 1.0
     with pytest.raises(ValueError, match='link tri.*triangle'):
-        D.load_urdf(template.format(izz='2.0001'))
+        D.load_urdf(template.format(izz='2.0001'), strict_inertia=True)
+    with pytest.warns(D.InertiaWarning, match='link tri.*triangle.*loaded as given'):
+        model = D.load_urdf(template.format(izz='3'))
+    assert np.diag(model.arrays.inertia[0]) == pytest.approx([1.0, 1.0, 3.0], abs=0)
+
+
+def test_inconsistent_link_inertias_of_real_urdfs() -> None:
+    """What CAD exports of real robots carry: a point mass (physical, silent), an indefinite
+    link merged by a fixed joint into a physical body (warned, loaded, kept as given in the
+    merged inertia), and an indefinite moving body (rejected whatever the mode)."""
+    inertial = (
+        '<inertial><origin xyz="{c}"/><mass value="{m}"/><inertia ixx="{i[0]}" iyy="{i[1]}" '
+        'izz="{i[2]}" ixy="0" ixz="0" iyz="0"/></inertial>'
+    )
+    base = '<link name="base">' + inertial.format(c='0 0 0', m=2, i=(1, 1, 1)) + '</link>'
+    point = '<link name="tip">' + inertial.format(c='0.5 0 0', m=0.5, i=(0, 0, 0)) + '</link>'
+    joint = (
+        '<joint name="j" type="{t}"><parent link="base"/><child link="{c}"/>'
+        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        m = D.load_urdf(
+            f'<robot name="p">{base}{point}{joint.format(t="revolute", c="tip")}</robot>',
+            strict_inertia=True,
+        )
+    # the point mass 0.5 m off the axis: the joint's diagonal entry of Hm is m r^2 = 0.125
+    assert m.arrays.inertia[1] == pytest.approx(np.zeros((3, 3)), abs=0)
+    assert D.mass_matrix(m, D.neutral(m))[6, 6] == pytest.approx(0.125, rel=1e-14)
+    bad = '<link name="ant">' + inertial.format(c='0 0 0', m=0.1, i=(0.1, 0.1, -0.05)) + '</link>'
+    with pytest.warns(D.InertiaWarning, match='link ant.*not positive semi-definite'):
+        m = D.load_urdf(f'<robot name="f">{base}{bad}{joint.format(t="fixed", c="ant")}</robot>')
+    assert np.diag(m.arrays.inertia[0]) == pytest.approx([1.1, 1.1, 0.95], abs=1e-15)
+    with pytest.raises(ValueError, match='link ant.*not positive semi-definite'):
+        D.load_urdf(
+            f'<robot name="f">{base}{bad}{joint.format(t="fixed", c="ant")}</robot>',
+            strict_inertia=True,
+        )
+    with pytest.warns(D.InertiaWarning), pytest.raises(ValueError, match='body ant.*semi-def'):
+        D.load_urdf(f'<robot name="f">{base}{bad}{joint.format(t="revolute", c="ant")}</robot>')

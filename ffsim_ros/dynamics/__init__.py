@@ -27,7 +27,15 @@ from .algorithms import (
     potential_energy,
 )
 from .integration import FIXED_STEP_METHODS, SCIPY_METHODS, difference, integrate, step
-from .model import Frame, Model, UnknownNameError, neutral, with_gravity, with_joint_dynamics
+from .model import (
+    Frame,
+    InertiaWarning,
+    Model,
+    UnknownNameError,
+    neutral,
+    with_gravity,
+    with_joint_dynamics,
+)
 from .mufti import ClosedChain, LoopClosure, joint_reactions, maximal_dynamics
 from .urdf import load_urdf
 
@@ -39,6 +47,7 @@ __all__ = [
     'FIXED_STEP_METHODS',
     'SCIPY_METHODS',
     'Frame',
+    'InertiaWarning',
     'Model',
     'UnknownNameError',
     'base_velocity_from_momentum',

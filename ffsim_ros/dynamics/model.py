@@ -25,6 +25,7 @@ stays addressable by name as a :class:`Frame` of its body.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -296,16 +297,39 @@ def _vector(value: Sequence[float], size: int, what: str) -> np.ndarray:
     return arr.copy()
 
 
-def check_inertia(mass: float, inertia: np.ndarray, where: str) -> None:
-    """Validate a link's mass and inertia tensor about its CoM.
+class InertiaWarning(UserWarning):
+    """A link's inertia is physically inconsistent but was loaded as given (non-strict mode)."""
+
+
+def inertia_problem(
+    mass: float, inertia: np.ndarray, where: str, *, atol: float = 0.0
+) -> tuple[str, str] | None:
+    """The physical inconsistency of a rigid body's mass and inertia about its CoM, if any.
+
+    Parameters
+    ----------
+    mass : float
+        [kg].
+    inertia : (3, 3) array_like
+        Inertia tensor about the CoM [kg m^2], in any frame.
+    where : str
+        Names the link or body in messages.
+    atol : float
+        Round-off allowed on top of the relative 1e-12 [kg m^2]: a body merged from links
+        carries that of the parallel-axis terms (``1e-12 m |c|^2``).
+
+    Returns
+    -------
+    None, or ``(kind, message)`` with ``kind`` ``'indefinite'`` (a negative principal moment)
+    or ``'triangle'`` (principal moments violating ``I_a + I_b >= I_c``, checked to a
+    relative 1e-6, the precision URDF files are printed with). A point mass or a thin rod
+    (positive semi-definite, singular) is consistent.
 
     Raises
     ------
     ValueError
-        Negative or non-finite mass; inertia not symmetric, not positive definite (positive
-        semi-definite is accepted only for zero mass) or violating the triangle inequality
-        ``I_a + I_b >= I_c`` of its principal moments (to a relative 1e-6, the precision URDF
-        files are printed with). ``where`` names the link.
+        Malformed input, whatever the mode: negative or non-finite mass, non-finite or
+        non-symmetric inertia.
     """
     if not np.isfinite(mass) or mass < 0.0:
         raise ValueError(f'{where}: mass must be finite and >= 0, got {mass}')
@@ -315,26 +339,48 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str) -> None:
     scale = max(float(np.abs(inertia).max()), 1e-300)
     if not np.allclose(inertia, inertia.T, rtol=0.0, atol=1e-12 * scale):
         raise ValueError(f'{where}: inertia tensor is not symmetric: {inertia.tolist()}')
-    if mass == 0.0 and not np.any(inertia):
-        return
+    if not np.any(inertia):
+        return None
     eig = np.linalg.eigvalsh(inertia)
-    tol = 1e-12 * scale
-    if mass > 0.0 and eig[0] <= 0.0:
-        raise ValueError(
-            f'{where}: inertia tensor is not positive definite (principal moments {eig.tolist()})'
-        )
+    tol = 1e-12 * scale + atol
     if eig[0] < -tol:
-        raise ValueError(
+        return 'indefinite', (
             f'{where}: inertia tensor is not positive semi-definite (principal moments '
             f'{eig.tolist()})'
         )
     # URDF files print inertias rounded (CAD exports often to 6 significant digits): the
     # triangle inequality is checked to that precision, so rounding alone never rejects a model
     if eig[0] + eig[1] < eig[2] * (1.0 - 1e-6) - tol:
-        raise ValueError(
+        return 'triangle', (
             f'{where}: inertia violates the triangle inequality (principal moments '
             f'{eig.tolist()}: {eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g})'
         )
+    return None
+
+
+def check_inertia(mass: float, inertia: np.ndarray, where: str, *, strict: bool = True) -> None:
+    """Validate a link's mass and inertia tensor about its CoM.
+
+    A physical inconsistency (:func:`inertia_problem`) raises in strict mode; otherwise it is
+    reported as an :class:`InertiaWarning` and the values are kept as given, as Pinocchio
+    does: CAD exports of real robots (Franka, TIAGo, PR2, ...) carry such inertias.
+
+    Raises
+    ------
+    ValueError
+        Malformed input (always), or a physically inconsistent inertia (strict mode); the
+        message names ``where``.
+    """
+    problem = inertia_problem(mass, inertia, where)
+    if problem is None:
+        return
+    if strict:
+        raise ValueError(problem[1])
+    warnings.warn(
+        f'{problem[1]}: physically inconsistent, loaded as given (strict_inertia=True rejects it)',
+        InertiaWarning,
+        stacklevel=3,
+    )
 
 
 def build_model(
@@ -345,6 +391,7 @@ def build_model(
     floating_base: bool,
     gravity: Sequence[float] = (0.0, 0.0, 0.0),
     name: str = 'robot',
+    strict_inertia: bool = True,
 ) -> Model:
     """Assemble and validate a :class:`Model` from body specifications.
 
@@ -359,12 +406,16 @@ def build_model(
     gravity : (3,) array_like
         Inertial-frame gravitational acceleration [m/s^2].
     name : str
+    strict_inertia : bool
+        Reject a body whose inertia violates the triangle inequality (default); otherwise
+        only an indefinite body inertia is rejected (:func:`inertia_problem`).
 
     Raises
     ------
     ValueError
-        Bad ordering, an unknown joint type, a zero axis, or a moving body whose subtree has
-        no mass (its joint could not be accelerated by a finite effort).
+        Bad ordering, an unknown joint type, a zero axis, a body inertia that is not physical
+        (see ``strict_inertia``), or a moving body whose subtree has no mass (its joint could
+        not be accelerated by a finite effort).
     """
     nb = len(bodies)
     if nb == 0:
@@ -425,7 +476,12 @@ def build_model(
         nq += nqj
         nv += nvj_i
     for b in bodies:
-        check_inertia(b.mass, b.inertia, f'body {b.name}')
+        # the composite inertia of a body (its links merged) must be physical; in non-strict
+        # mode a triangle-inequality violation passes (each link was warned about already)
+        atol = 1e-12 * b.mass * float(np.dot(b.com, b.com))
+        problem = inertia_problem(b.mass, b.inertia, f'body {b.name}', atol=atol)
+        if problem is not None and (strict_inertia or problem[0] == 'indefinite'):
+            raise ValueError(problem[1])
     mass = np.array([b.mass for b in bodies], dtype=float)
     subtree = mass.copy()
     for i in range(nb - 1, 0, -1):

@@ -96,7 +96,7 @@ class _Joint:
     friction: float
 
 
-def _parse_link(elem: ET.Element) -> _Link:
+def _parse_link(elem: ET.Element, strict_inertia: bool) -> _Link:
     name = elem.get('name')
     if not name:
         raise ValueError('a <link> has no name attribute')
@@ -118,7 +118,7 @@ def _parse_link(elem: ET.Element) -> _Link:
             [vals['ixz'], vals['iyz'], vals['izz']],
         ]
     )
-    check_inertia(mass, local, where)
+    check_inertia(mass, local, where, strict=strict_inertia)
     return _Link(name, mass, xyz, rot @ local @ rot.T)
 
 
@@ -202,6 +202,7 @@ def load_urdf(
     *,
     floating_base: bool = True,
     gravity: Sequence[float] = (0.0, 0.0, 0.0),
+    strict_inertia: bool = False,
 ) -> Model:
     """Build a model from a URDF file path or XML string.
 
@@ -213,6 +214,13 @@ def load_urdf(
         Free-floating 6-DoF base (default) or a root link fixed at the inertial origin.
     gravity : (3,) array_like
         Inertial-frame gravitational acceleration [m/s^2]; zero in orbit.
+    strict_inertia : bool
+        Reject links whose inertia is physically inconsistent (a negative principal moment,
+        or principal moments violating the triangle inequality). By default such a link is
+        loaded as given with an :class:`~ffsim_ros.dynamics.model.InertiaWarning` naming it,
+        as Pinocchio loads it: CAD exports of real robots carry such values. A point mass
+        (zero inertia) is physical and always accepted. Whatever the mode, the merged inertia
+        of each body must be positive semi-definite.
 
     Returns
     -------
@@ -222,15 +230,16 @@ def load_urdf(
     ------
     ValueError
         Malformed XML, unknown parent/child link, several roots, cycles, a moving body
-        without mass in its subtree, negative mass, an invalid inertia tensor or a zero axis;
-        the message names the offending link or joint.
+        without mass in its subtree, negative mass, a malformed inertia tensor (or, with
+        ``strict_inertia``, a physically inconsistent one) or a zero axis; the message names
+        the offending link or joint.
     NotImplementedError
         Planar and floating joints.
     """
     root = _read_xml(source)
     links: dict[str, _Link] = {}
     for el in root.findall('link'):
-        link = _parse_link(el)
+        link = _parse_link(el, strict_inertia)
         if link.name in links:
             raise ValueError(f'link {link.name}: defined twice')
         links[link.name] = link
@@ -354,6 +363,7 @@ def load_urdf(
         floating_base=floating_base,
         gravity=gravity,
         name=root.get('name', 'robot'),
+        strict_inertia=strict_inertia,
     )
 
 

@@ -260,6 +260,29 @@ def solve_nullspace(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.
     return x, lam
 
 
+def singular_bodies(mass: np.ndarray, inertia: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """Indices of the bodies whose block ``diag(m_i E_3, I_i)`` has no usable inverse.
+
+    A massless body, a point mass (``I_i = 0``) or a thin rod (``I_i`` of rank 2): physical,
+    common in real robots' URDFs (a sensor frame with a mass, a gripper as a point), but
+    ``J_i^-1`` of eqs. 12-13 does not exist. Singular means a principal moment below ``rtol``
+    times the largest of the system (the system's scale, not the body's).
+
+    Parameters
+    ----------
+    mass : (nb,) [kg];  inertia : (nb, 3, 3) [kg m^2].
+
+    Returns
+    -------
+    (k,) int ndarray.
+    """
+    if mass.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    eig = np.linalg.eigvalsh(inertia)
+    scale = max(float(np.max(eig, initial=0.0)), 1e-300)
+    return np.flatnonzero((mass <= 0.0) | (eig[:, 0] <= rtol * scale))
+
+
 def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
     """Eliminate the accelerations, solve for the multipliers (seed 001, eqs. 12-14 and 50).
 
@@ -275,6 +298,13 @@ def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: n
     positive definite for a full-row-rank ``G``, and is factorized by SuperLU in symmetric
     mode without pivoting (a sparse ``L D L^T``, the Appendix's case 1).
 
+    A body with a singular block (:func:`singular_bodies`: a point mass, a massless link)
+    leaves ``J`` without an inverse although the Lagrangian system has a unique solution.
+    Then, exactly, ``J`` is replaced by ``J_r = J + r G^T G`` and ``u`` by ``u + r G^T b``
+    (an augmented-Lagrangian term ``r G^T (G x - b)``, zero at the solution): ``J_r`` is
+    positive definite whenever the system is regular, and it is factorized (sparse) instead
+    of inverted per body, with ``r`` the largest body mass.
+
     Parameters
     ----------
     J : (N, N) ``diag(m_i E_3, I_i)`` (triplets);  G : (m, N), full row rank.
@@ -284,14 +314,26 @@ def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: n
     -------
     x : (N,) accelerations;  lam : (m,) multipliers.
     """
-    Jinv = block_mass_inverse(*mass_blocks(_triplets(J))).csr()
+    mass, inertia = mass_blocks(_triplets(J))
     m = G.shape[0]
-    if m == 0:
-        return Jinv @ u, np.zeros(0)
     Gs = G.csr() if isinstance(G, Triplets) else sp.csr_matrix(np.asarray(G, dtype=float))
-    JiGt = Jinv @ Gs.T
-    S = (Gs @ JiGt).tocsc()
-    x0 = Jinv @ u
+    if singular_bodies(mass, inertia).size and m:
+        r = max(1.0, float(np.max(mass)))
+        Jr = (_triplets(J).csr() + r * (Gs.T @ Gs)).tocsc()
+        try:
+            lu_j = spla.splu(Jr)
+        except RuntimeError as exc:
+            raise np.linalg.LinAlgError(f'singular augmented mass matrix: {exc}') from None
+        u = u + r * (Gs.T @ b)
+        JiGt = lu_j.solve(Gs.T.toarray())
+        x0 = lu_j.solve(u)
+    else:
+        Jinv = block_mass_inverse(mass, inertia).csr()
+        if m == 0:
+            return Jinv @ u, np.zeros(0)
+        JiGt = Jinv @ Gs.T
+        x0 = Jinv @ u
+    S = sp.csc_matrix(Gs @ JiGt)
     try:
         lu = spla.splu(
             S, permc_spec='MMD_AT_PLUS_A', diag_pivot_thresh=0.0, options={'SymmetricMode': True}
