@@ -39,6 +39,17 @@ def njit(func: Callable[..., Any]) -> Callable[..., Any]:
     return _numba.njit(cache=True, nogil=True)(func)
 
 
+def njit_leaf(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Like :func:`njit`, for a small leaf helper called per body inside the recursions:
+    inlined into every compiled caller (``inline='always'``, at numba-IR level), so that the
+    array views it is handed need no reference counting and no call. Only for leaves of a few
+    lines: inlining the large passes into every entry point multiplies the compile time.
+    """
+    if _numba is None:
+        return func
+    return _numba.njit(cache=True, nogil=True, inline='always')(func)
+
+
 def njit_parallel(func: Callable[..., Any]) -> Callable[..., Any]:
     """Like :func:`njit`, with ``parallel=True`` so ``prange`` loops use all cores."""
     if _numba is None:

@@ -25,8 +25,25 @@ _ABOUT = ('origin', 'com', 'base')
 # ----------------------------------------------------------------------------------------------
 
 
+_F8 = np.dtype(np.float64)
+
+
+def _ready(x: object, size: int) -> bool:
+    """Whether ``x`` can go to a compiled kernel as is: a C-contiguous float64 (size,) array.
+
+    The fast path of the per-call wrappers; anything else goes through :func:`_vec` (or the
+    batched path), which converts it or raises the usual ``ValueError``.
+    """
+    return (
+        x.__class__ is np.ndarray
+        and x.dtype is _F8  # type: ignore[attr-defined]
+        and x.shape == (size,)  # type: ignore[attr-defined]
+        and x.flags.c_contiguous  # type: ignore[attr-defined]
+    )
+
+
 def _vec(x: ArrayLike, size: int, what: str) -> np.ndarray:
-    arr = np.asarray(x, dtype=float)
+    arr = np.ascontiguousarray(x, dtype=float)
     if arr.shape != (size,):
         got = arr.shape[0] if arr.ndim == 1 else f'shape {arr.shape}'
         raise ValueError(f'{what}: expected {size} values, got {got}')
@@ -90,9 +107,9 @@ def _external_wrenches(
 ) -> np.ndarray:
     """Body wrenches about O, (nb, 6), from ``{link: [f; n] at the link origin}``."""
     nb = model.arrays.parent.shape[0]
-    fext = np.zeros((nb, 6))
     if not link_wrenches:
-        return fext
+        return np.empty((0, 6))  # no body wrenches (the kernels skip them)
+    fext = np.zeros((nb, 6))
     if R is None or p is None:
         R, p = K.e_poses(*model.packed, q)
     for link, wrench in link_wrenches.items():
@@ -205,11 +222,15 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
 
     ``q`` may carry leading batch dimensions (..., nq); the result is then (..., nv, nv).
     """
-    if _is_batch(q):
-        lead = np.shape(q)[:-1]
-        H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
-        return H.reshape(lead + (model.nv, model.nv))
-    return K.e_mass_matrix(*model.packed, _q(model, q))
+    if not _ready(q, model.nq):
+        if _is_batch(q):
+            lead = np.shape(q)[:-1]
+            H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
+            return H.reshape(lead + (model.nv, model.nv))
+        q = _q(model, q)
+    H = np.empty((model.nv, model.nv))
+    K.e_mass_matrix(*model.packed, q, H)
+    return H
 
 
 def inertia_blocks(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -242,7 +263,27 @@ def bias_forces(
     -------
     (nv,) ndarray [N, N m].
     """
-    return inverse_dynamics(model, q, v, np.zeros(model.nv), link_wrenches=link_wrenches)
+    if not (_ready(q, model.nq) and _ready(v, model.nv)):
+        if _is_batch(q):
+            _no_batched_wrenches(link_wrenches)
+            lead = np.shape(q)[:-1]
+            Q = _rows(q, model.nq, 'q', lead)
+            out = K.b_inverse_dynamics(
+                *model.packed,
+                Q,
+                _rows(v, model.nv, 'v', lead),
+                np.empty((Q.shape[0], 0)),  # a = 0
+                model.joint_dynamics,
+            )
+            return out.reshape(lead + (model.nv,))
+        q = _q(model, q)
+        v = _v(model, v)
+    if link_wrenches:
+        fext = _external_wrenches(model, q, link_wrenches)
+        return K.e_inverse_dynamics(*model.packed, q, v, v[:0], fext, model.joint_dynamics)
+    out = np.empty(model.nv)
+    K.e_nle(*model.packed, q, v, model.joint_dynamics, out)
+    return out
 
 
 def inverse_dynamics(
@@ -268,22 +309,28 @@ def inverse_dynamics(
         joint efforts. With joint dynamics enabled the efforts include what overcomes the
         joint friction (eq. 41, ``F_f``).
     """
-    if _is_batch(q):
-        _no_batched_wrenches(link_wrenches)
-        lead = np.shape(q)[:-1]
-        out = K.b_inverse_dynamics(
-            *model.packed,
-            _rows(q, model.nq, 'q', lead),
-            _rows(v, model.nv, 'v', lead),
-            _rows(a, model.nv, 'a', lead),
-            model.joint_dynamics,
-        )
-        return out.reshape(lead + (model.nv,))
-    q = _q(model, q)
-    v = _v(model, v)
-    a = _v(model, a, 'a')
-    fext = _external_wrenches(model, q, link_wrenches)
-    return K.e_inverse_dynamics(*model.packed, q, v, a, fext, model.joint_dynamics)
+    nv = model.nv
+    if not (_ready(q, model.nq) and _ready(v, nv) and _ready(a, nv)):
+        if _is_batch(q):
+            _no_batched_wrenches(link_wrenches)
+            lead = np.shape(q)[:-1]
+            out = K.b_inverse_dynamics(
+                *model.packed,
+                _rows(q, model.nq, 'q', lead),
+                _rows(v, nv, 'v', lead),
+                _rows(a, nv, 'a', lead),
+                model.joint_dynamics,
+            )
+            return out.reshape(lead + (nv,))
+        q = _q(model, q)
+        v = _v(model, v)
+        a = _v(model, a, 'a')
+    if link_wrenches:
+        fext = _external_wrenches(model, q, link_wrenches)
+        return K.e_inverse_dynamics(*model.packed, q, v, a, fext, model.joint_dynamics)
+    out = np.empty(nv)
+    K.e_rnea(*model.packed, q, v, a, model.joint_dynamics, out)
+    return out
 
 
 def forward_dynamics(
@@ -328,6 +375,17 @@ def forward_dynamics(
     (..., 6), broadcast against each other, give (..., nv); the states are spread over all
     cores. ``link_wrenches`` is single-state only.
     """
+    if (
+        method == 'aba'
+        and base_wrench is None
+        and not link_wrenches
+        and _ready(q, model.nq)
+        and _ready(v, model.nv)
+        and _ready(tau, model.n)
+    ):  # the common case, without any conversion
+        out = np.empty(model.nv)
+        K.e_aba(*model.packed, q, v, tau, model.joint_dynamics, out)
+        return out
     if _is_batch(q):
         _no_batched_wrenches(link_wrenches)
         if method != 'aba':

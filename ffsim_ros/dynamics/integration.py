@@ -114,6 +114,7 @@ def _quat_log(d: np.ndarray) -> np.ndarray:
     scale = 2.0 if s < 1e-12 else angle / s
     return scale * d[:3]
 
+
 def step(
     model: Model,
     q: ArrayLike,

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import njit, njit_parallel, prange
+from ._jit import njit, njit_leaf, njit_parallel, prange
 
 # Joint type codes (ModelArrays.jtype).
 ROOT_FIXED = 0
@@ -63,7 +63,7 @@ class ModelArrays(NamedTuple):
 # ----------------------------------------------------------------------------------------------
 
 
-@njit
+@njit_leaf
 def _cross(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     x = a[1] * b[2] - a[2] * b[1]
     y = a[2] * b[0] - a[0] * b[2]
@@ -73,14 +73,14 @@ def _cross(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     out[2] = z
 
 
-@njit
+@njit_leaf
 def _matmul3(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     for r in range(3):
         for c in range(3):
             out[r, c] = a[r, 0] * b[0, c] + a[r, 1] * b[1, c] + a[r, 2] * b[2, c]
 
 
-@njit
+@njit_leaf
 def _matvec3(a: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     x0 = x[0]
     x1 = x[1]
@@ -89,7 +89,7 @@ def _matvec3(a: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
         out[r] = a[r, 0] * x0 + a[r, 1] * x1 + a[r, 2] * x2
 
 
-@njit
+@njit_leaf
 def quat_to_rot(q: np.ndarray, out: np.ndarray) -> None:
     """Rotation matrix of the quaternion ``q = (x, y, z, w)`` (normalized here)."""
     n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
@@ -108,7 +108,7 @@ def quat_to_rot(q: np.ndarray, out: np.ndarray) -> None:
     out[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@njit
+@njit_leaf
 def axis_angle_to_rot(k: np.ndarray, angle: float, out: np.ndarray) -> None:
     """Rodrigues' formula for a unit axis ``k`` and an angle [rad]."""
     c = np.cos(angle)
@@ -189,7 +189,7 @@ def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarr
                         R[i, r, c] = tmp[r, c]
 
 
-@njit
+@njit_leaf
 def _rotation_column(
     o: np.ndarray, kx: float, ky: float, kz: float, S: np.ndarray, c: int
 ) -> None:
@@ -306,7 +306,7 @@ def world_inertias(
         mw[i] = mi
 
 
-@njit
+@njit_leaf
 def _inertia_times(
     mi: float, h: np.ndarray, Ib: np.ndarray, x: np.ndarray, out: np.ndarray
 ) -> None:
@@ -347,52 +347,84 @@ def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
     return R, p, S, mw, hw, Iw
 
 
-@njit
-def velocity_product(
-    m: ModelArrays, i: int, vel: np.ndarray, sv: np.ndarray, S: np.ndarray, v: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """``out = Sdot qdot`` of the (non-root) joint into body ``i``, inertial frame at O.
+# ----------------------------------------------------------------------------------------------
+# workspaces
+# ----------------------------------------------------------------------------------------------
+# The entry points allocate one flat float64 workspace per call (per chunk of rows in the
+# batched ones) and carve every temporary out of it: a dozen small allocations cost more than
+# the arithmetic of a 7-DoF robot. Nothing in a workspace is assumed zero on entry.
 
-    ``vel`` (6,) is the body's spatial velocity and ``sv = S qdot`` its joint part. Columns
-    fixed in the child body move with it: ``Sdot qdot = v_i x (S qdot)`` (revolute, prismatic,
-    spherical; equal to ``v_parent x (S qdot)``). A universal joint's first column is fixed in
-    the parent and its second in the child, which adds ``(S_1 qdot_1) x (S_2 qdot_2)``.
+
+@njit
+def kinematics_ws_size(nb: int, nv: int) -> int:
+    """Length of the workspace of :func:`kinematics_views` (``25 nb + 6 nv``)."""
+    return 25 * nb + 6 * nv
+
+
+@njit
+def kinematics_views(ws: np.ndarray, nb: int, nv: int):
+    """The arrays of :func:`kinematics` as views on ``ws[:kinematics_ws_size(nb, nv)]``.
+
+    Returns
+    -------
+    R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3)
     """
-    wl0 = vel[3]
-    wl1 = vel[4]
-    wl2 = vel[5]
-    vl0 = vel[0]
-    vl1 = vel[1]
-    vl2 = vel[2]
-    out[0] = wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
-    out[1] = wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
-    out[2] = wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
-    out[3] = wl1 * sv[5] - wl2 * sv[4]
-    out[4] = wl2 * sv[3] - wl0 * sv[5]
-    out[5] = wl0 * sv[4] - wl1 * sv[3]
-    if m.jtype[i] == UNIVERSAL:
-        c = m.iv[i]
-        d1 = v[c]
-        d2 = v[c + 1]
-        a0 = S[0, c] * d1
-        a1 = S[1, c] * d1
-        a2 = S[2, c] * d1
-        a3 = S[3, c] * d1
-        a4 = S[4, c] * d1
-        a5 = S[5, c] * d1
-        b0 = S[0, c + 1] * d2
-        b1 = S[1, c + 1] * d2
-        b2 = S[2, c + 1] * d2
-        b3 = S[3, c + 1] * d2
-        b4 = S[4, c + 1] * d2
-        b5 = S[5, c + 1] * d2
-        out[0] += a4 * b2 - a5 * b1 + a1 * b5 - a2 * b4
-        out[1] += a5 * b0 - a3 * b2 + a2 * b3 - a0 * b5
-        out[2] += a3 * b1 - a4 * b0 + a0 * b4 - a1 * b3
-        out[3] += a4 * b5 - a5 * b4
-        out[4] += a5 * b3 - a3 * b5
-        out[5] += a3 * b4 - a4 * b3
+    R = ws[0 : 9 * nb].reshape((nb, 3, 3))
+    o = 9 * nb
+    p = ws[o : o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    S = ws[o : o + 6 * nv].reshape((6, nv))
+    o += 6 * nv
+    mw = ws[o : o + nb]
+    o += nb
+    hw = ws[o : o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    Iw = ws[o : o + 9 * nb].reshape((nb, 3, 3))
+    return R, p, S, mw, hw, Iw
+
+
+@njit
+def kinematics_into(
+    m: ModelArrays,
+    q: np.ndarray,
+    R: np.ndarray,
+    p: np.ndarray,
+    S: np.ndarray,
+    mw: np.ndarray,
+    hw: np.ndarray,
+    Iw: np.ndarray,
+) -> None:
+    """:func:`kinematics` into caller-provided arrays (same shapes; ``S`` is zeroed here)."""
+    for r in range(S.shape[0]):
+        for c in range(S.shape[1]):
+            S[r, c] = 0.0
+    forward_kinematics(m, q, R, p)
+    motion_subspace(m, q, R, p, S)
+    world_inertias(m, R, p, mw, hw, Iw)
+
+
+@njit
+def rnea_ws_size(nb: int) -> int:
+    """Length of the scratch of :func:`rnea` (``18 nb + 18``)."""
+    return 18 * nb + 18
+
+
+@njit
+def id_ws_size(nb: int, nv: int) -> int:
+    """Workspace of :func:`inverse_dynamics_into`: kinematics, :func:`rnea`, friction."""
+    return kinematics_ws_size(nb, nv) + rnea_ws_size(nb) + nv
+
+
+@njit
+def aba_ws_size(nb: int, nv: int) -> int:
+    """Length of the workspace of :func:`aba_into` (``163 nb + 6 nv + 126``)."""
+    return kinematics_ws_size(nb, nv) + 138 * nb + 126
+
+
+@njit
+def fd_ws_size(nb: int, nv: int) -> int:
+    """Workspace of :func:`forward_dynamics_into`: :func:`aba_into` plus one (nv,) force."""
+    return aba_ws_size(nb, nv) + nv
 
 
 # ----------------------------------------------------------------------------------------------
@@ -412,16 +444,17 @@ def crba(
 
     Parameters
     ----------
+    S : (6, nv) motion subspaces (:func:`motion_subspace`).
+    mw, hw, Iw : (nb,), (nb, 3), (nb, 3, 3)
+        Body inertias about O (:func:`world_inertias`); overwritten in place by the composite
+        inertias ``(mc, hc, Ic)`` of the subtrees [kg, kg m, kg m^2].
     H : (nv, nv) output, zero on entry; entries of DoFs on different branches stay zero.
     """
     nb = m.parent.shape[0]
-    mc = mw.copy()
-    hc = hw.copy()
-    Ic = Iw.copy()
     F = np.empty(6)
     for i in range(nb - 1, -1, -1):
         for a in range(m.iv[i], m.iv[i] + m.nvj[i]):
-            _inertia_times(mc[i], hc[i], Ic[i], S[:, a], F)
+            _inertia_times(mw[i], hw[i], Iw[i], S[:, a], F)
             j = i
             while j >= 0:
                 for b in range(m.iv[j], m.iv[j] + m.nvj[j]):
@@ -433,11 +466,91 @@ def crba(
                 j = m.parent[j]
         k = m.parent[i]
         if k >= 0:
-            mc[k] += mc[i]
+            mw[k] += mw[i]
             for r in range(3):
-                hc[k, r] += hc[i, r]
+                hw[k, r] += hw[i, r]
                 for c in range(3):
-                    Ic[k, r, c] += Ic[i, r, c]
+                    Iw[k, r, c] += Iw[i, r, c]
+
+
+@njit
+def _velocity_product(
+    jt: int,
+    iv: int,
+    i: int,
+    vel: np.ndarray,
+    sv: np.ndarray,
+    S: np.ndarray,
+    v: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Velocity-product acceleration ``c_i = Sdot_i qdot_i`` of the joint into body ``i``.
+
+    (Takes the joint's entries ``jt = m.jtype[i]``, ``iv = m.iv[i]`` rather than the model:
+    handing the 14 arrays of a :class:`ModelArrays` to a helper costs as much as the helper.)
+
+    Parameters
+    ----------
+    jt : joint type code;  iv : first velocity index of the joint.
+    vel : (nb, 6) body spatial velocities at O (``vel[i]`` already includes joint ``i``).
+    sv : (6,) joint ``i``'s spatial velocity ``S_i qdot_i`` at O.
+    S : (6, nv) motion subspaces (:func:`motion_subspace`).
+    v : (nv,) generalized velocity.
+
+    Columns fixed in the child body move with it: ``Sdot qdot = v_i x (S qdot)`` (revolute,
+    prismatic, spherical; equal to ``v_parent x (S qdot)``). A universal joint's first column
+    is fixed in the parent and its second in the child, which adds
+    ``(S_1 qdot_1) x (S_2 qdot_2)``.
+    out : (6,) output ``[lin; ang]`` at O, inertial frame [m/s^2, rad/s^2].
+    """
+    if jt == ROOT_FREE:
+        # d/dt (V0 + r0 x w0) = dV0 + r0 x dw0 + V0 x w0  (S a gives the first two terms)
+        V0 = v[iv : iv + 3]
+        w0 = v[iv + 3 : iv + 6]
+        out[0] = V0[1] * w0[2] - V0[2] * w0[1]
+        out[1] = V0[2] * w0[0] - V0[0] * w0[2]
+        out[2] = V0[0] * w0[1] - V0[1] * w0[0]
+        out[3] = 0.0
+        out[4] = 0.0
+        out[5] = 0.0
+    elif jt != ROOT_FIXED:
+        # Sdot qdot = v_i x (S qdot)  (motion cross product, [lin; ang] ordering)
+        wl0 = vel[i, 3]
+        wl1 = vel[i, 4]
+        wl2 = vel[i, 5]
+        vl0 = vel[i, 0]
+        vl1 = vel[i, 1]
+        vl2 = vel[i, 2]
+        out[0] = wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
+        out[1] = wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
+        out[2] = wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
+        out[3] = wl1 * sv[5] - wl2 * sv[4]
+        out[4] = wl2 * sv[3] - wl0 * sv[5]
+        out[5] = wl0 * sv[4] - wl1 * sv[3]
+        if jt == UNIVERSAL:
+            d1 = v[iv]
+            d2 = v[iv + 1]
+            a0 = S[0, iv] * d1
+            a1 = S[1, iv] * d1
+            a2 = S[2, iv] * d1
+            a3 = S[3, iv] * d1
+            a4 = S[4, iv] * d1
+            a5 = S[5, iv] * d1
+            b0 = S[0, iv + 1] * d2
+            b1 = S[1, iv + 1] * d2
+            b2 = S[2, iv + 1] * d2
+            b3 = S[3, iv + 1] * d2
+            b4 = S[4, iv + 1] * d2
+            b5 = S[5, iv + 1] * d2
+            out[0] += a4 * b2 - a5 * b1 + a1 * b5 - a2 * b4
+            out[1] += a5 * b0 - a3 * b2 + a2 * b3 - a0 * b5
+            out[2] += a3 * b1 - a4 * b0 + a0 * b4 - a1 * b3
+            out[3] += a4 * b5 - a5 * b4
+            out[4] += a5 * b3 - a3 * b5
+            out[5] += a3 * b4 - a4 * b3
+    else:
+        for r in range(6):
+            out[r] = 0.0
 
 
 @njit
@@ -453,6 +566,7 @@ def rnea(
     fext: np.ndarray,
     gravity_scale: float,
     tau: np.ndarray,
+    ws: np.ndarray,
 ) -> None:
     """Recursive Newton-Euler inverse dynamics in the inertial frame.
 
@@ -462,18 +576,24 @@ def rnea(
 
     Parameters
     ----------
-    fext : (nb, 6) external wrenches on each body, ``[f; n_O]`` about O, inertial frame.
+    a : (nv,) generalized acceleration, or an empty array for ``a = 0`` (the bias forces
+        ``nle``: the ``S a`` terms are skipped).
+    fext : (nb, 6) external wrenches on each body, ``[f; n_O]`` about O, inertial frame; or an
+        empty (0, 6) array when there are none.
     tau : (nv,) output generalized force: ``[F; T]`` at the base CoM then joint efforts.
+    ws : (rnea_ws_size(nb),) scratch.
     """
     nb = m.parent.shape[0]
-    vel = np.zeros((nb, 6))
-    acc = np.zeros((nb, 6))
-    f = np.empty((nb, 6))
-    sv = np.empty(6)
-    tmp = np.empty(6)
+    vel = ws[0 : 6 * nb].reshape((nb, 6))
+    acc = ws[6 * nb : 12 * nb].reshape((nb, 6))
+    f = ws[12 * nb : 18 * nb].reshape((nb, 6))
+    sv = ws[18 * nb : 18 * nb + 6]
+    tmp = ws[18 * nb + 6 : 18 * nb + 12]
+    cb = ws[18 * nb + 12 : 18 * nb + 18]
+    with_a = a.shape[0] > 0
+    with_fext = fext.shape[0] > 0
     g = m.gravity
     for i in range(nb):
-        jt = m.jtype[i]
         k = m.parent[i]
         if k >= 0:
             for r in range(6):
@@ -481,26 +601,25 @@ def rnea(
                 acc[i, r] = acc[k, r]
         else:
             for r in range(3):
+                vel[i, r] = 0.0
+                vel[i, 3 + r] = 0.0
                 acc[i, r] = -gravity_scale * g[r]
+                acc[i, 3 + r] = 0.0
         for r in range(6):
             sv[r] = 0.0
         for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            vc = v[c]
             for r in range(6):
-                sv[r] += S[r, c] * v[c]
-                acc[i, r] += S[r, c] * a[c]
+                sv[r] += S[r, c] * vc
+            if with_a:
+                ac = a[c]
+                for r in range(6):
+                    acc[i, r] += S[r, c] * ac
         for r in range(6):
             vel[i, r] += sv[r]
-        if jt == ROOT_FREE:
-            # d/dt (V0 + r0 x w0) = dV0 + r0 x dw0 + V0 x w0  (S a gives the first two terms)
-            V0 = v[m.iv[i] : m.iv[i] + 3]
-            w0 = v[m.iv[i] + 3 : m.iv[i] + 6]
-            acc[i, 0] += V0[1] * w0[2] - V0[2] * w0[1]
-            acc[i, 1] += V0[2] * w0[0] - V0[0] * w0[2]
-            acc[i, 2] += V0[0] * w0[1] - V0[1] * w0[0]
-        elif jt != ROOT_FIXED:
-            velocity_product(m, i, vel[i], sv, S, v, tmp)  # Sdot qdot
-            for r in range(6):
-                acc[i, r] += tmp[r]
+        _velocity_product(m.jtype[i], m.iv[i], i, vel, sv, S, v, cb)
+        for r in range(6):
+            acc[i, r] += cb[r]
         # f = I a + v x* (I v) - f_ext
         _inertia_times(mw[i], hw[i], Iw[i], acc[i], f[i])
         _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
@@ -516,8 +635,9 @@ def rnea(
         f[i, 3] += wl1 * tmp[5] - wl2 * tmp[4] + vl1 * tmp[2] - vl2 * tmp[1]
         f[i, 4] += wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2]
         f[i, 5] += wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0]
-        for r in range(6):
-            f[i, r] -= fext[i, r]
+        if with_fext:
+            for r in range(6):
+                f[i, r] -= fext[i, r]
     for i in range(nb - 1, -1, -1):
         for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
             val = 0.0
@@ -528,6 +648,39 @@ def rnea(
         if k >= 0:
             for r in range(6):
                 f[k, r] += f[i, r]
+
+
+@njit
+def inverse_dynamics_into(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+    ws: np.ndarray,
+) -> None:
+    """Kinematics, :func:`rnea` (gravity included) and, when enabled, minus the friction.
+
+    Parameters
+    ----------
+    a : (nv,) or empty for ``a = 0``;  fext : (nb, 6) or empty (0, 6), as in :func:`rnea`.
+    out : (nv,) output generalized force [N, N m].
+    ws : (id_ws_size(nb, nv),) scratch.
+    """
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    o = kinematics_ws_size(nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw)
+    rnea(m, q, v, a, S, mw, hw, Iw, fext, 1.0, out, ws[o : o + rnea_ws_size(nb)])
+    if with_friction:
+        o += rnea_ws_size(nb)
+        ff = ws[o : o + nv]
+        joint_friction(m, v, ff)
+        for c in range(nv):
+            out[c] -= ff[c]
 
 
 @njit
@@ -567,6 +720,39 @@ def cholesky_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @njit
+def _cholesky_solve_inplace(A: np.ndarray, x: np.ndarray) -> None:
+    """Solve ``A y = x`` in place for symmetric positive definite ``A`` (n, n).
+
+    ``A``'s lower triangle is overwritten by its Cholesky factor and ``x`` (n,) by ``y``;
+    raises ``ValueError`` like :func:`cholesky_solve`.
+    """
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            raise ValueError('mass matrix is not positive definite')
+        d = np.sqrt(s)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= A[i, k] * x[k]
+        x[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= A[k, i] * x[k]
+        x[i] = s / A[i, i]
+
+
+@njit
 def joint_friction(m: ModelArrays, v: np.ndarray, out: np.ndarray) -> None:
     """Generalized friction forces F_f (seed 000, eq. 41): viscous plus regularized Coulomb.
 
@@ -591,13 +777,41 @@ def forward_dynamics(
     Parameters
     ----------
     tau : (nv,) generalized force ``[F_b; tau]``.
-    fext : (nb, 6) body wrenches about O.
+    fext : (nb, 6) body wrenches about O, or an empty (0, 6) array for none.
+
+    Returns
+    -------
+    (nv,) accelerations.
     """
+    nv = v.shape[0]
+    out = np.empty(nv)
+    ws = np.empty(fd_ws_size(m.parent.shape[0], nv))
+    forward_dynamics_into(m, q, v, tau, fext, with_friction, out, ws)
+    return out
+
+
+@njit
+def forward_dynamics_into(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+    ws: np.ndarray,
+) -> None:
+    """:func:`forward_dynamics` into ``out`` (nv,), with the scratch ``ws`` (fd_ws_size,)."""
+    nv = v.shape[0]
     if with_friction:
-        ff = np.empty(v.shape[0])
-        joint_friction(m, v, ff)
-        return aba(m, q, v, tau + ff, fext)
-    return aba(m, q, v, tau, fext)
+        o = aba_ws_size(m.parent.shape[0], nv)
+        gen = ws[o : o + nv]
+        joint_friction(m, v, gen)
+        for c in range(nv):
+            gen[c] += tau[c]
+        aba_into(m, q, v, gen, fext, out, ws)
+    else:
+        aba_into(m, q, v, tau, fext, out, ws)
 
 
 @njit
@@ -616,21 +830,18 @@ def forward_dynamics_crba(
     Parameters
     ----------
     tau : (nv,) generalized force ``[F_b; tau]``.
-    fext : (nb, 6) body wrenches about O.
+    fext : (nb, 6) body wrenches about O, or an empty (0, 6) array for none.
     """
+    nb = m.parent.shape[0]
     nv = v.shape[0]
-    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
-    H = np.zeros((nv, nv))
-    crba(m, S, mw, hw, Iw, H)
+    ws = np.empty(id_ws_size(nb, nv))
     c = np.empty(nv)
-    zero = np.zeros(nv)
-    rnea(m, q, v, zero, S, mw, hw, Iw, fext, 1.0, c)
-    rhs = tau - c
-    if with_friction:
-        ff = np.empty(nv)
-        joint_friction(m, v, ff)
-        rhs += ff
-    return cholesky_solve(H, rhs)
+    # c - J^T f_ext + F_f (friction included by inverse_dynamics_into as -F_f)
+    inverse_dynamics_into(m, q, v, v[0:0], fext, with_friction, c, ws)
+    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    H = np.zeros((nv, nv))
+    crba(m, S, mw, hw, Iw, H)  # (after rnea: crba turns the body inertias into composites)
+    return cholesky_solve(H, tau - c)
 
 
 @njit
@@ -833,7 +1044,7 @@ def rk4_step(
 # ----------------------------------------------------------------------------------------------
 
 
-@njit
+@njit_leaf
 def _spatial_inertia_matrix(mi: float, h: np.ndarray, Ib: np.ndarray, out: np.ndarray) -> None:
     """Dense 6x6 ``[[m E, -h~], [h~, Ib]]`` of the compact inertia ``(m, h, Ib)``."""
     for r in range(6):
@@ -866,6 +1077,28 @@ def aba(
     tau: np.ndarray,
     fext: np.ndarray,
 ) -> np.ndarray:
+    """Articulated-body algorithm (Featherstone 2008, ch. 7); see :func:`aba_into`.
+
+    Returns
+    -------
+    (nv,) accelerations.
+    """
+    nv = v.shape[0]
+    qdd = np.empty(nv)
+    aba_into(m, q, v, tau, fext, qdd, np.empty(aba_ws_size(m.parent.shape[0], nv)))
+    return qdd
+
+
+@njit
+def aba_into(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    qdd: np.ndarray,
+    ws: np.ndarray,
+) -> None:
     """Articulated-body algorithm (Featherstone 2008, ch. 7) in the inertial frame.
 
     Same result as ``H^-1 (tau - c)`` (seed 000, eq. 39) in O(n) operations. All articulated
@@ -877,56 +1110,16 @@ def aba(
     Parameters
     ----------
     tau : (nv,) generalized force ``[F_b; tau]``.
-    fext : (nb, 6) body wrenches about O.
-
-    Returns
-    -------
-    (nv,) accelerations.
+    fext : (nb, 6) body wrenches about O, or an empty (0, 6) array for none.
+    qdd : (nv,) output accelerations.
+    ws : (aba_ws_size(nb, nv),) scratch (nothing assumed on entry).
     """
     nb = m.parent.shape[0]
     nv = v.shape[0]
-    # one zeroed workspace for every array of the three passes (allocation dominates the
-    # cost of this kernel for small trees otherwise)
-    sizes = (
-        9 * nb,
-        3 * nb,
-        6 * nv,
-        nb,
-        3 * nb,
-        9 * nb,
-        36 * nb,
-        6 * nb,
-        6 * nb,
-        6 * nb,
-        36 * nb,
-        36 * nb,
-        6 * nb,
-        6 * nb,
-        nv,
-        36,
-        36,
-        36,
-        6,
-        6,
-        6,
-    )
-    total = 0
-    for sz in sizes:
-        total += sz
-    ws = np.zeros(total)
-    o = 0
-    R = ws[o : o + 9 * nb].reshape((nb, 3, 3))
-    o += 9 * nb
-    p = ws[o : o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    S = ws[o : o + 6 * nv].reshape((6, nv))
-    o += 6 * nv
-    mw = ws[o : o + nb]
-    o += nb
-    hw = ws[o : o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    Iw = ws[o : o + 9 * nb].reshape((nb, 3, 3))
-    o += 9 * nb
+    # every array of the three passes is a view on the one workspace (allocation dominates
+    # the cost of this kernel for small trees otherwise)
+    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    o = kinematics_ws_size(nb, nv)
     IA = ws[o : o + 36 * nb].reshape((nb, 6, 6))
     o += 36 * nb
     pA = ws[o : o + 6 * nb].reshape((nb, 6))
@@ -943,8 +1136,6 @@ def aba(
     o += 6 * nb
     acc = ws[o : o + 6 * nb].reshape((nb, 6))
     o += 6 * nb
-    qdd = ws[o : o + nv]
-    o += nv
     Dm = ws[o : o + 36].reshape((6, 6))
     o += 36
     UD = ws[o : o + 36].reshape((6, 6))
@@ -956,31 +1147,26 @@ def aba(
     tmp = ws[o : o + 6]
     o += 6
     ap = ws[o : o + 6]
-    forward_kinematics(m, q, R, p)
-    motion_subspace(m, q, R, p, S)
-    world_inertias(m, R, p, mw, hw, Iw)
+    with_fext = fext.shape[0] > 0
+    kinematics_into(m, q, R, p, S, mw, hw, Iw)
     # pass 1: velocities, velocity-product accelerations, isolated inertias and bias forces
     for i in range(nb):
         k = m.parent[i]
         if k >= 0:
             for r in range(6):
                 vel[i, r] = vel[k, r]
+        else:
+            for r in range(6):
+                vel[i, r] = 0.0
         for r in range(6):
             sv[r] = 0.0
         for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            vc = v[c]
             for r in range(6):
-                sv[r] += S[r, c] * v[c]
+                sv[r] += S[r, c] * vc
         for r in range(6):
             vel[i, r] += sv[r]
-        jt = m.jtype[i]
-        if jt == ROOT_FREE:
-            V0 = v[m.iv[i] : m.iv[i] + 3]
-            w0 = v[m.iv[i] + 3 : m.iv[i] + 6]
-            cb[i, 0] = V0[1] * w0[2] - V0[2] * w0[1]
-            cb[i, 1] = V0[2] * w0[0] - V0[0] * w0[2]
-            cb[i, 2] = V0[0] * w0[1] - V0[1] * w0[0]
-        elif jt != ROOT_FIXED:
-            velocity_product(m, i, vel[i], sv, S, v, cb[i])
+        _velocity_product(m.jtype[i], m.iv[i], i, vel, sv, S, v, cb[i])
         _spatial_inertia_matrix(mw[i], hw[i], Iw[i], IA[i])
         _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
         wl0 = vel[i, 3]
@@ -989,12 +1175,15 @@ def aba(
         vl0 = vel[i, 0]
         vl1 = vel[i, 1]
         vl2 = vel[i, 2]
-        pA[i, 0] = wl1 * tmp[2] - wl2 * tmp[1] - fext[i, 0]
-        pA[i, 1] = wl2 * tmp[0] - wl0 * tmp[2] - fext[i, 1]
-        pA[i, 2] = wl0 * tmp[1] - wl1 * tmp[0] - fext[i, 2]
-        pA[i, 3] = wl1 * tmp[5] - wl2 * tmp[4] + vl1 * tmp[2] - vl2 * tmp[1] - fext[i, 3]
-        pA[i, 4] = wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2] - fext[i, 4]
-        pA[i, 5] = wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0] - fext[i, 5]
+        pA[i, 0] = wl1 * tmp[2] - wl2 * tmp[1]
+        pA[i, 1] = wl2 * tmp[0] - wl0 * tmp[2]
+        pA[i, 2] = wl0 * tmp[1] - wl1 * tmp[0]
+        pA[i, 3] = wl1 * tmp[5] - wl2 * tmp[4] + vl1 * tmp[2] - vl2 * tmp[1]
+        pA[i, 4] = wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2]
+        pA[i, 5] = wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0]
+        if with_fext:
+            for r in range(6):
+                pA[i, r] -= fext[i, r]
     # pass 2: articulated inertias, leaves to root
     for i in range(nb - 1, -1, -1):
         nj = m.nvj[i]
@@ -1078,9 +1267,9 @@ def aba(
                 s -= U[i, r, a] * ap[r]
             tmp[a] = s
         if k < 0 and nj > 0:
-            sol = cholesky_solve(Dinv[i, :nj, :nj], tmp[:nj])
+            _cholesky_solve_inplace(Dinv[i, :nj, :nj], tmp[:nj])
             for a in range(nj):
-                qdd[c0 + a] = sol[a]
+                qdd[c0 + a] = tmp[a]
         else:
             for a in range(nj):
                 s = 0.0
@@ -1092,7 +1281,6 @@ def aba(
             for a in range(nj):
                 s += S[r, c0 + a] * qdd[c0 + a]
             acc[i, r] = s
-    return qdd
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1114,7 +1302,15 @@ def pack(a: ModelArrays) -> tuple[np.ndarray, np.ndarray]:
     nb = a.parent.shape[0]
     nv = a.damping.shape[0]
     floats = [
-        a.rot, a.trans, a.axis, a.mass, a.com, a.inertia, a.gravity, a.damping, a.friction,
+        a.rot,
+        a.trans,
+        a.axis,
+        a.mass,
+        a.com,
+        a.inertia,
+        a.gravity,
+        a.damping,
+        a.friction,
         a.axis2,
     ]
     offsets = np.cumsum([0] + [f.size for f in floats])
@@ -1174,14 +1370,52 @@ def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
 
 
 @njit
-def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Entry point: the (nv, nv) inertia matrix by :func:`crba`."""
+def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.ndarray) -> None:
+    """Entry point: the inertia matrix by :func:`crba` into ``H`` (nv, nv)."""
     m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
     nv = idata[1]
-    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
-    H = np.zeros((nv, nv))
+    ws = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw)
+    for r in range(nv):
+        for c in range(nv):
+            H[r, c] = 0.0
     crba(m, S, mw, hw, Iw, H)
-    return H
+
+
+@njit
+def e_rnea(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+) -> None:
+    """Entry point without external wrenches: :func:`inverse_dynamics_into` into ``out``."""
+    m = unpack(idata, fdata)
+    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    inverse_dynamics_into(m, q, v, a, ws[0:0].reshape((0, 6)), with_friction, out, ws)
+
+
+@njit
+def e_nle(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+) -> None:
+    """Entry point of the bias forces ``nle`` (no external wrenches) into ``out`` (nv,).
+
+    :func:`rnea` with ``a = 0``, its acceleration terms skipped.
+    """
+    m = unpack(idata, fdata)
+    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    inverse_dynamics_into(m, q, v, v[0:0], ws[0:0].reshape((0, 6)), with_friction, out, ws)
 
 
 @njit
@@ -1194,17 +1428,50 @@ def e_inverse_dynamics(
     fext: np.ndarray,
     with_friction: bool,
 ) -> np.ndarray:
-    """Entry point: :func:`rnea` minus the joint friction when enabled."""
+    """Entry point: :func:`rnea` minus the joint friction when enabled.
+
+    ``a`` (nv,) or empty for ``a = 0``; ``fext`` (nb, 6) body wrenches about O.
+    """
     m = unpack(idata, fdata)
     nv = idata[1]
-    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
     out = np.empty(nv)
-    rnea(m, q, v, a, S, mw, hw, Iw, fext, 1.0, out)
+    ws = np.empty(id_ws_size(m.parent.shape[0], nv))
+    inverse_dynamics_into(m, q, v, a, fext, with_friction, out, ws)
+    return out
+
+
+@njit
+def e_aba(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+) -> None:
+    """Entry point: ABA forward dynamics under joint efforts only, into ``out`` (nv,).
+
+    ``tau`` (n,) are the joint efforts (the last ``n`` generalized forces); no base wrench and
+    no body wrenches (see :func:`e_forward_dynamics` for those).
+    """
+    m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
+    nv = idata[1]
+    o = aba_ws_size(nb, nv)
+    ws = np.empty(o + nv)
+    gen = ws[o : o + nv]
+    nb0 = nv - tau.shape[0]
+    for c in range(nb0):
+        gen[c] = 0.0
+    for c in range(tau.shape[0]):
+        gen[nb0 + c] = tau[c]
     if with_friction:
         ff = np.empty(nv)
         joint_friction(m, v, ff)
-        out -= ff
-    return out
+        for c in range(nv):
+            gen[c] += ff[c]
+    aba_into(m, q, v, gen, ws[0:0].reshape((0, 6)), out, ws)
 
 
 @njit
@@ -1297,30 +1564,39 @@ def e_rk4_steps(
 # lowering cannot carry the ModelArrays named tuple into its generated loop body.)
 
 
-@njit
-def _fd_row(idata, fdata, q, v, tau, with_friction):
-    m = unpack(idata, fdata)
-    return forward_dynamics(m, q, v, tau, np.zeros((m.parent.shape[0], 6)), with_friction)
+# Rows are processed in chunks of _CHUNK: each chunk unpacks the model and allocates its
+# workspace once, then writes every row's result straight into the output.
+_CHUNK = 32
 
 
 @njit
-def _crba_row(idata, fdata, q, out):
+def _fd_rows(idata, fdata, Q, V, T, with_friction, out, lo, hi):
     m = unpack(idata, fdata)
-    R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
-    crba(m, S, mw, hw, Iw, out)
+    ws = np.empty(fd_ws_size(m.parent.shape[0], idata[1]))
+    fext = ws[0:0].reshape((0, 6))
+    for k in range(lo, hi):
+        forward_dynamics_into(m, Q[k], V[k], T[k], fext, with_friction, out[k], ws)
 
 
 @njit
-def _id_row(idata, fdata, q, v, a, with_friction, out):
+def _crba_rows(idata, fdata, Q, out, lo, hi):
     m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
     nv = idata[1]
-    R, p, S, mw, hw, Iw = kinematics(m, q, nv)
-    rnea(m, q, v, a, S, mw, hw, Iw, np.zeros((m.parent.shape[0], 6)), 1.0, out)
-    if with_friction:
-        ff = np.empty(nv)
-        joint_friction(m, v, ff)
-        for c in range(nv):
-            out[c] -= ff[c]
+    ws = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    for k in range(lo, hi):
+        kinematics_into(m, Q[k], R, p, S, mw, hw, Iw)
+        crba(m, S, mw, hw, Iw, out[k])
+
+
+@njit
+def _id_rows(idata, fdata, Q, V, A, with_friction, out, lo, hi):
+    m = unpack(idata, fdata)
+    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    fext = ws[0:0].reshape((0, 6))
+    for k in range(lo, hi):
+        inverse_dynamics_into(m, Q[k], V[k], A[k], fext, with_friction, out[k], ws)
 
 
 @njit
@@ -1347,34 +1623,43 @@ def _integrate_row(idata, fdata, q, v, dt):
 @njit
 def _rk4_row(idata, fdata, q, v, tau, with_friction, dt):
     m = unpack(idata, fdata)
-    return rk4_step(m, q, v, tau, np.zeros((m.parent.shape[0], 6)), with_friction, dt)
+    return rk4_step(m, q, v, tau, np.empty((0, 6)), with_friction, dt)
 
 
 @njit_parallel
 def b_forward_dynamics(idata, fdata, Q, V, T, with_friction):
     """Forward dynamics of ``B`` states: Q (B, nq), V (B, nv), T (B, nv) -> (B, nv)."""
-    out = np.empty((Q.shape[0], V.shape[1]))
-    for k in prange(Q.shape[0]):
-        out[k] = _fd_row(idata, fdata, Q[k], V[k], T[k], with_friction)
+    B = Q.shape[0]
+    out = np.empty((B, V.shape[1]))
+    for c in prange((B + _CHUNK - 1) // _CHUNK):
+        lo = c * _CHUNK
+        _fd_rows(idata, fdata, Q, V, T, with_friction, out, lo, min(lo + _CHUNK, B))
     return out
 
 
 @njit_parallel
 def b_mass_matrix(idata, fdata, Q):
     """Inertia matrices of ``B`` configurations: (B, nq) -> (B, nv, nv)."""
+    B = Q.shape[0]
     nv = idata[1]
-    out = np.zeros((Q.shape[0], nv, nv))
-    for k in prange(Q.shape[0]):
-        _crba_row(idata, fdata, Q[k], out[k])
+    out = np.zeros((B, nv, nv))
+    for c in prange((B + _CHUNK - 1) // _CHUNK):
+        lo = c * _CHUNK
+        _crba_rows(idata, fdata, Q, out, lo, min(lo + _CHUNK, B))
     return out
 
 
 @njit_parallel
 def b_inverse_dynamics(idata, fdata, Q, V, A, with_friction):
-    """Inverse dynamics of ``B`` states: (B, nq), (B, nv), (B, nv) -> (B, nv)."""
-    out = np.empty((Q.shape[0], idata[1]))
-    for k in prange(Q.shape[0]):
-        _id_row(idata, fdata, Q[k], V[k], A[k], with_friction, out[k])
+    """Inverse dynamics of ``B`` states: (B, nq), (B, nv), (B, nv) -> (B, nv).
+
+    ``A`` (B, 0) stands for zero accelerations (the bias forces).
+    """
+    B = Q.shape[0]
+    out = np.empty((B, idata[1]))
+    for c in prange((B + _CHUNK - 1) // _CHUNK):
+        lo = c * _CHUNK
+        _id_rows(idata, fdata, Q, V, A, with_friction, out, lo, min(lo + _CHUNK, B))
     return out
 
 
