@@ -147,10 +147,14 @@ def main(argv: list[str] | None = None) -> None:
     print('| ffsim node [sim s / wall s] | Pinocchio RK4 loop, no ROS [sim s / wall s] | ratio |')
     print('|---|---|---|')
     print(f'| {rate:.1f} | {ref:.1f} | {rate / ref:.2f} |')
+    t = np.array([s[0] for s in samples])
     rss = np.array([s[1] for s in samples])
+    half = t >= t[-1] / 2  # the second half: after start-up allocations have settled
+    slope = np.polyfit(t[half] / 60.0, rss[half], 1)[0] if half.sum() >= 2 else float('nan')
     print(
         f'simulator RSS: {rss[0]:.1f} MiB at start of the window, {rss[-1]:.1f} MiB at the end,'
-        f' max {rss.max():.1f} MiB ({len(rss)} samples)'
+        f' max {rss.max():.1f} MiB ({len(rss)} samples); trend over the second half '
+        f'{slope:+.3f} MiB/min'
     )
     print('\n# control-law update (servicer, one H/c/J evaluation), median')
     print('| mode | update [ms] |')

@@ -1064,14 +1064,25 @@ def test_real_robot_inertias_load_as_given_with_warnings():
         dyn.load_urdf(tiago, strict_inertia=True)
 
 
-@pytest.mark.parametrize('method', ['kkt', 'nullspace', 'multipliers'])
+@pytest.mark.parametrize('method', ['crba', 'kkt', 'nullspace', 'multipliers', 'barycentric'])
 @pytest.mark.parametrize('case', ERD_FLOAT_CASES, ids=ERD_FLOAT_IDS)
-def test_mufti_methods_on_real_robots(case, method):
-    """Mufti's maximal-coordinate forward dynamics (seed 001 eqs. 10/49, 40, 14/50) on real
-    robots with a floating base equals Pinocchio's ABA to 1e-8 (relative)."""
+def test_forward_dynamics_methods_on_real_robots(case, method):
+    """Every forward-dynamics method on real robots with a floating base equals Pinocchio's
+    ABA to 1e-8 (relative): CRBA + Cholesky, and Mufti's KKT (seed 001 eqs. 10/49), null-space
+    (eq. 40) and multiplier (eqs. 14/50) forms; the barycentric forms (eqs. 16-38, 51) where
+    the seed defines them (ball and pin joints) and a clear error where it does not."""
     model = ours(*case)
     orc = oracle(*case)
     rng = np.random.default_rng(21)
+    if method == 'barycentric':
+        kinds = set(model.joint_types)
+        point_masses = np.linalg.eigvalsh(model.arrays.inertia)[:, 0] <= 0.0
+        if not kinds <= {'revolute', 'continuous', 'spherical'} or point_masses.any():
+            q, v = states(case)[0]
+            why = 'expected spherical or revolute joints|singular ones .point masses or rods'
+            with pytest.raises(ValueError, match=why):
+                dyn.forward_dynamics(model, q, v, np.zeros(orc.n), method=method)
+            return
     for q, v in states(case):
         tau = rng.normal(size=orc.n)
         ref = orc.forward_dynamics(q, v, tau)

@@ -162,8 +162,13 @@ class BallTree:
         inertia = _array(self.inertia, (n, 3, 3), 'inertia')
         if not np.allclose(inertia, np.swapaxes(inertia, 1, 2), rtol=0.0, atol=1e-12):
             raise ValueError('inertia: expected symmetric 3x3 matrices, got an asymmetric one')
-        if np.any(np.linalg.eigvalsh(inertia) <= 0.0):
-            raise ValueError('inertia: expected positive definite matrices, got a singular one')
+        singular = np.flatnonzero(np.linalg.eigvalsh(inertia)[:, 0] <= 0.0)
+        if singular.size:
+            raise ValueError(
+                'inertia: expected positive definite matrices (the forms of section 3.1 invert '
+                f'each body inertia), got singular ones at bodies {singular.tolist()} (a point '
+                "mass or a rod: use method 'kkt', 'nullspace' or 'multipliers')"
+            )
         lp = _array(self.hinge_in_parent, (n - 1, 3), 'hinge_in_parent')
         lc = _array(self.hinge_in_child, (n - 1, 3), 'hinge_in_child')
         axes = (
@@ -624,8 +629,9 @@ def model_ball_tree(model: Model) -> BallTree:
     Raises
     ------
     ValueError
-        A fixed base (the seed's root is free) or a prismatic or universal joint (the forms
-        of section 3.1-3.2 are written for ball and pin joints).
+        A fixed base (the seed's root is free), a prismatic or universal joint (the forms
+        of section 3.1-3.2 are written for ball and pin joints), or a body with a singular
+        inertia (a point mass or a rod, which real URDFs carry), named by its link.
     """
     if not model.floating_base:
         raise ValueError('barycentric forms: expected a floating-base model, got a fixed base')
@@ -639,6 +645,15 @@ def model_ball_tree(model: Model) -> BallTree:
             f'barycentric forms: expected spherical or revolute joints, got {", ".join(bad)}'
         )
     a = model.arrays
+    singular = [
+        model.body_names[i] for i in np.flatnonzero(np.linalg.eigvalsh(a.inertia)[:, 0] <= 0.0)
+    ]
+    if singular:
+        raise ValueError(
+            'barycentric forms: expected positive definite body inertias (section 3.1 inverts '
+            f'them), got singular ones (point masses or rods) at {", ".join(singular)}: use '
+            "method 'kkt', 'nullspace' or 'multipliers'"
+        )
     child = np.arange(1, a.parent.shape[0])
     par = a.parent[1:]
     axes = np.einsum('bij,bj->bi', a.rot[child], a.axis[child])  # parent body frame
