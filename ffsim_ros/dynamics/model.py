@@ -363,7 +363,7 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str, *, strict: bool 
 
     A physical inconsistency (:func:`inertia_problem`) raises in strict mode; otherwise it is
     reported as an :class:`InertiaWarning` and the values are kept as given, as Pinocchio
-    does: CAD exports of real robots (Franka, TIAGo, PR2, ...) carry such inertias.
+    does: CAD exports of real robots (TIAGo, PR2, iCub, ...) carry such inertias.
 
     Raises
     ------
