@@ -170,6 +170,10 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _SESSION_DOMAIN.release()  # the session's domain id (reserved at import, below)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if RCLPY_AVAILABLE:
         return

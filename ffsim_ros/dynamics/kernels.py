@@ -688,34 +688,12 @@ def cholesky_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve ``H x = b`` for symmetric positive definite ``H`` (n, n) by Cholesky.
 
     Raises ``ValueError`` (in nopython mode: a generic error) if ``H`` is not positive
-    definite, which only happens for a degenerate model or a non-finite state.
+    definite, which only happens for a degenerate model or a non-finite state. ``H`` and
+    ``b`` are left as they are (:func:`_cholesky_solve_inplace` on copies).
     """
-    n = H.shape[0]
-    L = np.zeros((n, n))
-    for j in range(n):
-        s = H[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            raise ValueError('mass matrix is not positive definite')
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = H[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
+    A = H.copy()
     x = b.copy()
-    for i in range(n):
-        s = x[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
+    _cholesky_solve_inplace(A, x)
     return x
 
 

@@ -377,7 +377,7 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str, *, strict: bool 
     if strict:
         raise ValueError(problem[1])
     warnings.warn(
-        f'{problem[1]}: physically inconsistent, loaded as given (strict_inertia=True rejects it)',
+        f'{problem[1]}: physically inconsistent, kept as given (strict_inertia=True rejects it)',
         InertiaWarning,
         stacklevel=3,
     )
