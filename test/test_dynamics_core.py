@@ -693,3 +693,34 @@ def test_inconsistent_link_inertias_of_real_urdfs() -> None:
         )
     with pytest.warns(D.InertiaWarning), pytest.raises(ValueError, match='body ant.*semi-def'):
         D.load_urdf(f'<robot name="f">{base}{bad}{joint.format(t="revolute", c="ant")}</robot>')
+
+
+def test_fast_and_converting_paths_agree(servicer: D.Model) -> None:
+    """Ready float64 vectors take the direct entry points; lists, float32, read-only and
+    strided arrays are converted (or dispatched) and give the same numbers."""
+    rng = np.random.default_rng(31)
+    q, v = random_state(servicer, rng)
+    a, tau = rng.normal(size=servicer.nv), rng.normal(size=servicer.n)
+    calls = {
+        'fd': lambda q, v, a, tau: D.forward_dynamics(servicer, q, v, tau),
+        'crba': lambda q, v, a, tau: D.mass_matrix(servicer, q),
+        'nle': lambda q, v, a, tau: D.bias_forces(servicer, q, v),
+        'rnea': lambda q, v, a, tau: D.inverse_dynamics(servicer, q, v, a),
+    }
+
+    def readonly(x):
+        x = x.copy()
+        x.setflags(write=False)
+        return x
+
+    def strided(x):
+        return np.repeat(x, 2)[::2]
+
+    for name, call in calls.items():
+        ref = call(q, v, a, tau)
+        for variant in (list, readonly, strided):
+            got = call(*(variant(x) for x in (q, v, a, tau)))
+            np.testing.assert_array_equal(got, ref, err_msg=f'{name} {variant.__name__}')
+        got = call(*(x.astype(np.float32) for x in (q, v, a, tau)))
+        ref32 = call(*(x.astype(np.float32).astype(float) for x in (q, v, a, tau)))
+        np.testing.assert_array_equal(got, ref32, err_msg=f'{name} float32')

@@ -29,21 +29,57 @@ _F8 = np.dtype(np.float64)
 
 
 def _ready(x: object, size: int) -> bool:
-    """Whether ``x`` can go to a compiled kernel as is: a C-contiguous float64 (size,) array.
+    """Whether ``x`` can go to a compiled kernel as is: a C-contiguous, aligned, writeable
+    float64 (size,) array -- one numba type, whatever the array (a read-only one would be
+    read correctly by the entry point too, but is another type to the dispatcher).
 
-    The fast path of the per-call wrappers; anything else goes through :func:`_vec` (or the
-    batched path), which converts it or raises the usual ``ValueError``.
+    The fast path of the per-call wrappers (through :class:`_Direct`); anything else goes
+    through :func:`_vec` (or the batched path), which converts it or raises the usual
+    ``ValueError``, and the kernel's dispatcher.
     """
-    return (
-        x.__class__ is np.ndarray
-        and x.dtype is _F8  # type: ignore[attr-defined]
-        and x.shape == (size,)  # type: ignore[attr-defined]
-        and x.flags.c_contiguous  # type: ignore[attr-defined]
-    )
+    if x.__class__ is not np.ndarray or x.dtype is not _F8 or x.shape != (size,):  # type: ignore[attr-defined]
+        return False
+    flags = x.flags  # type: ignore[attr-defined]
+    return flags.c_contiguous and flags.aligned and flags.writeable
+
+
+class _Direct:
+    """One compiled signature of a numba entry point, called without the dispatcher.
+
+    numba's dispatcher works out the type of every argument on every call, about 0.3-0.5 us
+    for the 6-7 arrays of an entry point: a tenth of a 7-DoF call. The per-call fast paths
+    only pass arguments of one type each (:func:`_ready` vectors, the model's read-only
+    ``packed`` arrays, a bool), so ``entry`` is, after the first call, the native entry point
+    of that one compiled signature. The first call goes through the dispatcher (which compiles
+    the signature or loads it from the cache); without numba ``entry`` is the Python kernel.
+    """
+
+    __slots__ = ('kernel', 'entry')
+
+    def __init__(self, kernel: object) -> None:
+        self.kernel = kernel
+        self.entry = self._first
+
+    def _first(self, *args: object) -> object:
+        out = self.kernel(*args)  # type: ignore[operator]
+        try:
+            sig = tuple(self.kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
+            self.entry = self.kernel.overloads[sig].entry_point  # type: ignore[attr-defined]
+        except (AttributeError, KeyError):  # a plain Python kernel (numba absent)
+            self.entry = self.kernel
+        return out
+
+
+_ABA = _Direct(K.e_aba)
+_CRBA = _Direct(K.e_mass_matrix)
+_NLE = _Direct(K.e_nle)
+_RNEA = _Direct(K.e_rnea)
 
 
 def _vec(x: ArrayLike, size: int, what: str) -> np.ndarray:
     arr = np.ascontiguousarray(x, dtype=float)
+    if not arr.flags.writeable:  # a read-only array is another type to numba: a new compile
+        arr = arr.copy()
     if arr.shape != (size,):
         got = arr.shape[0] if arr.ndim == 1 else f'shape {arr.shape}'
         raise ValueError(f'{what}: expected {size} values, got {got}')
@@ -222,14 +258,16 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
 
     ``q`` may carry leading batch dimensions (..., nq); the result is then (..., nv, nv).
     """
-    if not _ready(q, model.nq):
-        if _is_batch(q):
-            lead = np.shape(q)[:-1]
-            H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
-            return H.reshape(lead + (model.nv, model.nv))
-        q = _q(model, q)
+    if _ready(q, model.nq):
+        H = np.empty((model.nv, model.nv))
+        _CRBA.entry(*model.packed, q, H)
+        return H
+    if _is_batch(q):
+        lead = np.shape(q)[:-1]
+        H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
+        return H.reshape(lead + (model.nv, model.nv))
     H = np.empty((model.nv, model.nv))
-    K.e_mass_matrix(*model.packed, q, H)
+    K.e_mass_matrix(*model.packed, _q(model, q), H)
     return H
 
 
@@ -263,6 +301,10 @@ def bias_forces(
     -------
     (nv,) ndarray [N, N m].
     """
+    if not link_wrenches and _ready(q, model.nq) and _ready(v, model.nv):
+        out = np.empty(model.nv)
+        _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+        return out
     if not (_ready(q, model.nq) and _ready(v, model.nv)):
         if _is_batch(q):
             _no_batched_wrenches(link_wrenches)
@@ -310,6 +352,10 @@ def inverse_dynamics(
         joint friction (eq. 41, ``F_f``).
     """
     nv = model.nv
+    if not link_wrenches and _ready(q, model.nq) and _ready(v, nv) and _ready(a, nv):
+        out = np.empty(nv)
+        _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+        return out
     if not (_ready(q, model.nq) and _ready(v, nv) and _ready(a, nv)):
         if _is_batch(q):
             _no_batched_wrenches(link_wrenches)
@@ -384,7 +430,7 @@ def forward_dynamics(
         and _ready(tau, model.n)
     ):  # the common case, without any conversion
         out = np.empty(model.nv)
-        K.e_aba(*model.packed, q, v, tau, model.joint_dynamics, out)
+        _ABA.entry(*model.packed, q, v, tau, model.joint_dynamics, out)
         return out
     if _is_batch(q):
         _no_batched_wrenches(link_wrenches)
