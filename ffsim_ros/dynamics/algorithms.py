@@ -28,16 +28,16 @@ _ABOUT = ('origin', 'com', 'base')
 _F8 = np.dtype(np.float64)
 
 
-def _ready(x: object, size: int) -> bool:
+def _ready(x: object, shape: tuple[int]) -> bool:
     """Whether ``x`` can go to a compiled kernel as is: a C-contiguous, aligned, writeable
     float64 (size,) array -- one numba type, whatever the array (a read-only one would be
     read correctly by the entry point too, but is another type to the dispatcher).
 
-    The fast path of the per-call wrappers (through :class:`_Direct`); anything else goes
-    through :func:`_vec` (or the batched path), which converts it or raises the usual
-    ``ValueError``, and the kernel's dispatcher.
+    The fast path of the per-call wrappers; anything else goes through :func:`_vec` (or the
+    batched path), which converts it to such an array or raises the usual ``ValueError``.
+    Either way the kernel is then called through :class:`_Direct`.
     """
-    if x.__class__ is not np.ndarray or x.dtype is not _F8 or x.shape != (size,):  # type: ignore[attr-defined]
+    if x.__class__ is not np.ndarray or x.dtype is not _F8 or x.shape != shape:  # type: ignore[attr-defined]
         return False
     flags = x.flags  # type: ignore[attr-defined]
     return flags.c_contiguous and flags.aligned and flags.writeable
@@ -78,7 +78,8 @@ _RNEA = _Direct(K.e_rnea)
 
 def _vec(x: ArrayLike, size: int, what: str) -> np.ndarray:
     arr = np.ascontiguousarray(x, dtype=float)
-    if not arr.flags.writeable:  # a read-only array is another type to numba: a new compile
+    flags = arr.flags
+    if not (flags.writeable and flags.aligned):  # another numba type (a compile; see _Direct)
         arr = arr.copy()
     if arr.shape != (size,):
         got = arr.shape[0] if arr.ndim == 1 else f'shape {arr.shape}'
@@ -258,7 +259,7 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
 
     ``q`` may carry leading batch dimensions (..., nq); the result is then (..., nv, nv).
     """
-    if _ready(q, model.nq):
+    if _ready(q, model.shapes[0]):
         H = np.empty((model.nv, model.nv))
         _CRBA.entry(*model.packed, q, H)
         return H
@@ -267,7 +268,7 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
         H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
         return H.reshape(lead + (model.nv, model.nv))
     H = np.empty((model.nv, model.nv))
-    K.e_mass_matrix(*model.packed, _q(model, q), H)
+    _CRBA.entry(*model.packed, _q(model, q), H)
     return H
 
 
@@ -301,11 +302,7 @@ def bias_forces(
     -------
     (nv,) ndarray [N, N m].
     """
-    if not link_wrenches and _ready(q, model.nq) and _ready(v, model.nv):
-        out = np.empty(model.nv)
-        _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
-        return out
-    if not (_ready(q, model.nq) and _ready(v, model.nv)):
+    if not (_ready(q, model.shapes[0]) and _ready(v, model.shapes[1])):
         if _is_batch(q):
             _no_batched_wrenches(link_wrenches)
             lead = np.shape(q)[:-1]
@@ -324,7 +321,7 @@ def bias_forces(
         fext = _external_wrenches(model, q, link_wrenches)
         return K.e_inverse_dynamics(*model.packed, q, v, v[:0], fext, model.joint_dynamics)
     out = np.empty(model.nv)
-    K.e_nle(*model.packed, q, v, model.joint_dynamics, out)
+    _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
     return out
 
 
@@ -352,11 +349,8 @@ def inverse_dynamics(
         joint friction (eq. 41, ``F_f``).
     """
     nv = model.nv
-    if not link_wrenches and _ready(q, model.nq) and _ready(v, nv) and _ready(a, nv):
-        out = np.empty(nv)
-        _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
-        return out
-    if not (_ready(q, model.nq) and _ready(v, nv) and _ready(a, nv)):
+    shape_v = model.shapes[1]
+    if not (_ready(q, model.shapes[0]) and _ready(v, shape_v) and _ready(a, shape_v)):
         if _is_batch(q):
             _no_batched_wrenches(link_wrenches)
             lead = np.shape(q)[:-1]
@@ -375,7 +369,7 @@ def inverse_dynamics(
         fext = _external_wrenches(model, q, link_wrenches)
         return K.e_inverse_dynamics(*model.packed, q, v, a, fext, model.joint_dynamics)
     out = np.empty(nv)
-    K.e_rnea(*model.packed, q, v, a, model.joint_dynamics, out)
+    _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
     return out
 
 
@@ -425,9 +419,9 @@ def forward_dynamics(
         method == 'aba'
         and base_wrench is None
         and not link_wrenches
-        and _ready(q, model.nq)
-        and _ready(v, model.nv)
-        and _ready(tau, model.n)
+        and _ready(q, model.shapes[0])
+        and _ready(v, model.shapes[1])
+        and _ready(tau, model.shapes[2])
     ):  # the common case, without any conversion
         out = np.empty(model.nv)
         _ABA.entry(*model.packed, q, v, tau, model.joint_dynamics, out)

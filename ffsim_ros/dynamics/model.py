@@ -155,6 +155,9 @@ class Model:
         Flat arrays of the model (read-only).
     packed : tuple of ndarray
         ``arrays`` packed into one int64 and one float64 array for the compiled kernels.
+    shapes : tuple of tuple
+        ``((nq,), (nv,), (n,))``, the shapes of one state's ``q``, ``v`` and ``tau`` (built
+        once: the per-call fast paths compare against them).
     """
 
     name: str
@@ -179,10 +182,12 @@ class Model:
     nvs: tuple[int, ...] = ()
     _joint_index: Mapping[str, int] = field(default_factory=dict, repr=False)
     packed: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False)
+    shapes: tuple[tuple[int], tuple[int], tuple[int]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         # (idata, fdata): the arrays handed to the compiled entry points (kernels.pack)
         object.__setattr__(self, 'packed', pack(self.arrays))
+        object.__setattr__(self, 'shapes', ((self.nq,), (self.nv,), (self.n,)))
 
     @property
     def gravity(self) -> np.ndarray:
