@@ -259,16 +259,14 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
 
     ``q`` may carry leading batch dimensions (..., nq); the result is then (..., nv, nv).
     """
-    if _ready(q, model.shapes[0]):
-        H = np.empty((model.nv, model.nv))
-        _CRBA.entry(*model.packed, q, H)
-        return H
-    if _is_batch(q):
-        lead = np.shape(q)[:-1]
-        H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
-        return H.reshape(lead + (model.nv, model.nv))
+    if not _ready(q, model.shapes[0]):
+        if _is_batch(q):
+            lead = np.shape(q)[:-1]
+            H = K.b_mass_matrix(*model.packed, _rows(q, model.nq, 'q', lead))
+            return H.reshape(lead + (model.nv, model.nv))
+        q = _q(model, q)
     H = np.empty((model.nv, model.nv))
-    _CRBA.entry(*model.packed, _q(model, q), H)
+    _CRBA.entry(*model.packed, q, H)
     return H
 
 
@@ -302,27 +300,7 @@ def bias_forces(
     -------
     (nv,) ndarray [N, N m].
     """
-    if not (_ready(q, model.shapes[0]) and _ready(v, model.shapes[1])):
-        if _is_batch(q):
-            _no_batched_wrenches(link_wrenches)
-            lead = np.shape(q)[:-1]
-            Q = _rows(q, model.nq, 'q', lead)
-            out = K.b_inverse_dynamics(
-                *model.packed,
-                Q,
-                _rows(v, model.nv, 'v', lead),
-                np.empty((Q.shape[0], 0)),  # a = 0
-                model.joint_dynamics,
-            )
-            return out.reshape(lead + (model.nv,))
-        q = _q(model, q)
-        v = _v(model, v)
-    if link_wrenches:
-        fext = _external_wrenches(model, q, link_wrenches)
-        return K.e_inverse_dynamics(*model.packed, q, v, v[:0], fext, model.joint_dynamics)
-    out = np.empty(model.nv)
-    _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
-    return out
+    return _rnea(model, q, v, None, link_wrenches)
 
 
 def inverse_dynamics(
@@ -348,28 +326,48 @@ def inverse_dynamics(
         joint efforts. With joint dynamics enabled the efforts include what overcomes the
         joint friction (eq. 41, ``F_f``).
     """
+    return _rnea(model, q, v, a, link_wrenches)
+
+
+def _rnea(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    a: ArrayLike | None,
+    link_wrenches: Mapping[str, ArrayLike] | None,
+) -> np.ndarray:
+    """:func:`inverse_dynamics`, or :func:`bias_forces` for ``a=None`` (its ``S a`` terms
+    skipped in the kernels)."""
     nv = model.nv
     shape_v = model.shapes[1]
-    if not (_ready(q, model.shapes[0]) and _ready(v, shape_v) and _ready(a, shape_v)):
+    if not (
+        _ready(q, model.shapes[0]) and _ready(v, shape_v) and (a is None or _ready(a, shape_v))
+    ):
         if _is_batch(q):
             _no_batched_wrenches(link_wrenches)
             lead = np.shape(q)[:-1]
+            Q = _rows(q, model.nq, 'q', lead)
             out = K.b_inverse_dynamics(
                 *model.packed,
-                _rows(q, model.nq, 'q', lead),
+                Q,
                 _rows(v, nv, 'v', lead),
-                _rows(a, nv, 'a', lead),
+                np.empty((Q.shape[0], 0)) if a is None else _rows(a, nv, 'a', lead),
                 model.joint_dynamics,
             )
             return out.reshape(lead + (nv,))
         q = _q(model, q)
         v = _v(model, v)
-        a = _v(model, a, 'a')
+        if a is not None:
+            a = _v(model, a, 'a')
     if link_wrenches:
         fext = _external_wrenches(model, q, link_wrenches)
-        return K.e_inverse_dynamics(*model.packed, q, v, a, fext, model.joint_dynamics)
+        acc = v[:0] if a is None else a  # an empty a: a = 0
+        return K.e_inverse_dynamics(*model.packed, q, v, acc, fext, model.joint_dynamics)
     out = np.empty(nv)
-    _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+    if a is None:
+        _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+    else:
+        _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
     return out
 
 

@@ -335,15 +335,8 @@ def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
     R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3)
     """
     nb = m.parent.shape[0]
-    R = np.empty((nb, 3, 3))
-    p = np.empty((nb, 3))
-    S = np.zeros((6, nv))
-    mw = np.empty(nb)
-    hw = np.empty((nb, 3))
-    Iw = np.empty((nb, 3, 3))
-    forward_kinematics(m, q, R, p)
-    motion_subspace(m, q, R, p, S)
-    world_inertias(m, R, p, mw, hw, Iw)
+    R, p, S, mw, hw, Iw = kinematics_views(np.empty(kinematics_ws_size(nb, nv)), nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw)
     return R, p, S, mw, hw, Iw
 
 

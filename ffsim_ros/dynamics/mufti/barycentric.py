@@ -57,7 +57,7 @@ from .. import kernels as K
 from ..algorithms import ArrayLike
 from ..model import Model
 from .graph import incidence_matrix, path_matrix
-from .linalg import block_mass_matrix, solve_kkt, solve_multipliers
+from .linalg import block_mass_matrix, singular_bodies, solve_kkt, solve_multipliers
 from .tree import (
     _perp_basis,
     actuation,
@@ -645,9 +645,7 @@ def model_ball_tree(model: Model) -> BallTree:
             f'barycentric forms: expected spherical or revolute joints, got {", ".join(bad)}'
         )
     a = model.arrays
-    singular = [
-        model.body_names[i] for i in np.flatnonzero(np.linalg.eigvalsh(a.inertia)[:, 0] <= 0.0)
-    ]
+    singular = [model.body_names[i] for i in singular_bodies(a.mass, a.inertia)]
     if singular:
         raise ValueError(
             'barycentric forms: expected positive definite body inertias (section 3.1 inverts '
