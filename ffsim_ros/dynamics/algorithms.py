@@ -26,21 +26,25 @@ _ABOUT = ('origin', 'com', 'base')
 
 
 _F8 = np.dtype(np.float64)
+_UNIT_STRIDE = (8,)
 
 
 def _ready(x: object, shape: tuple[int]) -> bool:
-    """Whether ``x`` can go to a compiled kernel as is: a C-contiguous, aligned, writeable
-    float64 (size,) array -- one numba type, whatever the array (a read-only one would be
-    read correctly by the entry point too, but is another type to the dispatcher).
+    """Whether ``x`` can go to a compiled kernel as is: a float64 (size,) ndarray with unit
+    stride (C-contiguous), what the compiled signature of :class:`_Direct` reads.
 
-    The fast path of the per-call wrappers; anything else goes through :func:`_vec` (or the
-    batched path), which converts it to such an array or raises the usual ``ValueError``.
-    Either way the kernel is then called through :class:`_Direct`.
+    The fast path of the per-call wrappers, four attribute checks (numpy's ``flags`` object
+    alone would cost as much). Anything else goes through :func:`_vec` (or the batched
+    path), which converts it to such an array or raises the usual ``ValueError``. A
+    read-only or unaligned array passes too: the kernels never write their inputs, and
+    the entry point reads any 8-byte-strided float64 buffer the same way.
     """
-    if x.__class__ is not np.ndarray or x.dtype is not _F8 or x.shape != shape:  # type: ignore[attr-defined]
-        return False
-    flags = x.flags  # type: ignore[attr-defined]
-    return flags.c_contiguous and flags.aligned and flags.writeable
+    return (
+        x.__class__ is np.ndarray
+        and x.dtype is _F8  # type: ignore[attr-defined]
+        and x.shape == shape  # type: ignore[attr-defined]
+        and x.strides == _UNIT_STRIDE  # type: ignore[attr-defined]
+    )
 
 
 class _Direct:
@@ -48,10 +52,13 @@ class _Direct:
 
     numba's dispatcher works out the type of every argument on every call, about 0.3-0.5 us
     for the 6-7 arrays of an entry point: a tenth of a 7-DoF call. The per-call fast paths
-    only pass arguments of one type each (:func:`_ready` vectors, the model's read-only
+    only pass arrays that share one layout (:func:`_ready` vectors, the model's read-only
     ``packed`` arrays, a bool), so ``entry`` is, after the first call, the native entry point
-    of that one compiled signature. The first call goes through the dispatcher (which compiles
-    the signature or loads it from the cache); without numba ``entry`` is the Python kernel.
+    of that one signature: the packed arrays read-only, every other array C-contiguous,
+    aligned and writeable. The first call compiles that signature (or loads it from the
+    cache) through the dispatcher, with copies of any input that is not of that kind, so a
+    read-only first input cannot select another signature. Without numba ``entry`` is the
+    Python kernel.
     """
 
     __slots__ = ('kernel', 'entry')
@@ -61,6 +68,9 @@ class _Direct:
         self.entry = self._first
 
     def _first(self, *args: object) -> object:
+        args = args[:2] + tuple(
+            np.require(a, requirements='CAW') if isinstance(a, np.ndarray) else a for a in args[2:]
+        )
         out = self.kernel(*args)  # type: ignore[operator]
         try:
             sig = tuple(self.kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
@@ -300,6 +310,11 @@ def bias_forces(
     -------
     (nv,) ndarray [N, N m].
     """
+    _, shape_v, _ = shapes = model.shapes
+    if link_wrenches is None and _ready(q, shapes[0]) and _ready(v, shape_v):
+        out = np.empty(shape_v)  # the common case, without any conversion
+        _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+        return out
     return _rnea(model, q, v, None, link_wrenches)
 
 
@@ -326,6 +341,16 @@ def inverse_dynamics(
         joint efforts. With joint dynamics enabled the efforts include what overcomes the
         joint friction (eq. 41, ``F_f``).
     """
+    _, shape_v, _ = shapes = model.shapes
+    if (
+        link_wrenches is None
+        and _ready(q, shapes[0])
+        and _ready(v, shape_v)
+        and _ready(a, shape_v)
+    ):
+        out = np.empty(shape_v)  # the common case, without any conversion
+        _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+        return out
     return _rnea(model, q, v, a, link_wrenches)
 
 
@@ -337,28 +362,25 @@ def _rnea(
     link_wrenches: Mapping[str, ArrayLike] | None,
 ) -> np.ndarray:
     """:func:`inverse_dynamics`, or :func:`bias_forces` for ``a=None`` (its ``S a`` terms
-    skipped in the kernels)."""
+    skipped in the kernels), for inputs off their fast paths: batched, to be converted, or
+    with link wrenches."""
     nv = model.nv
-    shape_v = model.shapes[1]
-    if not (
-        _ready(q, model.shapes[0]) and _ready(v, shape_v) and (a is None or _ready(a, shape_v))
-    ):
-        if _is_batch(q):
-            _no_batched_wrenches(link_wrenches)
-            lead = np.shape(q)[:-1]
-            Q = _rows(q, model.nq, 'q', lead)
-            out = K.b_inverse_dynamics(
-                *model.packed,
-                Q,
-                _rows(v, nv, 'v', lead),
-                np.empty((Q.shape[0], 0)) if a is None else _rows(a, nv, 'a', lead),
-                model.joint_dynamics,
-            )
-            return out.reshape(lead + (nv,))
-        q = _q(model, q)
-        v = _v(model, v)
-        if a is not None:
-            a = _v(model, a, 'a')
+    if _is_batch(q):
+        _no_batched_wrenches(link_wrenches)
+        lead = np.shape(q)[:-1]
+        Q = _rows(q, model.nq, 'q', lead)
+        out = K.b_inverse_dynamics(
+            *model.packed,
+            Q,
+            _rows(v, nv, 'v', lead),
+            np.empty((Q.shape[0], 0)) if a is None else _rows(a, nv, 'a', lead),
+            model.joint_dynamics,
+        )
+        return out.reshape(lead + (nv,))
+    q = _q(model, q)
+    v = _v(model, v)
+    if a is not None:
+        a = _v(model, a, 'a')
     if link_wrenches:
         fext = _external_wrenches(model, q, link_wrenches)
         acc = v[:0] if a is None else a  # an empty a: a = 0

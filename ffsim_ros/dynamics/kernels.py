@@ -59,73 +59,102 @@ class ModelArrays(NamedTuple):
 
 
 # ----------------------------------------------------------------------------------------------
-# small 3-vector / 3x3 helpers
+# small 3-vector / 3x3 / spatial helpers
 # ----------------------------------------------------------------------------------------------
+# Inlined into the recursions. They take an array and a row index rather than a view such as
+# ``R[i]``: every view made inside a per-body loop costs two atomic reference-count updates
+# in the compiled code, which for a 7-DoF robot added up to more than the arithmetic.
+# Spatial 6-vectors are passed and returned as tuples of floats (values, no arrays).
 
 
 @njit_leaf
-def _cross(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    x = a[1] * b[2] - a[2] * b[1]
-    y = a[2] * b[0] - a[0] * b[2]
-    z = a[0] * b[1] - a[1] * b[0]
-    out[0] = x
-    out[1] = y
-    out[2] = z
-
-
-@njit_leaf
-def _matmul3(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+def _mul33(A: np.ndarray, ia: int, B: np.ndarray, ib: int, out: np.ndarray, io: int) -> None:
+    """``out[io] = A[ia] @ B[ib]`` on stacks of 3x3 matrices (``out[io]`` neither input)."""
     for r in range(3):
+        a0 = A[ia, r, 0]
+        a1 = A[ia, r, 1]
+        a2 = A[ia, r, 2]
         for c in range(3):
-            out[r, c] = a[r, 0] * b[0, c] + a[r, 1] * b[1, c] + a[r, 2] * b[2, c]
+            out[io, r, c] = a0 * B[ib, 0, c] + a1 * B[ib, 1, c] + a2 * B[ib, 2, c]
 
 
 @njit_leaf
-def _matvec3(a: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
-    x0 = x[0]
-    x1 = x[1]
-    x2 = x[2]
-    for r in range(3):
-        out[r] = a[r, 0] * x0 + a[r, 1] * x1 + a[r, 2] * x2
+def _rowdot(A: np.ndarray, ia: int, r: int, X: np.ndarray, ix: int) -> float:
+    """``A[ia, r, :] . X[ix, :]``: row ``r`` of the 3x3 ``A[ia]`` times the 3-vector ``X[ix]``."""
+    return A[ia, r, 0] * X[ix, 0] + A[ia, r, 1] * X[ix, 1] + A[ia, r, 2] * X[ix, 2]
+
+
+@njit_leaf
+def _quat_rot(q: np.ndarray, iq: int, out: np.ndarray, io: int) -> None:
+    """``out[io]``: rotation matrix of the quaternion ``q[iq:iq+4] = (x, y, z, w)``
+    (normalized here)."""
+    n = np.sqrt(q[iq] * q[iq] + q[iq + 1] * q[iq + 1] + q[iq + 2] * q[iq + 2] + q[iq + 3] ** 2)
+    x = q[iq] / n
+    y = q[iq + 1] / n
+    z = q[iq + 2] / n
+    w = q[iq + 3] / n
+    out[io, 0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    out[io, 0, 1] = 2.0 * (x * y - z * w)
+    out[io, 0, 2] = 2.0 * (x * z + y * w)
+    out[io, 1, 0] = 2.0 * (x * y + z * w)
+    out[io, 1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    out[io, 1, 2] = 2.0 * (y * z - x * w)
+    out[io, 2, 0] = 2.0 * (x * z - y * w)
+    out[io, 2, 1] = 2.0 * (y * z + x * w)
+    out[io, 2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
 @njit_leaf
 def quat_to_rot(q: np.ndarray, out: np.ndarray) -> None:
-    """Rotation matrix of the quaternion ``q = (x, y, z, w)`` (normalized here)."""
-    n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    x = q[0] / n
-    y = q[1] / n
-    z = q[2] / n
-    w = q[3] / n
-    out[0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    out[0, 1] = 2.0 * (x * y - z * w)
-    out[0, 2] = 2.0 * (x * z + y * w)
-    out[1, 0] = 2.0 * (x * y + z * w)
-    out[1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    out[1, 2] = 2.0 * (y * z - x * w)
-    out[2, 0] = 2.0 * (x * z - y * w)
-    out[2, 1] = 2.0 * (y * z + x * w)
-    out[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+    """Rotation matrix (3, 3) into ``out`` of the quaternion ``q = (x, y, z, w)``
+    (normalized here)."""
+    _quat_rot(q, 0, out.reshape((1, 3, 3)), 0)
 
 
 @njit_leaf
-def axis_angle_to_rot(k: np.ndarray, angle: float, out: np.ndarray) -> None:
-    """Rodrigues' formula for a unit axis ``k`` and an angle [rad]."""
+def _axis_angle(K: np.ndarray, ik: int, angle: float, out: np.ndarray, io: int) -> None:
+    """``out[io]``: Rodrigues' formula for the unit axis ``K[ik]`` and an angle [rad]."""
     c = np.cos(angle)
     s = np.sin(angle)
     t = 1.0 - c
-    x = k[0]
-    y = k[1]
-    z = k[2]
-    out[0, 0] = c + t * x * x
-    out[0, 1] = t * x * y - s * z
-    out[0, 2] = t * x * z + s * y
-    out[1, 0] = t * x * y + s * z
-    out[1, 1] = c + t * y * y
-    out[1, 2] = t * y * z - s * x
-    out[2, 0] = t * x * z - s * y
-    out[2, 1] = t * y * z + s * x
-    out[2, 2] = c + t * z * z
+    x = K[ik, 0]
+    y = K[ik, 1]
+    z = K[ik, 2]
+    out[io, 0, 0] = c + t * x * x
+    out[io, 0, 1] = t * x * y - s * z
+    out[io, 0, 2] = t * x * z + s * y
+    out[io, 1, 0] = t * x * y + s * z
+    out[io, 1, 1] = c + t * y * y
+    out[io, 1, 2] = t * y * z - s * x
+    out[io, 2, 0] = t * x * z - s * y
+    out[io, 2, 1] = t * y * z + s * x
+    out[io, 2, 2] = c + t * z * z
+
+
+@njit_leaf
+def _row6(X: np.ndarray, i: int) -> tuple:
+    """Row ``X[i]`` of an (n, 6) array as a tuple."""
+    return (X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5])
+
+
+@njit_leaf
+def _col6(S: np.ndarray, c: int) -> tuple:
+    """Column ``S[:, c]`` of a (6, n) array as a tuple."""
+    return (S[0, c], S[1, c], S[2, c], S[3, c], S[4, c], S[5, c])
+
+
+@njit_leaf
+def _force_cross(x: tuple, h: tuple) -> tuple:
+    """``x x* h``: spatial cross product of the motion ``x = [v; w]`` with the force
+    ``h = [f; n]`` (``[w x f; w x n + v x f]``)."""
+    return (
+        x[4] * h[2] - x[5] * h[1],
+        x[5] * h[0] - x[3] * h[2],
+        x[3] * h[1] - x[4] * h[0],
+        x[4] * h[5] - x[5] * h[4] + x[1] * h[2] - x[2] * h[1],
+        x[5] * h[3] - x[3] * h[5] + x[2] * h[0] - x[0] * h[2],
+        x[3] * h[4] - x[4] * h[3] + x[0] * h[1] - x[1] * h[0],
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -133,9 +162,11 @@ def axis_angle_to_rot(k: np.ndarray, angle: float, out: np.ndarray) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-@njit
-def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray) -> None:
-    """Body frame poses in the inertial frame.
+@njit_leaf
+def forward_kinematics(
+    m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, T: np.ndarray
+) -> None:
+    """Body frame poses in the inertial frame (seed 000, eqs. 1-2 down the tree).
 
     Parameters
     ----------
@@ -143,13 +174,9 @@ def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarr
     q : (nq,) configuration.
     R : (nb, 3, 3) output, body orientations (body frame -> inertial frame).
     p : (nb, 3) output, body frame origins in the inertial frame [m].
+    T : (3, 3, 3) scratch.
     """
     nb = m.parent.shape[0]
-    ws = np.empty(30)  # one allocation for the temporaries
-    tmp = ws[0:9].reshape((3, 3))
-    rj = ws[9:18].reshape((3, 3))
-    v3 = ws[18:21]
-    t2 = ws[21:30].reshape((3, 3))
     for i in range(nb):
         jt = m.jtype[i]
         if jt == ROOT_FIXED:
@@ -158,51 +185,49 @@ def forward_kinematics(m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarr
                 for c in range(3):
                     R[i, r, c] = 1.0 if r == c else 0.0
         elif jt == ROOT_FREE:
-            quat_to_rot(q[3:7], R[i])
+            _quat_rot(q, 3, R, i)
             # q[0:3] is the base CoM r0 (seed 000, eq. 22): the frame origin is r0 - R c0.
-            _matvec3(R[i], m.com[i], v3)
             for r in range(3):
-                p[i, r] = q[r] - v3[r]
+                p[i, r] = q[r] - _rowdot(R, i, r, m.com, i)
         else:
             k = m.parent[i]
-            _matmul3(R[k], m.rot[i], tmp)  # joint frame orientation
-            _matvec3(R[k], m.trans[i], v3)
+            _mul33(R, k, m.rot, i, T, 0)  # joint frame orientation
             for r in range(3):
-                p[i, r] = p[k, r] + v3[r]
-            qi = q[m.iq[i]]
+                p[i, r] = p[k, r] + _rowdot(R, k, r, m.trans, i)
+            iq = m.iq[i]
             if jt == REVOLUTE:
-                axis_angle_to_rot(m.axis[i], qi, rj)
-                _matmul3(tmp, rj, R[i])
+                _axis_angle(m.axis, i, q[iq], T, 1)
+                _mul33(T, 0, T, 1, R, i)
             elif jt == SPHERICAL:
-                quat_to_rot(q[m.iq[i] : m.iq[i] + 4], rj)
-                _matmul3(tmp, rj, R[i])
+                _quat_rot(q, iq, T, 1)
+                _mul33(T, 0, T, 1, R, i)
             elif jt == UNIVERSAL:
-                axis_angle_to_rot(m.axis[i], qi, rj)
-                _matmul3(tmp, rj, t2)
-                axis_angle_to_rot(m.axis2[i], q[m.iq[i] + 1], rj)
-                _matmul3(t2, rj, R[i])
+                _axis_angle(m.axis, i, q[iq], T, 1)
+                _mul33(T, 0, T, 1, T, 2)
+                _axis_angle(m.axis2, i, q[iq + 1], T, 1)
+                _mul33(T, 2, T, 1, R, i)
             else:  # PRISMATIC
-                _matvec3(tmp, m.axis[i], v3)
+                qi = q[iq]
                 for r in range(3):
-                    p[i, r] += v3[r] * qi
+                    p[i, r] += _rowdot(T, 0, r, m.axis, i) * qi
                     for c in range(3):
-                        R[i, r, c] = tmp[r, c]
+                        R[i, r, c] = T[0, r, c]
 
 
 @njit_leaf
 def _rotation_column(
-    o: np.ndarray, kx: float, ky: float, kz: float, S: np.ndarray, c: int
+    P: np.ndarray, i: int, kx: float, ky: float, kz: float, S: np.ndarray, c: int
 ) -> None:
-    """``S[:, c] = [o x k; k]``: rotation about the world axis ``k`` through the point ``o``."""
-    S[0, c] = o[1] * kz - o[2] * ky
-    S[1, c] = o[2] * kx - o[0] * kz
-    S[2, c] = o[0] * ky - o[1] * kx
+    """``S[:, c] = [o x k; k]``: rotation about the world axis ``k`` through ``o = P[i]``."""
+    S[0, c] = P[i, 1] * kz - P[i, 2] * ky
+    S[1, c] = P[i, 2] * kx - P[i, 0] * kz
+    S[2, c] = P[i, 0] * ky - P[i, 1] * kx
     S[3, c] = kx
     S[4, c] = ky
     S[5, c] = kz
 
 
-@njit
+@njit_leaf
 def motion_subspace(
     m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, S: np.ndarray
 ) -> None:
@@ -219,17 +244,15 @@ def motion_subspace(
 
     Parameters
     ----------
-    S : (6, nv) output.
+    S : (6, nv) output; every column belongs to one joint and is written in full.
     """
     nb = m.parent.shape[0]
-    kw = np.empty(3)
     for i in range(nb):
         jt = m.jtype[i]
         c0 = m.iv[i]
         if jt == ROOT_FIXED:
             continue
         if jt == ROOT_FREE:
-            r0 = q[0:3]
             for c in range(6):
                 for r in range(6):
                     S[r, c0 + c] = 0.0
@@ -237,67 +260,79 @@ def motion_subspace(
                 S[r, c0 + r] = 1.0
                 S[3 + r, c0 + 3 + r] = 1.0
             # skew(r0) block: v_O = V0 + r0 x w0
-            S[0, c0 + 4] = -r0[2]
-            S[0, c0 + 5] = r0[1]
-            S[1, c0 + 3] = r0[2]
-            S[1, c0 + 5] = -r0[0]
-            S[2, c0 + 3] = -r0[1]
-            S[2, c0 + 4] = r0[0]
+            S[0, c0 + 4] = -q[2]
+            S[0, c0 + 5] = q[1]
+            S[1, c0 + 3] = q[2]
+            S[1, c0 + 5] = -q[0]
+            S[2, c0 + 3] = -q[1]
+            S[2, c0 + 4] = q[0]
         elif jt == SPHERICAL:
             # child-frame axes through the joint centre (v holds the child-frame rate)
             for c in range(3):
-                _rotation_column(p[i], R[i, 0, c], R[i, 1, c], R[i, 2, c], S, c0 + c)
+                _rotation_column(p, i, R[i, 0, c], R[i, 1, c], R[i, 2, c], S, c0 + c)
         elif jt == UNIVERSAL:
-            # first axis fixed in the parent (joint frame), second fixed in the child
-            _matvec3(m.rot[i], m.axis[i], kw)
+            # first axis fixed in the parent (R_parent rot_i axis_i), second in the child
             k = m.parent[i]
-            kx = R[k, 0, 0] * kw[0] + R[k, 0, 1] * kw[1] + R[k, 0, 2] * kw[2]
-            ky = R[k, 1, 0] * kw[0] + R[k, 1, 1] * kw[1] + R[k, 1, 2] * kw[2]
-            kz = R[k, 2, 0] * kw[0] + R[k, 2, 1] * kw[1] + R[k, 2, 2] * kw[2]
-            _rotation_column(p[i], kx, ky, kz, S, c0)
-            _matvec3(R[i], m.axis2[i], kw)
-            _rotation_column(p[i], kw[0], kw[1], kw[2], S, c0 + 1)
+            a0 = _rowdot(m.rot, i, 0, m.axis, i)
+            a1 = _rowdot(m.rot, i, 1, m.axis, i)
+            a2 = _rowdot(m.rot, i, 2, m.axis, i)
+            kx = R[k, 0, 0] * a0 + R[k, 0, 1] * a1 + R[k, 0, 2] * a2
+            ky = R[k, 1, 0] * a0 + R[k, 1, 1] * a1 + R[k, 1, 2] * a2
+            kz = R[k, 2, 0] * a0 + R[k, 2, 1] * a1 + R[k, 2, 2] * a2
+            _rotation_column(p, i, kx, ky, kz, S, c0)
+            kx = _rowdot(R, i, 0, m.axis2, i)
+            ky = _rowdot(R, i, 1, m.axis2, i)
+            kz = _rowdot(R, i, 2, m.axis2, i)
+            _rotation_column(p, i, kx, ky, kz, S, c0 + 1)
         else:
-            _matvec3(R[i], m.axis[i], kw)
+            kx = _rowdot(R, i, 0, m.axis, i)
+            ky = _rowdot(R, i, 1, m.axis, i)
+            kz = _rowdot(R, i, 2, m.axis, i)
             if jt == REVOLUTE:
-                _rotation_column(p[i], kw[0], kw[1], kw[2], S, c0)
+                _rotation_column(p, i, kx, ky, kz, S, c0)
             else:
-                S[0, c0] = kw[0]
-                S[1, c0] = kw[1]
-                S[2, c0] = kw[2]
+                S[0, c0] = kx
+                S[1, c0] = ky
+                S[2, c0] = kz
                 S[3, c0] = 0.0
                 S[4, c0] = 0.0
                 S[5, c0] = 0.0
 
 
-@njit
+@njit_leaf
 def world_inertias(
-    m: ModelArrays, R: np.ndarray, p: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
+    m: ModelArrays,
+    R: np.ndarray,
+    p: np.ndarray,
+    mw: np.ndarray,
+    hw: np.ndarray,
+    Iw: np.ndarray,
+    T: np.ndarray,
 ) -> None:
     """Spatial inertias about O in compact form ``(m, h, Ib)`` (see the module docstring).
 
     Parameters
     ----------
     mw : (nb,) output [kg];  hw : (nb, 3) output [kg m];  Iw : (nb, 3, 3) output [kg m^2].
+    T : (1+, 3, 3) scratch.
     """
     nb = m.parent.shape[0]
-    ws = np.empty(12)
-    cw = ws[0:3]
-    tmp = ws[3:12].reshape((3, 3))
     for i in range(nb):
         mi = m.mass[i]
-        _matvec3(R[i], m.com[i], cw)
-        for r in range(3):
-            cw[r] += p[i, r]
+        cw = (
+            p[i, 0] + _rowdot(R, i, 0, m.com, i),
+            p[i, 1] + _rowdot(R, i, 1, m.com, i),
+            p[i, 2] + _rowdot(R, i, 2, m.com, i),
+        )
         # R Ic R^T
         for r in range(3):
             for c in range(3):
-                tmp[r, c] = (
+                T[0, r, c] = (
                     m.inertia[i, r, 0] * R[i, c, 0]
                     + m.inertia[i, r, 1] * R[i, c, 1]
                     + m.inertia[i, r, 2] * R[i, c, 2]
                 )
-        _matmul3(R[i], tmp, Iw[i])
+        _mul33(R, i, T, 0, Iw, i)
         c2 = cw[0] * cw[0] + cw[1] * cw[1] + cw[2] * cw[2]
         for r in range(3):
             hw[i, r] = mi * cw[r]
@@ -307,23 +342,20 @@ def world_inertias(
 
 
 @njit_leaf
-def _inertia_times(
-    mi: float, h: np.ndarray, Ib: np.ndarray, x: np.ndarray, out: np.ndarray
-) -> None:
-    """``out = I x`` for the spatial inertia ``(mi, h, Ib)`` and motion vector ``x``."""
-    vl0 = x[0]
-    vl1 = x[1]
-    vl2 = x[2]
-    w0 = x[3]
-    w1 = x[4]
-    w2 = x[5]
-    # linear: m v + w x h ; angular: h x v + Ib w
-    out[0] = mi * vl0 + (w1 * h[2] - w2 * h[1])
-    out[1] = mi * vl1 + (w2 * h[0] - w0 * h[2])
-    out[2] = mi * vl2 + (w0 * h[1] - w1 * h[0])
-    out[3] = (h[1] * vl2 - h[2] * vl1) + Ib[0, 0] * w0 + Ib[0, 1] * w1 + Ib[0, 2] * w2
-    out[4] = (h[2] * vl0 - h[0] * vl2) + Ib[1, 0] * w0 + Ib[1, 1] * w1 + Ib[1, 2] * w2
-    out[5] = (h[0] * vl1 - h[1] * vl0) + Ib[2, 0] * w0 + Ib[2, 1] * w1 + Ib[2, 2] * w2
+def _inertia_times(mi: float, h: np.ndarray, Ib: np.ndarray, i: int, x: tuple) -> tuple:
+    """``I x`` for the spatial inertia ``(mi, h[i], Ib[i])`` and the motion vector ``x``
+    (6-tuple ``[v; w]``): the force ``[m v + w x h; h x v + Ib w]``, a 6-tuple."""
+    h0 = h[i, 0]
+    h1 = h[i, 1]
+    h2 = h[i, 2]
+    return (
+        mi * x[0] + (x[4] * h2 - x[5] * h1),
+        mi * x[1] + (x[5] * h0 - x[3] * h2),
+        mi * x[2] + (x[3] * h1 - x[4] * h0),
+        (h1 * x[2] - h2 * x[1]) + Ib[i, 0, 0] * x[3] + Ib[i, 0, 1] * x[4] + Ib[i, 0, 2] * x[5],
+        (h2 * x[0] - h0 * x[2]) + Ib[i, 1, 0] * x[3] + Ib[i, 1, 1] * x[4] + Ib[i, 1, 2] * x[5],
+        (h0 * x[1] - h1 * x[0]) + Ib[i, 2, 0] * x[3] + Ib[i, 2, 1] * x[4] + Ib[i, 2, 2] * x[5],
+    )
 
 
 @njit
@@ -335,8 +367,8 @@ def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
     R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3)
     """
     nb = m.parent.shape[0]
-    R, p, S, mw, hw, Iw = kinematics_views(np.empty(kinematics_ws_size(nb, nv)), nb, nv)
-    kinematics_into(m, q, R, p, S, mw, hw, Iw)
+    R, p, S, mw, hw, Iw, T = kinematics_views(np.empty(kinematics_ws_size(nb, nv)), nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     return R, p, S, mw, hw, Iw
 
 
@@ -350,8 +382,8 @@ def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
 
 @njit
 def kinematics_ws_size(nb: int, nv: int) -> int:
-    """Length of the workspace of :func:`kinematics_views` (``25 nb + 6 nv``)."""
-    return 25 * nb + 6 * nv
+    """Length of the workspace of :func:`kinematics_views` (``25 nb + 6 nv + 27``)."""
+    return 25 * nb + 6 * nv + 27
 
 
 @njit
@@ -360,7 +392,8 @@ def kinematics_views(ws: np.ndarray, nb: int, nv: int):
 
     Returns
     -------
-    R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3)
+    R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3);
+    T : (3, 3, 3) scratch of :func:`kinematics_into`.
     """
     R = ws[0 : 9 * nb].reshape((nb, 3, 3))
     o = 9 * nb
@@ -373,10 +406,12 @@ def kinematics_views(ws: np.ndarray, nb: int, nv: int):
     hw = ws[o : o + 3 * nb].reshape((nb, 3))
     o += 3 * nb
     Iw = ws[o : o + 9 * nb].reshape((nb, 3, 3))
-    return R, p, S, mw, hw, Iw
+    o += 9 * nb
+    T = ws[o : o + 27].reshape((3, 3, 3))
+    return R, p, S, mw, hw, Iw, T
 
 
-@njit
+@njit_leaf
 def kinematics_into(
     m: ModelArrays,
     q: np.ndarray,
@@ -386,20 +421,18 @@ def kinematics_into(
     mw: np.ndarray,
     hw: np.ndarray,
     Iw: np.ndarray,
+    T: np.ndarray,
 ) -> None:
-    """:func:`kinematics` into caller-provided arrays (same shapes; ``S`` is zeroed here)."""
-    for r in range(S.shape[0]):
-        for c in range(S.shape[1]):
-            S[r, c] = 0.0
-    forward_kinematics(m, q, R, p)
+    """:func:`kinematics` into caller-provided arrays (same shapes; ``T`` (3, 3, 3) scratch)."""
+    forward_kinematics(m, q, R, p, T)
     motion_subspace(m, q, R, p, S)
-    world_inertias(m, R, p, mw, hw, Iw)
+    world_inertias(m, R, p, mw, hw, Iw, T)
 
 
 @njit
 def rnea_ws_size(nb: int) -> int:
-    """Length of the scratch of :func:`rnea` (``18 nb + 18``)."""
-    return 18 * nb + 18
+    """Length of the scratch of :func:`rnea` (``18 nb``)."""
+    return 18 * nb
 
 
 @njit
@@ -410,7 +443,7 @@ def id_ws_size(nb: int, nv: int) -> int:
 
 @njit
 def aba_ws_size(nb: int, nv: int) -> int:
-    """Length of the workspace of :func:`aba_into` (``163 nb + 6 nv + 126``)."""
+    """Length of the workspace of :func:`aba_into` (``163 nb + 6 nv + 153``)."""
     return kinematics_ws_size(nb, nv) + 138 * nb + 126
 
 
@@ -444,10 +477,9 @@ def crba(
     H : (nv, nv) output, zero on entry; entries of DoFs on different branches stay zero.
     """
     nb = m.parent.shape[0]
-    F = np.empty(6)
     for i in range(nb - 1, -1, -1):
         for a in range(m.iv[i], m.iv[i] + m.nvj[i]):
-            _inertia_times(mw[i], hw[i], Iw[i], S[:, a], F)
+            F = _inertia_times(mw[i], hw, Iw, i, _col6(S, a))
             j = i
             while j >= 0:
                 for b in range(m.iv[j], m.iv[j] + m.nvj[j]):
@@ -466,87 +498,91 @@ def crba(
                     Iw[k, r, c] += Iw[i, r, c]
 
 
-@njit
-def _velocity_product(
-    jt: int,
-    iv: int,
-    i: int,
-    vel: np.ndarray,
-    sv: np.ndarray,
-    S: np.ndarray,
-    v: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """Velocity-product acceleration ``c_i = Sdot_i qdot_i`` of the joint into body ``i``.
+@njit_leaf
+def _joint_velocity(S: np.ndarray, iv: int, nvj: int, v: np.ndarray) -> tuple:
+    """``S_i qdot_i``: the spatial velocity (6-tuple, at O) of the joint whose velocity
+    coordinates are ``v[iv : iv + nvj]``."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    s4 = 0.0
+    s5 = 0.0
+    for c in range(iv, iv + nvj):
+        vc = v[c]
+        s0 += S[0, c] * vc
+        s1 += S[1, c] * vc
+        s2 += S[2, c] * vc
+        s3 += S[3, c] * vc
+        s4 += S[4, c] * vc
+        s5 += S[5, c] * vc
+    return (s0, s1, s2, s3, s4, s5)
 
-    (Takes the joint's entries ``jt = m.jtype[i]``, ``iv = m.iv[i]`` rather than the model:
-    handing the 14 arrays of a :class:`ModelArrays` to a helper costs as much as the helper.)
+
+@njit_leaf
+def _velocity_product(
+    jt: int, iv: int, vi: tuple, sv: tuple, S: np.ndarray, v: np.ndarray
+) -> tuple:
+    """Velocity-product acceleration ``c_i = Sdot_i qdot_i`` of the joint into body ``i``.
 
     Parameters
     ----------
     jt : joint type code;  iv : first velocity index of the joint.
-    vel : (nb, 6) body spatial velocities at O (``vel[i]`` already includes joint ``i``).
-    sv : (6,) joint ``i``'s spatial velocity ``S_i qdot_i`` at O.
+    vi : 6-tuple, body ``i``'s spatial velocity at O (joint ``i`` included).
+    sv : 6-tuple, joint ``i``'s spatial velocity ``S_i qdot_i`` at O.
     S : (6, nv) motion subspaces (:func:`motion_subspace`).
     v : (nv,) generalized velocity.
+
+    Returns
+    -------
+    6-tuple ``[lin; ang]`` at O, inertial frame [m/s^2, rad/s^2].
 
     Columns fixed in the child body move with it: ``Sdot qdot = v_i x (S qdot)`` (revolute,
     prismatic, spherical; equal to ``v_parent x (S qdot)``). A universal joint's first column
     is fixed in the parent and its second in the child, which adds
     ``(S_1 qdot_1) x (S_2 qdot_2)``.
-    out : (6,) output ``[lin; ang]`` at O, inertial frame [m/s^2, rad/s^2].
     """
     if jt == ROOT_FREE:
         # d/dt (V0 + r0 x w0) = dV0 + r0 x dw0 + V0 x w0  (S a gives the first two terms)
-        V0 = v[iv : iv + 3]
-        w0 = v[iv + 3 : iv + 6]
-        out[0] = V0[1] * w0[2] - V0[2] * w0[1]
-        out[1] = V0[2] * w0[0] - V0[0] * w0[2]
-        out[2] = V0[0] * w0[1] - V0[1] * w0[0]
-        out[3] = 0.0
-        out[4] = 0.0
-        out[5] = 0.0
-    elif jt != ROOT_FIXED:
-        # Sdot qdot = v_i x (S qdot)  (motion cross product, [lin; ang] ordering)
-        wl0 = vel[i, 3]
-        wl1 = vel[i, 4]
-        wl2 = vel[i, 5]
-        vl0 = vel[i, 0]
-        vl1 = vel[i, 1]
-        vl2 = vel[i, 2]
-        out[0] = wl1 * sv[2] - wl2 * sv[1] + vl1 * sv[5] - vl2 * sv[4]
-        out[1] = wl2 * sv[0] - wl0 * sv[2] + vl2 * sv[3] - vl0 * sv[5]
-        out[2] = wl0 * sv[1] - wl1 * sv[0] + vl0 * sv[4] - vl1 * sv[3]
-        out[3] = wl1 * sv[5] - wl2 * sv[4]
-        out[4] = wl2 * sv[3] - wl0 * sv[5]
-        out[5] = wl0 * sv[4] - wl1 * sv[3]
-        if jt == UNIVERSAL:
-            d1 = v[iv]
-            d2 = v[iv + 1]
-            a0 = S[0, iv] * d1
-            a1 = S[1, iv] * d1
-            a2 = S[2, iv] * d1
-            a3 = S[3, iv] * d1
-            a4 = S[4, iv] * d1
-            a5 = S[5, iv] * d1
-            b0 = S[0, iv + 1] * d2
-            b1 = S[1, iv + 1] * d2
-            b2 = S[2, iv + 1] * d2
-            b3 = S[3, iv + 1] * d2
-            b4 = S[4, iv + 1] * d2
-            b5 = S[5, iv + 1] * d2
-            out[0] += a4 * b2 - a5 * b1 + a1 * b5 - a2 * b4
-            out[1] += a5 * b0 - a3 * b2 + a2 * b3 - a0 * b5
-            out[2] += a3 * b1 - a4 * b0 + a0 * b4 - a1 * b3
-            out[3] += a4 * b5 - a5 * b4
-            out[4] += a5 * b3 - a3 * b5
-            out[5] += a3 * b4 - a4 * b3
-    else:
-        for r in range(6):
-            out[r] = 0.0
+        return (
+            v[iv + 1] * v[iv + 5] - v[iv + 2] * v[iv + 4],
+            v[iv + 2] * v[iv + 3] - v[iv] * v[iv + 5],
+            v[iv] * v[iv + 4] - v[iv + 1] * v[iv + 3],
+            0.0,
+            0.0,
+            0.0,
+        )
+    if jt == ROOT_FIXED:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    # Sdot qdot = v_i x (S qdot)  (motion cross product, [lin; ang] ordering)
+    c = _motion_cross(vi, sv)
+    if jt == UNIVERSAL:
+        d = _motion_cross(_scaled(_col6(S, iv), v[iv]), _scaled(_col6(S, iv + 1), v[iv + 1]))
+        return (c[0] + d[0], c[1] + d[1], c[2] + d[2], c[3] + d[3], c[4] + d[4], c[5] + d[5])
+    return c
 
 
-@njit
+@njit_leaf
+def _motion_cross(x: tuple, y: tuple) -> tuple:
+    """``x x y``: spatial cross product of two motion vectors ``[v; w]`` (6-tuples):
+    ``[w_x x v_y + v_x x w_y; w_x x w_y]``."""
+    return (
+        x[4] * y[2] - x[5] * y[1] + x[1] * y[5] - x[2] * y[4],
+        x[5] * y[0] - x[3] * y[2] + x[2] * y[3] - x[0] * y[5],
+        x[3] * y[1] - x[4] * y[0] + x[0] * y[4] - x[1] * y[3],
+        x[4] * y[5] - x[5] * y[4],
+        x[5] * y[3] - x[3] * y[5],
+        x[3] * y[4] - x[4] * y[3],
+    )
+
+
+@njit_leaf
+def _scaled(x: tuple, a: float) -> tuple:
+    """The 6-tuple ``a x``."""
+    return (a * x[0], a * x[1], a * x[2], a * x[3], a * x[4], a * x[5])
+
+
+@njit_leaf
 def rnea(
     m: ModelArrays,
     q: np.ndarray,
@@ -580,9 +616,6 @@ def rnea(
     vel = ws[0 : 6 * nb].reshape((nb, 6))
     acc = ws[6 * nb : 12 * nb].reshape((nb, 6))
     f = ws[12 * nb : 18 * nb].reshape((nb, 6))
-    sv = ws[18 * nb : 18 * nb + 6]
-    tmp = ws[18 * nb + 6 : 18 * nb + 12]
-    cb = ws[18 * nb + 12 : 18 * nb + 18]
     with_a = a.shape[0] > 0
     with_fext = fext.shape[0] > 0
     g = m.gravity
@@ -598,36 +631,24 @@ def rnea(
                 vel[i, 3 + r] = 0.0
                 acc[i, r] = -gravity_scale * g[r]
                 acc[i, 3 + r] = 0.0
-        for r in range(6):
-            sv[r] = 0.0
-        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
-            vc = v[c]
-            for r in range(6):
-                sv[r] += S[r, c] * vc
-            if with_a:
+        iv = m.iv[i]
+        sv = _joint_velocity(S, iv, m.nvj[i], v)
+        if with_a:
+            for c in range(iv, iv + m.nvj[i]):
                 ac = a[c]
                 for r in range(6):
                     acc[i, r] += S[r, c] * ac
         for r in range(6):
             vel[i, r] += sv[r]
-        _velocity_product(m.jtype[i], m.iv[i], i, vel, sv, S, v, cb)
+        vi = _row6(vel, i)
+        cb = _velocity_product(m.jtype[i], iv, vi, sv, S, v)
         for r in range(6):
             acc[i, r] += cb[r]
         # f = I a + v x* (I v) - f_ext
-        _inertia_times(mw[i], hw[i], Iw[i], acc[i], f[i])
-        _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
-        wl0 = vel[i, 3]
-        wl1 = vel[i, 4]
-        wl2 = vel[i, 5]
-        vl0 = vel[i, 0]
-        vl1 = vel[i, 1]
-        vl2 = vel[i, 2]
-        f[i, 0] += wl1 * tmp[2] - wl2 * tmp[1]
-        f[i, 1] += wl2 * tmp[0] - wl0 * tmp[2]
-        f[i, 2] += wl0 * tmp[1] - wl1 * tmp[0]
-        f[i, 3] += wl1 * tmp[5] - wl2 * tmp[4] + vl1 * tmp[2] - vl2 * tmp[1]
-        f[i, 4] += wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2]
-        f[i, 5] += wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0]
+        fa = _inertia_times(mw[i], hw, Iw, i, _row6(acc, i))
+        fv = _force_cross(vi, _inertia_times(mw[i], hw, Iw, i, vi))
+        for r in range(6):
+            f[i, r] = fa[r] + fv[r]
         if with_fext:
             for r in range(6):
                 f[i, r] -= fext[i, r]
@@ -664,9 +685,9 @@ def inverse_dynamics_into(
     """
     nb = m.parent.shape[0]
     nv = v.shape[0]
-    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     o = kinematics_ws_size(nb, nv)
-    kinematics_into(m, q, R, p, S, mw, hw, Iw)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     rnea(m, q, v, a, S, mw, hw, Iw, fext, 1.0, out, ws[o : o + rnea_ws_size(nb)])
     if with_friction:
         o += rnea_ws_size(nb)
@@ -723,7 +744,7 @@ def _cholesky_solve_inplace(A: np.ndarray, x: np.ndarray) -> None:
         x[i] = s / A[i, i]
 
 
-@njit
+@njit_leaf
 def joint_friction(m: ModelArrays, v: np.ndarray, out: np.ndarray) -> None:
     """Generalized friction forces F_f (seed 000, eq. 41): viscous plus regularized Coulomb.
 
@@ -809,7 +830,7 @@ def forward_dynamics_crba(
     c = np.empty(nv)
     # c - J^T f_ext + F_f (friction included by inverse_dynamics_into as -F_f)
     inverse_dynamics_into(m, q, v, v[0:0], fext, with_friction, c, ws)
-    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     H = np.zeros((nv, nv))
     crba(m, S, mw, hw, Iw, H)  # (after rnea: crba turns the body inertias into composites)
     return cholesky_solve(H, tau - c)
@@ -823,18 +844,14 @@ def spatial_momentum(
     nb = m.parent.shape[0]
     vel = np.zeros((nb, 6))
     out = np.zeros(6)
-    tmp = np.empty(6)
     for i in range(nb):
         k = m.parent[i]
-        if k >= 0:
-            for r in range(6):
-                vel[i, r] = vel[k, r]
-        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
-            for r in range(6):
-                vel[i, r] += S[r, c] * v[c]
-        _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
+        sv = _joint_velocity(S, m.iv[i], m.nvj[i], v)
         for r in range(6):
-            out[r] += tmp[r]
+            vel[i, r] = (vel[k, r] if k >= 0 else 0.0) + sv[r]
+        h = _inertia_times(mw[i], hw, Iw, i, _row6(vel, i))
+        for r in range(6):
+            out[r] += h[r]
     return out
 
 
@@ -1016,28 +1033,31 @@ def rk4_step(
 
 
 @njit_leaf
-def _spatial_inertia_matrix(mi: float, h: np.ndarray, Ib: np.ndarray, out: np.ndarray) -> None:
-    """Dense 6x6 ``[[m E, -h~], [h~, Ib]]`` of the compact inertia ``(m, h, Ib)``."""
+def _spatial_inertia_matrix(
+    mi: float, h: np.ndarray, Ib: np.ndarray, i: int, out: np.ndarray
+) -> None:
+    """``out[i]``: the dense 6x6 ``[[m E, -h~], [h~, Ib]]`` of the compact inertia
+    ``(mi, h[i], Ib[i])``."""
     for r in range(6):
         for c in range(6):
-            out[r, c] = 0.0
+            out[i, r, c] = 0.0
     for r in range(3):
-        out[r, r] = mi
+        out[i, r, r] = mi
         for c in range(3):
-            out[3 + r, 3 + c] = Ib[r, c]
+            out[i, 3 + r, 3 + c] = Ib[i, r, c]
     # -h~ (upper right) and h~ (lower left)
-    out[0, 4] = h[2]
-    out[0, 5] = -h[1]
-    out[1, 3] = -h[2]
-    out[1, 5] = h[0]
-    out[2, 3] = h[1]
-    out[2, 4] = -h[0]
-    out[4, 0] = h[2]
-    out[5, 0] = -h[1]
-    out[3, 1] = -h[2]
-    out[5, 1] = h[0]
-    out[3, 2] = h[1]
-    out[4, 2] = -h[0]
+    out[i, 0, 4] = h[i, 2]
+    out[i, 0, 5] = -h[i, 1]
+    out[i, 1, 3] = -h[i, 2]
+    out[i, 1, 5] = h[i, 0]
+    out[i, 2, 3] = h[i, 1]
+    out[i, 2, 4] = -h[i, 0]
+    out[i, 4, 0] = h[i, 2]
+    out[i, 5, 0] = -h[i, 1]
+    out[i, 3, 1] = -h[i, 2]
+    out[i, 5, 1] = h[i, 0]
+    out[i, 3, 2] = h[i, 1]
+    out[i, 4, 2] = -h[i, 0]
 
 
 @njit
@@ -1089,7 +1109,7 @@ def aba_into(
     nv = v.shape[0]
     # every array of the three passes is a view on the one workspace (allocation dominates
     # the cost of this kernel for small trees otherwise)
-    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     o = kinematics_ws_size(nb, nv)
     IA = ws[o : o + 36 * nb].reshape((nb, 6, 6))
     o += 36 * nb
@@ -1113,45 +1133,25 @@ def aba_into(
     o += 36
     Ia = ws[o : o + 36].reshape((6, 6))
     o += 36
-    sv = ws[o : o + 6]
-    o += 6
     tmp = ws[o : o + 6]
     o += 6
     ap = ws[o : o + 6]
     with_fext = fext.shape[0] > 0
-    kinematics_into(m, q, R, p, S, mw, hw, Iw)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     # pass 1: velocities, velocity-product accelerations, isolated inertias and bias forces
     for i in range(nb):
         k = m.parent[i]
-        if k >= 0:
-            for r in range(6):
-                vel[i, r] = vel[k, r]
-        else:
-            for r in range(6):
-                vel[i, r] = 0.0
+        iv = m.iv[i]
+        sv = _joint_velocity(S, iv, m.nvj[i], v)
         for r in range(6):
-            sv[r] = 0.0
-        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
-            vc = v[c]
-            for r in range(6):
-                sv[r] += S[r, c] * vc
+            vel[i, r] = (vel[k, r] if k >= 0 else 0.0) + sv[r]
+        vi = _row6(vel, i)
+        c6 = _velocity_product(m.jtype[i], iv, vi, sv, S, v)
+        pv = _force_cross(vi, _inertia_times(mw[i], hw, Iw, i, vi))
         for r in range(6):
-            vel[i, r] += sv[r]
-        _velocity_product(m.jtype[i], m.iv[i], i, vel, sv, S, v, cb[i])
-        _spatial_inertia_matrix(mw[i], hw[i], Iw[i], IA[i])
-        _inertia_times(mw[i], hw[i], Iw[i], vel[i], tmp)
-        wl0 = vel[i, 3]
-        wl1 = vel[i, 4]
-        wl2 = vel[i, 5]
-        vl0 = vel[i, 0]
-        vl1 = vel[i, 1]
-        vl2 = vel[i, 2]
-        pA[i, 0] = wl1 * tmp[2] - wl2 * tmp[1]
-        pA[i, 1] = wl2 * tmp[0] - wl0 * tmp[2]
-        pA[i, 2] = wl0 * tmp[1] - wl1 * tmp[0]
-        pA[i, 3] = wl1 * tmp[5] - wl2 * tmp[4] + vl1 * tmp[2] - vl2 * tmp[1]
-        pA[i, 4] = wl2 * tmp[3] - wl0 * tmp[5] + vl2 * tmp[0] - vl0 * tmp[2]
-        pA[i, 5] = wl0 * tmp[4] - wl1 * tmp[3] + vl0 * tmp[1] - vl1 * tmp[0]
+            cb[i, r] = c6[r]
+            pA[i, r] = pv[r]
+        _spatial_inertia_matrix(mw[i], hw, Iw, i, IA)
         if with_fext:
             for r in range(6):
                 pA[i, r] -= fext[i, r]
@@ -1297,7 +1297,7 @@ def pack(a: ModelArrays) -> tuple[np.ndarray, np.ndarray]:
     return idata, fdata
 
 
-@njit
+@njit_leaf
 def unpack(idata: np.ndarray, fdata: np.ndarray) -> ModelArrays:
     """Views of a packed model as :class:`ModelArrays` (no copies)."""
     nb = idata[0]
@@ -1330,7 +1330,7 @@ def e_poses(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
     nb = m.parent.shape[0]
     R = np.empty((nb, 3, 3))
     p = np.empty((nb, 3))
-    forward_kinematics(m, q, R, p)
+    forward_kinematics(m, q, R, p, np.empty((3, 3, 3)))
     return R, p
 
 
@@ -1347,8 +1347,8 @@ def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.nda
     nb = m.parent.shape[0]
     nv = idata[1]
     ws = np.empty(kinematics_ws_size(nb, nv))
-    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
-    kinematics_into(m, q, R, p, S, mw, hw, Iw)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     for r in range(nv):
         for c in range(nv):
             H[r, c] = 0.0
@@ -1555,9 +1555,9 @@ def _crba_rows(idata, fdata, Q, out, lo, hi):
     nb = m.parent.shape[0]
     nv = idata[1]
     ws = np.empty(kinematics_ws_size(nb, nv))
-    R, p, S, mw, hw, Iw = kinematics_views(ws, nb, nv)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     for k in range(lo, hi):
-        kinematics_into(m, Q[k], R, p, S, mw, hw, Iw)
+        kinematics_into(m, Q[k], R, p, S, mw, hw, Iw, T)
         crba(m, S, mw, hw, Iw, out[k])
 
 
