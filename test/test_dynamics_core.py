@@ -696,8 +696,8 @@ def test_inconsistent_link_inertias_of_real_urdfs() -> None:
 
 
 def test_fast_and_converting_paths_agree(servicer: D.Model) -> None:
-    """Ready float64 vectors take the direct entry points; lists, float32, read-only and
-    strided arrays are converted (or dispatched) and give the same numbers."""
+    """Ready float64 vectors take the direct entry points, and so do read-only and unaligned
+    ones; lists, float32 and strided arrays are converted. All give the same numbers."""
     rng = np.random.default_rng(31)
     q, v = random_state(servicer, rng)
     a, tau = rng.normal(size=servicer.nv), rng.normal(size=servicer.n)
@@ -716,9 +716,15 @@ def test_fast_and_converting_paths_agree(servicer: D.Model) -> None:
     def strided(x):
         return np.repeat(x, 2)[::2]
 
+    def unaligned(x):
+        y = np.frombuffer(bytearray(8 * x.size + 1), dtype=np.float64, count=x.size, offset=1)
+        y[:] = x
+        assert not y.flags.aligned
+        return y
+
     for name, call in calls.items():
         ref = call(q, v, a, tau)
-        for variant in (list, readonly, strided):
+        for variant in (list, readonly, strided, unaligned):
             got = call(*(variant(x) for x in (q, v, a, tau)))
             np.testing.assert_array_equal(got, ref, err_msg=f'{name} {variant.__name__}')
         got = call(*(x.astype(np.float32) for x in (q, v, a, tau)))

@@ -61,3 +61,88 @@ if _numba is not None:
     prange = _numba.prange
 else:  # pragma: no cover
     prange = range
+
+
+def carve(ws: Any, offset: int, shape: tuple[int, ...]) -> Any:
+    """``ws[offset : offset + prod(shape)].reshape(shape)``: a C-ordered view on a flat
+    workspace (or on the model's packed float array).
+
+    Compiled, it is built directly (shape, strides, a data pointer into ``ws``), without
+    numba's general ``reshape``, which costs about 14 ns through a C helper: a 7-DoF call
+    carves some 25 views, a tenth of its time. Out-of-range offsets raise ``ValueError``.
+
+    Parameters
+    ----------
+    ws : (N,) C-contiguous ndarray.
+    offset : int, first element of the view.
+    shape : tuple of int, shape of the view.
+
+    Returns
+    -------
+    ndarray of ``shape``, sharing memory with ``ws``.
+    """
+    size = 1
+    for d in shape:
+        size *= d
+    if offset < 0 or offset + size > ws.shape[0]:
+        raise ValueError('carve: the view does not fit in the workspace')
+    return ws[offset : offset + size].reshape(shape)
+
+
+if _numba is not None:
+    from numba.core import cgutils, types
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.extending import intrinsic, overload
+    from numba.np.arrayobj import make_array, populate_array
+
+    @intrinsic
+    def _carve_view(typingctx: Any, ws: Any, offset: Any, shape: Any) -> Any:
+        """The view of :func:`carve`, range already checked: same meminfo as ``ws``."""
+        if not (
+            isinstance(ws, types.Array)
+            and ws.ndim == 1
+            and ws.layout == 'C'
+            and isinstance(offset, types.Integer)
+            and isinstance(shape, types.UniTuple)
+            and isinstance(shape.dtype, types.Integer)
+        ):
+            return None
+        view = types.Array(ws.dtype, len(shape), 'C', readonly=not ws.mutable, aligned=ws.aligned)
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            src = make_array(sig.args[0])(context, builder, args[0])
+            dims = [
+                context.cast(builder, d, sig.args[2].dtype, types.intp)
+                for d in cgutils.unpack_tuple(builder, args[2])
+            ]
+            start = context.cast(builder, args[1], sig.args[1], types.intp)
+            strides = []
+            stride = src.itemsize
+            for d in reversed(dims):
+                strides.insert(0, stride)
+                stride = builder.mul(stride, d)
+            out = make_array(view)(context, builder)
+            populate_array(
+                out,
+                data=builder.gep(src.data, [start]),
+                shape=dims,
+                strides=strides,
+                itemsize=src.itemsize,
+                meminfo=src.meminfo,
+                parent=src.parent,
+            )
+            return impl_ret_borrowed(context, builder, view, out._getvalue())
+
+        return view(ws, offset, shape), codegen
+
+    @overload(carve, jit_options={'cache': True})
+    def _carve_overload(ws: Any, offset: Any, shape: Any) -> Any:
+        def impl(ws: Any, offset: Any, shape: Any) -> Any:  # pragma: no cover - compiled
+            size = 1
+            for d in shape:
+                size *= d
+            if offset < 0 or offset + size > ws.shape[0]:
+                raise ValueError('carve: the view does not fit in the workspace')
+            return _carve_view(ws, offset, shape)
+
+        return impl

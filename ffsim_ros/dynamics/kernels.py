@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import njit, njit_leaf, njit_parallel, prange
+from ._jit import carve, njit, njit_leaf, njit_parallel, prange
 
 # Joint type codes (ModelArrays.jtype).
 ROOT_FIXED = 0
@@ -395,23 +395,23 @@ def kinematics_views(ws: np.ndarray, nb: int, nv: int):
     R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3);
     T : (3, 3, 3) scratch of :func:`kinematics_into`.
     """
-    R = ws[0 : 9 * nb].reshape((nb, 3, 3))
+    R = carve(ws, 0, (nb, 3, 3))
     o = 9 * nb
-    p = ws[o : o + 3 * nb].reshape((nb, 3))
+    p = carve(ws, o, (nb, 3))
     o += 3 * nb
-    S = ws[o : o + 6 * nv].reshape((6, nv))
+    S = carve(ws, o, (6, nv))
     o += 6 * nv
     mw = ws[o : o + nb]
     o += nb
-    hw = ws[o : o + 3 * nb].reshape((nb, 3))
+    hw = carve(ws, o, (nb, 3))
     o += 3 * nb
-    Iw = ws[o : o + 9 * nb].reshape((nb, 3, 3))
+    Iw = carve(ws, o, (nb, 3, 3))
     o += 9 * nb
-    T = ws[o : o + 27].reshape((3, 3, 3))
+    T = carve(ws, o, (3, 3, 3))
     return R, p, S, mw, hw, Iw, T
 
 
-@njit_leaf
+@njit
 def kinematics_into(
     m: ModelArrays,
     q: np.ndarray,
@@ -613,9 +613,9 @@ def rnea(
     ws : (rnea_ws_size(nb),) scratch.
     """
     nb = m.parent.shape[0]
-    vel = ws[0 : 6 * nb].reshape((nb, 6))
-    acc = ws[6 * nb : 12 * nb].reshape((nb, 6))
-    f = ws[12 * nb : 18 * nb].reshape((nb, 6))
+    vel = carve(ws, 0, (nb, 6))
+    acc = carve(ws, 6 * nb, (nb, 6))
+    f = carve(ws, 12 * nb, (nb, 6))
     with_a = a.shape[0] > 0
     with_fext = fext.shape[0] > 0
     g = m.gravity
@@ -1111,27 +1111,27 @@ def aba_into(
     # the cost of this kernel for small trees otherwise)
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     o = kinematics_ws_size(nb, nv)
-    IA = ws[o : o + 36 * nb].reshape((nb, 6, 6))
+    IA = carve(ws, o, (nb, 6, 6))
     o += 36 * nb
-    pA = ws[o : o + 6 * nb].reshape((nb, 6))
+    pA = carve(ws, o, (nb, 6))
     o += 6 * nb
-    cb = ws[o : o + 6 * nb].reshape((nb, 6))
+    cb = carve(ws, o, (nb, 6))
     o += 6 * nb
-    vel = ws[o : o + 6 * nb].reshape((nb, 6))
+    vel = carve(ws, o, (nb, 6))
     o += 6 * nb
-    U = ws[o : o + 36 * nb].reshape((nb, 6, 6))  # I^A S (first nvj columns used)
+    U = carve(ws, o, (nb, 6, 6))  # I^A S (first nvj columns used)
     o += 36 * nb
-    Dinv = ws[o : o + 36 * nb].reshape((nb, 6, 6))  # (S^T I^A S)^-1 (D itself at the root)
+    Dinv = carve(ws, o, (nb, 6, 6))  # (S^T I^A S)^-1 (D itself at the root)
     o += 36 * nb
-    u = ws[o : o + 6 * nb].reshape((nb, 6))  # tau - S^T p^A
+    u = carve(ws, o, (nb, 6))  # tau - S^T p^A
     o += 6 * nb
-    acc = ws[o : o + 6 * nb].reshape((nb, 6))
+    acc = carve(ws, o, (nb, 6))
     o += 6 * nb
-    Dm = ws[o : o + 36].reshape((6, 6))
+    Dm = carve(ws, o, (6, 6))
     o += 36
-    UD = ws[o : o + 36].reshape((6, 6))
+    UD = carve(ws, o, (6, 6))
     o += 36
-    Ia = ws[o : o + 36].reshape((6, 6))
+    Ia = carve(ws, o, (6, 6))
     o += 36
     tmp = ws[o : o + 6]
     o += 6
@@ -1310,16 +1310,16 @@ def unpack(idata: np.ndarray, fdata: np.ndarray) -> ModelArrays:
         idata[h + 2 * nb : h + 3 * nb],
         idata[h + 3 * nb : h + 4 * nb],
         idata[h + 4 * nb : h + 5 * nb],
-        fdata[o[0] : o[0] + 9 * nb].reshape((nb, 3, 3)),
-        fdata[o[1] : o[1] + 3 * nb].reshape((nb, 3)),
-        fdata[o[2] : o[2] + 3 * nb].reshape((nb, 3)),
+        carve(fdata, o[0], (nb, 3, 3)),
+        carve(fdata, o[1], (nb, 3)),
+        carve(fdata, o[2], (nb, 3)),
         fdata[o[3] : o[3] + nb],
-        fdata[o[4] : o[4] + 3 * nb].reshape((nb, 3)),
-        fdata[o[5] : o[5] + 9 * nb].reshape((nb, 3, 3)),
+        carve(fdata, o[4], (nb, 3)),
+        carve(fdata, o[5], (nb, 3, 3)),
         fdata[o[6] : o[6] + 3],
         fdata[o[7] : o[7] + nv],
         fdata[o[8] : o[8] + nv],
-        fdata[o[9] : o[9] + 3 * nb].reshape((nb, 3)),
+        carve(fdata, o[9], (nb, 3)),
     )
 
 
@@ -1368,7 +1368,7 @@ def e_rnea(
     """Entry point without external wrenches: :func:`inverse_dynamics_into` into ``out``."""
     m = unpack(idata, fdata)
     ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
-    inverse_dynamics_into(m, q, v, a, ws[0:0].reshape((0, 6)), with_friction, out, ws)
+    inverse_dynamics_into(m, q, v, a, carve(ws, 0, (0, 6)), with_friction, out, ws)
 
 
 @njit
@@ -1386,7 +1386,7 @@ def e_nle(
     """
     m = unpack(idata, fdata)
     ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
-    inverse_dynamics_into(m, q, v, v[0:0], ws[0:0].reshape((0, 6)), with_friction, out, ws)
+    inverse_dynamics_into(m, q, v, v[0:0], carve(ws, 0, (0, 6)), with_friction, out, ws)
 
 
 @njit
@@ -1442,7 +1442,7 @@ def e_aba(
         joint_friction(m, v, ff)
         for c in range(nv):
             gen[c] += ff[c]
-    aba_into(m, q, v, gen, ws[0:0].reshape((0, 6)), out, ws)
+    aba_into(m, q, v, gen, carve(ws, 0, (0, 6)), out, ws)
 
 
 @njit
@@ -1544,7 +1544,7 @@ _CHUNK = 32
 def _fd_rows(idata, fdata, Q, V, T, with_friction, out, lo, hi):
     m = unpack(idata, fdata)
     ws = np.empty(fd_ws_size(m.parent.shape[0], idata[1]))
-    fext = ws[0:0].reshape((0, 6))
+    fext = carve(ws, 0, (0, 6))
     for k in range(lo, hi):
         forward_dynamics_into(m, Q[k], V[k], T[k], fext, with_friction, out[k], ws)
 
@@ -1565,7 +1565,7 @@ def _crba_rows(idata, fdata, Q, out, lo, hi):
 def _id_rows(idata, fdata, Q, V, A, with_friction, out, lo, hi):
     m = unpack(idata, fdata)
     ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
-    fext = ws[0:0].reshape((0, 6))
+    fext = carve(ws, 0, (0, 6))
     for k in range(lo, hi):
         inverse_dynamics_into(m, Q[k], V[k], A[k], fext, with_friction, out[k], ws)
 

@@ -1,0 +1,149 @@
+"""The compiled-kernel plumbing: workspace views, the direct entry points, the no-JIT fallback.
+
+The kernels exist twice: compiled by numba, and as the plain Python they are written in (used
+where numba is missing or ``NUMBA_DISABLE_JIT=1``). Both must give the same numbers, and the
+tricks that make the compiled calls cheap (views carved without ``reshape``, one compiled
+signature called directly) must not change a result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics._jit import HAVE_NUMBA, carve, njit
+from ffsim_ros.dynamics.random_urdf import random_urdf
+from ffsim_ros.resources import sample_robot
+
+
+@njit
+def _carve_three(ws: np.ndarray, nb: int):  # compiled when numba is there
+    return carve(ws, 0, (nb, 3, 3)), carve(ws, 9 * nb, (nb, 6)), carve(ws, 15 * nb, (0, 6))
+
+
+@njit
+def _carve_at(ws: np.ndarray, offset: int, rows: int):
+    return carve(ws, offset, (rows, 3))
+
+
+def test_carve_is_reshape_of_a_slice() -> None:
+    ws = np.arange(100.0)
+    R, V, E = _carve_three(ws, 4)
+    np.testing.assert_array_equal(R, ws[:36].reshape(4, 3, 3))
+    np.testing.assert_array_equal(V, ws[36:60].reshape(4, 6))
+    assert R.flags.c_contiguous and V.flags.c_contiguous and E.shape == (0, 6)
+    R[1, 2, 0] = -7.0  # a view, not a copy
+    V[3, 5] = -8.0
+    assert ws[15] == -7.0 and ws[59] == -8.0
+    frozen = np.arange(30.0)
+    frozen.setflags(write=False)
+    np.testing.assert_array_equal(_carve_at(frozen, 3, 2), frozen[3:9].reshape(2, 3))
+
+
+@pytest.mark.parametrize('offset, rows', [(95, 2), (-1, 1), (0, 34)])
+def test_carve_out_of_range_raises(offset: int, rows: int) -> None:
+    with pytest.raises(ValueError, match='does not fit in the workspace'):
+        _carve_at(np.zeros(100), offset, rows)
+
+
+_PROBE = r"""
+import json, sys
+import numpy as np
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.random_urdf import random_urdf
+from ffsim_ros.resources import sample_robot
+
+out = {}
+for name, urdf in (('servicer', sample_robot('ffsim_servicer_7dof').read_text()),
+                   ('tree', random_urdf(5, 6))):
+    model = D.with_joint_dynamics(D.load_urdf(urdf))
+    rng = np.random.default_rng(4)
+    q = D.neutral(model)
+    q[7:] = rng.uniform(-1, 1, model.n)
+    v, a, tau = rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.n)
+    if sys.argv[1] == 'readonly':  # the first calls of this process get read-only inputs
+        for x in (q, v, a, tau):
+            x.setflags(write=False)
+    out[name] = {
+        'fd': D.forward_dynamics(model, q, v, tau).tolist(),
+        'crba': D.mass_matrix(model, q).ravel().tolist(),
+        'nle': D.bias_forces(model, q, v).tolist(),
+        'rnea': D.inverse_dynamics(model, q, v, a).tolist(),
+        'step': np.concatenate(D.step(model, q, v, tau, 1e-3)).tolist(),
+    }
+from ffsim_ros.dynamics import kernels as K
+out['compiled'] = hasattr(K.e_nle, 'signatures')
+if sys.argv[1] == 'readonly':
+    from numba import types
+    out['readonly_signatures'] = sum(
+        any(isinstance(t, types.Array) and not t.mutable for t in sig[2:])
+        for k in (K.e_aba, K.e_nle, K.e_rnea, K.e_mass_matrix)
+        for sig in k.signatures
+    )
+print(json.dumps(out))
+"""
+
+
+def _probe(mode: str, **env: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, '-c', _PROBE, mode],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _compiled_results() -> dict:
+    out = {}
+    for name, urdf in (
+        ('servicer', sample_robot('ffsim_servicer_7dof').read_text()),
+        ('tree', random_urdf(5, 6)),
+    ):
+        model = D.with_joint_dynamics(D.load_urdf(urdf))
+        rng = np.random.default_rng(4)
+        q = D.neutral(model)
+        q[7:] = rng.uniform(-1, 1, model.n)
+        v, a, tau = rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.n)
+        out[name] = {
+            'fd': D.forward_dynamics(model, q, v, tau),
+            'crba': D.mass_matrix(model, q).ravel(),
+            'nle': D.bias_forces(model, q, v),
+            'rnea': D.inverse_dynamics(model, q, v, a),
+            'step': np.concatenate(D.step(model, q, v, tau, 1e-3)),
+        }
+    return out
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason='the compiled side of the comparison needs numba')
+def test_interpreted_kernels_match_compiled() -> None:
+    """The same kernels run as plain Python (``NUMBA_DISABLE_JIT=1``, what a machine without
+    numba runs) agree with the compiled ones to rounding."""
+    interpreted = _probe('plain', NUMBA_DISABLE_JIT='1')
+    assert interpreted.pop('compiled') is False
+    for robot, results in _compiled_results().items():
+        for what, ref in results.items():
+            np.testing.assert_allclose(
+                interpreted[robot][what], ref, rtol=1e-12, atol=1e-12, err_msg=f'{robot} {what}'
+            )
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason='entry points exist only when compiled')
+def test_readonly_first_call_keeps_the_one_signature() -> None:
+    """A process whose first calls get read-only inputs still compiles (or loads) only the
+    writeable-input signature that every later direct call is unboxed as, and its results
+    are the same as for writeable inputs."""
+    got = _probe('readonly')
+    assert got.pop('compiled') is True
+    assert got.pop('readonly_signatures') == 0
+    for robot, results in _compiled_results().items():
+        for what, ref in results.items():
+            np.testing.assert_array_equal(got[robot][what], ref, err_msg=f'{robot} {what}')
