@@ -16,10 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics._jit import HAVE_NUMBA, carve, njit
-from ffsim_ros.dynamics.random_urdf import random_urdf
-from ffsim_ros.resources import sample_robot
 
 
 @njit
@@ -102,34 +99,21 @@ def _probe(mode: str, **env: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _compiled_results() -> dict:
-    out = {}
-    for name, urdf in (
-        ('servicer', sample_robot('ffsim_servicer_7dof').read_text()),
-        ('tree', random_urdf(5, 6)),
-    ):
-        model = D.with_joint_dynamics(D.load_urdf(urdf))
-        rng = np.random.default_rng(4)
-        q = D.neutral(model)
-        q[7:] = rng.uniform(-1, 1, model.n)
-        v, a, tau = rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.n)
-        out[name] = {
-            'fd': D.forward_dynamics(model, q, v, tau),
-            'crba': D.mass_matrix(model, q).ravel(),
-            'nle': D.bias_forces(model, q, v),
-            'rnea': D.inverse_dynamics(model, q, v, a),
-            'step': np.concatenate(D.step(model, q, v, tau, 1e-3)),
-        }
-    return out
+@pytest.fixture(scope='module')
+def compiled() -> dict:
+    """The probe's results from the compiled kernels, writeable inputs."""
+    got = _probe('plain')
+    assert got.pop('compiled') is HAVE_NUMBA
+    return got
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason='the compiled side of the comparison needs numba')
-def test_interpreted_kernels_match_compiled() -> None:
+def test_interpreted_kernels_match_compiled(compiled: dict) -> None:
     """The same kernels run as plain Python (``NUMBA_DISABLE_JIT=1``, what a machine without
     numba runs) agree with the compiled ones to rounding."""
     interpreted = _probe('plain', NUMBA_DISABLE_JIT='1')
     assert interpreted.pop('compiled') is False
-    for robot, results in _compiled_results().items():
+    for robot, results in compiled.items():
         for what, ref in results.items():
             np.testing.assert_allclose(
                 interpreted[robot][what], ref, rtol=1e-12, atol=1e-12, err_msg=f'{robot} {what}'
@@ -137,13 +121,13 @@ def test_interpreted_kernels_match_compiled() -> None:
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason='entry points exist only when compiled')
-def test_readonly_first_call_keeps_the_one_signature() -> None:
+def test_readonly_first_call_keeps_the_one_signature(compiled: dict) -> None:
     """A process whose first calls get read-only inputs still compiles (or loads) only the
     writeable-input signature that every later direct call is unboxed as, and its results
     are the same as for writeable inputs."""
     got = _probe('readonly')
     assert got.pop('compiled') is True
     assert got.pop('readonly_signatures') == 0
-    for robot, results in _compiled_results().items():
+    for robot, results in compiled.items():
         for what, ref in results.items():
             np.testing.assert_array_equal(got[robot][what], ref, err_msg=f'{robot} {what}')
