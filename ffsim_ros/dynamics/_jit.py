@@ -93,11 +93,15 @@ def carve(ws: Any, offset: int, shape: tuple[int, ...]) -> Any:
     return ws[offset : offset + size].reshape(shape)
 
 
-if _numba is not None:
+try:  # numba's extension API and array internals, stable since numba 0.49
     from numba.core import cgutils, types
     from numba.core.imputils import impl_ret_borrowed
     from numba.extending import intrinsic, overload
     from numba.np.arrayobj import make_array, populate_array
+except ImportError:  # pragma: no cover - no numba, or its internals moved
+    if _numba is not None:  # then the plain reshape, compiled: same views, ~14 ns slower each
+        carve = njit_leaf(carve)
+else:
 
     @intrinsic
     def _carve_view(typingctx: Any, ws: Any, offset: Any, shape: Any) -> Any:
