@@ -1045,19 +1045,16 @@ def _spatial_inertia_matrix(
         out[i, r, r] = mi
         for c in range(3):
             out[i, 3 + r, 3 + c] = Ib[i, r, c]
-    # -h~ (upper right) and h~ (lower left)
-    out[i, 0, 4] = h[i, 2]
-    out[i, 0, 5] = -h[i, 1]
-    out[i, 1, 3] = -h[i, 2]
-    out[i, 1, 5] = h[i, 0]
-    out[i, 2, 3] = h[i, 1]
-    out[i, 2, 4] = -h[i, 0]
+    # h~ in the lower left block; the upper right one is its transpose, -h~
     out[i, 4, 0] = h[i, 2]
     out[i, 5, 0] = -h[i, 1]
     out[i, 3, 1] = -h[i, 2]
     out[i, 5, 1] = h[i, 0]
     out[i, 3, 2] = h[i, 1]
     out[i, 4, 2] = -h[i, 0]
+    for r in range(3):
+        for c in range(3):
+            out[i, c, 3 + r] = out[i, 3 + r, c]
 
 
 @njit
