@@ -310,8 +310,8 @@ def bias_forces(
     -------
     (nv,) ndarray [N, N m].
     """
-    _, shape_v, _ = shapes = model.shapes
-    if link_wrenches is None and _ready(q, shapes[0]) and _ready(v, shape_v):
+    shape_q, shape_v, _ = model.shapes
+    if link_wrenches is None and _ready(q, shape_q) and _ready(v, shape_v):
         out = np.empty(shape_v)  # the common case, without any conversion
         _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
         return out
@@ -341,13 +341,8 @@ def inverse_dynamics(
         joint efforts. With joint dynamics enabled the efforts include what overcomes the
         joint friction (eq. 41, ``F_f``).
     """
-    _, shape_v, _ = shapes = model.shapes
-    if (
-        link_wrenches is None
-        and _ready(q, shapes[0])
-        and _ready(v, shape_v)
-        and _ready(a, shape_v)
-    ):
+    shape_q, shape_v, _ = model.shapes
+    if link_wrenches is None and _ready(q, shape_q) and _ready(v, shape_v) and _ready(a, shape_v):
         out = np.empty(shape_v)  # the common case, without any conversion
         _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
         return out
@@ -381,16 +376,11 @@ def _rnea(
     v = _v(model, v)
     if a is not None:
         a = _v(model, a, 'a')
-    if link_wrenches:
-        fext = _external_wrenches(model, q, link_wrenches)
-        acc = v[:0] if a is None else a  # an empty a: a = 0
-        return K.e_inverse_dynamics(*model.packed, q, v, acc, fext, model.joint_dynamics)
-    out = np.empty(nv)
-    if a is None:
-        _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
-    else:
-        _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
-    return out
+    if not link_wrenches:  # converted: now the public functions' fast paths take them
+        return bias_forces(model, q, v) if a is None else inverse_dynamics(model, q, v, a)
+    fext = _external_wrenches(model, q, link_wrenches)
+    acc = v[:0] if a is None else a  # an empty a: a = 0
+    return K.e_inverse_dynamics(*model.packed, q, v, acc, fext, model.joint_dynamics)
 
 
 def forward_dynamics(
