@@ -71,7 +71,7 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics import kernels as K
+from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.resources import sample_robot
 
 try:  # a real ROS install has tf2_ros; the PyPI wheels do not
@@ -429,26 +429,18 @@ class Simulator(Node):
             q, v, steps = self.q, self.v, self.steps
             tau = self._efforts(steps * self.dt_ns)
             wrench = self._base_wrench
-        gen = np.r_[wrench, tau]
-        model = self.model
+            model = self.model
         try:
-            if self.integrator == 'rk4':
-                fext = np.zeros((len(model.body_names), 6))
-                q_new, v_new = K.e_rk4_steps(
-                    *model.packed, q, v, gen, fext, model.joint_dynamics, self.dt, count
-                )
-            else:
-                q_new, v_new = q, v
-                for _ in range(count):
-                    q_new, v_new = D.step(
-                        model,
-                        q_new,
-                        v_new,
-                        tau,
-                        self.dt,
-                        method=self.integrator,
-                        base_wrench=wrench,
-                    )
+            q_new, v_new = D.step(
+                model,
+                q,
+                v,
+                tau,
+                self.dt,
+                method=self.integrator,
+                base_wrench=wrench,
+                steps=count,
+            )
             finite = bool(np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new)))
             reason = 'non-finite state'
         except (ValueError, RuntimeError, FloatingPointError) as exc:
@@ -536,19 +528,8 @@ class Simulator(Node):
         self.pub_joints.publish(js)
 
         # base link frame: origin r0 - R c0, its velocity V0 + w0 x (origin - r0)
-        quat = q[3:7] / np.linalg.norm(q[3:7])
-        R = np.empty((3, 3))
-        K.quat_to_rot(quat, R)
-        lever = R @ model.arrays.com[0]
-        p = q[:3] - lever
-        w = v[3:6]
-        lin = v[:3] - np.array(
-            [
-                w[1] * lever[2] - w[2] * lever[1],
-                w[2] * lever[0] - w[0] * lever[2],
-                w[0] * lever[1] - w[1] * lever[0],
-            ]
-        )
+        p, quat, lin, w = D.base_link_state(model, q, v)
+        R = quat_to_matrix(quat)
         px, py, pz = p.tolist()
         qx, qy, qz, qw = quat.tolist()
         t = self._tf_msg
@@ -573,11 +554,7 @@ class Simulator(Node):
         tw.angular.x, tw.angular.y, tw.angular.z = (R.T @ w).tolist()
         self.pub_odom.publish(odom)
 
-        h, com = K.e_momentum(*model.packed, q, v)  # [P; L_O] and r_g
-        P = h[:3]
-        h[3] -= com[1] * P[2] - com[2] * P[1]  # L_g = L_O - r_g x P (eq. 12)
-        h[4] -= com[2] * P[0] - com[0] * P[2]
-        h[5] -= com[0] * P[1] - com[1] * P[0]
+        h, com = D.momentum_and_com(model, q, v)  # [P; L_g] and r_g
         mom = self._momentum_msg
         mom.data = np.r_[h, com].tolist()
         self.pub_momentum.publish(mom)

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from ffsim_ros.dynamics._jit import HAVE_NUMBA, carve, njit
+from ffsim_ros.dynamics.jit import HAVE_NUMBA, carve, njit
 
 
 @njit
@@ -74,8 +74,9 @@ for name, urdf in (('servicer', sample_robot('ffsim_servicer_7dof').read_text())
         'rnea': D.inverse_dynamics(model, q, v, a).tolist(),
         'step': np.concatenate(D.step(model, q, v, tau, 1e-3)).tolist(),
     }
-from ffsim_ros.dynamics import kernels as K
-out['compiled'] = hasattr(K.e_nle, 'signatures')
+from ffsim_ros.dynamics.kernels import entry as K
+from numba.core.dispatcher import Dispatcher
+out['compiled'] = isinstance(K.e_nle, Dispatcher)
 if sys.argv[1] == 'readonly':
     from numba import types
     out['readonly_signatures'] = sum(

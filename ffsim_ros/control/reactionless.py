@@ -34,20 +34,14 @@ inverse kinematics that ignores the base reaction, tracked by a computed-torque 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import matrix_log, matrix_to_quat
 
-
-class ControlMode(str, Enum):
-    """Control modes of :class:`ReactionlessController`."""
-
-    REACTIONLESS = 'reactionless'
-    GJM_TRACKING = 'gjm_tracking'
-    JOINT_PD = 'joint_pd'
+from .modes import ControlMode
 
 
 @dataclass(frozen=True)
@@ -130,7 +124,6 @@ class ControlOutput:
     condition: float
     mode: ControlMode
     saturated: bool = False
-    extra: dict = field(default_factory=dict)
 
 
 def dls_pinv(J: np.ndarray, damping: float) -> np.ndarray:
@@ -154,54 +147,6 @@ def reactionless_basis(model: D.Model, q: np.ndarray, tol: float = 1e-10) -> np.
     _, s, vt = np.linalg.svd(A)
     rank = int(np.sum(s > tol * max(1.0, s[0])))
     return vt[rank:].T
-
-
-def generalized_inertia(
-    model: D.Model, q: np.ndarray, v: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(H*, c*)`` of the unactuated-base dynamics ``tau = H* phiddot + c*``.
-
-    ``H* = Hm - H0m^T H0^-1 H0m`` (Yoshida's generalized inertia), ``c* = c_m - H0m^T H0^-1
-    c_b`` (seed 000, eq. 39 with ``F_b = 0``).
-    """
-    H = D.mass_matrix(model, q)
-    c = D.bias_forces(model, q, v)
-    H0, H0m, Hm = H[:6, :6], H[:6, 6:], H[6:, 6:]
-    X = np.linalg.solve(H0, np.column_stack((H0m, c[:6])))
-    return Hm - H0m.T @ X[:, :-1], c[6:] - H0m.T @ X[:, -1]
-
-
-def _rotation_error(R_goal: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """Rotation vector of ``R_goal R^T`` (inertial frame) [rad]."""
-    E = R_goal @ R.T
-    cos = np.clip((np.trace(E) - 1.0) / 2.0, -1.0, 1.0)
-    angle = np.arccos(cos)
-    axis = np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
-    s = np.sin(angle)
-    if s < 1e-9:
-        return 0.5 * axis
-    return angle / (2.0 * s) * axis
-
-
-def _rot_to_quat(R: np.ndarray) -> np.ndarray:
-    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method), w >= 0."""
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
-    if tr > 0.0:
-        s = 2.0 * np.sqrt(1.0 + tr)
-        quat = np.array(
-            [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, s / 4]
-        )
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        quat = np.empty(4)
-        quat[i] = s / 4
-        quat[j] = (R[j, i] + R[i, j]) / s
-        quat[k] = (R[k, i] + R[i, k]) / s
-        quat[3] = (R[k, j] - R[j, k]) / s
-    quat /= np.linalg.norm(quat)
-    return -quat if quat[3] < 0 else quat
 
 
 def _saturate(x: np.ndarray, limit: float) -> np.ndarray:
@@ -325,15 +270,8 @@ class ReactionlessController:
         v = np.asarray(v, dtype=float)
         p_ee, R_ee = D.link_pose(model, q, self.ee_link)
         # one evaluation of H, c and the end-effector Jacobian serves every term below
-        H = D.mass_matrix(model, q)
-        c = D.bias_forces(model, q, v)
-        J = D.link_jacobian(model, q, self.ee_link)
-        H0m = H[:6, 6:]
-        X = np.linalg.solve(H[:6, :6], np.column_stack((H0m, c[:6])))
-        B = X[:, :n]  # H0^-1 H0m: zero momentum gives x0dot = -B phidot (eq. 21)
-        Jstar = J[:, 6:] - J[:, :6] @ B  # generalized Jacobian
-        Hs = H[6:, 6:] - H0m.T @ B  # generalized inertia H*
-        cs = c[6:] - H0m.T @ X[:, n]
+        terms = D.free_floating_terms(model, q, v, self.ee_link)
+        H, B, Jstar, Hs, cs = terms.H, terms.B, terms.J_star, terms.H_star, terms.c_star
         rows = slice(0, 6) if self.track_orientation else slice(0, 3)
         Jt = Jstar[rows]
         sv = np.linalg.svd(Jt, compute_uv=False)
@@ -349,7 +287,7 @@ class ReactionlessController:
             xdot = _saturate(g.kp_task * e_p, g.max_ee_speed)
             if self.track_orientation:
                 R_goal = R_ee if goal_rotation is None else np.asarray(goal_rotation, float)
-                e_o = _rotation_error(R_goal, R_ee)
+                e_o = matrix_log(R_goal @ R_ee.T)
                 xdot = np.r_[xdot, _saturate(g.kp_orientation * e_o, g.max_ee_angular_speed)]
             if self.mode is ControlMode.JOINT_PD:
                 phidot_d = None
@@ -374,7 +312,7 @@ class ReactionlessController:
             tau=clipped,
             phidot_desired=phidot_d,
             ee_position=p_ee,
-            ee_quaternion=_rot_to_quat(R_ee),
+            ee_quaternion=matrix_to_quat(R_ee),
             position_error=err,
             base_angular_rate=float(np.linalg.norm(w0)),
             momentum=self._momentum_about_com(q, v, H),

@@ -53,8 +53,8 @@ from typing import Any
 
 import numpy as np
 
+from .lie import rpy_to_matrix
 from .model import JOINT_TYPES, BodySpec, Frame, Model, build_model
-from .urdf import rpy_to_rot
 
 _JOINT_KEYS = {
     'name',
@@ -215,7 +215,7 @@ class ModelBuilder:
         if joint_type not in JOINT_TYPES:
             raise ValueError(f'joint {joint}: expected one of {JOINT_TYPES}, got {joint_type!r}')
         host = self._frame_of(parent, f'body {link}')
-        rot = host.rotation @ rpy_to_rot(_vec3(rpy, f'joint {joint}: rpy'))
+        rot = host.rotation @ rpy_to_matrix(_vec3(rpy, f'joint {joint}: rpy'))
         trans = host.rotation @ _vec3(xyz, f'joint {joint}: xyz') + host.translation
         self._add(
             BodySpec(
@@ -254,7 +254,7 @@ class ModelBuilder:
         host = self._frame_of(parent, f'frame {name}')
         self._frames[name] = Frame(
             host.body,
-            host.rotation @ rpy_to_rot(_vec3(rpy, f'frame {name}: rpy')),
+            host.rotation @ rpy_to_matrix(_vec3(rpy, f'frame {name}: rpy')),
             host.rotation @ _vec3(xyz, f'frame {name}: xyz') + host.translation,
         )
         return self

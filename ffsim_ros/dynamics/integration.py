@@ -1,36 +1,54 @@
 """Time integration on the configuration manifold (Lie group R^3 x SO(3) x R^n).
 
 ``q`` is never advanced by ``q += v dt``: :func:`integrate` applies the exact flow of a
-constant velocity (unit quaternion kept) and :func:`step` runs Runge-Kutta methods in the
-local chart ``theta -> integrate(q, theta)`` (Munthe-Kaas), so the 4th-order accuracy of RK4
-holds for the attitude too.
+constant velocity (unit quaternions kept) and the Runge-Kutta methods run in the local chart
+``theta -> integrate(q, theta)`` (Munthe-Kaas), so the 4th order of RK4 holds for the
+attitudes too. There is one RK4 scheme (:mod:`.kernels.lie_group`): :func:`step` runs it
+compiled with the ABA accelerations, :func:`rk4_step` runs it with any acceleration function
+(closed chains, prescribed base motion).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from . import kernels as K
-from .algorithms import (
+from .algorithms import body_wrenches
+from .inputs import (
     ArrayLike,
-    _batch_gen,
-    _external_wrenches,
-    _generalized_force,
-    _is_batch,
-    _no_batched_wrenches,
-    _q,
-    _rows,
-    _v,
+    as_q,
+    as_rows,
+    as_v,
+    as_vector,
+    batch_shape,
+    generalized_force,
+    generalized_forces,
+    is_batch,
+    no_batched_wrenches,
+    require_floating,
 )
+from .kernels.batched import b_integrate, b_rk4_step
+from .kernels.entry import (
+    e_chart_rate,
+    e_forward_dynamics,
+    e_integrate,
+    e_rk4_stage,
+    e_rk4_steps,
+)
+from .kernels.lie_group import RK4_NODES, RK4_WEIGHTS
+from .lie import quat_conjugate, quat_log, quat_multiply, quat_normalize, quat_to_matrix
 from .model import Model
 
 #: Fixed-step methods of :func:`step`.
 FIXED_STEP_METHODS = ('rk4', 'euler')
 #: Variable-step methods of :func:`step` (``scipy.integrate.solve_ivp``).
 SCIPY_METHODS = ('RK45', 'DOP853', 'Radau', 'BDF', 'LSODA')
+#: Every method of :func:`step`.
+STEP_METHODS = FIXED_STEP_METHODS + SCIPY_METHODS
+
+_NO_WRENCH = np.empty(0)
 
 
 def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
@@ -42,18 +60,18 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
 
     Returns
     -------
-    (nq,) ndarray with a unit base quaternion.
+    (nq,) ndarray with unit quaternions; (..., nq) for batched ``q`` (..., nq), ``v`` (..., nv).
     """
-    if _is_batch(q):
-        lead = np.shape(q)[:-1]
-        out = K.b_integrate(
+    if is_batch(q):
+        lead = batch_shape(q)
+        out = b_integrate(
             *model.packed,
-            _rows(q, model.nq, 'q', lead),
-            _rows(v, model.nv, 'v', lead),
+            as_rows(q, model.nq, 'q', lead),
+            as_rows(v, model.nv, 'v', lead),
             float(dt),
         )
         return out.reshape(lead + (model.nq,))
-    return K.e_integrate(*model.packed, _q(model, q), _v(model, v), float(dt))
+    return e_integrate(*model.packed, as_q(model, q), as_v(model, v), float(dt))
 
 
 def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
@@ -64,55 +82,30 @@ def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
     (nv,) ndarray: ``[r0_1 - r0_0, rotation vector of Q1 Q0^-1 (inertial frame), phi1 - phi0]``
     where a spherical joint's entry is the rotation vector of ``Q0^-1 Q1`` (child frame).
     """
-    q0 = _q(model, q0)
-    q1 = _q(model, q1)
+    q0 = as_q(model, q0)
+    q1 = as_q(model, q1)
     out = np.empty(model.nv)
     if model.floating_base:
         out[:3] = q1[:3] - q0[:3]
         # inertial-frame rotation vector of Q1 Q0^-1 (the base turns by left multiplication)
-        out[3:6] = _quat_log(_quat_mul(_unit(q1[3:7]), _conj(_unit(q0[3:7]))))
+        out[3:6] = quat_log(quat_multiply(quat_normalize(q1[3:7]), quat_conjugate(q0[3:7])))
     for k, kind in enumerate(model.joint_types):
         iq, iv = model.idx_q[k], model.idx_v[k]
         if kind == 'spherical':
             # child-frame rotation vector of Q0^-1 Q1 (a ball joint turns by right multiplication)
-            a, b = _unit(q0[iq : iq + 4]), _unit(q1[iq : iq + 4])
-            out[iv : iv + 3] = _quat_log(_quat_mul(_conj(a), b))
+            a = quat_normalize(q0[iq : iq + 4])
+            out[iv : iv + 3] = quat_log(quat_multiply(quat_conjugate(a), q1[iq : iq + 4]))
         else:
             nj = model.nvs[k]
             out[iv : iv + nj] = q1[iq : iq + nj] - q0[iq : iq + nj]
     return out
 
 
-def _unit(quat: np.ndarray) -> np.ndarray:
-    return quat / np.linalg.norm(quat)
-
-
-def _conj(quat: np.ndarray) -> np.ndarray:
-    return np.array([-quat[0], -quat[1], -quat[2], quat[3]])
-
-
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product ``a * b`` of quaternions (x, y, z, w)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array(
-        [
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz,
-        ]
-    )
-
-
-def _quat_log(d: np.ndarray) -> np.ndarray:
-    """Rotation vector (3,) [rad] of the unit quaternion ``d`` (x, y, z, w), angle <= pi."""
-    if d[3] < 0.0:
-        d = -d
-    s = float(np.sqrt(d[0] ** 2 + d[1] ** 2 + d[2] ** 2))
-    angle = 2.0 * np.arctan2(s, d[3])
-    scale = 2.0 if s < 1e-12 else angle / s
-    return scale * d[:3]
+def _positive_step(dt: float) -> float:
+    dt = float(dt)
+    if not np.isfinite(dt) or dt <= 0.0:
+        raise ValueError(f'dt: expected a finite positive step, got {dt}')
+    return dt
 
 
 def step(
@@ -124,11 +117,13 @@ def step(
     *,
     method: str = 'rk4',
     base_wrench: ArrayLike | None = None,
+    base_wrench_body: ArrayLike | None = None,
     link_wrenches: Mapping[str, ArrayLike] | None = None,
+    steps: int = 1,
     rtol: float = 1e-10,
     atol: float = 1e-12,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Advance the state by ``dt`` under constant efforts and wrenches (seed 000, eq. 39).
+    """Advance the state by ``steps`` steps of ``dt`` under constant inputs [S0 eq. 39].
 
     Parameters
     ----------
@@ -138,9 +133,17 @@ def step(
         (semi-implicit Euler, 1 call), or a ``scipy.integrate.solve_ivp`` method
         (``'RK45'``, ``'DOP853'``, ``'Radau'``, ``'BDF'``, ``'LSODA'``; variable step inside
         ``[0, dt]`` with tolerances ``rtol``/``atol``).
-    base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial frame.
-    link_wrenches : dict, optional ``{link: [f; n]}`` at link origins, inertial frame, taken
-        at the configuration ``q`` and held constant in the inertial frame over the step.
+    base_wrench : (6,) optional
+        ``[F; T]`` at the base CoM, inertial frame [N, N m], constant in the inertial frame.
+    base_wrench_body : (6,) optional
+        ``[f; n]`` at the base CoM in the *base* frame [N, N m]: it turns with the base (a
+        thruster), re-expressed in the inertial frame wherever the dynamics are evaluated
+        (each RK4 stage). Added to ``base_wrench``.
+    link_wrenches : dict, optional
+        ``{link: [f; n]}`` at link origins, inertial frame, taken at the configuration ``q``
+        of each step and held constant in the inertial frame over it.
+    steps : int
+        Number of steps (>= 1) under the same inputs.
 
     Returns
     -------
@@ -148,58 +151,136 @@ def step(
 
     Notes
     -----
-    Batched use (``'rk4'`` only): ``q`` (..., nq), ``v`` (..., nv), ``tau`` (..., n),
-    ``base_wrench`` (..., 6) give (..., nq), (..., nv), computed on all cores.
+    Batched use (``'rk4'`` only, no body-frame or link wrenches): ``q`` (..., nq), ``v``
+    (..., nv), ``tau`` (..., n), ``base_wrench`` (..., 6) give (..., nq), (..., nv),
+    computed on all cores.
     """
-    dt = float(dt)
-    if not np.isfinite(dt) or dt <= 0.0:
-        raise ValueError(f'dt: expected a finite positive step, got {dt}')
-    if _is_batch(q):
-        _no_batched_wrenches(link_wrenches)
-        if method != 'rk4':
-            raise ValueError(f"method: expected 'rk4' with batched states, got {method!r}")
-        lead = np.shape(q)[:-1]
-        qn, vn = K.b_rk4_step(
-            *model.packed,
-            _rows(q, model.nq, 'q', lead),
-            _rows(v, model.nv, 'v', lead),
-            _batch_gen(model, tau, base_wrench, lead),
-            model.joint_dynamics,
-            dt,
-        )
+    dt = _positive_step(dt)
+    steps = int(steps)
+    if steps < 1:
+        raise ValueError(f'steps: expected an integer >= 1, got {steps}')
+    if is_batch(q):
+        no_batched_wrenches(link_wrenches)
+        if method != 'rk4' or base_wrench_body is not None:
+            raise ValueError(
+                f"method: expected 'rk4' without base_wrench_body with batched states, got "
+                f'{method!r}' + (' with base_wrench_body' if base_wrench_body is not None else '')
+            )
+        lead = batch_shape(q)
+        qn = as_rows(q, model.nq, 'q', lead)
+        vn = as_rows(v, model.nv, 'v', lead)
+        gen = generalized_forces(model, tau, base_wrench, lead)
+        for _ in range(steps):
+            qn, vn = b_rk4_step(*model.packed, qn, vn, gen, model.joint_dynamics, dt)
         return qn.reshape(lead + (model.nq,)), vn.reshape(lead + (model.nv,))
-    q = _q(model, q)
-    v = _v(model, v)
-    gen = _generalized_force(model, tau, base_wrench)
-    fext = _external_wrenches(model, q, link_wrenches)
+    q = as_q(model, q)
+    v = as_v(model, v)
+    gen = generalized_force(model, tau, base_wrench)
+    body = _NO_WRENCH
+    if base_wrench_body is not None:
+        require_floating(model, 'base_wrench_body')
+        body = as_vector(base_wrench_body, 6, 'base_wrench_body')
     packed, fric = model.packed, model.joint_dynamics
-    if method == 'rk4':
-        return K.e_rk4_step(*packed, q, v, gen, fext, fric, dt)
-    if method == 'euler':
-        a = K.e_forward_dynamics(*packed, q, v, gen, fext, fric, True)
-        v_next = v + dt * a
-        return K.e_integrate(*packed, q, v_next, dt), v_next
-    if method in SCIPY_METHODS:
-        nv = model.nv
+    if method == 'rk4' and not link_wrenches:
+        return e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
+    if method not in STEP_METHODS:
+        raise ValueError(f'method: expected one of {STEP_METHODS}, got {method!r}')
+    for _ in range(steps):
+        fext = body_wrenches(model, q, link_wrenches)
+        if method == 'rk4':
+            q, v = e_rk4_steps(*packed, q, v, gen, fext, fric, dt, body, 1)
+            continue
 
-        def rhs(_t: float, y: np.ndarray) -> np.ndarray:
-            theta, vel = y[:nv], y[nv:]
-            qt = K.e_integrate(*packed, q, theta, 1.0)
-            acc = K.e_forward_dynamics(*packed, qt, vel, gen, fext, fric, True)
-            return np.concatenate((K.e_chart_rate(*packed, theta, vel), acc))
+        def acceleration(qt: np.ndarray, vel: np.ndarray, fext: np.ndarray = fext) -> np.ndarray:
+            force = gen if body.size == 0 else _with_body_wrench(model, qt, gen, body)
+            return e_forward_dynamics(*packed, qt, vel, force, fext, fric, True)
 
-        sol = solve_ivp(
-            rhs,
-            (0.0, dt),
-            np.concatenate((np.zeros(nv), v)),
-            method=method,
-            rtol=rtol,
-            atol=atol,
-        )
-        if not sol.success:
-            raise RuntimeError(f'step: solve_ivp({method}) failed: {sol.message}')
-        y = sol.y[:, -1]
-        return K.e_integrate(*packed, q, y[:nv], 1.0), y[nv:].copy()
-    raise ValueError(
-        f'method: expected one of {FIXED_STEP_METHODS + SCIPY_METHODS}, got {method!r}'
+        if method == 'euler':
+            v = v + dt * acceleration(q, v)
+            q = e_integrate(*packed, q, v, dt)
+        else:
+            q, v = _solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
+    return q, v
+
+
+def _with_body_wrench(
+    model: Model, q: np.ndarray, gen: np.ndarray, body: np.ndarray
+) -> np.ndarray:
+    """``gen`` with the base-frame wrench ``body`` added to its base part in the inertial
+    frame (the attitude of ``q``)."""
+    R = quat_to_matrix(q[3:7])
+    out = gen.copy()
+    out[:3] += R @ body[:3]
+    out[3:6] += R @ body[3:]
+    return out
+
+
+def _solve_ivp_step(
+    model: Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    dt: float,
+    acceleration: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    method: str,
+    rtol: float,
+    atol: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One step of a ``solve_ivp`` method in the local chart at ``q``."""
+    nv = model.nv
+    packed = model.packed
+
+    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
+        theta, vel = y[:nv], y[nv:]
+        qt = e_integrate(*packed, q, theta, 1.0)
+        return np.concatenate((e_chart_rate(*packed, theta, vel), acceleration(qt, vel)))
+
+    sol = solve_ivp(
+        rhs, (0.0, dt), np.concatenate((np.zeros(nv), v)), method=method, rtol=rtol, atol=atol
     )
+    if not sol.success:
+        raise RuntimeError(f'step: solve_ivp({method}) failed: {sol.message}')
+    y = sol.y[:, -1]
+    return e_integrate(*packed, q, y[:nv], 1.0), y[nv:].copy()
+
+
+def rk4_step(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    dt: float,
+    acceleration: Callable[[float, np.ndarray, np.ndarray], np.ndarray],
+    *,
+    t: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One step of the package's RK4 scheme (:mod:`.kernels.lie_group`) with any dynamics.
+
+    Parameters
+    ----------
+    q : (nq,) ;  v : (nv,) ;  dt : float [s].
+    acceleration : callable
+        ``acceleration(t, q, v) -> (nv,)`` accelerations at time ``t`` [s] (closed-chain
+        dynamics, a prescribed base motion, ...).
+    t : float
+        Time at the start of the step [s].
+
+    Returns
+    -------
+    q_next : (nq,) ;  v_next : (nv,)
+    """
+    dt = _positive_step(dt)
+    q = as_q(model, q)
+    v = as_v(model, v)
+    packed = model.packed
+    d = np.zeros(model.nv)
+    a = d
+    theta = np.zeros(model.nv)
+    v_sum = np.zeros(model.nv)
+    qs, vs, ths = q, v, d
+    for s, (node, weight) in enumerate(zip(RK4_NODES, RK4_WEIGHTS, strict=True)):
+        if s > 0:
+            qs, vs, ths = e_rk4_stage(*packed, q, v, d, a, node * dt)
+        a = as_v(model, acceleration(t + node * dt, qs, vs), 'acceleration')
+        d = e_chart_rate(*packed, ths, vs)
+        theta += weight * dt * d
+        v_sum += weight * dt * a
+    return e_integrate(*packed, q, theta, 1.0), v + v_sum

@@ -32,7 +32,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .kernels import (
+from .kernels.layout import (
     PRISMATIC,
     REVOLUTE,
     ROOT_FIXED,

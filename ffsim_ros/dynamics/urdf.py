@@ -17,25 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .lie import rpy_to_matrix
 from .model import BodySpec, Frame, Model, build_model, check_inertia
 
 _SUPPORTED = ('revolute', 'continuous', 'prismatic', 'fixed')
 _UNSUPPORTED = ('planar', 'floating')
-
-
-def rpy_to_rot(rpy: Sequence[float]) -> np.ndarray:
-    """URDF roll-pitch-yaw (fixed axes x, y, z) to a rotation matrix ``Rz(y) Ry(p) Rx(r)``."""
-    r, p, y = rpy
-    cr, sr = np.cos(r), np.sin(r)
-    cp, sp = np.cos(p), np.sin(p)
-    cy, sy = np.cos(y), np.sin(y)
-    return np.array(
-        [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
-    )
 
 
 def _floats(text: str | None, count: int, default: Sequence[float], where: str) -> np.ndarray:
@@ -68,7 +54,7 @@ def _origin(elem: ET.Element | None, where: str) -> tuple[np.ndarray, np.ndarray
         return np.eye(3), np.zeros(3)
     xyz = _floats(elem.get('xyz'), 3, (0, 0, 0), f'{where} origin xyz')
     rpy = _floats(elem.get('rpy'), 3, (0, 0, 0), f'{where} origin rpy')
-    return rpy_to_rot(rpy), xyz
+    return rpy_to_matrix(rpy), xyz
 
 
 @dataclass

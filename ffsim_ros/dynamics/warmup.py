@@ -13,6 +13,8 @@ import time
 import numpy as np
 
 from . import (
+    aba,
+    base_link_state,
     base_velocity_from_momentum,
     bias_forces,
     center_of_mass,
@@ -24,9 +26,11 @@ from . import (
     mass_matrix,
     momentum,
     neutral,
+    rk4_step,
     step,
     with_joint_dynamics,
 )
+from .lie import matrix_exp, quat_exp, quat_log, quat_multiply, quat_to_matrix
 from .random_urdf import random_urdf
 
 
@@ -49,6 +53,8 @@ def warm_up() -> float:
         integrate(model, q, v, 0.1)
         for method in ('rk4', 'euler', 'RK45'):
             step(model, q, v, tau, 1e-3, method=method)
+        step(model, q, v, tau, 1e-3, steps=2)
+        rk4_step(model, q, v, 1e-3, lambda t, qq, vv, m=model, u=tau: aba(m, qq, vv, u))
         Q, V, T = np.stack([q, q]), np.stack([v, v]), np.stack([tau, tau])
         forward_dynamics(model, Q, V, T)
         mass_matrix(model, Q)
@@ -58,6 +64,12 @@ def warm_up() -> float:
         step(model, Q, V, T, 1e-3)
         if floating:
             base_velocity_from_momentum(model, q, tau)
+            base_link_state(model, q, v)
+            step(model, q, v, tau, 1e-3, base_wrench_body=np.ones(6))
+    quat = quat_exp([0.1, 0.2, 0.3])
+    quat_log(quat_multiply(quat, quat))
+    quat_to_matrix(quat)
+    matrix_exp([0.1, 0.2, 0.3])
     return time.perf_counter() - t0
 
 

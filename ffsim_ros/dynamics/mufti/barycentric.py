@@ -53,13 +53,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
-from .. import kernels as K
-from ..algorithms import ArrayLike
+from ..inputs import ArrayLike
+from ..kernels.layout import REVOLUTE
+from ..lie import perpendicular_basis, skew
 from ..model import Model
 from .graph import incidence_matrix, path_matrix
 from .linalg import block_mass_matrix, singular_bodies, solve_kkt, solve_multipliers
 from .tree import (
-    _perp_basis,
     actuation,
     applied_forces,
     bodies,
@@ -69,19 +69,6 @@ from .tree import (
 )
 
 METHODS = ('kkt', 'eq14', 'eq16', 'eq28', 'eq38')
-
-
-def _skew(x: np.ndarray) -> np.ndarray:
-    """Cross-product matrices ``x~`` (eq. 11) of (..., 3) vectors, (..., 3, 3)."""
-    z = np.zeros(x.shape[:-1])
-    return np.stack(
-        (
-            np.stack((z, -x[..., 2], x[..., 1]), axis=-1),
-            np.stack((x[..., 2], z, -x[..., 0]), axis=-1),
-            np.stack((-x[..., 1], x[..., 0], z), axis=-1),
-        ),
-        axis=-2,
-    )
 
 
 def _blocks(X: np.ndarray) -> np.ndarray:
@@ -263,8 +250,8 @@ def augmented_bodies(tree: BallTree) -> AugmentedBodies:
     bary = np.einsum('ij,ijk->ik', hm, tree.l) / mass[:, None]
     rel_c = -bary  # C_i from the barycenter
     rel_h = tree.l - bary[:, None, :]  # hinges from the barycenter
-    Sc = _skew(rel_c)
-    Sh = _skew(rel_h)
+    Sc = skew(rel_c)
+    Sh = skew(rel_h)
     K = (
         tree.inertia
         - tree.mass[:, None, None] * Sc @ Sc
@@ -352,7 +339,7 @@ def _terms(tree: BallTree, R, w, forces, torques, hinge_torques) -> _Terms:
     pins = np.flatnonzero(np.linalg.norm(tree.pin_axes, axis=1) > 0.0)
     par = tree.parent[pins + 1]
     k = np.einsum('jab,jb->ja', R[par], tree.pin_axes[pins])
-    q1, q2 = _perp_basis(k) if pins.size else (np.zeros((0, 3)), np.zeros((0, 3)))
+    q1, q2 = perpendicular_basis(k) if pins.size else (np.zeros((0, 3)), np.zeros((0, 3)))
     q = np.stack((q1, q2), axis=1).reshape(-1, 3)
     qj = np.repeat(pins, 2)
     wp, wc = w[tree.parent[qj + 1]], w[qj + 1]
@@ -372,7 +359,7 @@ def _lagrangian(tree: BallTree, t: _Terms):
     Gm = np.zeros((n - 1, 3, n, 6))  # [hinge j, row a, body i, column b]
     Gm[:, :, :, :3] = tree.C.T[:, None, :, None] * np.eye(3)[None, :, None, :]
     # G^T l on body i is [C f; L~ f], so the rows of G on w'_i are (L~_ij)^T = -L~_ij
-    Gm[:, :, :, 3:] = -_skew(t.L).transpose(1, 2, 0, 3)
+    Gm[:, :, :, 3:] = -skew(t.L).transpose(1, 2, 0, 3)
     G = np.concatenate((Gm.reshape(3 * (n - 1), 6 * n), _pin_rows(tree, t, 6, 3)))
     u = np.concatenate((t.u1, t.u2), axis=1).ravel()
     return J, G, u, np.concatenate((-t.u3.ravel(), t.bq))
@@ -460,7 +447,7 @@ def _eq16(tree: BallTree, t: _Terms) -> BallSolution:
     """Eqs. 15-16 with ``A = (C^T M^-1 C)^-1`` numerical, then eq. 15 row 2 and eq. 12."""
     n, C = tree.n, tree.C
     A = np.linalg.inv(C.T @ (C / tree.mass[:, None]))  # (n - 1, n - 1), scalar blocks
-    Lt = _blocks(_skew(t.L))  # (3n, 3(n - 1))
+    Lt = _blocks(skew(t.L))  # (3n, 3(n - 1))
     A3 = np.kron(A, np.eye(3))
     Imat = sla.block_diag(*t.I)
     w_rhs = (C.T @ (t.u1 / tree.mass[:, None]) + t.u3).ravel()  # C^T M^-1 u_1 + u_3
@@ -480,7 +467,7 @@ def _d_inertial(tree: BallTree, t: _Terms) -> np.ndarray:
 def _eq28(tree: BallTree, t: _Terms) -> BallSolution:
     """Eq. 28: ``(I + D~ M D~^T) w' = D~ u_1 + u_2 + D~ M B^T u_3``, ``D = -L T_2 mu``."""
     d = _d_inertial(tree, t)
-    Dt = _blocks(_skew(d))  # (3n, 3n)
+    Dt = _blocks(skew(d))  # (3n, 3n)
     M3 = np.repeat(tree.mass, 3)
     lhs = sla.block_diag(*t.I) + (Dt * M3[None, :]) @ Dt.T
     y = tree.mass[:, None] * (tree.B.T @ t.u3)  # M B^T u_3
@@ -508,7 +495,7 @@ def system_inertia(tree: BallTree, R: np.ndarray) -> np.ndarray:
 
 
 def _system_inertia(tree: BallTree, R: np.ndarray, d: np.ndarray) -> np.ndarray:
-    Sd = _skew(d)  # (n, n, 3, 3)
+    Sd = skew(d)  # (n, n, 3, 3)
     Kb = tree.total_mass * Sd @ np.swapaxes(Sd, 0, 1)  # K_ij = m d~_ij d~_ji
     Kaug = augmented_bodies(tree).inertia
     idx = np.arange(tree.n)
@@ -655,7 +642,7 @@ def model_ball_tree(model: Model) -> BallTree:
     child = np.arange(1, a.parent.shape[0])
     par = a.parent[1:]
     axes = np.einsum('bij,bj->bi', a.rot[child], a.axis[child])  # parent body frame
-    pins = np.where((a.jtype[1:] == K.REVOLUTE)[:, None], axes, 0.0)
+    pins = np.where((a.jtype[1:] == REVOLUTE)[:, None], axes, 0.0)
     return BallTree(
         parent=np.array(a.parent),
         mass=np.array(a.mass),

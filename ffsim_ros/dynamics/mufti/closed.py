@@ -40,24 +40,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import kernels as K
-from ..algorithms import ArrayLike, _q, _v, _vec, mass_matrix, momentum
-from ..integration import integrate
+from ..algorithms import mass_matrix, momentum
+from ..inputs import ArrayLike, as_q, as_v, as_vector
+from ..integration import integrate, rk4_step
+from ..lie import cross, matrix_log, perpendicular_basis
 from ..model import Model
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
 from .tree import (
     METHODS,
     Bodies,
     Rows,
-    _check_method,
-    _cross,
-    _hinge_wrenches,
-    _perp_basis,
     applied_forces,
     bodies,
     body_velocity_jacobian,
+    check_method,
     checked_inputs,
     effective_efforts,
+    hinge_wrenches,
     joint_accelerations,
     root_rows,
     tree_rows,
@@ -116,7 +115,7 @@ class LoopClosure:
             )
         for side in 'ab':
             rot = _matrix(getattr(self, f'rotation_{side}'), f'loop {self.name!r} rotation_{side}')
-            tr = _vec(
+            tr = as_vector(
                 getattr(self, f'translation_{side}'), 3, f'loop {self.name!r} translation_{side}'
             )
             object.__setattr__(self, f'rotation_{side}', rot)
@@ -126,21 +125,6 @@ class LoopClosure:
     def rows(self) -> int:
         """Number of constraint rows (3, 5 or 6)."""
         return _ROWS[self.kind]
-
-
-def _rotvec(R: np.ndarray) -> np.ndarray:
-    """Rotation vector (axis * angle) of a rotation matrix."""
-    c = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
-    angle = np.arccos(c)
-    vee = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    if angle < 1e-8:
-        return 0.5 * vee
-    if np.pi - angle < 1e-6:  # near pi: from the symmetric part
-        B = 0.5 * (R + np.eye(3))
-        axis = np.sqrt(np.clip(np.diag(B), 0.0, None))
-        axis = axis * np.where(vee >= 0, 1.0, -1.0)
-        return angle * axis / np.linalg.norm(axis)
-    return angle / (2.0 * np.sin(angle)) * vee
 
 
 @dataclass(frozen=True)
@@ -198,7 +182,7 @@ class ClosedChain:
         beta: float = DEFAULT_BETA,
         method: str = 'kkt',
     ) -> None:
-        _check_method(method)
+        check_method(method)
         loops = tuple(loops)
         if not loops:
             raise ValueError('loops: expected at least one LoopClosure, got none')
@@ -260,25 +244,25 @@ class ClosedChain:
             (ia, Ra, oa), (ib, Rb, ob) = self._hinge_frames(bd, lp)
             la, lb = oa - bd.c[ia], ob - bd.c[ib]
             wa, wb = bd.w[ia], bd.w[ib]
-            cent = _cross(wa, _cross(wa, la)) - _cross(wb, _cross(wb, lb))
+            cent = cross(wa, cross(wa, la)) - cross(wb, cross(wb, lb))
             # translational rows, eqs. 6-9: [d, l x d] for d = x, y, z
-            GA.append(np.hstack((E, _cross(la[None, :], E))))
-            GB.append(-np.hstack((E, _cross(lb[None, :], E))))
+            GA.append(np.hstack((E, cross(la[None, :], E))))
+            GB.append(-np.hstack((E, cross(lb[None, :], E))))
             RHS.append(-cent)
             XI.append(oa - ob)
             if lp.kind == 'revolute':
                 ka, kb = Ra[:, 2], Rb[:, 2]
-                q1, q2 = _perp_basis(ka)
+                q1, q2 = perpendicular_basis(ka)
                 Qk = np.vstack((q1, q2))
                 GA.append(np.hstack((Z3[:2], Qk)))
                 GB.append(np.hstack((Z3[:2], -Qk)))
-                RHS.append(-Qk @ _cross(wa, wb))
-                XI.append(Qk @ _cross(kb, ka))
+                RHS.append(-Qk @ cross(wa, wb))
+                XI.append(Qk @ cross(kb, ka))
             elif lp.kind == 'weld':
                 GA.append(np.hstack((Z3, E)))
                 GB.append(np.hstack((Z3, -E)))
                 RHS.append(np.zeros(3))
-                XI.append(_rotvec(Ra @ Rb.T))
+                XI.append(matrix_log(Ra @ Rb.T))
             A.extend([ia] * lp.rows)
             B.extend([ib] * lp.rows)
             OB.append(ob)
@@ -299,8 +283,8 @@ class ClosedChain:
         xi : (n_loop_rows,) ``o_a - o_b`` [m] and angular errors [rad] (module docstring).
         xi_dot : (n_loop_rows,) the rows applied to the body velocities [m/s, rad/s].
         """
-        q = _q(self.model, q)
-        v = _v(self.model, v)
+        q = as_q(self.model, q)
+        v = as_v(self.model, v)
         bd = bodies(self.model, q, v)
         rows, xi, _ = self.loop_rows(bd)
         return xi, rows.times(bd.x_vel)
@@ -339,7 +323,7 @@ class ClosedChain:
         """
         model = self.model
         method = self.method if method is None else method
-        _check_method(method)
+        check_method(method)
         q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
         bd = bodies(model, q, v)
         u = applied_forces(model, bd, effective_efforts(model, v, tau), bw, link_wrenches)
@@ -368,7 +352,7 @@ class ClosedChain:
             )
         X = x.reshape(nb, 6)
         acc = joint_accelerations(model, q, bd, X)
-        f, g, _ = _hinge_wrenches(model, bd, tree, lam)
+        f, g, _ = hinge_wrenches(model, bd, tree, lam)
         nl = self.n_loop_rows
         lam_loop = lam[lam.size - nl :]
         mult, wrenches = {}, {}
@@ -379,7 +363,7 @@ class ClosedChain:
             ib = loops.b[r0]
             about_c = loops.Gb[sl].T @ lk  # on body b, moment about its CoM
             F = about_c[:3]
-            n_o = about_c[3:] - _cross(ob[k] - bd.c[ib], F)
+            n_o = about_c[3:] - cross(ob[k] - bd.c[ib], F)
             mult[lp.name] = lk.copy()
             wrenches[lp.name] = np.r_[F, n_o]
             r0 += lp.rows
@@ -439,8 +423,8 @@ class ClosedChain:
             If Gauss-Newton does not reach ``tol`` in ``max_iter`` iterations.
         """
         model = self.model
-        q = _q(model, q).copy()
-        v = np.zeros(model.nv) if v is None else _v(model, v).copy()
+        q = as_q(model, q).copy()
+        v = np.zeros(model.nv) if v is None else as_v(model, v).copy()
         free = self._free_mask(locked, move_base)
         nb = model.arrays.parent.shape[0]
         zero = np.zeros(model.nv)
@@ -496,8 +480,8 @@ class ClosedChain:
             If the positions do not converge in ``max_iter`` iterations.
         """
         model = self.model
-        q = _q(model, q).copy()
-        v = _v(model, v).copy()
+        q = as_q(model, q).copy()
+        v = as_v(model, v).copy()
         h_target = momentum(model, q, v) if model.floating_base else None
         nb = model.arrays.parent.shape[0]
         zero = np.zeros(model.nv)
@@ -551,10 +535,8 @@ class ClosedChain:
         stabilize: bool = True,
         project: bool | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """One classical RK4 step in the local chart of the core (Runge-Kutta-Munthe-Kaas).
-
-        Same scheme as :func:`ffsim_ros.dynamics.step` (``integrate`` for the Lie group,
-        the SO(3) left-Jacobian chart rate), with the closed-chain accelerations.
+        """One step of the package's RK4 scheme on the Lie group
+        (:func:`ffsim_ros.dynamics.rk4_step`) with the closed-chain accelerations.
 
         Parameters
         ----------
@@ -576,11 +558,10 @@ class ClosedChain:
         dt = float(dt)
         if not np.isfinite(dt) or dt <= 0.0:
             raise ValueError(f'dt: expected a finite positive step, got {dt}')
-        q = _q(model, q)
-        v = _v(model, v)
-        packed = model.packed
+        q = as_q(model, q)
+        v = as_v(model, v)
 
-        def acc(qq: np.ndarray, vv: np.ndarray) -> np.ndarray:
+        def acceleration(_t: float, qq: np.ndarray, vv: np.ndarray) -> np.ndarray:
             return self.dynamics(
                 qq,
                 vv,
@@ -590,21 +571,7 @@ class ClosedChain:
                 stabilize=stabilize,
             ).a
 
-        th = np.zeros(model.nv)
-        a1 = acc(q, v)
-        d1 = K.e_chart_rate(*packed, th, v)
-        th2, v2 = 0.5 * dt * d1, v + 0.5 * dt * a1
-        a2 = acc(integrate(model, q, th2), v2)
-        d2 = K.e_chart_rate(*packed, th2, v2)
-        th3, v3 = 0.5 * dt * d2, v + 0.5 * dt * a2
-        a3 = acc(integrate(model, q, th3), v3)
-        d3 = K.e_chart_rate(*packed, th3, v3)
-        th4, v4 = dt * d3, v + dt * a3
-        a4 = acc(integrate(model, q, th4), v4)
-        d4 = K.e_chart_rate(*packed, th4, v4)
-        theta = dt / 6.0 * (d1 + 2.0 * d2 + 2.0 * d3 + d4)
-        q_next = integrate(model, q, theta)
-        v_next = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        q_next, v_next = rk4_step(model, q, v, dt, acceleration)
         if stabilize if project is None else project:
             q_next, v_next = self.project(q_next, v_next)
         return q_next, v_next
@@ -632,7 +599,7 @@ class ClosedChain:
         t : (k + 1,) [s];  q : (k + 1, nq);  v : (k + 1, nv)
         """
         steps = int(round(float(t_final) / float(dt)))
-        q, v = _q(self.model, q0), _v(self.model, v0)
+        q, v = as_q(self.model, q0), as_v(self.model, v0)
         Q = np.empty((steps + 1, q.size))
         V = np.empty((steps + 1, v.size))
         Q[0], V[0] = q, v

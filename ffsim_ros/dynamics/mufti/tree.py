@@ -48,8 +48,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import kernels as K
-from ..algorithms import ArrayLike, _q, _v, _vec
+from ..algorithms import body_kinematics
+from ..inputs import ArrayLike, as_q, as_v, as_vector
+from ..integration import rk4_step
+from ..kernels.layout import PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
+from ..lie import cross, perpendicular_basis
 from ..model import Model
 from .linalg import Triplets, block_mass_matrix, solve_lagrangian
 
@@ -61,28 +64,11 @@ METHODS = ('kkt', 'nullspace', 'multipliers')
 # ----------------------------------------------------------------------------------------------
 
 
-def _perp_basis(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two unit vectors ``q1, q2`` with ``(q1, q2, k)`` orthonormal, for (n, 3) unit ``k``."""
-    k = np.atleast_2d(k)
-    e = np.zeros_like(k)
-    e[np.arange(k.shape[0]), np.argmin(np.abs(k), axis=1)] = 1.0
-    q1 = _cross(k, e)
-    q1 /= np.linalg.norm(q1, axis=1, keepdims=True)
-    return q1, _cross(k, q1)
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a x b`` over the last axis (broadcast); cheaper than ``np.cross`` for small arrays."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
-
-
 def _cross_motion(V1: np.ndarray, V2: np.ndarray) -> np.ndarray:
     """Spatial motion cross product ``V1 x V2 = [w1 x v2 + v1 x w2; w1 x w2]``, (.., 6)."""
     v1, w1 = V1[..., :3], V1[..., 3:]
     v2, w2 = V2[..., :3], V2[..., 3:]
-    return np.concatenate((_cross(w1, v2) + _cross(v1, w2), _cross(w1, w2)), axis=-1)
+    return np.concatenate((cross(w1, v2) + cross(v1, w2), cross(w1, w2)), axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -128,7 +114,7 @@ def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
     ``w = w_1 1_n - T_2^T P gamma'`` in spatial form); ``r'_i = v_O + w_i x r_i``.
     """
     a = model.arrays
-    R, p, S, _, _, _ = K.e_kinematics(*model.packed, q)
+    R, p, S = body_kinematics(model, q)
     c = p + np.einsum('bij,bj->bi', R, a.com)
     inertia = np.einsum('bij,bjk,blk->bil', R, a.inertia, R)
     nb = a.parent.shape[0]
@@ -140,7 +126,7 @@ def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
         s = slice(a.iv[i], a.iv[i] + a.nvj[i])
         V[i] += S[:, s] @ v[s]
     w = V[:, 3:].copy()
-    rdot = V[:, :3] + _cross(w, c)
+    rdot = V[:, :3] + cross(w, c)
     return Bodies(R, p, c, a.mass.copy(), inertia, w, rdot, V, S, np.array(v, dtype=float))
 
 
@@ -158,7 +144,7 @@ def body_velocity_jacobian(model: Model, bd: Bodies) -> np.ndarray:
         Js[i][:, s] = bd.S[:, s]
     B = Js.copy()
     B[:, :3, :] = Js[:, :3, :] - np.swapaxes(
-        _cross(bd.c[:, None, :], np.swapaxes(Js[:, 3:, :], 1, 2)), 1, 2
+        cross(bd.c[:, None, :], np.swapaxes(Js[:, 3:, :], 1, 2)), 1, 2
     )
     return B.reshape(6 * nb, nv)
 
@@ -236,10 +222,10 @@ def _wrench_rows(
     Va = np.where((a >= 0)[:, None], bd.V[a], 0.0)
     Vb = bd.V[b]
     ca = np.where((a >= 0)[:, None], bd.c[a], 0.0)
-    Ga = np.concatenate((W[:, :3], W[:, 3:] - _cross(ca, W[:, :3])), axis=1)
-    Gb = -np.concatenate((W[:, :3], W[:, 3:] - _cross(bd.c[b], W[:, :3])), axis=1)
-    zeta_a = np.where((a >= 0)[:, None], _cross(bd.w[a], bd.rdot[a]), 0.0)
-    zeta_b = _cross(bd.w[b], bd.rdot[b])
+    Ga = np.concatenate((W[:, :3], W[:, 3:] - cross(ca, W[:, :3])), axis=1)
+    Gb = -np.concatenate((W[:, :3], W[:, 3:] - cross(bd.c[b], W[:, :3])), axis=1)
+    zeta_a = np.where((a >= 0)[:, None], cross(bd.w[a], bd.rdot[a]), 0.0)
+    zeta_b = cross(bd.w[b], bd.rdot[b])
     rhs = -np.einsum('rk,rk->r', W, _cross_motion(Va, Vb))
     rhs += np.einsum('rk,rk->r', W[:, :3], zeta_a - zeta_b)
     if ground:
@@ -269,10 +255,10 @@ def joint_axes(model: Model, bd: Bodies, j: int) -> np.ndarray:
     a = model.arrays
     c = j + 1
     kind = a.jtype[c]
-    if kind == K.SPHERICAL:
+    if kind == SPHERICAL:
         return bd.R[c].copy()
     k = bd.R[c] @ a.axis[c]
-    if kind == K.UNIVERSAL:
+    if kind == UNIVERSAL:
         k1 = bd.R[a.parent[c]] @ (a.rot[c] @ a.axis[c])
         return np.stack((k1, bd.R[c] @ a.axis2[c]), axis=1)
     return k[:, None]
@@ -303,12 +289,12 @@ def tree_rows(model: Model, bd: Bodies) -> Rows:
     start = np.concatenate(([0], np.cumsum(cnt)[:-1]))
     W = np.zeros((int(cnt.sum()), 6))
     jt = a.jtype[1:]
-    single = np.flatnonzero((jt == K.REVOLUTE) | (jt == K.PRISMATIC))
+    single = np.flatnonzero((jt == REVOLUTE) | (jt == PRISMATIC))
     if single.size:
         ks, os_ = k[single], o[single]
-        q1, q2 = _perp_basis(ks)
+        q1, q2 = perpendicular_basis(ks)
         m = single.size
-        pris = (jt[single] == K.PRISMATIC)[:, None, None]
+        pris = (jt[single] == PRISMATIC)[:, None, None]
         E = np.broadcast_to(np.eye(3), (m, 3, 3))
         Z = np.zeros((m, 2, 3))
         Q = np.stack((q1, q2), axis=1)  # (m, 2, 3)
@@ -319,22 +305,22 @@ def tree_rows(model: Model, bd: Bodies) -> Rows:
         Tq = np.where(
             pris, np.concatenate((Z, E), axis=1), np.concatenate((Z, Z[:, :1], Q), axis=1)
         )
-        Ws = np.concatenate((F, Tq + _cross(os_[:, None, :], F)), axis=2)  # (m, 5, 6)
+        Ws = np.concatenate((F, Tq + cross(os_[:, None, :], F)), axis=2)  # (m, 5, 6)
         W[(start[single][:, None] + np.arange(5)[None, :]).ravel()] = Ws.reshape(5 * m, 6)
     extra: list[tuple[int, float]] = []
-    for j in np.flatnonzero((jt == K.SPHERICAL) | (jt == K.UNIVERSAL)):
+    for j in np.flatnonzero((jt == SPHERICAL) | (jt == UNIVERSAL)):
         r0 = start[j]
         for r in range(3):  # the joint centre is common to both bodies
             W[r0 + r, r] = 1.0
-            W[r0 + r, 3:] = _cross(o[j], np.eye(3)[r])
-        if jt[j] == K.UNIVERSAL:
+            W[r0 + r, 3:] = cross(o[j], np.eye(3)[r])
+        if jt[j] == UNIVERSAL:
             Kj = joint_axes(model, bd, j)
-            nrm = _cross(Kj[:, 0], Kj[:, 1])
+            nrm = cross(Kj[:, 0], Kj[:, 1])
             nrm /= np.linalg.norm(nrm)
             W[r0 + 3, 3:] = nrm
             qd1 = bd.v[a.iv[j + 1]]
             dw = bd.w[j + 1] - bd.w[a.parent[j + 1]]
-            extra.append((r0 + 3, qd1 * float(_cross(Kj[:, 0], nrm) @ dw)))
+            extra.append((r0 + 3, qd1 * float(cross(Kj[:, 0], nrm) @ dw)))
     parent = np.repeat(a.parent[1:], cnt)
     child = np.repeat(np.arange(1, n + 1), cnt)
     rows = _wrench_rows(W, parent, child, bd)
@@ -391,24 +377,24 @@ def applied_forces(
     nb = a.parent.shape[0]
     u = np.zeros((nb, 6))
     u[:, :3] = bd.mass[:, None] * model.gravity[None, :]
-    u[:, 3:] = -_cross(bd.w, np.einsum('bij,bj->bi', bd.inertia, bd.w))
+    u[:, 3:] = -cross(bd.w, np.einsum('bij,bj->bi', bd.inertia, bd.w))
     if base_wrench is not None:
         u[0] += base_wrench
     if link_wrenches:
         for link, wrench in link_wrenches.items():
             frame = model.frame(link)
-            wr = _vec(wrench, 6, f'link_wrenches[{link!r}]')
+            wr = as_vector(wrench, 6, f'link_wrenches[{link!r}]')
             i = frame.body
             point = bd.p[i] + bd.R[i] @ frame.translation
             u[i, :3] += wr[:3]
-            u[i, 3:] += wr[3:] + _cross(point - bd.c[i], wr[:3])
+            u[i, 3:] += wr[3:] + cross(point - bd.c[i], wr[:3])
     if nb > 1:
         o, _ = joint_frames(model, bd)
         force, torque = actuation(model, bd, tau)
         child = np.arange(1, nb)
         par = a.parent[1:]
-        wc = np.concatenate((force, torque + _cross(o - bd.c[child], force)), axis=1)
-        wp = np.concatenate((force, torque + _cross(o - bd.c[par], force)), axis=1)
+        wc = np.concatenate((force, torque + cross(o - bd.c[child], force)), axis=1)
+        wp = np.concatenate((force, torque + cross(o - bd.c[par], force)), axis=1)
         u[child] += wc
         np.add.at(u, par, -wp)
     return u
@@ -436,9 +422,9 @@ def actuation(model: Model, bd: Bodies, tau: np.ndarray) -> tuple[np.ndarray, np
     _, k = joint_frames(model, bd)
     jt = a.jtype[1:]
     first = a.iv[1:] - off
-    single = (jt == K.REVOLUTE) | (jt == K.PRISMATIC)
+    single = (jt == REVOLUTE) | (jt == PRISMATIC)
     vec = np.where(single[:, None], tau[np.where(single, first, 0)][:, None] * k, 0.0)
-    pris = (jt == K.PRISMATIC)[:, None]
+    pris = (jt == PRISMATIC)[:, None]
     force = np.where(pris, vec, 0.0)
     torque = np.where(pris, 0.0, vec)
     for j in np.flatnonzero(~single):
@@ -477,7 +463,7 @@ def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) 
     par = a.parent[1:]
     dw = X[child, 3:] - X[par, 3:]
     acc = np.einsum('ri,ri->r', k, dw)
-    pris = np.flatnonzero(a.jtype[1:] == K.PRISMATIC)
+    pris = np.flatnonzero(a.jtype[1:] == PRISMATIC)
     if pris.size:
         ch, pa = child[pris], par[pris]
         o_c = o[pris]
@@ -486,14 +472,14 @@ def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) 
         def point_acc(i: np.ndarray, pt: np.ndarray) -> np.ndarray:
             lv = pt - bd.c[i]
             wi = bd.w[i]
-            return X[i, :3] + _cross(X[i, 3:], lv) + _cross(wi, _cross(wi, lv))
+            return X[i, :3] + cross(X[i, 3:], lv) + cross(wi, cross(wi, lv))
 
         kk = k[pris]
         s = q[a.iq[ch]]
-        wk = _cross(bd.w[pa], kk)
+        wk = cross(bd.w[pa], kk)
         d2 = point_acc(ch, o_c) - point_acc(pa, o_p)
         acc[pris] = np.einsum('ri,ri->r', kk, d2) + np.einsum('ri,ri->r', wk, wk) * s
-    single = (a.jtype[1:] == K.REVOLUTE) | (a.jtype[1:] == K.PRISMATIC)
+    single = (a.jtype[1:] == REVOLUTE) | (a.jtype[1:] == PRISMATIC)
     out[a.iv[child[single]]] = acc[single]
     for j in np.flatnonzero(~single):
         # w_- - w_+ = K qdot  =>  w'_- - w'_+ = K qddot + Kdot qdot, with Kdot qdot =
@@ -501,10 +487,10 @@ def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) 
         c, pa = child[j], par[j]
         Kj = joint_axes(model, bd, j)
         qd = bd.v[a.iv[c] : a.iv[c] + a.nvj[c]]
-        if a.jtype[c] == K.SPHERICAL:
-            kdot = _cross(bd.w[c], Kj @ qd)
+        if a.jtype[c] == SPHERICAL:
+            kdot = cross(bd.w[c], Kj @ qd)
         else:
-            kdot = qd[0] * _cross(bd.w[pa], Kj[:, 0]) + qd[1] * _cross(bd.w[c], Kj[:, 1])
+            kdot = qd[0] * cross(bd.w[pa], Kj[:, 0]) + qd[1] * cross(bd.w[c], Kj[:, 1])
         out[a.iv[c] : a.iv[c] + a.nvj[c]] = np.linalg.solve(Kj.T @ Kj, Kj.T @ (dw[j] - kdot))
     return out
 
@@ -550,7 +536,7 @@ class MaximalSolution:
     root_wrench: np.ndarray | None
 
 
-def _check_method(method: str) -> None:
+def check_method(method: str) -> None:
     if method not in METHODS:
         raise ValueError(f'method: expected one of {METHODS}, got {method!r}')
 
@@ -573,11 +559,11 @@ def checked_inputs(
     if base_wrench is not None:
         if not model.floating_base:
             raise ValueError('base_wrench: expected a floating-base model, got a fixed-base one')
-        bw = _vec(base_wrench, 6, 'base_wrench')
-    return _q(model, q), _v(model, v), _vec(tau, model.n, 'tau'), bw
+        bw = as_vector(base_wrench, 6, 'base_wrench')
+    return as_q(model, q), as_v(model, v), as_vector(tau, model.n, 'tau'), bw
 
 
-def _hinge_wrenches(
+def hinge_wrenches(
     model: Model, bd: Bodies, rows: Rows, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``f_j``, ``g^c_j`` (about ``o_j``) on the parent, and ``o_j``, from the tree rows."""
@@ -591,7 +577,7 @@ def _hinge_wrenches(
     np.add.at(wa, np.repeat(np.arange(n), cnt), rows.Ga[:m] * lam[:m, None])
     f = wa[:, :3]
     par = model.arrays.parent[1:]
-    g = wa[:, 3:] - _cross(o - bd.c[par], f)
+    g = wa[:, 3:] - cross(o - bd.c[par], f)
     return f, g, o
 
 
@@ -643,7 +629,7 @@ def maximal_dynamics(
         Wrong sizes, an unknown method, a base wrench or prescribed base acceleration on a
         fixed-base model.
     """
-    _check_method(method)
+    check_method(method)
     q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
     presc = None
     if base_acceleration is not None:
@@ -652,7 +638,7 @@ def maximal_dynamics(
                 'base_acceleration: expected a floating-base model, got a fixed-base one '
                 '(whose base is already prescribed at rest)'
             )
-        presc = _vec(base_acceleration, 6, 'base_acceleration')
+        presc = as_vector(base_acceleration, 6, 'base_acceleration')
     elif not model.floating_base:
         presc = np.zeros(6)
     bd = bodies(model, q, v)
@@ -668,7 +654,7 @@ def maximal_dynamics(
     acc = joint_accelerations(model, q, bd, X)
     if presc is not None and model.floating_base:
         acc[:6] = presc
-    f, g, o = _hinge_wrenches(model, bd, rows, lam)
+    f, g, o = hinge_wrenches(model, bd, rows, lam)
     root = -lam[-6:].copy() if presc is not None else None
     return MaximalSolution(acc, X, f, g, o, lam, root)
 
@@ -707,9 +693,9 @@ def joint_reactions(
     sol = maximal_dynamics(
         model, q, v, tau, base_wrench=base_wrench, link_wrenches=link_wrenches, method=method
     )
-    q = _q(model, q)
-    v = _v(model, v)
-    tau_eff = effective_efforts(model, v, _vec(tau, model.n, 'tau'))
+    q = as_q(model, q)
+    v = as_v(model, v)
+    tau_eff = effective_efforts(model, v, as_vector(tau, model.n, 'tau'))
     bd = bodies(model, q, v)
     force, torque = actuation(model, bd, tau_eff)
     out = {}
@@ -762,15 +748,15 @@ def prescribed_base_dynamics(
     if not model.floating_base:
         raise ValueError('motion: expected a floating-base model, got a fixed-base one')
     qb, vb, ab = motion(float(t))
-    q = np.concatenate((_vec(qb, 7, 'motion q_base'), _vec(phi, model.n, 'phi')))
-    v = np.concatenate((_vec(vb, 6, 'motion v_base'), _vec(phidot, model.n, 'phidot')))
+    q = np.concatenate((as_vector(qb, 7, 'motion q_base'), as_vector(phi, model.n, 'phi')))
+    v = np.concatenate((as_vector(vb, 6, 'motion v_base'), as_vector(phidot, model.n, 'phidot')))
     return maximal_dynamics(
         model,
         q,
         v,
         tau,
         link_wrenches=link_wrenches,
-        base_acceleration=_vec(ab, 6, 'motion a_base'),
+        base_acceleration=as_vector(ab, 6, 'motion a_base'),
         method=method,
     )
 
@@ -786,7 +772,9 @@ def simulate_prescribed_base(
     *,
     method: str = 'kkt',
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Integrate the joints of a robot on a prescribed-motion base by classical RK4.
+    """Integrate the joints of a robot on a prescribed-motion base (Remark 3) by the package's
+    RK4 scheme (:func:`ffsim_ros.dynamics.rk4_step`; the base of each stage state is taken
+    from ``motion``, only the joint parts are integrated).
 
     Parameters
     ----------
@@ -800,30 +788,30 @@ def simulate_prescribed_base(
     dt = float(dt)
     if not np.isfinite(dt) or dt <= 0.0:
         raise ValueError(f'dt: expected a finite positive step, got {dt}')
+    if not model.floating_base:
+        raise ValueError('motion: expected a floating-base model, got a fixed-base one')
     steps = int(round(float(t_final) / dt))
+    n = model.n
     if callable(tau):
         effort = tau
     else:
-        const = _vec(tau, model.n, 'tau')
+        const = as_vector(tau, n, 'tau')
 
         def effort(_t: float, _p: np.ndarray, _v: np.ndarray) -> np.ndarray:
             return const
 
-    def f(t: float, x: np.ndarray) -> np.ndarray:
-        p, pd = x[: model.n], x[model.n :]
-        sol = prescribed_base_dynamics(model, motion, t, p, pd, effort(t, p, pd), method=method)
-        return np.concatenate((pd, sol.a[6:]))
+    def acceleration(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        p, pd = q[7:], v[6:]
+        return prescribed_base_dynamics(model, motion, t, p, pd, effort(t, p, pd), method=method).a
 
-    x = np.concatenate((_vec(phi0, model.n, 'phi0'), _vec(phidot0, model.n, 'phidot0')))
+    qb, vb, _ = motion(0.0)
+    q = np.concatenate((as_vector(qb, 7, 'motion q_base'), as_vector(phi0, n, 'phi0')))
+    v = np.concatenate((as_vector(vb, 6, 'motion v_base'), as_vector(phidot0, n, 'phidot0')))
     ts = np.arange(steps + 1) * dt
-    out = np.empty((steps + 1, 2 * model.n))
-    out[0] = x
+    phi = np.empty((steps + 1, n))
+    phidot = np.empty((steps + 1, n))
+    phi[0], phidot[0] = q[7:], v[6:]
     for s in range(steps):
-        t = ts[s]
-        k1 = f(t, x)
-        k2 = f(t + dt / 2, x + dt / 2 * k1)
-        k3 = f(t + dt / 2, x + dt / 2 * k2)
-        k4 = f(t + dt, x + dt * k3)
-        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        out[s + 1] = x
-    return ts, out[:, : model.n], out[:, model.n :]
+        q, v = rk4_step(model, q, v, dt, acceleration, t=ts[s])
+        phi[s + 1], phidot[s + 1] = q[7:], v[6:]
+    return ts, phi, phidot

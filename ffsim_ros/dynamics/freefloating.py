@@ -1,0 +1,154 @@
+"""The free-floating quantities of SPART / SpaceDyn and seed 000, in one place.
+
+Glossary (inertial frame, SI units):
+
+=============  ================================================================================
+``H0``         base inertia matrix (6, 6) [S0 eq. 20]
+``H0m``        base-manipulator coupling inertia (6, n) [S0 eq. 23]
+``Hm``         manipulator inertia (n, n) (``H_phi``) [S0 eq. 24]
+``c_b, c_m``   base and joint parts of the nonlinear effects ``c`` [S0 eq. 38]
+``B``          ``H0^-1 H0m`` (6, n): under zero momentum the base moves with
+               ``x0dot = -B phidot`` [S0 eq. 21]
+``J*``         generalized Jacobian ``Jm - Js B`` (Yoshida & Umetani 1993)
+``H*, c*``     generalized inertia ``Hm - H0m^T B`` and bias ``c_m - H0m^T H0^-1 c_b`` of the
+               unactuated-base dynamics ``tau = H* phiddot + c*`` [S0 eq. 39, ``F_b = 0``]
+=============  ================================================================================
+
+:func:`free_floating_terms` computes them all from one evaluation of ``H``, ``c`` and a link
+Jacobian (what a controller needs each cycle); the other functions are its single-purpose
+views.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .algorithms import bias_forces, center_of_mass, link_jacobian, mass_matrix
+from .inputs import ArrayLike, as_q, as_vector, check_point, require_floating
+from .model import Model
+
+
+class FreeFloatingTerms(NamedTuple):
+    """The free-floating terms at one state (see the module glossary); inertial frame."""
+
+    H: np.ndarray  #: (nv, nv) generalized inertia matrix [S0 eqs. 24-27]
+    c: np.ndarray  #: (nv,) nonlinear effects [S0 eq. 38]
+    B: np.ndarray  #: (6, n) ``H0^-1 H0m`` [S0 eq. 21]
+    J: np.ndarray | None  #: (6, nv) link Jacobian ``[Js | Jm]`` [S0 eq. 5] (None: no link)
+    J_star: np.ndarray | None  #: (6, n) generalized Jacobian ``Jm - Js B`` (None: no link)
+    H_star: np.ndarray  #: (n, n) generalized inertia ``Hm - H0m^T B``
+    c_star: np.ndarray  #: (n,) ``c_m - H0m^T H0^-1 c_b``
+
+
+def free_floating_terms(
+    model: Model, q: ArrayLike, v: ArrayLike, link: str | None = None
+) -> FreeFloatingTerms:
+    """Every term of the module glossary at ``(q, v)``, the Jacobians for the link frame
+    ``link`` (None: no Jacobians).
+
+    Raises
+    ------
+    ValueError
+        A fixed-base model; :class:`~.model.UnknownNameError` for an unknown link.
+    """
+    require_floating(model, 'free_floating_terms')
+    q = as_q(model, q)
+    H = mass_matrix(model, q)
+    c = bias_forces(model, q, v)
+    n = model.n
+    H0m = H[:6, 6:]
+    X = np.linalg.solve(H[:6, :6], np.column_stack((H0m, c[:6])))
+    B = X[:, :n]
+    J = None if link is None else link_jacobian(model, q, link)
+    return FreeFloatingTerms(
+        H=H,
+        c=c,
+        B=B,
+        J=J,
+        J_star=None if J is None else J[:, 6:] - J[:, :6] @ B,
+        H_star=H[6:, 6:] - H0m.T @ B,
+        c_star=c[6:] - H0m.T @ X[:, n],
+    )
+
+
+def inertia_blocks(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The free-floating blocks of the inertia matrix [S0 eqs. 20, 23, 24].
+
+    Returns
+    -------
+    H0 : (6, 6) base inertia matrix [S0 eq. 20].
+    H0m : (6, n) base-manipulator coupling inertia [S0 eq. 23]: ``[P; L0] = H0 x0dot + H0m
+        phidot`` with ``L0`` the angular momentum about the base CoM [S0 eq. 21].
+    Hm : (n, n) manipulator inertia (``H_phi``, [S0 eq. 24]).
+    """
+    require_floating(model, 'inertia_blocks')
+    H = mass_matrix(model, q)
+    return H[:6, :6], H[:6, 6:], H[6:, 6:]
+
+
+def generalized_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
+    """Generalized Jacobian ``J* = Jm - Js H0^-1 H0m`` (Yoshida & Umetani 1993).
+
+    Under zero total momentum ([S0 eq. 21] with ``[P; L] = 0``) the base velocity is
+    ``x0dot = -H0^-1 H0m phidot``; substituting into [S0 eq. 5] gives ``[v; w] = J* phidot``.
+
+    Returns
+    -------
+    (6, n) ndarray, inertial frame, rows ``[linear velocity of the link origin; angular]``.
+    """
+    require_floating(model, 'generalized_jacobian')
+    J = link_jacobian(model, q, link)
+    H = mass_matrix(model, q)
+    return J[:, 6:] - J[:, :6] @ np.linalg.solve(H[:6, :6], H[:6, 6:])
+
+
+def generalized_inertia(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``(H*, c*)`` of the unactuated-base dynamics ``tau = H* phiddot + c*``.
+
+    ``H* = Hm - H0m^T H0^-1 H0m`` (Yoshida's generalized inertia), ``c* = c_m - H0m^T H0^-1
+    c_b`` ([S0 eq. 39] with ``F_b = 0``).
+
+    Returns
+    -------
+    H_star : (n, n) [kg m^2 | kg];  c_star : (n,) [N m | N].
+    """
+    terms = free_floating_terms(model, q, v)
+    return terms.H_star, terms.c_star
+
+
+def base_velocity_from_momentum(
+    model: Model,
+    q: ArrayLike,
+    phidot: ArrayLike,
+    momentum: ArrayLike | None = None,
+    *,
+    about: str = 'origin',
+) -> np.ndarray:
+    """Base velocity ``x0dot = [V0; w0]`` implied by a total momentum [S0 eq. 21].
+
+    ``x0dot = H0^-1 ([P; L0] - H0m phidot)`` with ``L0`` about the base CoM.
+
+    Parameters
+    ----------
+    phidot : (n,) joint rates.
+    momentum : (6,) array_like, optional
+        ``[P; L]`` (inertial frame) with ``L`` about ``about``; default zero.
+    about : {'origin', 'com', 'base'}
+
+    Returns
+    -------
+    (6,) ndarray ``[V0; w0]``.
+    """
+    require_floating(model, 'base_velocity_from_momentum')
+    check_point(about)
+    q = as_q(model, q)
+    phidot = as_vector(phidot, model.n, 'phidot')
+    h = np.zeros(6) if momentum is None else as_vector(momentum, 6, 'momentum').copy()
+    if about != 'base':
+        point = np.zeros(3) if about == 'origin' else center_of_mass(model, q)
+        # L_point -> L_O -> L_0 [S0 eqs. 12, 17]
+        h[3:] += np.cross(point - q[:3], h[:3])
+    H = mass_matrix(model, q)
+    return np.linalg.solve(H[:6, :6], h - H[:6, 6:] @ phidot)

@@ -1,0 +1,147 @@
+"""Batched entry points: one state per row, rows spread over all cores.
+
+The parallel loops call row kernels that unpack the model themselves (numba's parfor
+lowering cannot carry the ModelArrays named tuple into its generated loop body). Rows are
+processed in chunks of :data:`CHUNK`: each chunk unpacks the model and allocates its
+workspace once, then writes every row's result straight into the output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import carve, njit, njit_parallel, prange
+from .aba import fd_ws_size, forward_dynamics_into
+from .crba import crba
+from .kinematics import kinematics, kinematics_into, kinematics_views, kinematics_ws_size
+from .layout import unpack
+from .lie_group import integrate, rk4_step
+from .momentum import spatial_momentum
+from .rnea import id_ws_size, inverse_dynamics_into
+
+CHUNK = 32
+
+
+@njit
+def _fd_rows(idata, fdata, Q, V, T, with_friction, out, lo, hi):
+    m = unpack(idata, fdata)
+    ws = np.empty(fd_ws_size(m.parent.shape[0], idata[1]))
+    fext = carve(ws, 0, (0, 6))
+    for k in range(lo, hi):
+        forward_dynamics_into(m, Q[k], V[k], T[k], fext, with_friction, out[k], ws)
+
+
+@njit
+def _crba_rows(idata, fdata, Q, out, lo, hi):
+    m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
+    nv = idata[1]
+    ws = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    for k in range(lo, hi):
+        kinematics_into(m, Q[k], R, p, S, mw, hw, Iw, T)
+        crba(m, S, mw, hw, Iw, out[k])
+
+
+@njit
+def _id_rows(idata, fdata, Q, V, A, with_friction, out, lo, hi):
+    m = unpack(idata, fdata)
+    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    fext = carve(ws, 0, (0, 6))
+    for k in range(lo, hi):
+        inverse_dynamics_into(m, Q[k], V[k], A[k], fext, with_friction, out[k], ws)
+
+
+@njit
+def _momentum_row(idata, fdata, q, v, h, com):
+    m = unpack(idata, fdata)
+    R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
+    h[:] = spatial_momentum(m, v, S, mw, hw, Iw)
+    mt = 0.0
+    for r in range(3):
+        com[r] = 0.0
+    for i in range(mw.shape[0]):
+        mt += mw[i]
+        for r in range(3):
+            com[r] += hw[i, r]
+    for r in range(3):
+        com[r] /= mt
+
+
+@njit
+def _integrate_row(idata, fdata, q, v, dt):
+    return integrate(unpack(idata, fdata), q, v, dt)
+
+
+@njit
+def _rk4_row(idata, fdata, q, v, tau, with_friction, dt):
+    m = unpack(idata, fdata)
+    return rk4_step(m, q, v, tau, np.empty((0, 6)), with_friction, dt, np.empty(0))
+
+
+@njit_parallel
+def b_forward_dynamics(idata, fdata, Q, V, T, with_friction):
+    """Forward dynamics of ``B`` states: Q (B, nq), V (B, nv), T (B, nv) -> (B, nv)."""
+    B = Q.shape[0]
+    out = np.empty((B, V.shape[1]))
+    for c in prange((B + CHUNK - 1) // CHUNK):
+        lo = c * CHUNK
+        _fd_rows(idata, fdata, Q, V, T, with_friction, out, lo, min(lo + CHUNK, B))
+    return out
+
+
+@njit_parallel
+def b_mass_matrix(idata, fdata, Q):
+    """Inertia matrices of ``B`` configurations: (B, nq) -> (B, nv, nv)."""
+    B = Q.shape[0]
+    nv = idata[1]
+    out = np.zeros((B, nv, nv))
+    for c in prange((B + CHUNK - 1) // CHUNK):
+        lo = c * CHUNK
+        _crba_rows(idata, fdata, Q, out, lo, min(lo + CHUNK, B))
+    return out
+
+
+@njit_parallel
+def b_inverse_dynamics(idata, fdata, Q, V, A, with_friction):
+    """Inverse dynamics of ``B`` states: (B, nq), (B, nv), (B, nv) -> (B, nv).
+
+    ``A`` (B, 0) stands for zero accelerations (the bias forces).
+    """
+    B = Q.shape[0]
+    out = np.empty((B, idata[1]))
+    for c in prange((B + CHUNK - 1) // CHUNK):
+        lo = c * CHUNK
+        _id_rows(idata, fdata, Q, V, A, with_friction, out, lo, min(lo + CHUNK, B))
+    return out
+
+
+@njit_parallel
+def b_momentum(idata, fdata, Q, V):
+    """``[P; L_O]`` (B, 6) and system CoM (B, 3) of ``B`` states."""
+    h = np.empty((Q.shape[0], 6))
+    com = np.empty((Q.shape[0], 3))
+    for k in prange(Q.shape[0]):
+        _momentum_row(idata, fdata, Q[k], V[k], h[k], com[k])
+    return h, com
+
+
+@njit_parallel
+def b_integrate(idata, fdata, Q, V, dt):
+    """:func:`integrate` of ``B`` states."""
+    out = np.empty_like(Q)
+    for k in prange(Q.shape[0]):
+        out[k] = _integrate_row(idata, fdata, Q[k], V[k], dt)
+    return out
+
+
+@njit_parallel
+def b_rk4_step(idata, fdata, Q, V, T, with_friction, dt):
+    """One RK4 step of ``B`` states under constant generalized forces T (B, nv)."""
+    Qn = np.empty_like(Q)
+    Vn = np.empty_like(V)
+    for k in prange(Q.shape[0]):
+        qn, vn = _rk4_row(idata, fdata, Q[k], V[k], T[k], with_friction, dt)
+        Qn[k] = qn
+        Vn[k] = vn
+    return Qn, Vn

@@ -1,0 +1,54 @@
+"""Dense Cholesky solve of a symmetric positive definite system (the inertia matrix)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+
+
+@njit
+def cholesky_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``H x = b`` for symmetric positive definite ``H`` (n, n) by Cholesky.
+
+    Raises ``ValueError`` (in nopython mode: a generic error) if ``H`` is not positive
+    definite, which only happens for a degenerate model or a non-finite state. ``H`` and
+    ``b`` are left as they are (:func:`cholesky_solve_inplace` on copies).
+    """
+    A = H.copy()
+    x = b.copy()
+    cholesky_solve_inplace(A, x)
+    return x
+
+
+@njit
+def cholesky_solve_inplace(A: np.ndarray, x: np.ndarray) -> None:
+    """Solve ``A y = x`` in place for symmetric positive definite ``A`` (n, n).
+
+    ``A``'s lower triangle is overwritten by its Cholesky factor and ``x`` (n,) by ``y``;
+    raises ``ValueError`` like :func:`cholesky_solve`.
+    """
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            raise ValueError('mass matrix is not positive definite')
+        d = np.sqrt(s)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= A[i, k] * x[k]
+        x[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= A[k, i] * x[k]
+        x[i] = s / A[i, i]

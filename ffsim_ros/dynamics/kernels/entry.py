@@ -1,0 +1,231 @@
+"""Single-state entry points: the packed model (:func:`~.layout.pack`) in, results out.
+
+``e_aba``, ``e_mass_matrix``, ``e_nle`` and ``e_rnea`` write into a caller-provided output:
+they are the per-call fast paths of :mod:`ffsim_ros.dynamics.algorithms`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import carve, njit
+from .aba import aba_into, aba_ws_size, forward_dynamics
+from .crba import crba, forward_dynamics_crba
+from .friction import joint_friction
+from .kinematics import (
+    forward_kinematics,
+    kinematics,
+    kinematics_into,
+    kinematics_views,
+    kinematics_ws_size,
+)
+from .layout import unpack
+from .lie_group import chart_rate, integrate, rk4_stage, rk4_step
+from .momentum import spatial_momentum
+from .rnea import id_ws_size, inverse_dynamics_into
+
+
+@njit
+def e_poses(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
+    """Entry point: body poses ``(R (nb,3,3), p (nb,3))``."""
+    m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
+    R = np.empty((nb, 3, 3))
+    p = np.empty((nb, 3))
+    forward_kinematics(m, q, R, p, np.empty((3, 3, 3)))
+    return R, p
+
+
+@njit
+def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
+    """Entry point of :func:`kinematics`."""
+    return kinematics(unpack(idata, fdata), q, idata[1])
+
+
+@njit
+def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.ndarray) -> None:
+    """Entry point: the inertia matrix by :func:`crba` into ``H`` (nv, nv)."""
+    m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
+    nv = idata[1]
+    ws = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    for r in range(nv):
+        for c in range(nv):
+            H[r, c] = 0.0
+    crba(m, S, mw, hw, Iw, H)
+
+
+@njit
+def e_rnea(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+) -> None:
+    """Entry point without external wrenches: :func:`inverse_dynamics_into` into ``out``."""
+    m = unpack(idata, fdata)
+    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    inverse_dynamics_into(m, q, v, a, carve(ws, 0, (0, 6)), with_friction, out, ws)
+
+
+@njit
+def e_nle(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+) -> None:
+    """Entry point of the bias forces ``nle`` (no external wrenches) into ``out`` (nv,).
+
+    :func:`rnea` with ``a = 0``, its acceleration terms skipped.
+    """
+    m = unpack(idata, fdata)
+    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    inverse_dynamics_into(m, q, v, v[0:0], carve(ws, 0, (0, 6)), with_friction, out, ws)
+
+
+@njit
+def e_inverse_dynamics(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+) -> np.ndarray:
+    """Entry point: :func:`rnea` minus the joint friction when enabled.
+
+    ``a`` (nv,) or empty for ``a = 0``; ``fext`` (nb, 6) body wrenches about O.
+    """
+    m = unpack(idata, fdata)
+    nv = idata[1]
+    out = np.empty(nv)
+    ws = np.empty(id_ws_size(m.parent.shape[0], nv))
+    inverse_dynamics_into(m, q, v, a, fext, with_friction, out, ws)
+    return out
+
+
+@njit
+def e_aba(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+) -> None:
+    """Entry point: ABA forward dynamics under joint efforts only, into ``out`` (nv,).
+
+    ``tau`` (n,) are the joint efforts (the last ``n`` generalized forces); no base wrench and
+    no body wrenches (see :func:`e_forward_dynamics` for those).
+    """
+    m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
+    nv = idata[1]
+    o = aba_ws_size(nb, nv)
+    ws = np.empty(o + nv)
+    gen = ws[o : o + nv]
+    nb0 = nv - tau.shape[0]
+    for c in range(nb0):
+        gen[c] = 0.0
+    for c in range(tau.shape[0]):
+        gen[nb0 + c] = tau[c]
+    if with_friction:
+        ff = np.empty(nv)
+        joint_friction(m, v, ff)
+        for c in range(nv):
+            gen[c] += ff[c]
+    aba_into(m, q, v, gen, carve(ws, 0, (0, 6)), out, ws)
+
+
+@njit
+def e_forward_dynamics(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    use_aba: bool,
+) -> np.ndarray:
+    """Entry point: :func:`forward_dynamics` (ABA) or :func:`forward_dynamics_crba`."""
+    m = unpack(idata, fdata)
+    if use_aba:
+        return forward_dynamics(m, q, v, tau, fext, with_friction)
+    return forward_dynamics_crba(m, q, v, tau, fext, with_friction)
+
+
+@njit
+def e_momentum(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray):
+    """Entry point: ``([P; L_O] (6,), system CoM (3,))``."""
+    m = unpack(idata, fdata)
+    R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
+    h = spatial_momentum(m, v, S, mw, hw, Iw)
+    com = np.zeros(3)
+    mt = 0.0
+    for i in range(mw.shape[0]):
+        mt += mw[i]
+        for r in range(3):
+            com[r] += hw[i, r]
+    return h, com / mt
+
+
+@njit
+def e_integrate(
+    idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, dt: float
+) -> np.ndarray:
+    """Entry point of :func:`integrate`."""
+    return integrate(unpack(idata, fdata), q, v, dt)
+
+
+@njit
+def e_chart_rate(
+    idata: np.ndarray, fdata: np.ndarray, theta: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """Entry point of :func:`chart_rate`."""
+    return chart_rate(unpack(idata, fdata), theta, v)
+
+
+@njit
+def e_rk4_stage(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    theta_rate: np.ndarray,
+    acc: np.ndarray,
+    h: float,
+):
+    """Entry point of :func:`.lie_group.rk4_stage`."""
+    return rk4_stage(unpack(idata, fdata), q, v, theta_rate, acc, h)
+
+
+@njit
+def e_rk4_steps(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    dt: float,
+    wrench_body: np.ndarray,
+    count: int,
+):
+    """``count`` steps of :func:`.lie_group.rk4_step` under constant inputs (one call for a
+    batch of physics steps); ``wrench_body`` (6,) in the base frame, or empty."""
+    m = unpack(idata, fdata)
+    for _ in range(count):
+        q, v = rk4_step(m, q, v, gen, fext, with_friction, dt, wrench_body)
+    return q, v

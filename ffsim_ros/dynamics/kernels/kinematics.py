@@ -1,0 +1,323 @@
+"""Kinematics of the tree in the inertial frame: body poses [S0 eqs. 1-2], joint motion
+subspaces [S0 eqs. 3-5; M secs. 3.1-3.2], world inertias about O, and the per-joint velocity
+terms shared by RNEA and ABA.
+
+The workspace of one call is a flat float64 array; every temporary is carved out of it
+(a dozen small allocations cost more than the arithmetic of a 7-DoF robot). Nothing in a
+workspace is assumed zero on entry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import carve, njit, njit_leaf
+from ..lie import axis_angle_into, quat_to_matrix_into
+from .layout import REVOLUTE, ROOT_FIXED, ROOT_FREE, SPHERICAL, UNIVERSAL, ModelArrays
+from .spatial import col6, motion_cross, mul33, rowdot, scaled
+
+
+@njit_leaf
+def forward_kinematics(
+    m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, T: np.ndarray
+) -> None:
+    """Body frame poses in the inertial frame (seed 000, eqs. 1-2 down the tree).
+
+    Parameters
+    ----------
+    m : ModelArrays
+    q : (nq,) configuration.
+    R : (nb, 3, 3) output, body orientations (body frame -> inertial frame).
+    p : (nb, 3) output, body frame origins in the inertial frame [m].
+    T : (3, 3, 3) scratch.
+    """
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        jt = m.jtype[i]
+        if jt == ROOT_FIXED:
+            for r in range(3):
+                p[i, r] = 0.0
+                for c in range(3):
+                    R[i, r, c] = 1.0 if r == c else 0.0
+        elif jt == ROOT_FREE:
+            quat_to_matrix_into(q, 3, R, i)
+            # q[0:3] is the base CoM r0 (seed 000, eq. 22): the frame origin is r0 - R c0.
+            for r in range(3):
+                p[i, r] = q[r] - rowdot(R, i, r, m.com, i)
+        else:
+            k = m.parent[i]
+            mul33(R, k, m.rot, i, T, 0)  # joint frame orientation
+            for r in range(3):
+                p[i, r] = p[k, r] + rowdot(R, k, r, m.trans, i)
+            iq = m.iq[i]
+            if jt == REVOLUTE:
+                axis_angle_into(m.axis, i, q[iq], T, 1)
+                mul33(T, 0, T, 1, R, i)
+            elif jt == SPHERICAL:
+                quat_to_matrix_into(q, iq, T, 1)
+                mul33(T, 0, T, 1, R, i)
+            elif jt == UNIVERSAL:
+                axis_angle_into(m.axis, i, q[iq], T, 1)
+                mul33(T, 0, T, 1, T, 2)
+                axis_angle_into(m.axis2, i, q[iq + 1], T, 1)
+                mul33(T, 2, T, 1, R, i)
+            else:  # PRISMATIC
+                qi = q[iq]
+                for r in range(3):
+                    p[i, r] += rowdot(T, 0, r, m.axis, i) * qi
+                    for c in range(3):
+                        R[i, r, c] = T[0, r, c]
+
+
+@njit_leaf
+def rotation_column(
+    P: np.ndarray, i: int, kx: float, ky: float, kz: float, S: np.ndarray, c: int
+) -> None:
+    """``S[:, c] = [o x k; k]``: rotation about the world axis ``k`` through ``o = P[i]``."""
+    S[0, c] = P[i, 1] * kz - P[i, 2] * ky
+    S[1, c] = P[i, 2] * kx - P[i, 0] * kz
+    S[2, c] = P[i, 0] * ky - P[i, 1] * kx
+    S[3, c] = kx
+    S[4, c] = ky
+    S[5, c] = kz
+
+
+@njit_leaf
+def motion_subspace(
+    m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, S: np.ndarray
+) -> None:
+    """Columns of the joint motion subspaces in the inertial frame at O.
+
+    For the free base, ``S[:, 0:6]`` maps ``[V0; w0]`` (base CoM velocity, inertial angular
+    velocity; seed 000, eq. 22) to the base's spatial velocity at O:
+    ``v_O = V0 + r0 x w0``. A revolute joint with world axis ``k`` through ``p_i`` gives
+    ``[p_i x k; k]`` (seed 000, eqs. 3-4: ``k x (r - p_i)`` at a point r); a prismatic one
+    ``[k; 0]``. A spherical joint has three such rotation columns about the child frame's
+    axes through the joint centre (seed 001, sec. 3.1, ball-and-socket: the relative angular
+    velocity in the child frame); a universal joint two, about the first axis (fixed in the
+    parent) and the second (fixed in the child; seed 001, sec. 3.2).
+
+    Parameters
+    ----------
+    S : (6, nv) output; every column belongs to one joint and is written in full.
+    """
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        jt = m.jtype[i]
+        c0 = m.iv[i]
+        if jt == ROOT_FIXED:
+            continue
+        if jt == ROOT_FREE:
+            for c in range(6):
+                for r in range(6):
+                    S[r, c0 + c] = 0.0
+            for r in range(3):
+                S[r, c0 + r] = 1.0
+                S[3 + r, c0 + 3 + r] = 1.0
+            # skew(r0) block: v_O = V0 + r0 x w0
+            S[0, c0 + 4] = -q[2]
+            S[0, c0 + 5] = q[1]
+            S[1, c0 + 3] = q[2]
+            S[1, c0 + 5] = -q[0]
+            S[2, c0 + 3] = -q[1]
+            S[2, c0 + 4] = q[0]
+        elif jt == SPHERICAL:
+            # child-frame axes through the joint centre (v holds the child-frame rate)
+            for c in range(3):
+                rotation_column(p, i, R[i, 0, c], R[i, 1, c], R[i, 2, c], S, c0 + c)
+        elif jt == UNIVERSAL:
+            # first axis fixed in the parent (R_parent rot_i axis_i), second in the child
+            k = m.parent[i]
+            a0 = rowdot(m.rot, i, 0, m.axis, i)
+            a1 = rowdot(m.rot, i, 1, m.axis, i)
+            a2 = rowdot(m.rot, i, 2, m.axis, i)
+            kx = R[k, 0, 0] * a0 + R[k, 0, 1] * a1 + R[k, 0, 2] * a2
+            ky = R[k, 1, 0] * a0 + R[k, 1, 1] * a1 + R[k, 1, 2] * a2
+            kz = R[k, 2, 0] * a0 + R[k, 2, 1] * a1 + R[k, 2, 2] * a2
+            rotation_column(p, i, kx, ky, kz, S, c0)
+            kx = rowdot(R, i, 0, m.axis2, i)
+            ky = rowdot(R, i, 1, m.axis2, i)
+            kz = rowdot(R, i, 2, m.axis2, i)
+            rotation_column(p, i, kx, ky, kz, S, c0 + 1)
+        else:
+            kx = rowdot(R, i, 0, m.axis, i)
+            ky = rowdot(R, i, 1, m.axis, i)
+            kz = rowdot(R, i, 2, m.axis, i)
+            if jt == REVOLUTE:
+                rotation_column(p, i, kx, ky, kz, S, c0)
+            else:
+                S[0, c0] = kx
+                S[1, c0] = ky
+                S[2, c0] = kz
+                S[3, c0] = 0.0
+                S[4, c0] = 0.0
+                S[5, c0] = 0.0
+
+
+@njit_leaf
+def world_inertias(
+    m: ModelArrays,
+    R: np.ndarray,
+    p: np.ndarray,
+    mw: np.ndarray,
+    hw: np.ndarray,
+    Iw: np.ndarray,
+    T: np.ndarray,
+) -> None:
+    """Spatial inertias about O in compact form ``(m, h, Ib)`` (see the module docstring).
+
+    Parameters
+    ----------
+    mw : (nb,) output [kg];  hw : (nb, 3) output [kg m];  Iw : (nb, 3, 3) output [kg m^2].
+    T : (1+, 3, 3) scratch.
+    """
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        mi = m.mass[i]
+        cw = (
+            p[i, 0] + rowdot(R, i, 0, m.com, i),
+            p[i, 1] + rowdot(R, i, 1, m.com, i),
+            p[i, 2] + rowdot(R, i, 2, m.com, i),
+        )
+        # R Ic R^T
+        for r in range(3):
+            for c in range(3):
+                T[0, r, c] = (
+                    m.inertia[i, r, 0] * R[i, c, 0]
+                    + m.inertia[i, r, 1] * R[i, c, 1]
+                    + m.inertia[i, r, 2] * R[i, c, 2]
+                )
+        mul33(R, i, T, 0, Iw, i)
+        c2 = cw[0] * cw[0] + cw[1] * cw[1] + cw[2] * cw[2]
+        for r in range(3):
+            hw[i, r] = mi * cw[r]
+            for c in range(3):
+                Iw[i, r, c] += mi * ((c2 if r == c else 0.0) - cw[r] * cw[c])
+        mw[i] = mi
+
+
+@njit_leaf
+def joint_velocity(S: np.ndarray, iv: int, nvj: int, v: np.ndarray) -> tuple:
+    """``S_i qdot_i``: the spatial velocity (6-tuple, at O) of the joint whose velocity
+    coordinates are ``v[iv : iv + nvj]``."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    s4 = 0.0
+    s5 = 0.0
+    for c in range(iv, iv + nvj):
+        vc = v[c]
+        s0 += S[0, c] * vc
+        s1 += S[1, c] * vc
+        s2 += S[2, c] * vc
+        s3 += S[3, c] * vc
+        s4 += S[4, c] * vc
+        s5 += S[5, c] * vc
+    return (s0, s1, s2, s3, s4, s5)
+
+
+@njit_leaf
+def velocity_product(
+    jt: int, iv: int, vi: tuple, sv: tuple, S: np.ndarray, v: np.ndarray
+) -> tuple:
+    """Velocity-product acceleration ``c_i = Sdot_i qdot_i`` of the joint into body ``i``.
+
+    Parameters
+    ----------
+    jt : joint type code;  iv : first velocity index of the joint.
+    vi : 6-tuple, body ``i``'s spatial velocity at O (joint ``i`` included).
+    sv : 6-tuple, joint ``i``'s spatial velocity ``S_i qdot_i`` at O.
+    S : (6, nv) motion subspaces (:func:`motion_subspace`).
+    v : (nv,) generalized velocity.
+
+    Returns
+    -------
+    6-tuple ``[lin; ang]`` at O, inertial frame [m/s^2, rad/s^2].
+
+    Columns fixed in the child body move with it: ``Sdot qdot = v_i x (S qdot)`` (revolute,
+    prismatic, spherical; equal to ``v_parent x (S qdot)``). A universal joint's first column
+    is fixed in the parent and its second in the child, which adds
+    ``(S_1 qdot_1) x (S_2 qdot_2)``.
+    """
+    if jt == ROOT_FREE:
+        # d/dt (V0 + r0 x w0) = dV0 + r0 x dw0 + V0 x w0  (S a gives the first two terms)
+        return (
+            v[iv + 1] * v[iv + 5] - v[iv + 2] * v[iv + 4],
+            v[iv + 2] * v[iv + 3] - v[iv] * v[iv + 5],
+            v[iv] * v[iv + 4] - v[iv + 1] * v[iv + 3],
+            0.0,
+            0.0,
+            0.0,
+        )
+    if jt == ROOT_FIXED:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    # Sdot qdot = v_i x (S qdot)  (motion cross product, [lin; ang] ordering)
+    c = motion_cross(vi, sv)
+    if jt == UNIVERSAL:
+        d = motion_cross(scaled(col6(S, iv), v[iv]), scaled(col6(S, iv + 1), v[iv + 1]))
+        return (c[0] + d[0], c[1] + d[1], c[2] + d[2], c[3] + d[3], c[4] + d[4], c[5] + d[5])
+    return c
+
+
+@njit
+def kinematics_ws_size(nb: int, nv: int) -> int:
+    """Length of the workspace of :func:`kinematics_views` (``25 nb + 6 nv + 27``)."""
+    return 25 * nb + 6 * nv + 27
+
+
+@njit
+def kinematics_views(ws: np.ndarray, nb: int, nv: int):
+    """The arrays of :func:`kinematics` as views on ``ws[:kinematics_ws_size(nb, nv)]``.
+
+    Returns
+    -------
+    R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3);
+    T : (3, 3, 3) scratch of :func:`kinematics_into`.
+    """
+    R = carve(ws, 0, (nb, 3, 3))
+    o = 9 * nb
+    p = carve(ws, o, (nb, 3))
+    o += 3 * nb
+    S = carve(ws, o, (6, nv))
+    o += 6 * nv
+    mw = ws[o : o + nb]
+    o += nb
+    hw = carve(ws, o, (nb, 3))
+    o += 3 * nb
+    Iw = carve(ws, o, (nb, 3, 3))
+    o += 9 * nb
+    T = carve(ws, o, (3, 3, 3))
+    return R, p, S, mw, hw, Iw, T
+
+
+@njit
+def kinematics_into(
+    m: ModelArrays,
+    q: np.ndarray,
+    R: np.ndarray,
+    p: np.ndarray,
+    S: np.ndarray,
+    mw: np.ndarray,
+    hw: np.ndarray,
+    Iw: np.ndarray,
+    T: np.ndarray,
+) -> None:
+    """:func:`kinematics` into caller-provided arrays (same shapes; ``T`` (3, 3, 3) scratch)."""
+    forward_kinematics(m, q, R, p, T)
+    motion_subspace(m, q, R, p, S)
+    world_inertias(m, R, p, mw, hw, Iw, T)
+
+
+@njit
+def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
+    """Poses, motion subspaces and world inertias in one pass.
+
+    Returns
+    -------
+    R : (nb, 3, 3); p : (nb, 3); S : (6, nv); mw : (nb,); hw : (nb, 3); Iw : (nb, 3, 3)
+    """
+    nb = m.parent.shape[0]
+    R, p, S, mw, hw, Iw, T = kinematics_views(np.empty(kinematics_ws_size(nb, nv)), nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    return R, p, S, mw, hw, Iw

@@ -1,0 +1,168 @@
+"""Integration on the configuration manifold R^3 x SO(3) x R^n (ball joints: more SO(3)
+factors): the exact flow of a constant velocity, the rate of the local chart, and the one
+Runge-Kutta-Munthe-Kaas RK4 scheme of the package.
+
+The scheme is classical RK4 in the local chart ``theta -> integrate(q, theta)`` at the step's
+start (Munthe-Kaas), so its 4th order holds for the attitudes too: its tableau is
+:data:`RK4_NODES` / :data:`RK4_WEIGHTS` and a stage's state is :func:`rk4_stage`. The compiled
+:func:`rk4_step` (ABA accelerations) and the Python driver
+:func:`ffsim_ros.dynamics.integration.rk4_step` (any acceleration function: closed chains,
+prescribed base motion) are two loops over these same pieces.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+from ..lie import qexp, qmul, qnormalize, quat_to_matrix_into, so3_chart_rate
+from .aba import forward_dynamics
+from .layout import ROOT_FIXED, ROOT_FREE, SPHERICAL, ModelArrays
+
+#: Stage nodes ``c_s`` of the classical RK4 tableau (fractions of the step).
+RK4_NODES = (0.0, 0.5, 0.5, 1.0)
+#: Weights ``b_s`` of the classical RK4 tableau.
+RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
+
+
+@njit
+def integrate(m: ModelArrays, q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray:
+    """``q (+) v dt``: exact flow of a constant ``v`` on the configuration manifold.
+
+    The base CoM moves along ``V0 dt``; the attitude turns by the inertial-frame rotation
+    vector ``w0 dt`` (left multiplication, ``Q <- exp(w0 dt) * Q0``), normalized; a spherical
+    joint turns by its child-frame ``w dt`` (right multiplication, ``Q <- Q * exp(w dt)``);
+    the other joint coordinates add ``phidot dt``.
+    """
+    out = q.copy()
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        jt = m.jtype[i]
+        if jt == ROOT_FREE:
+            c = m.iv[i]
+            for r in range(3):
+                out[r] = q[r] + v[c + r] * dt
+            d = qexp(v[c + 3] * dt, v[c + 4] * dt, v[c + 5] * dt)
+            x, y, z, w = qnormalize(qmul(d, (q[3], q[4], q[5], q[6])))
+            out[3] = x
+            out[4] = y
+            out[5] = z
+            out[6] = w
+        elif jt == SPHERICAL:
+            iq = m.iq[i]
+            iv = m.iv[i]
+            d = qexp(v[iv] * dt, v[iv + 1] * dt, v[iv + 2] * dt)
+            x, y, z, w = qnormalize(qmul((q[iq], q[iq + 1], q[iq + 2], q[iq + 3]), d))
+            out[iq] = x
+            out[iq + 1] = y
+            out[iq + 2] = z
+            out[iq + 3] = w
+        elif jt != ROOT_FIXED:
+            for a in range(m.nvj[i]):
+                out[m.iq[i] + a] = q[m.iq[i] + a] + v[m.iv[i] + a] * dt
+    return out
+
+
+@njit
+def chart_rate(m: ModelArrays, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``dtheta/dt`` of the local coordinates ``q = integrate(q_ref, theta, 1)``.
+
+    Only the attitudes differ from ``v``: ``J_l(theta)^-1 w0`` for the base (its quaternion
+    is multiplied on the left) and ``J_r(theta)^-1 w`` for a spherical joint (on the right);
+    see :func:`ffsim_ros.dynamics.lie.so3_chart_rate`. This is what makes :func:`rk4_step` a
+    4th-order Runge-Kutta-Munthe-Kaas method.
+    """
+    out = v.copy()
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        jt = m.jtype[i]
+        if jt == ROOT_FREE or jt == SPHERICAL:
+            half = -0.5 if jt == ROOT_FREE else 0.5
+            c = m.iv[i] + 3 if jt == ROOT_FREE else m.iv[i]
+            rx, ry, rz = so3_chart_rate(
+                theta[c], theta[c + 1], theta[c + 2], v[c], v[c + 1], v[c + 2], half
+            )
+            out[c] = rx
+            out[c + 1] = ry
+            out[c + 2] = rz
+    return out
+
+
+@njit
+def rk4_stage(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    theta_rate: np.ndarray,
+    acc: np.ndarray,
+    h: float,
+):
+    """The state at an RK4 stage: ``theta = h theta_rate``, ``v_s = v + h acc``,
+    ``q_s = integrate(q, theta)``, from the previous stage's chart rate and acceleration and
+    ``h = c_s dt``.
+
+    Returns
+    -------
+    q_s : (nq,);  v_s : (nv,);  theta : (nv,) the stage's chart coordinates.
+    """
+    theta = h * theta_rate
+    return integrate(m, q, theta, 1.0), v + h * acc, theta
+
+
+@njit
+def add_body_wrench(q: np.ndarray, gen: np.ndarray, wrench_body: np.ndarray, out: np.ndarray):
+    """``out = gen`` with the base-frame wrench ``wrench_body = [f; n]`` (6,) turned into the
+    inertial frame by the base attitude ``q[3:7]`` and added to ``out[:6]`` (a thruster: the
+    wrench turns with the base)."""
+    R = np.empty((1, 3, 3))
+    quat_to_matrix_into(q, 3, R, 0)
+    for c in range(gen.shape[0]):
+        out[c] = gen[c]
+    for r in range(3):
+        for k in range(3):
+            out[r] += R[0, r, k] * wrench_body[k]
+            out[3 + r] += R[0, r, k] * wrench_body[3 + k]
+
+
+@njit
+def rk4_step(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    dt: float,
+    wrench_body: np.ndarray,
+):
+    """One RK4 step in the local chart at ``q`` (Runge-Kutta-Munthe-Kaas) with ABA.
+
+    Parameters
+    ----------
+    gen : (nv,) generalized force ``[F_b; tau]``, held constant over the step.
+    fext : (nb, 6) body wrenches about O, inertial frame, held constant; or (0, 6) for none.
+    wrench_body : (6,) ``[f; n]`` at the base CoM in the *base* frame, re-expressed at every
+        stage (it turns with the base); or an empty (0,) array for none.
+
+    Returns
+    -------
+    q_next : (nq,) ;  v_next : (nv,)
+    """
+    nv = v.shape[0]
+    d = np.zeros(nv)
+    a = np.zeros(nv)
+    theta = np.zeros(nv)
+    v_sum = np.zeros(nv)
+    force = gen.copy()
+    qs, vs, ths = q, v, d
+    for s in range(4):
+        if s > 0:
+            qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
+        if wrench_body.shape[0] > 0:
+            add_body_wrench(qs, gen, wrench_body, force)
+        a = forward_dynamics(m, qs, vs, force, fext, with_friction)
+        d = chart_rate(m, ths, vs)
+        b = RK4_WEIGHTS[s] * dt
+        theta += b * d
+        v_sum += b * a
+    return integrate(m, q, theta, 1.0), v + v_sum

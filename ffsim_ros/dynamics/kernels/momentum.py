@@ -1,0 +1,29 @@
+"""Total spatial momentum about O [S0 eqs. 6-7]."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+from .kinematics import joint_velocity
+from .layout import ModelArrays
+from .spatial import inertia_times, row6
+
+
+@njit
+def spatial_momentum(
+    m: ModelArrays, v: np.ndarray, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
+) -> np.ndarray:
+    """``[P; L_O]`` = sum of body momenta about O (seed 000, eqs. 6-7)."""
+    nb = m.parent.shape[0]
+    vel = np.zeros((nb, 6))
+    out = np.zeros(6)
+    for i in range(nb):
+        k = m.parent[i]
+        sv = joint_velocity(S, m.iv[i], m.nvj[i], v)
+        for r in range(6):
+            vel[i, r] = (vel[k, r] if k >= 0 else 0.0) + sv[r]
+        h = inertia_times(mw[i], hw, Iw, i, row6(vel, i))
+        for r in range(6):
+            out[r] += h[r]
+    return out

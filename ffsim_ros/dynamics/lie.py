@@ -1,0 +1,305 @@
+"""All rotation and Lie-group math of ffsim_ros, in one module.
+
+Conventions used everywhere in the package:
+
+* quaternions are ``(x, y, z, w)`` (ROS order), Hamilton product, ``R(q) p`` rotates a vector
+  of the rotated frame into the reference frame;
+* a rotation vector ``r = angle * axis`` [rad]; ``exp``/``log`` map between rotation vectors
+  and unit quaternions or matrices, with the angle of ``log`` in ``[0, pi]``;
+* the base attitude of a floating base turns by *left* multiplication with its inertial-frame
+  angular velocity (``Q <- exp(w0 dt) Q``), a ball joint by *right* multiplication with its
+  child-frame angular velocity (``Q <- Q exp(w dt)``) [S0 eq. 22; M sec. 3.1].
+
+Two layers share the formulas:
+
+* scalar kernels on tuples of floats (``qmul``, ``qexp``, ``qlog``, ``so3_chart_rate``) and
+  in-place writers on stacks of matrices (``quat_to_matrix_into``, ``axis_angle_into``),
+  compiled with numba and inlined into the recursive algorithms of :mod:`.kernels`;
+* array functions for the rest of the package (``quat_to_matrix``, ``matrix_to_quat``,
+  ``quat_multiply``, ``quat_log``, ``matrix_log``, ``skew``, ``rpy_to_matrix``, ...), which call
+  the scalar kernels where one exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .jit import njit_leaf
+
+ArrayLike = Sequence[float] | np.ndarray
+
+#: Below this angle [rad] the series expansions of sin(t)/t and friends are used.
+SMALL_ANGLE = 1e-8
+
+
+# ----------------------------------------------------------------------------------------------
+# scalar kernels (numba-compatible; tuples in, tuples out)
+# ----------------------------------------------------------------------------------------------
+
+
+@njit_leaf
+def qmul(a: tuple, b: tuple) -> tuple:
+    """Hamilton product ``a * b`` of two quaternions ``(x, y, z, w)`` (4-tuples)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+@njit_leaf
+def qnormalize(a: tuple) -> tuple:
+    """``a / |a|`` for a quaternion 4-tuple (no check of a zero norm: callers guarantee it)."""
+    n = np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2] + a[3] * a[3])
+    return (a[0] / n, a[1] / n, a[2] / n, a[3] / n)
+
+
+@njit_leaf
+def qexp(rx: float, ry: float, rz: float) -> tuple:
+    """Unit quaternion ``exp(r)`` of the rotation vector ``r = (rx, ry, rz)`` [rad]."""
+    th = np.sqrt(rx * rx + ry * ry + rz * rz)
+    if th < SMALL_ANGLE:
+        sc = 0.5 - th * th / 48.0  # sin(th/2)/th
+    else:
+        sc = np.sin(0.5 * th) / th
+    return (rx * sc, ry * sc, rz * sc, np.cos(0.5 * th))
+
+
+@njit_leaf
+def qlog(x: float, y: float, z: float, w: float) -> tuple:
+    """Rotation vector (3-tuple, angle in ``[0, pi]``) of the quaternion ``(x, y, z, w)``,
+    normalized here (the sign of ``w`` is chosen so that the angle is the shorter one)."""
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    s = np.sqrt(x * x + y * y + z * z)
+    if s < 1e-12:
+        n = np.sqrt(s * s + w * w)
+        scale = 2.0 / n  # angle / sin(angle/2) -> 2 as the angle -> 0
+    else:
+        scale = 2.0 * np.arctan2(s, w) / s
+    return (scale * x, scale * y, scale * z)
+
+
+@njit_leaf
+def so3_chart_rate(
+    tx: float, ty: float, tz: float, wx: float, wy: float, wz: float, half: float
+) -> tuple:
+    """Rate of the exponential coordinates ``theta`` of SO(3) under the angular velocity ``w``.
+
+    ``half = -0.5``: ``J_l(theta)^-1 w`` for ``R = exp(theta) R_ref`` (``w`` in the reference
+    frame: a floating base); ``half = +0.5``: ``J_r(theta)^-1 w`` for ``R = R_ref exp(theta)``
+    (``w`` in the moving frame: a ball joint). ``J^-1 = E +- theta~/2 + k theta~^2`` with
+    ``k = 1/t^2 - (1 + cos t) / (2 t sin t)``, ``t = |theta|`` (series below 1e-4 rad).
+    """
+    t2 = tx * tx + ty * ty + tz * tz
+    t = np.sqrt(t2)
+    if t < 1e-4:
+        k = 1.0 / 12.0 + t2 / 720.0
+    else:
+        k = 1.0 / t2 - (1.0 + np.cos(t)) / (2.0 * t * np.sin(t))
+    # theta x w and theta x (theta x w)
+    cx = ty * wz - tz * wy
+    cy = tz * wx - tx * wz
+    cz = tx * wy - ty * wx
+    ccx = ty * cz - tz * cy
+    ccy = tz * cx - tx * cz
+    ccz = tx * cy - ty * cx
+    return (wx + half * cx + k * ccx, wy + half * cy + k * ccy, wz + half * cz + k * ccz)
+
+
+@njit_leaf
+def quat_to_matrix_into(q: np.ndarray, iq: int, out: np.ndarray, io: int) -> None:
+    """``out[io]`` (3, 3): rotation matrix of the quaternion ``q[iq:iq+4] = (x, y, z, w)``,
+    normalized here."""
+    x, y, z, w = qnormalize((q[iq], q[iq + 1], q[iq + 2], q[iq + 3]))
+    out[io, 0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    out[io, 0, 1] = 2.0 * (x * y - z * w)
+    out[io, 0, 2] = 2.0 * (x * z + y * w)
+    out[io, 1, 0] = 2.0 * (x * y + z * w)
+    out[io, 1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    out[io, 1, 2] = 2.0 * (y * z - x * w)
+    out[io, 2, 0] = 2.0 * (x * z - y * w)
+    out[io, 2, 1] = 2.0 * (y * z + x * w)
+    out[io, 2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@njit_leaf
+def axis_angle_into(axes: np.ndarray, ia: int, angle: float, out: np.ndarray, io: int) -> None:
+    """``out[io]`` (3, 3): Rodrigues' formula for the unit axis ``axes[ia]`` and ``angle``
+    [rad]."""
+    c = np.cos(angle)
+    s = np.sin(angle)
+    t = 1.0 - c
+    x = axes[ia, 0]
+    y = axes[ia, 1]
+    z = axes[ia, 2]
+    out[io, 0, 0] = c + t * x * x
+    out[io, 0, 1] = t * x * y - s * z
+    out[io, 0, 2] = t * x * z + s * y
+    out[io, 1, 0] = t * x * y + s * z
+    out[io, 1, 1] = c + t * y * y
+    out[io, 1, 2] = t * y * z - s * x
+    out[io, 2, 0] = t * x * z - s * y
+    out[io, 2, 1] = t * y * z + s * x
+    out[io, 2, 2] = c + t * z * z
+
+
+# ----------------------------------------------------------------------------------------------
+# array functions
+# ----------------------------------------------------------------------------------------------
+
+
+def _array(x: ArrayLike, size: int, what: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.shape != (size,):
+        raise ValueError(f'{what}: expected {size} values, got shape {arr.shape}')
+    return arr
+
+
+def quat_normalize(quat: ArrayLike, what: str = 'quaternion') -> np.ndarray:
+    """The unit quaternion ``quat / |quat|`` (4,).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, for a quaternion that is not 4 finite values of non-zero norm.
+    """
+    q = _array(quat, 4, what)
+    norm = float(np.linalg.norm(q))
+    if not np.isfinite(norm) or norm < 1e-9:
+        raise ValueError(f'{what}: expected a non-zero finite (x, y, z, w), got {q.tolist()}')
+    return q / norm
+
+
+def quat_conjugate(quat: ArrayLike) -> np.ndarray:
+    """``(-x, -y, -z, w)``: the inverse of a unit quaternion (4,)."""
+    q = _array(quat, 4, 'quaternion')
+    return np.array([-q[0], -q[1], -q[2], q[3]])
+
+
+def quat_multiply(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Hamilton product ``a * b`` (4,) of two quaternions ``(x, y, z, w)``."""
+    qa = _array(a, 4, 'a')
+    qb = _array(b, 4, 'b')
+    return np.array(qmul((qa[0], qa[1], qa[2], qa[3]), (qb[0], qb[1], qb[2], qb[3])))
+
+
+def quat_exp(rotvec: ArrayLike) -> np.ndarray:
+    """Unit quaternion (4,) ``(x, y, z, w)`` of a rotation vector (3,) [rad]."""
+    r = _array(rotvec, 3, 'rotation vector')
+    return np.array(qexp(r[0], r[1], r[2]))
+
+
+def quat_log(quat: ArrayLike) -> np.ndarray:
+    """Rotation vector (3,) [rad], angle in ``[0, pi]``, of a quaternion ``(x, y, z, w)``
+    (normalized here)."""
+    q = quat_normalize(quat)
+    return np.array(qlog(q[0], q[1], q[2], q[3]))
+
+
+def quat_angle(a: ArrayLike, b: ArrayLike) -> float:
+    """Angle [rad] of the rotation between two attitudes, ``|log(b a^-1)|`` in ``[0, pi]``."""
+    return float(np.linalg.norm(quat_log(quat_multiply(quat_normalize(b), quat_conjugate(a)))))
+
+
+def quat_to_matrix(quat: ArrayLike) -> np.ndarray:
+    """Rotation matrix (3, 3) of a quaternion ``(x, y, z, w)`` (normalized here; a zero or
+    non-finite quaternion is a ``ValueError``)."""
+    q = quat_normalize(quat)
+    out = np.empty((1, 3, 3))
+    quat_to_matrix_into(q, 0, out, 0)
+    return out[0]
+
+
+def matrix_to_quat(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion (4,) ``(x, y, z, w)`` of a rotation matrix (Shepperd's method), with
+    ``w >= 0``."""
+    R = np.asarray(R, dtype=float)
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr > 0.0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        quat = np.array(
+            [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, s / 4]
+        )
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        quat = np.empty(4)
+        quat[i] = s / 4
+        quat[j] = (R[j, i] + R[i, j]) / s
+        quat[k] = (R[k, i] + R[i, k]) / s
+        quat[3] = (R[k, j] - R[j, k]) / s
+    quat /= np.linalg.norm(quat)
+    return -quat if quat[3] < 0 else quat
+
+
+def skew(x: ArrayLike) -> np.ndarray:
+    """Cross-product matrices ``x~`` with ``x~ y = x x y`` [M eq. 11]: (..., 3) -> (..., 3, 3)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0 or x.shape[-1] != 3:
+        raise ValueError(f'vector: expected 3 values in the last axis, got shape {x.shape}')
+    z = np.zeros(x.shape[:-1])
+    return np.stack(
+        (
+            np.stack((z, -x[..., 2], x[..., 1]), axis=-1),
+            np.stack((x[..., 2], z, -x[..., 0]), axis=-1),
+            np.stack((-x[..., 1], x[..., 0], z), axis=-1),
+        ),
+        axis=-2,
+    )
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the last axis (broadcast); cheaper than ``np.cross`` for small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+
+
+def perpendicular_basis(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors ``q1, q2`` with ``(q1, q2, k)`` orthonormal and right-handed, for
+    unit axes ``k`` (n, 3) (or (3,)): returns two (n, 3) arrays."""
+    k = np.atleast_2d(k)
+    e = np.zeros_like(k)
+    e[np.arange(k.shape[0]), np.argmin(np.abs(k), axis=1)] = 1.0
+    q1 = cross(k, e)
+    q1 /= np.linalg.norm(q1, axis=1, keepdims=True)
+    return q1, cross(k, q1)
+
+
+def matrix_exp(rotvec: ArrayLike) -> np.ndarray:
+    """Rotation matrix (3, 3) of a rotation vector (3,) [rad] (Rodrigues)."""
+    r = _array(rotvec, 3, 'rotation vector')
+    angle = float(np.linalg.norm(r))
+    out = np.empty((1, 3, 3))
+    axis = (r / angle if angle > 0.0 else np.array([1.0, 0.0, 0.0])).reshape(1, 3)
+    axis_angle_into(axis, 0, angle, out, 0)
+    return out[0]
+
+
+def matrix_log(R: np.ndarray) -> np.ndarray:
+    """Rotation vector (3,) [rad], angle in ``[0, pi]``, of a rotation matrix (through its
+    quaternion, accurate at every angle, ``pi`` included)."""
+    return quat_log(matrix_to_quat(R))
+
+
+def rpy_to_matrix(rpy: ArrayLike) -> np.ndarray:
+    """URDF roll-pitch-yaw (fixed axes X, then Y, then Z) [rad] -> rotation matrix (3, 3):
+    ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
+    r, p, y = _array(rpy, 3, 'rpy')
+    cr, sr = np.cos(r), np.sin(r)
+    cp, sp = np.cos(p), np.sin(p)
+    cy, sy = np.cos(y), np.sin(y)
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
