@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Generate and check the sample free-floating robots in ``urdf/``.
+"""Generate the sample free-floating robots in ``urdf/`` and check them with ffsim_ros.
 
-Usage::
+Usage (any Python where ``ffsim_ros`` is importable, e.g. ``.venv/bin/python``)::
 
-    python3 tools/gen_sample_urdfs.py            # (re)write urdf/*.urdf and run all checks
-    python3 tools/gen_sample_urdfs.py --check    # only check the committed files
+    python tools/gen_sample_urdfs.py              # (re)write urdf/*.urdf, then check them
+    python tools/gen_sample_urdfs.py --out DIR    # write into DIR instead, then check them
+    python tools/gen_sample_urdfs.py --check      # exit 1 unless urdf/*.urdf are what this
+                                                  # script writes, pass the checks and the
+                                                  # tables of urdf/README.md are current
+    python tools/gen_sample_urdfs.py --tables     # print the tables of urdf/README.md
 
 Every link is described as a set of solid primitives (box, solid cylinder, thin/thick
 walled tube).  Mass properties are computed from the shapes: each primitive's inertia
@@ -12,18 +16,24 @@ about its own centroid, rotated into the link frame and shifted to the composite
 the parallel-axis theorem.  The generated numbers are what the URDFs contain -- nothing is
 hand-typed except the geometry and masses below.
 
-Checks (run after generation, or alone with ``--check``):
-  * every file parses with ``xml.etree.ElementTree`` and its kinematic tree has one root;
-  * every inertia tensor is symmetric positive definite and satisfies the triangle
-    inequality (I_a + I_b >= I_c on its principal moments);
-  * for the serial arms: reach, total mass, base/arm mass ratio, Jacobian conditioning at
-    the home pose, and the base attitude change caused by a 0.3 m end-effector move with a
-    plain (fixed-base Jacobian, non-reactionless) controller under zero total momentum;
-  * if ``pinocchio`` is importable, each URDF is loaded with a free-flyer root joint and
-    the joint-space mass matrix at a random q is checked to be positive definite, and the
-    total mass / base-rotation numbers are cross-checked against the numpy ones.
+Checks: each written file is loaded with ``ffsim_ros.dynamics.load_urdf`` and measured with
+the package's dynamics and control law only (no second model of the robot here):
 
-Only numpy is required.
+* the loader (``strict_inertia=True``) accepts it: one root, a tree, every link's mass and
+  inertia consistent (positive semi-definite, triangle inequality);
+* every merged rigid body has a positive mass and a positive-definite inertia satisfying the
+  triangle inequality; every moving joint has finite limits (lower < upper, effort > 0,
+  velocity > 0); the mass matrix is positive definite at random configurations;
+* per end effector: arm mass and arm/rest mass ratio (body masses of the joint-1 subtree),
+  reach (the controller's bound: joint-to-joint distances from joint 1 to the tip), the
+  fixed-base Jacobian at the home pose (``link_jacobian``), and two closed-loop moves of the
+  tip by 0.3 m simulated with ``D.step`` under the control law of ``ffsim_ros.control``: the
+  ``joint_pd`` baseline (fixed-base inverse kinematics, blind to the base reaction), which
+  must turn the default servicer's base by at least 1 deg, and, where the arm has
+  redundancy left, ``reactionless``, which must reach the goal with the base attitude held;
+* if ``pinocchio`` is importable, the total mass, momentum and kinetic energy at random
+  states agree with Pinocchio's (free-flyer root);
+* the link/joint and figures tables in ``urdf/README.md`` are the ones ``--tables`` prints.
 """
 
 from __future__ import annotations
@@ -31,43 +41,25 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import xml.etree.ElementTree as ET
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-URDF_DIR = Path(__file__).resolve().parent.parent / 'urdf'
+import ffsim_ros.dynamics as D
+from ffsim_ros.control import ControlMode, ReactionlessController, reactionless_basis
+from ffsim_ros.dynamics.lie import quat_angle, quat_to_matrix, rpy_to_matrix
+
+REPO = Path(__file__).resolve().parent.parent
+URDF_DIR = REPO / 'urdf'
+README = URDF_DIR / 'README.md'
 PI = math.pi
 
 
 # --------------------------------------------------------------------------------------
 # Rigid-body helpers
 # --------------------------------------------------------------------------------------
-def rot_rpy(rpy) -> np.ndarray:
-    """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) @ Ry(pitch) @ Rx(roll)."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = (
-        math.cos(r),
-        math.sin(r),
-        math.cos(p),
-        math.sin(p),
-        math.cos(y),
-        math.sin(y),
-    )
-    rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
-    ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
-    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
-    return rz @ ry @ rx
-
-
-def rot_axis(axis, angle) -> np.ndarray:
-    a = np.asarray(axis, float)
-    a = a / np.linalg.norm(a)
-    k = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + math.sin(angle) * k + (1 - math.cos(angle)) * (k @ k)
-
-
 # URDF cylinders are along their local z axis; rpy that puts that axis along x / y / z.
 AXIS_RPY = {'x': (0.0, PI / 2, 0.0), 'y': (PI / 2, 0.0, 0.0), 'z': (0.0, 0.0, 0.0)}
 
@@ -116,7 +108,7 @@ def composite(prims: list[Prim]):
     com = sum(p.mass * np.asarray(p.xyz, float) for p in prims) / m
     inertia = np.zeros((3, 3))
     for p in prims:
-        r = rot_rpy(p.rpy())
+        r = rpy_to_matrix(p.rpy())
         d = np.asarray(p.xyz, float) - com
         # rotate to link axes, then parallel-axis shift to the composite CoM
         inertia += r @ p.inertia_local() @ r.T + p.mass * (d @ d * np.eye(3) - np.outer(d, d))
@@ -265,7 +257,8 @@ def solar_wing(prefix: str, side: float) -> tuple[Link, Joint]:
                 'box', (1.2, 3.0, 0.03), 32.0, (0.0, s * (0.6 + 1.5), 0.0), material='solar_blue'
             ),
         ],
-        'Deployed solar wing (yoke + panel), fixed to the bus: exercises fixed-child merging into the base.',
+        'Deployed solar wing (yoke + panel), fixed to the bus: '
+        'exercises fixed-child merging into the base.',
     )
     joint = Joint(
         f'{prefix}solar_array_joint', 'fixed', 'base_link', link.name, xyz=(0.0, s * 0.8, 0.0)
@@ -280,7 +273,8 @@ def antenna(xyz) -> tuple[Link, Joint]:
             Prim('cyl', (0.04, 0.4), 3.0, (0.0, 0.0, 0.2), 'z', 'grey'),  # mast
             Prim('cyl', (0.45, 0.05), 9.0, (0.0, 0.0, 0.425), 'z', 'white'),  # dish (as a disc)
         ],
-        'High-gain antenna (mast + 0.9 m dish, 12 kg) on the top deck, fixed: second fixed child of the base.',
+        'High-gain antenna (mast + 0.9 m dish, 12 kg) on the top deck, fixed: '
+        'second fixed child of the base.',
     )
     return link, Joint('hga_antenna_joint', 'fixed', 'base_link', link.name, xyz=xyz)
 
@@ -415,7 +409,8 @@ def arm_7dof(prefix: str, parent: str, mount_xyz, boom: float = 0.9, boom_mass=(
             axis=(0, 1, 0),
             **pitch,
             **shoulder,
-            comment='Shoulder pitch; origin pitched -45 deg so the upper arm points up-forward at q=0.',
+            comment='Shoulder pitch; origin pitched -45 deg so the upper arm points up-forward '
+            'at q=0.',
         ),
         Joint(
             f'{j}3',
@@ -554,7 +549,8 @@ def planar_2link():
             xyz=(0.5, 0, 0),
             axis=(0, 0, 1),
             **lim,
-            comment='At the centre of the base +x face; damping/friction 0 so the analytic model is exact.',
+            comment='At the centre of the base +x face; damping/friction 0 so the analytic '
+            'model is exact.',
         ),
         Joint('joint_2', 'revolute', 'link_1', 'link_2', xyz=(1.0, 0, 0), axis=(0, 0, 1), **lim),
         Joint('ee_joint', 'fixed', 'link_2', 'ee_link', xyz=(0.8, 0, 0)),
@@ -594,378 +590,516 @@ ROBOTS = {
 }
 
 
-# --------------------------------------------------------------------------------------
-# Checks (operate on the written URDF text, independent of the generator data)
-# --------------------------------------------------------------------------------------
-def _vec(s, default):
-    return np.array([float(x) for x in s.split()]) if s else np.array(default, float)
+def generate() -> dict[str, str]:
+    """File name -> URDF text of every sample robot."""
+    return {fname: urdf_xml(*build()) for fname, build in ROBOTS.items()}
 
 
-class Tree:
-    """Minimal URDF kinematics / mass model built from the XML (numpy only)."""
-
-    def __init__(self, path: Path):
-        root = ET.parse(path).getroot()
-        assert root.tag == 'robot', path
-        self.name = root.get('name')
-        self.inertial = {}
-        self.links = []
-        for lk in root.findall('link'):
-            self.links.append(lk.get('name'))
-            ine = lk.find('inertial')
-            if ine is None:
-                continue
-            o = ine.find('origin')
-            com = _vec(o.get('xyz') if o is not None else None, (0, 0, 0))
-            rpy = _vec(o.get('rpy') if o is not None else None, (0, 0, 0))
-            m = float(ine.find('mass').get('value'))
-            a = {k: float(v) for k, v in ine.find('inertia').attrib.items()}
-            i_loc = np.array(
-                [
-                    [a['ixx'], a['ixy'], a['ixz']],
-                    [a['ixy'], a['iyy'], a['iyz']],
-                    [a['ixz'], a['iyz'], a['izz']],
-                ]
-            )
-            r = rot_rpy(rpy)
-            self.inertial[lk.get('name')] = (m, com, r @ i_loc @ r.T)
-        assert len(set(self.links)) == len(self.links), 'duplicate link names'
-        self.joints = {}
-        for j in root.findall('joint'):
-            o = j.find('origin')
-            ax = j.find('axis')
-            lim = j.find('limit')
-            self.joints[j.get('name')] = {
-                'type': j.get('type'),
-                'parent': j.find('parent').get('link'),
-                'child': j.find('child').get('link'),
-                'xyz': _vec(o.get('xyz') if o is not None else None, (0, 0, 0)),
-                'rpy': _vec(o.get('rpy') if o is not None else None, (0, 0, 0)),
-                'axis': _vec(ax.get('xyz') if ax is not None else None, (1, 0, 0)),
-                'limit': None if lim is None else {k: float(v) for k, v in lim.attrib.items()},
-            }
-        children = [j['child'] for j in self.joints.values()]
-        assert len(set(children)) == len(children), 'a link has two parents'
-        roots = [lk for lk in self.links if lk not in children]
-        assert len(roots) == 1, f'expected one root link, got {roots}'
-        self.root = roots[0]
-        for j in self.joints.values():
-            assert j['parent'] in self.links and j['child'] in self.links
-        self.parent_joint = {j['child']: n for n, j in self.joints.items()}
-        self.dof = [n for n, j in self.joints.items() if j['type'] != 'fixed']
-        # topological order of links
-        order, frontier = [], [self.root]
-        while frontier:
-            lk = frontier.pop(0)
-            order.append(lk)
-            frontier += [j['child'] for j in self.joints.values() if j['parent'] == lk]
-        assert len(order) == len(self.links), 'kinematic graph is not a connected tree'
-        self.order = order
-
-    def fk(self, q: dict, base=None):
-        """World pose of each link and world axis / origin of each moving joint."""
-        pose = {self.root: np.eye(4) if base is None else base}
-        jax = {}
-        for lk in self.order[1:]:
-            j = self.joints[self.parent_joint[lk]]
-            t = np.eye(4)
-            t[:3, :3] = rot_rpy(j['rpy'])
-            t[:3, 3] = j['xyz']
-            t = pose[j['parent']] @ t
-            if j['type'] != 'fixed':
-                name = self.parent_joint[lk]
-                jax[name] = (t[:3, :3] @ j['axis'], t[:3, 3].copy())
-                m = np.eye(4)
-                m[:3, :3] = rot_axis(j['axis'], q.get(name, 0.0))
-                t = t @ m
-            pose[lk] = t
-        return pose, jax
-
-    def chain_joints(self, tip):
-        out, lk = [], tip
-        while lk != self.root:
-            n = self.parent_joint[lk]
-            if self.joints[n]['type'] != 'fixed':
-                out.append(n)
-            lk = self.joints[n]['parent']
-        return out[::-1]
-
-    def subtree_links(self, joint):
-        out, stack = [], [self.joints[joint]['child']]
-        while stack:
-            lk = stack.pop()
-            out.append(lk)
-            stack += [j['child'] for j in self.joints.values() if j['parent'] == lk]
-        return set(out)
-
-    def total_mass(self, links=None):
-        return sum(m for lk, (m, _, _) in self.inertial.items() if links is None or lk in links)
-
-    def momentum_matrices(self, q, base):
-        """Spatial momentum about the world origin, h = Hb @ [v0; w0] + Hq @ qdot."""
-        pose, jax = self.fk(q, base)
-        p0 = base[:3, 3]
-        hb = np.zeros((6, 6))
-        hq = np.zeros((6, len(self.dof)))
-        for lk, (m, com, i_loc) in self.inertial.items():
-            r = pose[lk][:3, :3]
-            c = pose[lk][:3, :3] @ com + pose[lk][:3, 3]
-            iw = r @ i_loc @ r.T
-            # body velocity map: v_c = v0 + w0 x (c - p0) + sum_j a_j x (c - o_j) qd_j, w = w0 + sum a_j qd_j
-            jv = np.zeros((3, 6 + len(self.dof)))
-            jw = np.zeros((3, 6 + len(self.dof)))
-            jv[:, :3] = np.eye(3)
-            jv[:, 3:6] = -skew(c - p0)
-            jw[:, 3:6] = np.eye(3)
-            for k, n in enumerate(self.dof):
-                if n in jax and lk in self.subtree_links(n):
-                    a, o = jax[n]
-                    jv[:, 6 + k] = np.cross(a, c - o)
-                    jw[:, 6 + k] = a
-            lin = m * jv
-            ang = iw @ jw + m * skew(c) @ jv
-            h = np.vstack([lin, ang])
-            hb += h[:, :6]
-            hq += h[:, 6:]
-        return hb, hq
-
-    def tip_jacobian(self, q, tip, base=None):
-        """Fixed-base geometric Jacobian [v; w] of `tip` w.r.t. its chain joints."""
-        pose, jax = self.fk(q, base)
-        p = pose[tip][:3, 3]
-        cols = []
-        for n in self.chain_joints(tip):
-            a, o = jax[n]
-            cols.append(np.concatenate([np.cross(a, p - o), a]))
-        return np.array(cols).T, pose
+def write(out_dir: Path) -> list[Path]:
+    """Write every sample robot into ``out_dir`` (created if needed); return the paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fname, text in generate().items():
+        path = out_dir / fname
+        path.write_bytes(text.encode())
+        paths.append(path)
+    return paths
 
 
-def skew(v):
-    return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-
-
-def check_inertias(tree: Tree):
-    for lk, (m, _, inertia) in tree.inertial.items():
-        assert m > 0, f'{lk}: mass must be > 0'
-        assert np.allclose(inertia, inertia.T), lk
-        ev = np.linalg.eigvalsh(inertia)
-        assert ev.min() > 0, f'{lk}: inertia not positive definite {ev}'
-        a, b, c = ev
-        assert a + b >= c * (1 - 1e-9), f'{lk}: triangle inequality violated {ev}'
-    for n, j in tree.joints.items():
-        if j['type'] == 'fixed':
+def stale_files(urdf_dir: Path) -> list[str]:
+    """One message per URDF of ``urdf_dir`` that is not byte-identical to the output of this
+    script (missing, different, or not written by it); empty when they all match."""
+    expected = generate()
+    problems = []
+    for fname, text in expected.items():
+        path = urdf_dir / fname
+        if not path.is_file():
+            problems.append(f'{path}: missing')
             continue
-        lim = j['limit']
-        assert lim and lim['lower'] < lim['upper'] and lim['effort'] > 0 and lim['velocity'] > 0, n
+        have = path.read_bytes().decode(errors='replace').split('\n')
+        want = text.split('\n')
+        if have != want:
+            line = next(
+                (i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b),
+                min(len(have), len(want)),
+            )
+            problems.append(f'{path}: differs from the generator output from line {line + 1}')
+    for path in sorted(urdf_dir.glob('*.urdf')):
+        if path.name not in expected:
+            problems.append(f'{path}: not written by this generator')
+    return problems
 
 
-def plain_move_base_rotation(tree: Tree, tip: str, q0: dict, dx=(0.0, 0.0, -0.3), steps=300):
-    """Move `tip` by dx (world frame) with a plain fixed-base Jacobian controller (the base
-    motion is ignored by the controller) while the system floats with zero momentum.
-    Returns (base rotation angle [deg], base CoM-frame translation [m], tip error [m])."""
-    q = dict(q0)
-    chain = tree.chain_joints(tip)
-    base = np.eye(4)
-    dx = np.asarray(dx, float)
-    for _ in range(steps):
-        jac, _ = tree.tip_jacobian(q, tip, np.eye(4))  # controller believes the base is fixed
-        dq_chain = np.linalg.pinv(jac[:3]) @ (dx / steps)
-        qd = np.array([dq_chain[chain.index(n)] if n in chain else 0.0 for n in tree.dof])
-        hb, hq = tree.momentum_matrices(q, base)
-        vb = -np.linalg.solve(hb, hq @ qd)  # zero total momentum
-        base[:3, 3] += vb[:3]
-        base[:3, :3] = (
-            rot_axis(vb[3:], np.linalg.norm(vb[3:])) @ base[:3, :3]
-            if np.linalg.norm(vb[3:]) > 0
-            else base[:3, :3]
-        )
-        for k, n in enumerate(tree.dof):
-            q[n] = q.get(n, 0.0) + qd[k]
-    ang = math.degrees(math.acos(max(-1.0, min(1.0, (np.trace(base[:3, :3]) - 1) / 2))))
-    return ang, np.linalg.norm(base[:3, 3])
+# --------------------------------------------------------------------------------------
+# Checks: the written file, loaded and measured with ffsim_ros.dynamics / ffsim_ros.control
+# --------------------------------------------------------------------------------------
+class CheckError(Exception):
+    """A sample robot fails one of the checks."""
 
 
-# Recommended home configurations (joint name -> angle) and the test move of the tip.
+def require(ok: bool, message: str) -> None:
+    if not ok:
+        raise CheckError(message)
+
+
+#: Recommended home configurations (joint name -> angle, others 0), the test move of the
+#: tip (inertial frame, from its home position) per robot, and the planar robots, whose task
+#: space is (x, y): the Jacobian rows for conditioning and the position task rows.
 HOME = {'planar_2link': {'joint_1': 0.0, 'joint_2': PI / 2}}
 TEST_MOVE = {'planar_2link': (0.0, -0.3, 0.0)}
+DEFAULT_MOVE = (0.0, 0.0, -0.3)
+PLANAR = {'planar_2link'}
+
+#: Closed-loop moves: RK4 step [s], steps per control update (100 Hz), duration [s].
+SIM_DT = 1e-3
+CONTROL_STEPS = 10
+MOVE_TIME = 6.0
+#: A reactionless move must end this close to its goal [m], the base turning at most [deg].
+REACTIONLESS_MISS = 5e-3
+REACTIONLESS_ROTATION = 0.01
 
 
-def report_arm(tree: Tree, tip: str, label: str):
-    chain = tree.chain_joints(tip)
-    q0 = {n: 0.0 for n in tree.dof}
-    q0.update(HOME.get(tree.name, {}))
-    dx = TEST_MOVE.get(tree.name, (0.0, 0.0, -0.3))
-    jac, pose = tree.tip_jacobian(q0, tip)
-    if tree.name == 'planar_2link':
-        jac = jac[:2]  # planar task space (x, y)
-    sv = np.linalg.svd(jac, compute_uv=False)
-    # reach: distance from the first chain joint to the tip with the arm straightened
-    straight = sum(
-        np.linalg.norm(tree.joints[tree.parent_joint[lk]]['xyz'])
-        for lk in tree.order
-        if tree.parent_joint.get(lk)
-        and tree.joints[tree.parent_joint[lk]]['child'] in _chain_links_after(tree, chain[0], tip)
+@dataclass
+class Move:
+    """Outcome of a closed-loop move of the tip."""
+
+    rotation: float  #: base attitude change at the end [deg]
+    max_rotation: float  #: largest base attitude change during the move [deg]
+    translation: float  #: displacement of the base_link origin [m]
+    miss: float  #: distance of the tip from the goal at the end [m]
+    momentum: float  #: largest component of the total momentum at the end [SI]
+
+
+@dataclass
+class ArmFigures:
+    """What the checks measure for one end effector."""
+
+    robot: str
+    tip: str
+    n: int  #: joints of the model
+    dof: int  #: joints from the root to the tip
+    reach: float  #: joint 1 -> tip along the chain [m]
+    arm_mass: float  #: bodies moved by joint 1 [kg]
+    total_mass: float  #: [kg]
+    tip_home: np.ndarray  #: tip position in base_link at home [m]
+    singular_values: np.ndarray  #: fixed-base Jacobian of the chain at home
+    move: tuple  #: tip displacement of the test moves [m]
+    plain: Move  #: the joint_pd baseline
+    reactionless_dim: int  #: dimension of the reactionless joint-rate subspace at home
+    reactionless: Move | None  #: None where the reactionless subspace cannot move the tip
+
+    @property
+    def ratio(self) -> float:
+        return self.arm_mass / (self.total_mass - self.arm_mass)
+
+    @property
+    def cond(self) -> float:
+        return float(self.singular_values[0] / self.singular_values[-1])
+
+
+def load(path: Path) -> D.Model:
+    """The robot as the package loads it, rejecting any physically inconsistent link."""
+    return D.load_urdf(path, strict_inertia=True)
+
+
+def home_state(model: D.Model) -> np.ndarray:
+    """Home configuration with the base_link frame at the inertial origin, unrotated."""
+    q = D.neutral(model)
+    q[:7] = D.base_state_from_link(model, np.zeros(3), (0.0, 0.0, 0.0, 1.0))[0]
+    for joint, angle in HOME.get(model.name, {}).items():
+        q[model.joint_q_slice(joint)] = angle
+    return q
+
+
+def chain_bodies(model: D.Model, tip: str) -> list[int]:
+    """Bodies from the first moving one to the one carrying ``tip``, root excluded."""
+    parent = model.arrays.parent
+    out, b = [], model.frame(tip).body
+    while b > 0:
+        out.append(b)
+        b = int(parent[b])
+    return out[::-1]
+
+
+def subtree_mass(model: D.Model, body: int) -> float:
+    """Mass of ``body`` and of every body it carries [kg] (parents precede children)."""
+    a = model.arrays
+    total = 0.0
+    for b in range(len(a.parent)):
+        c = b
+        while c > body:
+            c = int(a.parent[c])
+        if c == body:
+            total += float(a.mass[b])
+    return total
+
+
+def check_bodies(model: D.Model) -> None:
+    """Every merged rigid body: mass > 0, inertia about its CoM positive definite and
+    satisfying the triangle inequality; every moving joint: finite, ordered limits."""
+    a = model.arrays
+    for b, name in enumerate(model.body_names):
+        require(a.mass[b] > 0.0, f'body {name}: mass {a.mass[b]} must be > 0')
+        ev = np.linalg.eigvalsh(a.inertia[b])
+        require(ev[0] > 0.0, f'body {name}: inertia not positive definite {ev}')
+        require(ev[0] + ev[1] >= ev[2] * (1 - 1e-9), f'body {name}: triangle inequality {ev}')
+    for k, joint in enumerate(model.joint_names):
+        lims = (model.lower[k], model.upper[k], model.effort_limit[k], model.velocity_limit[k])
+        require(
+            all(np.isfinite(lims)) and lims[0] < lims[1] and lims[2] > 0 and lims[3] > 0,
+            f'joint {joint}: limits (lower, upper, effort, velocity) = {lims}',
+        )
+
+
+def check_mass_matrix(model: D.Model, rng: np.random.Generator, samples: int = 5) -> float:
+    """The mass matrix is positive definite at home and at random states; its smallest
+    eigenvalue over them."""
+    lowest = np.inf
+    for k in range(samples + 1):
+        q = home_state(model)
+        if k:
+            quat = rng.normal(size=4)
+            q[:3], q[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
+            q[7:] = rng.uniform(model.lower, model.upper)
+        lowest = min(lowest, float(np.linalg.eigvalsh(D.mass_matrix(model, q))[0]))
+    require(lowest > 0.0, f'{model.name}: mass matrix not positive definite ({lowest})')
+    return lowest
+
+
+def simulate_move(model: D.Model, tip: str, q0: np.ndarray, dx, mode: ControlMode) -> Move:
+    """Move ``tip`` by ``dx`` (inertial frame) from rest at ``q0``, zero momentum, with the
+    control law of :mod:`ffsim_ros.control` in ``mode``, simulated with ``D.step``."""
+    law = ReactionlessController(model, tip, mode=mode)
+    goal = D.link_pose(model, q0, tip)[0] + np.asarray(dx, float)
+    law.check_goal(q0, goal)
+    q, v = q0.copy(), np.zeros(model.nv)
+    worst = 0.0
+    for _ in range(round(MOVE_TIME / (SIM_DT * CONTROL_STEPS))):
+        out = law.compute(q, v, goal, attitude_reference=q0[3:7])
+        q, v = D.step(model, q, v, out.tau, SIM_DT, steps=CONTROL_STEPS)
+        worst = max(worst, quat_angle(q0[3:7], q[3:7]))
+    shift = D.base_link_state(model, q)[0] - D.base_link_state(model, q0)[0]
+    return Move(
+        rotation=math.degrees(quat_angle(q0[3:7], q[3:7])),
+        max_rotation=math.degrees(worst),
+        translation=float(np.linalg.norm(shift)),
+        miss=float(np.linalg.norm(D.link_pose(model, q, tip)[0] - goal)),
+        momentum=float(np.abs(D.momentum(model, q, v)).max()),
     )
-    arm_links = tree.subtree_links(chain[0])
-    m_arm = tree.total_mass(arm_links)
-    m_tot = tree.total_mass()
-    ang, trans = plain_move_base_rotation(tree, tip, q0, dx)
-    print(
-        f'  [{label}] dof={len(chain)} reach(joint_1->tip, straightened)={straight:.3f} m  '
-        f'arm mass={m_arm:.2f} kg  total mass={m_tot:.2f} kg  rest (base + fixed children + other arms)='
-        f'{m_tot - m_arm:.2f} kg  arm/rest mass ratio={m_arm / (m_tot - m_arm):.3f}'
+
+
+def arm_figures(model: D.Model, tip: str) -> ArmFigures:
+    """Masses, reach, conditioning and the two closed-loop moves of one end effector."""
+    q = home_state(model)
+    bodies = chain_bodies(model, tip)
+    require(bool(bodies), f'{tip}: not carried by a moving joint')
+    cols = [int(model.arrays.iv[b]) for b in bodies]  # the chain's joints in v
+    planar = model.name in PLANAR
+    jac = D.link_jacobian(model, q, tip)[: 2 if planar else 6, cols]  # [v; w] rows
+    rows = 2 if planar else 3  # position task
+    move = TEST_MOVE.get(model.name, DEFAULT_MOVE)
+    plain = simulate_move(model, tip, q, move, ControlMode.JOINT_PD)
+    require(plain.momentum < 1e-8, f'{tip}: momentum {plain.momentum} not conserved')
+    # reactionless position control needs the reactionless rates to move the tip in every
+    # task direction: rank(J* N) = task rows
+    basis = reactionless_basis(model, q)
+    jstar = D.generalized_jacobian(model, q, tip)[:rows]
+    reactionless = None
+    if basis.shape[1] and np.linalg.matrix_rank(jstar @ basis, tol=1e-9) == rows:
+        reactionless = simulate_move(model, tip, q, move, ControlMode.REACTIONLESS)
+        require(
+            reactionless.miss < REACTIONLESS_MISS
+            and reactionless.max_rotation < REACTIONLESS_ROTATION,
+            f'{tip}: reactionless move ends {reactionless.miss * 1e3:.1f} mm from its goal, '
+            f'base turned up to {reactionless.max_rotation:.4f} deg',
+        )
+    return ArmFigures(
+        robot=model.name,
+        tip=tip,
+        n=model.n,
+        dof=len(cols),
+        reach=ReactionlessController(model, tip).reach,
+        arm_mass=subtree_mass(model, bodies[0]),
+        total_mass=model.total_mass,
+        tip_home=D.link_pose(model, q, tip)[0],
+        singular_values=np.linalg.svd(jac, compute_uv=False),
+        move=move,
+        plain=plain,
+        reactionless_dim=basis.shape[1],
+        reactionless=reactionless,
     )
-    print(
-        f'  [{label}] home q={[round(q0[n], 4) for n in chain]}: tip at {np.round(pose[tip][:3, 3], 3)} in base_link; Jacobian singular values '
-        f'{np.round(sv, 3)} (cond {sv[0] / sv[-1]:.1f})'
-    )
-    print(
-        f'  [{label}] plain controller, tip moved {fvec(dx)} m: base rotates {ang:.2f} deg, '
-        f'base origin translates {trans:.3f} m'
-    )
-    return {'reach': straight, 'm_arm': m_arm, 'm_tot': m_tot, 'rot': ang, 'cond': sv[0] / sv[-1]}
 
 
-def _chain_links_after(tree, first_joint, tip):
-    """Links strictly after the child of `first_joint` on the path to `tip`."""
-    out, lk = set(), tip
-    while True:
-        n = tree.parent_joint[lk]
-        if n == first_joint:
-            return out
-        out.add(lk)
-        lk = tree.joints[n]['parent']
-
-
-def pinocchio_check(path: Path, tree: Tree, tips):
+def pinocchio_check(path: Path, model: D.Model, samples: int = 5) -> str:
+    """Total mass, momentum about the origin and kinetic energy at random states against
+    Pinocchio's (free-flyer root at the base_link frame, velocities in that frame)."""
     try:
         import pinocchio as pin
     except ImportError:
-        print('  pinocchio not importable - skipped independent check')
-        return
-    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-    data = model.createData()
+        return 'pinocchio not importable - skipped'
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    data = pm.createData()
+    require(pm.nv == model.nv, f'{path.name}: pinocchio nv {pm.nv} != {model.nv}')
+    mass = sum(inertia.mass for inertia in pm.inertias)
+    require(abs(mass - model.total_mass) <= 1e-12 * mass, f'mass {mass} != {model.total_mass}')
     rng = np.random.default_rng(0)
-    q = pin.neutral(model)
-    q[7:] = rng.uniform(-1.0, 1.0, model.nq - 7)  # random joint angles, base at identity
-    m = pin.crba(model, data, q)
-    m = np.triu(m) + np.triu(m, 1).T
-    ev = np.linalg.eigvalsh(m)
-    mass = sum(inertia.mass for inertia in model.inertias)
-    assert ev.min() > 0, f'{path.name}: mass matrix not PD'
-    assert abs(mass - tree.total_mass()) < 1e-6, (mass, tree.total_mass())
-    assert model.nv == 6 + len(tree.dof)
-    # cross-check the numpy momentum model: centroidal-momentum (about world origin) columns
-    qd = rng.normal(size=model.nv - 6)
-    vbase = rng.normal(size=6)  # base twist; base at identity so local == world axes
-    qmap = {n: q[model.joints[model.getJointId(n)].idx_q] for n in tree.dof}
-    hb, hq = tree.momentum_matrices(qmap, np.eye(4))
-    v = np.concatenate([vbase, qd])
-    pin.forwardKinematics(model, data, q, v)
-    h_pin = np.zeros(6)
-    for i in range(1, model.njoints):
-        hi = data.oMi[i].act(model.inertias[i] * data.v[i])  # spatial momentum in world frame
-        h_pin += np.concatenate([hi.linear, hi.angular])
-    qd_ordered = np.array([qd[model.joints[model.getJointId(n)].idx_v - 6] for n in tree.dof])
-    h_np = hb @ vbase + hq @ qd_ordered
-    assert np.allclose(h_pin, h_np, atol=1e-8), (h_pin, h_np)
-    print(
-        f'  pinocchio: nq={model.nq} nv={model.nv} total mass={mass:.3f} kg, M(q_rand) PD '
-        f'(eig min {ev.min():.4g}, max {ev.max():.4g}); momentum model matches numpy'
+    worst = 0.0
+    for _ in range(samples):
+        qp = pin.neutral(pm)
+        quat = rng.normal(size=4)
+        qp[:3], qp[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
+        qp[7:] = rng.uniform(-1.0, 1.0, pm.nq - 7)
+        vp = rng.normal(size=pm.nv)
+        rot = quat_to_matrix(qp[3:7])
+        q, v = np.empty(model.nq), np.empty(model.nv)
+        q[:7], v[:6] = D.base_state_from_link(model, qp[:3], qp[3:7], rot @ vp[:3], rot @ vp[3:6])
+        for k, name in enumerate(model.joint_names):
+            require(pm.existJointName(name), f'{path.name}: pinocchio has no joint {name}')
+            joint = pm.joints[pm.getJointId(name)]
+            q[model.idx_q[k]], v[model.idx_v[k]] = qp[joint.idx_q], vp[joint.idx_v]
+        pin.forwardKinematics(pm, data, qp, vp)
+        h_pin = np.zeros(6)
+        for i in range(1, pm.njoints):
+            hi = data.oMi[i].act(pm.inertias[i] * data.v[i])  # spatial momentum, world frame
+            h_pin += np.r_[hi.linear, hi.angular]
+        m_pin = pin.crba(pm, data, qp)
+        m_pin = np.triu(m_pin) + np.triu(m_pin, 1).T
+        h = D.momentum(model, q, v)
+        energy = D.kinetic_energy(model, q, v)
+        worst = max(
+            worst,
+            float(np.abs(h - h_pin).max() / np.abs(h_pin).max()),
+            abs(energy - 0.5 * vp @ m_pin @ vp) / energy,
+        )
+    require(worst < 1e-10, f'{path.name}: momentum/energy differ from pinocchio by {worst:.2g}')
+    return (
+        f'pinocchio: nq={pm.nq} nv={pm.nv} mass={mass:.3f} kg; momentum and kinetic energy '
+        f'at {samples} random states agree to {worst:.1e} (relative)'
     )
 
 
-def markdown_tables(tree: Tree) -> str:
-    """Mass-property and joint tables (as in urdf/README.md) read back from a URDF."""
+# Robot-specific requirements on the figures (what the samples are designed to show).
+def _servicer_requirements(fig: ArmFigures) -> None:
+    require(
+        fig.plain.rotation >= 1.0,
+        f'7-DoF servicer: base rotation {fig.plain.rotation:.2f} deg < 1 deg with the plain '
+        'controller (the sample must show a clear base reaction)',
+    )
+    require(2.0 <= fig.reach <= 3.0 + 1e-9, f'7-DoF servicer: reach {fig.reach:.3f} m')
+
+
+REQUIREMENTS = {('ffsim_servicer_7dof', 'ee_link'): _servicer_requirements}
+
+
+def check_robot(path: Path, verbose: bool = True) -> list[ArmFigures]:
+    """Every check of one URDF; the figures of each end effector (``*ee_link``).
+
+    Raises
+    ------
+    ValueError
+        The loader rejects the file (it names the link or joint).
+    CheckError
+        A check fails.
+    """
+    say = print if verbose else (lambda *_: None)
+    model = load(path)
+    check_bodies(model)
+    lowest = check_mass_matrix(model, np.random.default_rng(0))
+    say(
+        f'{path.name}: robot "{model.name}", root "{model.base_link}", '
+        f'{len(model.link_names)} links in {len(model.body_names)} bodies, {model.n} dof, '
+        f'mass {model.total_mass:.3f} kg - loads strictly; bodies SPD + triangle; limits; '
+        f'mass matrix PD (smallest eigenvalue {lowest:.4g})'
+    )
+    tips = [link for link in model.link_names if link.endswith('ee_link')]
+    require(bool(tips), f'{path.name}: no end-effector frame (*ee_link)')
+    figures = []
+    for tip in tips:
+        fig = arm_figures(model, tip)
+        REQUIREMENTS.get((model.name, tip), lambda _: None)(fig)
+        figures.append(fig)
+        say(
+            f'  [{tip}] dof={fig.dof} reach(joint 1 -> tip, along the chain)={fig.reach:.3f} m  '
+            f'arm mass={fig.arm_mass:.2f} kg  total mass={fig.total_mass:.2f} kg  '
+            f'arm/rest mass ratio={fig.ratio:.3f}'
+        )
+        say(
+            f'  [{tip}] home: tip at {np.round(fig.tip_home, 3)} in base_link; fixed-base '
+            f'Jacobian singular values {np.round(fig.singular_values, 3)} (cond {fig.cond:.1f})'
+        )
+        say(
+            f'  [{tip}] joint_pd move {fvec(fig.move)} m: base turns {fig.plain.rotation:.2f} '
+            f'deg, base_link origin moves {fig.plain.translation:.3f} m, tip misses the goal '
+            f'by {fig.plain.miss:.3f} m; momentum stays {fig.plain.momentum:.1e}'
+        )
+        if fig.reactionless is None:
+            say(
+                f'  [{tip}] reactionless: subspace of {fig.reactionless_dim} joint rates cannot '
+                'move the tip in every task direction - not run'
+            )
+        else:
+            r = fig.reactionless
+            say(
+                f'  [{tip}] reactionless move (subspace of {fig.reactionless_dim} rates): tip '
+                f'{r.miss * 1e3:.2f} mm from the goal, base turned at most '
+                f'{r.max_rotation:.2e} deg'
+            )
+    say(f'  {pinocchio_check(path, model)}')
+    return figures
+
+
+def check_all(urdf_dir: Path, verbose: bool = True) -> list[ArmFigures]:
+    """:func:`check_robot` for every sample robot in ``urdf_dir``."""
+    return [fig for fname in ROBOTS for fig in check_robot(urdf_dir / fname, verbose)]
+
+
+# --------------------------------------------------------------------------------------
+# The tables of urdf/README.md
+# --------------------------------------------------------------------------------------
+def robot_tables(links: list[Link], joints: list[Joint]) -> str:
+    """Mass-property and joint tables of one robot, from its definition, with the values as
+    the URDF prints them (:func:`fmt`)."""
     out = [
         '| link | mass [kg] | CoM in link frame [m] | Ixx | Iyy | Izz | Ixy | Ixz | Iyz |',
         '|---|---|---|---|---|---|---|---|---|',
     ]
-    for lk in tree.links:
-        if lk not in tree.inertial:
-            out.append(f'| `{lk}` | 0 (frame only) | - | | | | | | |')
+    for lk in links:
+        if not lk.prims:
+            out.append(f'| `{lk.name}` | 0 (frame only) | - | | | | | | |')
             continue
-        m, com, i = tree.inertial[lk]
-        vals = [i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2]]
+        m, com, i = composite(lk.prims)
+        m, com = float(fmt(m)), [float(fmt(c)) for c in com]
+        vals = [float(fmt(v)) for v in (i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2])]
         out.append(
-            f'| `{lk}` | {m:g} | ({", ".join(f"{c:.4g}" for c in com)}) | '
-            + ' | '.join('0' if abs(v) < 1e-12 else f'{v:.4g}' for v in vals)
+            f'| `{lk.name}` | {m:g} | ({", ".join(f"{c:.4g}" for c in com)}) | '
+            + ' | '.join('0' if v == 0 else f'{v:.4g}' for v in vals)
             + ' |'
         )
     out += [
         '',
-        (
-            '| joint | type | parent -> child | origin xyz [m] / rpy [rad] | axis | lower..upper [rad] '
-            '| effort [N m] | velocity [rad/s] | damping / friction |'
-        ),
+        '| joint | type | parent -> child | origin xyz [m] / rpy [rad] | axis '
+        '| lower..upper [rad] | effort [N m] | velocity [rad/s] | damping / friction |',
         '|---|---|---|---|---|---|---|---|---|',
     ]
-    root = (
-        ET.parse(URDF_DIR / f'{tree.name}.urdf').getroot()
-        if (URDF_DIR / f'{tree.name}.urdf').exists()
-        else None
-    )
-    dyn = {}
-    if root is not None:
-        for j in root.findall('joint'):
-            d = j.find('dynamics')
-            if d is not None:
-                dyn[j.get('name')] = f'{d.get("damping")} / {d.get("friction")}'
-    for n, j in tree.joints.items():
-        org = f'({fvec(np.round(j["xyz"], 4))}) / ({fvec(np.round(j["rpy"], 4))})'
-        if j['type'] == 'fixed':
-            out.append(f'| `{n}` | fixed | `{j["parent"]}` -> `{j["child"]}` | {org} | | | | | |')
+    for j in joints:
+        org = f'({fvec(np.round(j.xyz, 4))}) / ({fvec(np.round(j.rpy, 4))})'
+        link = f'`{j.parent}` -> `{j.child}`'
+        if j.jtype == 'fixed':
+            out.append(f'| `{j.name}` | fixed | {link} | {org} | | | | | |')
         else:
-            lim = j['limit']
             out.append(
-                f'| `{n}` | {j["type"]} | `{j["parent"]}` -> `{j["child"]}` | {org} | ({fvec(j["axis"])}) '
-                f'| {lim["lower"]:g}..{lim["upper"]:g} | {lim["effort"]:g} | {lim["velocity"]:g} '
-                f'| {dyn.get(n, "-")} |'
+                f'| `{j.name}` | {j.jtype} | {link} | {org} | ({fvec(j.axis)}) '
+                f'| {j.lower:g}..{j.upper:g} | {j.effort:g} | {j.velocity:g} '
+                f'| {fmt(j.damping)} / {fmt(j.friction)} |'
             )
     return '\n'.join(out)
 
 
-def check_all():
-    results = {}
-    for fname in ROBOTS:
-        path = URDF_DIR / fname
-        tree = Tree(path)
-        check_inertias(tree)
-        print(
-            f'{fname}: robot "{tree.name}", root "{tree.root}", {len(tree.links)} links, '
-            f'{len(tree.dof)} dof, mass {tree.total_mass():.3f} kg - parse/tree/SPD/triangle OK'
+def _row_name(fig: ArmFigures) -> str:
+    return f'`{fig.robot}` `{fig.tip}`'
+
+
+def figures_tables(figures: list[ArmFigures]) -> str:
+    """The measured figures of every end effector (what :func:`check_robot` prints)."""
+    out = [
+        '| robot / tip | DoF | total mass [kg] | arm mass [kg] | arm / rest mass '
+        '| reach, joint 1 -> tip along the chain [m] |',
+        '|---|---|---|---|---|---|',
+    ]
+    for fig in figures:
+        out.append(
+            f'| {_row_name(fig)} | 6 + {fig.n} | {fig.total_mass:g} | {fig.arm_mass:g} '
+            f'| {fig.ratio:.3f} | {fig.reach:.2f} |'
         )
-        tips = [lk for lk in tree.links if lk.endswith('ee_link')]
-        for tip in tips:
-            results[(fname, tip)] = report_arm(tree, tip, tip)
-        pinocchio_check(path, tree, tips)
-    r = results[('ffsim_servicer_7dof.urdf', 'ee_link')]
-    assert r['rot'] >= 1.0, f'7-DoF servicer: base rotation {r["rot"]:.2f} deg < 1 deg'
-    assert 2.0 <= r['reach'] <= 3.0 + 1e-9, r['reach']
-    return results
+    out += [
+        '',
+        '| robot / tip | tip at home in `base_link` [m] | fixed-base Jacobian singular values '
+        'at home (cond) | tip move [m] | base rotation, `joint_pd` [deg] | `reactionless`, '
+        'same goal |',
+        '|---|---|---|---|---|---|',
+    ]
+    for fig in figures:
+        sv = ' '.join(f'{s:.2f}' for s in fig.singular_values)
+        if fig.reactionless is None:
+            rl = f'not run: {fig.reactionless_dim}-dim. reactionless subspace'
+        else:
+            rl = (
+                f'goal reached (< {REACTIONLESS_MISS * 1e3:g} mm), base < '
+                f'{REACTIONLESS_ROTATION:g} deg'
+            )
+        out.append(
+            f'| {_row_name(fig)} | ({fvec(np.round(fig.tip_home, 3))}) | {sv} '
+            f'(cond {fig.cond:.1f}) | ({fvec(fig.move)}) | {fig.plain.rotation:.2f} | {rl} |'
+        )
+    return '\n'.join(out)
 
 
-def main(argv=None):
+def readme_tables(figures: list[ArmFigures]) -> list[tuple[str, str]]:
+    """(title, markdown) of every table of urdf/README.md this script produces."""
+    out = [('figures (summary)', figures_tables(figures))]
+    for fname, build in ROBOTS.items():
+        _, _, links, joints = build()
+        out.append((fname, robot_tables(links, joints)))
+    return out
+
+
+def readme_problems(figures: list[ArmFigures], readme: Path = README) -> list[str]:
+    """One message per table of :func:`readme_tables` not found verbatim in ``readme``."""
+    text = readme.read_text() if readme.is_file() else ''
+    return [
+        f'{readme}: the {title} table is not the current one (print it with --tables)'
+        for title, table in readme_tables(figures)
+        if table not in text
+    ]
+
+
+# --------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--check', action='store_true', help='only check the existing files')
     ap.add_argument(
-        '--tables', action='store_true', help='print the README markdown tables and exit'
+        '--check',
+        action='store_true',
+        help='write nothing; exit 1 unless the URDFs in DIR are byte-identical to what this '
+        'script writes, pass the checks, and urdf/README.md has the current tables',
+    )
+    ap.add_argument(
+        '--out',
+        type=Path,
+        default=URDF_DIR,
+        metavar='DIR',
+        help='directory the URDFs are written to (or compared in, with --check); default urdf/',
+    )
+    ap.add_argument(
+        '--tables', action='store_true', help='print the tables of urdf/README.md and exit'
     )
     args = ap.parse_args(argv)
-    if args.tables:
-        for fname in ROBOTS:
-            print(f'### {fname}\n')
-            print(markdown_tables(Tree(URDF_DIR / fname)))
-            print()
-        return 0
-    if not args.check:
-        URDF_DIR.mkdir(exist_ok=True)
-        for fname, fn in ROBOTS.items():
-            robot, header, links, joints = fn()
-            (URDF_DIR / fname).write_text(urdf_xml(robot, header, links, joints))
-            print(f'wrote {URDF_DIR / fname}')
-    check_all()
-    return 0
+    problems = []
+    try:
+        if args.tables:
+            with tempfile.TemporaryDirectory() as tmp:
+                write(Path(tmp))
+                figures = check_all(Path(tmp), verbose=False)
+            for title, table in readme_tables(figures):
+                print(f'<!-- {title} -->\n{table}\n')
+            return 0
+        if args.check:
+            problems += stale_files(args.out)
+        else:
+            for path in write(args.out):
+                print(f'wrote {path}')
+        figures = check_all(args.out)
+    except (CheckError, ValueError) as exc:  # ValueError: the loader rejects a file
+        print(f'FAILED: {exc}', file=sys.stderr)
+        return 1
+    readme = readme_problems(figures)
+    if args.check:
+        problems += readme
+    else:
+        for message in readme:
+            print(f'note: {message}')
+    for message in problems:
+        print(f'FAILED: {message}', file=sys.stderr)
+    return 1 if problems else 0
 
 
 if __name__ == '__main__':

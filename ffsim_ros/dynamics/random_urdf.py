@@ -1,8 +1,9 @@
 """Random URDF generators for tests and benchmarks.
 
-Pure Python (standard library only): no ROS, no NumPy, no Pinocchio. The output is fully
-determined by the arguments (``random.Random`` is seeded explicitly), and every number is
-written in its shortest round-trip form so that any two parsers read bit-identical doubles.
+No ROS, no Pinocchio: the random draws come from ``random.Random`` (seeded explicitly), the
+rotation of a link's inertia from :func:`.lie.rpy_to_matrix`, the products and sums in plain
+Python. The output is fully determined by the arguments, and every number is written in its
+shortest round-trip form so that any two parsers read bit-identical doubles.
 
 Two generators are provided:
 
@@ -25,6 +26,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
+
+from .lie import rpy_to_matrix
 
 __all__ = ['chain_urdf', 'random_urdf']
 
@@ -65,36 +69,13 @@ def _vec(v: Vec3) -> str:
     return ' '.join(_fmt(c) for c in v)
 
 
-def _rpy_matrix(rpy: Vec3) -> Mat3:
-    """Rotation matrix of URDF roll-pitch-yaw angles, ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
+def _rotated_inertia(rot: Sequence[Sequence[float]], principal: Vec3) -> Mat3:
+    """Return ``R diag(principal) R^T``, summed in plain Python (a fixed order of operations,
+    so the printed digits do not depend on the BLAS).
 
     Parameters
     ----------
-    rpy : tuple of float
-        Roll, pitch, yaw in radians.
-
-    Returns
-    -------
-    tuple of tuple of float
-        Row-major 3x3 rotation matrix.
-    """
-    r, p, y = rpy
-    cr, sr = math.cos(r), math.sin(r)
-    cp, sp = math.cos(p), math.sin(p)
-    cy, sy = math.cos(y), math.sin(y)
-    return (
-        (cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr),
-        (sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr),
-        (-sp, cp * sr, cp * cr),
-    )
-
-
-def _rotated_inertia(rot: Mat3, principal: Vec3) -> Mat3:
-    """Return ``R diag(principal) R^T``.
-
-    Parameters
-    ----------
-    rot : tuple of tuple of float
+    rot : (3, 3) array_like
         Rotation matrix ``R``.
     principal : tuple of float
         Principal moments of inertia.
@@ -104,6 +85,7 @@ def _rotated_inertia(rot: Mat3, principal: Vec3) -> Mat3:
     tuple of tuple of float
         Symmetric inertia tensor.
     """
+    rot = [[float(x) for x in row] for row in rot]
     rows = []
     for i in range(3):
         rows.append(
@@ -184,7 +166,7 @@ def _inertial_xml(rng: random.Random, mass_range: tuple[float, float] = (0.3, 5.
         mass * (a * a + c * c) / 12.0,
         mass * (a * a + b * b) / 12.0,
     )
-    rot = _rpy_matrix(_uniform3(rng, -math.pi, math.pi))
+    rot = rpy_to_matrix(_uniform3(rng, -math.pi, math.pi))
     inertia = _rotated_inertia(rot, principal)
     xyz = _uniform3(rng, -0.2, 0.2)
     rpy = _uniform3(rng, -math.pi, math.pi)
