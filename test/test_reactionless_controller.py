@@ -73,15 +73,25 @@ def test_generalized_jacobian_gives_the_simulated_ee_velocity() -> None:
     assert np.linalg.norm(Jstar[:3] @ phidot - vel) < 1e-8 * max(1.0, np.linalg.norm(vel))
 
 
-def test_generalized_inertia_reproduces_forward_dynamics() -> None:
+@pytest.mark.parametrize('mode', ['reactionless', 'gjm_tracking'])
+def test_law_torques_give_the_commanded_joint_accelerations(mode: str) -> None:
+    """``compute()`` turns its command ``phiddot = kv (phidot_d - phidot)`` into torques with
+    the free-floating terms it evaluates (``H*, c*``: the base unactuated); ABA with those
+    torques and no base wrench reproduces the command (and the exported generalized_inertia
+    gives the same torques)."""
     rng = np.random.default_rng(8)
     q = random_q(rng)
-    v = 0.3 * rng.normal(size=MODEL.nv)
-    phiddot = rng.normal(size=N)
-    Hs, cs = generalized_inertia(MODEL, q, v)
-    tau = Hs @ phiddot + cs
-    a = D.forward_dynamics(MODEL, q, v, tau)  # no base wrench: the base is unactuated
+    v = 0.02 * rng.normal(size=MODEL.nv)
+    law = ReactionlessController(MODEL, 'ee_link', mode=mode)
+    goal = D.link_pose(MODEL, q, 'ee_link')[0] + np.array([0.05, -0.03, 0.02])
+    out = law.compute(q, v, goal)
+    assert not out.saturated
+    phiddot = law.gains.kv_joint * (out.phidot_desired - v[6:])
+    assert np.linalg.norm(phiddot) > 1.0  # a real command
+    a = D.forward_dynamics(MODEL, q, v, out.tau)
     assert np.linalg.norm(a[6:] - phiddot) < 1e-10 * np.linalg.norm(phiddot)
+    Hs, cs = generalized_inertia(MODEL, q, v)
+    assert np.linalg.norm(Hs @ phiddot + cs - out.tau) < 1e-12 * np.linalg.norm(out.tau)
 
 
 def test_gains_and_goals_are_validated() -> None:

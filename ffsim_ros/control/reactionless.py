@@ -3,17 +3,18 @@
 The law has three layers, each with its source:
 
 1. **Task-space motion through the generalized Jacobian** (Yoshida & Umetani 1993). Under
-   zero total momentum, seed 000 eq. 21 gives the base velocity ``x0dot = -H0^-1 H0m phidot``
-   and eq. 5 the end-effector velocity ``xdot = J* phidot`` with ``J* = Jm - Js H0^-1 H0m``.
+   zero total momentum, [S0 eq. 21] gives the base velocity ``x0dot = -H0^-1 H0m phidot``
+   and [S0 eq. 5] the end-effector velocity ``xdot = J* phidot`` with
+   ``J* = Jm - Js H0^-1 H0m``.
    The commanded end-effector velocity is a saturated proportional law
    ``xdot_d = sat(K_p (x_goal - x))``; joint rates come from damped least squares
    ``J^+ = J^T (J J^T + lambda^2 E)^-1`` so dynamic singularities of J* stay bounded.
 
 2. **Reactionless null space** (Nguyen-Huynh 2013; Dimitrov & Yoshida 2004). With zero
    momentum the base angular velocity is ``w0 = -A phidot`` where ``A`` is the angular (lower
-   three) rows of ``H0^-1 H0m``. The same null space is that of ``H_wphi`` of eq. 16: setting
+   three) rows of ``H0^-1 H0m``. The same null space is that of ``H_wphi`` of [S0 eq. 16]: setting
    ``w0 = 0`` in ``L_g = H_w w0 + H_wphi phidot = 0`` leaves ``H_wphi phidot = 0``. Note that
-   the angular rows of ``H0m`` itself (``H_Omega_phi``, momentum about the *base* CoM, eq. 19)
+   the angular rows of ``H0m`` itself (``H_Omega_phi``, momentum about the *base* CoM, [S0 eq. 19])
    give the same null space only when the system CoM coincides with the base CoM; the base
    also translates (``M V0 = -J_Tw phidot``), which couples into ``L_0``. We therefore use
    ``A``, which is exact. With ``N`` an orthonormal basis of ``null(A)`` (SVD), joint rates
@@ -22,7 +23,7 @@ The law has three layers, each with its source:
    priority, above the end-effector task) removes drift from tracking errors.
 
 3. **Computed-torque inner loop** on the free-floating dynamics with no base actuation
-   (eq. 39 with ``F_b = 0``): eliminating ``x0ddot = -H0^-1 (H0m phiddot + c_b)`` gives
+   ([S0 eq. 39] with ``F_b = 0``): eliminating ``x0ddot = -H0^-1 (H0m phiddot + c_b)`` gives
    ``tau = H* phiddot + c*`` with the generalized inertia ``H* = Hm - H0m^T H0^-1 H0m`` and
    ``c* = c_m - H0m^T H0^-1 c_b``. The desired acceleration is
    ``phiddot_d = K_v (phidot_d - phidot)``. Efforts are clipped to the joint limits.
@@ -133,7 +134,7 @@ def dls_pinv(J: np.ndarray, damping: float) -> np.ndarray:
 
 
 def base_rate_map(model: D.Model, q: np.ndarray) -> np.ndarray:
-    """``A`` (3, n) with ``w0 = -A phidot`` under zero momentum (seed 000, eq. 21)."""
+    """``A`` (3, n) with ``w0 = -A phidot`` under zero momentum [S0 eq. 21]."""
     H0, H0m, _ = D.inertia_blocks(model, q)
     return np.linalg.solve(H0, H0m)[3:6]
 
@@ -323,7 +324,7 @@ class ReactionlessController:
         )
 
     def _momentum_about_com(self, q: np.ndarray, v: np.ndarray, H: np.ndarray) -> np.ndarray:
-        """``[P; L_g]`` from ``[P; L_0] = H[:6] v`` (eqs. 17, 12): no extra recursion."""
+        """``[P; L_g]`` from ``[P; L_0] = H[:6] v`` [S0 eqs. 12, 17]: no extra recursion."""
         h = H[:6] @ v
         rg = D.center_of_mass(self.model, q)
         h[3:] += np.cross(q[:3] - rg, h[:3])

@@ -1,11 +1,13 @@
 """Free-floating multibody dynamics core of ffsim_ros (no ROS imports).
 
-Conventions (seed 000, eqs. 5 and 22): ``q = [r0, Q0 (x, y, z, w), phi]`` with ``r0`` the
+Conventions [S0 eqs. 5, 17, 22]: ``q = [r0, Q0 (x, y, z, w), phi]`` with ``r0`` the
 base-body CoM; ``v = [V0, w0, phidot]`` with ``V0`` the base CoM velocity and ``w0`` the base
 angular velocity, all in the inertial frame. A fixed-base model has ``q = phi``,
 ``v = phidot``. See :mod:`ffsim_ros.dynamics.model` for the glossary, and
 :mod:`ffsim_ros.dynamics.mufti` for Mufti's maximal-coordinate formulation (seed 001: KKT and
 null-space forward dynamics, joint reactions, prescribed base motion, closed chains).
+Equation references name their seed (``[S0 eq. 38]``, ``[M eq. 63]``); ``docs/equations.md``
+maps each equation to the functions that implement it.
 """
 
 from .algorithms import (
@@ -42,6 +44,7 @@ from .integration import (
     STEP_METHODS,
     difference,
     integrate,
+    momentum_after,
     rk4_step,
     step,
 )
@@ -92,6 +95,7 @@ __all__ = [
     'maximal_dynamics',
     'Model',
     'momentum',
+    'momentum_after',
     'momentum_and_com',
     'neutral',
     'potential_energy',

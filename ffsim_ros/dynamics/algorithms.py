@@ -138,7 +138,7 @@ def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
-    """Pose of a link frame in the inertial frame (seed 000, eq. 1 for the end effector).
+    """Pose of a link frame in the inertial frame ([S0 eq. 1] for the end effector).
 
     Returns
     -------
@@ -152,7 +152,7 @@ def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.nda
 
 
 def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
-    """System CoM ``r_g`` (seed 000, after eq. 10), (3,) inertial frame [m]."""
+    """System CoM ``r_g`` (defined after [S0 eq. 10]), (3,) inertial frame [m]."""
     if is_batch(q):
         lead = batch_shape(q)
         Q = as_rows(q, model.nq, 'q', lead)
@@ -181,15 +181,15 @@ def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray,
     -------
     R : (nb, 3, 3) body orientations;  p : (nb, 3) body frame origins [m].
     S : (6, nv) motion subspace columns ``[v_O; w]`` at the inertial origin O: joint ``k``'s
-        columns map its velocity coordinates to its spatial velocity [S0 eqs. 3-5; M secs.
-        3.1-3.2].
+        columns map its velocity coordinates to its spatial velocity [S0 eqs. 3-5]
+        [M secs. 3.1-3.2].
     """
     R, p, S, _, _, _ = e_kinematics(*model.packed, as_q(model, q))
     return R, p, S
 
 
 def link_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
-    """Jacobian ``[Js | Jm]`` of a link frame (seed 000, eq. 5).
+    """Jacobian ``[Js | Jm]`` of a link frame [S0 eq. 5].
 
     Returns
     -------

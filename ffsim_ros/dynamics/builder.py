@@ -1,6 +1,6 @@
 """Models beyond URDF: a Python builder and a YAML format with spherical and universal joints.
 
-URDF has no ball-and-socket (spherical) or universal joint; seed 001 (sections 3.1-3.2) is
+URDF has no ball-and-socket (spherical) or universal joint; seed 001 [M secs. 3.1-3.2] is
 written for them. :class:`ModelBuilder` assembles a :class:`~ffsim_ros.dynamics.model.Model`
 body by body, and :func:`load_model` reads the same description from YAML (or a dict):
 

@@ -1,13 +1,13 @@
 """One forward-dynamics entry point over every formulation of the package.
 
 :data:`FORWARD_DYNAMICS_METHODS` maps a method name to the function computing the
-accelerations of [S0 eq. 39] (eq. 41 with wrenches and friction) with it:
+accelerations of [S0 eq. 39] ([S0 eq. 41] with wrenches and friction) with it:
 
 ================  ================================================================================
 ``'aba'``         O(n) articulated-body algorithm (:func:`~.algorithms.aba`, the default)
 ``'crba'``        ``H^-1 (Q - c)`` by Cholesky, O(n^3) (:func:`~.algorithms.forward_dynamics_crba`)
 ``'kkt'``         Mufti's Lagrangian system [M eqs. 10, 49] solved sparse
-``'nullspace'``   its null-space form [M eq. 40-c], ``Z`` from a QR [M Appendix]
+``'nullspace'``   its null-space form [M eq. 40-c], ``Z`` from a QR [M Appendix case 1]
 ``'multipliers'`` the multiplier system with the accelerations eliminated [M eqs. 14, 50]
 ``'barycentric'`` the reduced form of augmented bodies and barycentric vectors [M eqs. 30-38, 51]
 ================  ================================================================================

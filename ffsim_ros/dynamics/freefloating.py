@@ -11,7 +11,7 @@ Glossary (inertial frame, SI units):
                ``x0dot = -B phidot`` [S0 eq. 21]
 ``J*``         generalized Jacobian ``Jm - Js B`` (Yoshida & Umetani 1993)
 ``H*, c*``     generalized inertia ``Hm - H0m^T B`` and bias ``c_m - H0m^T H0^-1 c_b`` of the
-               unactuated-base dynamics ``tau = H* phiddot + c*`` [S0 eq. 39, ``F_b = 0``]
+               unactuated-base dynamics ``tau = H* phiddot + c*`` ([S0 eq. 39] with ``F_b = 0``)
 =============  ================================================================================
 
 :func:`free_floating_terms` computes them all from one evaluation of ``H``, ``c`` and a link

@@ -32,8 +32,11 @@ from .inputs import (
 from .kernels.batched import b_integrate, b_rk4_step
 from .kernels.entry import (
     e_chart_rate,
+    e_conserving_rk4_steps,
+    e_correct_momentum,
     e_forward_dynamics,
     e_integrate,
+    e_momentum_target,
     e_rk4_stage,
     e_rk4_steps,
 )
@@ -120,6 +123,7 @@ def step(
     base_wrench_body: ArrayLike | None = None,
     link_wrenches: Mapping[str, ArrayLike] | None = None,
     steps: int = 1,
+    conserve_momentum: bool = False,
     rtol: float = 1e-10,
     atol: float = 1e-12,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -144,6 +148,12 @@ def step(
         of each step and held constant in the inertial frame over it.
     steps : int
         Number of steps (>= 1) under the same inputs.
+    conserve_momentum : bool
+        Floating base without external wrenches (joint efforts and gravity only): after each
+        step, restore the momentum the step must end with (the momentum before it, plus the
+        weight's impulse) by the kinetic-energy-metric projection of the base velocity
+        (:mod:`.kernels.conservation`). The momentum then holds to round-off at any step size;
+        the trajectory keeps the method's order. A base or link wrench is a ``ValueError``.
 
     Returns
     -------
@@ -181,11 +191,16 @@ def step(
         require_floating(model, 'base_wrench_body')
         body = as_vector(base_wrench_body, 6, 'base_wrench_body')
     packed, fric = model.packed, model.joint_dynamics
-    if method == 'rk4' and not link_wrenches:
+    if conserve_momentum:
+        _check_conservable(model, base_wrench, base_wrench_body, link_wrenches)
+        if method == 'rk4':
+            return e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
+    elif method == 'rk4' and not link_wrenches:
         return e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
     if method not in STEP_METHODS:
         raise ValueError(f'method: expected one of {STEP_METHODS}, got {method!r}')
     for _ in range(steps):
+        target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
         fext = body_wrenches(model, q, link_wrenches)
         if method == 'rk4':
             q, v = e_rk4_steps(*packed, q, v, gen, fext, fric, dt, body, 1)
@@ -200,7 +215,40 @@ def step(
             q = e_integrate(*packed, q, v, dt)
         else:
             q, v = _solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
+        if target is not None:
+            v = e_correct_momentum(*packed, q, v, target)
     return q, v
+
+
+def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.ndarray:
+    """The momentum ``[P; L_O]`` (6,) about the inertial origin that the state ``(q, v)`` has
+    after ``dt`` seconds when gravity is the only external force (exact: ``P`` gains
+    ``M g dt`` and the CoM follows its ballistic path); inertial frame [kg m/s, kg m^2/s]."""
+    require_floating(model, 'momentum_after')
+    return e_momentum_target(*model.packed, as_q(model, q), as_v(model, v), float(dt))
+
+
+def _check_conservable(
+    model: Model,
+    base_wrench: ArrayLike | None,
+    base_wrench_body: ArrayLike | None,
+    link_wrenches: Mapping[str, ArrayLike] | None,
+) -> None:
+    require_floating(model, 'conserve_momentum')
+    if base_wrench is not None or base_wrench_body is not None or link_wrenches:
+        raise ValueError(
+            'conserve_momentum: expected no base or link wrench (their impulse over a step '
+            'is not known in advance), got '
+            + ', '.join(
+                name
+                for name, given in (
+                    ('base_wrench', base_wrench is not None),
+                    ('base_wrench_body', base_wrench_body is not None),
+                    ('link_wrenches', bool(link_wrenches)),
+                )
+                if given
+            )
+        )
 
 
 def _with_body_wrench(

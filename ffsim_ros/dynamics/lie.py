@@ -8,7 +8,7 @@ Conventions used everywhere in the package:
   and unit quaternions or matrices, with the angle of ``log`` in ``[0, pi]``;
 * the base attitude of a floating base turns by *left* multiplication with its inertial-frame
   angular velocity (``Q <- exp(w0 dt) Q``), a ball joint by *right* multiplication with its
-  child-frame angular velocity (``Q <- Q exp(w dt)``) [S0 eq. 22; M sec. 3.1].
+  child-frame angular velocity (``Q <- Q exp(w dt)``) [S0 eq. 22] [M sec. 3.1].
 
 Two layers share the formulas:
 
@@ -257,9 +257,19 @@ def skew(x: ArrayLike) -> np.ndarray:
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x b`` over the last axis (broadcast); cheaper than ``np.cross`` for small arrays."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape == (3,) and b.shape == (3,):
+        a0, a1, a2 = a.tolist()
+        b0, b1, b2 = b.tolist()
+        return np.array((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0))
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def perpendicular_basis(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

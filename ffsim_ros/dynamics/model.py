@@ -8,12 +8,12 @@ Glossary (SPART / SpaceDyn names, seed 000):
                ``phi`` has ``n`` entries unless a spherical joint (4 coordinates, 3 DoFs)
                is present: ``nq = 7 + n + (number of spherical joints)``
 ``v``          velocity ``[V0 (3), w0 (3), phidot (n)]`` (floating) or ``phidot``
-``r0, V0``     base-body CoM position / velocity, inertial frame (eq. 22)
+``r0, V0``     base-body CoM position / velocity, inertial frame [S0 eqs. 17, 22]
 ``Q0, w0``     base orientation quaternion (x, y, z, w) / angular velocity, inertial frame
-``H0``         base inertia matrix, 6x6 (eq. 20)
-``H0m``        base-manipulator coupling inertia, 6xn (eq. 23)
-``Hm``         manipulator inertia, nxn (eq. 24, ``H_phi``)
-``Js, Jm``     base and manipulator Jacobians of a point (eq. 5)
+``H0``         base inertia matrix, 6x6 [S0 eq. 20]
+``H0m``        base-manipulator coupling inertia, 6xn [S0 eq. 23]
+``Hm``         manipulator inertia, nxn (``H_phi``) [S0 eq. 24]
+``Js, Jm``     base and manipulator Jacobians of a point [S0 eq. 5]
 ``J*``         generalized Jacobian ``Jm - Js H0^-1 H0m`` (Yoshida & Umetani 1993)
 =============  ================================================================================
 
@@ -44,9 +44,10 @@ from .kernels.layout import (
 )
 
 #: Moving joint types: name -> (kernel code, configuration size nq_j, velocity size nv_j).
-#: 'spherical' (ball-and-socket, seed 001 sec. 3.1): unit quaternion (x, y, z, w) of the child
+#: 'spherical' (ball-and-socket, [M sec. 3.1]): unit quaternion (x, y, z, w) of the child
 #: frame in the joint frame, velocity = relative angular velocity in the child frame.
-#: 'universal' (seed 001 sec. 3.2, n'_j = 2): angles about ``axis`` then ``axis2``.
+#: 'universal' ([M sec. 3.2], n_j = 2 axes, n'_j = 1 constraint): angles about ``axis`` then
+#: ``axis2``.
 JOINT_KINDS = {
     'revolute': (REVOLUTE, 1, 1),
     'continuous': (REVOLUTE, 1, 1),
@@ -201,7 +202,7 @@ class Model:
 
     @property
     def total_mass(self) -> float:
-        """Total mass M of the system [kg] (seed 000, eq. 9)."""
+        """Total mass M of the system [kg] [S0 eqs. 9-10]."""
         return float(self.arrays.mass.sum())
 
     @property

@@ -12,7 +12,9 @@ Because every body shares the same frame, composite inertias are plain sums and 
 transforms are needed in the recursions. A body's spatial inertia about O is kept in the
 compact form ``(m, h, Ib)`` with ``h = m c`` (first moment, kg m) and
 ``Ib = I_c + m (|c|^2 E - c c^T)`` (kg m^2), i.e. the 6x6 matrix
-``[[m E, -h~], [h~, Ib]]`` -- the same blocks as [S0 eq. 11] (``M E``, ``M r~_g``, ``I_w``).
+``[[m E, -h~], [h~, Ib]]``. Summed over the bodies these are the blocks of [S0 eq. 11]
+(``M E``, ``M r~_0g^T``, ``M r~_g``, ``I_w``) with the base velocity taken at O instead of the
+base CoM (``r_0 = 0`` there, so ``M r~_0g^T = -h~`` and ``I_w = Ib``).
 
 Modules, from the bottom up (each imports only those above it):
 

@@ -232,6 +232,47 @@ def acceleration_pass(
             acc[i, r] = s
 
 
+@njit_leaf
+def aba_passes(
+    m: ModelArrays,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    qdd: np.ndarray,
+    ws: np.ndarray,
+) -> None:
+    """The three passes of :func:`aba_into` on kinematics already in ``ws`` (its first
+    ``kinematics_ws_size`` entries, from :func:`.kinematics.kinematics_into`); arguments as
+    :func:`aba_into`."""
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    # every array of the three passes is a view on the one workspace (allocation dominates
+    # the cost of this kernel for small trees otherwise)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    o = kinematics_ws_size(nb, nv)
+    IA = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    pA = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    cb = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    vel = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    U = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    Dinv = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    u = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    acc = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    scratch = carve(ws, o, (3, 6, 6))
+    o += 108
+    velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
+    articulated_inertia_pass(m, tau, S, cb, IA, pA, U, Dinv, u, scratch)
+    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, carve(ws, o, (2, 6)))
+
+
 @njit
 def aba_into(
     m: ModelArrays,
@@ -257,33 +298,9 @@ def aba_into(
     ws : (aba_ws_size(nb, nv),) scratch (nothing assumed on entry).
     """
     nb = m.parent.shape[0]
-    nv = v.shape[0]
-    # every array of the three passes is a view on the one workspace (allocation dominates
-    # the cost of this kernel for small trees otherwise)
-    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
-    o = kinematics_ws_size(nb, nv)
-    IA = carve(ws, o, (nb, 6, 6))
-    o += 36 * nb
-    pA = carve(ws, o, (nb, 6))
-    o += 6 * nb
-    cb = carve(ws, o, (nb, 6))
-    o += 6 * nb
-    vel = carve(ws, o, (nb, 6))
-    o += 6 * nb
-    U = carve(ws, o, (nb, 6, 6))
-    o += 36 * nb
-    Dinv = carve(ws, o, (nb, 6, 6))
-    o += 36 * nb
-    u = carve(ws, o, (nb, 6))
-    o += 6 * nb
-    acc = carve(ws, o, (nb, 6))
-    o += 6 * nb
-    scratch = carve(ws, o, (3, 6, 6))
-    o += 108
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, v.shape[0])
     kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
-    velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
-    articulated_inertia_pass(m, tau, S, cb, IA, pA, U, Dinv, u, scratch)
-    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, carve(ws, o, (2, 6)))
+    aba_passes(m, v, tau, fext, qdd, ws)
 
 
 @njit

@@ -76,7 +76,8 @@ def _integrate_row(idata, fdata, q, v, dt):
 @njit
 def _rk4_row(idata, fdata, q, v, tau, with_friction, dt):
     m = unpack(idata, fdata)
-    return rk4_step(m, q, v, tau, np.empty((0, 6)), with_friction, dt, np.empty(0))
+    none = np.empty(0)
+    return rk4_step(m, q, v, tau, np.empty((0, 6)), with_friction, dt, none, none)
 
 
 @njit_parallel

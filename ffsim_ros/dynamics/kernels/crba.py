@@ -17,7 +17,7 @@ from .spatial import col6, inertia_times
 def crba(
     m: ModelArrays, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray, H: np.ndarray
 ) -> None:
-    """Composite-rigid-body algorithm: the generalized inertia matrix (seed 000, eqs. 24-27).
+    """Composite-rigid-body algorithm: the generalized inertia matrix [S0 eqs. 24-27].
 
     ``H[a, b] = S_a^T Ic_i S_b`` for DoF ``a`` of body ``i`` and DoF ``b`` of ``i`` or one of
     its ancestors, with ``Ic_i`` the composite inertia of the subtree rooted at ``i`` (a plain
@@ -62,7 +62,7 @@ def forward_dynamics_crba(
     fext: np.ndarray,
     with_friction: bool,
 ) -> np.ndarray:
-    """``a = H^-1 (Q - c)`` with H from :func:`crba`, c from :func:`rnea` (seed 000, eq. 39).
+    """``a = H^-1 (Q - c)`` with H from :func:`crba`, c from :func:`rnea` [S0 eq. 39].
 
     O(n^3); the reference the O(n) :func:`aba` is checked against.
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..jit import carve, njit
 from .aba import aba_into, aba_ws_size, forward_dynamics
+from .conservation import conserving_rk4_steps, correct_momentum, momentum_after, system_momentum
 from .crba import crba, forward_dynamics_crba
 from .friction import joint_friction
 from .kinematics import (
@@ -227,5 +228,40 @@ def e_rk4_steps(
     batch of physics steps); ``wrench_body`` (6,) in the base frame, or empty."""
     m = unpack(idata, fdata)
     for _ in range(count):
-        q, v = rk4_step(m, q, v, gen, fext, with_friction, dt, wrench_body)
+        q, v = rk4_step(m, q, v, gen, fext, with_friction, dt, wrench_body, wrench_body[:0])
     return q, v
+
+
+@njit
+def e_conserving_rk4_steps(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    with_friction: bool,
+    dt: float,
+    count: int,
+):
+    """Entry point of :func:`.conservation.conserving_rk4_steps` (``gen`` (nv,) with a zero
+    base part)."""
+    return conserving_rk4_steps(unpack(idata, fdata), q, v, gen, with_friction, dt, count)
+
+
+@njit
+def e_momentum_target(
+    idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, dt: float
+):
+    """The momentum about O (6,) the state ``(q, v)`` has after ``dt`` under gravity alone
+    (:func:`.conservation.momentum_after`)."""
+    m = unpack(idata, fdata)
+    h, mass, first, _ = system_momentum(m, q, v)
+    return momentum_after(m, h, mass, first, dt)
+
+
+@njit
+def e_correct_momentum(
+    idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, target: np.ndarray
+) -> np.ndarray:
+    """Entry point of :func:`.conservation.correct_momentum`: the corrected velocity."""
+    return correct_momentum(unpack(idata, fdata), q, v, target)[0]

@@ -10,7 +10,7 @@ from .layout import ModelArrays
 
 @njit_leaf
 def joint_friction(m: ModelArrays, v: np.ndarray, out: np.ndarray) -> None:
-    """Generalized friction forces F_f (seed 000, eq. 41): viscous plus regularized Coulomb.
+    """Generalized friction forces F_f [S0 eq. 41]: viscous plus regularized Coulomb.
 
     ``F_f = -d qdot - f_c tanh(qdot / eps)`` with ``eps = 1e-3`` (rad/s or m/s), so the
     Coulomb term is smooth and the equations stay integrable by explicit methods.

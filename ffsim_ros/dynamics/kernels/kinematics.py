@@ -1,6 +1,6 @@
-"""Kinematics of the tree in the inertial frame: body poses [S0 eqs. 1-2], joint motion
-subspaces [S0 eqs. 3-5; M secs. 3.1-3.2], world inertias about O, and the per-joint velocity
-terms shared by RNEA and ABA.
+"""Kinematics of the tree in the inertial frame: body poses ([S0 eq. 1] link by link), joint
+motion subspaces [S0 eqs. 3-5] [M secs. 3.1-3.2], world inertias about O, and the per-joint
+velocity terms shared by RNEA and ABA.
 
 The workspace of one call is a flat float64 array; every temporary is carved out of it
 (a dozen small allocations cost more than the arithmetic of a 7-DoF robot). Nothing in a
@@ -21,7 +21,7 @@ from .spatial import col6, motion_cross, mul33, rowdot, scaled
 def forward_kinematics(
     m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, T: np.ndarray
 ) -> None:
-    """Body frame poses in the inertial frame (seed 000, eqs. 1-2 down the tree).
+    """Body frame poses in the inertial frame ([S0 eq. 1] link by link down the tree).
 
     Parameters
     ----------
@@ -41,7 +41,7 @@ def forward_kinematics(
                     R[i, r, c] = 1.0 if r == c else 0.0
         elif jt == ROOT_FREE:
             quat_to_matrix_into(q, 3, R, i)
-            # q[0:3] is the base CoM r0 (seed 000, eq. 22): the frame origin is r0 - R c0.
+            # q[0:3] is the base CoM r0 [S0 eq. 17]: the frame origin is r0 - R c0.
             for r in range(3):
                 p[i, r] = q[r] - rowdot(R, i, r, m.com, i)
         else:
@@ -89,13 +89,13 @@ def motion_subspace(
     """Columns of the joint motion subspaces in the inertial frame at O.
 
     For the free base, ``S[:, 0:6]`` maps ``[V0; w0]`` (base CoM velocity, inertial angular
-    velocity; seed 000, eq. 22) to the base's spatial velocity at O:
+    velocity; [S0 eq. 22]) to the base's spatial velocity at O:
     ``v_O = V0 + r0 x w0``. A revolute joint with world axis ``k`` through ``p_i`` gives
-    ``[p_i x k; k]`` (seed 000, eqs. 3-4: ``k x (r - p_i)`` at a point r); a prismatic one
+    ``[p_i x k; k]`` ([S0 eqs. 3-4]: ``k x (r - p_i)`` at a point r); a prismatic one
     ``[k; 0]``. A spherical joint has three such rotation columns about the child frame's
-    axes through the joint centre (seed 001, sec. 3.1, ball-and-socket: the relative angular
+    axes through the joint centre ([M sec. 3.1], ball-and-socket: the relative angular
     velocity in the child frame); a universal joint two, about the first axis (fixed in the
-    parent) and the second (fixed in the child; seed 001, sec. 3.2).
+    parent) and the second (fixed in the child; [M sec. 3.2]).
 
     Parameters
     ----------

@@ -134,6 +134,7 @@ def rk4_step(
     with_friction: bool,
     dt: float,
     wrench_body: np.ndarray,
+    first_acceleration: np.ndarray,
 ):
     """One RK4 step in the local chart at ``q`` (Runge-Kutta-Munthe-Kaas) with ABA.
 
@@ -143,6 +144,8 @@ def rk4_step(
     fext : (nb, 6) body wrenches about O, inertial frame, held constant; or (0, 6) for none.
     wrench_body : (6,) ``[f; n]`` at the base CoM in the *base* frame, re-expressed at every
         stage (it turns with the base); or an empty (0,) array for none.
+    first_acceleration : (nv,) the accelerations at ``(q, v)`` when the caller has them
+        (the first stage is then not evaluated again), or an empty (0,) array.
 
     Returns
     -------
@@ -158,9 +161,12 @@ def rk4_step(
     for s in range(4):
         if s > 0:
             qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
-        if wrench_body.shape[0] > 0:
-            add_body_wrench(qs, gen, wrench_body, force)
-        a = forward_dynamics(m, qs, vs, force, fext, with_friction)
+        if s == 0 and first_acceleration.shape[0] > 0:
+            a = first_acceleration
+        else:
+            if wrench_body.shape[0] > 0:
+                add_body_wrench(qs, gen, wrench_body, force)
+            a = forward_dynamics(m, qs, vs, force, fext, with_friction)
         d = chart_rate(m, ths, vs)
         b = RK4_WEIGHTS[s] * dt
         theta += b * d

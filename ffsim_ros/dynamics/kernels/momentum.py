@@ -14,7 +14,7 @@ from .spatial import inertia_times, row6
 def spatial_momentum(
     m: ModelArrays, v: np.ndarray, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
 ) -> np.ndarray:
-    """``[P; L_O]`` = sum of body momenta about O (seed 000, eqs. 6-7)."""
+    """``[P; L_O]`` = sum of body momenta about O [S0 eqs. 6-7]."""
     nb = m.parent.shape[0]
     vel = np.zeros((nb, 6))
     out = np.zeros(6)

@@ -47,8 +47,8 @@ def rnea(
 ) -> None:
     """Recursive Newton-Euler inverse dynamics in the inertial frame.
 
-    Solves ``H a + c = Q + J^T f_ext`` for ``Q`` (seed 000, eqs. 39/41 with ``F_c = f_ext``).
-    With ``a = 0`` the result is ``c - J^T f_ext`` (bias forces, eq. 38). Gravity enters as
+    Solves ``H a + c = Q + J^T f_ext`` for ``Q`` ([S0 eqs. 39, 41] with ``F_c = f_ext``).
+    With ``a = 0`` the result is ``c - J^T f_ext`` (bias forces, [S0 eq. 38]). Gravity enters as
     a fictitious base acceleration ``-g`` (scaled by ``gravity_scale``, 0 or 1).
 
     Parameters

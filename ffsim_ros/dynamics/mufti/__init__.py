@@ -2,10 +2,11 @@
 
 Every body is a free rigid body with its Newton-Euler equations; the joints are constraints
 whose Lagrange multipliers are the hinge forces and constraint torques. The Lagrangian (KKT)
-system of Gauss's principle of least constraint (eqs. 10, 39, 49, 63) is solved sparse, or in
-its null-space form (eq. 40-c, Appendix), or with the accelerations eliminated (eqs. 12-14,
-50). Trees of ball-and-socket joints and the seed's reduced forms (eqs. 14, 16, 28, 38, the
-barycentric vectors and augmented bodies) are in :mod:`.barycentric`. See ``docs/mufti.md``.
+system of Gauss's principle of least constraint [M eqs. 10, 39, 49, 63] is solved sparse, or
+in its null-space form [M eq. 40-c, Appendix], or with the accelerations eliminated
+[M eqs. 12-14, 50]. Trees of ball-and-socket joints and the seed's reduced forms
+[M eqs. 14, 16, 28, 38] (the barycentric vectors and augmented bodies) are in
+:mod:`.barycentric`. See ``docs/mufti.md``, and ``docs/equations.md`` for every equation.
 """
 
 from . import barycentric

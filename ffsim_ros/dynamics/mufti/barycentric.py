@@ -1,4 +1,4 @@
-"""Trees of ball-and-socket joints and their reduced forms (seed 001, section 3.1, eqs. 6-38).
+"""Trees of ball-and-socket joints and their reduced forms [M sec. 3.1, eqs. 6-38].
 
 This module takes the maximal-coordinate description the seed itself uses (:class:`BallTree`;
 :func:`model_ball_tree` / :func:`barycentric_dynamics` build it from a floating-base
@@ -12,37 +12,41 @@ is ``parent[j + 1]``, its final vertex ``j-`` is ``j + 1``. The hinge force ``f_
 
 Everything below is in the inertial frame: ``L_ij = c_ij R_i l_ij`` (the seed's matrix ``L``,
 which carries the incidence sign), ``I = diag(R_i I_i R_i^T)``, ``w_i`` the angular velocities,
-``x~`` the cross-product matrix (eq. 11). The Lagrangian system (eq. 10) is::
+``x~`` the cross-product matrix [M eq. 11]. The Lagrangian system [M eq. 10] is::
 
     [ M    0    -C   ] [r'']   [u_1]     u_1 = F
     [ 0    I    -L~  ] [w' ] = [u_2]     u_2 = G + C g - h^,   h^_i = w_i x I_i w_i
     [-C^T -L~^T  0   ] [f  ]   [u_3]     u_3_j = sum_i w_i x (w_i x L_ij)   (= L^^T 1_n)
 
-**OCR notes.** The second row of the printed eq. 10 shows ``-L''`` for ``-L~``;
-``E = T_1 (T_1 M T_1^T)^-1 T_1^T`` after eq. 19 has its transposes swapped (it must be the
-``n x n`` matrix ``T_1^T (T_1 M T_1^T)^-1 T_1``, which gives eq. 26's ``1_n 1_n^T / m``);
-eq. 29's last velocity term is ``-D~ M D^^T 1_n`` with ``D^_ik = w_i x (w_i x d_ik)`` (printed
-``-D~ M (D~)^T L^_n``); eqs. 30-31 lost the subscript and tildes of
-``-sum_k m_k d~_ik d~_ik`` and ``-sum_k m_k d~_ik d~_jk = m d~_ij d~_ji``; in eqs. 35-38
-``K_ij = m d~_ij d~_ji``, ``h'_i = w_i x K_ii w_i`` and the garbled ``N (1/n) Delta u~_2`` is
-``+ N 1_n`` with the 3-vectors ``N_ij = -w_j x (K_ji w_j) + m |w_j|^2 d_ji x d_ij``
-(``i != j``, ``N_ii = 0``). Each of these was derived again (docs/mufti.md) and the forms are
-checked against each other, the KKT system and Pinocchio's ABA.
+**OCR notes.** The second row of the printed [M eq. 10] shows ``-L''`` for ``-L~``;
+``E = T_1 (T_1 M T_1^T)^-1 T_1^T`` after [M eq. 19] has its transposes swapped (it must be the
+``n x n`` matrix ``T_1^T (T_1 M T_1^T)^-1 T_1``, which gives the ``1_n 1_n^T / m`` of
+[M eq. 26]); the last velocity term of [M eq. 29] is ``-D~ M D^^T 1_n`` with
+``D^_ik = w_i x (w_i x d_ik)`` (printed ``-D~ M (D~)^T L^_n``); [M eqs. 30-31] lost the
+subscript and tildes of ``-sum_k m_k d~_ik d~_ik`` and ``-sum_k m_k d~_ik d~_jk = m d~_ij d~_ji``;
+in [M eqs. 35-38] ``K_ij = m d~_ij d~_ji``, ``h'_i = w_i x K_ii w_i`` and the garbled
+``N (1/n) Delta u~_2`` is ``+ N 1_n`` with the 3-vectors
+``N_ij = -w_j x (K_ji w_j) + m |w_j|^2 d_ji x d_ij`` (``i != j``, ``N_ii = 0``); [M eq. 50]
+is the display before [M eq. 51], whose number the OCR lost. Each of these was derived again
+(docs/mufti.md) and the forms are checked against each other, the KKT system and Pinocchio's
+ABA.
 
 Methods of :func:`ball_tree_dynamics`:
 
-* ``'kkt'``: eq. 10, sparse LU (:func:`.linalg.solve_kkt`);
-* ``'eq14'``: eqs. 12-14, the ``3(n-1)`` hinge-force system (:func:`.linalg.solve_multipliers`);
-* ``'eq16'``: eqs. 15-16, an ``n``-block system in ``w'`` with ``A = (C^T M^-1 C)^-1`` inverted
-  numerically;
-* ``'eq28'``: eqs. 17-28, ``A = B M B^T`` and ``B = T_2 mu`` analytic, the barycentric matrix
-  ``D = -L T_2 mu``; ``r''`` and ``f`` from the analytic inverse of eq. 19;
-* ``'eq38'``: eqs. 30-38, ``K`` assembled from the augmented-body inertias ``K_ii`` and
+* ``'kkt'``: [M eq. 10], sparse LU (:func:`.linalg.solve_kkt`);
+* ``'eq14'``: [M eqs. 12-14], the ``3(n-1)`` hinge-force system
+  (:func:`.linalg.solve_multipliers`);
+* ``'eq16'``: [M eqs. 15-16], an ``n``-block system in ``w'`` with ``A = (C^T M^-1 C)^-1``
+  inverted numerically;
+* ``'eq28'``: [M eqs. 17-28], ``A = B M B^T`` and ``B = T_2 mu`` analytic, the barycentric
+  matrix ``D = -L T_2 mu``; ``r''`` and ``f`` from the analytic inverse of [M eq. 19];
+* ``'eq38'``: [M eqs. 30-38], ``K`` assembled from the augmented-body inertias ``K_ii`` and
   ``K_ij = m d~_ij d~_ji``, right-hand side ``-h' + D~ F + G + C g + N 1_n``.
 
-Pin joints (section 3.2, ``BallTree.pin_axes``) add the rows ``Q^T C^T w' = ...`` of eq. 48:
-``'kkt'`` then solves eq. 49, ``'eq14'`` eq. 50, and ``'eq16'``, ``'eq28'``, ``'eq38'`` solve
-eq. 51 ``[[K, -C Q], [-Q^T C^T, 0]] [w'; lambda] = [u~_2; u_4]`` with their ``K``.
+Pin joints ([M sec. 3.2], ``BallTree.pin_axes``) add the rows ``Q^T C^T w' = ...`` of
+[M eq. 48]: ``'kkt'`` then solves [M eq. 49], ``'eq14'`` [M eq. 50], and ``'eq16'``,
+``'eq28'``, ``'eq38'`` solve [M eq. 51] ``[[K, -C Q], [-Q^T C^T, 0]] [w'; lambda] =
+[u~_2; u_4]`` with their ``K``.
 """
 
 from __future__ import annotations
@@ -93,7 +97,7 @@ def _array(x, shape: tuple[int, ...], name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BallTree:
-    """``n`` rigid bodies joined by ``n - 1`` ball-and-socket joints (seed 001, section 3.1).
+    """``n`` rigid bodies joined by ``n - 1`` ball-and-socket joints [M sec. 3.1].
 
     Parameters
     ----------
@@ -111,15 +115,15 @@ class BallTree:
         ``l_{j-, j}``: from the CoM of the child ``j- = j + 1`` to hinge ``j``, in the child's
         body frame [m].
     pin_axes : (n - 1, 3) array_like, optional
-        Section 3.2: a unit row makes hinge ``j`` a pin joint about that axis, fixed in the
-        parent's body frame (``p_j``, eq. 43); a zero row (the default for all) keeps it a
+        [M sec. 3.2]: a unit row makes hinge ``j`` a pin joint about that axis, fixed in the
+        parent's body frame (``p_j`` of [M eq. 43]); a zero row (the default for all) keeps it a
         ball-and-socket joint.
 
     Attributes
     ----------
     n : int;  total_mass : float ``m`` [kg].
-    C : (n, n - 1) incidence matrix (eq. 1);  T2 : (n - 1, n) last rows of ``T = S^-1``
-    (eqs. 22-25);  l : (n, n - 1, 3) ``l_ij`` in body frame ``i`` (zero when hinge ``j`` is not
+    C : (n, n - 1) incidence matrix [M eq. 1];  T2 : (n - 1, n) last rows of ``T = S^-1``
+    [M eqs. 22-25];  l : (n, n - 1, 3) ``l_ij`` in body frame ``i`` (zero when hinge ``j`` is not
     on body ``i``) [m].
     """
 
@@ -189,12 +193,12 @@ class BallTree:
 
     @property
     def mu(self) -> np.ndarray:
-        """``mu = E_n - M 1_n 1_n^T / m`` (eq. 26), (n, n): ``mu_kl = delta_kl - m_k / m``."""
+        """``mu = E_n - M 1_n 1_n^T / m`` [M eq. 26], (n, n): ``mu_kl = delta_kl - m_k / m``."""
         return np.eye(self.n) - np.outer(self.mass, np.ones(self.n)) / self.total_mass
 
     @property
     def B(self) -> np.ndarray:
-        """``B = T_2 mu`` (eq. 26), (n - 1, n), dimensionless."""
+        """``B = T_2 mu`` [M eq. 26] (the ``T_2 - T_2 M E`` of [M eq. 20]), (n - 1, n)."""
         return self.T2 @ self.mu
 
     def subtree_mass(self) -> np.ndarray:
@@ -207,7 +211,7 @@ class BallTree:
 
 @dataclass(frozen=True)
 class AugmentedBodies:
-    """The augmented bodies of seed 001 (after eq. 29), all in body frames.
+    """The augmented bodies of seed 001 (defined after [M eq. 29]), all in body frames.
 
     Body ``i`` with, at each of its hinges ``j``, a point mass equal to the mass of all bodies
     connected to ``i`` through ``j`` (directly or indirectly).
@@ -219,7 +223,7 @@ class AugmentedBodies:
         from ``C_i``, body frame ``i`` [m] (``= -d_ii``).
     hinge_masses : (n, n - 1) point mass of body ``i`` at hinge ``j`` (0 if not on ``i``) [kg].
     inertia : (n, 3, 3) ``K_ii`` in body frame ``i``: the inertia of the augmented body about
-        its barycenter, ``I_i`` plus the point masses' ``-sum_k m_k d~_ik d~_ik`` (eqs. 30, 35)
+        its barycenter, ``I_i`` plus the point masses' ``-sum_k m_k d~_ik d~_ik`` [M eqs. 30, 35]
         [kg m^2]. Constant in the body frame (``K_ii = R_i (.) R_i^T`` inertial).
     """
 
@@ -230,7 +234,7 @@ class AugmentedBodies:
 
 
 def augmented_bodies(tree: BallTree) -> AugmentedBodies:
-    """Augmented bodies, barycenters and inertias ``K_ii`` (seed 001, eqs. 30, 35).
+    """Augmented bodies, barycenters and inertias ``K_ii`` [M eqs. 30, 35].
 
     Built geometrically from the point masses (not from ``D = -L T_2 mu``): the point mass at
     hinge ``j`` on its parent is the subtree mass below ``j``, on its child the rest ``m``
@@ -261,7 +265,7 @@ def augmented_bodies(tree: BallTree) -> AugmentedBodies:
 
 
 def barycentric_vectors(tree: BallTree) -> np.ndarray:
-    """Barycentric vectors ``d_ik`` from ``D = -L T_2 mu`` (seed 001, eqs. 28-31).
+    """Barycentric vectors ``d_ik`` from ``D = -L T_2 mu`` [M eqs. 28-31].
 
     ``d_ii`` is the vector from the barycenter of body ``i`` to its CoM ``C_i``; for ``k != i``
     ``d_ik`` is the vector from the barycenter of ``i`` to the hinge of ``i`` through which
@@ -284,7 +288,7 @@ def barycentric_vectors(tree: BallTree) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BallSolution:
-    """Forward dynamics of a :class:`BallTree` (seed 001, eq. 10 and its reductions).
+    """Forward dynamics of a :class:`BallTree` ([M eq. 10] and its reductions).
 
     Attributes
     ----------
@@ -292,7 +296,7 @@ class BallSolution:
     com_accelerations : (n, 3) ``r''_i`` of every CoM, inertial frame [m/s^2].
     hinge_forces : (n - 1, 3) ``f_j``, inertial frame [N]: the force on the parent ``j+`` at
         the hinge (the child receives ``-f_j``).
-    constraint_torques : (n - 1, 3) ``g^c_j = Q_j lambda_j`` (eq. 53), inertial frame [N m],
+    constraint_torques : (n - 1, 3) ``g^c_j = Q_j lambda_j`` [M eq. 53], inertial frame [N m],
         on the parent (zero at ball joints; normal to the axis at pin joints).
     """
 
@@ -304,7 +308,7 @@ class BallSolution:
 
 @dataclass(frozen=True)
 class _Terms:
-    """The inertial-frame pieces of eq. 10 for one state."""
+    """The inertial-frame pieces of [M eq. 10] for one state."""
 
     R: np.ndarray  # (n, 3, 3)
     w: np.ndarray  # (n, 3)
@@ -313,9 +317,9 @@ class _Terms:
     u1: np.ndarray  # (n, 3)
     u2: np.ndarray  # (n, 3)
     u3: np.ndarray  # (n - 1, 3)
-    q: np.ndarray  # (p, 3) constraint directions q_jk of the pin joints (eq. 44)
+    q: np.ndarray  # (p, 3) constraint directions q_jk of the pin joints [M eq. 44]
     qj: np.ndarray  # (p,) their hinges
-    bq: np.ndarray  # (p,) q . (w'_+ - w'_-) = (w_+ x q) . (w_- - w_+)  (eq. 48)
+    bq: np.ndarray  # (p,) q . (w'_+ - w'_-) = (w_+ x q) . (w_- - w_+)  [M eq. 48]
 
 
 def _terms(tree: BallTree, R, w, forces, torques, hinge_torques) -> _Terms:
@@ -353,7 +357,7 @@ def _terms(tree: BallTree, R, w, forces, torques, hinge_torques) -> _Terms:
 
 
 def _lagrangian(tree: BallTree, t: _Terms):
-    """``J``, ``G``, ``u``, ``b`` of eq. 10 in :mod:`.linalg`'s convention (x per body)."""
+    """``J``, ``G``, ``u``, ``b`` of [M eq. 10] in :mod:`.linalg`'s convention (x per body)."""
     n = tree.n
     J = block_mass_matrix(tree.mass, t.I)
     Gm = np.zeros((n - 1, 3, n, 6))  # [hinge j, row a, body i, column b]
@@ -366,7 +370,7 @@ def _lagrangian(tree: BallTree, t: _Terms):
 
 
 def _pin_rows(tree: BallTree, t: _Terms, stride: int, off: int) -> np.ndarray:
-    """Rows ``Q^T C^T`` of eq. 48 on ``w'`` (body ``i`` at columns ``stride i + off``)."""
+    """Rows ``Q^T C^T`` of [M eq. 48] on ``w'`` (body ``i`` at columns ``stride i + off``)."""
     p = t.qj.size
     Gq = np.zeros((p, stride * tree.n))
     cols = np.arange(3)
@@ -377,7 +381,7 @@ def _pin_rows(tree: BallTree, t: _Terms, stride: int, off: int) -> np.ndarray:
 
 
 def _torques(tree: BallTree, t: _Terms, lam_q: np.ndarray) -> np.ndarray:
-    """``g^c = Q lambda`` (eq. 53), (n - 1, 3)."""
+    """``g^c = Q lambda`` [M eq. 53], (n - 1, 3)."""
     gc = np.zeros((tree.n - 1, 3))
     np.add.at(gc, t.qj, lam_q[:, None] * t.q)
     return gc
@@ -401,10 +405,10 @@ def _LtT_times(L: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _recover(tree: BallTree, t: _Terms, wd: np.ndarray, gc: np.ndarray) -> BallSolution:
-    """``r''`` and ``f`` from ``w'`` by the analytic inverse of eqs. 17-19, 26.
+    """``r''`` and ``f`` from ``w'`` by the analytic inverse [M eqs. 17-19, 21, 26].
 
-    ``[M, -C; -C^T, 0] [r''; f] = [u_1; u_3 + L~^T w']`` (rows 1 and 3 of eq. 10) with the
-    inverse of eq. 19, ``E = 1_n 1_n^T / m``::
+    ``[M, -C; -C^T, 0] [r''; f] = [u_1; u_3 + L~^T w']`` (rows 1 and 3 of [M eq. 10]) with the
+    inverse of [M eq. 19], ``E = 1_n 1_n^T / m``::
 
         r'' = E u_1 + (E M T_2^T - T_2^T) v,   f = (T_2 M E - T_2) u_1 + (T_2 M E M T_2^T
         - T_2 M T_2^T) v,   v = u_3 + L~^T w'
@@ -424,13 +428,14 @@ def _recover(tree: BallTree, t: _Terms, wd: np.ndarray, gc: np.ndarray) -> BallS
 def _solve_rotational(
     tree: BallTree, t: _Terms, K: np.ndarray, rhs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``w'`` (n, 3) and ``g^c`` (n - 1, 3) from ``K w' = rhs`` (+ the pin rows: eq. 51).
+    """``w'`` (n, 3) and ``g^c`` (n - 1, 3) from ``K w' = rhs`` (+ the pin rows: [M eq. 51]).
 
-    ``K`` (any of the equal matrices of eqs. 16, 28, 35) is factorized by Cholesky (the seed,
-    after eq. 38). With pin joints, eq. 51 ``[[K, -C Q], [-Q^T C^T, 0]] [w'; lambda] =
-    [u~_2; u_4]`` is solved by eliminating ``w'``: ``(Q^T C^T K^-1 C Q) lambda = b_q -
-    Q^T C^T K^-1 u~_2`` (``u_4 = -b_q``; **OCR note:** eq. 49 prints ``u_4 = Q^T C^T w``, whose
-    dot was lost: it is ``Q'^T C^T w`` with ``Q' = w_+ x Q``, see :mod:`.tree`).
+    ``K`` (any of the equal matrices of [M eqs. 16, 28, 35]) is factorized by Cholesky (the
+    seed, after [M eq. 38]). With pin joints, [M eq. 51]
+    ``[[K, -C Q], [-Q^T C^T, 0]] [w'; lambda] = [u~_2; u_4]`` is solved by eliminating ``w'``:
+    ``(Q^T C^T K^-1 C Q) lambda = b_q - Q^T C^T K^-1 u~_2`` (``u_4 = -b_q``; **OCR note:**
+    [M eq. 49] prints ``u_4 = Q^T C^T w``, whose dot was lost: it is ``Q'^T C^T w`` with
+    ``Q' = w_+ x Q``, see :mod:`.tree`).
     """
     n = tree.n
     cho = sla.cho_factor(K)
@@ -444,7 +449,8 @@ def _solve_rotational(
 
 
 def _eq16(tree: BallTree, t: _Terms) -> BallSolution:
-    """Eqs. 15-16 with ``A = (C^T M^-1 C)^-1`` numerical, then eq. 15 row 2 and eq. 12."""
+    """[M eqs. 15-16] with ``A = (C^T M^-1 C)^-1`` numerical (the ``A`` of [M eq. 18]), then row
+    2 of [M eq. 15] for ``f`` and [M eq. 12] for ``r''``."""
     n, C = tree.n, tree.C
     A = np.linalg.inv(C.T @ (C / tree.mass[:, None]))  # (n - 1, n - 1), scalar blocks
     Lt = _blocks(skew(t.L))  # (3n, 3(n - 1))
@@ -465,7 +471,8 @@ def _d_inertial(tree: BallTree, t: _Terms) -> np.ndarray:
 
 
 def _eq28(tree: BallTree, t: _Terms) -> BallSolution:
-    """Eq. 28: ``(I + D~ M D~^T) w' = D~ u_1 + u_2 + D~ M B^T u_3``, ``D = -L T_2 mu``."""
+    """[M eq. 28]: ``(I + D~ M D~^T) w' = D~ u_1 + u_2 + D~ M B^T u_3``, ``D = -L T_2 mu``
+    (``L~ A L~^T = D~ M D~^T`` by [M eq. 27])."""
     d = _d_inertial(tree, t)
     Dt = _blocks(skew(d))  # (3n, 3n)
     M3 = np.repeat(tree.mass, 3)
@@ -476,10 +483,10 @@ def _eq28(tree: BallTree, t: _Terms) -> BallSolution:
 
 
 def system_inertia(tree: BallTree, R: np.ndarray) -> np.ndarray:
-    """``K = I + D~ M D~^T`` assembled by eq. 35 from the augmented bodies.
+    """``K = I + D~ M D~^T`` assembled by [M eq. 35] from the augmented bodies.
 
-    ``K_ii = R_i K_ii^body R_i^T`` (the augmented-body inertia, eq. 30) and
-    ``K_ij = m d~_ij d~_ji`` (eq. 31), ``i != j``.
+    ``K_ii = R_i K_ii^body R_i^T`` (the augmented-body inertia, [M eq. 30]) and
+    ``K_ij = m d~_ij d~_ji`` [M eq. 31], ``i != j``.
 
     Parameters
     ----------
@@ -504,7 +511,8 @@ def _system_inertia(tree: BallTree, R: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 
 def _eq38(tree: BallTree, t: _Terms) -> BallSolution:
-    """Eq. 38: ``K w' = -h' + D~ F + G + C g + N 1_n`` (``K`` of eq. 35)."""
+    """[M eq. 38]: ``K w' = -h' + D~ F + G + C g + N 1_n`` (``K`` of [M eq. 35]; the velocity
+    terms of [M eqs. 32-34, 36-37])."""
     n, m, w = tree.n, tree.total_mass, t.w
     d = _d_inertial(tree, t)
     K = _system_inertia(tree, t.R, d)
@@ -535,7 +543,7 @@ def ball_tree_dynamics(
     hinge_torques: np.ndarray | None = None,
     method: str = 'eq38',
 ) -> BallSolution:
-    """Forward dynamics of a tree of ball-and-socket joints (seed 001, section 3.1).
+    """Forward dynamics of a tree of ball-and-socket joints [M sec. 3.1].
 
     Parameters
     ----------
@@ -583,7 +591,7 @@ def ball_tree_dynamics(
 
 
 def com_positions(tree: BallTree, R: np.ndarray, r_root: np.ndarray) -> np.ndarray:
-    """CoM positions ``r_i`` from the root's by the hinge constraints (eqs. 6-7).
+    """CoM positions ``r_i`` from the root's by the hinge constraints [M eqs. 6-7].
 
     Parameters
     ----------
@@ -611,13 +619,13 @@ def model_ball_tree(model: Model) -> BallTree:
     """The :class:`BallTree` of a floating-base model whose joints are spherical or revolute.
 
     Hinge ``j`` is the child body's frame origin (the joint centre); a revolute joint becomes
-    a pin joint (section 3.2) about its axis, which is fixed in the parent's body frame.
+    a pin joint [M sec. 3.2] about its axis, which is fixed in the parent's body frame.
 
     Raises
     ------
     ValueError
         A fixed base (the seed's root is free), a prismatic or universal joint (the forms
-        of section 3.1-3.2 are written for ball and pin joints), or a body with a singular
+        of [M secs. 3.1-3.2] are written for ball and pin joints), or a body with a singular
         inertia (a point mass or a rod, which real URDFs carry), named by its link.
     """
     if not model.floating_base:

@@ -1,4 +1,4 @@
-"""Directed-tree description of the interconnections (seed 001, section 2).
+"""Directed-tree description of the interconnections [M sec. 2].
 
 The bodies are the vertices, the hinges the arcs. Seed 001 numbers bodies from 1; here they
 are numbered from 0 like :class:`~ffsim_ros.dynamics.model.Model` (body 0 = base = root), and
@@ -6,7 +6,7 @@ arc ``j`` (``j = 0 .. nb-2``) is the moving joint into body ``j + 1``: its initi
 ``j+`` is ``parent[j + 1]``, its final vertex ``j-`` is ``j + 1``.
 
 A :class:`~ffsim_ros.dynamics.model.Model` always has ``parent[i] < i``; that is a *regular
-labeling* in the sense of the seed (Fig. 3a): with its first row removed the incidence
+labeling* in the sense of the seed [M Fig. 3a]: with its first row removed the incidence
 matrix is upper triangular with ``-1`` on the diagonal. :func:`regular_labeling` produces
 such a numbering from an arbitrary one by the seed's peeling procedure.
 """
@@ -40,7 +40,7 @@ def _parents(parent: Sequence[int] | np.ndarray) -> np.ndarray:
 
 
 def incidence_matrix(parent: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Incidence matrix ``C`` of a directed tree (seed 001, section 2, eq. 1).
+    """Incidence matrix ``C`` of a directed tree [M sec. 2, eq. 1].
 
     Parameters
     ----------
@@ -65,10 +65,11 @@ def incidence_matrix(parent: Sequence[int] | np.ndarray) -> np.ndarray:
 
 
 def path_matrix(parent: Sequence[int] | np.ndarray) -> np.ndarray:
-    """``T = S^-1`` with ``S = (-e_1, C)`` (seed 001, eqs. 22-25), for a regular labeling.
+    """``T = S^-1`` with ``S = (-e_1, C)`` [M eqs. 22-25], for a regular labeling.
 
     ``T_1`` (first row) is ``-1_n^T``; ``T_2`` (the other rows) satisfies ``T_2 C = E``
-    and ``t_kl = -1`` iff arc ``k`` lies on the path from the root to body ``l`` (eq. 24).
+    and ``t_kl = -1`` iff arc ``k`` lies on the path from the root to body ``l`` (the path rule
+    printed after [M eq. 24], equivalent to its recursion).
 
     Returns
     -------
@@ -94,7 +95,7 @@ def path_matrix(parent: Sequence[int] | np.ndarray) -> np.ndarray:
 
 
 def regular_labeling(parent: Sequence[int] | np.ndarray) -> np.ndarray:
-    """A regular labeling of a directed tree by the peeling procedure of seed 001, section 2.
+    """A regular labeling of a directed tree by the peeling procedure of [M sec. 2].
 
     The peripheral vertices (no outgoing arc) get the highest numbers, are removed, and the
     procedure is repeated on the remaining tree; the root ends as body 0.

@@ -1,4 +1,4 @@
-"""Solvers of the Lagrangian (KKT) system of Gauss's principle (seed 001, eqs. 10, 49, 63).
+"""Solvers of the Lagrangian (KKT) system of Gauss's principle [M eqs. 10, 49, 63].
 
 The system, in the seed's sign convention, is::
 
@@ -7,27 +7,28 @@ The system, in the seed's sign convention, is::
 
 with ``J = diag(m_i E_3, I_i)`` (``6 nb x 6 nb``, the body masses and inertia matrices about
 the CoMs in the inertial frame), ``x = [r''_i; w'_i]`` the body accelerations, ``G`` the
-constraint Jacobian (``H^T`` of the Appendix) and ``l`` the Lagrange multipliers (hinge forces
+constraint Jacobian (``H^T`` of [M Appendix]) and ``l`` the Lagrange multipliers (hinge forces
 and constraint torques).
 
 Four ways of solving it are provided:
 
 * :func:`solve_kkt` -- the sparse symmetric indefinite matrix is assembled with
   :mod:`scipy.sparse` and factorized by ``splu`` (the seed: "sparse matrix techniques can be
-  used", after eq. 10 and eq. 49);
-* :func:`solve_nullspace` -- Remark 2, eq. 40-c: ``Z`` spans the null space of ``G``
-  (``Z^T H = 0``), found from the QR factorization of ``H = G^T`` (Appendix, case 1):
+  used", after [M eqs. 10, 49]);
+* :func:`solve_nullspace` -- [M Remark 2, eq. 40-c]: ``Z`` spans the null space of ``G``
+  (``Z^T H = 0``), found from the QR factorization of ``H = G^T`` [M Appendix case 1]:
   ``H = (Q, Q') (R; 0)`` gives ``Z = Q'`` and the particular solution ``Y b`` with
-  ``Y = Q R^-T`` (eq. A-6); the reduced matrix ``Z^T J Z`` is symmetric positive definite and
-  factorized by Cholesky;
-* :func:`solve_multipliers` -- eqs. 12-14 (and eq. 50, their analogue for eq. 49): the
-  accelerations are eliminated, ``x = J^-1 (u + G^T l)``, and the multipliers solve
-  ``(G J^-1 G^T) l = b - G J^-1 u`` (Appendix, matrix A-1 with ``H = G^T``; symmetric positive
-  definite for a full-row-rank ``G``). ``J^-1`` is block diagonal: ``diag(E_3 / m_i,
-  I_i^-1)`` with each 3x3 ``I_i^-1`` in closed form (adjugate over determinant), so the only
-  factorization is that of the sparse ``m x m`` multiplier matrix (SuperLU in symmetric mode,
-  no pivoting, minimum-degree ordering on its pattern, i.e. a sparse ``L D L^T``);
-* rank-deficient constraints (Appendix, case 2, eqs. A-7 to A-10): ``G = U S W^T`` by SVD;
+  ``Y = Q R^-T`` [M eq. A-6]; the reduced matrix ``Z^T J Z`` [M eq. A-2] is symmetric positive
+  definite and factorized by Cholesky;
+* :func:`solve_multipliers` -- [M eqs. 12-14] (and [M eq. 50], their analogue for
+  [M eq. 49]): the accelerations are eliminated, ``x = J^-1 (u + G^T l)``, and the multipliers
+  solve ``(G J^-1 G^T) l = b - G J^-1 u`` (the matrix of [M eq. A-1] with ``H = G^T``;
+  symmetric positive definite for a full-row-rank ``G``). ``J^-1`` is block diagonal:
+  ``diag(E_3 / m_i, I_i^-1)`` with each 3x3 ``I_i^-1`` in closed form (adjugate over
+  determinant), so the only factorization is that of the sparse ``m x m`` multiplier matrix
+  (SuperLU in symmetric mode, no pivoting, minimum-degree ordering on its pattern, i.e. a
+  sparse ``L D L^T``);
+* rank-deficient constraints [M Appendix case 2, eqs. A-7 to A-10]: ``G = U S W^T`` by SVD;
   the ``K`` independent combinations ``U_K^T G x = U_K^T b`` replace ``G x = b`` and the
   multipliers are returned as ``l = U_K l'``, the minimum-norm multipliers (the redundant
   constraint forces are statically indeterminate).
@@ -45,7 +46,7 @@ import scipy.sparse.linalg as spla
 
 
 class RedundantConstraintWarning(UserWarning):
-    """The constraint Jacobian is rank deficient (Appendix, case 2); solved by SVD."""
+    """The constraint Jacobian is rank deficient [M Appendix case 2]; solved by SVD."""
 
 
 class Triplets(NamedTuple):
@@ -80,7 +81,7 @@ def _dense(A: Triplets | np.ndarray) -> np.ndarray:
 
 
 def block_mass_matrix(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
-    """``J = diag(m_1 E_3, I_1, ..., m_nb E_3, I_nb)`` (seed 001, eq. 10), sparse.
+    """``J = diag(m_1 E_3, I_1, ..., m_nb E_3, I_nb)`` [M eq. 10], sparse.
 
     Parameters
     ----------
@@ -128,7 +129,7 @@ def inverse_3x3(A: np.ndarray) -> np.ndarray:
 
 
 def mass_blocks(J: Triplets) -> tuple[np.ndarray, np.ndarray]:
-    """``(m_i, I_i)`` of a block mass matrix ``J = diag(m_i E_3, I_i)`` (eq. 10).
+    """``(m_i, I_i)`` of a block mass matrix ``J = diag(m_i E_3, I_i)`` [M eq. 10].
 
     Parameters
     ----------
@@ -161,7 +162,7 @@ def mass_blocks(J: Triplets) -> tuple[np.ndarray, np.ndarray]:
 
 
 def block_mass_inverse(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
-    """``J^-1 = diag(E_3 / m_i, I_i^-1)`` (eqs. 12-13) with each ``I_i^-1`` in closed form.
+    """``J^-1 = diag(E_3 / m_i, I_i^-1)`` [M eqs. 12-13] with each ``I_i^-1`` in closed form.
 
     Parameters
     ----------
@@ -179,7 +180,7 @@ def block_mass_inverse(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
 def reduce_redundant(
     G: Triplets | np.ndarray, b: np.ndarray, rtol: float = 1e-9
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Independent combinations of the constraints by SVD (Appendix, case 2, eq. A-9).
+    """Independent combinations of the constraints by SVD [M Appendix case 2, eqs. A-7 to A-9].
 
     Parameters
     ----------
@@ -203,7 +204,7 @@ def reduce_redundant(
 
 
 def solve_kkt(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
-    """Solve the sparse Lagrangian system (seed 001, eqs. 10 / 49 / 63) by sparse LU.
+    """Solve the sparse Lagrangian system [M eqs. 10, 49, 63] by sparse LU.
 
     Parameters
     ----------
@@ -236,10 +237,10 @@ def solve_kkt(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarra
 
 
 def solve_nullspace(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
-    """Null-space (Lagrange's form of d'Alembert's principle) solution, seed 001 eq. 40-c.
+    """Null-space (Lagrange's form of d'Alembert's principle) solution [M eqs. 40-a to 40-c].
 
-    ``H = G^T = (Q, Q') (R; 0)`` (Appendix, case 1), ``Z = Q'``, ``x = Y b + Z y`` with
-    ``Y = Q R^-T`` (eq. A-6) and ``(Z^T J Z) y = Z^T (u - J Y b)`` solved by Cholesky; the
+    ``H = G^T = (Q, Q') (R; 0)`` [M Appendix case 1], ``Z = Q'``, ``x = Y b + Z y`` with
+    ``Y = Q R^-T`` [M eq. A-6] and ``(Z^T J Z) y = Z^T (u - J Y b)`` solved by Cholesky; the
     multipliers follow from ``G^T l = J x - u``: ``l = R^-1 Q^T (J x - u)``.
 
     Returns
@@ -265,7 +266,7 @@ def singular_bodies(mass: np.ndarray, inertia: np.ndarray, rtol: float = 1e-10) 
 
     A massless body, a point mass (``I_i = 0``) or a thin rod (``I_i`` of rank 2): physical,
     common in real robots' URDFs (a sensor frame with a mass, a gripper as a point), but
-    ``J_i^-1`` of eqs. 12-13 does not exist. Singular means a principal moment below ``rtol``
+    ``J_i^-1`` of [M eqs. 12-13] does not exist. Singular means a principal moment below ``rtol``
     times the largest of the system (the system's scale, not the body's).
 
     Parameters
@@ -284,11 +285,11 @@ def singular_bodies(mass: np.ndarray, inertia: np.ndarray, rtol: float = 1e-10) 
 
 
 def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
-    """Eliminate the accelerations, solve for the multipliers (seed 001, eqs. 12-14 and 50).
+    """Eliminate the accelerations, solve for the multipliers [M eqs. 12-14, 50].
 
-    From ``J x = u + G^T l``: ``x = J^-1 (u + G^T l)`` (eqs. 12-13); substituting into
-    ``G x = b`` gives the multiplier system (eq. 14; eq. 50 with the rotational rows of
-    eq. 49)::
+    From ``J x = u + G^T l``: ``x = J^-1 (u + G^T l)`` [M eqs. 12-13]; substituting into
+    ``G x = b`` gives the multiplier system ([M eq. 14]; [M eq. 50] with the rotational rows of
+    [M eq. 49])::
 
         (G J^-1 G^T) l = b - G J^-1 u
 
@@ -296,7 +297,7 @@ def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: n
     + L~^T I^-1 u_2 + u_3``, because its third row is ``-G x = u_3 = -b``. ``J^-1`` is formed
     per body in closed form (:func:`block_mass_inverse`); ``G J^-1 G^T`` is sparse, symmetric
     positive definite for a full-row-rank ``G``, and is factorized by SuperLU in symmetric
-    mode without pivoting (a sparse ``L D L^T``, the Appendix's case 1).
+    mode without pivoting (a sparse ``L D L^T``, as in [M Appendix case 1]).
 
     A body with a singular block (:func:`singular_bodies`: a point mass, a massless link)
     leaves ``J`` without an inverse although the Lagrangian system has a unique solution.
@@ -347,7 +348,7 @@ def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: n
 def anchor_prescribed_bodies(
     J: Triplets, G: Triplets, u: np.ndarray, b: np.ndarray
 ) -> tuple[Triplets, np.ndarray]:
-    """Make ``J`` invertible on bodies whose motion is prescribed (Remark 3), exactly.
+    """Make ``J`` invertible on bodies whose motion is prescribed [M Remark 3], exactly.
 
     A body welded to an external body of prescribed motion (the hinge ``h_0``) has six rows
     ``P x_i = b_P`` on its own accelerations only, with ``P^T P = E_6`` (rows ``-E_6``). Its
@@ -355,7 +356,7 @@ def anchor_prescribed_bodies(
     not. Adding ``rho P^T (P x_i - b_P) = 0`` to its Newton-Euler rows (an augmented
     Lagrangian term that vanishes at the solution) gives ``J_i + rho E_6`` and
     ``u_i + rho P^T b_P``: the same accelerations and multipliers, and a block still of the
-    form ``diag(m E_3, I)`` whose closed-form inverse eqs. 12-13 need.
+    form ``diag(m E_3, I)`` whose closed-form inverse [M eqs. 12-13] need.
 
     Parameters
     ----------
@@ -414,7 +415,7 @@ def solve_lagrangian(
     check_rank : bool
         Test ``G`` for rank deficiency first (closed chains); if deficient, warn with
         :class:`RedundantConstraintWarning` (unless ``warn`` is False) and solve the reduced
-        system (Appendix, case 2).
+        system [M Appendix case 2].
 
     Returns
     -------

@@ -1,8 +1,8 @@
-"""Maximal-coordinate dynamics of a tree (seed 001, section 3, eqs. 2-10, 41-49, Remarks 3, 5).
+"""Maximal-coordinate dynamics of a tree [M sec. 3, eqs. 2-10, 41-49, Remarks 3, 5].
 
 Every body ``i`` of the :class:`~ffsim_ros.dynamics.model.Model` (links welded by fixed joints
 are already merged into one body) is a free rigid body with the Newton-Euler equations
-(eqs. 2-3, inertial frame, about the CoM ``C_i``)::
+([M eqs. 2-3], inertial frame, about the CoM ``C_i``)::
 
     m_i r''_i = F_i + sum_j c_ij f_j
     I_i w'_i + w_i x I_i w_i = G_i + sum_j c_ij (l_ij x f_j + g_j)
@@ -15,10 +15,10 @@ initial vertex ``j+`` (the parent) and negatively on the final vertex ``j-`` (th
 Constraint rows (acceleration level, "parent minus child", ``G x = b``) per joint, with ``o``
 the hinge point (the child body's frame origin) and ``k`` the joint axis, inertial frame:
 
-* revolute/continuous (pin joint, ``n_j = 1``): 3 translational rows (eqs. 6-9: the hinge
+* revolute/continuous (pin joint, ``n_j = 1``): 3 translational rows ([M eqs. 6-9]: the hinge
   point of both bodies has the same acceleration) and 2 rotational rows ``q_jk . (w'_+ - w'_-)``
-  with ``q_j1, q_j2 _|_ k`` (eqs. 44-48, ``Q_j^T C^T w = 0``);
-* prismatic along any axis (Remark 5): 2 translational rows along ``q_j1, q_j2 _|_ k`` and
+  with ``q_j1, q_j2 _|_ k`` ([M eqs. 44-48], ``Q_j^T C^T w = 0``);
+* prismatic along any axis [M Remark 5]: 2 translational rows along ``q_j1, q_j2 _|_ k`` and
   3 rotational rows (``Q_j = E_3``, no relative rotation).
 
 Each row is a unit constraint wrench ``w`` (a spatial force at the inertial origin O,
@@ -30,14 +30,14 @@ its coefficients on body ``i`` are ``w^T X_i`` with ``X_i = [[E, r_i~], [0, E]]`
 
     T^T (A_- - A_+) = T^T (V_+ x V_-)          (spatial motion cross product)
 
-which, for the translational rows of a pin joint, is the seed's eq. 9
-(``-d . (w_+ x (w_+ x l_+) - w_- x (w_- x l_-))``) and, for the rotational rows, eq. 48 with
-``Q'_j = w_+ x Q_j``. **OCR note:** eq. 49 prints ``u_4 = Q^T C^T w``; differentiating
-eq. 47 gives ``Q^T C^T w' = -Q'^T C^T w``, so the right-hand side is ``-Q'^T C^T w`` (with the
+which, for the translational rows of a pin joint, is the seed's [M eq. 9]
+(``-d . (w_+ x (w_+ x l_+) - w_- x (w_- x l_-))``) and, for the rotational rows, [M eq. 48] with
+``Q'_j = w_+ x Q_j``. **OCR note:** [M eq. 49] prints ``u_4 = Q^T C^T w``; differentiating
+[M eq. 47] gives ``Q^T C^T w' = -Q'^T C^T w``, so the right-hand side is ``-Q'^T C^T w`` (with the
 seed's ``-Q^T C^T`` row sign, ``u_4 = Q'^T C^T w``): the dot and the velocity are what the OCR
 lost.
 
-A fixed base (and a base whose motion is prescribed, Remark 3) is welded to an external body
+A fixed base (and a base whose motion is prescribed, [M Remark 3]) is welded to an external body
 ``b_0`` by a hinge ``h_0`` of 6 rows at the base CoM: ``r''_0 = a_presc``, ``w'_0 = alpha``.
 """
 
@@ -110,8 +110,9 @@ class Bodies:
 def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
     """Poses, inertias and velocities of all bodies from ``(q, v)``.
 
-    The spatial velocity of body ``i`` at O is ``V_i = V_parent + S_i qdot_i`` (eq. 60's
-    ``w = w_1 1_n - T_2^T P gamma'`` in spatial form); ``r'_i = v_O + w_i x r_i``.
+    The spatial velocity of body ``i`` at O is ``V_i = V_parent + S_i qdot_i`` (the
+    ``w = w_1 1_n - T_2^T P gamma'`` of [M eq. 60] in spatial form); ``r'_i = v_O + w_i x r_i``
+    (the CoM velocity of [S0 eq. 8]).
     """
     a = model.arrays
     R, p, S = body_kinematics(model, q)
@@ -131,7 +132,7 @@ def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
 
 
 def body_velocity_jacobian(model: Model, bd: Bodies) -> np.ndarray:
-    """``B`` (6 nb, nv) with ``[r'_i; w_i] = B v`` (Remark 2: ``Z = d(r', w)/d q'``)."""
+    """``B`` (6 nb, nv) with ``[r'_i; w_i] = B v`` ([M Remark 2]: ``Z = d(r', w)/d q'``)."""
     a = model.arrays
     nb = a.parent.shape[0]
     nv = bd.S.shape[1]
@@ -272,10 +273,11 @@ def _rows_per_joint(model: Model) -> np.ndarray:
 def tree_rows(model: Model, bd: Bodies) -> Rows:
     """The rows of the moving joints, ``6 - nv_j`` per joint in joint order.
 
-    Row order per joint: revolute ``[x, y, z force; q1, q2 torque]`` (eqs. 6-9, 44-48),
-    prismatic ``[q1, q2 force; x, y, z torque]`` (Remark 5), spherical ``[x, y, z force]``
-    (ball-and-socket, eqs. 6-9), universal ``[x, y, z force; n torque]`` with
-    ``n = k_1 x k_2 / |k_1 x k_2|`` (sec. 3.2 with ``n'_j = 2``).
+    Row order per joint: revolute ``[x, y, z force; q1, q2 torque]`` [M eqs. 6-9, 44-48],
+    prismatic ``[q1, q2 force; x, y, z torque]`` [M Remark 5], spherical ``[x, y, z force]``
+    (ball-and-socket, [M eqs. 6-9]), universal ``[x, y, z force; n torque]`` with
+    ``n = k_1 x k_2 / |k_1 x k_2|`` ([M sec. 3.2] with ``n_j = 2`` axes, ``n'_j = 1``
+    constraint direction).
 
     A universal joint's ``n`` is not fixed in the parent: it turns with the first angle, which
     adds ``qdot_1 (k_1 x n) . (w_- - w_+)`` to the right-hand side of its torque row.
@@ -330,7 +332,8 @@ def tree_rows(model: Model, bd: Bodies) -> Rows:
 
 
 def root_rows(base_acceleration: np.ndarray) -> Rows:
-    """Hinge ``h_0`` welding the base to an external body of prescribed motion (Remark 3).
+    """Hinge ``h_0`` welding the base to an external body of prescribed motion
+    [M Remark 3, eq. 41].
 
     ``G x = b`` reads ``-[r''_0; w'_0] = -a_presc`` ("external minus base"): the multiplier
     ``l_0`` is minus the wrench ``[F; T]`` (at the base CoM, inertial frame) the external
@@ -347,7 +350,7 @@ def root_rows(base_acceleration: np.ndarray) -> Rows:
 
 
 def effective_efforts(model: Model, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """Joint efforts plus the joint friction of seed 000 eq. 41 when the model enables it."""
+    """Joint efforts plus the joint friction ``F_f`` [S0 eq. 41] when the model enables it."""
     if not model.joint_dynamics:
         return tau
     off = model.nv - model.n
@@ -364,7 +367,7 @@ def applied_forces(
     base_wrench: np.ndarray | None,
     link_wrenches: Mapping[str, ArrayLike] | None,
 ) -> np.ndarray:
-    """``u = [u_1; u_2]`` per body (eq. 10): ``[F_i + m_i g; G_i + actuation - w_i x I_i w_i]``.
+    """``u = [u_1; u_2]`` per body [M eq. 10]: ``[F_i + m_i g; G_i + actuation - w_i x I_i w_i]``.
 
     Joint efforts act as equal and opposite hinge torques or forces (:func:`actuation`) on
     child (+) and parent (-).
@@ -443,7 +446,7 @@ def actuation(model: Model, bd: Bodies, tau: np.ndarray) -> tuple[np.ndarray, np
 def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) -> np.ndarray:
     """Generalized accelerations ``[dV0, dw0, phiddot]`` from body accelerations ``X`` (nb, 6).
 
-    Revolute (``w_- - w_+ = k gamma'`` with ``k`` fixed in the parent, eq. 43):
+    Revolute (``w_- - w_+ = k gamma'`` with ``k`` fixed in the parent, [M eq. 43]):
     ``gamma'' = k . (w'_- - w'_+)`` (the term ``(w_+ x k) gamma'`` is normal to ``k``).
     Spherical and universal (``w_- - w_+ = K qdot``, :func:`joint_axes`): least squares of
     ``K qddot = w'_- - w'_+ - Kdot qdot`` (exact: ``K`` has full column rank).
@@ -502,7 +505,7 @@ def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) 
 
 @dataclass(frozen=True)
 class MaximalSolution:
-    """Solution of the Lagrangian system of a tree (seed 001, eqs. 10, 49).
+    """Solution of the Lagrangian system of a tree [M eqs. 10, 49].
 
     Attributes
     ----------
@@ -515,15 +518,15 @@ class MaximalSolution:
         ``f_j`` [N], inertial frame: the force the child exerts on the parent at the hinge
         point (seed sign: positive on the initial vertex ``j+``); the child receives ``-f_j``.
     constraint_torques : (n, 3) ndarray
-        ``g^c_j = Q_j lambda_j`` (eq. 53) [N m]: the constraint moment on the parent about the
-        hinge point (no component along a revolute axis, eq. 54).
+        ``g^c_j = Q_j lambda_j`` [M eq. 53] [N m]: the constraint moment on the parent about
+        the hinge point (no component along a revolute axis, ``P^T g^c = 0`` of [M eq. 54]).
     hinge_points : (n, 3) ndarray
         ``o_j``: the child body frame origin (on the axis of a revolute joint), inertial [m].
     multipliers : (m,) ndarray
         The raw Lagrange multipliers, ``6 - nv_j`` per joint (see :func:`tree_rows`), then 6
         for the base hinge ``h_0`` when the base is fixed or prescribed.
     root_wrench : (6,) ndarray or None
-        ``[F; T]`` [N, N m] the external body (ground or prescribing body, Remark 3) exerts on
+        ``[F; T]`` [N, N m] the external body (ground or prescribing body, [M Remark 3]) exerts on
         the base at the base CoM, inertial frame; None for a free-floating base.
     """
 
@@ -592,15 +595,15 @@ def maximal_dynamics(
     base_acceleration: ArrayLike | None = None,
     method: str = 'kkt',
 ) -> MaximalSolution:
-    """Forward dynamics in maximal coordinates (seed 001, eqs. 10 and 49; Remarks 3 and 5).
+    """Forward dynamics in maximal coordinates [M eqs. 10, 49; Remarks 3, 5].
 
     Assembles ``J = diag(m_i E, I_i)``, the applied forces ``u``, the ``5 n`` joint rows and,
     for a fixed or prescribed base, the 6 rows of the base hinge ``h_0``; solves the sparse
-    Lagrangian system (``method='kkt'``), its null-space form (``'nullspace'``, eq. 40-c,
-    ``Z`` from a QR of ``G^T``, Appendix case 1) or its multiplier form (``'multipliers'``,
-    eqs. 12-14 / 50: the body accelerations eliminated with the closed-form per-body
+    Lagrangian system (``method='kkt'``), its null-space form (``'nullspace'``, [M eq. 40-c],
+    ``Z`` from a QR of ``G^T``, [M Appendix case 1]) or its multiplier form (``'multipliers'``,
+    [M eqs. 12-14, 50]: the body accelerations eliminated with the closed-form per-body
     ``J^-1``, the sparse ``(G J^-1 G^T) lambda = b - G J^-1 u`` solved for the hinge forces
-    and constraint torques, the accelerations recovered by eqs. 12-13), and recovers the joint
+    and constraint torques, the accelerations recovered by [M eqs. 12-13]), and recovers the joint
     accelerations.
 
     Parameters
@@ -613,7 +616,7 @@ def maximal_dynamics(
     link_wrenches : dict, optional
         ``{link: [f; n]}`` at each link frame's origin, inertial frame [N, N m].
     base_acceleration : (6,) array_like, optional
-        Prescribed ``[dV0; dw0]`` of the base (Remark 3; floating-base models only): the base
+        Prescribed ``[dV0; dw0]`` of the base ([M Remark 3]; floating-base models only): the base
         pose and twist are those in ``q`` and ``v``, the base acceleration is imposed, and
         ``root_wrench`` is the wrench needed to impose it. A fixed base is prescribed zero
         motion.
@@ -669,7 +672,7 @@ def joint_reactions(
     link_wrenches: Mapping[str, ArrayLike] | None = None,
     method: str = 'kkt',
 ) -> dict[str, np.ndarray]:
-    """Total wrench each moving joint transmits, from the Lagrange multipliers (eq. 49).
+    """Total wrench each moving joint transmits, from the Lagrange multipliers [M eq. 49].
 
     Parameters
     ----------
@@ -707,7 +710,7 @@ def joint_reactions(
 
 
 # ----------------------------------------------------------------------------------------------
-# prescribed-motion base (Remark 3)
+# prescribed-motion base [M Remark 3]
 # ----------------------------------------------------------------------------------------------
 
 #: ``motion(t) -> (q_base (7,), v_base (6,), a_base (6,))``: base CoM position, attitude
@@ -726,7 +729,7 @@ def prescribed_base_dynamics(
     link_wrenches: Mapping[str, ArrayLike] | None = None,
     method: str = 'kkt',
 ) -> MaximalSolution:
-    """Joint accelerations with the base motion a given function of time (Remark 3).
+    """Joint accelerations with the base motion a given function of time [M Remark 3].
 
     The base is welded to an external body ``b_0`` whose motion is prescribed: its 6 rows
     replace the base's unknown accelerations by ``motion(t)``'s, and ``root_wrench`` is the
@@ -772,7 +775,7 @@ def simulate_prescribed_base(
     *,
     method: str = 'kkt',
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Integrate the joints of a robot on a prescribed-motion base (Remark 3) by the package's
+    """Integrate the joints of a robot on a prescribed-motion base [M Remark 3] by the package's
     RK4 scheme (:func:`ffsim_ros.dynamics.rk4_step`; the base of each stage state is taken
     from ``motion``, only the joint parts are integrated).
 

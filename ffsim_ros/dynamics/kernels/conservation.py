@@ -1,0 +1,207 @@
+"""Momentum-preserving stepping of a free-floating system.
+
+The total momentum ``h = [P; L_O]`` about the inertial origin is linear in the velocities
+[S0 eqs. 6-7, 21]. Without external forces it is constant, under uniform gravity it changes
+by the exactly known impulse of the weight; an integration step (RK4) keeps it only to its
+truncation error. After a step, :func:`correct_momentum` restores the known momentum by the
+smallest velocity change in the kinetic-energy metric: with ``A v = h`` the momentum map,
+``dv = -H^-1 A^T (A H^-1 A^T)^-1 (A v - h)``, and because ``A`` is ``H``'s first six rows taken
+about the base CoM, ``H^-1 A^T`` selects the base columns: only the base velocity changes, by
+the rigid-body motion of the whole system that carries the missing momentum. That costs one
+kinematics pass and a 6x6 solve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit, njit_leaf
+from .aba import aba_passes, aba_ws_size
+from .cholesky import cholesky_solve_inplace
+from .friction import joint_friction
+from .kinematics import kinematics, kinematics_into, kinematics_views
+from .layout import ModelArrays
+from .lie_group import rk4_step
+from .momentum import spatial_momentum
+
+
+@njit
+def system_momentum(m: ModelArrays, q: np.ndarray, v: np.ndarray):
+    """Momentum about O and the composite inertia of the whole system about O.
+
+    Returns
+    -------
+    h : (6,) ``[P; L_O]`` [kg m/s, kg m^2/s];  mass : float [kg];
+    first_moment : (3,) ``M r_g`` [kg m];  inertia : (3, 3) about O [kg m^2].
+    """
+    R, p, S, mw, hw, Iw = kinematics(m, q, v.shape[0])
+    h = spatial_momentum(m, v, S, mw, hw, Iw)
+    mass, first, inertia = composite_inertia(mw, hw, Iw)
+    return h, mass, first, inertia
+
+
+@njit_leaf
+def composite_inertia(mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray):
+    """The whole system's inertia about O from the body inertias ``(mw, hw, Iw)``.
+
+    Returns
+    -------
+    mass : float [kg];  first_moment : (3,) ``M r_g`` [kg m];  inertia : (3, 3) [kg m^2].
+    """
+    mass = 0.0
+    first = np.zeros(3)
+    inertia = np.zeros((3, 3))
+    for i in range(mw.shape[0]):
+        mass += mw[i]
+        for r in range(3):
+            first[r] += hw[i, r]
+            for c in range(3):
+                inertia[r, c] += Iw[i, r, c]
+    return mass, first, inertia
+
+
+@njit_leaf
+def base_correction(
+    q: np.ndarray, dh: np.ndarray, mass: float, first: np.ndarray, inertia: np.ndarray
+) -> np.ndarray:
+    """The base velocity change ``[dV0; dw0]`` (6,) that adds ``dh = [dP; dL_O]`` (6,) to the
+    momentum: the rigid motion ``[v_O; w]`` of the whole system with ``I_sys [v_O; w] = dh``,
+    ``I_sys = [[M E, -c~], [c~, I_O]]`` (``c = M r_g``)."""
+    A = np.zeros((6, 6))
+    x = dh.copy()
+    for r in range(3):
+        A[r, r] = mass
+        for c in range(3):
+            A[3 + r, 3 + c] = inertia[r, c]
+    A[4, 0] = first[2]
+    A[5, 0] = -first[1]
+    A[3, 1] = -first[2]
+    A[5, 1] = first[0]
+    A[3, 2] = first[1]
+    A[4, 2] = -first[0]
+    for r in range(3):
+        for c in range(3):
+            A[c, 3 + r] = A[3 + r, c]
+    cholesky_solve_inplace(A, x)
+    out = np.empty(6)
+    # the base CoM velocity of the rigid motion: v_O + w x r0
+    out[0] = x[0] + x[4] * q[2] - x[5] * q[1]
+    out[1] = x[1] + x[5] * q[0] - x[3] * q[2]
+    out[2] = x[2] + x[3] * q[1] - x[4] * q[0]
+    out[3] = x[3]
+    out[4] = x[4]
+    out[5] = x[5]
+    return out
+
+
+@njit
+def momentum_after(
+    m: ModelArrays, h: np.ndarray, mass: float, first: np.ndarray, dt: float
+) -> np.ndarray:
+    """The momentum ``[P; L_O]`` after ``dt`` seconds under gravity alone, from ``h`` now.
+
+    ``P += M g dt``; the CoM follows the ballistic ``r_g + (P/M) t + g t^2/2``, so
+    ``L_O += M dt r_g x g + dt^2/2 P x g`` (the ``g t^2/2`` term is parallel to ``g``).
+    """
+    g = m.gravity
+    out = h.copy()
+    for r in range(3):
+        out[r] += mass * g[r] * dt
+    P = h[:3]
+    c = first  # M r_g
+    out[3] += dt * (c[1] * g[2] - c[2] * g[1]) + 0.5 * dt * dt * (P[1] * g[2] - P[2] * g[1])
+    out[4] += dt * (c[2] * g[0] - c[0] * g[2]) + 0.5 * dt * dt * (P[2] * g[0] - P[0] * g[2])
+    out[5] += dt * (c[0] * g[1] - c[1] * g[0]) + 0.5 * dt * dt * (P[0] * g[1] - P[1] * g[0])
+    return out
+
+
+@njit
+def correct_momentum(m: ModelArrays, q: np.ndarray, v: np.ndarray, target: np.ndarray):
+    """``v`` with its base velocity changed so that the momentum about O is ``target``.
+
+    The change is the rigid motion of the whole system ``[v_O; w]`` at O with
+    ``I_sys [v_O; w] = target - h`` (``I_sys`` the composite spatial inertia about O), i.e.
+    the kinetic-energy-metric projection of the module docstring.
+
+    Returns
+    -------
+    v : (nv,) corrected velocity;  h : (6,) its momentum (``target``);  mass : float;
+    first_moment : (3,) ``M r_g`` at ``q``.
+    """
+    h, mass, first, inertia = system_momentum(m, q, v)
+    out = v.copy()
+    out[:6] += base_correction(q, target - h, mass, first, inertia)
+    return out, target.copy(), mass, first
+
+
+@njit
+def corrected_first_stage(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    with_friction: bool,
+    target: np.ndarray,
+    ws: np.ndarray,
+):
+    """The first RK4 stage of a step fused with the momentum correction of its start state.
+
+    One kinematics pass serves both: the momentum and composite inertia of ``(q, v)``, the
+    correction of ``v`` to ``target`` (none when ``target`` is empty), then the ABA passes
+    (joint friction included when enabled) at the corrected state.
+
+    Returns
+    -------
+    v : (nv,) corrected velocity;  a : (nv,) its accelerations;  h : (6,) its momentum;
+    mass : float;  first_moment : (3,)
+    """
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    h = spatial_momentum(m, v, S, mw, hw, Iw)
+    mass, first, inertia = composite_inertia(mw, hw, Iw)
+    if target.shape[0] > 0:
+        v = v.copy()
+        v[:6] += base_correction(q, target - h, mass, first, inertia)
+        h = target.copy()
+    force = gen
+    if with_friction:
+        force = gen.copy()
+        friction = np.empty(nv)
+        joint_friction(m, v, friction)
+        for c in range(nv):
+            force[c] += friction[c]
+    a = np.empty(nv)
+    aba_passes(m, v, force, np.empty((0, 6)), a, ws)
+    return v, a, h, mass, first
+
+
+@njit
+def conserving_rk4_steps(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    with_friction: bool,
+    dt: float,
+    count: int,
+):
+    """``count`` RK4 steps of a floating-base system without external wrenches (joint efforts
+    and gravity only), the momentum of each step's end state corrected to the momentum the
+    step must end with (:func:`momentum_after`): fused with the next step's first stage
+    (:func:`corrected_first_stage`), and once more after the last step.
+
+    Returns
+    -------
+    q : (nq,) ;  v : (nv,)
+    """
+    ws = np.empty(aba_ws_size(m.parent.shape[0], v.shape[0]))
+    fext = np.empty((0, 6))
+    none = np.empty(0)
+    target = none
+    for _ in range(count):
+        v, a, h, mass, first = corrected_first_stage(m, q, v, gen, with_friction, target, ws)
+        target = momentum_after(m, h, mass, first, dt)
+        q, v = rk4_step(m, q, v, gen, fext, with_friction, dt, none, a)
+    return q, correct_momentum(m, q, v, target)[0]

@@ -1,0 +1,178 @@
+"""Sample closed-chain mechanisms (URDF text and their cut hinges) for tests, benchmarks and
+examples.
+
+* The planar four-bar: crank ``a``, coupler ``b``, rocker ``c``, ground pivots ``d`` apart
+  (:data:`FOURBAR`), on a fixed ground or with the ground a free-floating 5 kg plate; cut
+  between the rocker's tip and the ground's second pivot.
+* The spatial loop: a 20 kg floating base with two arms (4 + 3 revolute joints about mixed
+  axes) whose tips meet at ``q = 0``; cut between the tips.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..algorithms import link_pose
+from ..model import neutral
+from ..urdf import load_urdf
+from .closed import ClosedChain, LoopClosure
+from .linalg import RedundantConstraintWarning
+
+#: Four-bar lengths [m]: crank, coupler, rocker, distance of the ground pivots.
+FOURBAR = {'a': 0.4, 'b': 1.0, 'c': 0.7, 'd': 0.9}
+#: Hinge points of the spatial loop's cut on ``la4`` and ``lb3`` (link frames) [m].
+TIP_A = np.array([0.1, -0.2, 0.0])
+TIP_B = np.array([0.2, 0.2, 0.0])
+
+
+def _bar(name: str, m: float, length: float, w: float = 0.04) -> str:
+    """A slender bar along +x from the link origin (mass ``m`` [kg], square section ``w``)."""
+    ixx, iyy = m * w * w / 6, m * (length**2 + w * w) / 12
+    return (
+        f'<link name="{name}"><inertial><origin xyz="{length / 2} 0 0"/><mass value="{m}"/>'
+        f'<inertia ixx="{ixx!r}" iyy="{iyy!r}" izz="{iyy!r}" ixy="0" ixz="0" iyz="0"/>'
+        '</inertial></link>'
+    )
+
+
+def _rev(name: str, parent: str, child: str, xyz, axis: str = '0 0 1') -> str:
+    return (
+        f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+        f'<origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}"/><axis xyz="{axis}"/>'
+        '<limit lower="-10" upper="10" effort="1" velocity="1"/></joint>'
+    )
+
+
+def fourbar_urdf(floating_ground: bool = False) -> str:
+    """The four-bar (joints ``j1``-``j3`` about z); ``floating_ground`` makes the ground link a
+    5 kg plate (load it with ``floating_base=True``), else it is massless (a fixed base)."""
+    ground = (
+        '<link name="ground"><inertial><origin xyz="0.45 0 0"/><mass value="5"/>'
+        '<inertia ixx="0.1" iyy="0.4" izz="0.45" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        if floating_ground
+        else '<link name="ground"/>'
+    )
+    a, b, c = FOURBAR['a'], FOURBAR['b'], FOURBAR['c']
+    return (
+        f'<robot name="{"floating_" if floating_ground else ""}fourbar">'
+        + ground
+        + _rev('j1', 'ground', 'crank', (0, 0, 0))
+        + _bar('crank', 1.0, a)
+        + _rev('j2', 'crank', 'coupler', (a, 0, 0))
+        + _bar('coupler', 2.0, b)
+        + _rev('j3', 'coupler', 'rocker', (b, 0, 0))
+        + _bar('rocker', 1.5, c)
+        + '</robot>'
+    )
+
+
+def fourbar_cut(kind: str, rotation_b: np.ndarray | None = None) -> LoopClosure:
+    """The four-bar's cut hinge ``'cut'`` between the rocker's tip and the ground pivot."""
+    return LoopClosure(
+        'cut',
+        'rocker',
+        'ground',
+        kind,
+        translation_a=[FOURBAR['c'], 0, 0],
+        translation_b=[FOURBAR['d'], 0, 0],
+        rotation_b=np.eye(3) if rotation_b is None else rotation_b,
+    )
+
+
+def _inertial(rng: np.random.Generator, m: float, com) -> str:
+    Qr, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    inertia = Qr @ np.diag(rng.uniform(0.02, 0.05, 3)) @ Qr.T
+    f = [float(x) for x in (inertia[0, 0], inertia[1, 1], inertia[2, 2])]
+    o = [float(x) for x in (inertia[0, 1], inertia[0, 2], inertia[1, 2])]
+    return (
+        f'<inertial><origin xyz="{com[0]} {com[1]} {com[2]}"/><mass value="{m}"/>'
+        f'<inertia ixx="{f[0]!r}" iyy="{f[1]!r}" izz="{f[2]!r}" ixy="{o[0]!r}" ixz="{o[1]!r}"'
+        f' iyz="{o[2]!r}"/></inertial>'
+    )
+
+
+def spatial_loop_urdf(seed: int = 5) -> str:
+    """A floating base with two arms (4 + 3 revolute joints) whose tips meet at ``q = 0``;
+    ``seed`` draws the links' inertia tensors."""
+    rng = np.random.default_rng(seed)
+
+    def link(name: str, m: float, com) -> str:
+        return f'<link name="{name}">{_inertial(rng, m, com)}</link>'
+
+    return (
+        '<robot name="spatial_loop">'
+        + link('base', 20.0, (0.05, -0.02, 0.1))
+        + _rev('a1', 'base', 'la1', (0.3, 0.2, 0), '1 0 0')
+        + link('la1', 1.0, (0, 0, 0.2))
+        + _rev('a2', 'la1', 'la2', (0, 0, 0.4), '0 1 0')
+        + link('la2', 1.2, (0.15, 0, 0))
+        + _rev('a3', 'la2', 'la3', (0.3, 0, 0), '0 0 1')
+        + link('la3', 0.8, (0.05, 0, 0))
+        + _rev('a4', 'la3', 'la4', (0.1, 0, 0), '1 0 0')
+        + link('la4', 0.5, (0.05, -0.1, 0))
+        + _rev('b1', 'base', 'lb1', (0.3, -0.2, 0), '0 0 1')
+        + link('lb1', 1.0, (0, 0, 0.2))
+        + _rev('b2', 'lb1', 'lb2', (0, 0, 0.4), '1 0 0')
+        + link('lb2', 1.1, (0.15, 0, 0))
+        + _rev('b3', 'lb2', 'lb3', (0.3, 0, 0), '0 1 0')
+        + link('lb3', 0.7, (0.1, 0.1, 0))
+        + '</robot>'
+    )
+
+
+def spatial_loop_cut(kind: str) -> LoopClosure:
+    """The spatial loop's cut hinge ``'tips'`` between ``la4`` and ``lb3``."""
+    return LoopClosure('tips', 'la4', 'lb3', kind, translation_a=TIP_A, translation_b=TIP_B)
+
+
+def tumbling_fourbar(kind: str) -> tuple[ClosedChain, np.ndarray, np.ndarray]:
+    """The floating four-bar closed by ``kind``, assembled and tumbling (base and joints at
+    about 1 rad/s): a one-DoF mechanism (revolute and ball cuts; a ball cut leaves the
+    out-of-plane row redundant) or a rigid body (weld, welded where the revolute-closed
+    four-bar has the rocker).
+
+    Returns
+    -------
+    chain : ClosedChain;  q : (10,);  v : (9,) on the constraint manifold.
+    """
+    model = load_urdf(fourbar_urdf(floating_ground=True), floating_base=True)
+    q0 = neutral(model)
+    q0[3:7] = np.array([0.1, -0.2, 0.3, 0.9]) / np.linalg.norm([0.1, -0.2, 0.3, 0.9])
+    q0[7:] = [1.2, -0.9, -1.5]
+    rotation_b = np.eye(3)
+    if kind == 'weld':
+        _, q0, _ = tumbling_fourbar('revolute')
+        rotation_b = link_pose(model, q0, 'ground')[1].T @ link_pose(model, q0, 'rocker')[1]
+    chain = ClosedChain(model, [fourbar_cut(kind, rotation_b)])
+    v0 = np.random.default_rng(1).normal(size=model.nv)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', RedundantConstraintWarning)
+        q, v = chain.assemble(q0, v0, locked=['j1'])
+    return chain, q, v
+
+
+def tumbling_spatial_loop(kind: str) -> tuple[ClosedChain, np.ndarray, np.ndarray]:
+    """The spatial loop closed by ``kind`` (no gravity), assembled and tumbling.
+
+    Returns
+    -------
+    chain : ClosedChain;  q : (14,);  v : (13,) on the constraint manifold.
+    """
+    model = load_urdf(spatial_loop_urdf(), floating_base=True)
+    chain = ClosedChain(model, [spatial_loop_cut(kind)])
+    q0 = neutral(model)
+    q0[7:] = 0.1 * np.random.default_rng(2).normal(size=model.n)
+    q, v = chain.assemble(q0, np.random.default_rng(3).normal(size=model.nv), move_base=True)
+    return chain, q, v
+
+
+#: The tumbling loops by name: ``TUMBLING_LOOPS[name]() -> (chain, q, v)``.
+TUMBLING_LOOPS = {
+    'planar-revolute': lambda: tumbling_fourbar('revolute'),
+    'planar-ball': lambda: tumbling_fourbar('ball'),
+    'planar-weld': lambda: tumbling_fourbar('weld'),
+    'spatial-ball': lambda: tumbling_spatial_loop('ball'),
+    'spatial-weld': lambda: tumbling_spatial_loop('weld'),
+}

@@ -1,0 +1,358 @@
+"""The rotation / Lie-group module ``ffsim_ros.dynamics.lie`` against an independent library,
+``scipy.spatial.transform.Rotation`` (quaternions ``(x, y, z, w)`` as well, Hamilton product,
+active rotations), and against finite differences for the chart rate.
+
+The hard cases are covered on purpose: angles at and just below ``pi`` (where ``log`` is
+ill-conditioned through the matrix trace and the quaternion sign is free), tiny angles (the
+series branches, and their boundaries), non-unit and negative-``w`` quaternions, and each
+branch of Shepperd's matrix-to-quaternion method.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from ffsim_ros.dynamics import lie
+
+PI = np.pi
+#: angles [rad] through every branch: 0, the series of exp (< 1e-8) and of the chart rate
+#: (< 1e-4) and their boundaries, ordinary angles, and up to pi
+ANGLES = (
+    0.0,
+    1e-12,
+    1e-9,
+    lie.SMALL_ANGLE * (1 - 1e-6),
+    lie.SMALL_ANGLE * (1 + 1e-6),
+    1e-6,
+    1e-4 * (1 - 1e-6),
+    1e-4 * (1 + 1e-6),
+    0.3,
+    1.0,
+    2.5,
+    3.0,
+    PI - 1e-6,
+    PI - 1e-9,
+)
+
+
+def unit(v) -> np.ndarray:
+    v = np.asarray(v, float)
+    return v / np.linalg.norm(v)
+
+
+def axes(rng: np.random.Generator, count: int = 3) -> list[np.ndarray]:
+    """Random unit axes and the coordinate axes (with a negative one)."""
+    return [unit(rng.normal(size=3)) for _ in range(count)] + [
+        np.array([1.0, 0.0, 0.0]),
+        np.array([0.0, -1.0, 0.0]),
+        np.array([0.0, 0.0, 1.0]),
+    ]
+
+
+def positive_w(q: np.ndarray) -> np.ndarray:
+    return -q if q[3] < 0 else q
+
+
+def assert_same_rotation_quat(got, ref, atol: float = 1e-15) -> None:
+    """``got == +-ref`` (a quaternion and its negative are one rotation)."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    sign = 1.0 if got @ ref >= 0 else -1.0
+    np.testing.assert_allclose(got, sign * ref, rtol=0, atol=atol)
+
+
+# --------------------------------------------------------------------------------------------
+# quaternion <-> matrix
+# --------------------------------------------------------------------------------------------
+
+
+def test_quat_to_matrix_matches_scipy_for_any_norm() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        q = rng.normal(size=4) * rng.uniform(0.01, 100.0)  # not unit: normalized by both
+        np.testing.assert_allclose(
+            lie.quat_to_matrix(q), Rotation.from_quat(q).as_matrix(), rtol=0, atol=2e-15
+        )
+    np.testing.assert_array_equal(lie.quat_to_matrix([0, 0, 0, 1]), np.eye(3))
+    np.testing.assert_array_equal(lie.quat_to_matrix([0, 0, 0, -2]), np.eye(3))
+
+
+def special_rotations(rng: np.random.Generator) -> list[Rotation]:
+    """Rotations at pi and near it about many axes (each branch of Shepperd's method: the
+    trace, and each diagonal element the largest), tiny ones, and random ones."""
+    out = [Rotation.identity()]
+    for axis in axes(rng, 4) + [unit([1, 1, 0]), unit([0, 1, -1]), unit([1, -1, 1])]:
+        for angle in (1e-12, 1e-6, 1.0, 2.0, PI / 2, PI - 1e-6, PI - 1e-9, PI):
+            out.append(Rotation.from_rotvec(angle * axis))
+    return out + list(Rotation.random(50, random_state=rng))
+
+
+def test_matrix_to_quat_matches_scipy_with_w_nonnegative() -> None:
+    rng = np.random.default_rng(2)
+    for rot in special_rotations(rng):
+        R = rot.as_matrix()
+        got = lie.matrix_to_quat(R)
+        assert got[3] >= 0.0, got
+        assert abs(np.linalg.norm(got) - 1.0) < 1e-15
+        ref = rot.as_quat()
+        if ref[3] != 0.0:  # w > 0 fixes the sign; at exactly pi both signs are w = 0
+            np.testing.assert_allclose(got, positive_w(ref), rtol=0, atol=1e-15)
+        else:
+            assert_same_rotation_quat(got, ref)
+        np.testing.assert_allclose(lie.quat_to_matrix(got), R, rtol=0, atol=2e-15)
+
+
+def test_matrix_to_quat_branches_of_shepperds_method() -> None:
+    """A rotation by pi about e_i has R_ii = 1 the largest diagonal element and trace -1: the
+    quaternion is e_i exactly."""
+    for i in range(3):
+        e = np.eye(3)[i]
+        R = 2.0 * np.outer(e, e) - np.eye(3)  # rotation by pi about e_i
+        np.testing.assert_array_equal(lie.matrix_to_quat(R), np.r_[e, 0.0])
+
+
+# --------------------------------------------------------------------------------------------
+# product, exp, log, angle
+# --------------------------------------------------------------------------------------------
+
+
+def test_quat_multiply_is_hamiltons_product_and_the_composition() -> None:
+    i, j, k, one = np.eye(4)
+    np.testing.assert_array_equal(lie.quat_multiply(i, j), k)
+    np.testing.assert_array_equal(lie.quat_multiply(j, i), -k)
+    np.testing.assert_array_equal(lie.quat_multiply(k, k), -one)
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        a, b = rng.normal(size=4), rng.normal(size=4)
+        ab = lie.quat_multiply(a, b)
+        # not normalized: |ab| = |a||b|
+        assert abs(np.linalg.norm(ab) - np.linalg.norm(a) * np.linalg.norm(b)) < 1e-13 * (
+            np.linalg.norm(a) * np.linalg.norm(b)
+        )
+        ref = Rotation.from_quat(a) * Rotation.from_quat(b)  # apply b, then a
+        assert_same_rotation_quat(unit(ab), ref.as_quat(), atol=1e-15)
+        np.testing.assert_allclose(
+            lie.quat_to_matrix(ab),
+            lie.quat_to_matrix(a) @ lie.quat_to_matrix(b),
+            rtol=0,
+            atol=2e-15,
+        )
+    np.testing.assert_array_equal(lie.quat_conjugate([1.0, -2.0, 3.0, 4.0]), [-1, 2, -3, 4])
+
+
+@pytest.mark.parametrize('angle', ANGLES + (PI, 4.0, 2 * PI - 0.1))
+def test_quat_exp_matches_scipy(angle: float) -> None:
+    rng = np.random.default_rng(4)
+    for axis in axes(rng):
+        r = angle * axis
+        got = lie.quat_exp(r)
+        ref = Rotation.from_rotvec(r).as_quat()  # (sin(t/2) axis, cos(t/2)): the same sign
+        np.testing.assert_allclose(got[:3], ref[:3], rtol=1e-14, atol=1e-15 * angle)
+        np.testing.assert_allclose(got[3], ref[3], rtol=0, atol=1e-15)
+        assert abs(np.linalg.norm(got) - 1.0) < 1e-15
+        np.testing.assert_allclose(
+            lie.matrix_exp(r), Rotation.from_rotvec(r).as_matrix(), rtol=0, atol=2e-15
+        )
+
+
+@pytest.mark.parametrize('angle', ANGLES)
+def test_quat_log_matches_scipy_and_inverts_exp(angle: float) -> None:
+    """``log`` of a rotation by ``angle < pi`` is its rotation vector (relative accuracy at
+    tiny angles), whatever the quaternion's sign and norm."""
+    rng = np.random.default_rng(5)
+    for axis in axes(rng):
+        r = angle * axis
+        q = Rotation.from_rotvec(r).as_quat()
+        for scale in (1.0, -1.0, 7.5, -1e-3):  # -q is the same rotation: the shorter angle
+            got = lie.quat_log(scale * q)
+            np.testing.assert_allclose(got, r, rtol=1e-14, atol=1e-15 * angle)
+        np.testing.assert_allclose(
+            lie.quat_log(q), Rotation.from_quat(q).as_rotvec(), rtol=1e-13, atol=1e-15 * angle
+        )
+        np.testing.assert_allclose(lie.quat_log(lie.quat_exp(r)), r, rtol=1e-14, atol=0)
+
+
+def test_log_at_pi_gives_a_rotation_vector_of_length_pi() -> None:
+    """At exactly pi the sign of the rotation vector is free; both maps return one of the two,
+    of length pi, whose exponential is the rotation."""
+    rng = np.random.default_rng(6)
+    for axis in axes(rng) + [unit([1, 1, 0]), unit([1, -1, 1])]:
+        R = Rotation.from_rotvec(PI * axis).as_matrix()
+        for got in (
+            lie.matrix_log(R),
+            lie.quat_log(np.r_[axis, 0.0]),
+            lie.quat_log(np.r_[-axis, 0.0]),
+        ):
+            assert abs(np.linalg.norm(got) - PI) < 1e-14
+            assert abs(abs(got @ axis) - PI) < 1e-14  # along the axis, either way
+            np.testing.assert_allclose(lie.matrix_exp(got), R, rtol=0, atol=2e-15)
+
+
+@pytest.mark.parametrize('angle', ANGLES)
+def test_matrix_log_matches_scipy_near_pi(angle: float) -> None:
+    """Through the quaternion, the matrix log keeps full accuracy up to pi (the trace formula
+    ``acos((tr R - 1) / 2)`` loses half the digits there)."""
+    rng = np.random.default_rng(7)
+    for axis in axes(rng):
+        r = angle * axis
+        R = Rotation.from_rotvec(r).as_matrix()
+        got = lie.matrix_log(R)
+        np.testing.assert_allclose(got, r, rtol=0, atol=2e-15 * max(1.0, angle))
+        np.testing.assert_allclose(
+            got, Rotation.from_matrix(R).as_rotvec(), rtol=0, atol=2e-15 * max(1.0, angle)
+        )
+        np.testing.assert_allclose(lie.matrix_log(lie.matrix_exp(r)), r, rtol=0, atol=1e-14)
+
+
+def test_quat_angle_matches_scipy() -> None:
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        a, b = rng.normal(size=4), rng.normal(size=4)  # any norm, any sign
+        ref = (Rotation.from_quat(b) * Rotation.from_quat(a).inv()).magnitude()
+        assert lie.quat_angle(a, b) == pytest.approx(ref, abs=1e-14)
+        assert lie.quat_angle(b, a) == pytest.approx(ref, abs=1e-14)
+        assert lie.quat_angle(a, -3.0 * a) == pytest.approx(0.0, abs=1e-15)  # same attitude
+    for angle in (1e-9, 1.0, PI - 1e-9, PI):
+        q = Rotation.from_rotvec(angle * unit([1, 2, 3])).as_quat()
+        assert lie.quat_angle([0, 0, 0, 1], q) == pytest.approx(angle, rel=1e-14, abs=1e-15)
+
+
+# --------------------------------------------------------------------------------------------
+# skew, cross, perpendicular basis, URDF rpy
+# --------------------------------------------------------------------------------------------
+
+
+def test_skew_and_cross_are_the_cross_product() -> None:
+    rng = np.random.default_rng(9)
+    x, y = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    S = lie.skew(x)
+    assert S.shape == (5, 3, 3)
+    np.testing.assert_allclose(S @ y[:, :, None], np.cross(x, y)[:, :, None], atol=1e-15)
+    np.testing.assert_array_equal(S, -np.swapaxes(S, 1, 2))
+    np.testing.assert_array_equal(lie.skew(x[0]), S[0])
+    a, b = rng.normal(size=(4, 1, 3)), rng.normal(size=(6, 3))  # broadcast to (4, 6, 3)
+    np.testing.assert_allclose(lie.cross(a, b), np.cross(a, b), rtol=0, atol=1e-15)
+    for bad in (np.zeros(2), np.float64(1.0), np.zeros((3, 2))):
+        with pytest.raises(ValueError, match='expected 3 values in the last axis'):
+            lie.skew(bad)
+
+
+def test_perpendicular_basis_is_orthonormal_and_right_handed() -> None:
+    rng = np.random.default_rng(10)
+    k = rng.normal(size=(100, 3))
+    k = np.concatenate((k / np.linalg.norm(k, axis=1, keepdims=True), np.eye(3), -np.eye(3)))
+    q1, q2 = lie.perpendicular_basis(k)
+    for u in (q1, q2):
+        np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1.0, rtol=0, atol=1e-15)
+    for u, w in ((q1, q2), (q1, k), (q2, k)):
+        assert np.abs(np.einsum('ij,ij->i', u, w)).max() < 1e-15
+    np.testing.assert_allclose(np.cross(q1, q2), k, rtol=0, atol=1e-15)  # (q1, q2, k)
+    assert np.linalg.det(np.stack((q1, q2, k), axis=2)).min() > 1.0 - 1e-14
+    s1, s2 = lie.perpendicular_basis(k[0])  # a single (3,) axis
+    np.testing.assert_array_equal(s1, q1[:1])
+    np.testing.assert_array_equal(s2, q2[:1])
+
+
+def test_rpy_to_matrix_is_urdfs_fixed_axes_xyz() -> None:
+    """URDF's ``rpy``: roll about the fixed x, then pitch about the fixed y, then yaw about
+    the fixed z, i.e. scipy's extrinsic ``'xyz'`` (lower case)."""
+    rng = np.random.default_rng(11)
+    cases = [rng.uniform(-PI, PI, 3) for _ in range(50)]
+    cases += [np.array([0.3, PI / 2, -1.1]), np.array([0.3, -PI / 2, 2.0]), np.zeros(3)]
+    for rpy in cases:
+        got = lie.rpy_to_matrix(rpy)
+        np.testing.assert_allclose(
+            got, Rotation.from_euler('xyz', rpy).as_matrix(), rtol=0, atol=2e-15
+        )
+        Rx, Ry, Rz = (lie.matrix_exp(a * e) for a, e in zip(rpy, np.eye(3), strict=True))
+        np.testing.assert_allclose(got, Rz @ Ry @ Rx, rtol=0, atol=2e-15)
+    with pytest.raises(ValueError, match=r'rpy: expected 3 values, got shape \(2,\)'):
+        lie.rpy_to_matrix([0.0, 1.0])
+
+
+# --------------------------------------------------------------------------------------------
+# the chart rate of RK4 on SO(3)
+# --------------------------------------------------------------------------------------------
+
+
+def chart_coordinates(theta: np.ndarray, w: np.ndarray, h: float, half: float) -> np.ndarray:
+    """Exponential coordinates after turning for ``h`` seconds at ``w`` (scipy's exp, log):
+    ``log(exp(h w) exp(theta))`` (inertial ``w``, ``half < 0``) or ``log(exp(theta) exp(h w))``
+    (body-frame ``w``)."""
+    step, here = Rotation.from_rotvec(h * w), Rotation.from_rotvec(theta)
+    return (step * here if half < 0 else here * step).as_rotvec()
+
+
+@pytest.mark.parametrize('half', [-0.5, 0.5], ids=['base-left', 'ball-right'])
+@pytest.mark.parametrize('angle', (0.0, 1e-6, 1e-4 * (1 - 1e-6), 1e-4 * (1 + 1e-6), 0.5, 2.0, 3.0))
+def test_so3_chart_rate_is_the_rate_of_the_exponential_coordinates(angle: float, half: float):
+    """With ``R = exp(theta) R_ref`` turning at the inertial ``w`` (``half = -0.5``: a floating
+    base) ``theta(t + h) = log(exp(h w) exp(theta))``; with ``R = R_ref exp(theta)`` turning at
+    the body-frame ``w`` (``half = +0.5``: a ball joint) ``theta(t + h) = log(exp(theta)
+    exp(h w))``. Central differences of that (scipy's exp and log) give the rate."""
+    rng = np.random.default_rng(12)
+    for _ in range(4):
+        theta = angle * unit(rng.normal(size=3))
+        w = rng.normal(size=3)
+        got = np.array(lie.so3_chart_rate(*theta, *w, half))
+
+        h = 1e-6
+        fd = (chart_coordinates(theta, w, h, half) - chart_coordinates(theta, w, -h, half)) / (
+            2 * h
+        )
+        np.testing.assert_allclose(got, fd, rtol=0, atol=2e-9 * np.linalg.norm(w))
+        if angle == 0.0:
+            np.testing.assert_array_equal(got, w)
+
+
+def test_so3_chart_rate_is_continuous_at_its_series_boundary() -> None:
+    rng = np.random.default_rng(13)
+    axis, w = unit(rng.normal(size=3)), rng.normal(size=3)
+    for half in (-0.5, 0.5):
+        below = np.array(lie.so3_chart_rate(*(1e-4 * (1 - 1e-12) * axis), *w, half))
+        above = np.array(lie.so3_chart_rate(*(1e-4 * (1 + 1e-12) * axis), *w, half))
+        np.testing.assert_allclose(below, above, rtol=0, atol=1e-15 * np.linalg.norm(w))
+
+
+# --------------------------------------------------------------------------------------------
+# errors
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    'bad', [[0.0, 0.0, 0.0, 0.0], [np.nan, 0.0, 0.0, 1.0], [0.0, np.inf, 0.0, 1.0], [1e-12] * 4]
+)
+def test_zero_or_non_finite_quaternions_are_errors_naming_the_argument(bad) -> None:
+    with pytest.raises(ValueError, match=r'base attitude: expected a non-zero finite \(x, y, z'):
+        lie.quat_normalize(bad, 'base attitude')
+    for f in (lie.quat_to_matrix, lie.quat_log):
+        with pytest.raises(ValueError, match=r'quaternion: expected a non-zero finite .* got \['):
+            f(bad)
+
+
+def test_wrong_sizes_are_errors_naming_the_argument() -> None:
+    with pytest.raises(ValueError, match=r'quaternion: expected 4 values, got shape \(3,\)'):
+        lie.quat_to_matrix([0.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match=r'^a: expected 4 values, got shape \(5,\)'):
+        lie.quat_multiply(np.ones(5), np.ones(4))
+    with pytest.raises(ValueError, match=r'^b: expected 4 values, got shape \(2, 2\)'):
+        lie.quat_multiply(np.ones(4), np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r'rotation vector: expected 3 values, got shape \(4,\)'):
+        lie.quat_exp(np.ones(4))
+    with pytest.raises(ValueError, match=r'rotation vector: expected 3 values'):
+        lie.matrix_exp(np.ones(2))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='package bug: quat_angle(a, b) normalizes b as "quaternion" and never checks a, so '
+    'a zero or NaN argument is reported as "quaternion: ... got [the product]", naming neither '
+    'argument nor its value',
+)
+@pytest.mark.parametrize('which', ['a', 'b'])
+def test_quat_angle_errors_name_the_bad_argument(which: str) -> None:
+    good, bad = [0.0, 0.0, 0.0, 1.0], [np.nan, 0.0, 0.0, 1.0]
+    args = (bad, good) if which == 'a' else (good, bad)
+    with pytest.raises(ValueError, match=rf'^{which}: expected a non-zero finite .*nan'):
+        lie.quat_angle(*args)
