@@ -203,8 +203,15 @@ def quat_log(quat: ArrayLike) -> np.ndarray:
 
 
 def quat_angle(a: ArrayLike, b: ArrayLike) -> float:
-    """Angle [rad] of the rotation between two attitudes, ``|log(b a^-1)|`` in ``[0, pi]``."""
-    return float(np.linalg.norm(quat_log(quat_multiply(quat_normalize(b), quat_conjugate(a)))))
+    """Angle [rad] of the rotation between two attitudes, ``|log(b a^-1)|`` in ``[0, pi]``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``a`` or ``b``, for a zero or non-finite quaternion.
+    """
+    qa, qb = quat_normalize(a, 'a'), quat_normalize(b, 'b')
+    return float(np.linalg.norm(quat_log(quat_multiply(qb, quat_conjugate(qa)))))
 
 
 def quat_to_matrix(quat: ArrayLike) -> np.ndarray:
