@@ -22,7 +22,7 @@ import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.cli import DomainLease, ros_environment, stop_processes
-from ffsim_ros.control import ReactionlessController
+from ffsim_ros.control import CONTROL_MODES, ReactionlessController
 from ffsim_ros.resources import sample_robot
 
 
@@ -124,7 +124,7 @@ def controller_update_time(updates: int) -> dict[str, float]:
     q, v = D.neutral(model), np.zeros(model.nv)
     goal = D.link_pose(model, q, 'ee_link')[0] + np.array([0.1, 0.2, -0.2])
     out = {}
-    for mode in ('reactionless', 'gjm_tracking', 'joint_pd'):
+    for mode in CONTROL_MODES:
         law = ReactionlessController(model, 'ee_link', mode=mode)
         law.compute(q, v, goal, attitude_reference=q[3:7])
         times = []

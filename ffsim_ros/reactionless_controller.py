@@ -35,6 +35,10 @@ without fresh ``joint_states`` and ``base_odom`` (``state_timeout`` on the node'
 command is published, so the simulator's command timeout zeroes the efforts. The base attitude
 held in reactionless mode is captured from the measurement when a goal is accepted, so a
 restarted controller picks up where the robot is.
+
+Parameters: :data:`PARAMETERS` (``mode`` can be set at run time: checked in an on-set callback,
+applied in a post-set callback, so a rejected set changes nothing; the README and
+``config/reactionless_controller.yaml`` are generated from the table).
 """
 
 from __future__ import annotations
@@ -44,20 +48,29 @@ import sys
 from collections import deque
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.control import ControlMode, Gains, ReactionlessController
-from ffsim_ros.simulator import ParameterValueError, load_robot
+from ffsim_ros.control import CONTROL_MODES, ControlMode, Gains, ReactionlessController
+from ffsim_ros.dynamics.lie import quat_normalize, quat_to_matrix
+from ffsim_ros.node_support import (
+    DEFAULT_ROBOT,
+    ParameterSpec,
+    ParameterTable,
+    ParameterValueError,
+    interval,
+    load_robot,
+    one_of,
+    run_node,
+)
 
-MODES = tuple(m.value for m in ControlMode)
+#: Mode names, in the order of the ``mode`` field of ``status`` (the package's one list).
+MODES = CONTROL_MODES
 STATUS_FIELDS = (
     'tracking_error',
     'base_angular_rate',
@@ -72,18 +85,100 @@ STATUS_FIELDS = (
 EE_PATH_LENGTH = 500
 EE_PATH_PERIOD = 0.1
 
+#: One line per field of :class:`ffsim_ros.control.Gains` (the ``gains.*`` parameters).
+GAIN_DESCRIPTIONS = {
+    'kp_task': 'end-effector position gain [1/s]',
+    'kp_orientation': 'end-effector orientation gain [1/s] (with track_orientation)',
+    'max_ee_speed': 'saturation of the commanded end-effector speed [m/s]',
+    'max_ee_angular_speed': 'saturation of the commanded end-effector angular speed [rad/s]',
+    'kv_joint': 'joint-rate tracking gain of the computed-torque inner loop [1/s]',
+    'kp_attitude': 'base attitude hold gain [1/s] (reactionless mode)',
+    'damping': 'damped-least-squares factor lambda',
+    'k_null': 'manipulability self-motion gain (reactionless mode; 0: off)',
+    'kp_joint': 'joint PD gain of the joint_pd baseline [1/s^2]',
+    'kd_joint': 'joint PD gain of the joint_pd baseline [1/s]',
+    'max_joint_speed': "fraction of each joint's velocity limit the law may command",
+}
 
-def _quat_to_rot(x: float, y: float, z: float, w: float) -> np.ndarray:
-    q = np.array([x, y, z, w], dtype=float)
-    q /= np.linalg.norm(q)
-    x, y, z, w = q
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+
+def _gain_specs() -> list[ParameterSpec]:
+    defaults = Gains()
+    if set(GAIN_DESCRIPTIONS) != set(defaults.__dict__):  # pragma: no cover - caught by tests
+        raise RuntimeError('GAIN_DESCRIPTIONS does not match the fields of Gains')
+    return [
+        ParameterSpec(
+            f'gains.{name}',
+            float(value),
+            GAIN_DESCRIPTIONS[name],
+            interval(0.0, 1.0, low_open=True) if name == 'max_joint_speed' else interval(0.0),
+        )
+        for name, value in defaults.__dict__.items()
+    ]
+
+
+def gains_from(values: dict) -> Gains:
+    """The :class:`Gains` of the checked parameter values ``gains.*``."""
+    try:
+        return Gains(**{name: values[f'gains.{name}'] for name in GAIN_DESCRIPTIONS})
+    except ValueError as exc:  # pragma: no cover - the table's checks are Gains' own
+        raise ParameterValueError(f'gains: {exc}') from None
+
+
+#: The parameters of ``ffsim_reactionless_controller`` (declarations, descriptors, README, YAML).
+PARAMETERS = ParameterTable(
+    'ffsim_reactionless_controller',
+    [
+        ParameterSpec(
+            'robot_description',
+            '',
+            'URDF XML of the robot (wins over robot_file)',
+            in_config=False,
+        ),
+        ParameterSpec(
+            'robot_file',
+            '',
+            f'path of a URDF file; empty: the sample robot {DEFAULT_ROBOT}',
+            in_config=False,
+        ),
+        ParameterSpec('ee_link', 'ee_link', 'controlled link (a link of the robot)'),
+        ParameterSpec(
+            'world_frame',
+            'world',
+            "frame of ee_goal, ee_pose and ee_path (the simulator's world_frame); empty: world",
+        ),
+        ParameterSpec(
+            'control_rate_hz',
+            100.0,
+            'control rate on the node clock (simulated time with use_sim_time) [Hz]',
+            interval(0.0, low_open=True),
+        ),
+        ParameterSpec(
+            'mode',
+            ControlMode.REACTIONLESS.value,
+            'control law (the launch argument controller_mode)',
+            one_of(CONTROL_MODES),
+            dynamic=True,
+            in_config=False,
+        ),
+        ParameterSpec('track_orientation', False, 'track the goal orientation too'),
+        ParameterSpec(
+            'state_timeout',
+            0.2,
+            'maximum age of joint_states and base_odom on the node clock before commanding '
+            'stops [s]',
+            interval(0.0, low_open=True),
+        ),
+        *_gain_specs(),
+    ],
+    cross_check=gains_from,
+    groups={'gains': 'ffsim_ros.control.Gains, SI units'},
+    config_notes=(
+        'Loaded by launch/ffsim.launch.py. Set by the launch file, not here: '
+        'robot_description,\nuse_sim_time, mode (the `controller_mode` argument) and ee_link '
+        'when the `ee_link` argument\nis given (or the robot has no link named ee_link, e.g. '
+        'dual_arm_servicer -> left_ee_link).'
+    ),
+)
 
 
 class ReactionlessControllerNode(Node):
@@ -91,65 +186,22 @@ class ReactionlessControllerNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__('ffsim_reactionless_controller', **kwargs)
-        P = ParameterType
-
-        def declare(name, default, text, ptype, read_only=True):
-            self.declare_parameter(
-                name,
-                default,
-                ParameterDescriptor(description=text, type=ptype, read_only=read_only),
-            )
-
-        declare('robot_description', '', 'URDF XML (wins over robot_file)', P.PARAMETER_STRING)
-        declare('robot_file', '', 'URDF path; empty: the sample space robot', P.PARAMETER_STRING)
-        declare('ee_link', 'ee_link', 'controlled link frame', P.PARAMETER_STRING)
-        declare('world_frame', 'world', 'inertial frame id of goals and poses', P.PARAMETER_STRING)
-        declare(
-            'control_rate_hz', 100.0, 'control rate on the node clock [Hz]', P.PARAMETER_DOUBLE
-        )
-        declare('mode', 'reactionless', f'one of {MODES}', P.PARAMETER_STRING, read_only=False)
-        declare('track_orientation', False, 'track the goal orientation too', P.PARAMETER_BOOL)
-        declare('state_timeout', 0.2, 'max age of joint_states/base_odom [s]', P.PARAMETER_DOUBLE)
-        defaults = Gains()
-        for name, value in defaults.__dict__.items():
-            declare(f'gains.{name}', float(value), f'Gains.{name} (SI)', P.PARAMETER_DOUBLE)
-        self._configure()
-
-    # ---------------------------------------------------------------------------- set-up
-    def _param(self, name: str):
-        return self.get_parameter(name).value
-
-    def _configure(self) -> None:
-        model, _ = load_robot(self)
+        values = PARAMETERS.declare(self)
+        model, _ = load_robot(values['robot_description'], values['robot_file'])
         self.model = model
-        ee_link = str(self._param('ee_link'))
+        ee_link = values['ee_link']
         if ee_link not in model.link_names:
             raise ParameterValueError(
                 f'ee_link: expected one of {list(model.link_names)}, got {ee_link!r}'
             )
-        mode = str(self._param('mode'))
-        if mode not in MODES:
-            raise ParameterValueError(f'mode: expected one of {MODES}, got {mode!r}')
-        rate = float(self._param('control_rate_hz'))
-        if not (math.isfinite(rate) and rate > 0):
-            raise ParameterValueError(f'control_rate_hz: expected a finite value > 0, got {rate}')
-        timeout = float(self._param('state_timeout'))
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise ParameterValueError(f'state_timeout: expected a finite value > 0, got {timeout}')
-        self.state_timeout_ns = int(timeout * 1e9)
-        try:
-            gains = Gains(
-                **{name: float(self._param(f'gains.{name}')) for name in Gains().__dict__}
-            )
-        except ValueError as exc:
-            raise ParameterValueError(f'gains.{exc}') from None
-        self.world = str(self._param('world_frame')) or 'world'
+        self.state_timeout_ns = int(values['state_timeout'] * 1e9)
+        self.world = values['world_frame'] or 'world'
         self.law = ReactionlessController(
             model,
             ee_link,
-            mode=mode,
-            gains=gains,
-            track_orientation=bool(self._param('track_orientation')),
+            mode=values['mode'],
+            gains=gains_from(values),
+            track_orientation=values['track_orientation'],
         )
         self._index = {name: k for k, name in enumerate(model.joint_names)}
         self._joints: tuple[np.ndarray, np.ndarray, Time] | None = None
@@ -168,29 +220,20 @@ class ReactionlessControllerNode(Node):
         self.create_subscription(JointState, 'joint_states', self._on_joints, 10)
         self.create_subscription(Odometry, 'base_odom', self._on_odom, 10)
         self.create_subscription(PoseStamped, 'ee_goal', self._on_goal, 10)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._cmd_msg = Float64MultiArray()
-        self._status_msg = Float64MultiArray()
-        self._status_msg.layout.dim = [
-            MultiArrayDimension(label=','.join(STATUS_FIELDS), size=len(STATUS_FIELDS), stride=1)
-        ]
+        PARAMETERS.watch(self, self._on_parameters)
+        rate = values['control_rate_hz']
         self.create_timer(1.0 / rate, self._on_timer)
         self.get_logger().info(
-            f'{model.name}: controlling {ee_link} in {mode} mode at {rate:g} Hz'
+            f'{model.name}: controlling {ee_link} in {self.law.mode.value} mode at {rate:g} Hz'
             f' (use_sim_time={self.get_parameter("use_sim_time").value})'
         )
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        for p in params:
-            if p.name == 'mode':
-                if p.value not in MODES:
-                    return SetParametersResult(
-                        successful=False, reason=f'mode: expected one of {MODES}, got {p.value!r}'
-                    )
-                self.law.mode = ControlMode(p.value)
-                self._attitude_ref = None
-                self.get_logger().info(f'mode -> {p.value}')
-        return SetParametersResult(successful=True)
+    def _on_parameters(self, changed: dict) -> None:
+        """Post-set: apply the new values (only ``mode`` is dynamic)."""
+        if 'mode' in changed:
+            self.law.mode = ControlMode(changed['mode'])
+            self._attitude_ref = None
+            self.get_logger().info(f'mode -> {changed["mode"]}')
 
     # ------------------------------------------------------------------------- callbacks
     def _on_joints(self, msg: JointState) -> None:
@@ -242,10 +285,10 @@ class ReactionlessControllerNode(Node):
                 'base_odom: non-finite values; ignored', throttle_duration_sec=1.0
             )
             return
-        R = _quat_to_rot(o.x, o.y, o.z, o.w)
-        lin = R @ [tw.linear.x, tw.linear.y, tw.linear.z]  # base link axes -> world
-        ang = R @ [tw.angular.x, tw.angular.y, tw.angular.z]
         try:
+            R = quat_to_matrix(quat_normalize([o.x, o.y, o.z, o.w], 'orientation'))
+            lin = R @ [tw.linear.x, tw.linear.y, tw.linear.z]  # base link axes -> world
+            ang = R @ [tw.angular.x, tw.angular.y, tw.angular.z]
             qb, vb = D.base_state_from_link(
                 self.model, [p.x, p.y, p.z], [o.x, o.y, o.z, o.w], lin, ang
             )
@@ -276,8 +319,8 @@ class ReactionlessControllerNode(Node):
             return
         self._goal_p = goal
         self._goal_R = (
-            _quat_to_rot(*quat)
-            if self.law.track_orientation and np.linalg.norm(quat) > 0
+            quat_to_matrix(quat_normalize(quat))
+            if self.law.track_orientation and np.linalg.norm(quat) > 1e-9
             else None
         )
         self._attitude_ref = q[3:7].copy()
@@ -307,8 +350,7 @@ class ReactionlessControllerNode(Node):
         if not np.all(np.isfinite(out.tau)):  # pragma: no cover - defensive
             self.get_logger().error('non-finite torque computed: not commanding')
             return
-        self._cmd_msg.data = out.tau.tolist()
-        self.pub_cmd.publish(self._cmd_msg)
+        self.pub_cmd.publish(Float64MultiArray(data=out.tau.tolist()))
         stamp = self.get_clock().now().to_msg()
         pose = PoseStamped()
         pose.header.stamp = stamp
@@ -320,7 +362,11 @@ class ReactionlessControllerNode(Node):
         o.x, o.y, o.z, o.w = (float(x) for x in out.ee_quaternion)
         self.pub_pose.publish(pose)
         self._append_path(pose)
-        self._status_msg.data = [
+        status = Float64MultiArray()
+        status.layout.dim = [
+            MultiArrayDimension(label=','.join(STATUS_FIELDS), size=len(STATUS_FIELDS), stride=1)
+        ]
+        status.data = [
             out.position_error,
             out.base_angular_rate,
             float(np.linalg.norm(out.momentum[:3])),
@@ -330,7 +376,7 @@ class ReactionlessControllerNode(Node):
             float(MODES.index(out.mode.value)),
             0.0 if self._goal_p is None else 1.0,
         ]
-        self.pub_status.publish(self._status_msg)
+        self.pub_status.publish(status)
 
     def _append_path(self, pose: PoseStamped) -> None:
         """Append ``pose`` to ``ee_path`` at most every ``EE_PATH_PERIOD`` and publish it."""
@@ -348,22 +394,7 @@ class ReactionlessControllerNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``reactionless_controller``."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = ReactionlessControllerNode()
-        rclpy.spin(node)
-    except ParameterValueError as exc:
-        print(f'ffsim_reactionless_controller: invalid parameter: {exc}', file=sys.stderr)
-        code = 2
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node(ReactionlessControllerNode, 'ffsim_reactionless_controller', args)
 
 
 if __name__ == '__main__':

@@ -1,13 +1,22 @@
 """Free-floating robot simulator node (``ffsim_simulator``).
 
-Integrates the free-floating equations of motion of :mod:`ffsim_ros.dynamics` (seed 000,
-eq. 39) at ``physics_rate_hz`` in a physics thread, paced against the wall clock by
-``real_time_factor``, and publishes at ``publish_rate_hz`` of *simulated* time. All messages
-of one publish step carry the same stamp, the simulated time, which advances by exactly one
-physics step (an integer number of nanoseconds) per step. ``real_time_factor`` is an upper
-bound: when the machine cannot keep up, the simulation runs slower rather than catching up in
-bursts (a lag over two publish periods is dropped), so controllers closing the loop over DDS
-always get their share of simulated time.
+Parameters and ROS I/O around a :class:`ffsim_ros.sim.Engine`, which integrates the
+free-floating equations of motion of :mod:`ffsim_ros.dynamics` [S0 eq. 39] at
+``physics_rate_hz``. A physics thread (started by :meth:`Simulator.start`; ``main`` calls it)
+paces the engine against the wall clock by ``real_time_factor`` and publishes at
+``publish_rate_hz`` of *simulated* time. All messages of one publish step carry the same
+stamp, the simulated time, which advances by exactly one physics step (an integer number of
+nanoseconds) per step. ``real_time_factor`` is an upper bound: when the machine cannot keep
+up, the simulation runs slower rather than catching up in bursts (a lag over two publish
+periods is dropped), so controllers closing the loop over DDS always get their share of
+simulated time.
+
+Threads: the executor thread runs the subscriptions, services and parameter callbacks; they
+check their input and queue it. The physics thread alone touches the engine and alone
+publishes: between two batches of steps it applies the queued inputs in arrival order
+(efforts, wrenches, reset, pause, parameter changes), then steps and publishes. A reset (or
+any jump of the state) takes one physics step of simulated time, so it is published at once
+with a stamp later than everything published before: stamps never go back and never repeat.
 
 Topics (relative names, so a namespace moves them all):
 
@@ -32,28 +41,39 @@ topic                      type                                 content
 =========================  ===================================  ==============================
 
 ``momentum``: linear momentum ``P`` [kg m/s], angular momentum about the system CoM ``L_g``
-[kg m^2/s] (seed 000, eqs. 9 and 12-16) and the CoM ``r_g`` [m], all in world_frame. ROS has
+[kg m^2/s] [S0 eqs. 9, 12-16] and the CoM ``r_g`` [m], all in world_frame. ROS has
 no standard message for a momentum plus a point, and misusing Wrench/Twist would mislabel the
 units; a Float64MultiArray with a labeled layout (dims ``quantity`` = ``P,L_g,com`` x
 ``axis`` = ``x,y,z``) is explicit and plots directly.
 
-Services: ``~/reset`` (std_srvs/Trigger: back to the initial state; simulated time keeps
-running forward so ``use_sim_time`` nodes never see time jump back) and ``~/pause``
-(std_srvs/SetBool).
+``base_wrench``: held until the next message. In world_frame it stays fixed in the world; in
+the base link frame it turns with the base, as a thruster's force does (re-expressed at every
+evaluation of the dynamics).
+
+Services: ``~/reset`` (std_srvs/Trigger: back to the initial state, inputs cleared, one physics
+step later; simulated time never goes back, so ``use_sim_time`` nodes never see time jump
+back) and ``~/pause`` (std_srvs/SetBool). Both answer once the physics thread has applied them.
 
 Guards (ros2_controllers style): a command of the wrong length or with NaN/inf is rejected
 with a throttled error and the last good command stays; no command for ``command_timeout``
 seconds of simulated time -> zero effort; efforts are clipped to the URDF effort limits and
-what is applied is what ``joint_states.effort`` shows; a non-finite state after a step stops
-the integration with an error and is never published.
+what is applied is what ``joint_states.effort`` shows; a non-finite state stops the
+integration with an error, the last finite state stays published (``~/reset`` resumes).
+
+Parameters: :data:`PARAMETERS` (``real_time_factor`` and ``command_timeout`` can be set at run
+time; the README and ``config/simulator.yaml`` are generated from the table).
 """
 
 from __future__ import annotations
 
-import math
+import queue
 import sys
 import threading
 import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,240 +81,295 @@ import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from std_srvs.srv import SetBool, Trigger
+from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import quat_to_matrix
-from ffsim_ros.resources import sample_robot
+from ffsim_ros.node_support import (
+    DEFAULT_ROBOT,
+    FatalNodeError,
+    ParameterSpec,
+    ParameterTable,
+    ParameterValueError,
+    finite_values,
+    interval,
+    load_robot,
+    one_of,
+    run_node,
+    to_stamp,
+    vector,
+)
+from ffsim_ros.sim import (
+    Engine,
+    EngineFault,
+    NonFiniteError,
+    Snapshot,
+    WrongSizeError,
+    check_efforts,
+    check_wrench,
+)
 
 try:  # a real ROS install has tf2_ros; the PyPI wheels do not
     from tf2_ros import TransformBroadcaster
 except ImportError:  # pragma: no cover - depends on the installation
     TransformBroadcaster = None
-from tf2_msgs.msg import TFMessage
-
-DEFAULT_ROBOT = 'ffsim_servicer_7dof'
-INTEGRATORS = D.FIXED_STEP_METHODS + D.SCIPY_METHODS
 
 
-class ParameterValueError(ValueError):
-    """A parameter value the node cannot start with (names the parameter)."""
+def _publish_not_above_physics(values: dict) -> None:
+    if values['publish_rate_hz'] > values['physics_rate_hz']:
+        raise ParameterValueError(
+            f'publish_rate_hz: expected <= physics_rate_hz ({values["physics_rate_hz"]}), '
+            f'got {values["publish_rate_hz"]}'
+        )
 
 
-def _descriptor(text: str, ptype: int, read_only: bool = True) -> ParameterDescriptor:
-    return ParameterDescriptor(description=text, type=ptype, read_only=read_only)
+#: The parameters of ``ffsim_simulator`` (declarations, descriptors, README, YAML).
+PARAMETERS = ParameterTable(
+    'ffsim_simulator',
+    [
+        ParameterSpec(
+            'robot_description',
+            '',
+            'URDF XML of the robot (wins over robot_file)',
+            in_config=False,
+        ),
+        ParameterSpec(
+            'robot_file',
+            '',
+            f'path of a URDF file; empty: the sample robot {DEFAULT_ROBOT}',
+            in_config=False,
+        ),
+        ParameterSpec(
+            'physics_rate_hz',
+            1000.0,
+            'integration rate [Hz] (the step is rounded to whole nanoseconds)',
+            interval(0.0, low_open=True),
+        ),
+        ParameterSpec(
+            'publish_rate_hz',
+            100.0,
+            'publishing rate in simulated time [Hz], at most physics_rate_hz (rounded to a '
+            'whole number of physics steps)',
+            interval(0.0, low_open=True),
+        ),
+        ParameterSpec(
+            'integrator',
+            'rk4',
+            'integration method: rk4 (Runge-Kutta-Munthe-Kaas on the Lie group, compiled), '
+            'euler (semi-implicit) or a scipy solve_ivp method',
+            one_of(D.STEP_METHODS),
+        ),
+        ParameterSpec(
+            'real_time_factor',
+            1.0,
+            'upper bound on simulated time / wall time; 0: as fast as possible',
+            interval(0.0),
+            dynamic=True,
+        ),
+        ParameterSpec(
+            'world_frame',
+            'world',
+            'inertial frame id: parent of the base link on /tf, frame of base_odom and '
+            'momentum (RViz Fixed Frame); empty: world',
+        ),
+        ParameterSpec(
+            'frame_prefix',
+            '',
+            'prefix of the robot link frame ids (robot1/ under the namespace robot1)',
+            in_config=False,
+        ),
+        ParameterSpec(
+            'command_timeout',
+            0.5,
+            'simulated seconds without joint_effort_commands before the efforts drop to zero',
+            interval(0.0, low_open=True),
+            dynamic=True,
+        ),
+        ParameterSpec(
+            'publish_clock',
+            True,
+            'publish the simulated time on /clock (the launch files remap it to '
+            '<namespace>/clock)',
+        ),
+        ParameterSpec(
+            'gravity', [0.0, 0.0, 0.0], 'gravity in world_frame [m/s^2]; zero in orbit', vector(3)
+        ),
+        ParameterSpec(
+            'joint_dynamics',
+            False,
+            'apply the URDF joint damping and Coulomb friction [S0 eq. 41]',
+        ),
+        ParameterSpec(
+            'initial_base_position',
+            [0.0, 0.0, 0.0],
+            'initial base link frame origin in world_frame [m]',
+            vector(3),
+        ),
+        ParameterSpec(
+            'initial_base_orientation',
+            [0.0, 0.0, 0.0, 1.0],
+            'initial base link orientation, quaternion (x, y, z, w) in world_frame',
+            vector(4),
+        ),
+        ParameterSpec(
+            'initial_base_twist',
+            [0.0] * 6,
+            'initial velocity of the base link origin and base angular velocity, world_frame '
+            '[m/s, rad/s]',
+            vector(6),
+        ),
+        ParameterSpec(
+            'initial_joint_positions',
+            [0.0],
+            'initial joint positions in joint_states order [rad | m]; [] or [0.0]: all zero',
+            finite_values(),
+        ),
+        ParameterSpec(
+            'initial_joint_velocities',
+            [0.0],
+            'initial joint velocities in joint_states order [rad/s | m/s]; [] or [0.0]: all zero',
+            finite_values(),
+        ),
+        ParameterSpec(
+            'start_paused', False, 'start with the physics paused (~/pause false resumes)'
+        ),
+    ],
+    cross_check=_publish_not_above_physics,
+    config_notes=(
+        'Loaded by launch/ffsim.launch.py; the same file serves robots launched side by side '
+        'under\nnamespaces (launch/multi_robot.launch.py). Set by the launch file, not here: '
+        'robot_description\n(the `robot` argument), frame_prefix (`<namespace>/`), '
+        'use_sim_time, and initial_base_position\nwhen the `initial_base_position` argument '
+        'is given. Doubles are written with a decimal point.'
+    ),
+)
+
+#: Seconds a service callback waits for the physics thread to apply its request.
+SERVICE_TIMEOUT = 10.0
 
 
-def _stamp(ns: int) -> Time:
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-def load_robot(node: Node) -> tuple[D.Model, str]:
-    """Model and URDF text from ``robot_description`` or ``robot_file`` (default sample).
-
-    Raises
-    ------
-    ParameterValueError
-        Unreadable file or an invalid URDF (the message says which parameter).
-    """
-    text = node.get_parameter('robot_description').value
-    source = 'robot_description'
-    if not text:
-        path = node.get_parameter('robot_file').value or str(sample_robot(DEFAULT_ROBOT))
-        source = f'robot_file ({path})'
-        try:
-            with open(path, encoding='utf-8') as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise ParameterValueError(f'robot_file: cannot read {path!r}: {exc}') from None
-    try:
-        return D.load_urdf(text), text
-    except (ValueError, NotImplementedError) as exc:
-        raise ParameterValueError(f'{source}: invalid robot: {exc}') from None
+def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
+    """A joint-sized vector parameter: ``[]`` or ``[0.0]`` mean zeros."""
+    if len(values) == 0 or values == [0.0]:
+        return np.zeros(size)
+    if len(values) != size:
+        raise ParameterValueError(f'{name}: expected {size} finite values, got {values}')
+    return np.asarray(values, dtype=float)
 
 
 @dataclass
-class _Command:
-    tau: np.ndarray  # (n,) requested efforts
-    stamp_ns: int  # sim time of reception
+class _Request:
+    """Work for the physics thread: ``action(engine)`` returns a reply text or raises."""
+
+    action: Callable[[Engine], str]
+    publish: bool = False  # the state jumped: publish it right away
+    reply: Future | None = None
+
+
+class _Pacer:
+    """Paces steps against the wall clock at ``rtf`` (an upper bound, see the module doc)."""
+
+    def __init__(self, rtf: float, dt: float, decimation: int) -> None:
+        self._dt, self._decimation = dt, decimation
+        self.wall0, self.step0 = time.monotonic(), 0
+        self.set_rtf(rtf)
+
+    def set_rtf(self, rtf: float) -> None:
+        self.rtf = rtf
+        # wall-clock lag [s] tolerated before the pacing stops catching up (two publish periods)
+        self.max_lag = 2.0 * self._decimation * self._dt / max(rtf, 1e-9)
+
+    def restart(self, step: int) -> None:
+        self.wall0, self.step0 = time.monotonic(), step
+
+    def delay(self, step: int) -> float:
+        """Wall seconds to wait before the batch ending at ``step`` (<= 0: go)."""
+        if self.rtf == 0.0:
+            return 0.0
+        now = time.monotonic()
+        delay = self.wall0 + (step - self.step0) * self._dt / self.rtf - now
+        if -delay > self.max_lag:
+            # Behind schedule (a loaded machine): slow down instead of bursting ahead to catch
+            # up, which would starve the controllers of simulated time to react in.
+            self.wall0, self.step0 = now, step
+            return 0.0
+        return delay
 
 
 class Simulator(Node):
-    """The ``ffsim_simulator`` node (see the module docstring)."""
+    """The ``ffsim_simulator`` node (see the module docstring).
+
+    Builds the engine and the ROS interfaces; :meth:`start` starts the physics thread.
+    """
 
     def __init__(self, **kwargs) -> None:
         super().__init__('ffsim_simulator', **kwargs)
-        P = ParameterType
-        self.declare_parameter(
-            'robot_description',
-            '',
-            _descriptor('URDF XML (wins over robot_file)', P.PARAMETER_STRING),
-        )
-        self.declare_parameter(
-            'robot_file',
-            '',
-            _descriptor('URDF path; empty: the sample space robot', P.PARAMETER_STRING),
-        )
-        self.declare_parameter(
-            'physics_rate_hz', 1000.0, _descriptor('integration rate [Hz]', P.PARAMETER_DOUBLE)
-        )
-        self.declare_parameter(
-            'publish_rate_hz',
-            100.0,
-            _descriptor('publishing rate in simulated time [Hz]', P.PARAMETER_DOUBLE),
-        )
-        self.declare_parameter(
-            'integrator', 'rk4', _descriptor(f'one of {INTEGRATORS}', P.PARAMETER_STRING)
-        )
-        self.declare_parameter(
-            'real_time_factor',
-            1.0,
-            _descriptor(
-                'sim time / wall time (upper bound); 0 = as fast as possible', P.PARAMETER_DOUBLE
-            ),
-        )
-        self.declare_parameter(
-            'world_frame', 'world', _descriptor('inertial frame id', P.PARAMETER_STRING)
-        )
-        self.declare_parameter(
-            'frame_prefix', '', _descriptor('prefix of the robot link frames', P.PARAMETER_STRING)
-        )
-        self.declare_parameter(
-            'command_timeout',
-            0.5,
-            _descriptor('sim seconds without command before zero effort', P.PARAMETER_DOUBLE),
-        )
-        self.declare_parameter(
-            'publish_clock', True, _descriptor('publish /clock', P.PARAMETER_BOOL)
-        )
-        self.declare_parameter(
-            'gravity',
-            [0.0, 0.0, 0.0],
-            _descriptor('gravity in world_frame [m/s^2]', P.PARAMETER_DOUBLE_ARRAY),
-        )
-        self.declare_parameter(
-            'joint_dynamics',
-            False,
-            _descriptor('apply the URDF joint damping/friction', P.PARAMETER_BOOL),
-        )
-        self.declare_parameter(
-            'initial_base_position',
-            [0.0, 0.0, 0.0],
-            _descriptor('base link frame origin in world_frame [m]', P.PARAMETER_DOUBLE_ARRAY),
-        )
-        self.declare_parameter(
-            'initial_base_orientation',
-            [0.0, 0.0, 0.0, 1.0],
-            _descriptor('base link quaternion (x, y, z, w)', P.PARAMETER_DOUBLE_ARRAY),
-        )
-        self.declare_parameter(
-            'initial_base_twist',
-            [0.0] * 6,
-            _descriptor(
-                'base link origin velocity and angular velocity, world_frame [m/s, rad/s]',
-                P.PARAMETER_DOUBLE_ARRAY,
-            ),
-        )
-        self.declare_parameter(
-            'initial_joint_positions',
-            [0.0],
-            _descriptor('joint positions (empty or [0.0]: zeros)', P.PARAMETER_DOUBLE_ARRAY),
-        )
-        self.declare_parameter(
-            'initial_joint_velocities',
-            [0.0],
-            _descriptor('joint velocities (empty or [0.0]: zeros)', P.PARAMETER_DOUBLE_ARRAY),
-        )
-        self.declare_parameter(
-            'start_paused', False, _descriptor('start with physics paused', P.PARAMETER_BOOL)
-        )
-        self._configure()
-
-    # ------------------------------------------------------------------------------ set-up
-    def _param(self, name: str):
-        return self.get_parameter(name).value
-
-    def _positive(self, name: str, allow_zero: bool = False) -> float:
-        value = float(self._param(name))
-        ok = math.isfinite(value) and (value >= 0.0 if allow_zero else value > 0.0)
-        if not ok:
-            bound = '>= 0' if allow_zero else '> 0'
-            raise ParameterValueError(f'{name}: expected a finite value {bound}, got {value}')
-        return value
-
-    def _vector(self, name: str, size: int, zeros_ok: bool = False) -> np.ndarray:
-        value = np.asarray(self._param(name), dtype=float)
-        if zeros_ok and (value.size == 0 or (value.size == 1 and value[0] == 0.0)):
-            return np.zeros(size)
-        if value.shape != (size,) or not np.all(np.isfinite(value)):
-            raise ParameterValueError(
-                f'{name}: expected {size} finite values, got {value.tolist()}'
-            )
-        return value
-
-    def _configure(self) -> None:
-        model, self.urdf = load_robot(self)
-        model = D.with_gravity(model, self._vector('gravity', 3))
-        model = D.with_joint_dynamics(model, bool(self._param('joint_dynamics')))
-        if not model.floating_base:  # pragma: no cover - load_robot always floats
-            raise ParameterValueError('robot: expected a floating base')
+        values = PARAMETERS.declare(self)
+        model, self.urdf = load_robot(values['robot_description'], values['robot_file'])
+        model = D.with_gravity(model, values['gravity'])
+        model = D.with_joint_dynamics(model, values['joint_dynamics'])
         self.model = model
-        physics = self._positive('physics_rate_hz')
-        publish = self._positive('publish_rate_hz')
-        if publish > physics:
+        physics, publish = values['physics_rate_hz'], values['publish_rate_hz']
+        dt_ns = int(round(1e9 / physics))
+        if dt_ns < 1:
             raise ParameterValueError(
-                f'publish_rate_hz: expected <= physics_rate_hz ({physics}), got {publish}'
+                f'physics_rate_hz: expected a step of at least 1 ns, got {physics}'
             )
-        self.dt_ns = int(round(1e9 / physics))
-        self.dt = self.dt_ns * 1e-9
         # publishing happens every `decimation` physics steps (rounded; the achieved rate is
         # physics_rate / decimation)
         self.decimation = max(1, int(round(physics / publish)))
-        self.integrator = str(self._param('integrator'))
-        if self.integrator not in INTEGRATORS:
-            raise ParameterValueError(
-                f'integrator: expected one of {INTEGRATORS}, got {self.integrator!r}'
-            )
-        self.rtf = self._positive('real_time_factor', allow_zero=True)
-        # wall-clock lag [s] tolerated before the pacing stops catching up (two publish periods)
-        self.max_lag = 2.0 * self.decimation * self.dt / max(self.rtf, 1e-9)
-        self.timeout_ns = int(self._positive('command_timeout') * 1e9)
-        self.world = str(self._param('world_frame')) or 'world'
-        prefix = str(self._param('frame_prefix'))
-        self.base_frame = prefix + model.base_link
+        self.world = values['world_frame'] or 'world'
+        self.base_frame = values['frame_prefix'] + model.base_link
         n = model.n
         q_base, v_base = D.base_state_from_link(
             model,
-            self._vector('initial_base_position', 3),
-            self._vector('initial_base_orientation', 4),
-            *np.split(self._vector('initial_base_twist', 6), 2),
+            values['initial_base_position'],
+            values['initial_base_orientation'],
+            *np.split(np.asarray(values['initial_base_twist']), 2),
         )
-        self.q0 = np.r_[q_base, self._vector('initial_joint_positions', n, zeros_ok=True)]
-        self.v0 = np.r_[v_base, self._vector('initial_joint_velocities', n, zeros_ok=True)]
-
-        # state (guarded by self._lock)
-        self._lock = threading.Lock()
-        self.q = self.q0.copy()
-        self.v = self.v0.copy()
-        self.steps = 0
-        self.applied = np.zeros(n)
-        self._command: _Command | None = None
-        self._base_wrench = np.zeros(6)
-        self._paused = threading.Event()
-        if self._param('start_paused'):
-            self._paused.set()
-        self._stop = threading.Event()
+        q0 = np.r_[
+            q_base, _joint_vector('initial_joint_positions', values['initial_joint_positions'], n)
+        ]
+        v0 = np.r_[
+            v_base,
+            _joint_vector('initial_joint_velocities', values['initial_joint_velocities'], n),
+        ]
+        self.engine = Engine(
+            model,
+            q0,
+            v0,
+            dt_ns=dt_ns,
+            integrator=values['integrator'],
+            command_timeout_ns=int(values['command_timeout'] * 1e9),
+            paused=values['start_paused'],
+        )
+        self._pacer = _Pacer(values['real_time_factor'], self.engine.dt, self.decimation)
+        self._inbox: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         self._wake = threading.Event()
-        self.faulted = False
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_published = -1  # engine step of the last publish
+        self._publish_count = 0
+        self._fatal = ''
+        # the physics thread reports a failure through this (the executor raises it)
+        self._fatal_signal = self.create_guard_condition(self._raise_fatal)
+        self._create_interfaces(values['publish_clock'])
+        PARAMETERS.watch(self, self._on_parameters)
+        self.get_logger().info(
+            f'{model.name}: {n} joints, {model.total_mass:.1f} kg; physics {physics:g} Hz '
+            f'({self.engine.integrator}), publish every {self.decimation} steps, real-time '
+            f'factor {self._pacer.rtf:g}'
+            f'{" (as fast as possible)" if self._pacer.rtf == 0 else ""}'
+        )
 
-        # publishers
+    def _create_interfaces(self, publish_clock: bool) -> None:
         latched = QoSProfile(
             depth=1,
             reliability=ReliabilityPolicy.RELIABLE,
@@ -305,261 +380,274 @@ class Simulator(Node):
         self.pub_momentum = self.create_publisher(Float64MultiArray, 'momentum', 10)
         self.pub_markers = self.create_publisher(MarkerArray, 'markers', 10)
         self.pub_description = self.create_publisher(String, 'robot_description', latched)
-        self.pub_clock = (
-            self.create_publisher(Clock, '/clock', 10) if self._param('publish_clock') else None
-        )
+        self.pub_clock = self.create_publisher(Clock, '/clock', 10) if publish_clock else None
         if TransformBroadcaster is not None:
             self._tf = TransformBroadcaster(self)
             self._send_tf = self._tf.sendTransform
         else:  # same topic and QoS as tf2_ros.TransformBroadcaster (depth 100, reliable)
             self._tf = self.create_publisher(TFMessage, '/tf', QoSProfile(depth=100))
             self._send_tf = lambda t: self._tf.publish(TFMessage(transforms=[t]))
-        self.pub_description.publish(String(data=self.urdf))
         self.create_subscription(Float64MultiArray, 'joint_effort_commands', self._on_command, 10)
         self.create_subscription(WrenchStamped, 'base_wrench', self._on_base_wrench, 10)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(SetBool, '~/pause', self._on_pause)
 
-        # messages reused at every publish step (only their fields change)
-        self._joint_msg = JointState(name=list(model.joint_names))
-        self._tf_msg = TransformStamped()
-        self._tf_msg.header.frame_id = self.world
-        self._tf_msg.child_frame_id = self.base_frame
-        self._odom_msg = Odometry()
-        self._odom_msg.header.frame_id = self.world
-        self._odom_msg.child_frame_id = self.base_frame
-        self._momentum_msg = Float64MultiArray()
-        self._momentum_msg.layout.dim = [
-            MultiArrayDimension(label='P,L_g,com', size=3, stride=9),
-            MultiArrayDimension(label='x,y,z', size=3, stride=3),
-        ]
-        self.get_logger().info(
-            f'{model.name}: {n} joints, {model.total_mass:.1f} kg; physics {physics:g} Hz '
-            f'({self.integrator}), publish every {self.decimation} steps, real-time factor '
-            f'{self.rtf:g}{" (as fast as possible)" if self.rtf == 0 else ""}'
-        )
-        self._publish(self.q, self.v, self.applied, 0)
-        self._thread = threading.Thread(target=self._run, name='ffsim_physics', daemon=True)
-        self._thread.start()
+    # ------------------------------------------------------------------- thread control
+    def start(self) -> Simulator:
+        """Start the physics thread (once); returns the node."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name='ffsim_physics', daemon=True)
+            self._thread.start()
+        return self
 
-    # --------------------------------------------------------------------------- callbacks
+    @property
+    def running(self) -> bool:
+        """Whether the physics thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop the physics thread (pending requests are answered with a failure)."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        self._fail_pending('the simulator is shutting down')
+
+    def destroy_node(self) -> None:
+        """Stop the physics thread, then destroy the node."""
+        self.stop()
+        super().destroy_node()
+
+    def _raise_fatal(self) -> None:
+        raise FatalNodeError(self._fatal)
+
+    # --------------------------------------------------------- callbacks (executor thread)
+    def _submit(self, request: _Request) -> None:
+        self._inbox.put(request)
+        self._wake.set()
+
+    def _call(self, action: Callable[[Engine], str], publish: bool) -> tuple[bool, str]:
+        """Run ``action`` in the physics thread and wait for it: (success, message)."""
+        if not self.running:
+            return False, 'the physics thread is not running'
+        reply: Future = Future()
+        self._submit(_Request(action, publish, reply))
+        try:
+            return True, reply.result(timeout=SERVICE_TIMEOUT)
+        except FutureTimeout:
+            return False, f'the physics thread did not answer within {SERVICE_TIMEOUT:g} s'
+        except (EngineFault, ValueError, RuntimeError) as exc:
+            return False, str(exc)
+
     def _on_command(self, msg: Float64MultiArray) -> None:
-        data = np.asarray(msg.data, dtype=float)
-        n = self.model.n
-        if data.shape != (n,):
+        try:  # one log line (and throttle) per kind of error
+            tau = check_efforts(self.model, msg.data)
+        except WrongSizeError as exc:
             self.get_logger().error(
-                f'joint_effort_commands: expected {n} values in joint_states order '
-                f'{list(self.model.joint_names)}, got {data.size}; command ignored',
-                throttle_duration_sec=1.0,
+                f'joint_effort_commands: {exc}; command ignored', throttle_duration_sec=1.0
             )
             return
-        if not np.all(np.isfinite(data)):
+        except NonFiniteError as exc:
             self.get_logger().error(
-                f'joint_effort_commands: expected finite values, got {data.tolist()}; '
-                'command ignored',
-                throttle_duration_sec=1.0,
+                f'joint_effort_commands: {exc}; command ignored', throttle_duration_sec=1.0
             )
             return
-        with self._lock:
-            self._command = _Command(data.copy(), self.steps * self.dt_ns)
+        self._submit(_Request(lambda engine: engine.command_efforts(tau)))
 
     def _on_base_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque
-        w = np.array([f.x, f.y, f.z, t.x, t.y, t.z])
-        frame = msg.header.frame_id
-        if not np.all(np.isfinite(w)):
-            self.get_logger().error(
-                f'base_wrench: expected finite values, got {w.tolist()}; ignored',
-                throttle_duration_sec=1.0,
-            )
+        try:
+            wrench = check_wrench([f.x, f.y, f.z, t.x, t.y, t.z], 'base_wrench')
+        except NonFiniteError as exc:
+            self.get_logger().error(f'{exc}; ignored', throttle_duration_sec=1.0)
             return
-        if frame not in (self.world, self.base_frame, '', self.model.base_link):
+        frame_id = msg.header.frame_id
+        if frame_id in (self.world, ''):
+            frame = 'world'
+        elif frame_id in (self.base_frame, self.model.base_link):
+            frame = 'base'  # turns with the base: re-expressed at every step (RK4 stage)
+        else:
             self.get_logger().error(
                 f'base_wrench: expected frame_id {self.world!r} or {self.base_frame!r}, '
-                f'got {frame!r}; ignored',
+                f'got {frame_id!r}; ignored',
                 throttle_duration_sec=1.0,
             )
             return
-        with self._lock:
-            if frame in (self.base_frame, self.model.base_link):
-                R = D.link_pose(self.model, self.q, self.model.base_link)[1]
-                w = np.r_[R @ w[:3], R @ w[3:]]
-            self._base_wrench = w
+        self._submit(_Request(lambda engine: engine.set_base_wrench(wrench, frame)))
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response):
-        with self._lock:
-            self.q = self.q0.copy()
-            self.v = self.v0.copy()
-            self._command = None
-            self._base_wrench = np.zeros(6)
-            self.applied = np.zeros(self.model.n)
-            self.faulted = False
-            q, v, steps = self.q.copy(), self.v.copy(), self.steps
-        self._publish(q, v, np.zeros(self.model.n), steps)
-        self._wake.set()
-        response.success = True
-        response.message = f'reset to the initial state at sim time {steps * self.dt:.6f} s'
+        def reset(engine: Engine) -> str:
+            snap = engine.reset()
+            return f'reset to the initial state at sim time {snap.time:.6f} s'
+
+        response.success, response.message = self._call(reset, publish=True)
         return response
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response):
-        if request.data:
-            self._paused.set()
-        else:
-            if self.faulted:
-                response.success = False
-                response.message = 'state is not finite: call ~/reset first'
-                return response
-            self._paused.clear()
-            self._wake.set()
-        response.success = True
-        response.message = 'paused' if request.data else 'running'
+        def pause(engine: Engine) -> str:
+            if request.data:
+                engine.pause()
+                return 'paused'
+            engine.resume()  # EngineFault while faulted
+            return 'running'
+
+        response.success, response.message = self._call(pause, publish=False)
         return response
 
-    # ----------------------------------------------------------------------------- physics
-    def _efforts(self, now_ns: int) -> np.ndarray:
-        cmd = self._command
-        if cmd is None or now_ns - cmd.stamp_ns > self.timeout_ns:
-            return np.zeros(self.model.n)
-        limit = self.model.effort_limit
-        return np.clip(cmd.tau, -limit, limit)
+    def _on_parameters(self, changed: dict) -> None:
+        """Post-set: hand the new dynamic parameter values to the physics thread."""
 
-    def _advance(self, count: int) -> bool:
-        """Integrate ``count`` steps under the current inputs; False on a non-finite state."""
-        with self._lock:
-            q, v, steps = self.q, self.v, self.steps
-            tau = self._efforts(steps * self.dt_ns)
-            wrench = self._base_wrench
-            model = self.model
-        try:
-            q_new, v_new = D.step(
-                model,
-                q,
-                v,
-                tau,
-                self.dt,
-                method=self.integrator,
-                base_wrench=wrench,
-                steps=count,
-            )
-            finite = bool(np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new)))
-            reason = 'non-finite state'
-        except (ValueError, RuntimeError, FloatingPointError) as exc:
-            # the dynamics reject a non-finite state (e.g. no positive definite inertia)
-            finite, reason = False, f'non-finite state ({exc})'
-        if not finite:
-            self.faulted = True
-            self._paused.set()
-            self.get_logger().error(
-                f'{reason} after sim time {steps * self.dt:.6f} s: integration paused, '
-                'the last finite state stays published; call ~/reset'
-            )
-            return False
-        with self._lock:
-            if self.steps != steps:  # pragma: no cover - only the physics thread steps
-                return True
-            if self.q is q:  # not reset meanwhile
-                self.q, self.v = q_new, v_new
-                self.applied = tau
-            self.steps = steps + count
-            q_pub, v_pub, applied = self.q.copy(), self.v.copy(), self.applied.copy()
-        if self.steps % self.decimation == 0:
-            self._publish(q_pub, v_pub, applied, self.steps)
-        return True
+        def apply(engine: Engine) -> str:
+            if 'real_time_factor' in changed:
+                self._pacer.set_rtf(changed['real_time_factor'])
+                self._pacer.restart(engine.step)
+            if 'command_timeout' in changed:
+                engine.command_timeout_ns = int(changed['command_timeout'] * 1e9)
+            return ''
 
+        self._submit(_Request(apply))
+        for name, value in changed.items():
+            self.get_logger().info(f'{name} -> {value}')
+
+    # -------------------------------------------------------------------- physics thread
     def _run(self) -> None:
-        wall0 = time.monotonic()
-        sim0 = self.steps
-        while not self._stop.is_set():
-            if self._paused.is_set():
-                self._wake.wait(0.05)
-                self._wake.clear()
-                wall0, sim0 = time.monotonic(), self.steps
-                continue
-            # step up to the next publish instant in one batch (inputs are held over a batch;
-            # commands arrive at most at the publish rate of the controllers in practice)
-            count = self.decimation - self.steps % self.decimation
-            if self.rtf > 0.0:
-                now = time.monotonic()
-                due = wall0 + (self.steps + count - sim0) * self.dt / self.rtf
-                delay = due - now
-                if delay > 0.0:
-                    self._stop.wait(delay)
-                    continue
-                if -delay > self.max_lag:
-                    # Behind schedule (a loaded machine): slow down instead of bursting ahead
-                    # to catch up, which would starve the controllers of sim time to react in.
-                    wall0, sim0 = now, self.steps
-            try:
-                self._advance(count)
-            except Exception as exc:  # noqa: BLE001 - never let the physics thread die silently
-                self.faulted = True
-                self._paused.set()
-                self.get_logger().error(f'physics step failed: {exc!r}; paused, call ~/reset')
+        try:
+            self.pub_description.publish(String(data=self.urdf))
+            self._publish(self.engine.snapshot())
+            self._loop()
+        except Exception as exc:  # noqa: BLE001 - a dead physics thread must end the node
+            if not rclpy.ok(context=self.context):
+                return  # shutting down: nothing left to publish to
+            self._fatal = f'physics thread failed: {exc!r}\n{traceback.format_exc()}'
+            self.get_logger().fatal(self._fatal)
+            self._stopping.set()
+            self._fatal_signal.trigger()
+        finally:
+            self._fail_pending('the physics thread stopped')
 
-    def stop(self) -> None:
-        """Stop the physics thread."""
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=5.0)
+    def _loop(self) -> None:
+        engine, pacer = self.engine, self._pacer
+        idle = True
+        while not self._stopping.is_set():
+            self._wake.clear()
+            self._apply_requests()
+            if engine.paused or engine.faulted:
+                idle = True
+                self._wake.wait(0.1)
+                continue
+            if idle:
+                pacer.restart(engine.step)
+                idle = False
+            count = self.decimation - engine.step % self.decimation
+            delay = pacer.delay(engine.step + count)
+            if delay > 0.0:
+                self._wake.wait(delay)
+                continue
+            snap = engine.advance(count)
+            if snap.faulted:
+                self.get_logger().error(
+                    f'{snap.fault}: integration stopped, the last finite state (sim time '
+                    f'{snap.time:.6f} s) stays published; call ~/reset'
+                )
+            self._publish(snap)
+
+    def _apply_requests(self) -> None:
+        """Apply the queued requests in arrival order; publish each jump of the state."""
+        while True:
+            try:
+                request = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                text = request.action(self.engine)
+            except (EngineFault, ValueError) as exc:
+                if request.reply is not None:
+                    request.reply.set_exception(exc)
+                else:
+                    self.get_logger().error(str(exc), throttle_duration_sec=1.0)
+                continue
+            if request.publish:  # before answering: the caller's next message is the new state
+                self._publish(self.engine.snapshot())
+            if request.reply is not None:
+                request.reply.set_result(text)
+
+    def _fail_pending(self, reason: str) -> None:
+        while True:
+            try:
+                request = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if request.reply is not None and not request.reply.done():
+                request.reply.set_exception(RuntimeError(reason))
 
     # --------------------------------------------------------------------------- publish
-    def _publish(self, q: np.ndarray, v: np.ndarray, applied: np.ndarray, steps: int) -> None:
-        """Publish one step's messages, all stamped with the simulated time ``steps * dt``."""
-        try:
-            self._publish_unchecked(q, v, applied, steps)
-        except Exception as exc:  # noqa: BLE001 - rclpy raises RCLError subclasses
-            if not rclpy.ok(context=self.context):  # shutting down: nothing to publish to
-                self._stop.set()
-                return
-            raise exc
+    def _publish(self, snap: Snapshot) -> None:
+        """Publish the messages of ``snap`` if it is later than the last published instant."""
+        if snap.step <= self._last_published:
+            return
+        self._last_published = snap.step
+        markers = self._publish_count % 10 == 0  # for the eye: a tenth of the rate
+        self._publish_count += 1
+        clock, joints, transform, odom, momentum, marker_array = self.messages(snap, markers)
+        if clock is not None:
+            self.pub_clock.publish(clock)
+        self.pub_joints.publish(joints)
+        self._send_tf(transform)
+        self.pub_odom.publish(odom)
+        self.pub_momentum.publish(momentum)
+        if marker_array is not None:
+            self.pub_markers.publish(marker_array)
 
-    def _publish_unchecked(
-        self, q: np.ndarray, v: np.ndarray, applied: np.ndarray, steps: int
-    ) -> None:
-        model = self.model
-        stamp = _stamp(steps * self.dt_ns)
-        if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=stamp))
-        js = self._joint_msg
-        js.header.stamp = stamp
-        js.position = q[7:].tolist()
-        js.velocity = v[6:].tolist()
-        js.effort = applied.tolist()
-        self.pub_joints.publish(js)
+    def messages(self, snap: Snapshot, markers: bool = True) -> tuple:
+        """New messages of one instant, all stamped with its simulated time.
 
-        # base link frame: origin r0 - R c0, its velocity V0 + w0 x (origin - r0)
-        p, quat, lin, w = D.base_link_state(model, q, v)
-        R = quat_to_matrix(quat)
-        px, py, pz = p.tolist()
-        qx, qy, qz, qw = quat.tolist()
-        t = self._tf_msg
-        t.header.stamp = stamp
-        t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = (
-            px,
-            py,
-            pz,
-        )
-        ro = t.transform.rotation
+        Returns
+        -------
+        tuple
+            ``(Clock or None, JointState, TransformStamped, Odometry, Float64MultiArray,
+            MarkerArray or None)``: ``/clock`` only with ``publish_clock``, markers only when
+            asked.
+        """
+        stamp = to_stamp(snap.time_ns)
+        clock = Clock(clock=stamp) if self.pub_clock is not None else None
+        joints = JointState(name=list(self.model.joint_names))
+        joints.header.stamp = stamp
+        joints.position = snap.q[7:].tolist()
+        joints.velocity = snap.v[6:].tolist()
+        joints.effort = snap.effort.tolist()
+
+        px, py, pz = snap.base_position.tolist()
+        qx, qy, qz, qw = snap.base_orientation.tolist()
+        transform = TransformStamped()
+        transform.header.stamp = stamp
+        transform.header.frame_id = self.world
+        transform.child_frame_id = self.base_frame
+        tr = transform.transform.translation
+        tr.x, tr.y, tr.z = px, py, pz
+        ro = transform.transform.rotation
         ro.x, ro.y, ro.z, ro.w = qx, qy, qz, qw
-        self._send_tf(t)
 
-        odom = self._odom_msg
+        odom = Odometry()
         odom.header.stamp = stamp
+        odom.header.frame_id = self.world
+        odom.child_frame_id = self.base_frame
         pos = odom.pose.pose.position
         pos.x, pos.y, pos.z = px, py, pz
         o = odom.pose.pose.orientation
         o.x, o.y, o.z, o.w = qx, qy, qz, qw
+        R = quat_to_matrix(snap.base_orientation)  # base link axes -> world
         tw = odom.twist.twist
-        tw.linear.x, tw.linear.y, tw.linear.z = (R.T @ lin).tolist()
-        tw.angular.x, tw.angular.y, tw.angular.z = (R.T @ w).tolist()
-        self.pub_odom.publish(odom)
+        tw.linear.x, tw.linear.y, tw.linear.z = (R.T @ snap.base_linear_velocity).tolist()
+        tw.angular.x, tw.angular.y, tw.angular.z = (R.T @ snap.base_angular_velocity).tolist()
 
-        h, com = D.momentum_and_com(model, q, v)  # [P; L_g] and r_g
-        mom = self._momentum_msg
-        mom.data = np.r_[h, com].tolist()
-        self.pub_momentum.publish(mom)
-        if steps % (10 * self.decimation) == 0:  # markers are for the eye: a tenth of the rate
-            self.pub_markers.publish(self._markers(stamp, h, com))
+        momentum = Float64MultiArray()
+        momentum.layout.dim = [
+            MultiArrayDimension(label='P,L_g,com', size=3, stride=9),
+            MultiArrayDimension(label='x,y,z', size=3, stride=3),
+        ]
+        momentum.data = np.r_[snap.momentum, snap.com].tolist()
+        marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
+        return clock, joints, transform, odom, momentum, marker_array
 
     def _markers(self, stamp: Time, h: np.ndarray, com: np.ndarray) -> MarkerArray:
         out = MarkerArray()
@@ -599,25 +687,7 @@ class Simulator(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``simulator`` (``ros2 run ffsim_ros simulator``)."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = Simulator()
-        rclpy.spin(node)
-    except ParameterValueError as exc:
-        print(f'ffsim_simulator: invalid parameter: {exc}', file=sys.stderr)
-        code = 2
-    except KeyboardInterrupt:
-        pass
-    except rclpy.executors.ExternalShutdownException:
-        pass
-    finally:
-        if node is not None:
-            node.stop()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node(lambda: Simulator().start(), 'ffsim_simulator', args)
 
 
 if __name__ == '__main__':

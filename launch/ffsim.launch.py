@@ -32,13 +32,13 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from ffsim_ros import launch_support as ls
+from ffsim_ros.control import CONTROL_MODES
 from ffsim_ros.resources import share_path
 
 PACKAGE = 'ffsim_ros'
 SIMULATOR_CONFIG = share_path('config', 'simulator.yaml')
 CONTROLLER_CONFIG = share_path('config', 'reactionless_controller.yaml')
 RVIZ_CONFIG = share_path('config', 'rviz', 'ffsim.rviz')
-CONTROLLER_MODES = ['reactionless', 'gjm_tracking', 'joint_pd']
 
 
 def declare_arguments() -> list[DeclareLaunchArgument]:
@@ -53,7 +53,7 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             'controller_mode',
             default_value='reactionless',
-            choices=CONTROLLER_MODES,
+            choices=list(CONTROL_MODES),
             description='Control law of the controller (its `mode` parameter; can be changed at '
             'run time with ros2 param set).',
         ),

@@ -27,6 +27,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from ffsim_ros import launch_support as ls
+from ffsim_ros.control import CONTROL_MODES
 from ffsim_ros.resources import share_path
 
 #: The single-robot launch file, next to this one (source tree and install share alike).
@@ -49,7 +50,7 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             'controller_mode',
             default_value='reactionless',
-            choices=['reactionless', 'gjm_tracking', 'joint_pd'],
+            choices=list(CONTROL_MODES),
             description='Control law of both controllers.',
         ),
         DeclareLaunchArgument(

@@ -88,9 +88,16 @@ def console_scripts(setup_kwargs: dict[str, Any]) -> set[str]:
 
 
 def module_constants(tree: ast.Module) -> dict[str, Any]:
-    """Module-level ``NAME = <literal>`` assignments."""
+    """Module-level ``NAME = <literal>`` assignments, and the constants imported from the
+    package (``from ffsim_ros.control import CONTROL_MODES``: their values)."""
     out = {}
     for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('ffsim_ros'):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                value = getattr(module, alias.name)
+                if alias.name.isupper() and isinstance(value, tuple | list | str):
+                    out[alias.asname or alias.name] = value
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
@@ -105,6 +112,15 @@ def value_of(node: ast.AST, constants: dict[str, Any]) -> Any:
     """Literal value of an expression, resolving module constants; ``...`` if not static."""
     if isinstance(node, ast.Name):
         return constants.get(node.id, ...)
+    if (  # list(CONSTANT) / tuple(CONSTANT)
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ('list', 'tuple')
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        inner = value_of(node.args[0], constants)
+        return ... if inner is ... else {'list': list, 'tuple': tuple}[node.func.id](inner)
     try:
         return ast.literal_eval(node)
     except ValueError:
@@ -259,11 +275,21 @@ def test_every_launch_argument_has_a_description(path: Path) -> None:
 
 
 def test_ffsim_launch_arguments() -> None:
-    from ffsim_ros.control import ControlMode
+    from ffsim_ros.control import CONTROL_MODES, ControlMode
 
     arguments = declared_arguments(ROOT / 'launch' / 'ffsim.launch.py')
     assert set(arguments) == FFSIM_ARGUMENTS
     assert arguments['controller_mode']['choices'] == [m.value for m in ControlMode]
+    # the one list of modes: both launch files take their choices from CONTROL_MODES
+    for path in LAUNCH_FILES:
+        (call,) = [
+            c
+            for c in calls(parse(path)[0], 'DeclareLaunchArgument')
+            if ast.literal_eval(c.args[0]) == 'controller_mode'
+        ]
+        (choices,) = [k.value for k in call.keywords if k.arg == 'choices']
+        assert ast.unparse(choices) == 'list(CONTROL_MODES)', path.name
+        assert value_of(choices, parse(path)[1]) == list(CONTROL_MODES)
     assert arguments['use_sim_time']['default_value'] == 'true'  # the simulator owns /clock
     for flag in ('rviz', 'use_sim_time', 'record'):
         assert arguments[flag]['choices'] == ['true', 'false']
@@ -313,21 +339,18 @@ def test_config_keys_are_launched_nodes(path: Path, node_name: str) -> None:
 
 
 def _declared_parameter_names(node_name: str) -> set[str]:
-    """Parameters the node source declares (``declare_parameter``/``declare`` literals)."""
-    tree, constants = parse(NODE_SOURCES[node_name])
-    names = set()
-    for method in ('declare_parameter', 'declare'):
-        for call in calls(tree, method):
-            name = value_of(call.args[0], constants) if call.args else ...
-            if isinstance(name, str):
-                names.add(name)
-    if node_name == 'ffsim_reactionless_controller':  # declare(f'gains.{name}', ...) loop
-        from ffsim_ros.control import Gains
+    """Parameters the node declares: the names of its parameter table."""
+    from ffsim_ros import reactionless_controller, simulator
 
-        names |= {f'gains.{name}' for name in Gains().__dict__}
-    return names
+    table = {
+        'ffsim_simulator': simulator.PARAMETERS,
+        'ffsim_reactionless_controller': reactionless_controller.PARAMETERS,
+    }[node_name]
+    assert table.node_name == node_name
+    return set(table.names)
 
 
+@pytest.mark.ros  # the tables live in the node modules
 @pytest.mark.parametrize(
     ('path', 'node_name'),
     [(SIMULATOR_YAML, 'ffsim_simulator'), (CONTROLLER_YAML, 'ffsim_reactionless_controller')],
@@ -403,14 +426,16 @@ def test_simulator_accepts_its_config_under_a_namespace(rclpy_context, tmp_path:
         assert list(node.get_parameter('initial_base_position').value) == [0.0, 5.0, 0.0]
         assert node.model.n == 2  # the URDF given as robot_description
         assert node.base_frame == 'robot1/base_link'
-        assert node._odom_msg.child_frame_id == 'robot1/base_link'
-        assert node._tf_msg.header.frame_id == 'world'
+        assert not node.running  # the physics thread starts with start(), not here
+        _, _, transform, odom, _, _ = node.messages(node.engine.snapshot())
+        assert odom.child_frame_id == transform.child_frame_id == 'robot1/base_link'
+        assert odom.header.frame_id == transform.header.frame_id == 'world'
+        assert list(node.engine.snapshot().base_position) == [0.0, 5.0, 0.0]
         assert node.get_fully_qualified_name() == '/robot1/ffsim_simulator'
         assert node.pub_markers.topic_name == '/robot1/markers'
         assert node.pub_clock.topic_name == '/robot1/clock'  # each robot its own sim time
         assert node.get_parameter('use_sim_time').value is True
     finally:
-        node.stop()
         node.destroy_node()
 
 

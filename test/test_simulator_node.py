@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.resources import sample_robot
 
 pytestmark = pytest.mark.ros
@@ -33,15 +34,9 @@ class Probe:
         self.node, self.executor, self.wait_until = node, executor, wait_until
         executor.add_node(node)
         self.msgs: dict[str, list] = {k: [] for k in ('js', 'odom', 'tf', 'mom', 'clock', 'mk')}
-        self.arrival: list[float] = []
 
         def keep(key):
-            def cb(msg):
-                self.msgs[key].append(msg)
-                if key == 'js':
-                    self.arrival.append(time.monotonic())
-
-            return cb
+            return self.msgs[key].append
 
         self.subs = [
             node.create_subscription(JointState, 'joint_states', keep('js'), 1000),
@@ -109,24 +104,22 @@ def start_sim(ros_process, *params: str):
     return ros_process('ffsim_ros.simulator', ros_args=ros_args, name='sim')
 
 
-def test_messages_frames_stamps_and_rate(ros_process, probe) -> None:
+def test_messages_frames_and_stamps(ros_process, probe) -> None:
     sim = start_sim(ros_process)
     probe.connect()
     probe.msgs['js'].clear()
-    probe.arrival.clear()
     assert probe.spin_until(lambda: len(probe.msgs['js']) >= 300, 30), sim.describe()
     js = probe.msgs['js'][-250:]
-    arrival = probe.arrival[-250:]
-    # rate within 10 % of 100 Hz at real_time_factor 1 (wall clock, over 2.5 s)
-    rate = (len(arrival) - 1) / (arrival[-1] - arrival[0])
-    assert 90.0 <= rate <= 110.0
     # shapes, names, no motion at rest, stamps exactly one publish period apart
     for m in js:
         assert list(m.name) == list(MODEL.joint_names)
         assert len(m.position) == len(m.velocity) == len(m.effort) == N
         assert np.all(np.asarray(m.position) == 0.0) and np.all(np.asarray(m.velocity) == 0.0)
     stamps = np.array([stamp_ns(m) for m in js])
+    # the publish rate in simulated time: one message per 10 ms of simulated time, none
+    # skipped (the wall-clock rate depends on the machine's load; this does not)
     assert np.all(np.diff(stamps) == 10_000_000)
+    assert np.all(stamps % 10_000_000 == 0)
     # the other stamped topics share the joint_states stamps
     odom = {stamp_ns(m): m for m in probe.msgs['odom']}
     tf = {stamp_ns(m.transforms[0]): m.transforms[0] for m in probe.msgs['tf']}
@@ -166,15 +159,22 @@ def test_robot_description_latched_and_clock_drives_sim_time(
     probe.node.create_subscription(String, 'robot_description', got.append, latched)
     assert probe.spin_until(lambda: got, 20)
     assert D.load_urdf(got[0].data).joint_names == MODEL.joint_names
-    # a use_sim_time node follows /clock
+    # a use_sim_time node follows /clock: its time is one of the /clock values (exactly: the
+    # ROS time source takes the message's time), recent, i.e. simulated time, not wall time
     follower = ros_node('follower', parameter_overrides=[Parameter('use_sim_time', value=True)])
     probe.executor.add_node(follower)
-    probe.msgs['clock'].clear()
-    assert probe.spin_until(lambda: len(probe.msgs['clock']) > 20, 20)
-    last = probe.msgs['clock'][-1].clock
+    start = len(probe.msgs['clock'])
+
+    def clock() -> list[int]:
+        return [m.clock.sec * 10**9 + m.clock.nanosec for m in probe.msgs['clock'][start:]]
+
+    assert probe.spin_until(
+        lambda: len(clock()) > 20 and follower.get_clock().now().nanoseconds > 0, 20
+    )
     now = follower.get_clock().now().nanoseconds
-    # the follower's time is a recent /clock value, i.e. simulated time, not wall time
-    assert abs(now - (last.sec * 10**9 + last.nanosec)) <= 50_000_000
+    assert probe.spin_until(lambda: clock()[-1] >= now, 20)  # the probe has it too
+    assert now in clock()
+    assert clock()[-1] - now <= 50_000_000
     assert now < 3600 * 10**9
 
 
@@ -272,7 +272,8 @@ def test_pause_and_reset(ros_process, probe) -> None:
     assert probe.spin_until(lambda: len(probe.msgs['js']) > count, 10)
     after = probe.msgs['js'][-1]
     assert np.all(np.asarray(after.position) == 0.0) and np.all(np.asarray(after.velocity) == 0.0)
-    assert stamp_ns(after) == paused_stamp  # reset keeps simulated time (no jump back)
+    # a reset takes one physics step: published at once, later than everything before it
+    assert stamp_ns(after) == paused_stamp + 1_000_000
     assert probe.call(SetBool, '/ffsim_simulator/pause', SetBool.Request(data=False)).success
     assert probe.spin_until(lambda: stamp_ns(probe.msgs['js'][-1]) > paused_stamp, 10)
 
@@ -313,3 +314,218 @@ def test_bad_parameter_is_a_clear_error(ros_process, param: str, expected: str) 
         time.sleep(0.1)  # waiting for the process to exit, not for DDS
     assert sim.returncode == 2, sim.describe()
     assert expected in sim.stderr()
+
+
+def _wrench_msg(frame: str, force) -> object:
+    from geometry_msgs.msg import WrenchStamped
+
+    msg = WrenchStamped()
+    msg.header.frame_id = frame
+    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(x) for x in force)
+    return msg
+
+
+def test_base_wrench_in_the_base_link_frame_turns_with_the_base(ros_process, probe) -> None:
+    """A spinning base pushed along its own x axis: between two published instants the
+    momentum grows by the integral of R(t) f (trapezoid of the published attitudes); then the
+    same force in world_frame: by dt F, whatever the base does. The momentum is that of the
+    published state (joint_states and base_odom of one stamp)."""
+    from geometry_msgs.msg import WrenchStamped
+
+    sim = start_sim(
+        ros_process, 'real_time_factor:=4.0', 'initial_base_twist:=[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]'
+    )
+    probe.connect()
+    pub = probe.node.create_publisher(WrenchStamped, 'base_wrench', 10)
+    assert probe.spin_until(lambda: pub.get_subscription_count() > 0, 20)
+    assert probe.spin_until(lambda: probe.msgs['odom'], 20)
+    f = np.array([20.0, 0.0, 0.0])
+    dt = 0.01
+
+    def momentum_at(js) -> np.ndarray | None:
+        odom = next((o for o in reversed(probe.msgs['odom']) if stamp_ns(o) == stamp_ns(js)), None)
+        return None if odom is None else D.momentum_and_com(MODEL, *state_from(js, odom))[0]
+
+    def pushed() -> bool:  # no force yet: the momentum stays that of the initial state
+        h = momentum_at(probe.msgs['js'][-2])
+        return h is not None and np.linalg.norm(h[:3] - P0) > 0.5 * dt * np.linalg.norm(f)
+
+    def world_now() -> bool:  # the last step added dt F: the world-frame force acts
+        js = probe.msgs['js']
+        if len(js) < 3:
+            return False
+        h = [momentum_at(m) for m in js[-3:-1]]
+        if h[0] is None or h[1] is None or stamp_ns(js[-2]) - stamp_ns(js[-3]) != 10_000_000:
+            return False
+        return np.abs(h[1][:3] - h[0][:3] - dt * f).max() <= 1e-6 * np.linalg.norm(f) * dt
+
+    def run_for(seconds: float) -> int:
+        end = stamp_ns(probe.msgs['odom'][-1]) + int(seconds * 1e9)
+        assert probe.spin_until(lambda: stamp_ns(probe.msgs['odom'][-1]) >= end, 60), (
+            sim.describe()
+        )
+        return stamp_ns(probe.msgs['odom'][-1])
+
+    assert probe.spin_until(lambda: len(probe.msgs['js']) >= 2, 20)
+    P0 = momentum_at(probe.msgs['js'][-2])[:3]
+    assert np.linalg.norm(P0) > 1.0  # the base link origin at rest: its CoM moves
+    pub.publish(_wrench_msg('base_link', f))
+    assert probe.spin_until(pushed, 30), sim.describe()
+    body_start = stamp_ns(probe.msgs['js'][-2])
+    body_end = run_for(1.5)  # published before the next wrench is sent, so before it applies
+    pub.publish(_wrench_msg('world', f))
+    assert probe.spin_until(world_now, 30), sim.describe()
+    run_for(0.6)
+
+    odom = {stamp_ns(m): m for m in probe.msgs['odom']}
+    momentum = {
+        stamp_ns(js): D.momentum_and_com(MODEL, *state_from(js, odom[stamp_ns(js)]))[0][:3]
+        for js in probe.msgs['js']
+        if stamp_ns(js) in odom
+    }
+    stamps = sorted(momentum)
+    pairs = [(a, b) for a, b in zip(stamps[:-1], stamps[1:], strict=True) if b - a == 10_000_000]
+
+    def rotation(stamp: int) -> np.ndarray:
+        o = odom[stamp].pose.pose.orientation
+        return quat_to_matrix([o.x, o.y, o.z, o.w])
+
+    body = [(a, b) for a, b in pairs if body_start <= a and b <= body_end]
+    assert len(body) >= 100
+    worst, turned = 0.0, 0.0
+    R_first = rotation(body[0][0])
+    for a, b in body:
+        expected = 0.5 * dt * (rotation(a) @ f + rotation(b) @ f)
+        error = np.abs(momentum[b] - momentum[a] - expected).max()
+        worst = max(worst, error / (np.linalg.norm(f) * dt))
+        cos = (np.trace(R_first.T @ rotation(b)) - 1.0) / 2.0
+        turned = max(turned, float(np.arccos(np.clip(cos, -1.0, 1.0))))
+    assert worst <= 1e-3, worst  # the trapezoid's error, ~ (w dt)^2 / 12
+    assert turned > 1.0  # the base turned: a force held in the world would be off by O(|f|)
+
+    # world frame: from the first interval under it (the base-frame force never gives dt F
+    # while the base turns) to the end, every step adds dt F (to RK4 truncation); the probe
+    # sees it late (it lags behind the simulator at real_time_factor 4), not the simulator
+    def world_like(pair: tuple[int, int]) -> bool:
+        change = momentum[pair[1]] - momentum[pair[0]]
+        return np.abs(change - dt * f).max() <= 1e-6 * np.linalg.norm(f) * dt
+
+    later = [(a, b) for a, b in pairs if a >= body_end]
+    first = next(k for k, pair in enumerate(later) if world_like(pair))
+    assert len(later) - first >= 50
+    assert all(world_like(pair) for pair in later[first:])
+    assert not any(world_like(pair) for pair in body)
+
+
+def test_one_publishing_thread_stamps_never_go_back(ros_process, probe) -> None:
+    """Resets while the arm moves: each is published at once, one physics step after the
+    instant it interrupts, and on every stamped topic the stamps only go forward."""
+    from std_srvs.srv import Trigger
+
+    sim = start_sim(ros_process, 'real_time_factor:=2.0', 'command_timeout:=5.0')
+    probe.connect()
+    client = probe.node.create_client(Trigger, '/ffsim_simulator/reset')
+    assert probe.spin_until(client.service_is_ready, 20)
+    tau = np.full(N, 40.0)
+    replies = []
+    for _ in range(150):
+        probe.send(tau)  # the arm moves between resets (a reset clears the command)
+        future = client.call_async(Trigger.Request())
+        assert probe.spin_until(future.done, 20), sim.describe()
+        replies.append(future.result())
+    probe.spin_until(lambda: False, 0.5)  # the last messages in flight
+    assert all(r.success for r in replies)
+    topics = {
+        'joint_states': [stamp_ns(m) for m in probe.msgs['js']],
+        'base_odom': [stamp_ns(m) for m in probe.msgs['odom']],
+        '/tf': [stamp_ns(m.transforms[0]) for m in probe.msgs['tf']],
+        '/clock': [m.clock.sec * 1_000_000_000 + m.clock.nanosec for m in probe.msgs['clock']],
+    }
+    for topic, stamps in topics.items():
+        assert len(stamps) > 300, topic
+        assert np.all(np.diff(stamps) > 0), f'{topic}: a stamp went back or repeated'
+    # each reset is published at the time its reply names, in the initial state
+    js = {stamp_ns(m): m for m in probe.msgs['js']}
+    found = 0
+    for reply in replies:
+        seconds = float(reply.message.rsplit(' at sim time ', 1)[1].split()[0])
+        m = js.get(round(seconds * 1e9))
+        if m is not None:
+            found += 1
+            assert not np.any(m.position) and not np.any(m.velocity)
+    assert found >= 0.9 * len(replies)
+    # ... and the arm did move in between (so a reset was not a no-op)
+    assert max(np.abs(m.velocity).max() for m in probe.msgs['js']) > 1e-3
+    assert sim.is_running()
+
+
+# ------------------------------------------------------------------ the node in-process
+def _in_process(rclpy_context, *overrides):
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.simulator import Simulator
+
+    params = [Parameter(name, value=value) for name, value in overrides]
+    return Simulator(context=rclpy_context, parameter_overrides=params)
+
+
+def test_physics_starts_with_start_and_parameters_apply_between_steps(
+    rclpy_context, ros_executor, wait_until
+) -> None:
+    from rclpy.parameter import Parameter
+
+    sim = _in_process(rclpy_context, ('real_time_factor', 0.0))
+    try:
+        ros_executor.add_node(sim)
+        wait_until(lambda: False, 0.3, ros_executor)
+        assert not sim.running and sim.engine.step == 0  # nothing runs before start()
+        sim.start()
+        assert wait_until(lambda: sim.engine.step > 100, 30, ros_executor)
+        # dynamic parameters: checked on set, applied by the physics thread after the set
+        result = sim.set_parameters([Parameter('command_timeout', value=0.05)])
+        assert result[0].successful
+        assert wait_until(lambda: sim.engine.command_timeout_ns == 50_000_000, 10, ros_executor)
+        result = sim.set_parameters([Parameter('command_timeout', value=-1.0)])
+        assert not result[0].successful and 'command_timeout: expected' in result[0].reason
+        assert sim.get_parameter('command_timeout').value == 0.05
+        result = sim.set_parameters([Parameter('physics_rate_hz', value=10.0)])
+        assert not result[0].successful and 'read-only' in result[0].reason
+        # an atomic set with one bad value changes nothing
+        result = sim.set_parameters_atomically(
+            [Parameter('real_time_factor', value=3.0), Parameter('command_timeout', value=0.0)]
+        )
+        assert not result.successful
+        assert sim.get_parameter('real_time_factor').value == 0.0
+        wait_until(lambda: False, 0.2, ros_executor)
+        assert sim.engine.command_timeout_ns == 50_000_000
+        # descriptors come from the table
+        from ffsim_ros.simulator import PARAMETERS
+
+        for spec, d in zip(
+            PARAMETERS, sim.describe_parameters(list(PARAMETERS.names)), strict=True
+        ):
+            assert (d.description, d.read_only) == (spec.description, not spec.dynamic)
+    finally:
+        sim.destroy_node()
+    assert not sim.running
+
+
+def test_a_failing_physics_thread_ends_the_node(rclpy_context, ros_executor, monkeypatch) -> None:
+    from ffsim_ros.node_support import FatalNodeError
+
+    sim = _in_process(rclpy_context, ('real_time_factor', 0.0))
+    try:
+        ros_executor.add_node(sim)
+
+        def broken(n: int) -> None:
+            raise TypeError('a bug in the physics loop')
+
+        monkeypatch.setattr(sim.engine, 'advance', broken)
+        sim.start()
+        deadline = time.monotonic() + 30
+        with pytest.raises(FatalNodeError, match='a bug in the physics loop'):
+            while time.monotonic() < deadline:
+                ros_executor.spin_once(timeout_sec=0.1)
+        assert not sim.running
+    finally:
+        sim.destroy_node()

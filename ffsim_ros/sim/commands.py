@@ -1,0 +1,166 @@
+"""Inputs of the simulation engine: guarded joint efforts and external wrenches (no ROS).
+
+Joint efforts follow the ros2_controllers conventions: a command is checked whole (size,
+finiteness) and a bad one is refused; the last good command holds for ``timeout_ns`` of
+*simulated* time after it was given and then the efforts drop to zero; what is applied is
+the command clipped to the URDF effort limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+
+#: Frames a base wrench can be given in: the inertial frame, or the base body's own frame
+#: (then it turns with the base, as a thruster's force does).
+WRENCH_FRAMES = ('world', 'base')
+
+
+class WrongSizeError(ValueError):
+    """An input with the wrong number of values."""
+
+
+class NonFiniteError(ValueError):
+    """An input with a NaN or an infinity."""
+
+
+def check_efforts(model: D.Model, tau: object) -> np.ndarray:
+    """Joint efforts (n,) [N m | N] in joint order, as a new float array.
+
+    Raises
+    ------
+    WrongSizeError
+        ``'expected <n> values in joint order [...], got <k>'``.
+    NonFiniteError
+        ``'expected finite values, got [...]'``.
+    """
+    values = np.array(tau, dtype=float).reshape(-1)
+    if values.shape != (model.n,):
+        raise WrongSizeError(
+            f'expected {model.n} values in joint order {list(model.joint_names)}, '
+            f'got {values.size}'
+        )
+    if not np.all(np.isfinite(values)):
+        raise NonFiniteError(f'expected finite values, got {values.tolist()}')
+    return values
+
+
+def check_wrench(wrench: object, what: str = 'wrench') -> np.ndarray:
+    """A wrench ``[f; n]`` (6,) of finite values [N, N m], as a new float array.
+
+    Raises
+    ------
+    WrongSizeError, NonFiniteError
+        Naming ``what``.
+    """
+    values = np.array(wrench, dtype=float).reshape(-1)
+    if values.shape != (6,):
+        raise WrongSizeError(f'{what}: expected 6 finite values [f; n], got {values.tolist()}')
+    if not np.all(np.isfinite(values)):
+        raise NonFiniteError(f'{what}: expected 6 finite values [f; n], got {values.tolist()}')
+    return values
+
+
+class EffortCommands:
+    """The joint effort command buffer: timeout in simulated time and clipping.
+
+    Parameters
+    ----------
+    model : Model
+        Gives the size ``n`` and the effort limits (n,) [N m | N].
+    timeout_ns : int
+        Simulated nanoseconds a command holds (> 0).
+    """
+
+    def __init__(self, model: D.Model, timeout_ns: int) -> None:
+        self._model = model
+        self._limit = np.asarray(model.effort_limit, dtype=float)
+        self._tau: np.ndarray | None = None
+        self._received_ns = 0
+        self.timeout_ns = timeout_ns
+
+    @property
+    def timeout_ns(self) -> int:
+        """Simulated nanoseconds a command holds after it was given."""
+        return self._timeout_ns
+
+    @timeout_ns.setter
+    def timeout_ns(self, value: int) -> None:
+        value = int(value)
+        if value <= 0:
+            raise ValueError(f'command timeout: expected > 0 ns, got {value}')
+        self._timeout_ns = value
+
+    @property
+    def last(self) -> tuple[np.ndarray, int] | None:
+        """The last good command (a copy) and the simulated time it was given at [ns]."""
+        if self._tau is None:
+            return None
+        return self._tau.copy(), self._received_ns
+
+    def command(self, tau: object, now_ns: int) -> None:
+        """Take the efforts ``tau`` (n,) given at simulated time ``now_ns``.
+
+        Raises
+        ------
+        ValueError
+            A bad command (see :func:`check_efforts`); the previous command stays.
+        """
+        self._tau = check_efforts(self._model, tau)
+        self._received_ns = int(now_ns)
+
+    def clear(self) -> None:
+        """Drop the command (zero efforts)."""
+        self._tau = None
+
+    def efforts_at(self, now_ns: int) -> np.ndarray:
+        """Efforts (n,) applied at simulated time ``now_ns``: the command clipped to the
+        limits while it is at most ``timeout_ns`` old, else zeros."""
+        if self._tau is None or now_ns - self._received_ns > self._timeout_ns:
+            return np.zeros(self._model.n)
+        return np.clip(self._tau, -self._limit, self._limit)
+
+    def steps_held(self, now_ns: int, dt_ns: int, count: int) -> int:
+        """How many of the ``count`` steps of ``dt_ns`` from ``now_ns`` start while the
+        command holds (0 without one): the steps to integrate under it before the timeout."""
+        if self._tau is None:
+            return 0
+        last_ns = self._received_ns + self._timeout_ns  # last instant the command holds
+        if now_ns > last_ns:
+            return 0
+        return min(count, (last_ns - now_ns) // dt_ns + 1)
+
+
+@dataclass(frozen=True)
+class ExternalWrenches:
+    """External wrenches held by the engine (immutable: the engine swaps the whole value).
+
+    Attributes
+    ----------
+    base : (6,) ndarray or None
+        ``[f; n]`` at the base CoM [N, N m].
+    base_frame : str
+        ``'world'``: ``base`` is constant in the inertial frame; ``'base'``: it is constant
+        in the base frame and re-expressed at every evaluation of the dynamics (each RK4
+        stage), i.e. it turns with the base.
+    links : mapping
+        ``{link: [f; n]}`` at link origins, inertial frame.
+    """
+
+    base: np.ndarray | None = None
+    base_frame: str = 'world'
+    links: Mapping[str, np.ndarray] | None = None
+
+    def step_arguments(self) -> dict[str, object]:
+        """Keyword arguments of :func:`ffsim_ros.dynamics.step` for these wrenches."""
+        out: dict[str, object] = {}
+        if self.base is not None:
+            key = 'base_wrench_body' if self.base_frame == 'base' else 'base_wrench'
+            out[key] = self.base
+        if self.links:
+            out['link_wrenches'] = dict(self.links)
+        return out

@@ -1,0 +1,422 @@
+"""The simulation engine: a free-floating robot stepped under held inputs (no ROS).
+
+:class:`Engine` owns the model, the state ``(q, v)``, the simulated clock (an integer count of
+physics steps of ``dt_ns`` nanoseconds), the inputs (joint effort commands with a timeout
+and clipping, base and link wrenches), pause and fault handling. :meth:`Engine.advance`
+integrates ``n`` steps with :func:`ffsim_ros.dynamics.step` -- one call for all the steps
+over which the inputs are constant -- and returns a :class:`Snapshot`, an immutable record of
+the instant reached. The simulator node wraps an engine in ROS I/O; tests and batch runs
+drive one directly.
+
+Time: the clock only moves forward. A step advances it by ``dt_ns``; a jump of the state
+(:meth:`Engine.reset`, :meth:`Engine.set_state`) also takes one step of simulated time
+without integrating, so each instant names exactly one state (a stamp is never reused for a
+different state) and pausing stops the clock.
+
+Faults: a step that yields a non-finite state, or that the dynamics refuse (e.g. a mass
+matrix no longer positive definite), stops integration: the engine keeps the last finite
+state (the steps before the failing one are kept) and reports the reason in every snapshot
+until :meth:`Engine.reset` or :meth:`Engine.set_state`. A snapshot never holds a NaN.
+
+Single-threaded by design: the caller serializes access (the simulator node calls it from
+its physics thread only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_normalize
+
+from .commands import WRENCH_FRAMES, EffortCommands, ExternalWrenches, check_wrench
+
+#: Errors of the dynamics on a state they cannot handle (they become a fault, not a crash).
+DYNAMICS_ERRORS = (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError)
+
+
+class EngineFault(RuntimeError):
+    """An operation refused because the engine is faulted (reset or set a state first)."""
+
+
+def _frozen(x: np.ndarray) -> np.ndarray:
+    out = np.array(x, dtype=float)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One instant of a simulation (read-only arrays; world = the inertial frame).
+
+    Attributes
+    ----------
+    step : int
+        Simulated clock in physics steps; ``time_ns = step * dt_ns``.
+    time_ns : int
+        Simulated time [ns].
+    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]`` (``r0``: the base CoM), as in
+        :mod:`ffsim_ros.dynamics`.
+    v : (nv,) velocity ``[V0, w0, phidot]``, world.
+    effort : (n,) joint efforts applied over the last step [N m | N] (zeros after a jump).
+    base_position : (3,) base *link frame* origin, world [m].
+    base_orientation : (4,) base link orientation (x, y, z, w).
+    base_linear_velocity : (3,) velocity of the base link origin, world [m/s].
+    base_angular_velocity : (3,) base angular velocity, world [rad/s].
+    momentum : (6,) ``[P; L_g]``: linear momentum and angular momentum about the system CoM,
+        world [kg m/s, kg m^2/s] [S0 eqs. 9, 12-16].
+    com : (3,) system CoM, world [m].
+    paused : bool
+    fault : str
+        Why integration stopped ('' when it did not).
+    """
+
+    step: int
+    time_ns: int
+    q: np.ndarray
+    v: np.ndarray
+    effort: np.ndarray
+    base_position: np.ndarray
+    base_orientation: np.ndarray
+    base_linear_velocity: np.ndarray
+    base_angular_velocity: np.ndarray
+    momentum: np.ndarray
+    com: np.ndarray
+    paused: bool
+    fault: str
+
+    @property
+    def faulted(self) -> bool:
+        """Whether integration is stopped by a fault."""
+        return bool(self.fault)
+
+    @property
+    def time(self) -> float:
+        """Simulated time [s]."""
+        return self.time_ns * 1e-9
+
+
+class Engine:
+    """A free-floating robot simulation (see the module docstring).
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model (gravity, joint dynamics: as configured in the model).
+    q0 : (nq,) initial configuration;  v0 : (nv,) initial velocity (the state of
+        :meth:`reset`). The base quaternion is normalized.
+    dt_ns : int
+        Physics step [ns] (> 0).
+    integrator : str
+        A method of :func:`ffsim_ros.dynamics.step` (:data:`ffsim_ros.dynamics.STEP_METHODS`).
+    command_timeout_ns : int
+        Simulated nanoseconds a joint effort command holds (> 0).
+    paused : bool
+        Start paused.
+
+    Raises
+    ------
+    ValueError
+        A fixed-base model, a bad state, step, integrator or timeout.
+    """
+
+    def __init__(
+        self,
+        model: D.Model,
+        q0: np.ndarray,
+        v0: np.ndarray,
+        *,
+        dt_ns: int,
+        integrator: str = 'rk4',
+        command_timeout_ns: int = 500_000_000,
+        paused: bool = False,
+    ) -> None:
+        if not model.floating_base:
+            raise ValueError('model: expected a floating-base model, got a fixed-base one')
+        if integrator not in D.STEP_METHODS:
+            raise ValueError(f'integrator: expected one of {D.STEP_METHODS}, got {integrator!r}')
+        if int(dt_ns) != dt_ns or dt_ns <= 0:
+            raise ValueError(f'dt_ns: expected an integer > 0, got {dt_ns}')
+        self._model = model
+        self._dt_ns = int(dt_ns)
+        self._integrator = integrator
+        self._q0, self._v0 = self._checked_state(q0, v0)
+        # state
+        self._q, self._v = self._q0, self._v0
+        self._step = 0
+        self._effort = np.zeros(model.n)
+        self._paused = bool(paused)
+        self._fault = ''
+        # inputs
+        self._commands = EffortCommands(model, command_timeout_ns)
+        self._wrenches = ExternalWrenches()
+
+    # ---------------------------------------------------------------------------- config
+    @property
+    def model(self) -> D.Model:
+        """The simulated model."""
+        return self._model
+
+    @property
+    def dt_ns(self) -> int:
+        """Physics step [ns]."""
+        return self._dt_ns
+
+    @property
+    def dt(self) -> float:
+        """Physics step [s]."""
+        return self._dt_ns * 1e-9
+
+    @property
+    def integrator(self) -> str:
+        """Integration method."""
+        return self._integrator
+
+    @property
+    def command_timeout_ns(self) -> int:
+        """Simulated nanoseconds a joint effort command holds (settable, > 0)."""
+        return self._commands.timeout_ns
+
+    @command_timeout_ns.setter
+    def command_timeout_ns(self, value: int) -> None:
+        self._commands.timeout_ns = value
+
+    @property
+    def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(q0, v0)``, the state :meth:`reset` returns to (read-only arrays)."""
+        return self._q0, self._v0
+
+    # ----------------------------------------------------------------------------- state
+    @property
+    def step(self) -> int:
+        """Simulated clock in physics steps."""
+        return self._step
+
+    @property
+    def time_ns(self) -> int:
+        """Simulated time [ns]."""
+        return self._step * self._dt_ns
+
+    @property
+    def time(self) -> float:
+        """Simulated time [s]."""
+        return self.time_ns * 1e-9
+
+    @property
+    def paused(self) -> bool:
+        """Whether :meth:`advance` is suspended by :meth:`pause`."""
+        return self._paused
+
+    @property
+    def fault(self) -> str:
+        """Why integration stopped ('' when it did not)."""
+        return self._fault
+
+    @property
+    def faulted(self) -> bool:
+        """Whether integration is stopped by a fault."""
+        return bool(self._fault)
+
+    def snapshot(self) -> Snapshot:
+        """The current instant."""
+        model, q, v = self._model, self._q, self._v
+        position, quat, linear, angular = D.base_link_state(model, q, v)
+        h, com = D.momentum_and_com(model, q, v)
+        return Snapshot(
+            step=self._step,
+            time_ns=self.time_ns,
+            q=q,
+            v=v,
+            effort=_frozen(self._effort),
+            base_position=_frozen(position),
+            base_orientation=_frozen(quat),
+            base_linear_velocity=_frozen(linear),
+            base_angular_velocity=_frozen(angular),
+            momentum=_frozen(h),
+            com=_frozen(com),
+            paused=self._paused,
+            fault=self._fault,
+        )
+
+    def reset(self) -> Snapshot:
+        """Back to the initial state, inputs cleared, fault cleared; the clock moves one step.
+
+        The pause state is kept.
+        """
+        self._commands.clear()
+        self._wrenches = ExternalWrenches()
+        return self._jump(self._q0, self._v0)
+
+    def set_state(self, q: np.ndarray, v: np.ndarray) -> Snapshot:
+        """Jump to ``(q, v)`` (inputs kept, fault cleared); the clock moves one step.
+
+        Raises
+        ------
+        ValueError
+            Wrong sizes, non-finite values or a zero base quaternion (nothing changes).
+        """
+        q, v = self._checked_state(q, v)
+        return self._jump(q, v)
+
+    def _jump(self, q: np.ndarray, v: np.ndarray) -> Snapshot:
+        self._q, self._v = q, v
+        self._effort = np.zeros(self._model.n)
+        self._fault = ''
+        self._step += 1
+        return self.snapshot()
+
+    def _checked_state(self, q: object, v: object) -> tuple[np.ndarray, np.ndarray]:
+        model = self._model
+        q = np.array(q, dtype=float).reshape(-1)
+        v = np.array(v, dtype=float).reshape(-1)
+        if q.shape != (model.nq,) or not np.all(np.isfinite(q)):
+            raise ValueError(f'q: expected {model.nq} finite values, got {q.tolist()}')
+        if v.shape != (model.nv,) or not np.all(np.isfinite(v)):
+            raise ValueError(f'v: expected {model.nv} finite values, got {v.tolist()}')
+        q[3:7] = quat_normalize(q[3:7], 'q[3:7] (base quaternion)')
+        return _frozen(q), _frozen(v)
+
+    # ---------------------------------------------------------------------------- inputs
+    def command_efforts(self, tau: object) -> None:
+        """Joint efforts (n,) [N m | N], joint order, from now; they hold for
+        :attr:`command_timeout_ns`, clipped to the effort limits.
+
+        Raises
+        ------
+        ValueError
+            Wrong size or a non-finite value (the previous command stays).
+        """
+        self._commands.command(tau, self.time_ns)
+
+    def clear_efforts(self) -> None:
+        """Drop the effort command (zero efforts from now)."""
+        self._commands.clear()
+
+    @property
+    def last_command(self) -> tuple[np.ndarray, int] | None:
+        """The last good effort command and the simulated time it was given at [ns]."""
+        return self._commands.last
+
+    def set_base_wrench(self, wrench: object, frame: str = 'world') -> None:
+        """Hold the wrench ``[f; n]`` (6,) [N, N m] at the base CoM (replaces the previous).
+
+        ``frame='world'``: constant in the inertial frame. ``frame='base'``: constant in the
+        base frame, re-expressed at every evaluation of the dynamics (it turns with the base).
+
+        Raises
+        ------
+        ValueError
+            A bad wrench or frame (nothing changes).
+        """
+        if frame not in WRENCH_FRAMES:
+            raise ValueError(f'frame: expected one of {WRENCH_FRAMES}, got {frame!r}')
+        w = _frozen(check_wrench(wrench, 'base wrench'))
+        self._wrenches = ExternalWrenches(w, frame, self._wrenches.links)
+
+    def clear_base_wrench(self) -> None:
+        """Remove the base wrench."""
+        self._wrenches = ExternalWrenches(None, 'world', self._wrenches.links)
+
+    def set_link_wrenches(self, wrenches: Mapping[str, object]) -> None:
+        """Hold ``{link: [f; n]}`` (6,) at link origins, inertial frame [N, N m] (replaces
+        the previous link wrenches; an empty mapping removes them).
+
+        Raises
+        ------
+        ValueError
+            An unknown link or a bad wrench (nothing changes).
+        """
+        links = {}
+        for link, wrench in wrenches.items():
+            if link not in self._model.link_names:
+                raise ValueError(
+                    f'link: expected one of {list(self._model.link_names)}, got {link!r}'
+                )
+            links[link] = _frozen(check_wrench(wrench, f'wrench on {link}'))
+        w = self._wrenches
+        self._wrenches = ExternalWrenches(w.base, w.base_frame, links or None)
+
+    @property
+    def wrenches(self) -> ExternalWrenches:
+        """The external wrenches held now."""
+        return self._wrenches
+
+    # --------------------------------------------------------------------- run control
+    def pause(self) -> None:
+        """Suspend :meth:`advance` (the clock stops)."""
+        self._paused = True
+
+    def resume(self) -> None:
+        """Let :meth:`advance` integrate again.
+
+        Raises
+        ------
+        EngineFault
+            While faulted: reset or set a state first.
+        """
+        if self._fault:
+            raise EngineFault(f'{self._fault}: reset or set a state first')
+        self._paused = False
+
+    def advance(self, n: int = 1) -> Snapshot:
+        """Integrate ``n`` physics steps under the current inputs; the instant reached.
+
+        Paused or faulted: nothing happens. The steps are integrated in as few calls of
+        :func:`ffsim_ros.dynamics.step` as the inputs allow (two when the effort command
+        times out within them, else one). A fault stops within the ``n`` steps.
+        """
+        n = int(n)
+        if n < 1:
+            raise ValueError(f'n: expected an integer >= 1, got {n}')
+        remaining = n
+        while remaining > 0 and not (self._paused or self._fault):
+            now = self.time_ns
+            held = self._commands.steps_held(now, self._dt_ns, remaining)
+            count = held if held > 0 else remaining
+            self._integrate(self._commands.efforts_at(now), count)
+            remaining -= count
+        return self.snapshot()
+
+    def _integrate(self, tau: np.ndarray, count: int) -> None:
+        """``count`` steps under the efforts ``tau``; on failure the steps up to the last
+        finite state are kept (found again one step at a time) and the fault is set."""
+        try:
+            q, v = self._step_from(self._q, self._v, tau, count)
+        except DYNAMICS_ERRORS:
+            q = None
+        if q is not None and np.all(np.isfinite(q)) and np.all(np.isfinite(v)):
+            self._commit(q, v, tau, count)
+            return
+        for _ in range(count):  # replay to the failing step (deterministic: same results)
+            at = self.time
+            try:
+                q, v = self._step_from(self._q, self._v, tau, 1)
+            except DYNAMICS_ERRORS as exc:
+                self._fault = f'non-finite state: the dynamics failed at t = {at:.6f} s ({exc})'
+                return
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+                self._fault = f'non-finite state in the step from t = {at:.6f} s'
+                return
+            self._commit(q, v, tau, 1)
+
+    def _step_from(
+        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return D.step(
+            self._model,
+            q,
+            v,
+            tau,
+            self.dt,
+            method=self._integrator,
+            steps=count,
+            **self._wrenches.step_arguments(),
+        )
+
+    def _commit(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int) -> None:
+        self._q, self._v = _frozen(q), _frozen(v)
+        self._effort = tau
+        self._step += count
