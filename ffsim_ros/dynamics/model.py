@@ -149,7 +149,9 @@ class Model:
         Joint position limits per joint DoF [rad | m] (-inf/inf when unlimited; always
         unlimited for a spherical joint).
     effort_limit, velocity_limit : (n,) ndarray
-        Joint effort [N m | N] and speed [rad/s | m/s] limits per DoF (inf when unset).
+        Joint effort [N m | N] and speed [rad/s | m/s] limits per DoF, >= 0 (inf when unset).
+        An effort limit of 0 is a passive joint; a speed limit of 0, what published URDFs
+        carry where the value is unknown, means no speed limit.
     joint_dynamics : bool
         Whether joint damping/friction (``arrays.damping``/``arrays.friction``) are applied.
     arrays : ModelArrays
@@ -470,6 +472,20 @@ def build_model(
                 )
         for key, values in per_dof.items():
             values.extend(_per_dof(getattr(b, key), nvj_i, b.joint_name, key))
+            bad = [
+                x
+                for x in values[-nvj_i:]
+                if np.isnan(x) or (key not in ('lower', 'upper') and x < 0.0)
+            ]
+            if bad:
+                raise ValueError(
+                    f'joint {b.joint_name}: {key} expected '
+                    + ('numbers' if key in ('lower', 'upper') else 'values >= 0')
+                    + f', got {bad}'
+                )
+        lows, highs = per_dof['lower'][-nvj_i:], per_dof['upper'][-nvj_i:]
+        if any(lo > hi for lo, hi in zip(lows, highs, strict=True)):
+            raise ValueError(f'joint {b.joint_name}: limit lower {b.lower} > upper {b.upper}')
         if code == SPHERICAL and (
             np.isfinite(per_dof['lower'][-3:]).any() or np.isfinite(per_dof['upper'][-3:]).any()
         ):

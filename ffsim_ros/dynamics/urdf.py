@@ -49,6 +49,25 @@ def _attr_float(elem: ET.Element, key: str, default: float, where: str) -> float
         raise ValueError(f'{where}: {key} must be a number, got {text!r}') from None
 
 
+def _limit_value(
+    limit: ET.Element, key: str, default: float, where: str, *, nonnegative: bool = False
+) -> float:
+    """A ``<limit>`` attribute: a finite number (>= 0 for effort and velocity) when given.
+
+    ``effort="0"`` reads as a passive joint (no effort can be applied) and ``velocity="0"``,
+    which published URDFs carry where the value is unknown, as no speed limit (see
+    :attr:`~.model.Model.velocity_limit`); a negative or non-finite value is an error naming
+    the joint, not a limit turned into a spinning joint or a misleading failure later.
+    """
+    value = _attr_float(limit, key, default, where + ' limit')
+    if limit.get(key) is None:
+        return value
+    if not np.isfinite(value) or (nonnegative and value < 0.0):
+        bound = 'a finite value >= 0' if nonnegative else 'a finite value'
+        raise ValueError(f'{where}: limit {key} expected {bound}, got {limit.get(key)!r}')
+    return value
+
+
 def _origin(elem: ET.Element | None, where: str) -> tuple[np.ndarray, np.ndarray]:
     if elem is None:
         return np.eye(3), np.zeros(3)
@@ -134,11 +153,11 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     lower, upper, effort, velocity = -np.inf, np.inf, np.inf, np.inf
     limit = elem.find('limit')
     if limit is not None:
-        effort = _attr_float(limit, 'effort', np.inf, where + ' limit')
-        velocity = _attr_float(limit, 'velocity', np.inf, where + ' limit')
+        effort = _limit_value(limit, 'effort', np.inf, where, nonnegative=True)
+        velocity = _limit_value(limit, 'velocity', np.inf, where, nonnegative=True)
         if jtype != 'continuous':
-            lower = _attr_float(limit, 'lower', 0.0, where + ' limit')
-            upper = _attr_float(limit, 'upper', 0.0, where + ' limit')
+            lower = _limit_value(limit, 'lower', 0.0, where)
+            upper = _limit_value(limit, 'upper', 0.0, where)
     elif jtype in ('revolute', 'prismatic'):
         raise ValueError(f'{where}: a {jtype} joint needs a <limit> element (URDF spec)')
     if lower > upper:
