@@ -6,9 +6,11 @@
 # Two modes, chosen automatically:
 #   system: a ROS 2 distro is sourced (ROS_DISTRO set and rclpy importable by $PYTHON or by
 #           python3). The venv uses --system-site-packages and the distro's rclpy, messages
-#           and tf2_msgs; no ROS wheels are installed and nothing is built.
+#           and interface packages; no ROS wheels are installed and nothing is built.
 #   wheels: otherwise. ROS 2 Kilted comes from PyPI wheels (requirements/ros-kilted*.txt) and
-#           tf2_msgs (msg/TFMessage) is built from interfaces/tf2_msgs into the venv.
+#           the interface packages the wheels lack are built from interfaces/<pkg> into the
+#           venv (rosidl + cmake, see build_interface): tf2_msgs (msg/TFMessage),
+#           simulation_interfaces (all of it) and control_msgs (action/FollowJointTrajectory).
 # Either way the dev requirements and the ffsim_ros package itself (editable) are installed.
 #
 # Environment knobs: FFSIM_ROS_MODE=system|wheels forces a mode; FFSIM_FORCE=1 ignores the
@@ -124,23 +126,36 @@ import os, sys; _p = [p for p in os.environ.get('AMENT_PREFIX_PATH', '').split(o
 PTH
 fi
 
-# ------------------------------------------------------------------------------- tf2_msgs
-build_tf2_msgs() {
-  local src="$ROOT/interfaces/tf2_msgs" bdir="$BUILD_DIR/tf2_msgs"
-  local stamp="$VENV_ABS/share/tf2_msgs/.ffsim-source.sha256"
+# ---------------------------------------------------------------------- interface packages
+# Built in this order (control_msgs needs trajectory_msgs, which comes as a wheel). Each entry:
+# "<package> <python statement that must succeed once it is installed>".
+INTERFACES=(
+  'tf2_msgs from tf2_msgs.msg import TFMessage'
+  'simulation_interfaces import simulation_interfaces.srv, simulation_interfaces.action'
+  'control_msgs from control_msgs.action import FollowJointTrajectory'
+)
+
+# Build interfaces/<pkg> with rosidl (cmake) and install it into the venv, unless the stamp says
+# the same sources were already built against the same wheels and the package imports.
+build_interface() {
+  local pkg="$1" check="$2"
+  local src="$ROOT/interfaces/$pkg" bdir="$BUILD_DIR/$pkg"
+  local stamp="$VENV_ABS/share/$pkg/.ffsim-source.sha256"
   local src_hash
+  # Sources, the cmake hook and the ROS wheels built against (a new wheel set rebuilds).
   src_hash="$(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum \
-    | cat - "$ROOT/tools/cmake/fix_wheel_include_dirs.cmake" | sha256sum | cut -d' ' -f1)"
+    | cat - "$ROOT/tools/cmake/fix_wheel_include_dirs.cmake" "$ROOT"/requirements/ros-kilted*.txt \
+    | sha256sum | cut -d' ' -f1)"
   if [[ "$FORCE" != 1 && "$(cat "$stamp" 2>/dev/null || true)" == "$src_hash" ]] \
-    && vpy -c 'from tf2_msgs.msg import TFMessage' >/dev/null 2>&1; then
-    log "tf2_msgs already built and importable: skipping build"
+    && vpy -c "$check" >/dev/null 2>&1; then
+    log "$pkg already built and importable: skipping build"
     return
   fi
-  command -v cmake >/dev/null 2>&1 || die "cmake (>= 3.20) is needed to build tf2_msgs"
-  command -v c++ >/dev/null 2>&1 || die "a C/C++ compiler (c++) is needed to build tf2_msgs"
+  command -v cmake >/dev/null 2>&1 || die "cmake (>= 3.20) is needed to build $pkg"
+  command -v c++ >/dev/null 2>&1 || die "a C/C++ compiler (c++) is needed to build $pkg"
   local gen=()
   if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
-  log "building tf2_msgs from interfaces/tf2_msgs into $VENV (build dir: ${bdir#"$ROOT"/})"
+  log "building $pkg from interfaces/$pkg into $VENV (build dir: ${bdir#"$ROOT"/})"
   rm -rf "$bdir"
   mkdir -p "$bdir"
   local t0=$SECONDS
@@ -162,18 +177,20 @@ build_tf2_msgs() {
     # interpreter start), the Python package in <venv>/lib/pythonX.Y/site-packages.
     cmake --install "$bdir" >"$bdir/install.log" 2>&1 \
       || { tail -n 40 "$bdir/install.log" >&2; exit 1; }
-  ) || die "tf2_msgs build failed (logs in ${bdir#"$ROOT"/})"
-  vpy -c 'from tf2_msgs.msg import TFMessage' \
-    || die "tf2_msgs was built but 'from tf2_msgs.msg import TFMessage' fails"
+  ) || die "$pkg build failed (logs in ${bdir#"$ROOT"/})"
+  vpy -c "$check" || die "$pkg was built but '$check' fails"
   echo "$src_hash" >"$stamp"
-  log "tf2_msgs built in $((SECONDS - t0)) s"
+  log "$pkg built in $((SECONDS - t0)) s"
 }
 
-if [[ "$MODE" == wheels ]]; then
-  build_tf2_msgs
-elif ! vpy -c 'from tf2_msgs.msg import TFMessage' >/dev/null 2>&1; then
-  log "WARNING: ROS_DISTRO=$ROS_DISTRO has no tf2_msgs; install ros-$ROS_DISTRO-tf2-msgs"
-fi
+for entry in "${INTERFACES[@]}"; do
+  pkg="${entry%% *}"
+  if [[ "$MODE" == wheels ]]; then
+    build_interface "$pkg" "${entry#* }"
+  elif ! vpy -c "${entry#* }" >/dev/null 2>&1; then
+    log "WARNING: ROS_DISTRO=$ROS_DISTRO has no $pkg; install ros-$ROS_DISTRO-${pkg//_/-}"
+  fi
+done
 
 # ------------------------------------------------------------------------------- ffsim_ros
 PKG_STAMP="$VENV_ABS/.ffsim-package.sha256"
@@ -190,13 +207,16 @@ fi
 # --------------------------------------------------------------------------------- check
 vpy - <<'EOF' || die "environment check failed"
 import importlib
+interfaces = ('tf2_msgs', 'trajectory_msgs', 'simulation_interfaces', 'control_msgs')
 for name in ('rclpy', 'std_msgs.msg', 'geometry_msgs.msg', 'sensor_msgs.msg', 'nav_msgs.msg',
-             'visualization_msgs.msg', 'rosgraph_msgs.msg', 'std_srvs.srv',
-             'rcl_interfaces.msg', 'tf2_msgs.msg', 'ffsim_ros'):
+             'visualization_msgs.msg', 'rosgraph_msgs.msg', 'std_srvs.srv', 'rcl_interfaces.msg',
+             'tf2_msgs.msg', 'trajectory_msgs.msg', 'simulation_interfaces.srv',
+             'simulation_interfaces.action', 'control_msgs.action', 'ffsim_ros'):
     importlib.import_module(name)
 from ament_index_python.packages import get_package_share_directory
-get_package_share_directory('tf2_msgs')
+for pkg in interfaces:
+    get_package_share_directory(pkg)
 from rclpy.utilities import get_rmw_implementation_identifier
-print('[setup_venv] OK: rclpy + messages + tf2_msgs + ffsim_ros import; rmw =',
+print('[setup_venv] OK: rclpy + messages + interface packages + ffsim_ros import; rmw =',
       get_rmw_implementation_identifier())
 EOF
