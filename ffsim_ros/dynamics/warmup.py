@@ -19,8 +19,11 @@ from . import (
     bias_forces,
     center_of_mass,
     forward_dynamics,
+    forward_dynamics_derivatives,
+    generalized_velocity_derivatives,
     integrate,
     inverse_dynamics,
+    inverse_dynamics_derivatives,
     link_jacobian,
     load_urdf,
     mass_matrix,
@@ -28,6 +31,7 @@ from . import (
     neutral,
     rk4_step,
     step,
+    step_derivatives,
     with_joint_dynamics,
 )
 from .lie import matrix_exp, quat_exp, quat_log, quat_multiply, quat_to_matrix
@@ -55,6 +59,9 @@ def warm_up() -> float:
             step(model, q, v, tau, 1e-3, method=method)
         step(model, q, v, tau, 1e-3, steps=2)
         rk4_step(model, q, v, 1e-3, lambda t, qq, vv, m=model, u=tau: aba(m, qq, vv, u))
+        forward_dynamics_derivatives(model, q, v, tau)
+        inverse_dynamics_derivatives(model, q, v, v)
+        step_derivatives(model, q, v, tau, 1e-3)
         Q, V, T = np.stack([q, q]), np.stack([v, v]), np.stack([tau, tau])
         forward_dynamics(model, Q, V, T)
         mass_matrix(model, Q)
@@ -65,6 +72,7 @@ def warm_up() -> float:
         if floating:
             base_velocity_from_momentum(model, q, tau)
             base_link_state(model, q, v)
+            generalized_velocity_derivatives(model, q, tau, model.link_names[-1])
             step(model, q, v, tau, 1e-3, base_wrench_body=np.ones(6))
     quat = quat_exp([0.1, 0.2, 0.3])
     quat_log(quat_multiply(quat, quat))

@@ -18,21 +18,26 @@ base CoM (``r_0 = 0`` there, so ``M r~_0g^T = -h~`` and ``I_w = Ib``).
 
 Modules, from the bottom up (each imports only those above it):
 
-=================  =============================================================================
-``layout``         joint type codes, :class:`~.layout.ModelArrays`, packing of a model into two
-                   flat arrays for the entry points
-``spatial``        3x3 and spatial-vector helpers (inlined into the recursions)
-``cholesky``       dense Cholesky solve
-``friction``       joint damping and Coulomb friction ``F_f`` [S0 eq. 41]
-``kinematics``     poses, motion subspaces, world inertias, joint velocity products
-``crba``           composite-rigid-body algorithm (``H``) and the CRBA forward dynamics
-``rnea``           recursive Newton-Euler (inverse dynamics, bias forces)
-``momentum``       spatial momentum about O
-``aba``            articulated-body algorithm: three named passes
-``lie_group``      ``integrate``/``chart_rate`` on R^3 x SO(3) x R^n and the RK4 step
-``entry``          single-state entry points ``e_*`` (packed model, no named tuples)
-``batched``        batched entry points ``b_*`` (rows spread over all cores)
-=================  =============================================================================
+========================  =========================================================================
+``layout``                joint type codes, :class:`~.layout.ModelArrays`, packing of a model into
+                          two flat arrays for the entry points
+``spatial``               3x3 and spatial-vector helpers (inlined into the recursions)
+``cholesky``              dense Cholesky solve
+``friction``              joint damping and Coulomb friction ``F_f`` [S0 eq. 41]
+``kinematics``            poses, motion subspaces, world inertias, joint velocity products
+``crba``                  composite-rigid-body algorithm (``H``) and the CRBA forward dynamics
+``rnea``                  recursive Newton-Euler (inverse dynamics, bias forces)
+``momentum``              spatial momentum about O
+``aba``                   articulated-body algorithm: three named passes
+``lie_group``             ``integrate``/``chart_rate`` on R^3 x SO(3) x R^n and the RK4 step
+``entry``                 single-state entry points ``e_*`` (packed model, no named tuples)
+``batched``               batched entry points ``b_*`` (rows spread over all cores)
+``ltl``                   ``H = L^T L`` with the tree's sparsity (no fill-in), and its solves
+``rnea_derivatives``      derivatives of the inverse dynamics on the manifold: four named passes
+``aba_derivatives``       forward-dynamics derivatives (``-H^-1`` times the above), entry point
+``step_derivatives``      linearization ``(A, B)`` of the RK4 step, entry point
+``velocity_derivatives``  derivatives of ``J* phidot`` (generalized Jacobian), entry point
+========================  =========================================================================
 
 The kernels assume bodies numbered so that ``parent[i] < i`` (regular labeling, [M sec. 2]).
 Nothing outside :mod:`ffsim_ros.dynamics` imports this package: the algorithms of

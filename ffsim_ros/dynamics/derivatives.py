@@ -1,0 +1,264 @@
+"""Analytical derivatives of the equations of motion and the linearization of one simulation step
+(the linearized equations of motion seed 000 points to; for LQR, MPC, estimation and
+sensitivity studies).
+
+Tangent convention (the same for every function here, inputs and outputs)
+--------------------------------------------------------------------------
+A configuration ``q`` is perturbed by a tangent vector ``dq`` (nv,) through
+:func:`~.integration.integrate`: ``q (+) dq = integrate(model, q, dq)``, i.e.
+
+* ``dq[0:3]`` moves the base CoM ``r0`` (inertial frame) [m];
+* ``dq[3:6]`` turns the base about its CoM by the *inertial-frame* rotation vector
+  ``dq[3:6]``: ``Q0 <- exp(dq[3:6]) * Q0`` (left multiplication) [rad];
+* a ball joint turns by the *child-frame* rotation vector of its three entries:
+  ``Q <- Q * exp(dq)`` (right multiplication) [rad];
+* every other joint coordinate is additive (``phi + dq``) [rad | m].
+
+Column ``k`` of ``d f / dq`` is ``d/dh f(integrate(q, h e_k))`` at ``h = 0``, so that
+``f(q (+) dq, v + dv) = f + F_q dq + F_v dv + O(|dq|^2 + |dv|^2)``. The tangent is the one of
+the velocity ``v = [V0, w0, phidot]`` (``integrate(q, v dt)`` is the flow of ``v``), and
+:func:`~.integration.difference` is the inverse of ``(+)``: ``difference(q, q (+) dq) = dq``.
+Velocities and accelerations are plain vectors; the generalized force is ``[F_b; tau]``, ``F_b``
+the base wrench at the base CoM in the inertial frame [S0 eq. 39].
+
+They are Pinocchio's derivatives (``computeABADerivatives``, Carpentier & Mansard 2018) in this
+package's coordinates: ``test/test_derivatives.py`` derives the conversion from Pinocchio's
+root-origin, body-frame free flyer and its local SE(3) tangent, and checks them against it to
+1e-8 and against central differences on the manifold.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .inputs import (
+    ArrayLike,
+    as_q,
+    as_v,
+    as_vector,
+    generalized_force,
+    is_ready,
+    require_floating,
+)
+from .kernels.aba_derivatives import e_dynamics_derivatives
+from .kernels.step_derivatives import e_step_derivatives
+from .kernels.velocity_derivatives import e_generalized_velocity_derivatives
+from .model import Model
+
+_NO_FORCE = np.empty(0)  # an empty generalized force: the inverse dynamics at a given a
+
+
+class ForwardDynamicsDerivatives(NamedTuple):
+    """Derivatives of the accelerations ``qdd = FD(q, v, tau, F_b)`` [S0 eqs. 39, 41]."""
+
+    dq: np.ndarray  #: (nv, nv) ``d qdd / dq`` (tangent ``dq``, module docstring) [1/s^2]
+    dv: np.ndarray  #: (nv, nv) ``d qdd / dv`` [1/s]
+    dtau: np.ndarray  #: (nv, n) ``d qdd / d tau`` (the last n columns of ``H^-1``)
+    dbase_wrench: np.ndarray | None  #: (nv, 6) ``d qdd / d F_b``; None for a fixed base
+
+
+class InverseDynamicsDerivatives(NamedTuple):
+    """Derivatives of the generalized force ``ID(q, v, a) = H a + c - F_f`` [S0 eqs. 39, 41]."""
+
+    dq: np.ndarray  #: (nv, nv) ``d ID / dq`` (tangent ``dq``)
+    dv: np.ndarray  #: (nv, nv) ``d ID / dv`` (joint friction included when enabled)
+    da: np.ndarray  #: (nv, nv) ``d ID / da = H``, the inertia matrix
+
+
+def forward_dynamics_derivatives(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    *,
+    base_wrench: ArrayLike | None = None,
+) -> ForwardDynamicsDerivatives:
+    """Analytical derivatives of the forward dynamics (:func:`~.algorithms.aba`).
+
+    ``qdd = H^-1 (Q + F_f(v) - c(q, v))`` with ``Q = [F_b; tau]``; its derivatives are
+    ``-H^-1`` times those of the inverse dynamics (recursive, O(n d) for a tree of depth d)
+    and ``H^-1`` for the forces. Gravity and the joint friction ``F_f`` (when
+    ``model.joint_dynamics``) are included; every joint type (revolute, prismatic, ball,
+    universal; free or fixed base) is supported.
+
+    Parameters
+    ----------
+    q : (nq,) configuration;  v : (nv,) velocity;  tau : (n,) joint efforts [N m | N].
+    base_wrench : (6,) optional
+        ``[F; T]`` at the base CoM, inertial frame [N, N m] (floating base only).
+
+    Returns
+    -------
+    ForwardDynamicsDerivatives
+        ``dq`` (nv, nv) with respect to the tangent ``dq`` of the module docstring (base
+        CoM, inertial-frame base rotation vector, child-frame ball-joint rotation vectors,
+        joint coordinates); ``dv`` (nv, nv); ``dtau`` (nv, n); ``dbase_wrench`` (nv, 6)
+        (None for a fixed base). Rows: ``[dV0, dw0, phiddot]`` (floating) or ``phiddot``.
+
+    Raises
+    ------
+    ValueError
+        Wrong sizes, a non-finite input, a base wrench on a fixed base.
+    """
+    q = as_q(model, q)
+    v = as_v(model, v)
+    nv = model.nv
+    if base_wrench is None and is_ready(tau, model.shapes[2]):  # the common case, quicker
+        gen = np.zeros(nv)
+        gen[nv - model.n :] = tau
+    else:
+        gen = generalized_force(model, tau, base_wrench)
+    qdd = np.empty(nv)
+    dq = np.empty((nv, nv))
+    dv = np.empty((nv, nv))
+    minv = np.empty((nv, nv))
+    try:
+        e_dynamics_derivatives(
+            *model.packed, q, v, qdd, gen, model.joint_dynamics, qdd, minv, dq, dv
+        )
+    except ValueError:
+        _require_finite(q=q, v=v, tau=gen)
+        raise
+    off = nv - model.n
+    return ForwardDynamicsDerivatives(
+        dq, dv, minv[:, off:], minv[:, :6] if model.floating_base else None
+    )
+
+
+def inverse_dynamics_derivatives(
+    model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike
+) -> InverseDynamicsDerivatives:
+    """Analytical derivatives of the inverse dynamics (:func:`~.algorithms.inverse_dynamics`,
+    gravity and joint friction included as there).
+
+    Parameters
+    ----------
+    q : (nq,) ;  v : (nv,) ;  a : (nv,) ``[dV0, dw0, phiddot]``.
+
+    Returns
+    -------
+    InverseDynamicsDerivatives
+        ``dq``, ``dv``, ``da`` (nv, nv) [N, N m per unit of the tangent / velocity /
+        acceleration]; ``dq`` in the tangent convention of the module docstring.
+    """
+    q = as_q(model, q)
+    v = as_v(model, v)
+    a = as_v(model, a, 'a')
+    nv = model.nv
+    tau = np.empty(nv)
+    H = np.empty((nv, nv))
+    dq = np.empty((nv, nv))
+    dv = np.empty((nv, nv))
+    try:
+        e_dynamics_derivatives(
+            *model.packed, q, v, a, _NO_FORCE, model.joint_dynamics, tau, H, dq, dv
+        )
+    except ValueError:
+        _require_finite(q=q, v=v, a=a)
+        raise
+    return InverseDynamicsDerivatives(dq, dv, H)
+
+
+def step_derivatives(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    dt: float,
+    *,
+    base_wrench: ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Discrete-time linearization of one step of :func:`~.integration.step` with its default
+    method (``'rk4'``, without ``conserve_momentum``, body-frame or link wrenches).
+
+    With ``(q', v') = step(model, q, v, tau, dt, base_wrench=base_wrench)`` (inputs held over
+    the step), a perturbed step satisfies, to second order::
+
+        [dq'; dv'] = A [dq; dv] + B dtau
+
+    where ``dq`` is the tangent at ``q`` (``q (+) dq = integrate(q, dq)``, module docstring) and
+    ``dq'`` the tangent at ``q'`` (``integrate(q', dq')``). Computed by chaining the analytical
+    derivatives of the four stages through the scheme's Lie-group maps (exact for the
+    discrete map: no finite differences), gravity and joint friction included.
+
+    Parameters
+    ----------
+    q : (nq,) ;  v : (nv,) ;  tau : (n,) joint efforts [N m | N];  dt : float step [s].
+    base_wrench : (6,) optional, ``[F; T]`` at the base CoM, inertial frame, constant.
+
+    Returns
+    -------
+    A : (2 nv, 2 nv) ndarray, ``d(q', v') / d(q, v)``.
+    B : (2 nv, n) ndarray, ``d(q', v') / d tau``.
+    """
+    q = as_q(model, q)
+    v = as_v(model, v)
+    gen = generalized_force(model, tau, base_wrench)
+    dt = float(dt)
+    if not math.isfinite(dt) or dt <= 0.0:
+        raise ValueError(f'dt: expected a finite positive step, got {dt}')
+    nv = model.nv
+    A = np.empty((2 * nv, 2 * nv))
+    B = np.empty((2 * nv, model.n))
+    try:
+        e_step_derivatives(*model.packed, q, v, gen, model.joint_dynamics, dt, A, B)
+    except ValueError:
+        _require_finite(q=q, v=v, tau=gen)
+        raise
+    if not math.isfinite(float(np.sum(A))):
+        _require_finite(q=q, v=v, tau=gen)
+    return A, B
+
+
+def generalized_velocity_derivatives(
+    model: Model, q: ArrayLike, phidot: ArrayLike, link: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Derivatives of a link's velocity under zero momentum, ``J*(q) phidot``
+    (``J* = generalized_jacobian(model, q, link)``, Yoshida & Umetani 1993): the quantity a
+    free-floating controller linearizes.
+
+    Parameters
+    ----------
+    q : (nq,) configuration;  phidot : (n,) joint rates;  link : str, a link of the model.
+
+    Returns
+    -------
+    dq : (6, nv) ndarray
+        ``d(J* phidot) / dq`` in the tangent convention of the module docstring (the base
+        translation columns are zero: the zero-momentum motion does not depend on where the
+        system is).
+    dphidot : (6, n) ndarray
+        ``d(J* phidot) / d phidot = J*``.
+
+    Rows are ``[linear velocity of the link frame origin; angular velocity]``, inertial frame.
+
+    Raises
+    ------
+    ValueError
+        A fixed-base model, wrong sizes; :class:`~.model.UnknownNameError` for an unknown
+        link.
+    """
+    require_floating(model, 'generalized_velocity_derivatives')
+    frame = model.frame(link)
+    q = as_q(model, q)
+    phidot = as_vector(phidot, model.n, 'phidot')
+    dq = np.empty((6, model.nv))
+    dphi = np.empty((6, model.n))
+    point = np.array(frame.translation, dtype=float)
+    e_generalized_velocity_derivatives(*model.packed, q, phidot, frame.body, point, dq, dphi)
+    if not math.isfinite(float(np.sum(dq))):
+        _require_finite(q=q, phidot=phidot)
+    return dq, dphi
+
+
+def _require_finite(**arrays: np.ndarray) -> None:
+    """Raise a ``ValueError`` naming the first argument with a NaN or infinite entry."""
+    for name, x in arrays.items():
+        bad = np.flatnonzero(~np.isfinite(x))
+        if bad.size:
+            raise ValueError(
+                f'{name}: expected finite values, got {x[bad[0]]} at index {int(bad[0])}'
+            )
