@@ -30,6 +30,7 @@ bench: warmup
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/simulator.py
 	$(PY) benchmarks/methods.py
+	$(PY) benchmarks/derivatives.py
 
 lint: setup
 	$(PY) -m ruff check .

@@ -1,4 +1,5 @@
-"""Simulator node and controller speed: real-time factor, memory, control update time.
+"""Simulator node and controller speed: real-time factor, memory, control update time, and
+the cost of the momentum-preserving step.
 
 Run with ``make bench`` (after ``benchmarks/run.py``). The simulator runs as its own ROS 2
 process (localhost-only DDS, a domain id of its own) at ``real_time_factor:=0`` (as fast as
@@ -6,6 +7,12 @@ possible) with 1 kHz RK4 physics and 100 Hz publishing; this process counts simu
 on ``/clock`` per wall second and samples the simulator's resident memory. The reference is
 the same RK4 loop driven by Pinocchio's ``aba`` from Python, without any ROS publishing: the
 ratio says how much of the pure-dynamics speed the node keeps.
+
+The momentum-preserving step (the simulator's default where no base wrench acts) is timed
+against the plain RK4 step on the servicer at 1 kHz, the two in alternation (the minimum over
+repeats of each: on a shared machine a disturbance only adds time): the bare dynamics step
+(``D.step``, 10 steps a call) and the simulator's step (``Engine.advance(10)``, as the node's
+physics thread calls it: the step, the drives' check, the snapshot and the watchdog).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.cli import DomainLease, ros_environment, stop_processes
 from ffsim_ros.control import CONTROL_MODES, ReactionlessController
 from ffsim_ros.resources import sample_robot
+from ffsim_ros.sim import Engine
 
 
 def _rss_mib(pid: int) -> float:
@@ -34,8 +42,11 @@ def _rss_mib(pid: int) -> float:
     return float('nan')
 
 
-def simulator_rate(seconds: float) -> tuple[float, list[tuple[float, float]]]:
-    """Sim seconds per wall second of the node at ``real_time_factor:=0``, and RSS samples."""
+def simulator_rate(
+    seconds: float, params: tuple[str, ...] = ()
+) -> tuple[float, list[tuple[float, float]]]:
+    """Sim seconds per wall second of the node at ``real_time_factor:=0`` (and ``params``,
+    ``name:=value``), and RSS samples."""
     import rclpy
     from rosgraph_msgs.msg import Clock
 
@@ -47,8 +58,17 @@ def simulator_rate(seconds: float) -> tuple[float, list[tuple[float, float]]]:
         ROS_DOMAIN_ID=str(lease.domain_id),
         ROS_LOG_DIR=str(log_dir),
     )
+    extra = [a for p in params for a in ('-p', p)]
     proc = subprocess.Popen(
-        [sys.executable, '-m', 'ffsim_ros.simulator', '--ros-args', '-p', 'real_time_factor:=0.0'],
+        [
+            sys.executable,
+            '-m',
+            'ffsim_ros.simulator',
+            '--ros-args',
+            '-p',
+            'real_time_factor:=0.0',
+            *extra,
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -136,10 +156,81 @@ def controller_update_time(updates: int) -> dict[str, float]:
     return out
 
 
+def _moving_servicer() -> tuple[D.Model, np.ndarray, np.ndarray, np.ndarray]:
+    """The servicer with its arm coasting from a fifth of its speed limits, zero momentum, no
+    effort: over the 1 s of a timing no joint exceeds a quarter of its limit, so the steps are
+    batched as in normal operation (near a limit they run one at a time, see sim.limits)."""
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+    q = D.neutral(model)
+    q[7:] = np.linspace(-0.5, 0.5, model.n)
+    rates = model.velocity_limit / 5.0 * np.where(np.arange(model.n) % 2, -1.0, 1.0)
+    v = np.r_[D.base_velocity_from_momentum(model, q, rates), rates]
+    return model, q, v, np.zeros(model.n)
+
+
+def conservation_cost(repeats: int, calls: int = 100) -> dict[str, tuple[float, float]]:
+    """Seconds per physics step without and with the momentum-preserving step, measured in
+    alternation (minimum over ``repeats``): ``'dynamics'`` (``D.step``, 10 steps a call) and
+    ``'simulator'`` (``Engine.advance(10)`` from the same state each repeat)."""
+    model, q, v, tau = _moving_servicer()
+    out: dict[str, tuple[float, float]] = {}
+
+    def dynamics(conserve: bool) -> float:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            D.step(model, q, v, tau, 1e-3, steps=10, conserve_momentum=conserve)
+        return (time.perf_counter() - t0) / (10 * calls)
+
+    def simulator(conserve: bool) -> float:
+        engine = Engine(model, q, v, dt_ns=1_000_000, conserve_momentum=conserve)
+        engine.command_efforts(tau)
+        engine.advance(10)  # warm-up
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            engine.advance(10)
+        return (time.perf_counter() - t0) / (10 * calls)
+
+    for name, run in (('dynamics', dynamics), ('simulator', simulator)):
+        run(False), run(True)  # warm-up (compiled kernels, caches)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(repeats):
+            for conserve in (False, True):
+                times[conserve].append(run(conserve))
+        out[name] = (min(times[False]), min(times[True]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seconds', type=float, default=20.0, help='wall seconds of the run')
+    parser.add_argument(
+        '--repeats', type=int, default=15, help='repeats of the conservation-cost timing'
+    )
+    parser.add_argument(
+        '--conservation-only', action='store_true', help='only the conservation-cost rows'
+    )
+    parser.add_argument(
+        '--node-conservation',
+        action='store_true',
+        help='only the node with and without the momentum-preserving step (--seconds each, '
+        '--repeats times in alternation)',
+    )
     args = parser.parse_args(argv)
+    if args.node_conservation:  # the node itself, preserving and plain, in alternation
+        rates: dict[str, list[float]] = {'true': [], 'false': []}
+        for _ in range(args.repeats):
+            for value in rates:
+                rate, _ = simulator_rate(args.seconds, (f'conserve_momentum:={value}',))
+                rates[value].append(rate)
+        plain, kept = max(rates['false']), max(rates['true'])
+        print('| node, 1 kHz, 100 Hz publishing | plain [sim s / wall s] | preserving | cost |')
+        print(f'| servicer | {plain:.2f} | {kept:.2f} | {plain / kept - 1:+.1%} |')
+        return
+    if args.conservation_only:
+        print('| step | plain [us/step] | momentum-preserving [us/step] | cost |')
+        for name, (plain, kept) in conservation_cost(args.repeats).items():
+            print(f'| {name} | {plain * 1e6:.2f} | {kept * 1e6:.2f} | {kept / plain - 1:+.1%} |')
+        return
     urdf = sample_robot('ffsim_servicer_7dof').read_text()
     rate, samples = simulator_rate(args.seconds)
     ref = pinocchio_rk4_rate(urdf, 3000)
@@ -156,6 +247,16 @@ def main(argv: list[str] | None = None) -> None:
         f' max {rss.max():.1f} MiB ({len(rss)} samples); trend over the second half '
         f'{slope:+.3f} MiB/min'
     )
+    print('\n# momentum-preserving step, servicer at 1 kHz, plain and preserving in alternation')
+    print('| step | plain [us/step] | momentum-preserving [us/step] | cost |')
+    print('|---|---|---|---|')
+    labels = {
+        'dynamics': 'D.step (RK4, 10 steps a call)',
+        'simulator': 'Engine.advance(10) (step, drives, snapshot, watchdog)',
+    }
+    for name, (plain, kept) in conservation_cost(args.repeats).items():
+        cost = kept / plain - 1.0
+        print(f'| {labels[name]} | {plain * 1e6:.2f} | {kept * 1e6:.2f} | {cost:+.1%} |')
     print('\n# control-law update (servicer, one H/c/J evaluation), median')
     print('| mode | update [ms] |')
     print('|---|---|')

@@ -15,6 +15,7 @@ import fcntl
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,27 +35,80 @@ REACHED = 5e-3  # m
 
 
 # ---------------------------------------------------------------------------------- domain id
-class DomainLease:
-    """An exclusive ROS_DOMAIN_ID in [60, 101] held by an flock'ed file (released on close)."""
+def lock_directory() -> Path:
+    """The folder of the domain-id lock files.
 
-    def __init__(self) -> None:
-        folder = Path(tempfile.gettempdir()) / 'ros_domain_id_locks'
-        folder.mkdir(exist_ok=True)
-        ids = list(range(60, 102))
-        random.shuffle(ids)
-        for domain in ids:
-            handle = open(folder / f'{domain}.lock', 'w')  # noqa: SIM115 - held until close()
+    ``<tmp>/ros_domain_id_locks``, the folder ROS test suites on this machine reserve their
+    ids through, when it is safe: a real directory (not a symlink) owned by this user and
+    writable by it alone (created so, mode 0700, when missing). Otherwise a private one,
+    ``<tmp>/ros_domain_id_locks-<uid>``, with the same checks. No other user can then plant or
+    replace a lock file. The demo, the benchmarks and the tests (``test/conftest.py``) reserve
+    their ids through it, so they never share a domain.
+
+    Raises
+    ------
+    RuntimeError
+        Neither folder is a private directory of this user.
+    """
+    base = Path(tempfile.gettempdir())
+    problems = []
+    for path in (base / 'ros_domain_id_locks', base / f'ros_domain_id_locks-{os.getuid()}'):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        info = os.lstat(path)
+        if (
+            stat.S_ISDIR(info.st_mode)
+            and info.st_uid == os.getuid()
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        ):
+            return path
+        problems.append(f'{path}: mode {stat.filemode(info.st_mode)} owned by uid {info.st_uid}')
+    raise RuntimeError(
+        f'no lock folder: expected a directory owned by uid {os.getuid()} and writable by it '
+        f'alone, got {"; ".join(problems)}'
+    )
+
+
+def open_lock(path: Path) -> int:
+    """File descriptor of the lock file ``path``: created if missing (mode 0600), never
+    truncated, never opened through a symlink (``O_NOFOLLOW``), not inherited by children."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(path, flags, 0o600)
+
+
+class DomainLease:
+    """An exclusive ROS_DOMAIN_ID held by an ``flock`` on its file in :func:`lock_directory`
+    (released on :meth:`close`, or when the process ends).
+
+    Parameters
+    ----------
+    ids : sequence of int
+        Ids to try, in a random order (default 60-101; the tests use 1-101 through the same
+        folder).
+    """
+
+    def __init__(self, ids: range | list[int] = range(60, 102)) -> None:
+        folder = lock_directory()
+        order = list(ids)
+        random.shuffle(order)
+        for domain in order:
+            fd = open_lock(folder / f'{domain}.lock')
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                handle.close()
+                os.close(fd)
                 continue
-            self.domain_id, self._handle = domain, handle
+            self.domain_id, self._fd = domain, fd
             return
-        raise RuntimeError('no free ROS_DOMAIN_ID in 60-101')
+        raise RuntimeError(f'no free ROS_DOMAIN_ID among {sorted(order)}')
 
     def close(self) -> None:
-        self._handle.close()
+        """Release the id (idempotent)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def ros_environment(domain_id: int, log_dir: Path) -> dict[str, str]:
@@ -128,17 +182,25 @@ def run_mode(
     from tf2_msgs.msg import TFMessage
     from visualization_msgs.msg import MarkerArray
 
+    from ffsim_ros.launch_support import sample_config
     from ffsim_ros.recording import McapRecorder
     from ffsim_ros.resources import sample_robot
 
     robot_path = robot if robot.endswith('.urdf') else str(sample_robot(robot))
+    sample = sample_config(robot)  # e.g. planar_2link's non-singular initial pose
     log = out / 'logs'
     log.mkdir(parents=True, exist_ok=True)
     procs = []
     for module, args in (
         (
             'ffsim_ros.simulator',
-            ['-p', f'robot_file:={robot_path}', '-p', f'real_time_factor:={rtf}'],
+            [
+                *(['--params-file', str(sample)] if sample else []),
+                '-p',
+                f'robot_file:={robot_path}',
+                '-p',
+                f'real_time_factor:={rtf}',
+            ],
         ),
         (
             'ffsim_ros.reactionless_controller',

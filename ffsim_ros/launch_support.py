@@ -8,16 +8,25 @@ share them and so that they are unit-tested without a ROS launch installation:
   ``robot1/``, as ``robot_state_publisher``'s ``frame_prefix`` and the simulator's
   ``frame_prefix`` expect it, and as RViz's RobotModel ``TF Prefix`` + ``/`` produces it);
 * :func:`write_rviz_config` derives an RViz config showing one or several namespaced robots
-  from ``config/rviz/ffsim.rviz``.
+  from ``config/rviz/ffsim.rviz`` (a temporary file: :func:`file_remover` removes it when the
+  launch shuts down);
+* :func:`expand_xacro` runs ``xacro`` once at launch time, so that the URDF of a ``.xacro``
+  robot is known to the launch file (the default end effector, :func:`default_ee_link`);
+* :func:`sample_config` finds the per-sample parameter file (``config/<sample>.yaml``: the
+  initial pose of ``planar_2link``, away from its singular stretched pose);
+* :func:`discovery_environment` turns the ``localhost_only`` argument into the DDS discovery
+  variables of the launched processes.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import re
+import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -104,6 +113,86 @@ def resolve_robot(robot: str) -> Path:
 def is_xacro(path: str | Path) -> bool:
     """True when the description file must be expanded with ``xacro``."""
     return str(path).endswith(XACRO_SUFFIXES)
+
+
+def expand_xacro(
+    path: str | Path, command: Sequence[str] = ('xacro',), timeout: float = 60.0
+) -> str:
+    """The URDF of a ``.xacro`` file: ``xacro <path>`` run once, at launch time.
+
+    The launch file then knows the robot's links (the default end effector) and hands the
+    same text to every node (before, each node ran ``xacro`` through a ``Command``
+    substitution, and the launch file never saw the URDF).
+
+    Raises
+    ------
+    ValueError
+        ``'robot: ...'``: xacro is not installed, fails, or prints no robot.
+    """
+    argv = [*command, str(path)]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise ValueError(
+            f'robot: {path} is a xacro file, but xacro is not installed (apt install '
+            f'ros-{os.environ.get("ROS_DISTRO", "<distro>")}-xacro)'
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise ValueError(f'robot: xacro did not finish within {timeout:g} s on {path}') from None
+    if result.returncode != 0:
+        raise ValueError(f'robot: xacro failed on {path}: {result.stderr.strip()[-2000:]}')
+    if '<robot' not in result.stdout:
+        raise ValueError(f'robot: xacro printed no <robot> for {path}')
+    return result.stdout
+
+
+def sample_config(robot: str) -> Path | None:
+    """``config/<robot>.yaml`` when ``robot`` (the launch argument) names a sample that has
+    one (its own parameters, e.g. a non-singular initial pose), else None."""
+    name = str(robot).strip()
+    if not _NAME_TOKEN.match(name) or not share_path('urdf', f'{name}.urdf').is_file():
+        return None  # a path, or not a sample
+    path = share_path('config', f'{name}.yaml')
+    return path if path.is_file() else None
+
+
+#: Values of the ``localhost_only`` launch argument ('': the environment's own setting).
+LOCALHOST_ONLY_CHOICES = ('', 'true', 'false')
+#: Distros that read ``ROS_LOCALHOST_ONLY`` (Iron and later read
+#: ``ROS_AUTOMATIC_DISCOVERY_RANGE`` and deprecate the former).
+LOCALHOST_ONLY_DISTROS = ('foxy', 'galactic', 'humble')
+
+
+def discovery_environment(
+    localhost_only: str, environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """Environment variables to set and to unset for the launched processes.
+
+    ``localhost_only``: ``''`` keeps the environment's own setting, as every ROS tool does;
+    ``'true'`` confines DDS discovery to this host (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``,
+    or ``ROS_LOCALHOST_ONLY=1`` on Humble and older); ``'false'`` opens it to the subnet (the
+    distros' default). ``environ`` (default ``os.environ``) gives ``ROS_DISTRO``.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, for another value.
+    """
+    value = str(localhost_only).strip().lower()
+    if value not in LOCALHOST_ONLY_CHOICES:
+        raise ValueError(
+            f'localhost_only: expected one of {LOCALHOST_ONLY_CHOICES}, got {localhost_only!r}'
+        )
+    if not value:
+        return {}, []
+    local = value == 'true'
+    distro = (os.environ if environ is None else environ).get('ROS_DISTRO', '').lower()
+    if distro in LOCALHOST_ONLY_DISTROS:
+        return {'ROS_LOCALHOST_ONLY': '1' if local else '0'}, []
+    # ROS_LOCALHOST_ONLY=1 would still win (with a deprecation warning): remove it
+    return {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST' if local else 'SUBNET'}, [
+        'ROS_LOCALHOST_ONLY'
+    ]
 
 
 def link_names(urdf_text: str) -> list[str]:
@@ -200,7 +289,9 @@ def write_rviz_config(
 ) -> Path:
     """Write :func:`rviz_config_for` of ``template`` to a new file and return its path.
 
-    With a single empty namespace the template is returned unchanged (no file written).
+    The file is created exclusively, readable by its owner only (``tempfile``); the launch
+    files remove it when they shut down (:func:`file_remover`). With a single empty namespace
+    the template is returned unchanged (no file written).
     """
     template = Path(template) if template else default_rviz_config()
     if [clean_namespace(ns) for ns in namespaces] == ['']:
@@ -212,6 +303,23 @@ def write_rviz_config(
     ) as handle:
         yaml.safe_dump(config, handle, sort_keys=False)
     return Path(handle.name)
+
+
+def is_temporary(path: str | Path, template: str | Path | None = None) -> bool:
+    """Whether ``path`` is a file :func:`write_rviz_config` wrote (not the template)."""
+    template = Path(template) if template else default_rviz_config()
+    return Path(path) != template
+
+
+def file_remover(path: str | Path) -> Callable[..., None]:
+    """A callback removing ``path`` (if it still exists) for ``launch``'s ``OnShutdown``:
+    the temporary RViz configs do not pile up in ``/tmp``."""
+    target = Path(path)
+
+    def remove(*_event_and_context: object) -> None:
+        target.unlink(missing_ok=True)
+
+    return remove
 
 
 def bag_command(bag_path: str = '') -> list[str]:

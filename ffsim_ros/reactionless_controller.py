@@ -31,10 +31,15 @@ of J*, mode index into ``MODES``, goal active 0/1): numeric, so it plots and rec
 
 Guards: goals with NaN/inf, in a frame other than world_frame, or out of reach are rejected
 with an error and the arm is held still (zero commanded joint rates: a computed-torque brake);
-without fresh ``joint_states`` and ``base_odom`` (``state_timeout`` on the node's clock) no
-command is published, so the simulator's command timeout zeroes the efforts. The base attitude
-held in reactionless mode is captured from the measurement when a goal is accepted, so a
-restarted controller picks up where the robot is.
+without fresh ``joint_states`` and ``base_odom`` -- received at most ``state_timeout`` ago on
+the node's clock, and not "in the future" (received at a later time than now: the clock went
+back) -- no command is published, so the simulator's command timeout zeroes the efforts. When
+the node's clock jumps back (a new simulator restarting ``/clock`` from 0), everything learned
+under the old clock is dropped: the measured state, the goal (pending and active), the held
+attitude and the path; control resumes, holding the arm still, once fresh state arrives on the
+new clock. The base attitude held in reactionless mode is captured from the measurement when a
+goal is accepted, so a restarted controller picks up where the robot is. Every log line that
+can repeat (bad messages, goals accepted or rejected, stale state) is throttled.
 
 Parameters: :data:`PARAMETERS` (``mode`` can be set at run time: checked in an on-set callback,
 applied in a post-set callback, so a rejected set changes nothing; the README and
@@ -60,13 +65,18 @@ from ffsim_ros.control import CONTROL_MODES, ControlMode, Gains, ReactionlessCon
 from ffsim_ros.dynamics.lie import quat_normalize, quat_to_matrix
 from ffsim_ros.node_support import (
     DEFAULT_ROBOT,
+    MAX_ROBOT_BYTES,
+    LogThrottle,
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
+    destroy_on_failure,
+    frame_id,
     interval,
     load_robot,
     one_of,
     run_node,
+    string,
 )
 
 #: Mode names, in the order of the ``mode`` field of ``status`` (the package's one list).
@@ -84,6 +94,11 @@ STATUS_FIELDS = (
 #: ``ee_path``: poses kept (the oldest drop out) and node-clock seconds between two of them.
 EE_PATH_LENGTH = 500
 EE_PATH_PERIOD = 0.1
+
+#: Largest value of a gain parameter (a sane range: beyond it the torques overflow).
+MAX_GAIN = 1e6
+#: Seconds between two repeats of a log line that can repeat (bad input, goals).
+LOG_PERIOD = 1.0
 
 #: One line per field of :class:`ffsim_ros.control.Gains` (the ``gains.*`` parameters).
 GAIN_DESCRIPTIONS = {
@@ -110,7 +125,9 @@ def _gain_specs() -> list[ParameterSpec]:
             f'gains.{name}',
             float(value),
             GAIN_DESCRIPTIONS[name],
-            interval(0.0, 1.0, low_open=True) if name == 'max_joint_speed' else interval(0.0),
+            interval(0.0, 1.0, low_open=True)
+            if name == 'max_joint_speed'
+            else interval(0.0, MAX_GAIN),
         )
         for name, value in defaults.__dict__.items()
     ]
@@ -132,25 +149,29 @@ PARAMETERS = ParameterTable(
             'robot_description',
             '',
             'URDF XML of the robot (wins over robot_file)',
+            string(MAX_ROBOT_BYTES),
             in_config=False,
         ),
         ParameterSpec(
             'robot_file',
             '',
-            f'path of a URDF file; empty: the sample robot {DEFAULT_ROBOT}',
+            f'path of a URDF file (a regular UTF-8 text file of at most {MAX_ROBOT_BYTES} '
+            f'bytes); empty: the sample robot {DEFAULT_ROBOT}',
+            string(4096),
             in_config=False,
         ),
-        ParameterSpec('ee_link', 'ee_link', 'controlled link (a link of the robot)'),
+        ParameterSpec('ee_link', 'ee_link', 'controlled link (a link of the robot)', string(255)),
         ParameterSpec(
             'world_frame',
             'world',
             "frame of ee_goal, ee_pose and ee_path (the simulator's world_frame); empty: world",
+            frame_id(),
         ),
         ParameterSpec(
             'control_rate_hz',
             100.0,
             'control rate on the node clock (simulated time with use_sim_time) [Hz]',
-            interval(0.0, low_open=True),
+            interval(0.1, 1e4),
         ),
         ParameterSpec(
             'mode',
@@ -166,7 +187,7 @@ PARAMETERS = ParameterTable(
             0.2,
             'maximum age of joint_states and base_odom on the node clock before commanding '
             'stops [s]',
-            interval(0.0, low_open=True),
+            interval(1e-3, 3600.0),
         ),
         *_gain_specs(),
     ],
@@ -186,6 +207,10 @@ class ReactionlessControllerNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__('ffsim_reactionless_controller', **kwargs)
+        # a constructor that raises destroys the node first (see destroy_on_failure)
+        destroy_on_failure(self, self._build)
+
+    def _build(self) -> None:
         values = PARAMETERS.declare(self)
         model, _ = load_robot(values['robot_description'], values['robot_file'])
         self.model = model
@@ -210,6 +235,8 @@ class ReactionlessControllerNode(Node):
         self._goal_R: np.ndarray | None = None
         self._attitude_ref: np.ndarray | None = None
         self._pending_goal: PoseStamped | None = None
+        self._last_now_ns: int | None = None  # the latest node-clock time seen
+        self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
 
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'joint_effort_commands', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'ee_pose', 10)
@@ -233,10 +260,36 @@ class ReactionlessControllerNode(Node):
         if 'mode' in changed:
             self.law.mode = ControlMode(changed['mode'])
             self._attitude_ref = None
-            self.get_logger().info(f'mode -> {changed["mode"]}')
+            self.get_logger().info(f'mode -> {changed["mode"]}', throttle_duration_sec=LOG_PERIOD)
+
+    # ---------------------------------------------------------------------------- time
+    def _now(self) -> Time:
+        """The node clock's time; a jump back (a new simulator restarting ``/clock``) drops
+        everything learned under the old clock first (see the module docstring)."""
+        now = self.get_clock().now()
+        last = self._last_now_ns
+        if last is not None and now.nanoseconds < last:
+            self._forget(last, now.nanoseconds)
+        self._last_now_ns = now.nanoseconds
+        return now
+
+    def _forget(self, before_ns: int, now_ns: int) -> None:
+        """Drop the state, goals, held attitude and path after the clock went back."""
+        self._joints = self._base = None
+        self._pending_goal = None
+        self._goal_p = self._goal_R = self._attitude_ref = None
+        self._path_poses.clear()
+        self._path_last_ns = None
+        self.get_logger().warning(
+            f'the clock went back from {before_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s (a new '
+            'simulator?): measured state, goal and path dropped; holding still once fresh '
+            'state arrives',
+            throttle_duration_sec=LOG_PERIOD,
+        )
 
     # ------------------------------------------------------------------------- callbacks
     def _on_joints(self, msg: JointState) -> None:
+        now = self._now()
         n = self.model.n
         pos = np.full(n, np.nan)
         vel = np.zeros(n)
@@ -255,13 +308,14 @@ class ReactionlessControllerNode(Node):
             self.get_logger().error(
                 f'joint_states: expected finite values for joints {list(self.model.joint_names)}; '
                 f'missing or invalid: {missing}; no command',
-                throttle_duration_sec=1.0,
+                throttle_duration_sec=LOG_PERIOD,
             )
             self._joints = None
             return
-        self._joints = (pos, vel, self.get_clock().now())
+        self._joints = (pos, vel, now)
 
     def _on_odom(self, msg: Odometry) -> None:
+        now = self._now()
         p = msg.pose.pose.position
         o = msg.pose.pose.orientation
         tw = msg.twist.twist
@@ -282,7 +336,7 @@ class ReactionlessControllerNode(Node):
         ]
         if not all(math.isfinite(x) for x in values):
             self.get_logger().error(
-                'base_odom: non-finite values; ignored', throttle_duration_sec=1.0
+                'base_odom: non-finite values; ignored', throttle_duration_sec=LOG_PERIOD
             )
             return
         try:
@@ -293,9 +347,9 @@ class ReactionlessControllerNode(Node):
                 self.model, [p.x, p.y, p.z], [o.x, o.y, o.z, o.w], lin, ang
             )
         except ValueError as exc:
-            self.get_logger().error(f'base_odom: {exc}; ignored', throttle_duration_sec=1.0)
+            self.get_logger().error(f'base_odom: {exc}; ignored', throttle_duration_sec=LOG_PERIOD)
             return
-        self._base = (qb, vb, self.get_clock().now())
+        self._base = (qb, vb, now)
 
     def _on_goal(self, msg: PoseStamped) -> None:
         self._pending_goal = msg
@@ -313,7 +367,9 @@ class ReactionlessControllerNode(Node):
                 raise ValueError(f'orientation: expected finite values, got {quat.tolist()}')
             self.law.check_goal(q, goal)
         except ValueError as exc:
-            self.get_logger().error(f'ee_goal rejected ({exc}); holding the arm still')
+            line = self._log_throttle.admit(f'ee_goal rejected ({exc}); holding the arm still')
+            if line:
+                self.get_logger().error(line)
             self._goal_p = self._goal_R = None
             self._attitude_ref = q[3:7].copy()
             return
@@ -324,16 +380,23 @@ class ReactionlessControllerNode(Node):
             else None
         )
         self._attitude_ref = q[3:7].copy()
-        self.get_logger().info(f'ee_goal accepted: {np.round(goal, 4).tolist()} in {self.world}')
+        line = self._log_throttle.admit(
+            f'ee_goal accepted: {np.round(goal, 4).tolist()} in {self.world}'
+        )
+        if line:
+            self.get_logger().info(line)
 
     # ------------------------------------------------------------------------------ loop
-    def _fresh(self, item) -> bool:
+    def _fresh(self, item, now: Time) -> bool:
+        """Received at most ``state_timeout`` before ``now``, and not after it."""
         if item is None:
             return False
-        return (self.get_clock().now() - item[2]).nanoseconds <= self.state_timeout_ns
+        age = (now - item[2]).nanoseconds
+        return 0 <= age <= self.state_timeout_ns
 
     def _on_timer(self) -> None:
-        if not (self._fresh(self._joints) and self._fresh(self._base)):
+        now = self._now()
+        if not (self._fresh(self._joints, now) and self._fresh(self._base, now)):
             self.get_logger().warning(
                 'no fresh joint_states/base_odom: not commanding', throttle_duration_sec=2.0
             )
@@ -346,12 +409,21 @@ class ReactionlessControllerNode(Node):
             goal, self._pending_goal = self._pending_goal, None
             self._accept_goal(goal, q)
         ref = self._attitude_ref if self.law.mode is ControlMode.REACTIONLESS else None
-        out = self.law.compute(q, v, self._goal_p, self._goal_R, attitude_reference=ref)
-        if not np.all(np.isfinite(out.tau)):  # pragma: no cover - defensive
-            self.get_logger().error('non-finite torque computed: not commanding')
+        try:
+            out = self.law.compute(q, v, self._goal_p, self._goal_R, attitude_reference=ref)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            self.get_logger().error(
+                f'control law failed on the measured state ({exc}): not commanding',
+                throttle_duration_sec=LOG_PERIOD,
+            )
+            return
+        if not np.all(np.isfinite(out.tau)):
+            self.get_logger().error(
+                'non-finite torque computed: not commanding', throttle_duration_sec=LOG_PERIOD
+            )
             return
         self.pub_cmd.publish(Float64MultiArray(data=out.tau.tolist()))
-        stamp = self.get_clock().now().to_msg()
+        stamp = now.to_msg()
         pose = PoseStamped()
         pose.header.stamp = stamp
         pose.header.frame_id = self.world

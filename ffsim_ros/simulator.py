@@ -38,6 +38,10 @@ topic                      type                                 content
 ``joint_effort_commands``  std_msgs/Float64MultiArray (sub)     joint efforts, joint order
 ``base_wrench``            geometry_msgs/WrenchStamped (sub)    wrench at the base CoM, frame
                                                                 world_frame or the base link
+``/diagnostics``           diagnostic_msgs/DiagnosticArray      physics status, step rate,
+                                                                real-time factor, command age,
+                                                                the watchdog's figures (once a
+                                                                wall second)
 =========================  ===================================  ==============================
 
 ``momentum``: linear momentum ``P`` [kg m/s], angular momentum about the system CoM ``L_g``
@@ -56,9 +60,13 @@ back) and ``~/pause`` (std_srvs/SetBool). Both answer once the physics thread ha
 
 Guards (ros2_controllers style): a command of the wrong length or with NaN/inf is rejected
 with a throttled error and the last good command stays; no command for ``command_timeout``
-seconds of simulated time -> zero effort; efforts are clipped to the URDF effort limits and
-what is applied is what ``joint_states.effort`` shows; a non-finite state stops the
-integration with an error, the last finite state stays published (``~/reset`` resumes).
+seconds of simulated time -> zero effort; efforts are clipped to the URDF effort limits, then
+to what the drives give at the joints' speeds (:mod:`ffsim_ros.sim.limits`), and what is
+applied is what ``joint_states.effort`` shows; a non-finite state stops the integration with
+an error, the last finite state stays published (``~/reset`` resumes). The physics watchdog
+(:mod:`ffsim_ros.sim.watchdog`) checks momentum and energy after each batch of steps: a failed
+check is a warning in the log (the figures, at most every ``WATCHDOG_LOG_PERIOD`` s) and a WARN
+on ``/diagnostics``.
 
 Parameters: :data:`PARAMETERS` (``real_time_factor`` and ``command_timeout`` can be set at run
 time; the README and ``config/simulator.yaml`` are generated from the table).
@@ -69,7 +77,6 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -79,6 +86,7 @@ from dataclasses import dataclass
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -94,22 +102,30 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.node_support import (
     DEFAULT_ROBOT,
+    MAX_ROBOT_BYTES,
     FatalNodeError,
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
+    destroy_on_failure,
     finite_values,
+    frame_id,
     interval,
     load_robot,
     one_of,
     run_node,
+    string,
     to_stamp,
+    unit_quaternion,
     vector,
+    zero_or_interval,
 )
 from ffsim_ros.sim import (
     Engine,
     EngineFault,
     NonFiniteError,
+    Pacer,
+    RateMeter,
     Snapshot,
     WrongSizeError,
     check_efforts,
@@ -120,6 +136,23 @@ try:  # a real ROS install has tf2_ros; the PyPI wheels do not
     from tf2_ros import TransformBroadcaster
 except ImportError:  # pragma: no cover - depends on the installation
     TransformBroadcaster = None
+
+
+#: Range of ``physics_rate_hz`` [Hz]: a step of at least 1 us (the clock counts whole
+#: nanoseconds: a finer step would round badly, 1 GHz to 1 ns and beyond to 0, which froze the
+#: clock) and at most 1 s.
+MIN_PHYSICS_RATE, MAX_PHYSICS_RATE = 1.0, 1e6
+#: Lowest ``publish_rate_hz`` [Hz] (one message every 100 s of simulated time).
+MIN_PUBLISH_RATE = 0.01
+#: Range of a non-zero ``real_time_factor`` (0: as fast as possible); the pacing divides by it.
+MIN_REAL_TIME_FACTOR, MAX_REAL_TIME_FACTOR = 1e-3, 1e3
+#: Most physics steps integrated between two looks at the request queue: 10 ms of simulated
+#: time, or one step (a reset or a command waits at most that long).
+MAX_BATCH_SECONDS = 0.01
+#: Wall seconds between two messages on /diagnostics.
+DIAGNOSTICS_PERIOD = 1.0
+#: Wall seconds between two repeats of one warning of the watchdog in the log.
+WATCHDOG_LOG_PERIOD = 5.0
 
 
 def _publish_not_above_physics(values: dict) -> None:
@@ -138,26 +171,30 @@ PARAMETERS = ParameterTable(
             'robot_description',
             '',
             'URDF XML of the robot (wins over robot_file)',
+            string(MAX_ROBOT_BYTES),
             in_config=False,
         ),
         ParameterSpec(
             'robot_file',
             '',
-            f'path of a URDF file; empty: the sample robot {DEFAULT_ROBOT}',
+            f'path of a URDF file (a regular UTF-8 text file of at most {MAX_ROBOT_BYTES} '
+            f'bytes); empty: the sample robot {DEFAULT_ROBOT}',
+            string(4096),
             in_config=False,
         ),
         ParameterSpec(
             'physics_rate_hz',
             1000.0,
-            'integration rate [Hz] (the step is rounded to whole nanoseconds)',
-            interval(0.0, low_open=True),
+            'integration rate [Hz] (the step is rounded to whole nanoseconds; at most 1 MHz: '
+            'a step of at least 1 us)',
+            interval(MIN_PHYSICS_RATE, MAX_PHYSICS_RATE),
         ),
         ParameterSpec(
             'publish_rate_hz',
             100.0,
             'publishing rate in simulated time [Hz], at most physics_rate_hz (rounded to a '
             'whole number of physics steps)',
-            interval(0.0, low_open=True),
+            interval(MIN_PUBLISH_RATE, MAX_PHYSICS_RATE),
         ),
         ParameterSpec(
             'integrator',
@@ -167,10 +204,28 @@ PARAMETERS = ParameterTable(
             one_of(D.STEP_METHODS),
         ),
         ParameterSpec(
+            'conserve_momentum',
+            True,
+            'momentum-preserving steps wherever no base wrench acts: the momentum holds to '
+            'round-off at any step size (about 5 % of a simulator step, make bench)',
+        ),
+        ParameterSpec(
+            'velocity_limits',
+            True,
+            'enforce the URDF speed limits as a drive does: a torque-speed characteristic and '
+            'braking at the limit (README, Joint limits)',
+        ),
+        ParameterSpec(
+            'position_limits',
+            False,
+            'enforce the URDF position limits as hard stops (a stiff, critically damped '
+            'spring-damper beyond the limit)',
+        ),
+        ParameterSpec(
             'real_time_factor',
             1.0,
             'upper bound on simulated time / wall time; 0: as fast as possible',
-            interval(0.0),
+            zero_or_interval(MIN_REAL_TIME_FACTOR, MAX_REAL_TIME_FACTOR),
             dynamic=True,
         ),
         ParameterSpec(
@@ -178,18 +233,20 @@ PARAMETERS = ParameterTable(
             'world',
             'inertial frame id: parent of the base link on /tf, frame of base_odom and '
             'momentum (RViz Fixed Frame); empty: world',
+            frame_id(),
         ),
         ParameterSpec(
             'frame_prefix',
             '',
             'prefix of the robot link frame ids (robot1/ under the namespace robot1)',
+            frame_id(prefix=True),
             in_config=False,
         ),
         ParameterSpec(
             'command_timeout',
             0.5,
             'simulated seconds without joint_effort_commands before the efforts drop to zero',
-            interval(0.0, low_open=True),
+            interval(1e-6, 3600.0),
             dynamic=True,
         ),
         ParameterSpec(
@@ -199,7 +256,10 @@ PARAMETERS = ParameterTable(
             '<namespace>/clock)',
         ),
         ParameterSpec(
-            'gravity', [0.0, 0.0, 0.0], 'gravity in world_frame [m/s^2]; zero in orbit', vector(3)
+            'gravity',
+            [0.0, 0.0, 0.0],
+            'gravity in world_frame [m/s^2]; zero in orbit',
+            vector(3, bound=1e3),
         ),
         ParameterSpec(
             'joint_dynamics',
@@ -210,32 +270,34 @@ PARAMETERS = ParameterTable(
             'initial_base_position',
             [0.0, 0.0, 0.0],
             'initial base link frame origin in world_frame [m]',
-            vector(3),
+            vector(3, bound=1e6),
         ),
         ParameterSpec(
             'initial_base_orientation',
             [0.0, 0.0, 0.0, 1.0],
             'initial base link orientation, quaternion (x, y, z, w) in world_frame',
-            vector(4),
+            unit_quaternion(),
         ),
         ParameterSpec(
             'initial_base_twist',
             [0.0] * 6,
             'initial velocity of the base link origin and base angular velocity, world_frame '
             '[m/s, rad/s]',
-            vector(6),
+            vector(6, bound=1e3),
         ),
         ParameterSpec(
             'initial_joint_positions',
             [0.0],
-            'initial joint positions in joint_states order [rad | m]; [] or [0.0]: all zero',
-            finite_values(),
+            'initial joint positions in joint_states order [rad | m] (within the position '
+            'limits with position_limits); [] or [0.0]: all zero',
+            finite_values(bound=1e3),
         ),
         ParameterSpec(
             'initial_joint_velocities',
             [0.0],
-            'initial joint velocities in joint_states order [rad/s | m/s]; [] or [0.0]: all zero',
-            finite_values(),
+            'initial joint velocities in joint_states order [rad/s | m/s] (within the speed '
+            'limits with velocity_limits); [] or [0.0]: all zero',
+            finite_values(bound=1e3),
         ),
         ParameterSpec(
             'start_paused', False, 'start with the physics paused (~/pause false resumes)'
@@ -247,12 +309,17 @@ PARAMETERS = ParameterTable(
         'under\nnamespaces (launch/multi_robot.launch.py). Set by the launch file, not here: '
         'robot_description\n(the `robot` argument), frame_prefix (`<namespace>/`), '
         'use_sim_time, and initial_base_position\nwhen the `initial_base_position` argument '
-        'is given. Doubles are written with a decimal point.'
+        'is given. Doubles are written with a decimal point\n(an integer is accepted too).'
     ),
 )
 
 #: Seconds a service callback waits for the physics thread to apply its request.
 SERVICE_TIMEOUT = 10.0
+
+
+def _ns(seconds: float) -> int:
+    """Whole nanoseconds of a time in seconds (at least 1)."""
+    return max(1, int(round(seconds * 1e9)))
 
 
 def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
@@ -264,6 +331,46 @@ def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
+def _initial_state(model: D.Model, values: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``(q0, v0)`` from the ``initial_*`` parameters, checked against the robot's limits
+    where they are enforced.
+
+    Raises
+    ------
+    ParameterValueError
+        A joint vector of the wrong size, a joint beyond its position limits with
+        ``position_limits``, or faster than its speed limit with ``velocity_limits``.
+    """
+    n = model.n
+    positions = _joint_vector('initial_joint_positions', values['initial_joint_positions'], n)
+    rates = _joint_vector('initial_joint_velocities', values['initial_joint_velocities'], n)
+    dof_names = [
+        name for name, dofs in zip(model.joint_names, model.nvs, strict=True) for _ in range(dofs)
+    ]
+    if values['position_limits']:
+        for j in np.flatnonzero((positions < model.lower) | (positions > model.upper)):
+            raise ParameterValueError(
+                f'initial_joint_positions: expected joint {dof_names[j]} within its position '
+                f'limits [{model.lower[j]:g}, {model.upper[j]:g}] (position_limits is on), '
+                f'got {positions[j]:g}'
+            )
+    if values['velocity_limits']:
+        limit = model.velocity_limit
+        driven = np.isfinite(limit) & (limit > 0.0) & (model.effort_limit > 0.0)
+        for j in np.flatnonzero(driven & (np.abs(rates) > limit)):
+            raise ParameterValueError(
+                f'initial_joint_velocities: expected joint {dof_names[j]} within its speed '
+                f'limit {limit[j]:g} (velocity_limits is on), got {rates[j]:g}'
+            )
+    q_base, v_base = D.base_state_from_link(
+        model,
+        values['initial_base_position'],
+        values['initial_base_orientation'],
+        *np.split(np.asarray(values['initial_base_twist']), 2),
+    )
+    return np.r_[q_base, positions], np.r_[v_base, rates]
+
+
 @dataclass
 class _Request:
     """Work for the physics thread: ``action(engine)`` returns a reply text or raises."""
@@ -271,36 +378,6 @@ class _Request:
     action: Callable[[Engine], str]
     publish: bool = False  # the state jumped: publish it right away
     reply: Future | None = None
-
-
-class _Pacer:
-    """Paces steps against the wall clock at ``rtf`` (an upper bound, see the module doc)."""
-
-    def __init__(self, rtf: float, dt: float, decimation: int) -> None:
-        self._dt, self._decimation = dt, decimation
-        self.wall0, self.step0 = time.monotonic(), 0
-        self.set_rtf(rtf)
-
-    def set_rtf(self, rtf: float) -> None:
-        self.rtf = rtf
-        # wall-clock lag [s] tolerated before the pacing stops catching up (two publish periods)
-        self.max_lag = 2.0 * self._decimation * self._dt / max(rtf, 1e-9)
-
-    def restart(self, step: int) -> None:
-        self.wall0, self.step0 = time.monotonic(), step
-
-    def delay(self, step: int) -> float:
-        """Wall seconds to wait before the batch ending at ``step`` (<= 0: go)."""
-        if self.rtf == 0.0:
-            return 0.0
-        now = time.monotonic()
-        delay = self.wall0 + (step - self.step0) * self._dt / self.rtf - now
-        if -delay > self.max_lag:
-            # Behind schedule (a loaded machine): slow down instead of bursting ahead to catch
-            # up, which would starve the controllers of simulated time to react in.
-            self.wall0, self.step0 = now, step
-            return 0.0
-        return delay
 
 
 class Simulator(Node):
@@ -311,60 +388,56 @@ class Simulator(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__('ffsim_simulator', **kwargs)
+        # a constructor that raises destroys the node first (see destroy_on_failure)
+        destroy_on_failure(self, self._build)
+
+    def _build(self) -> None:
         values = PARAMETERS.declare(self)
         model, self.urdf = load_robot(values['robot_description'], values['robot_file'])
         model = D.with_gravity(model, values['gravity'])
         model = D.with_joint_dynamics(model, values['joint_dynamics'])
         self.model = model
         physics, publish = values['physics_rate_hz'], values['publish_rate_hz']
-        dt_ns = int(round(1e9 / physics))
-        if dt_ns < 1:
-            raise ParameterValueError(
-                f'physics_rate_hz: expected a step of at least 1 ns, got {physics}'
-            )
+        dt_ns = int(round(1e9 / physics))  # >= 1000 ns: physics_rate_hz <= 1 MHz
         # publishing happens every `decimation` physics steps (rounded; the achieved rate is
         # physics_rate / decimation)
         self.decimation = max(1, int(round(physics / publish)))
+        self._batch = max(1, min(self.decimation, int(round(MAX_BATCH_SECONDS * physics))))
         self.world = values['world_frame'] or 'world'
         self.base_frame = values['frame_prefix'] + model.base_link
-        n = model.n
-        q_base, v_base = D.base_state_from_link(
-            model,
-            values['initial_base_position'],
-            values['initial_base_orientation'],
-            *np.split(np.asarray(values['initial_base_twist']), 2),
-        )
-        q0 = np.r_[
-            q_base, _joint_vector('initial_joint_positions', values['initial_joint_positions'], n)
-        ]
-        v0 = np.r_[
-            v_base,
-            _joint_vector('initial_joint_velocities', values['initial_joint_velocities'], n),
-        ]
+        q0, v0 = _initial_state(model, values)
         self.engine = Engine(
             model,
             q0,
             v0,
             dt_ns=dt_ns,
             integrator=values['integrator'],
-            command_timeout_ns=int(values['command_timeout'] * 1e9),
+            command_timeout_ns=_ns(values['command_timeout']),
             paused=values['start_paused'],
+            conserve_momentum=values['conserve_momentum'],
+            velocity_limits=values['velocity_limits'],
+            position_limits=values['position_limits'],
         )
-        self._pacer = _Pacer(values['real_time_factor'], self.engine.dt, self.decimation)
+        self._pacer = Pacer(values['real_time_factor'], self.engine.dt, self.decimation)
         self._inbox: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_published = -1  # engine step of the last publish
         self._publish_count = 0
+        self._diagnostics = RateMeter(self.engine.step, DIAGNOSTICS_PERIOD)
         self._fatal = ''
         # the physics thread reports a failure through this (the executor raises it)
         self._fatal_signal = self.create_guard_condition(self._raise_fatal)
         self._create_interfaces(values['publish_clock'])
         PARAMETERS.watch(self, self._on_parameters)
+        limits = self.engine.limits
         self.get_logger().info(
-            f'{model.name}: {n} joints, {model.total_mass:.1f} kg; physics {physics:g} Hz '
-            f'({self.engine.integrator}), publish every {self.decimation} steps, real-time '
+            f'{model.name}: {model.n} joints, {model.total_mass:.1f} kg; physics {physics:g} Hz '
+            f'({self.engine.integrator}'
+            f'{", momentum-preserving" if self.engine.conserve_momentum else ""}), '
+            f'{int(limits.driven.sum())} speed-limited and {int(limits.bounded.sum())} '
+            f'position-limited joints, publish every {self.decimation} steps, real-time '
             f'factor {self._pacer.rtf:g}'
             f'{" (as fast as possible)" if self._pacer.rtf == 0 else ""}'
         )
@@ -381,6 +454,8 @@ class Simulator(Node):
         self.pub_markers = self.create_publisher(MarkerArray, 'markers', 10)
         self.pub_description = self.create_publisher(String, 'robot_description', latched)
         self.pub_clock = self.create_publisher(Clock, '/clock', 10) if publish_clock else None
+        # the ROS convention: one /diagnostics topic for all (absolute, also under a namespace)
+        self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         if TransformBroadcaster is not None:
             self._tf = TransformBroadcaster(self)
             self._send_tf = self._tf.sendTransform
@@ -502,12 +577,14 @@ class Simulator(Node):
                 self._pacer.set_rtf(changed['real_time_factor'])
                 self._pacer.restart(engine.step)
             if 'command_timeout' in changed:
-                engine.command_timeout_ns = int(changed['command_timeout'] * 1e9)
+                engine.command_timeout_ns = _ns(changed['command_timeout'])
             return ''
 
         self._submit(_Request(apply))
-        for name, value in changed.items():
-            self.get_logger().info(f'{name} -> {value}')
+        self.get_logger().info(
+            'parameters: ' + ', '.join(f'{name} -> {value}' for name, value in changed.items()),
+            throttle_duration_sec=1.0,
+        )
 
     # -------------------------------------------------------------------- physics thread
     def _run(self) -> None:
@@ -531,6 +608,8 @@ class Simulator(Node):
         while not self._stopping.is_set():
             self._wake.clear()
             self._apply_requests()
+            if self._diagnostics.due():
+                self._publish_diagnostics()
             if engine.paused or engine.faulted:
                 idle = True
                 self._wake.wait(0.1)
@@ -538,7 +617,7 @@ class Simulator(Node):
             if idle:
                 pacer.restart(engine.step)
                 idle = False
-            count = self.decimation - engine.step % self.decimation
+            count = min(self._batch, self.decimation - engine.step % self.decimation)
             delay = pacer.delay(engine.step + count)
             if delay > 0.0:
                 self._wake.wait(delay)
@@ -549,7 +628,14 @@ class Simulator(Node):
                     f'{snap.fault}: integration stopped, the last finite state (sim time '
                     f'{snap.time:.6f} s) stays published; call ~/reset'
                 )
-            self._publish(snap)
+            if snap.faulted or snap.step % self.decimation == 0:
+                self._publish(snap)
+            if engine.health.warnings:
+                self.get_logger().warning(
+                    f'physics watchdog at sim time {snap.time:.3f} s: '
+                    + '; '.join(engine.health.warnings),
+                    throttle_duration_sec=WATCHDOG_LOG_PERIOD,
+                )
 
     def _apply_requests(self) -> None:
         """Apply the queued requests in arrival order; publish each jump of the state."""
@@ -581,6 +667,54 @@ class Simulator(Node):
                 request.reply.set_exception(RuntimeError(reason))
 
     # --------------------------------------------------------------------------- publish
+    def _publish_diagnostics(self) -> None:
+        """``/diagnostics``: the physics status, the watchdog's figures, the step rate, the
+        real-time factor achieved and the age of the effort command (physics thread)."""
+        self.pub_diagnostics.publish(self.diagnostics())
+
+    def diagnostics(self) -> DiagnosticArray:
+        """A new ``DiagnosticArray`` of the physics now (restarts the rate measurement)."""
+        engine = self.engine
+        steps_per_s, rtf = self._diagnostics.read(engine.step, engine.dt)
+        health = engine.health
+        command = engine.last_command
+        age = 'none' if command is None else f'{(engine.time_ns - command[1]) * 1e-9:.6f}'
+        if engine.faulted:
+            level, message = DiagnosticStatus.ERROR, f'integration stopped: {engine.fault}'
+        elif health.warnings:
+            level, message = DiagnosticStatus.WARN, '; '.join(health.warnings)
+        else:
+            level = DiagnosticStatus.OK
+            message = 'paused' if engine.paused else 'running'
+        values = {
+            'sim_time': f'{engine.time:.6f}',
+            'step_rate_hz': f'{steps_per_s:.1f}',
+            'real_time_factor': f'{rtf:.4f}',
+            'real_time_factor_target': f'{self._pacer.rtf:g}',
+            'command_age': age,
+            'command_timeout': f'{engine.command_timeout_ns * 1e-9:g}',
+            'paused': str(engine.paused).lower(),
+            'momentum_preserving': str(engine.conserve_momentum).lower(),
+            'watchdog_checked': str(health.checked).lower(),
+            'momentum_drift': f'{health.momentum_drift:.3g}',
+            'linear_momentum_drift': f'{health.linear_drift:.3g}',
+            'angular_momentum_drift': f'{health.angular_drift:.3g}',
+            'energy_excess': f'{health.energy_excess:.3g}',
+            'energy_scale': f'{health.energy_scale:.3g}',
+            'effort_work': f'{health.work:.6g}',
+            'watchdog_window': f'{health.window:.3f}',
+        }
+        status = DiagnosticStatus(
+            level=level,
+            name=f'{self.get_fully_qualified_name()}: physics',
+            message=message,
+            hardware_id=self.model.name,
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        out = DiagnosticArray(status=[status])
+        out.header.stamp = to_stamp(engine.time_ns)
+        return out
+
     def _publish(self, snap: Snapshot) -> None:
         """Publish the messages of ``snap`` if it is later than the last published instant."""
         if snap.step <= self._last_published:

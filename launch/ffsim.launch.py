@@ -11,7 +11,18 @@
 "{header: {frame_id: world}, pose: {position: {x: 3.25, y: -0.15, z: 0.6}}}"``.
 
 Node parameters come from ``config/simulator.yaml`` and ``config/reactionless_controller.yaml``
-(then ``params_file``, then the launch arguments, later ones winning).
+(then ``config/<sample>.yaml`` for a sample robot that has one -- ``planar_2link`` starts with
+its elbow bent, away from its singular stretched pose --, then ``params_file``, then the launch
+arguments, later ones winning).
+
+``localhost_only:=true`` confines the DDS discovery of every process started here to this
+host (default: the environment's own ``ROS_AUTOMATIC_DISCOVERY_RANGE``/``ROS_LOCALHOST_ONLY``,
+as every ROS tool does). Use it on a shared network: anyone who can reach the DDS traffic can
+otherwise command efforts, reset, pause or change the controller's mode.
+
+A ``.xacro`` robot is expanded once, here, by ``xacro``: the nodes get the URDF and the
+controller's default end effector is chosen from its links as for a URDF file. The RViz config
+written for a namespace is a temporary file, removed when the launch shuts down.
 
 Namespaces: every node of the robot runs in ``namespace``; its TF frames get the prefix
 ``<namespace>/`` (robot_state_publisher ``frame_prefix`` for the links, the simulator's
@@ -23,16 +34,24 @@ namespace and ``/<namespace>/clock`` with one.
 
 from __future__ import annotations
 
-import shlex
-
 from launch import LaunchContext, LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction
-from launch.substitutions import Command, LaunchConfiguration
+from launch.actions import (
+    DeclareLaunchArgument,
+    ExecuteProcess,
+    LogInfo,
+    OpaqueFunction,
+    RegisterEventHandler,
+    SetEnvironmentVariable,
+    UnsetEnvironmentVariable,
+)
+from launch.event_handlers import OnShutdown
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from ffsim_ros import launch_support as ls
 from ffsim_ros.control import CONTROL_MODES
+from ffsim_ros.launch_support import LOCALHOST_ONLY_CHOICES
 from ffsim_ros.resources import share_path
 
 PACKAGE = 'ffsim_ros'
@@ -95,6 +114,15 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
             '(keys /**/ffsim_simulator and /**/ffsim_reactionless_controller).',
         ),
         DeclareLaunchArgument(
+            'localhost_only',
+            default_value='',
+            choices=list(LOCALHOST_ONLY_CHOICES),
+            description='true: DDS discovery of the started processes confined to this host '
+            '(use it on a shared network: whoever reaches the DDS traffic can command the '
+            "robot); false: the subnet; empty: the environment's own setting "
+            '(ROS_AUTOMATIC_DISCOVERY_RANGE / ROS_LOCALHOST_ONLY).',
+        ),
+        DeclareLaunchArgument(
             'record',
             default_value='false',
             choices=['true', 'false'],
@@ -118,15 +146,16 @@ def robot_actions(context: LaunchContext) -> list:
     ns = ls.clean_namespace(_arg(context, 'namespace'))
     prefix = ls.frame_prefix(ns)
     use_sim_time = ls.as_bool(_arg(context, 'use_sim_time'), 'use_sim_time')
-    path = ls.resolve_robot(_arg(context, 'robot'))
-    if ls.is_xacro(path):
-        urdf_text = None  # known only when the nodes start
-        description = ParameterValue(Command(['xacro ', shlex.quote(str(path))]), value_type=str)
-    else:
-        urdf_text = path.read_text(encoding='utf-8')
-        # value_type=str: keep the XML a string (launch_ros would otherwise parse it as YAML)
-        description = ParameterValue(urdf_text, value_type=str)
+    robot = _arg(context, 'robot')
+    path = ls.resolve_robot(robot)
+    # a xacro robot is expanded once, here: its links are known (the default end effector)
+    urdf_text = ls.expand_xacro(path) if ls.is_xacro(path) else path.read_text(encoding='utf-8')
+    # value_type=str: keep the XML a string (launch_ros would otherwise parse it as YAML)
+    description = ParameterValue(urdf_text, value_type=str)
     extra = [p for p in [_arg(context, 'params_file')] if p]
+    sample = ls.sample_config(robot)  # e.g. planar_2link's non-singular initial pose
+    sim_files = [str(SIMULATOR_CONFIG), *([str(sample)] if sample else []), *extra]
+    set_env, unset_env = ls.discovery_environment(_arg(context, 'localhost_only'))
 
     namespace = f'/{ns}' if ns else None  # absolute: the frame prefix is derived from it
     # every node of this robot lives on the robot's own simulated time (see module docstring)
@@ -144,22 +173,25 @@ def robot_actions(context: LaunchContext) -> list:
         'mode': _arg(context, 'controller_mode'),
     }
     ee_link = _arg(context, 'ee_link')
-    if not ee_link and urdf_text is not None and not extra:
+    if not ee_link and not extra:
         ee_link = ls.default_ee_link(urdf_text)  # 'ee_link' itself when the robot has one
     if ee_link:
         ctl_params['ee_link'] = ee_link
 
     actions = [
+        # before the processes start: they inherit the environment
+        *(SetEnvironmentVariable(name, value) for name, value in set_env.items()),
+        *(UnsetEnvironmentVariable(name) for name in unset_env),
         LogInfo(
             msg=f'ffsim: robot {path} in namespace "/{ns}", TF frames "{prefix}<link>", '
-            f'use_sim_time={use_sim_time}'
+            f'use_sim_time={use_sim_time}' + (f', DDS discovery {set_env}' if set_env else '')
         ),
         Node(
             package=PACKAGE,
             executable='simulator',
             name='ffsim_simulator',
             namespace=namespace,
-            parameters=[str(SIMULATOR_CONFIG), *extra, sim_params],
+            parameters=[*sim_files, sim_params],
             remappings=clock,
             output='screen',
             emulate_tty=True,
@@ -187,19 +219,24 @@ def robot_actions(context: LaunchContext) -> list:
         ),
     ]
     if ls.as_bool(_arg(context, 'rviz'), 'rviz'):
+        # with a namespace: a temporary copy of ffsim.rviz with its topics and prefix
+        rviz_config = ls.write_rviz_config([ns], RVIZ_CONFIG)
         actions.append(
             Node(
                 package='rviz2',
                 executable='rviz2',
                 name='rviz2',
                 namespace=namespace,
-                # with a namespace: a copy of ffsim.rviz with that namespace's topics and prefix
-                arguments=['-d', str(ls.write_rviz_config([ns], RVIZ_CONFIG))],
+                arguments=['-d', str(rviz_config)],
                 parameters=[common],
                 remappings=clock,
                 output='screen',
             )
         )
+        if ls.is_temporary(rviz_config, RVIZ_CONFIG):
+            actions.append(
+                RegisterEventHandler(OnShutdown(on_shutdown=ls.file_remover(rviz_config)))
+            )
     if ls.as_bool(_arg(context, 'record'), 'record'):
         actions.append(bag_recorder(_arg(context, 'bag_path')))
     return actions

@@ -7,7 +7,9 @@ Each robot is a separate simulation (its own simulator, controller and robot_sta
 in its namespace, with TF frames ``robot1/...`` and ``robot2/...`` under the shared ``world``
 frame and its own simulated time on ``/robot1/clock`` and ``/robot2/clock`` (the two simulators
 are not synchronised with each other). One RViz shows both robots; it runs on robot1's clock.
-Goals go to ``/robot1/ee_goal`` and ``/robot2/ee_goal``.
+Goals go to ``/robot1/ee_goal`` and ``/robot2/ee_goal``. ``localhost_only`` is passed to both
+robots and applies to the shared RViz and recorder too (see ``ffsim.launch.py``).
+``robot1_position``/``robot2_position`` are checked here, so an error names the argument typed.
 """
 
 from __future__ import annotations
@@ -21,13 +23,18 @@ from launch.actions import (
     GroupAction,
     IncludeLaunchDescription,
     OpaqueFunction,
+    RegisterEventHandler,
+    SetEnvironmentVariable,
+    UnsetEnvironmentVariable,
 )
+from launch.event_handlers import OnShutdown
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from ffsim_ros import launch_support as ls
 from ffsim_ros.control import CONTROL_MODES
+from ffsim_ros.launch_support import LOCALHOST_ONLY_CHOICES
 from ffsim_ros.resources import share_path
 
 #: The single-robot launch file, next to this one (source tree and install share alike).
@@ -36,7 +43,14 @@ RVIZ_CONFIG = share_path('config', 'rviz', 'ffsim.rviz')
 #: Namespaces of the two robots (also their TF frame prefixes).
 ROBOTS = ('robot1', 'robot2')
 #: Launch arguments passed unchanged to both includes of ffsim.launch.py.
-FORWARDED = ('robot', 'controller_mode', 'ee_link', 'use_sim_time', 'params_file')
+FORWARDED = (
+    'robot',
+    'controller_mode',
+    'ee_link',
+    'use_sim_time',
+    'params_file',
+    'localhost_only',
+)
 
 
 def declare_arguments() -> list[DeclareLaunchArgument]:
@@ -86,6 +100,13 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
             description='Extra parameter YAML for the nodes of both robots (see ffsim.launch.py).',
         ),
         DeclareLaunchArgument(
+            'localhost_only',
+            default_value='',
+            choices=list(LOCALHOST_ONLY_CHOICES),
+            description='true: DDS discovery confined to this host (on a shared network); '
+            "false: the subnet; empty: the environment's own setting (see ffsim.launch.py).",
+        ),
+        DeclareLaunchArgument(
             'record',
             default_value='false',
             choices=['true', 'false'],
@@ -99,12 +120,13 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
     ]
 
 
-def include_robot(namespace: str) -> GroupAction:
-    """``ffsim.launch.py`` for one robot, in a scope so its arguments stay its own."""
+def include_robot(namespace: str, position: str) -> GroupAction:
+    """``ffsim.launch.py`` for one robot at ``position`` (checked), in a scope so its
+    arguments stay its own."""
     arguments = {name: LaunchConfiguration(name) for name in FORWARDED}
     arguments.update(
         namespace=namespace,
-        initial_base_position=LaunchConfiguration(f'{namespace}_position'),
+        initial_base_position=position,
         rviz='false',  # one RViz for both, below
         record='false',  # one recorder for both, below
     )
@@ -119,25 +141,45 @@ def include_robot(namespace: str) -> GroupAction:
     )
 
 
+def robot_groups(context: LaunchContext) -> list:
+    """One :func:`include_robot` per robot, after checking ``<robot>_position`` here: an error
+    names the argument the user typed (ffsim.launch.py would name its own argument)."""
+    groups = []
+    for ns in ROBOTS:
+        name = f'{ns}_position'
+        position = ls.parse_vector(LaunchConfiguration(name).perform(context), 3, name)
+        groups.append(include_robot(ns, str(position)))
+    return groups
+
+
 def shared_actions(context: LaunchContext) -> list:
     """The RViz showing both robots and the recorder, from the evaluated arguments."""
-    actions = []
+    set_env, unset_env = ls.discovery_environment(
+        LaunchConfiguration('localhost_only').perform(context)
+    )
+    # the robots' groups are scoped: their environment does not reach RViz and the recorder
+    actions = [
+        *(SetEnvironmentVariable(name, value) for name, value in set_env.items()),
+        *(UnsetEnvironmentVariable(name) for name in unset_env),
+    ]
     if ls.as_bool(LaunchConfiguration('rviz').perform(context), 'rviz'):
         use_sim_time = ls.as_bool(
             LaunchConfiguration('use_sim_time').perform(context), 'use_sim_time'
         )
-        actions.append(
+        # a temporary copy of ffsim.rviz with the robot displays once per namespace
+        rviz_config = ls.write_rviz_config(ROBOTS, RVIZ_CONFIG)
+        actions += [
             Node(
                 package='rviz2',
                 executable='rviz2',
                 name='rviz2',
-                # a copy of ffsim.rviz with the robot displays once per namespace
-                arguments=['-d', str(ls.write_rviz_config(ROBOTS, RVIZ_CONFIG))],
+                arguments=['-d', str(rviz_config)],
                 parameters=[{'use_sim_time': use_sim_time}],
                 remappings=[('/clock', f'/{ROBOTS[0]}/clock')],
                 output='screen',
-            )
-        )
+            ),
+            RegisterEventHandler(OnShutdown(on_shutdown=ls.file_remover(rviz_config))),
+        ]
     if ls.as_bool(LaunchConfiguration('record').perform(context), 'record'):
         bag_path = LaunchConfiguration('bag_path').perform(context)
         actions.append(
@@ -151,7 +193,7 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             *declare_arguments(),
-            *(include_robot(ns) for ns in ROBOTS),
+            OpaqueFunction(function=robot_groups),
             OpaqueFunction(function=shared_actions),
         ]
     )

@@ -4,8 +4,11 @@ Isolation rules enforced here, before any test module can import rclpy:
 
 * ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``: no DDS traffic leaves this host.
 * ``ROS_DOMAIN_ID``: one id for this pytest process, and a fresh id per test for the
-  ``ros_env`` / ``rclpy_context`` fixtures. Ids are reserved with ``flock`` on files in a shared
-  temporary directory, so concurrent pytest runs (or xdist workers) never share a domain.
+  ``ros_env`` / ``rclpy_context`` fixtures. Ids are reserved with ``flock`` on files in the
+  lock directory of ``ffsim_ros.cli.lock_directory`` (the shared folder when it is private to
+  this user, else a per-user one; files opened without following
+  symlinks), the one the demo and the benchmarks use, so concurrent pytest runs (or xdist
+  workers) and demos never share a domain.
 * ``ROS_LOG_DIR=<repo>/build/test_ros_logs``.
 
 Fixtures
@@ -41,11 +44,10 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -80,11 +82,11 @@ class DomainIdLease:
     ----------
     domain_id : int
         The reserved id.
-    handle : IO or None
-        Open lock file holding the ``flock`` (None when locking is unavailable).
+    handle : int or None
+        Descriptor of the lock file holding the ``flock`` (None when locking is unavailable).
     """
 
-    def __init__(self, domain_id: int, handle: IO[str] | None) -> None:
+    def __init__(self, domain_id: int, handle: int | None) -> None:
         self.domain_id = domain_id
         self._handle = handle
 
@@ -93,11 +95,10 @@ class DomainIdLease:
         if self._handle is not None:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._handle, fcntl.LOCK_UN)
-            self._handle.close()
+            os.close(self._handle)
             self._handle = None
 
 
-_LOCK_DIR = Path(tempfile.gettempdir()) / 'ros_domain_id_locks'
 _next_domain_offset = os.getpid()
 
 
@@ -113,23 +114,28 @@ def reserve_domain_id() -> DomainIdLease:
         The reservation; call :meth:`DomainIdLease.release` when done.
     """
     global _next_domain_offset
+    # the folder and the safe opening of the demo's leases (ffsim_ros.cli): one set of ids
+    from ffsim_ros.cli import lock_directory, open_lock
+
     span = DOMAIN_ID_MAX - DOMAIN_ID_MIN + 1
     try:
-        _LOCK_DIR.mkdir(mode=0o777, exist_ok=True)
-    except OSError:
-        pass
+        lock_dir = lock_directory()
+    except (OSError, RuntimeError):
+        lock_dir = None
     for _ in range(span):
         domain_id = DOMAIN_ID_MIN + _next_domain_offset % span
         _next_domain_offset += 1
         try:
-            handle = open(_LOCK_DIR / f'{domain_id}.lock', 'a+')
+            if lock_dir is None:
+                raise OSError('no private lock directory')
+            handle = open_lock(lock_dir / f'{domain_id}.lock')
         except OSError:
-            # No shared lock directory usable: fall back to the pid-derived id, unlocked.
+            # No lock directory usable: fall back to the pid-derived id, unlocked.
             return DomainIdLease(domain_id, None)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            handle.close()
+            os.close(handle)
             if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 continue
             raise

@@ -92,3 +92,58 @@ def test_short_demo_records_plots_and_compares(tmp_path: Path, ros_env: dict[str
         assert np.all(np.diff(stamps) > 0)
         assert counts['/ee_goal'] == 1 and counts['/robot_description'] == 1
         assert counts['/status'] > 0.5 * counts['/joint_states']
+
+
+def test_domain_leases_are_private_and_never_follow_links(tmp_path: Path, monkeypatch) -> None:
+    """The lock folder is the user's own (0700; refused when others can write to it or it is
+    a symlink); a lock file planted as a symlink is not followed (O_NOFOLLOW), an existing
+    one is not truncated; a held id is not handed out twice; the tests' fixture
+    (conftest.reserve_domain_id) uses the same folder."""
+    import errno
+    import os
+    import stat
+    import tempfile
+
+    import conftest
+
+    from ffsim_ros import cli
+
+    real = cli.lock_directory()
+    assert real.name in ('ros_domain_id_locks', f'ros_domain_id_locks-{os.getuid()}')
+    assert stat.S_IMODE(os.stat(real).st_mode) & 0o022 == 0  # nobody else can write in it
+    lease = conftest.reserve_domain_id()  # the tests reserve through the same folder
+    try:
+        assert (real / f'{lease.domain_id}.lock').is_file()
+    finally:
+        lease.release()
+
+    monkeypatch.setattr(tempfile, 'gettempdir', lambda: str(tmp_path))
+    folder = cli.lock_directory()
+    assert folder.parent == tmp_path and stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    victim = tmp_path / 'victim'
+    victim.write_text('precious')
+    (folder / '200.lock').symlink_to(victim)
+    with pytest.raises(OSError) as info:
+        cli.DomainLease([200])
+    assert info.value.errno == errno.ELOOP and victim.read_text() == 'precious'
+    (folder / '201.lock').write_text('kept')
+    first = cli.DomainLease([201])
+    assert first.domain_id == 201 and (folder / '201.lock').read_text() == 'kept'
+    with pytest.raises(RuntimeError, match='no free ROS_DOMAIN_ID'):
+        cli.DomainLease([201])  # held
+    first.close()
+    second = cli.DomainLease([201])  # released: free again
+    second.close()
+    assert folder.name == 'ros_domain_id_locks'  # the shared folder, when it is safe
+    os.chmod(folder, 0o777)  # writable by others: the private folder instead
+    private = cli.lock_directory()
+    assert private.name == f'ros_domain_id_locks-{os.getuid()}'
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
+    os.chmod(private, 0o777)
+    with pytest.raises(RuntimeError, match='writable by it alone'):
+        cli.lock_directory()
+    os.chmod(private, 0o700)
+    os.rename(private, tmp_path / 'elsewhere')
+    private.symlink_to(tmp_path / 'elsewhere')
+    with pytest.raises(RuntimeError, match='expected a directory owned by uid'):
+        cli.lock_directory()

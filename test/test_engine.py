@@ -29,9 +29,13 @@ RIGID_URDF = """<robot name="block">
 
 
 def engine(**kwargs) -> Engine:
+    """An engine on the servicer; speed limits off unless asked (the tumbling states below
+    turn the joints faster than the servicer's drives allow: the comparisons with D.step are
+    about the stepping, the limits have their own tests)."""
     q0 = kwargs.pop('q0', D.neutral(MODEL))
     v0 = kwargs.pop('v0', np.zeros(MODEL.nv))
     kwargs.setdefault('dt_ns', MS)
+    kwargs.setdefault('velocity_limits', False)
     return Engine(MODEL, q0, v0, **kwargs)
 
 
@@ -55,7 +59,8 @@ def test_advance_is_the_dynamics_step(method: str) -> None:
     steps = 40 if method in D.FIXED_STEP_METHODS else 3
     q0 = sim.initial_state[0]  # normalized: equal to q0 to rounding
     snap = sim.advance(steps)
-    q, v = D.step(MODEL, q0, v0, tau, 1e-3, method=method, steps=steps)
+    # no external wrench: the momentum-preserving step (the engine's default)
+    q, v = D.step(MODEL, q0, v0, tau, 1e-3, method=method, steps=steps, conserve_momentum=True)
     assert np.array_equal(snap.q, q) and np.array_equal(snap.v, v)
     assert snap.step == steps and snap.time_ns == steps * MS and snap.time == steps * 1e-3
     assert np.array_equal(snap.effort, tau)
@@ -65,7 +70,11 @@ def test_advance_is_the_dynamics_step(method: str) -> None:
 def test_advance_in_pieces_equals_one_call() -> None:
     q0, v0 = tumbling_state(np.random.default_rng(2))
     tau = np.full(N, 5.0)
-    one, pieces = engine(q0=q0, v0=v0), engine(q0=q0, v0=v0)
+    # the plain step: pieces and one call run the same arithmetic (the preserving step's
+    # correction is fused with the next call's first stage: the same to round-off, see
+    # test_momentum_preserving_steps_keep_the_momentum)
+    one = engine(q0=q0, v0=v0, conserve_momentum=False)
+    pieces = engine(q0=q0, v0=v0, conserve_momentum=False)
     one.command_efforts(tau)
     pieces.command_efforts(tau)
     a = one.advance(100)
@@ -103,8 +112,8 @@ def test_command_timeout_splits_the_steps_exactly() -> None:
     sim.command_efforts(tau)
     assert sim.last_command[1] == 0 and np.array_equal(sim.last_command[0], tau)
     snap = sim.advance(100)
-    q, v = D.step(MODEL, sim.initial_state[0], v0, tau, 1e-3, steps=26)
-    q, v = D.step(MODEL, q, v, np.zeros(N), 1e-3, steps=74)
+    q, v = D.step(MODEL, sim.initial_state[0], v0, tau, 1e-3, steps=26, conserve_momentum=True)
+    q, v = D.step(MODEL, q, v, np.zeros(N), 1e-3, steps=74, conserve_momentum=True)
     assert np.array_equal(snap.q, q) and np.array_equal(snap.v, v)
     assert not np.any(snap.effort)
     # a command given later is timed from when it is given
@@ -173,7 +182,9 @@ def test_pause_reset_and_set_state() -> None:
     assert not np.any(reset.effort) and sim.last_command is None and sim.wrenches.base is None
     sim.resume()
     free = sim.advance(30)
-    q, v = D.step(MODEL, sim.initial_state[0], v0, np.zeros(N), 1e-3, steps=30)
+    q, v = D.step(
+        MODEL, sim.initial_state[0], v0, np.zeros(N), 1e-3, steps=30, conserve_momentum=True
+    )
     assert free.step == 81 and np.array_equal(free.q, q) and np.array_equal(free.v, v)
     # set_state: a jump of one step, the quaternion normalized, inputs kept
     sim.command_efforts(np.full(N, -3.0))
@@ -289,7 +300,7 @@ def test_thruster_momentum_rate_is_the_rotated_wrench() -> None:
     turns by more than a radian, so a wrench held in the world would miss by O(|f|)."""
     q0, v0 = tumbling_state(np.random.default_rng(8))
     h_ns = 100_000  # 0.1 ms
-    sim = Engine(MODEL, q0, v0, dt_ns=h_ns)
+    sim = Engine(MODEL, q0, v0, dt_ns=h_ns, velocity_limits=False)  # tumbling: over them
     f, n = np.array([40.0, -25.0, 10.0]), np.array([5.0, 8.0, -6.0])
     sim.set_base_wrench(np.r_[f, n], 'base')
     quat_start = sim.snapshot().base_orientation
@@ -309,3 +320,272 @@ def test_thruster_momentum_rate_is_the_rotated_wrench() -> None:
         turned = max(turned, 2 * np.arccos(min(1.0, abs(relative[3]))))
     assert worst_P <= 1e-9 and worst_L <= 1e-9, (worst_P, worst_L)
     assert turned > 1.0  # the base really turned: R f is far from f
+
+
+# ------------------------------------------------------------------------- joint limits
+def _chain_urdf(limits: list[str]) -> str:
+    """A base and a chain of revolute joints about z, one per ``<limit .../>`` attribute text."""
+    inertial = (
+        '<inertial><mass value="2"/><origin xyz="0.2 0 0"/>'
+        '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    )
+    links = [f'<link name="base_link">{inertial.replace("2", "20", 1)}</link>']
+    joints = []
+    parent = 'base_link'
+    for k, limit in enumerate(limits):
+        links.append(f'<link name="l{k}">{inertial}</link>')
+        joints.append(
+            f'<joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="l{k}"/>'
+            f'<origin xyz="0.4 0 0"/><axis xyz="0 0 1"/><limit lower="-2" upper="2" {limit}/>'
+            '</joint>'
+        )
+        parent = f'l{k}'
+    return f'<robot name="chain">{"".join(links + joints)}</robot>'
+
+
+def test_torque_speed_characteristic_by_hand() -> None:
+    """Motoring effort capped by T_max (1 - |w|/w_max), braking up to T_max, nothing driven
+    without a drive (effort 0) or a known speed limit (velocity 0)."""
+    from ffsim_ros.sim import JointLimits
+
+    model = D.load_urdf(
+        _chain_urdf(
+            [
+                'effort="100" velocity="2"',
+                'effort="0" velocity="2"',  # passive
+                'effort="100" velocity="0"',  # speed limit unknown
+                'velocity="2"',  # no effort limit
+            ]
+        )
+    )
+    limits = JointLimits(model)
+    assert limits.driven.tolist() == [True, False, False, True]
+    tau = np.full(4, 80.0)
+    assert limits.drive_efforts(tau, np.full(4, 1.0)).tolist() == [50.0, 80.0, 80.0, 80.0]
+    assert limits.drive_efforts(-tau, np.full(4, -1.0)).tolist() == [-50.0, -80.0, -80.0, -80.0]
+    assert limits.drive_efforts(-tau, np.full(4, 1.0)).tolist() == [-80.0] * 4  # braking
+    assert limits.drive_efforts(tau, np.full(4, 2.0)).tolist() == [0.0, 80.0, 80.0, 0.0]
+    assert limits.drive_efforts(tau, np.full(4, 3.0)).tolist() == [0.0, 80.0, 80.0, 0.0]
+    assert limits.drive_efforts(tau, np.full(4, 0.5)).tolist() == [75.0, 80.0, 80.0, 80.0]
+    threshold = limits.threshold(np.array([50.0, 50.0, 50.0, 50.0]))
+    assert threshold.tolist() == [1.0, np.inf, np.inf, 2.0]
+    off = JointLimits(model, velocity=False)
+    assert not off.active and off.drive_efforts(tau, np.full(4, 3.0)) is tau
+
+
+def _rest_state(model: D.Model, joint_rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    q = D.neutral(model)
+    q[7:] = np.linspace(-0.6, 0.6, model.n)
+    v = np.r_[D.base_velocity_from_momentum(model, q, joint_rates), joint_rates]
+    return q, v
+
+
+def test_drives_saturate_at_the_speed_limit() -> None:
+    """Every joint of the servicer at its maximum effort for 2 s: without speed limits the
+    wrist reaches thousands of rad/s (issue 14: 6 700); with them every joint ends at its
+    limit (within 1 %: the characteristic leaves the joint where its last bit of torque
+    balances the arm's coupling), never above it, with zero momentum kept to round-off (braking is
+    internal) and a healthy watchdog."""
+    q0, v0 = D.neutral(MODEL), np.zeros(MODEL.nv)
+    free = engine(q0=q0, v0=v0, command_timeout_ns=10**10)
+    free.command_efforts(MODEL.effort_limit)
+    assert abs(free.advance(2000).v[-1]) > 1000.0  # the premise
+    sim = Engine(MODEL, q0, v0, dt_ns=MS, command_timeout_ns=10**10)
+    assert sim.limits.driven.all()
+    sim.command_efforts(MODEL.effort_limit)
+    worst = 0.0
+    for _ in range(200):
+        snap = sim.advance(10)
+        worst = max(worst, float(np.max(np.abs(snap.v[6:]) / MODEL.velocity_limit)))
+    ratio = np.abs(snap.v[6:]) / MODEL.velocity_limit
+    assert worst <= 1.0 + 1e-9 and ratio.min() >= 0.99, ratio
+    assert np.abs(snap.momentum).max() <= 1e-11
+    # at the limit the drive has no torque left in the direction of motion: what it applies
+    # (braking included) is a small fraction of its maximum
+    assert np.all(np.abs(snap.effort) <= 0.02 * MODEL.effort_limit), snap.effort
+    assert sim.health.checked and sim.health.ok, sim.health
+
+
+def test_braking_impulse_is_internal_and_bounded() -> None:
+    """Joints turning at twice their limit: given time enough (a 0.5 s step), the braking
+    impulses bring every joint back within its limit (those braked at it exactly; the
+    coupling slows the others further), within T_max dt each, without changing the momentum
+    and taking kinetic energy away; in 1 ms five of the drives cannot stop the arm's inertia:
+    they brake as hard as they can and their joints stay over their limit (in 1 us, all
+    seven)."""
+    from ffsim_ros.sim import JointLimits
+
+    limits = JointLimits(MODEL)
+    rates = 2.0 * MODEL.velocity_limit * np.array([1, -1, 1, -1, 1, -1, 1])
+    q, v = _rest_state(MODEL, rates)
+    v[:6] += [0.1, -0.2, 0.05, 0.02, -0.01, 0.03]  # some momentum to keep
+    h0, e0 = D.momentum(MODEL, q, v), D.kinetic_energy(MODEL, q, v)
+    braked, impulse = limits.brake(q, v, 0.5)
+    assert np.all(np.abs(braked[6:]) <= MODEL.velocity_limit * (1 + 1e-9)), braked[6:]
+    at_limit = np.abs(np.abs(braked[6:]) - MODEL.velocity_limit) <= 1e-12
+    assert at_limit.sum() >= 3 and np.all(impulse[~at_limit] == 0.0), (braked[6:], impulse)
+    assert np.abs(D.momentum(MODEL, q, braked) - h0).max() <= 1e-12 * np.abs(h0).max()
+    assert D.kinetic_energy(MODEL, q, braked) < e0
+    assert np.all(np.abs(impulse) <= MODEL.effort_limit * 0.5)
+    for dt, spent in ((1e-3, 5), (1e-6, 7)):
+        slower, impulse = limits.brake(q, v, dt)
+        at_bound = np.isclose(np.abs(impulse), MODEL.effort_limit * dt, rtol=1e-12, atol=0)
+        over = np.abs(slower[6:]) > MODEL.velocity_limit * (1 + 1e-9)
+        assert at_bound.sum() == spent and np.array_equal(over, at_bound), (impulse, slower)
+        assert np.abs(D.momentum(MODEL, q, slower) - h0).max() <= 1e-12 * np.abs(h0).max()
+        assert D.kinetic_energy(MODEL, q, slower) < e0
+    # nothing over: nothing happens
+    same, none = limits.brake(q, braked, 1e-3)
+    assert same is braked and not none.any()
+
+
+def test_steps_are_batched_only_away_from_the_limits() -> None:
+    """Far from every limit the engine integrates a batch in one call (exactly D.step's
+    state); a command that would carry a joint over its limit within the batch is stepped
+    one step at a time and the limit holds."""
+    q0, v0 = _rest_state(MODEL, np.zeros(N))
+    sim = Engine(MODEL, q0, v0, dt_ns=MS)
+    tau = np.full(N, 0.01)
+    sim.command_efforts(tau)
+    snap = sim.advance(10)
+    q, v = D.step(MODEL, sim.initial_state[0], v0, tau, 1e-3, steps=10, conserve_momentum=True)
+    assert np.array_equal(snap.q, q) and np.array_equal(snap.v, v)
+    # near the limit: joint 7 at 99 % of its limit, pushed on at full effort
+    rates = np.zeros(N)
+    rates[-1] = 0.99 * MODEL.velocity_limit[-1]
+    q0, v0 = _rest_state(MODEL, rates)
+    sim = Engine(MODEL, q0, v0, dt_ns=MS)
+    sim.command_efforts(MODEL.effort_limit * np.r_[np.zeros(N - 1), 1.0])
+    snap = sim.advance(10)
+    plain = D.step(MODEL, q0, v0, sim.last_command[0], 1e-3, steps=10, conserve_momentum=True)
+    assert abs(plain[1][-1]) > 10 * MODEL.velocity_limit[-1]  # what the batch would give
+    assert abs(snap.v[-1]) <= MODEL.velocity_limit[-1] * (1 + 1e-9)
+
+
+def test_position_limits_are_hard_stops() -> None:
+    """A joint driven into its upper limit (2 rad) at its speed limit and pushed on at 50 N m:
+    with position limits it stops within 1 mrad of the limit and stays there, the momentum
+    kept (the stop is a joint torque); without them it passes the limit."""
+    rates = np.zeros(N)
+    rates[1] = MODEL.velocity_limit[1]
+    q0, v0 = _rest_state(MODEL, rates)
+    q0[8] = 1.95  # arm_joint_2, limits [-2, 2]
+    v0[:6] = D.base_velocity_from_momentum(MODEL, q0, rates)
+    tau = np.zeros(N)
+    tau[1] = 50.0
+    passing = Engine(MODEL, q0, v0, dt_ns=MS, command_timeout_ns=10**10)
+    passing.command_efforts(tau)
+    assert passing.advance(1000).q[8] > 2.1
+    sim = Engine(MODEL, q0, v0, dt_ns=MS, command_timeout_ns=10**10, position_limits=True)
+    sim.command_efforts(tau)
+    deepest = 0.0
+    for _ in range(100):
+        snap = sim.advance(10)
+        deepest = max(deepest, snap.q[8] - 2.0)
+    assert 0.0 < deepest <= 1e-3, deepest
+    assert abs(snap.q[8] - 2.0) <= 1e-3 and abs(snap.v[7]) <= 1e-3
+    assert np.abs(snap.momentum).max() <= 1e-11
+    assert sim.health.ok, sim.health
+
+
+# ----------------------------------------------------------------------------- watchdog
+def test_momentum_preserving_steps_keep_the_momentum() -> None:
+    """The tumbling servicer under efforts, 2 s at 1 ms: the preserving step (the default)
+    keeps the momentum to round-off; the plain RK4 step drifts by its truncation error."""
+    q0, v0 = tumbling_state(np.random.default_rng(4))
+    drift = {}
+    for conserve in (True, False):
+        sim = engine(q0=q0, v0=v0, conserve_momentum=conserve, command_timeout_ns=10**10)
+        h0 = D.momentum(MODEL, *sim.initial_state)
+        sim.command_efforts(np.linspace(-20.0, 20.0, N))
+        snap = sim.advance(2000)
+        drift[conserve] = np.abs(D.momentum(MODEL, snap.q, snap.v) - h0).max() / np.abs(h0).max()
+    assert drift[True] <= 1e-12 and drift[False] > 100 * drift[True], drift
+
+
+def test_watchdog_sees_integration_error() -> None:
+    """Issue 14's silent failure: every joint of the servicer at its maximum effort without
+    speed limits (the wrist reaches thousands of rad/s; RK4 at 1 ms cannot follow). The plain
+    step loses momentum -- the watchdog says so with the figures; the momentum-preserving
+    step keeps it, and the energy check sees the error instead; the drives (the default) keep
+    the motion where the step follows it: no warning."""
+    found = {}
+    for name, options in (
+        ('plain', {'conserve_momentum': False, 'velocity_limits': False}),
+        ('preserving', {'velocity_limits': False}),
+        ('drives', {}),
+    ):
+        sim = Engine(MODEL, D.neutral(MODEL), np.zeros(MODEL.nv), dt_ns=MS, **options)
+        sim.command_efforts(MODEL.effort_limit)
+        warnings = set()
+        for _ in range(200):
+            sim.command_efforts(MODEL.effort_limit)
+            sim.advance(10)
+            warnings |= {w.split()[0] for w in sim.health.warnings}
+        found[name] = (warnings, sim.health)
+    assert found['plain'][0] >= {'momentum'}, found['plain']
+    assert 'kg m/s' in found['plain'][1].warnings[0] or found['plain'][1].momentum_drift > 1e-9
+    assert found['preserving'][0] == {'energy'}, found['preserving']
+    assert found['preserving'][1].momentum_drift <= 1e-12
+    assert found['drives'][0] == set() and found['drives'][1].checked
+
+
+def test_watchdog_catches_a_force_that_is_not_internal(monkeypatch) -> None:
+    """With the momentum-preserving step the momentum check watches the model and inputs: a
+    limit model that pushed the base (a bug: an external force) is reported with its figures;
+    one that pushed a joint forward (internal, but a source of energy) is reported by the
+    energy check."""
+    rates = np.zeros(N)
+    rates[-1] = MODEL.velocity_limit[-1]  # at its limit: stepped one at a time, brake called
+    q0, v0 = _rest_state(MODEL, rates)
+    for bug, expected in (('push the base', 'momentum'), ('push the joint', 'energy')):
+        sim = Engine(MODEL, q0, v0, dt_ns=MS)
+        sim.advance(10)
+        assert sim.health.ok and sim.health.checked
+        brake = sim.limits.brake
+
+        def buggy(q, v, dt, brake=brake, bug=bug):
+            v, impulse = brake(q, v, dt)
+            v = v.copy()
+            if bug == 'push the base':
+                v[0] += 1e-6  # a base velocity change: not a joint torque
+            else:  # a joint impulse in the direction of motion: internal, energy from nowhere
+                e = np.zeros(MODEL.nv)
+                e[-1] = 1e-3
+                v += np.linalg.solve(D.mass_matrix(MODEL, q), e)
+            return v, impulse
+
+        monkeypatch.setattr(sim.limits, 'brake', buggy)
+        sim.advance(10)
+        kinds = {w.split()[0]: w for w in sim.health.warnings}
+        if expected == 'momentum':  # (the push adds a little energy too)
+            assert 'kg m/s' in kinds['momentum']
+            assert sim.health.linear_drift == pytest.approx(10e-6 * MODEL.total_mass, rel=0.05)
+        else:
+            assert set(kinds) == {'energy'} and ' J ' in kinds['energy']
+            assert sim.health.momentum_drift <= 1e-12
+
+
+def test_watchdog_follows_gravity_and_pauses_under_a_wrench() -> None:
+    """Under gravity the momentum changes by the weight's impulse, which the references
+    follow (no warning over 1 s of efforts); under a base wrench the checks do not run, and
+    they resume from the state reached once it is removed."""
+    heavy = D.with_gravity(MODEL, [0.0, 0.0, -9.81])
+    q0, v0 = tumbling_state(np.random.default_rng(9))
+    sim = Engine(heavy, q0, v0, dt_ns=MS, velocity_limits=False, command_timeout_ns=10**10)
+    h0 = D.momentum(heavy, *sim.initial_state)
+    sim.command_efforts(np.linspace(-10.0, 10.0, N))
+    for _ in range(100):
+        snap = sim.advance(10)
+        assert sim.health.ok, sim.health.warnings
+    P = D.momentum(heavy, snap.q, snap.v)[:3]
+    assert np.abs(P - h0[:3] - heavy.total_mass * np.array([0, 0, -9.81])).max() <= 1e-9
+    assert sim.health.momentum_drift <= 1e-12
+    sim.set_base_wrench([100.0, 0.0, 0.0, 0.0, 5.0, 0.0])
+    sim.advance(10)
+    assert not sim.health.checked
+    sim.set_base_wrench([0.0] * 6)  # an all-zero wrench is no wrench
+    sim.advance(10)
+    assert sim.health.checked and sim.health.ok
+    sim.advance(10)
+    assert sim.health.checked and sim.health.ok and sim.health.momentum_drift <= 1e-12

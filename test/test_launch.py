@@ -47,6 +47,7 @@ FFSIM_ARGUMENTS = {
     'namespace',
     'initial_base_position',
     'params_file',
+    'localhost_only',
     'record',
     'bag_path',
 }
@@ -295,6 +296,10 @@ def test_ffsim_launch_arguments() -> None:
         assert arguments[flag]['choices'] == ['true', 'false']
     assert arguments['robot']['default_value'] in SAMPLES
     assert arguments['namespace']['default_value'] == ''
+    # DDS discovery: the environment's own setting unless asked, in both launch files
+    for path in LAUNCH_FILES:
+        localhost = declared_arguments(path)['localhost_only']
+        assert localhost['default_value'] == '' and localhost['choices'] == ['', 'true', 'false']
 
 
 def test_multi_robot_passes_only_arguments_ffsim_launch_declares() -> None:
@@ -716,6 +721,9 @@ def _stub_modules() -> dict[str, Any]:
             'OpaqueFunction',
             'GroupAction',
             'IncludeLaunchDescription',
+            'RegisterEventHandler',
+            'SetEnvironmentVariable',
+            'UnsetEnvironmentVariable',
         )
     }
     return {
@@ -723,6 +731,9 @@ def _stub_modules() -> dict[str, Any]:
             'launch', LaunchContext=_LaunchContext, LaunchDescription=recorded('LaunchDescription')
         ),
         'launch.actions': module('launch.actions', **actions),
+        'launch.event_handlers': module(
+            'launch.event_handlers', OnShutdown=recorded('OnShutdown')
+        ),
         'launch.substitutions': module(
             'launch.substitutions',
             Command=recorded('Command'),
@@ -759,9 +770,13 @@ def _run(module, function: str, **arguments: str) -> list:
             assert value in kw.get('choices', [value]), (name, value)
             context.launch_configurations[name] = value
     assert not arguments, f'not declared: {arguments}'
-    functions = [e for e in description.args[0] if type(e).__name__ == 'OpaqueFunction']
-    assert len(functions) == 1 and functions[0].kwargs['function'].__name__ == function
-    return functions[0].kwargs['function'](context)
+    functions = [
+        e.kwargs['function']
+        for e in description.args[0]
+        if type(e).__name__ == 'OpaqueFunction' and e.kwargs['function'].__name__ == function
+    ]
+    assert len(functions) == 1, function
+    return functions[0](context)
 
 
 def _nodes(actions: list) -> dict[str, _Recorded]:
@@ -797,6 +812,7 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
     assert 'initial_base_position' not in _parameters(sim)  # the YAML's value
     assert _parameters(ctl)['mode'] == 'reactionless' and _parameters(ctl)['ee_link'] == 'ee_link'
     assert nodes['rviz2'].kwargs['arguments'] == ['-d', str(RVIZ)]
+    assert not _of_type(_run(module, 'robot_actions'), 'RegisterEventHandler')  # no temp file
 
     # a namespaced dual-arm robot, recorded, with an extra params file
     extra = tmp_path / 'extra.yaml'
@@ -830,22 +846,16 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
         for d in yaml.safe_load(rviz_file.read_text())['Visualization Manager']['Displays']
         if d['Class'] == 'rviz_default_plugins/RobotModel'
     ]
-    rviz_file.unlink()
     assert [m['TF Prefix'] for m in rviz_models] == ['robot1']
+    _shut_down(actions)  # the temporary RViz config is removed at shutdown
+    assert not rviz_file.exists()
     recorders = [a for a in actions if type(a).__name__ == 'ExecuteProcess']
     assert [r.kwargs['cmd'] for r in recorders] == [ls.bag_command(str(tmp_path / 'bag'))]
 
-    # dual-arm without params file: the controller gets left_ee_link; xacro goes through xacro
+    # dual-arm without params file: the controller gets left_ee_link
     ctl = _nodes(_run(module, 'robot_actions', robot='dual_arm_servicer', rviz='false'))
     assert _parameters(ctl['reactionless_controller'])['ee_link'] == 'left_ee_link'
     assert 'rviz2' not in ctl
-    xacro = tmp_path / 'arm.urdf.xacro'
-    xacro.write_text('<robot/>')
-    nodes = _nodes(_run(module, 'robot_actions', robot=str(xacro), ee_link='tool0'))
-    description = _parameters(nodes['simulator'])['robot_description']
-    command = description.args[0]
-    assert type(command).__name__ == 'Command' and command.args[0] == ['xacro ', str(xacro)]
-    assert _parameters(nodes['reactionless_controller'])['ee_link'] == 'tool0'
     with pytest.raises(ValueError, match='initial_base_position'):
         _run(module, 'robot_actions', initial_base_position='[1, 2]')
     with pytest.raises(FileNotFoundError):
@@ -854,11 +864,10 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
 
 def test_multi_robot_launch_actions(stub_launch) -> None:
     module = _load_launch_module(ROOT / 'launch' / 'multi_robot.launch.py')
-    description = module.generate_launch_description()
-    groups = [e for e in description.args[0] if type(e).__name__ == 'GroupAction']
+    groups = _run(module, 'robot_groups', robot2_position='1 2 3')
     assert len(groups) == 2
     included = []
-    for group in groups:
+    for group, position in zip(groups, ('[0.0, -5.0, 0.0]', '[1.0, 2.0, 3.0]'), strict=True):
         assert group.kwargs['scoped'] is True  # the includes' arguments stay in the group
         (include,) = group.args[0]
         source = include.args[0].args[0]
@@ -866,16 +875,164 @@ def test_multi_robot_launch_actions(stub_launch) -> None:
         arguments = dict(include.kwargs['launch_arguments'])
         assert set(arguments) <= FFSIM_ARGUMENTS
         assert arguments['rviz'] == 'false' and arguments['record'] == 'false'
-        assert arguments['initial_base_position'].args[0] == f'{arguments["namespace"]}_position'
+        assert arguments['initial_base_position'] == position  # checked, as the include parses
+        assert ls.parse_vector(position, 3, 'initial_base_position')
+        assert arguments['localhost_only'].args[0] == 'localhost_only'  # passed on
         included.append(arguments['namespace'])
     assert included == ['robot1', 'robot2']
+    # a bad position is reported under the name the user typed, before anything starts
+    for name in ('robot1_position', 'robot2_position'):
+        with pytest.raises(ValueError, match=rf"^{name}: expected 3 numbers, got '\[1,2\]'"):
+            _run(module, 'robot_groups', **{name: '[1,2]'})
 
     actions = _run(module, 'shared_actions', record='true')
     (rviz,) = _nodes(actions).values()
     assert rviz.kwargs['remappings'] == [('/clock', '/robot1/clock')]
     config = yaml.safe_load(Path(rviz.kwargs['arguments'][1]).read_text())
-    Path(rviz.kwargs['arguments'][1]).unlink()
+    _shut_down(actions)
+    assert not Path(rviz.kwargs['arguments'][1]).exists()
     topics = set(rviz_topics(config).values())
     assert {'/robot1/markers', '/robot2/markers', '/robot1/ee_path', '/robot2/ee_path'} <= topics
     assert [type(a).__name__ for a in actions].count('ExecuteProcess') == 1
     assert _run(module, 'shared_actions', rviz='false') == []
+
+
+def _of_type(actions: list, name: str) -> list:
+    return [a for a in actions if type(a).__name__ == name]
+
+
+def _shut_down(actions: list) -> None:
+    """What launch does at shutdown: run the OnShutdown handlers the actions registered."""
+    handlers = _of_type(actions, 'RegisterEventHandler')
+    assert handlers, 'no shutdown handler registered'
+    for handler in handlers:
+        (on_shutdown,) = handler.args
+        assert type(on_shutdown).__name__ == 'OnShutdown'
+        on_shutdown.kwargs['on_shutdown'](object(), object())
+
+
+# -------------------------------------------------------- safe defaults, xacro, initial poses
+def test_discovery_environment() -> None:
+    jazzy, humble = {'ROS_DISTRO': 'jazzy'}, {'ROS_DISTRO': 'humble'}
+    assert ls.discovery_environment('', jazzy) == ({}, [])  # the environment's own setting
+    assert ls.discovery_environment('true', jazzy) == (
+        {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'},
+        ['ROS_LOCALHOST_ONLY'],
+    )
+    assert ls.discovery_environment('false', {'ROS_DISTRO': 'kilted'}) == (
+        {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET'},
+        ['ROS_LOCALHOST_ONLY'],
+    )
+    assert ls.discovery_environment('True', humble) == ({'ROS_LOCALHOST_ONLY': '1'}, [])
+    assert ls.discovery_environment('false', humble) == ({'ROS_LOCALHOST_ONLY': '0'}, [])
+    with pytest.raises(ValueError, match="^localhost_only: expected one of .*got 'yes'"):
+        ls.discovery_environment('yes', jazzy)
+
+
+def test_localhost_only_is_set_before_any_process_starts(stub_launch, monkeypatch) -> None:
+    monkeypatch.setenv('ROS_DISTRO', 'jazzy')
+    ffsim = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    actions = _run(ffsim, 'robot_actions', localhost_only='true', rviz='false')
+    kinds = [type(a).__name__ for a in actions]
+    assert kinds[:2] == ['SetEnvironmentVariable', 'UnsetEnvironmentVariable']
+    assert actions[0].args == ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    assert actions[1].args == ('ROS_LOCALHOST_ONLY',)
+    assert kinds.index('Node') > 1
+    default = _run(ffsim, 'robot_actions', rviz='false')
+    assert not _of_type(default, 'SetEnvironmentVariable')
+    assert not _of_type(default, 'UnsetEnvironmentVariable')
+    # multi_robot: the scoped includes get the argument, the shared RViz the variables
+    multi = _load_launch_module(ROOT / 'launch' / 'multi_robot.launch.py')
+    shared = _run(multi, 'shared_actions', localhost_only='true')
+    assert [type(a).__name__ for a in shared][:2] == [
+        'SetEnvironmentVariable',
+        'UnsetEnvironmentVariable',
+    ]
+    _shut_down(shared)
+
+
+def _fake_xacro(folder: Path, urdf: Path | None, exit_code: int = 0) -> None:
+    """An executable ``xacro`` in ``folder`` printing ``urdf`` (the real one is not installed
+    here; the launch file runs whatever ``xacro`` is on the PATH, as on a ROS install)."""
+    folder.mkdir(exist_ok=True)
+    script = folder / 'xacro'
+    body = f'sys.stdout.write(open({str(urdf)!r}).read())' if urdf else 'pass'
+    script.write_text(
+        f'#!{sys.executable}\nimport sys\n'
+        f'assert sys.argv[1].endswith(".xacro"), sys.argv\n{body}\n'
+        f'sys.stderr.write("xacro: error in the file\\n") if {exit_code} else None\n'
+        f'sys.exit({exit_code})\n'
+    )
+    script.chmod(0o755)
+
+
+def test_xacro_robot_gets_the_default_end_effector(stub_launch, tmp_path, monkeypatch) -> None:
+    """A .xacro robot without a link named ee_link: the launch expands it once and picks the
+    end effector as for a URDF file (the controller died of 'invalid parameter: ee_link')."""
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    dual = sample_robot('dual_arm_servicer')
+    robot = tmp_path / 'dual_arm.urdf.xacro'
+    robot.write_text('<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="r"/>')
+    bin_dir = tmp_path / 'bin'
+    _fake_xacro(bin_dir, dual)
+    monkeypatch.setenv('PATH', f'{bin_dir}{os.pathsep}{os.environ["PATH"]}')
+    nodes = _nodes(_run(module, 'robot_actions', robot=str(robot), rviz='false'))
+    for name in ('simulator', 'reactionless_controller', 'robot_state_publisher'):
+        description = _parameters(nodes[name])['robot_description']
+        assert description.args == (dual.read_text(),)  # the expanded URDF, as a string
+        assert description.kwargs == {'value_type': str}
+    assert _parameters(nodes['reactionless_controller'])['ee_link'] == 'left_ee_link'
+    explicit = _nodes(_run(module, 'robot_actions', robot=str(robot), ee_link='right_ee_link'))
+    assert _parameters(explicit['reactionless_controller'])['ee_link'] == 'right_ee_link'
+    # errors name the argument: xacro failing, xacro missing
+    _fake_xacro(bin_dir, None, exit_code=3)
+    with pytest.raises(ValueError, match=r'^robot: xacro failed on .*error in the file'):
+        _run(module, 'robot_actions', robot=str(robot))
+    monkeypatch.setenv('PATH', str(tmp_path / 'nowhere'))
+    with pytest.raises(ValueError, match='^robot: .* xacro is not installed'):
+        _run(module, 'robot_actions', robot=str(robot))
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('robot', SAMPLES)
+def test_samples_start_away_from_singularities(rclpy_context, robot: str, stub_launch) -> None:
+    """The initial pose the launch file gives each sample (config/<sample>.yaml after
+    simulator.yaml, loaded by the real node) has a finite, moderate condition number of the
+    end effector's generalized Jacobian; planar_2link's zero pose would be singular."""
+    import numpy as np
+
+    import ffsim_ros.dynamics as D
+    from ffsim_ros.control import ReactionlessController
+    from ffsim_ros.simulator import Simulator
+
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    sim = _nodes(_run(module, 'robot_actions', robot=robot, rviz='false'))['simulator']
+    files = [p for p in sim.kwargs['parameters'] if isinstance(p, str)]
+    assert files[0] == str(SIMULATOR_YAML)
+    assert files[1:] == (
+        [str(ROOT / 'config' / 'planar_2link.yaml')] if robot == 'planar_2link' else []
+    )
+    args = ['--ros-args'] + [a for f in files for a in ('--params-file', f)]
+    node = Simulator(
+        context=rclpy_context,
+        cli_args=args,
+        parameter_overrides=[_parameter('robot_description', sample_robot(robot).read_text())],
+    )
+    try:
+        q0 = node.engine.initial_state[0]
+        model = node.model
+    finally:
+        node.destroy_node()
+    law = ReactionlessController(model, ls.default_ee_link(sample_robot(robot).read_text()))
+    condition = law.compute(q0, np.zeros(model.nv), None).condition
+    assert np.isfinite(condition) and condition < 10.0, (robot, q0[7:], condition)
+    if robot == 'planar_2link':
+        assert list(q0[7:]) == [-0.5, 1.2]
+        stretched = law.compute(D.neutral(model), np.zeros(model.nv), None).condition
+        assert not np.isfinite(stretched) or stretched > 1e8  # why it needs a pose
+
+
+def _parameter(name: str, value: Any):
+    from rclpy.parameter import Parameter
+
+    return Parameter(name, value=value)

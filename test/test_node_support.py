@@ -83,3 +83,99 @@ def test_controller_rejects_an_unknown_ee_link(rclpy_context) -> None:
         ReactionlessControllerNode(
             context=rclpy_context, parameter_overrides=[Parameter('ee_link', value='tool0')]
         )
+
+
+def test_robot_file_is_read_safely(tmp_path: Path) -> None:
+    """A regular UTF-8 text file of at most the cap, opened without blocking: /dev/zero, a
+    FIFO (no writer: it would block), a directory, a binary, a non-UTF-8 or a too large file
+    is a clear error naming robot_file, never a hang or a memory blow-up."""
+    import os
+
+    from ffsim_ros.node_support import ParameterValueError, read_robot_file
+
+    good = tmp_path / 'robot.urdf'
+    good.write_text('<robot name="caf\u00e9"/>', encoding='utf-8')
+    assert read_robot_file(str(good)) == '<robot name="caf\u00e9"/>'
+    link = tmp_path / 'link.urdf'
+    link.symlink_to(good)  # a link to a regular file is that file
+    assert read_robot_file(str(link)) == good.read_text(encoding='utf-8')
+    fifo = tmp_path / 'fifo'
+    os.mkfifo(fifo)
+    big = tmp_path / 'big.urdf'
+    big.write_text('<robot name="r"/>' + ' ' * 100)
+    binary = tmp_path / 'robot.bin'
+    binary.write_bytes(b'<robot>\x00\x01</robot>')
+    latin = tmp_path / 'latin.urdf'
+    latin.write_bytes('<robot name="caf\u00e9"/>'.encode('latin-1'))
+    for path, cap, text in (
+        ('/dev/zero', 1 << 24, r"expected a regular file, got '/dev/zero' \(a character device\)"),
+        (str(fifo), 1 << 24, r"expected a regular file, got '.*fifo' \(a FIFO\)"),
+        (str(tmp_path), 1 << 24, r"expected a regular file, got '.*' \(a directory\)"),
+        (str(big), 100, r'expected at most 100 bytes, got .* of 117 bytes'),
+        (str(binary), 1 << 24, r'expected a URDF \(XML text\), got binary data'),
+        (
+            str(latin),
+            1 << 24,
+            r'expected a URDF \(UTF-8 XML text\), .* non-UTF-8 byte at offset 16',
+        ),
+        (str(tmp_path / 'missing.urdf'), 1 << 24, "cannot read '.*missing.urdf': No such file"),
+    ):
+        with pytest.raises(ParameterValueError, match=f'^robot_file: {text}'):
+            read_robot_file(path, cap)
+
+
+def test_log_throttle_one_line_a_second_per_kind(monkeypatch) -> None:
+    """Kinds are the text with numbers and quoted strings masked: a flood of one kind gives
+    one line per period with the count held back; another kind gets its own line; the kinds
+    remembered are bounded."""
+    from ffsim_ros.node_support import LogThrottle, common
+
+    now = [100.0]
+    monkeypatch.setattr(common.time, 'monotonic', lambda: now[0])
+    throttle = LogThrottle(period=1.0, max_kinds=3)
+    nan_goal = 'ee_goal rejected (goal: expected 3 finite coordinates, got [nan 0. {}])'
+    frame = "ee_goal rejected (expected frame_id 'world', got '{}')"
+    assert throttle.admit(nan_goal.format(1)) == nan_goal.format(1)
+    assert throttle.admit(frame.format('base_link')) == frame.format('base_link')  # other kind
+    assert all(throttle.admit(nan_goal.format(k)) is None for k in range(2, 100))
+    assert throttle.admit(frame.format('map')) is None
+    now[0] += 1.0
+    assert throttle.admit(nan_goal.format(-3.5e-2)) == (
+        nan_goal.format(-3.5e-2) + ' (98 more like it not shown)'
+    )
+    assert throttle.admit(frame.format('x')) == frame.format('x') + ' (1 more like it not shown)'
+    for k in range(10):  # distinct kinds beyond the bound: the oldest are forgotten
+        throttle.admit(f'kind {"x" * k}')
+    assert len(throttle._kinds) == 3
+
+
+def test_parameter_types_are_coerced_or_refused() -> None:
+    from ffsim_ros.node_support import ParameterSpec, ParameterValueError, unit_quaternion
+
+    rate = ParameterSpec('rate', 1.0, 'a rate')
+    assert rate.coerce(500) == 500.0 and type(rate.coerce(500)) is float
+    for bad, message in (
+        (True, 'rate: expected a double, got True (a bool)'),
+        ('5', "rate: expected a double, got '5' (a string)"),
+        ([1.0], 'rate: expected a double, got [1.0] (an array of double)'),
+    ):
+        with pytest.raises(ParameterValueError) as info:
+            rate.coerce(bad)
+        assert str(info.value) == message
+    vector = ParameterSpec('v', [0.0], 'a vector')
+    assert vector.coerce([1, 2.5]) == [1.0, 2.5] and vector.coerce(None) == []
+    with pytest.raises(ParameterValueError, match=r'^v: expected an array of doubles'):
+        vector.coerce(['a'])
+    flag = ParameterSpec('flag', False, 'a flag')
+    with pytest.raises(ParameterValueError, match=r'^flag: expected a bool, got 1 \(an integer\)'):
+        flag.coerce(1)
+    name = ParameterSpec('name', 'x', 'a name')
+    with pytest.raises(ParameterValueError, match=r'^name: expected a string, got 5'):
+        name.coerce(5)
+    quaternion = unit_quaternion()
+    assert quaternion.test([0.0, 0.0, 0.70710678, 0.70710678]) == pytest.approx(
+        [0.0, 0.0, 2**-0.5, 2**-0.5], abs=1e-15
+    )
+    for bad in ([0.0] * 4, [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [float('nan'), 0, 0, 1]):
+        with pytest.raises(ValueError, match='expected a unit quaternion'):
+            quaternion.test(bad)

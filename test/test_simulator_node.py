@@ -179,8 +179,13 @@ def test_robot_description_latched_and_clock_drives_sim_time(
 
 
 def test_published_state_matches_the_core(ros_process, probe) -> None:
-    """The same efforts give the same state as the core alone (1e-9 after 500 steps)."""
-    sim = start_sim(ros_process, 'real_time_factor:=0.0', 'command_timeout:=5.0')
+    """The same efforts give the same state as the core alone (1e-9 after 500 steps): its
+    momentum-preserving step (the simulator's default without a base wrench). The speed
+    limits are off: these efforts turn the joints faster than the servicer's drives allow
+    (test_engine and test_reliability test the drives)."""
+    sim = start_sim(
+        ros_process, 'real_time_factor:=0.0', 'command_timeout:=5.0', 'velocity_limits:=false'
+    )
     probe.connect()
     tau = np.array([30.0, -20.0, 15.0, -10.0, 5.0, 4.0, -3.0])
     probe.send(tau)
@@ -202,7 +207,7 @@ def test_published_state_matches_the_core(ros_process, probe) -> None:
     q, v = state_from(first, odom[stamp_ns(first)])
     steps = (stamp_ns(last) - stamp_ns(first)) // 1_000_000
     for _ in range(steps):
-        q, v = D.step(MODEL, q, v, tau, 1e-3)
+        q, v = D.step(MODEL, q, v, tau, 1e-3, conserve_momentum=True)
     q_pub, v_pub = state_from(last, odom[stamp_ns(last)])
     assert np.abs(D.difference(MODEL, q, q_pub)).max() < 1e-9
     assert np.abs(v_pub - v).max() < 1e-9
@@ -210,7 +215,11 @@ def test_published_state_matches_the_core(ros_process, probe) -> None:
 
 
 def test_commands_guarded_timeout_and_sign(ros_process, probe) -> None:
-    sim = start_sim(ros_process, 'command_timeout:=0.3', 'real_time_factor:=2.0')
+    # the clipping to the effort limits alone: without the drives' torque-speed
+    # characteristic, which lowers the effort as the joints speed up (test_reliability)
+    sim = start_sim(
+        ros_process, 'command_timeout:=0.3', 'real_time_factor:=2.0', 'velocity_limits:=false'
+    )
     probe.connect()
     tau = np.zeros(N)
     tau[0] = 50.0
@@ -301,10 +310,13 @@ def test_non_finite_state_stops_integration(ros_process, probe) -> None:
 @pytest.mark.parametrize(
     ('param', 'expected'),
     [
-        ('physics_rate_hz:=-5.0', 'physics_rate_hz: expected a finite value > 0'),
+        ('physics_rate_hz:=-5.0', 'physics_rate_hz: expected a finite value in [1, 1e+06]'),
         ('integrator:=leapfrog', 'integrator: expected one of'),
         ('robot_file:=/no/such.urdf', 'robot_file: cannot read'),
-        ('initial_base_orientation:=[0.0, 0.0, 0.0]', 'initial_base_orientation: expected 4'),
+        (
+            'initial_base_orientation:=[0.0, 0.0, 0.0]',
+            'initial_base_orientation: expected a unit quaternion (x, y, z, w): 4 finite',
+        ),
     ],
 )
 def test_bad_parameter_is_a_clear_error(ros_process, param: str, expected: str) -> None:
@@ -418,8 +430,9 @@ def test_base_wrench_in_the_base_link_frame_turns_with_the_base(ros_process, pro
 
 
 def test_one_publishing_thread_stamps_never_go_back(ros_process, probe) -> None:
-    """Resets while the arm moves: each is published at once, one physics step after the
-    instant it interrupts, and on every stamped topic the stamps only go forward."""
+    """1 000 resets while the arm moves (issue 14: over 3 000, /tf and base_odom went back
+    29-145 times): each is applied between steps and published at once, one physics step
+    after the instant it interrupts; on every stamped topic the stamps only go forward."""
     from std_srvs.srv import Trigger
 
     sim = start_sim(ros_process, 'real_time_factor:=2.0', 'command_timeout:=5.0')
@@ -428,13 +441,14 @@ def test_one_publishing_thread_stamps_never_go_back(ros_process, probe) -> None:
     assert probe.spin_until(client.service_is_ready, 20)
     tau = np.full(N, 40.0)
     replies = []
-    for _ in range(150):
+    in_flight = 5  # requests pipelined (the service queue holds 10)
+    for _ in range(1000 // in_flight):
         probe.send(tau)  # the arm moves between resets (a reset clears the command)
-        future = client.call_async(Trigger.Request())
-        assert probe.spin_until(future.done, 20), sim.describe()
-        replies.append(future.result())
+        futures = [client.call_async(Trigger.Request()) for _ in range(in_flight)]
+        assert probe.spin_until(lambda f=futures: all(x.done() for x in f), 20), sim.describe()
+        replies += [f.result() for f in futures]
     probe.spin_until(lambda: False, 0.5)  # the last messages in flight
-    assert all(r.success for r in replies)
+    assert len(replies) == 1000 and all(r.success for r in replies)
     topics = {
         'joint_states': [stamp_ns(m) for m in probe.msgs['js']],
         'base_odom': [stamp_ns(m) for m in probe.msgs['odom']],
@@ -442,18 +456,15 @@ def test_one_publishing_thread_stamps_never_go_back(ros_process, probe) -> None:
         '/clock': [m.clock.sec * 1_000_000_000 + m.clock.nanosec for m in probe.msgs['clock']],
     }
     for topic, stamps in topics.items():
-        assert len(stamps) > 300, topic
+        assert len(stamps) > 1000, topic
         assert np.all(np.diff(stamps) > 0), f'{topic}: a stamp went back or repeated'
     # each reset is published at the time its reply names, in the initial state
+    at = [round(float(r.message.rsplit(' at sim time ', 1)[1].split()[0]) * 1e9) for r in replies]
+    assert np.all(np.diff(at) > 0)  # every reset its own instant
     js = {stamp_ns(m): m for m in probe.msgs['js']}
-    found = 0
-    for reply in replies:
-        seconds = float(reply.message.rsplit(' at sim time ', 1)[1].split()[0])
-        m = js.get(round(seconds * 1e9))
-        if m is not None:
-            found += 1
-            assert not np.any(m.position) and not np.any(m.velocity)
-    assert found >= 0.9 * len(replies)
+    found = [js[t] for t in at if t in js]
+    assert len(found) >= 0.9 * len(replies)
+    assert all(not np.any(m.position) and not np.any(m.velocity) for m in found)
     # ... and the arm did move in between (so a reset was not a no-op)
     assert max(np.abs(m.velocity).max() for m in probe.msgs['js']) > 1e-3
     assert sim.is_running()

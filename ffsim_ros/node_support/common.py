@@ -6,11 +6,18 @@ Nothing here imports a node; the nodes import this module (and
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import sys
+import time
+import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 
 import rclpy
 from builtin_interfaces.msg import Time
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
@@ -24,6 +31,10 @@ DEFAULT_ROBOT = 'ffsim_servicer_7dof'
 EXIT_INVALID_PARAMETER = 2
 #: Exit status of a node whose worker thread failed (the message says how).
 EXIT_FATAL = 1
+
+#: Largest robot description a node reads or accepts [bytes] (the URDFs of real robots are
+#: well under 2 MB; a larger value is a mistake, e.g. a mesh or a device file).
+MAX_ROBOT_BYTES = 16 * 1024 * 1024
 
 NS_PER_S = 1_000_000_000
 
@@ -39,8 +50,8 @@ class FatalNodeError(RuntimeError):
 def load_robot(robot_description: str, robot_file: str) -> tuple[D.Model, str]:
     """Model and URDF text from the ``robot_description`` / ``robot_file`` parameters.
 
-    ``robot_description`` (URDF XML) wins; else ``robot_file`` (a path); else the sample robot
-    :data:`DEFAULT_ROBOT`.
+    ``robot_description`` (URDF XML) wins; else ``robot_file`` (a path, read by
+    :func:`read_robot_file`); else the sample robot :data:`DEFAULT_ROBOT`.
 
     Raises
     ------
@@ -52,15 +63,119 @@ def load_robot(robot_description: str, robot_file: str) -> tuple[D.Model, str]:
     if not text:
         path = robot_file or str(sample_robot(DEFAULT_ROBOT))
         source = f'robot_file ({path})'
-        try:
-            with open(path, encoding='utf-8') as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise ParameterValueError(f'robot_file: cannot read {path!r}: {exc}') from None
+        text = read_robot_file(path)
     try:
         return D.load_urdf(text), text
     except (ValueError, NotImplementedError) as exc:
         raise ParameterValueError(f'{source}: invalid robot: {exc}') from None
+
+
+def read_robot_file(path: str, max_bytes: int = MAX_ROBOT_BYTES) -> str:
+    """The text of the URDF file ``path`` (the ``robot_file`` parameter), read safely.
+
+    The file is opened without blocking (a FIFO would otherwise wait for a writer), must be a
+    regular file (not ``/dev/zero``, a directory or a socket) of at most ``max_bytes`` bytes
+    (at most ``max_bytes + 1`` are ever read, so a file growing meanwhile cannot exhaust the
+    memory) and UTF-8 text without NUL bytes (not a binary).
+
+    Raises
+    ------
+    ParameterValueError
+        ``'robot_file: ...'`` saying which of these failed.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ParameterValueError(f'robot_file: cannot read {path!r}: {exc.strerror}') from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ParameterValueError(
+                f'robot_file: expected a regular file, got {path!r} ({_file_kind(info.st_mode)})'
+            )
+        if info.st_size > max_bytes:
+            raise ParameterValueError(
+                f'robot_file: expected at most {max_bytes} bytes, got {path!r} of '
+                f'{info.st_size} bytes'
+            )
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise ParameterValueError(f'robot_file: cannot read {path!r}: {exc.strerror}') from None
+    finally:
+        os.close(fd)
+    data = b''.join(chunks)
+    if len(data) > max_bytes:
+        raise ParameterValueError(f'robot_file: expected at most {max_bytes} bytes, {path!r} grew')
+    if b'\x00' in data:
+        raise ParameterValueError(
+            f'robot_file: expected a URDF (XML text), got binary data in {path!r}'
+        )
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise ParameterValueError(
+            f'robot_file: expected a URDF (UTF-8 XML text), got {path!r} with a non-UTF-8 '
+            f'byte at offset {exc.start}'
+        ) from None
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, 'a directory'),
+        (stat.S_ISCHR, 'a character device'),
+        (stat.S_ISBLK, 'a block device'),
+        (stat.S_ISFIFO, 'a FIFO'),
+        (stat.S_ISSOCK, 'a socket'),
+    ):
+        if test(mode):
+            return kind
+    return 'not a regular file'
+
+
+class LogThrottle:
+    """At most one log line per ``period`` wall seconds for each *kind* of message.
+
+    rclpy's ``throttle_duration_sec`` throttles per call site, so a site that reports several
+    kinds of bad input (a NaN goal, a goal in the wrong frame, an unreachable goal) would show
+    only the first of a burst. Here the kind is the text with its numbers and quoted strings
+    masked, so a flood of one kind (100 bad goals a second) gives one line a second, with the
+    count of the lines held back since, while a different kind still gets its own line. At
+    most ``max_kinds`` kinds are remembered (the oldest forgotten): the memory is bounded
+    whatever the input.
+    """
+
+    _VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|[-+]?(?:\d[\d_.]*(?:e[-+]?\d+)?|nan|inf)", re.I)
+
+    def __init__(self, period: float = 1.0, max_kinds: int = 64) -> None:
+        self.period = float(period)
+        self.max_kinds = int(max_kinds)
+        self._kinds: OrderedDict[str, list] = OrderedDict()  # kind -> [last wall time, held]
+
+    def admit(self, text: str) -> str | None:
+        """``text`` to log now -- with the count of the lines of its kind held back since the
+        last one -- or None when a line of its kind was logged less than ``period`` ago.
+
+        The caller logs it (``if line := throttle.admit(text): logger.error(line)``), so each
+        log call keeps one severity, as rclpy requires of a call site.
+        """
+        kind = self._VARIABLE.sub('#', text)
+        now = time.monotonic()
+        entry = self._kinds.get(kind)
+        if entry is not None and now - entry[0] < self.period:
+            entry[1] += 1
+            return None
+        held = entry[1] if entry is not None else 0
+        self._kinds[kind] = [now, 0]
+        self._kinds.move_to_end(kind)
+        while len(self._kinds) > self.max_kinds:
+            self._kinds.popitem(last=False)
+        return text + (f' ({held} more like it not shown)' if held else '')
 
 
 def to_stamp(ns: int) -> Time:
@@ -80,17 +195,29 @@ def run_node(factory: Callable[[], Node], label: str, args: list[str] | None = N
     -------
     int
         0 after Ctrl-C or an external shutdown; :data:`EXIT_INVALID_PARAMETER` (2) when the
-        node rejects a parameter at start-up; :data:`EXIT_FATAL` (1) on a
-        :class:`FatalNodeError` raised while spinning. The reason goes to stderr, prefixed
-        with ``label``.
+        arguments cannot be parsed or the node rejects a parameter at start-up (its
+        :class:`ParameterValueError`, or rclpy's own parameter errors); :data:`EXIT_FATAL` (1)
+        on a :class:`FatalNodeError` raised while spinning (a worker thread failed) or any
+        other error. The reason goes to stderr, prefixed with ``label``.
+
+    Notes
+    -----
+    A node that fails in its constructor destroys itself before raising
+    (:func:`destroy_on_failure`), and ``main`` destroys a built node before shutting the
+    context down: no rcl handle outlives its context, which could crash the interpreter
+    at exit (a segmentation fault instead of the error).
     """
-    rclpy.init(args=args)
+    try:
+        rclpy.init(args=args)
+    except Exception as exc:  # noqa: BLE001 - rcl reports unparsable arguments this way
+        print(f'{label}: invalid arguments: {exc}', file=sys.stderr)
+        return EXIT_INVALID_PARAMETER
     node = None
     code = 0
     try:
         node = factory()
         rclpy.spin(node)
-    except ParameterValueError as exc:
+    except (ParameterValueError, ParameterException) as exc:
         print(f'{label}: invalid parameter: {exc}', file=sys.stderr)
         code = EXIT_INVALID_PARAMETER
     except FatalNodeError as exc:
@@ -98,8 +225,27 @@ def run_node(factory: Callable[[], Node], label: str, args: list[str] | None = N
         code = EXIT_FATAL
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:  # noqa: BLE001 - a bug: say so and exit, never hang half-alive
+        print(f'{label}: failed:\n{traceback.format_exc()}', file=sys.stderr)
+        code = EXIT_FATAL
     finally:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
     return code
+
+
+def destroy_on_failure(node: Node, setup: Callable[[], None]) -> None:
+    """Run ``setup()`` (the rest of a node's constructor); if it raises, destroy ``node``
+    (rclpy's :meth:`Node.destroy_node`, whatever the subclass adds) and re-raise.
+
+    A constructor that raises leaves no reference to the node for ``main`` to destroy; its
+    handles would live on, referenced by the exception's traceback, until the interpreter
+    tears them down after the context -- the cause of an occasional segmentation fault on a
+    bad-parameter exit.
+    """
+    try:
+        setup()
+    except BaseException:
+        Node.destroy_node(node)
+        raise

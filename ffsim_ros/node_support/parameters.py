@@ -4,10 +4,17 @@ A table lists every parameter once -- name, default (which fixes the ROS type), 
 the check of its value and whether it can change at run time -- and everything else is
 generated from it (the idea of ``generate_parameter_library``):
 
-* the declarations and their ``ParameterDescriptor`` (description, ``additional_constraints``
-  = the text of the check, ``read_only`` unless the parameter is dynamic):
-  :meth:`ParameterTable.declare`, which also checks the start-up values (a bad one raises
-  :class:`~ffsim_ros.node_support.common.ParameterValueError` naming it: exit code 2);
+* the declarations and their ``ParameterDescriptor`` (type, description,
+  ``additional_constraints`` = the text of the check, ``read_only`` unless the parameter is
+  dynamic): :meth:`ParameterTable.declare`, which also checks the start-up values (a bad one
+  raises :class:`~ffsim_ros.node_support.common.ParameterValueError` naming it: exit code 2);
+* types: each parameter is declared statically typed (its default's type, what ``ros2 param
+  describe`` shows), and an integer is taken where a double is meant (``-p
+  physics_rate_hz:=500``, ``ros2 param set ... real_time_factor 2``: what users type). rclpy
+  refuses such a value at the declaration, so :meth:`ParameterTable.declare` reads it through a
+  dynamically typed probe, converts it (:meth:`ParameterSpec.coerce`) and declares the double;
+  at run time a pre-set callback converts it before rclpy's type check. Any other type is an
+  error naming the parameter, the type expected and the value given;
 * the run-time protocol (:meth:`ParameterTable.watch`): values are checked in an on-set
   callback -- the whole set at once, merged with the current values, so a rejected atomic set
   changes nothing -- and handed to the node in a post-set callback, i.e. only once rclpy has
@@ -37,6 +44,7 @@ from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from .common import ParameterValueError
 
@@ -60,6 +68,25 @@ class Check:
     test: Callable[[Any], Any]
 
 
+def _bound_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f'in {"(" if low_open else "["}{low:g}, {high:g}{")" if high_open else "]"}'
+    if low is not None:
+        return f'{">" if low_open else ">="} {low:g}'
+    if high is not None:
+        return f'{"<" if high_open else "<="} {high:g}'
+    return ''
+
+
+def _within(x: float, low, high, low_open: bool, high_open: bool) -> bool:
+    ok = math.isfinite(x)
+    if ok and low is not None:
+        ok = x > low if low_open else x >= low
+    if ok and high is not None:
+        ok = x < high if high_open else x <= high
+    return ok
+
+
 def interval(
     low: float | None = None,
     high: float | None = None,
@@ -68,28 +95,80 @@ def interval(
     high_open: bool = False,
 ) -> Check:
     """A finite number in ``[low, high]`` (``low_open``/``high_open``: bound excluded)."""
-    if low is not None and high is not None:
-        text = f'in {"(" if low_open else "["}{low:g}, {high:g}{")" if high_open else "]"}'
-    elif low is not None:
-        text = f'{">" if low_open else ">="} {low:g}'
-    elif high is not None:
-        text = f'{"<" if high_open else "<="} {high:g}'
-    else:
-        text = 'finite'
-    expected = 'a finite value' + ('' if text == 'finite' else f' {text}')
+    text = _bound_text(low, high, low_open, high_open)
+    expected = 'a finite value' + (f' {text}' if text else '')
 
     def test(value: Any) -> float:
         x = float(value)
-        ok = math.isfinite(x)
-        if ok and low is not None:
-            ok = x > low if low_open else x >= low
-        if ok and high is not None:
-            ok = x < high if high_open else x <= high
-        if not ok:
+        if not _within(x, low, high, low_open, high_open):
             raise ValueError(f'expected {expected}, got {value}')
         return x
 
-    return Check(f'finite, {text}' if text != 'finite' else text, test)
+    return Check(f'finite, {text}' if text else 'finite', test)
+
+
+def zero_or_interval(low: float, high: float) -> Check:
+    """0, or a finite number in ``[low, high]`` (``low`` > 0): a switch-off value next to a
+    range that keeps the arithmetic sane (``real_time_factor``: 0 = as fast as possible)."""
+    text = f'0 or in [{low:g}, {high:g}]'
+
+    def test(value: Any) -> float:
+        x = float(value)
+        if x != 0.0 and not _within(x, low, high, False, False):
+            raise ValueError(f'expected {text}, got {value}')
+        return x
+
+    return Check(text, test)
+
+
+def vector(size: int, bound: float | None = None) -> Check:
+    """Exactly ``size`` finite numbers (returned as a list of floats), each of magnitude at
+    most ``bound`` when given."""
+    what = f'{size} finite values' + (f' of magnitude <= {bound:g}' if bound is not None else '')
+
+    def test(value: Any) -> list[float]:
+        values = [float(x) for x in value]
+        if len(values) != size or not all(math.isfinite(x) for x in values):
+            raise ValueError(f'expected {what}, got {values}')
+        if bound is not None and max(abs(x) for x in values) > bound:
+            raise ValueError(f'expected {what}, got {values}')
+        return values
+
+    return Check(what, test)
+
+
+def unit_quaternion(tolerance: float = 1e-3) -> Check:
+    """A quaternion ``(x, y, z, w)`` of norm 1 within ``tolerance`` (returned normalized): a
+    zero, non-finite or clearly non-unit value (a typo, a wrong convention) is refused rather
+    than silently rescaled."""
+    what = f'a unit quaternion (x, y, z, w): 4 finite values of norm 1 (within {tolerance:g})'
+
+    def test(value: Any) -> list[float]:
+        values = [float(x) for x in value]
+        if len(values) != 4 or not all(math.isfinite(x) for x in values):
+            raise ValueError(f'expected {what}, got {values}')
+        norm = math.sqrt(sum(x * x for x in values))
+        if abs(norm - 1.0) > tolerance:
+            raise ValueError(f'expected {what}, got {values} (norm {norm:.6g})')
+        return [x / norm for x in values]
+
+    return Check(what, test)
+
+
+def finite_values(bound: float | None = None, max_size: int = 1024) -> Check:
+    """At most ``max_size`` finite numbers, each of magnitude at most ``bound`` when given (the
+    node checks the size against its robot)."""
+    what = 'finite values' + (f' of magnitude <= {bound:g}' if bound is not None else '')
+
+    def test(value: Any) -> list[float]:
+        values = [float(x) for x in value]
+        if len(values) > max_size:
+            raise ValueError(f'expected at most {max_size} values, got {len(values)}')
+        if not all(math.isfinite(x) and (bound is None or abs(x) <= bound) for x in values):
+            raise ValueError(f'expected {what}, got {values}')
+        return values
+
+    return Check(what, test)
 
 
 def one_of(choices: Sequence[str]) -> Check:
@@ -104,28 +183,38 @@ def one_of(choices: Sequence[str]) -> Check:
     return Check(f'one of {", ".join(options)}', test)
 
 
-def vector(size: int) -> Check:
-    """Exactly ``size`` finite numbers (returned as a list of floats)."""
+def string(max_bytes: int) -> Check:
+    """A string of at most ``max_bytes`` bytes (UTF-8)."""
 
-    def test(value: Any) -> list[float]:
-        values = [float(x) for x in value]
-        if len(values) != size or not all(math.isfinite(x) for x in values):
-            raise ValueError(f'expected {size} finite values, got {values}')
-        return values
+    def test(value: Any) -> str:
+        size = len(str(value).encode('utf-8', 'surrogatepass'))
+        if size > max_bytes:
+            raise ValueError(f'expected at most {max_bytes} bytes, got {size}')
+        return str(value)
 
-    return Check(f'{size} finite values', test)
+    return Check(f'at most {max_bytes} bytes', test)
 
 
-def finite_values() -> Check:
-    """Any number of finite numbers (the node checks the size against its robot)."""
+_FRAME_ID = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}$')
 
-    def test(value: Any) -> list[float]:
-        values = [float(x) for x in value]
-        if not all(math.isfinite(x) for x in values):
-            raise ValueError(f'expected finite values, got {values}')
-        return values
 
-    return Check('finite values', test)
+def frame_id(*, prefix: bool = False) -> Check:
+    """'' or a TF frame id: letters, digits, ``_ . / -``, not starting with ``/`` (tf2 refuses
+    a leading slash), at most 255 characters; ``prefix``: a frame id prefix, ending in ``/``."""
+    what = (
+        "'' or a frame id prefix ending in / (letters, digits, _ . / -; no leading /)"
+        if prefix
+        else "'' or a frame id (letters, digits, _ . / -; no leading /)"
+    )
+
+    def test(value: Any) -> str:
+        value = str(value)
+        ok = value == '' or (_FRAME_ID.match(value) and (not prefix or value.endswith('/')))
+        if not ok:
+            raise ValueError(f'expected {what}, got {value!r}')
+        return value
+
+    return Check(what, test)
 
 
 # ------------------------------------------------------------------------------- the spec
@@ -217,6 +306,34 @@ class ParameterSpec:
             read_only=not self.dynamic,
         )
 
+    @property
+    def element_type(self) -> type:
+        """Python type of the value (of each element for an array)."""
+        return type(self.default[0]) if isinstance(self.default, list) else type(self.default)
+
+    def coerce(self, value: Any) -> Value:
+        """``value`` as the parameter's type: the same type, or an integer (array) where a
+        double (array) is meant; ``None`` (rclpy's NOT SET, what an empty list ``[]`` on the
+        command line gives) is an empty array for an array parameter.
+
+        Raises
+        ------
+        ParameterValueError
+            ``'<name>: expected a double, got '1e400' (a string)'``: any other type.
+        """
+        value = plain(value)
+        kind = self.element_type
+        if isinstance(self.default, list):
+            if value is None:
+                return []
+            if isinstance(value, list) and all(_is_a(kind, x) for x in value):
+                return [kind(x) for x in value]
+        elif _is_a(kind, value):
+            return kind(value)
+        raise ParameterValueError(
+            f'{self.name}: expected {_article(self.type_name)}, got {value!r} ({_kind_of(value)})'
+        )
+
     def validate(self, value: Any) -> Value:
         """The value the node uses.
 
@@ -232,6 +349,29 @@ class ParameterSpec:
             return self.check.test(value)
         except (ValueError, TypeError) as exc:
             raise ParameterValueError(f'{self.name}: {exc}') from None
+
+
+def _is_a(kind: type, value: Any) -> bool:
+    if kind is float:  # an integer is taken for a double; a bool is not a number here
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return type(value) is kind
+
+
+def _article(type_name: str) -> str:
+    if type_name.endswith('[]'):
+        return f'an array of {type_name[:-2]}s'
+    return f'an {type_name}' if type_name[0] in 'aeiou' else f'a {type_name}'
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return 'no value'
+    if isinstance(value, list):
+        kinds = sorted({_kind_of(x).split()[-1] for x in value})
+        return f'an array of {", ".join(kinds)}' if kinds else 'an empty array'
+    names = {bool: 'bool', int: 'integer', float: 'double', str: 'string'}
+    name = names.get(type(value), type(value).__name__)
+    return _article(name)
 
 
 # ------------------------------------------------------------------------------ the table
@@ -312,7 +452,8 @@ class ParameterTable:
         ParameterValueError
             A start-up value (default, YAML or override) the table rejects.
         """
-        node.declare_parameters('', [(s.name, s.default, s.descriptor()) for s in self.specs])
+        for spec in self.specs:
+            _declare(node, spec)
         return self.validate(self.current(node))
 
     def current(self, node: Node) -> dict[str, Value]:
@@ -327,6 +468,20 @@ class ParameterTable:
         :meth:`declare` (the callbacks would otherwise run for the declarations).
         """
         post_set = getattr(node, 'add_post_set_parameters_callback', None)  # rclpy >= Iron
+        pre_set = getattr(node, 'add_pre_set_parameters_callback', None)  # rclpy >= Iron
+
+        def coerce(params: list) -> list:
+            """Integers given for doubles become doubles (before rclpy's type check)."""
+            out = []
+            for p in params:
+                spec = self._by_name.get(p.name)
+                if spec is not None and spec.element_type is float:
+                    try:
+                        p = Parameter(p.name, Parameter.Type(spec.ros_type), spec.coerce(p.value))
+                    except ParameterValueError:
+                        pass  # rclpy refuses it with its type error
+                out.append(p)
+            return out
 
         def on_set(params: list) -> SetParametersResult:
             changed = {p.name: p.value for p in params if p.name in self}
@@ -348,6 +503,8 @@ class ParameterTable:
                 checked = self.validate(self.current(node))
                 apply({name: checked[name] for name in changed})
 
+        if pre_set is not None:
+            pre_set(coerce)
         node.add_on_set_parameters_callback(on_set)
         if post_set is not None:
             post_set(after_set)
@@ -399,6 +556,32 @@ class ParameterTable:
             ]
             lines.append(f'{indent}{key}: {_yaml_value(s.default)}')
         return '\n'.join(lines) + '\n'
+
+
+def _declare(node: Node, spec: ParameterSpec) -> None:
+    """Declare ``spec`` on ``node`` with its static type, taking an integer for a double.
+
+    The value given (override, YAML) is read first through a dynamically typed, writable
+    probe declaration, which rclpy accepts whatever the type; the probe is undeclared and the
+    parameter declared with the converted value and its real descriptor (``ignore_override``:
+    the value is already the given one). rclpy stores an empty list (``[]``) as NOT SET, which
+    a statically typed array cannot hold; the spec's check decides whether ``[]`` is accepted,
+    and the stored value is then the default, which means the same (e.g. ``[0.0]`` for the
+    joint vectors: all zero).
+
+    Raises
+    ------
+    ParameterValueError
+        A value of another type, or an empty list the check refuses, naming the parameter.
+    """
+    probe = ParameterDescriptor(name=spec.name, dynamic_typing=True)
+    given = node.declare_parameter(spec.name, spec.default, probe).value
+    node.undeclare_parameter(spec.name)
+    value = spec.coerce(given)
+    if isinstance(value, list) and not value:
+        spec.validate(value)
+        value = spec.default
+    node.declare_parameter(spec.name, value, spec.descriptor(), ignore_override=True)
 
 
 _PLAIN_STRING = re.compile(r'^[A-Za-z_][A-Za-z0-9_./-]*$')

@@ -15,6 +15,9 @@ from .commands import (
     check_wrench,
 )
 from .engine import DYNAMICS_ERRORS, Engine, EngineFault, Snapshot
+from .limits import JointLimits
+from .pacing import Pacer, RateMeter
+from .watchdog import Health, Watchdog
 
 __all__ = [
     'DYNAMICS_ERRORS',
@@ -22,10 +25,15 @@ __all__ = [
     'Engine',
     'EngineFault',
     'ExternalWrenches',
+    'Health',
+    'JointLimits',
     'NonFiniteError',
+    'Pacer',
+    'RateMeter',
     'Snapshot',
     'WRENCH_FRAMES',
     'check_efforts',
     'check_wrench',
+    'Watchdog',
     'WrongSizeError',
 ]

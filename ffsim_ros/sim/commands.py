@@ -155,12 +155,19 @@ class ExternalWrenches:
     base_frame: str = 'world'
     links: Mapping[str, np.ndarray] | None = None
 
+    @property
+    def acting(self) -> bool:
+        """Whether a non-zero wrench acts (an all-zero wrench is no wrench)."""
+        return bool(self.step_arguments())
+
     def step_arguments(self) -> dict[str, object]:
-        """Keyword arguments of :func:`ffsim_ros.dynamics.step` for these wrenches."""
+        """Keyword arguments of :func:`ffsim_ros.dynamics.step` for these wrenches (none for
+        an all-zero wrench, so that the momentum-preserving step still applies)."""
         out: dict[str, object] = {}
-        if self.base is not None:
+        if self.base is not None and np.any(self.base):
             key = 'base_wrench_body' if self.base_frame == 'base' else 'base_wrench'
             out[key] = self.base
-        if self.links:
-            out['link_wrenches'] = dict(self.links)
+        links = {k: w for k, w in (self.links or {}).items() if np.any(w)}
+        if links:
+            out['link_wrenches'] = links
         return out

@@ -1,0 +1,599 @@
+"""Issue 14 against the nodes: every bad parameter refused with exit code 2 and its name,
+integers taken for doubles, no crash on the error path, a dying thread ending the process,
+the watchdog and the drives over DDS, and the controller's guards (stale and future state, a
+clock going back, atomic parameter sets, throttled logs).
+
+The bad-parameter matrix runs in one process that calls each node's ``main`` once per bad
+value (rclpy initialized and shut down each time, as a process would): it also exercises the
+error path dozens of times in a row, where a node that outlived its context used to crash the
+interpreter. A few values are also tried as real processes, for the exit code itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.resources import sample_robot
+
+pytestmark = pytest.mark.ros
+
+MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+N = MODEL.n
+SIM, CTL = 'simulator', 'controller'
+
+#: Calls ``main`` of the nodes once per case of the JSON file argv[1]; one JSON line each.
+MATRIX_CHILD = """
+import contextlib, io, json, sys
+from ffsim_ros import reactionless_controller, simulator
+mains = {'simulator': simulator.main, 'controller': reactionless_controller.main}
+for node, args in json.loads(open(sys.argv[1]).read()):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = mains[node](args=['--ros-args', *args])
+    print(json.dumps([node, [a[:80] for a in args], code, err.getvalue()]), flush=True)
+print('done', flush=True)
+"""
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """Bad robot files: binary, non-UTF-8, too big (sparse), a directory, a FIFO, a URDF
+    with a negative effort limit."""
+    binary = folder / 'robot.bin'
+    binary.write_bytes(bytes(range(256)) * 8)
+    latin = folder / 'latin1.urdf'
+    latin.write_bytes('<robot name="caf\u00e9"/>'.encode('latin-1'))
+    big = folder / 'big.urdf'
+    with open(big, 'wb') as handle:
+        handle.truncate(17 * 1024 * 1024)
+    directory = folder / 'a_directory.urdf'
+    directory.mkdir()
+    fifo = folder / 'robot.fifo'
+    os.mkfifo(fifo)
+    negative = folder / 'negative_effort.urdf'
+    negative.write_text(
+        sample_robot('planar_2link').read_text().replace('effort="50"', 'effort="-10"', 1)
+    )
+    return {
+        'binary': str(binary),
+        'latin': str(latin),
+        'big': str(big),
+        'directory': str(directory),
+        'fifo': str(fifo),
+        'negative': str(negative),
+    }
+
+
+def bad_values(files: dict[str, str]) -> list[tuple[str, list[str], str]]:
+    """``(node, ros arguments, expected text of the error)`` for every bad value: the 29 of
+    the issue and more."""
+    fast = 'control_rate_hz: expected a double'
+    cases = [
+        # rates and times (the step must be >= 1 us, the pacing must not overflow)
+        (SIM, ['physics_rate_hz:=1e9'], 'physics_rate_hz: expected a finite value in [1, 1e+06]'),
+        (SIM, ['physics_rate_hz:=-5.0'], 'physics_rate_hz: expected a finite value in [1, 1e+06]'),
+        (SIM, ['physics_rate_hz:=0.0'], 'physics_rate_hz: expected a finite value in [1, 1e+06]'),
+        (SIM, ['physics_rate_hz:=.nan'], 'physics_rate_hz: expected a finite value'),
+        (SIM, ['physics_rate_hz:=fast'], "physics_rate_hz: expected a double, got 'fast'"),
+        (SIM, ['physics_rate_hz:=true'], 'physics_rate_hz: expected a double, got True (a bool)'),
+        (SIM, ['publish_rate_hz:=2000.0'], 'publish_rate_hz: expected <= physics_rate_hz'),
+        (SIM, ['publish_rate_hz:=0.0'], 'publish_rate_hz: expected a finite value in [0.01'),
+        (SIM, ['real_time_factor:=1e-300'], 'real_time_factor: expected 0 or in [0.001, 1000]'),
+        (SIM, ['real_time_factor:=-1.0'], 'real_time_factor: expected 0 or in [0.001, 1000]'),
+        (SIM, ['real_time_factor:=1e9'], 'real_time_factor: expected 0 or in [0.001, 1000]'),
+        (SIM, ['command_timeout:=1e300'], 'command_timeout: expected a finite value in [1e-06'),
+        (SIM, ['command_timeout:=0.0'], 'command_timeout: expected a finite value in [1e-06'),
+        (SIM, ['integrator:=leapfrog'], 'integrator: expected one of'),
+        # the robot file: kind, size, content
+        (SIM, ['robot_file:=/dev/zero'], "robot_file: expected a regular file, got '/dev/zero'"),
+        (SIM, [f'robot_file:={files["binary"]}'], 'robot_file: expected a URDF (XML text)'),
+        (SIM, [f'robot_file:={files["latin"]}'], 'non-UTF-8 byte at offset 16'),
+        (SIM, [f'robot_file:={files["big"]}'], 'robot_file: expected at most 16777216 bytes'),
+        (SIM, [f'robot_file:={files["directory"]}'], '(a directory)'),
+        (SIM, [f'robot_file:={files["fifo"]}'], '(a FIFO)'),
+        (SIM, ['robot_file:=/no/such.urdf'], "robot_file: cannot read '/no/such.urdf'"),
+        (SIM, [f'robot_file:={files["negative"]}'], 'invalid robot: joint joint_1: limit effort'),
+        (SIM, ['robot_description:=<robot name="r"></robot>'], 'robot_description: invalid'),
+        # vectors: size, finiteness, range, unit quaternion
+        (SIM, ['initial_base_orientation:=[0.0, 0.0, 0.0, 0.0]'], 'expected a unit quaternion'),
+        (SIM, ['initial_base_orientation:=[1.0, 1.0, 0.0, 0.0]'], '(norm 1.41421)'),
+        (SIM, ['initial_base_orientation:=[0.0, 0.0, 0.0]'], 'initial_base_orientation: expected'),
+        (SIM, ['initial_base_position:=[1.0, 2.0]'], 'initial_base_position: expected 3 finite'),
+        (SIM, ['initial_base_position:=[.inf, 0.0, 0.0]'], 'initial_base_position: expected'),
+        (SIM, ['gravity:=[0.0, 0.0, 1e9]'], 'gravity: expected 3 finite values of magnitude'),
+        (SIM, ['initial_base_twist:=[0.0, 0.0, 0.0, 0.0, 0.0, 1e9]'], 'initial_base_twist'),
+        (SIM, ['initial_joint_positions:=[0.1, 0.2]'], 'initial_joint_positions: expected 7'),
+        (SIM, [f'initial_joint_positions:={[0.0] * 1025}'], 'expected at most 1024 values'),
+        (
+            SIM,
+            ['initial_joint_velocities:=[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]'],
+            'initial_joint_velocities: expected joint arm_joint_1 within its speed limit 0.2',
+        ),
+        (
+            SIM,
+            [
+                'position_limits:=true',
+                'initial_joint_positions:=[0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0]',
+            ],
+            'initial_joint_positions: expected joint arm_joint_2 within its position limits',
+        ),
+        # strings and booleans
+        (SIM, ['world_frame:=/world'], "world_frame: expected '' or a frame id"),
+        (SIM, ['frame_prefix:=robot1'], "frame_prefix: expected '' or a frame id prefix"),
+        (SIM, ['start_paused:=maybe'], "start_paused: expected a bool, got 'maybe' (a string)"),
+        (SIM, ['publish_clock:=1'], 'publish_clock: expected a bool, got 1 (an integer)'),
+        # the controller
+        (
+            CTL,
+            ['control_rate_hz:=0.0'],
+            'control_rate_hz: expected a finite value in [0.1, 10000]',
+        ),
+        (CTL, ['control_rate_hz:=1e-300'], 'control_rate_hz: expected a finite value in [0.1'),
+        (CTL, ['control_rate_hz:=fast'], fast),
+        (CTL, ['state_timeout:=1e300'], 'state_timeout: expected a finite value in [0.001, 3600]'),
+        (CTL, ['mode:=foo'], "mode: expected one of ('reactionless'"),
+        (CTL, ['mode:=5'], 'mode: expected a string, got 5 (an integer)'),
+        (CTL, ['gains.kp_task:=-1.0'], 'gains.kp_task: expected a finite value in [0, 1e+06]'),
+        (CTL, ['gains.damping:=1e300'], 'gains.damping: expected a finite value in [0, 1e+06]'),
+        (CTL, ['gains.max_joint_speed:=2.0'], 'gains.max_joint_speed: expected a finite value'),
+        (CTL, ['ee_link:=tool0'], "ee_link: expected one of ['base_link'"),
+        (CTL, ["world_frame:='bad frame'"], "world_frame: expected '' or a frame id"),
+        (CTL, ['track_orientation:=1'], 'track_orientation: expected a bool, got 1'),
+        (CTL, ['robot_file:=/dev/zero'], "robot_file: expected a regular file, got '/dev/zero'"),
+        (CTL, [f'robot_file:={files["binary"]}'], 'robot_file: expected a URDF (XML text)'),
+    ]
+    out = []
+    for node, params, expected in cases:
+        args = [a for p in params for a in ('-p', p)]
+        out.append((node, args, expected))
+    # arguments rcl cannot parse: named in rcl's own message
+    out.append((SIM, ['-p', 'gravity:=[1.0, 2]'], 'invalid arguments: '))
+    return out
+
+
+def test_every_bad_parameter_exits_2_naming_it(ros_process, tmp_path: Path, wait_until) -> None:
+    """Each bad value: ``main`` returns 2 and the message names the parameter and what was
+    expected -- also the ones that used to pass (1e9 Hz, 1e-300, 1e300), end in a traceback
+    (an integer in a string parameter, a binary file, a zero quaternion) or read forever
+    (/dev/zero, a FIFO). One process, dozens of failed starts in a row: no crash."""
+    cases = bad_values(_files(tmp_path))
+    assert len(cases) >= 45
+    listing = tmp_path / 'cases.json'
+    listing.write_text(json.dumps([[node, args] for node, args, _ in cases]))
+    child = ros_process.code(MATRIX_CHILD, str(listing), name='matrix')
+    results = []
+
+    def progress() -> bool:
+        lines = child.stdout().splitlines()
+        return 'done' in lines or not child.is_running()
+
+    # each case takes well under a second; a case that hangs (a node that started) shows here
+    assert wait_until(progress, 240), f'stuck after {len(child.stdout().splitlines())} cases'
+    for line in child.stdout().splitlines():
+        if line != 'done':
+            results.append(json.loads(line))
+    assert child.stdout().splitlines()[-1] == 'done', child.describe()
+    assert len(results) == len(cases)
+    child.popen.wait(timeout=30)
+    assert child.returncode == 0, child.describe()  # no segmentation fault, no traceback
+    failures = []
+    for (node, args, expected), (_, _, code, stderr) in zip(cases, results, strict=True):
+        # the parameter at fault: the last one given, or the one the expected text names
+        name = args[-1].split(':=')[0]
+        if re.match(r'^[a-z_.]+: ', expected):
+            name = expected.split(':')[0]
+        label = 'ffsim_simulator' if node == SIM else 'ffsim_reactionless_controller'
+        if expected.startswith('invalid arguments'):  # rcl's message quotes the rule
+            named = stderr.startswith(f'{label}: {expected}')
+        else:
+            prefix = f'{label}: invalid parameter: {name}'
+            named = stderr.startswith(prefix) and stderr[len(prefix)] in ': ('
+        if not (code == 2 and expected in stderr and named and name in stderr):
+            failures.append((node, [a[:80] for a in args], code, stderr[-300:]))
+    assert not failures, failures
+
+
+@pytest.mark.parametrize(
+    ('module', 'param', 'expected'),
+    [
+        ('ffsim_ros.reactionless_controller', 'control_rate_hz:=fast', 'control_rate_hz:'),
+        ('ffsim_ros.reactionless_controller', 'mode:=5', 'mode: expected a string'),
+        ('ffsim_ros.simulator', 'robot_file:=/dev/zero', 'robot_file: expected a regular file'),
+        ('ffsim_ros.simulator', 'physics_rate_hz:=1e9', 'physics_rate_hz: expected'),
+    ],
+)
+def test_bad_parameter_process_exit_code(ros_process, module, param, expected) -> None:
+    """As processes: exit status 2 (not 1 with a traceback, not -11: a segmentation fault)."""
+    proc = ros_process(module, ros_args=['-p', param], name='bad')
+    proc.popen.wait(timeout=120)
+    assert proc.returncode == 2, proc.describe()
+    assert expected in proc.stderr() and 'Traceback' not in proc.stderr()
+
+
+def test_integers_are_taken_where_doubles_are_meant(rclpy_context) -> None:
+    """What users type (``physics_rate_hz:=500``, ``control_rate_hz:=50``, ``gravity:=[0, 0,
+    -9]``, ``ros2 param set ... real_time_factor 2``) works; the parameters stay doubles
+    (``ros2 param describe`` shows the declared type), and ``[]`` means all zero."""
+    from rcl_interfaces.msg import ParameterType
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+    from ffsim_ros.simulator import Simulator
+
+    sim = Simulator(
+        context=rclpy_context,
+        cli_args=[
+            '--ros-args',
+            '-p',
+            'physics_rate_hz:=500',
+            '-p',
+            'publish_rate_hz:=50',
+            '-p',
+            'gravity:=[0, 0, -9]',
+            '-p',
+            'initial_joint_positions:=[]',
+            '-p',
+            'real_time_factor:=3',
+        ],
+    )
+    try:
+        assert sim.engine.dt_ns == 2_000_000 and sim.decimation == 10
+        assert list(sim.model.gravity) == [0.0, 0.0, -9.0]
+        assert not np.any(sim.engine.initial_state[0][7:])
+        value = sim.get_parameter('physics_rate_hz').value
+        assert value == 500.0 and type(value) is float
+        (d,) = sim.describe_parameters(['physics_rate_hz'])
+        assert d.type == ParameterType.PARAMETER_DOUBLE and d.read_only
+        assert d.additional_constraints == 'finite, in [1, 1e+06]'
+        (d,) = sim.describe_parameters(['gravity'])
+        assert d.type == ParameterType.PARAMETER_DOUBLE_ARRAY
+        # at run time: an integer for a double is converted before rclpy's type check
+        (result,) = sim.set_parameters([Parameter('real_time_factor', value=2)])
+        assert result.successful, result.reason
+        value = sim.get_parameter('real_time_factor').value
+        assert value == 2.0 and type(value) is float
+        (result,) = sim.set_parameters([Parameter('real_time_factor', value='2')])
+        assert not result.successful and 'type' in result.reason.lower()
+        (result,) = sim.set_parameters([Parameter('real_time_factor', value=1e-300)])
+        assert not result.successful and 'real_time_factor: expected 0 or in' in result.reason
+    finally:
+        sim.destroy_node()
+    ctl = ReactionlessControllerNode(
+        context=rclpy_context, cli_args=['--ros-args', '-p', 'control_rate_hz:=50']
+    )
+    try:
+        assert ctl.get_parameter('control_rate_hz').value == 50.0
+        (d,) = ctl.describe_parameters(['control_rate_hz'])
+        assert d.type == ParameterType.PARAMETER_DOUBLE
+    finally:
+        ctl.destroy_node()
+
+
+def test_a_dying_physics_thread_ends_the_process(ros_process, wait_until) -> None:
+    """A bug in the physics loop: the process exits with status 1 and says why -- it does not
+    stay up publishing nothing (issue 14: an OverflowError left a zombie)."""
+    source = (
+        'import sys\n'
+        'from ffsim_ros import simulator\n'
+        'from ffsim_ros.sim import Engine\n'
+        'def advance(self, n=1):\n'
+        "    raise OverflowError('a bug in the physics loop')\n"
+        'Engine.advance = advance\n'
+        'sys.exit(simulator.main(sys.argv[1:]))\n'
+    )
+    proc = ros_process.code(source, ros_args=['-p', 'real_time_factor:=0.0'], name='dying')
+    assert wait_until(lambda: not proc.is_running(), 120), proc.describe()
+    assert proc.returncode == 1, proc.describe()
+    text = proc.stderr()
+    assert 'ffsim_simulator: physics thread failed' in text and 'a bug in the physics loop' in text
+
+
+# ---------------------------------------------------------------- the simulator over DDS
+class Watcher:
+    """Test-side node: subscriptions keeping every message, publishers for the inputs."""
+
+    def __init__(self, node, executor, wait_until) -> None:
+        self.node, self.executor, self.wait_until = node, executor, wait_until
+        executor.add_node(node)
+        self.msgs: dict[str, list] = {}
+        self.subs = []
+
+    def keep(self, msg_type, topic: str, key: str, depth: int = 1000) -> None:
+        self.msgs[key] = []
+        self.subs.append(
+            self.node.create_subscription(msg_type, topic, self.msgs[key].append, depth)
+        )
+
+    def spin_until(self, predicate, timeout: float = 30.0) -> bool:
+        return self.wait_until(predicate, timeout, self.executor)
+
+    def connected(self, *publishers, timeout: float = 60.0) -> bool:
+        return self.spin_until(
+            lambda: (
+                all(s.get_publisher_count() > 0 for s in self.subs)
+                and all(p.get_subscription_count() > 0 for p in publishers)
+            ),
+            timeout,
+        )
+
+
+def _efforts(values) -> object:
+    from std_msgs.msg import Float64MultiArray
+
+    return Float64MultiArray(data=[float(x) for x in values])
+
+
+def _status(array, name: str):
+    """The DiagnosticStatus of ``name`` in a DiagnosticArray (None if absent)."""
+    return next((s for s in array.status if s.name == name), None)
+
+
+def test_drives_and_watchdog_over_dds(ros_process, ros_node, ros_executor, wait_until) -> None:
+    """Two simulators side by side, every joint commanded at its maximum effort: with the
+    drives (the default) the published joint speeds stop at their limits and /diagnostics
+    says all is well; without drives and without the momentum-preserving step the wrist
+    spins up, integration error builds and the watchdog reports it -- a throttled warning
+    with the figures in the log, WARN on /diagnostics -- with the step rate, the real-time
+    factor and the age of the command."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    common = ['real_time_factor:=2.0', 'command_timeout:=100.0', 'publish_clock:=false']
+    sims = {}
+    for ns, extra in (
+        ('drives', []),
+        ('plain', ['velocity_limits:=false', 'conserve_momentum:=false']),
+    ):
+        args = ['-r', f'__ns:=/{ns}']
+        for p in common + extra:
+            args += ['-p', p]
+        sims[ns] = ros_process('ffsim_ros.simulator', ros_args=args, name=ns)
+    watcher = Watcher(ros_node('watcher'), ros_executor, wait_until)
+    watcher.keep(DiagnosticArray, '/diagnostics', 'diag')
+    for ns in sims:
+        watcher.keep(JointState, f'/{ns}/joint_states', ns)
+    commands = {
+        ns: watcher.node.create_publisher(Float64MultiArray, f'/{ns}/joint_effort_commands', 10)
+        for ns in sims
+    }
+    assert watcher.connected(*commands.values()), [s.describe() for s in sims.values()]
+    names = {ns: f'/{ns}/ffsim_simulator: physics' for ns in sims}
+
+    def latest(ns):
+        for array in reversed(watcher.msgs['diag']):
+            status = _status(array, names[ns])
+            if status is not None:
+                return status
+        return None
+
+    assert watcher.spin_until(lambda: all(latest(ns) is not None for ns in sims))
+    first = latest('plain')
+    values = {kv.key: kv.value for kv in first.values}
+    assert first.level == DiagnosticStatus.OK and first.hardware_id == MODEL.name
+    assert values['command_age'] == 'none' and values['momentum_preserving'] == 'false'
+    for key in ('step_rate_hz', 'real_time_factor', 'momentum_drift', 'energy_excess'):
+        assert np.isfinite(float(values[key])), key
+    start = time.monotonic()
+    for publisher in commands.values():
+        publisher.publish(_efforts(MODEL.effort_limit))
+
+    def warned() -> bool:
+        status = latest('plain')
+        return status is not None and status.level == DiagnosticStatus.WARN
+
+    assert watcher.spin_until(warned, 120), sims['plain'].describe()
+    status = latest('plain')
+    values = {kv.key: kv.value for kv in status.values}
+    assert 'momentum drifted' in status.message or 'energy grew' in status.message
+    assert float(values['momentum_drift']) > 1e-9 or float(values['energy_excess']) > 0.0
+    assert float(values['step_rate_hz']) > 0.0 and float(values['real_time_factor']) > 0.0
+    assert 0.0 <= float(values['command_age']) < 100.0
+    assert float(values['sim_time']) > 0.0
+    # the warning in the log: with the figures, at most one per 5 s (throttled)
+    assert watcher.spin_until(lambda: 'physics watchdog at sim time' in sims['plain'].stderr())
+    lines = [x for x in sims['plain'].stderr().splitlines() if 'physics watchdog' in x]
+    assert 'kg m/s' in lines[0] or ' J ' in lines[0]
+    assert len(lines) <= 2 + (time.monotonic() - start) / 5.0
+    # the drives: every joint at (not over) its limit, the watchdog content
+    joint_speeds = np.array([m.velocity for m in watcher.msgs['drives'][-20:]])
+    assert np.all(np.abs(joint_speeds) <= MODEL.velocity_limit * (1 + 1e-9))
+    assert watcher.spin_until(
+        lambda: np.all(np.abs(watcher.msgs['drives'][-1].velocity) >= 0.99 * MODEL.velocity_limit),
+        120,
+    ), watcher.msgs['drives'][-1].velocity
+    speeds = np.array([m.velocity for m in watcher.msgs['drives']])
+    assert np.all(np.abs(speeds) <= MODEL.velocity_limit * (1 + 1e-9))
+    plain = np.array([m.velocity for m in watcher.msgs['plain']])
+    assert np.abs(plain[:, -1]).max() > 10.0 * MODEL.velocity_limit[-1]  # the contrast
+    status = latest('drives')
+    assert status.level == DiagnosticStatus.OK, status.message
+    assert {kv.key: kv.value for kv in status.values}['watchdog_checked'] == 'true'
+    assert all(s.is_running() for s in sims.values())
+
+
+# --------------------------------------------------------------- the controller over DDS
+class FakeSimulator:
+    """Test-side stand-in for the simulator: publishes /clock and the servicer's state at
+    rest (joint_states, base_odom) at instants the test chooses, and watches the controller."""
+
+    def __init__(self, node, executor, wait_until) -> None:
+        from nav_msgs.msg import Odometry
+        from rosgraph_msgs.msg import Clock
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+
+        self.node, self.executor, self.wait_until = node, executor, wait_until
+        executor.add_node(node)
+        self.clock = node.create_publisher(Clock, '/clock', 10)
+        self.joints = node.create_publisher(JointState, 'joint_states', 10)
+        self.odom = node.create_publisher(Odometry, 'base_odom', 10)
+        self.commands: list = []
+        self.status: list = []
+        self.subs = [
+            node.create_subscription(
+                Float64MultiArray, 'joint_effort_commands', self.commands.append, 1000
+            ),
+            node.create_subscription(Float64MultiArray, 'status', self.status.append, 1000),
+        ]
+
+    def connected(self, goal) -> bool:
+        return self.wait_until(
+            lambda: (
+                all(s.get_publisher_count() > 0 for s in self.subs)
+                and all(
+                    p.get_subscription_count() > 0
+                    for p in (self.clock, self.joints, self.odom, goal)
+                )
+            ),
+            60,
+            self.executor,
+        )
+
+    def tick(self, t: float, state: bool = True) -> None:
+        """Publish the clock at ``t`` [s] (and the state received then), spin a little."""
+        from nav_msgs.msg import Odometry
+        from rosgraph_msgs.msg import Clock
+        from sensor_msgs.msg import JointState
+
+        from ffsim_ros.node_support import to_stamp
+
+        stamp = to_stamp(round(t * 1e9))
+        self.clock.publish(Clock(clock=stamp))
+        if state:
+            js = JointState(name=list(MODEL.joint_names), position=[0.0] * N, velocity=[0.0] * N)
+            js.header.stamp = stamp
+            odom = Odometry()
+            odom.header.stamp = stamp
+            odom.header.frame_id = 'world'
+            odom.pose.pose.orientation.w = 1.0
+            self.joints.publish(js)
+            self.odom.publish(odom)
+        self.executor.spin_once(timeout_sec=0.005)
+
+    def run(self, start: float, end: float, state: bool = True, goal=None) -> float:
+        """Ticks every 10 ms from ``start`` to ``end`` [s] (goal: published at each tick)."""
+        steps = int(round((end - start) / 0.01))
+        for k in range(steps + 1):
+            if goal is not None:
+                goal()
+            self.tick(start + 0.01 * k, state)
+        return end
+
+    def settle(self) -> None:
+        """Let the messages in flight arrive (the controller's last commands)."""
+        self.wait_until(lambda: False, 0.3, self.executor)
+
+
+def test_controller_guards_over_dds(ros_process, ros_node, ros_executor, wait_until) -> None:
+    """The controller on simulated time, fed by the test: it commands only from state received
+    at most state_timeout ago and not in the future; when the clock goes back (a new
+    simulator) it drops everything it had and, once fresh state arrives, holds the arm again;
+    an atomic parameter set with one bad value changes nothing (parameter and law); a flood of
+    goals, good or bad, gives one log line a second per kind (issue 14: 100 a second)."""
+    from geometry_msgs.msg import PoseStamped
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import GetParameters, SetParametersAtomically
+
+    ctl = ros_process(
+        'ffsim_ros.reactionless_controller',
+        ros_args=['-p', 'use_sim_time:=true', '-p', 'state_timeout:=0.2'],
+        name='controller',
+    )
+    fake = FakeSimulator(ros_node('fake_simulator'), ros_executor, wait_until)
+    goals = fake.node.create_publisher(PoseStamped, 'ee_goal', 10)
+    assert fake.connected(goals), ctl.describe()
+
+    def count_after(action) -> int:
+        """Commands sent while ``action`` runs (the controller having caught up before and
+        after: the clock stands still meanwhile, so its timer does not fire)."""
+        fake.settle()
+        before = len(fake.commands)
+        action()
+        fake.settle()
+        return len(fake.commands) - before
+
+    # fresh state on the clock: commands flow (the first messages may precede the controller's
+    # readiness: the clock goes on until they do)
+    t, deadline = 10.0, time.monotonic() + 60
+    while len(fake.commands) <= 5:
+        assert time.monotonic() < deadline, ctl.describe()
+        t = fake.run(t, t + 0.1) + 0.01
+    fake.settle()
+    # stale: the clock goes on without state; from state_timeout after the last one, no command
+    t = fake.run(t, t + 0.3, state=False)
+    assert count_after(lambda: fake.run(t + 0.01, t + 0.5, state=False)) == 0
+    # fresh again, then the clock goes back by 50 ms and on (a new simulator): the last state
+    # (received at t0) would be fresh again from t0 to t0 + 0.2 if it were kept
+    t0 = t + 0.6
+    assert count_after(lambda: fake.run(t0 - 0.09, t0)) > 0
+    assert count_after(lambda: fake.run(t0 - 0.05, t0 + 0.15, state=False)) == 0
+    went_back = f'the clock went back from {t0:.3f}'
+    assert wait_until(lambda: went_back in ctl.stderr(), 10), ctl.describe()
+    assert count_after(lambda: fake.run(t0 + 0.16, t0 + 0.4)) > 0  # fresh state: resumes
+    status = np.array(fake.status[-1].data)
+    assert status[7] == 0.0  # the goal was dropped: holding still
+
+    # an atomic set with one bad value is refused and changes nothing
+    client = fake.node.create_client(
+        SetParametersAtomically, '/ffsim_reactionless_controller/set_parameters_atomically'
+    )
+    assert wait_until(client.service_is_ready, 30, ros_executor)
+
+    def mode(value: str) -> ParameterMsg:
+        return ParameterMsg(
+            name='mode',
+            value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value),
+        )
+
+    future = client.call_async(
+        SetParametersAtomically.Request(parameters=[mode('gjm_tracking'), mode('foo')])
+    )
+    assert wait_until(future.done, 30, ros_executor)
+    assert not future.result().result.successful and "got 'foo'" in future.result().result.reason
+    getter = fake.node.create_client(
+        GetParameters, '/ffsim_reactionless_controller/get_parameters'
+    )
+    assert wait_until(getter.service_is_ready, 30, ros_executor)
+    future = getter.call_async(GetParameters.Request(names=['mode']))
+    assert wait_until(future.done, 30, ros_executor)
+    assert future.result().values[0].string_value == 'reactionless'
+    count = len(fake.status)
+    fake.run(t0 + 0.41, t0 + 0.6)
+    assert wait_until(lambda: len(fake.status) > count, 10, ros_executor)
+    assert fake.status[-1].data[6] == 0.0  # the law's mode: index 0, reactionless
+
+    # goal floods: 200 bad goals (NaN), then 200 good ones, one per control tick
+    def goal(x: float):
+        def publish() -> None:
+            msg = PoseStamped()
+            msg.header.frame_id = 'world'
+            msg.pose.position.x = x
+            msg.pose.orientation.w = 1.0
+            goals.publish(msg)
+
+        return publish
+
+    here = D.link_pose(MODEL, D.neutral(MODEL), 'ee_link')[0]
+    t = t0 + 0.61
+    for name, x in (('rejected', float('nan')), ('accepted', float(here[0]) + 0.01)):
+        start = time.monotonic()
+        ticks = 0
+        while time.monotonic() - start < 1.5:  # a goal every 10 ms of the clock, for 1.5 s
+            t = fake.run(t, t + 0.1, goal=goal(x)) + 0.01
+            ticks += 11
+        fake.settle()
+        elapsed = time.monotonic() - start
+        lines = [line for line in ctl.stderr().splitlines() if f'ee_goal {name}' in line]
+        assert 2 <= len(lines) <= 2 + elapsed, (name, len(lines), elapsed, ticks)
+        held = int(re.search(r'\((\d+) more like it not shown\)', lines[1]).group(1))
+        assert held >= 10, lines[1]  # goals processed meanwhile, not logged
+    assert ctl.is_running()
