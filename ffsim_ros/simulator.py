@@ -443,6 +443,7 @@ class Simulator(Node):
         )
 
     def _create_interfaces(self, publish_clock: bool) -> None:
+        self._message_cache: tuple | None = None
         latched = QoSProfile(
             depth=1,
             reliability=ReliabilityPolicy.RELIABLE,
@@ -733,7 +734,12 @@ class Simulator(Node):
             self.pub_markers.publish(marker_array)
 
     def messages(self, snap: Snapshot, markers: bool = True) -> tuple:
-        """New messages of one instant, all stamped with its simulated time.
+        """The messages of one instant, all stamped with its simulated time.
+
+        The same message objects are filled at every call: only the physics thread builds
+        and publishes them, and a publish serializes its message before it returns (the
+        thread that once also published from a service is gone), so no message is ever
+        torn; allocating six messages per publish cost more than the physics step.
 
         Returns
         -------
@@ -742,9 +748,12 @@ class Simulator(Node):
             MarkerArray or None)``: ``/clock`` only with ``publish_clock``, markers only when
             asked.
         """
+        if self._message_cache is None:
+            self._message_cache = self._new_messages()
+        clock, joints, transform, odom, momentum = self._message_cache
         stamp = to_stamp(snap.time_ns)
-        clock = Clock(clock=stamp) if self.pub_clock is not None else None
-        joints = JointState(name=list(self.model.joint_names))
+        if clock is not None:
+            clock.clock = stamp
         joints.header.stamp = stamp
         joints.position = snap.q[7:].tolist()
         joints.velocity = snap.v[6:].tolist()
@@ -752,19 +761,13 @@ class Simulator(Node):
 
         px, py, pz = snap.base_position.tolist()
         qx, qy, qz, qw = snap.base_orientation.tolist()
-        transform = TransformStamped()
         transform.header.stamp = stamp
-        transform.header.frame_id = self.world
-        transform.child_frame_id = self.base_frame
         tr = transform.transform.translation
         tr.x, tr.y, tr.z = px, py, pz
         ro = transform.transform.rotation
         ro.x, ro.y, ro.z, ro.w = qx, qy, qz, qw
 
-        odom = Odometry()
         odom.header.stamp = stamp
-        odom.header.frame_id = self.world
-        odom.child_frame_id = self.base_frame
         pos = odom.pose.pose.position
         pos.x, pos.y, pos.z = px, py, pz
         o = odom.pose.pose.orientation
@@ -774,14 +777,26 @@ class Simulator(Node):
         tw.linear.x, tw.linear.y, tw.linear.z = (R.T @ snap.base_linear_velocity).tolist()
         tw.angular.x, tw.angular.y, tw.angular.z = (R.T @ snap.base_angular_velocity).tolist()
 
+        momentum.data = np.r_[snap.momentum, snap.com].tolist()
+        marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
+        return clock, joints, transform, odom, momentum, marker_array
+
+    def _new_messages(self) -> tuple:
+        """The message objects :meth:`messages` fills (their constant fields set once)."""
+        clock = Clock() if self.pub_clock is not None else None
+        joints = JointState(name=list(self.model.joint_names))
+        transform = TransformStamped()
+        transform.header.frame_id = self.world
+        transform.child_frame_id = self.base_frame
+        odom = Odometry()
+        odom.header.frame_id = self.world
+        odom.child_frame_id = self.base_frame
         momentum = Float64MultiArray()
         momentum.layout.dim = [
             MultiArrayDimension(label='P,L_g,com', size=3, stride=9),
             MultiArrayDimension(label='x,y,z', size=3, stride=3),
         ]
-        momentum.data = np.r_[snap.momentum, snap.com].tolist()
-        marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
-        return clock, joints, transform, odom, momentum, marker_array
+        return clock, joints, transform, odom, momentum
 
     def _markers(self, stamp: Time, h: np.ndarray, com: np.ndarray) -> MarkerArray:
         out = MarkerArray()

@@ -587,6 +587,34 @@ def test_base_link_state_roundtrip(servicer: D.Model) -> None:
         D.base_state_from_link(servicer, p, [0, 0, 0, 0])
 
 
+@pytest.mark.parametrize('seed', range(3))
+def test_state_summary_is_the_separate_quantities_in_one_pass(seed: int) -> None:
+    """The compiled summary (what the simulator publishes) against the link pose and
+    Jacobian, the momentum about the CoM and ``1/2 v^T H v``, on a random tree."""
+    model = D.load_urdf(random_urdf(seed, 5 + seed))
+    rng = np.random.default_rng(40 + seed)
+    q, v = random_state(model, rng)
+    q[:3] = rng.normal(size=3)
+    s = D.state_summary(model, q, v)
+    p_ref, R_ref = D.link_pose(model, q, model.base_link)
+    twist = D.link_jacobian(model, q, model.base_link) @ v
+    h, com = D.momentum_and_com(model, q, v)
+    assert s.base_position == pytest.approx(p_ref, abs=1e-13)
+    R = D.lie.quat_to_matrix(s.base_orientation)
+    assert np.abs(R - R_ref).max() < 1e-14 and np.linalg.norm(s.base_orientation) == pytest.approx(
+        1
+    )
+    assert np.r_[s.base_linear_velocity, s.base_angular_velocity] == pytest.approx(
+        twist, abs=1e-12
+    )
+    assert s.momentum == pytest.approx(h, abs=1e-12) and s.com == pytest.approx(com, abs=1e-14)
+    H = D.mass_matrix(model, q)
+    assert s.kinetic_energy == pytest.approx(0.5 * v @ H @ v, rel=1e-13)
+    with pytest.raises(ValueError, match='floating-base'):
+        fixed = D.load_urdf(random_urdf(seed, 3), floating_base=False)
+        D.state_summary(fixed, D.neutral(fixed), np.zeros(fixed.nv))
+
+
 @pytest.mark.parametrize('seed', range(6))
 def test_aba_matches_crba_cholesky(seed: int) -> None:
     """The O(n) ABA against the O(n^3) H^-1 (Q - c) on random trees, all wrenches present."""

@@ -11,6 +11,7 @@ maps each equation to the functions that implement it.
 """
 
 from .algorithms import (
+    StateSummary,
     aba,
     base_link_state,
     base_state_from_link,
@@ -28,6 +29,7 @@ from .algorithms import (
     momentum,
     momentum_and_com,
     potential_energy,
+    state_summary,
 )
 from .derivatives import (
     ForwardDynamicsDerivatives,
@@ -114,6 +116,8 @@ __all__ = [
     'potential_energy',
     'rk4_step',
     'SCIPY_METHODS',
+    'state_summary',
+    'StateSummary',
     'step',
     'step_derivatives',
     'STEP_METHODS',

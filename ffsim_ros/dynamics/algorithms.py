@@ -10,6 +10,7 @@ frame; ``q``/``v`` follow the conventions of :mod:`ffsim_ros.dynamics.model`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,8 +40,9 @@ from .kernels.entry import (
     e_nle,
     e_poses,
     e_rnea,
+    e_state_summary,
 )
-from .lie import quat_normalize, quat_to_matrix
+from .lie import cross, quat_normalize, quat_to_matrix
 from .model import Model
 
 
@@ -117,7 +119,7 @@ def body_wrenches(
         b = frame.body
         point = p[b] + R[b] @ frame.translation
         fext[b, :3] += w[:3]
-        fext[b, 3:] += w[3:] + np.cross(point, w[:3])
+        fext[b, 3:] += w[3:] + cross(point, w[:3])
     return fext
 
 
@@ -441,7 +443,7 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
         h, com = e_momentum(*model.packed, Q, as_v(model, v))
     if about != 'origin':
         point = com if about == 'com' else _base_com(model, Q)
-        h[..., 3:] -= np.cross(point, h[..., :3])
+        h[..., 3:] -= cross(point, h[..., :3])
     return h.reshape(lead + (6,)) if is_batch(q) else h
 
 
@@ -449,8 +451,35 @@ def momentum_and_com(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarr
     """``[P; L_g]`` (6,) about the system CoM and the CoM ``r_g`` (3,) in one pass
     [S0 eqs. 9, 12-16], inertial frame [kg m/s, kg m^2/s, m]."""
     h, com = e_momentum(*model.packed, as_q(model, q), as_v(model, v))
-    h[3:] -= np.cross(com, h[:3])
+    h[3:] -= cross(com, h[:3])
     return h, com
+
+
+class StateSummary(NamedTuple):
+    """What a simulator shows of a floating-base state (inertial frame, SI units)."""
+
+    base_position: np.ndarray  #: (3,) base link frame origin [m]
+    base_orientation: np.ndarray  #: (4,) base link orientation (x, y, z, w), unit
+    base_linear_velocity: np.ndarray  #: (3,) velocity of the base link origin [m/s]
+    base_angular_velocity: np.ndarray  #: (3,) base angular velocity [rad/s]
+    momentum: np.ndarray  #: (6,) ``[P; L_g]`` about the system CoM [kg m/s, kg m^2/s]
+    com: np.ndarray  #: (3,) system CoM [m]
+    kinetic_energy: float  #: ``1/2 v^T H v`` [J]
+
+
+def state_summary(model: Model, q: ArrayLike, v: ArrayLike) -> StateSummary:
+    """:func:`base_link_state`, :func:`momentum_and_com` and :func:`kinetic_energy` of a
+    floating-base state in one compiled pass (what a simulator publishes every period).
+
+    Returns
+    -------
+    StateSummary
+    """
+    require_floating(model, 'state_summary')
+    out = e_state_summary(*model.packed, as_q(model, q), as_v(model, v))
+    return StateSummary(
+        out[0:3], out[3:7], out[7:10], out[10:13], out[13:19], out[19:22], float(out[22])
+    )
 
 
 def _base_com(model: Model, q: np.ndarray) -> np.ndarray:
@@ -496,7 +525,7 @@ def base_link_state(
     v = np.zeros(model.nv) if v is None else as_v(model, v)
     quat = quat_normalize(q[3:7], 'q[3:7]')
     lever = quat_to_matrix(quat) @ model.arrays.com[0]
-    return q[:3] - lever, quat, v[:3] - np.cross(v[3:6], lever), v[3:6].copy()
+    return q[:3] - lever, quat, v[:3] - cross(v[3:6], lever), v[3:6].copy()
 
 
 def base_state_from_link(
@@ -525,4 +554,4 @@ def base_state_from_link(
     lin = as_vector(linear_velocity, 3, 'linear_velocity')
     w = as_vector(angular_velocity, 3, 'angular_velocity')
     lever = quat_to_matrix(quat) @ model.arrays.com[0]
-    return np.r_[p + lever, quat], np.r_[lin + np.cross(w, lever), w]
+    return np.r_[p + lever, quat], np.r_[lin + cross(w, lever), w]

@@ -27,6 +27,7 @@ import numpy as np
 
 from .algorithms import bias_forces, center_of_mass, link_jacobian, mass_matrix
 from .inputs import ArrayLike, as_q, as_vector, check_point, require_floating
+from .lie import cross
 from .model import Model
 
 
@@ -149,6 +150,6 @@ def base_velocity_from_momentum(
     if about != 'base':
         point = np.zeros(3) if about == 'origin' else center_of_mass(model, q)
         # L_point -> L_O -> L_0 [S0 eqs. 12, 17]
-        h[3:] += np.cross(point - q[:3], h[:3])
+        h[3:] += cross(point - q[:3], h[:3])
     H = mass_matrix(model, q)
     return np.linalg.solve(H[:6, :6], h - H[:6, 6:] @ phidot)

@@ -30,6 +30,7 @@ from . import (
     momentum,
     neutral,
     rk4_step,
+    state_summary,
     step,
     step_derivatives,
     with_joint_dynamics,
@@ -72,6 +73,9 @@ def warm_up() -> float:
         if floating:
             base_velocity_from_momentum(model, q, tau)
             base_link_state(model, q, v)
+            state_summary(model, q, v)
+            step(model, q, v, tau, 1e-3, steps=2, conserve_momentum=True)
+            step(model, q, v, tau, 1e-3, method='euler', conserve_momentum=True)
             generalized_velocity_derivatives(model, q, tau, model.link_names[-1])
             step(model, q, v, tau, 1e-3, base_wrench_body=np.ones(6))
     quat = quat_exp([0.1, 0.2, 0.3])

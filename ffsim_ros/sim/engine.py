@@ -88,6 +88,8 @@ class Snapshot:
     momentum : (6,) ``[P; L_g]``: linear momentum and angular momentum about the system CoM,
         world [kg m/s, kg m^2/s] [S0 eqs. 9, 12-16].
     com : (3,) system CoM, world [m].
+    kinetic_energy : float
+        ``1/2 v^T H v`` [J].
     paused : bool
     fault : str
         Why integration stopped ('' when it did not).
@@ -104,6 +106,7 @@ class Snapshot:
     base_angular_velocity: np.ndarray
     momentum: np.ndarray
     com: np.ndarray
+    kinetic_energy: float
     paused: bool
     fault: str
 
@@ -186,7 +189,7 @@ class Engine:
         self._simple_joints = model.nq == model.nv + 1  # joint coordinates = joint DoFs
         self._watchdog = Watchdog(model)
         snap = self.snapshot()
-        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com)
+        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
 
     # ---------------------------------------------------------------------------- config
     @property
@@ -271,21 +274,21 @@ class Engine:
 
     def snapshot(self) -> Snapshot:
         """The current instant."""
-        model, q, v = self._model, self._q, self._v
-        position, quat, linear, angular = D.base_link_state(model, q, v)
-        h, com = D.momentum_and_com(model, q, v)
+        q, v = self._q, self._v
+        summary = D.state_summary(self._model, q, v)
         return Snapshot(
             step=self._step,
             time_ns=self.time_ns,
             q=q,
             v=v,
             effort=_frozen(self._effort),
-            base_position=_frozen(position),
-            base_orientation=_frozen(quat),
-            base_linear_velocity=_frozen(linear),
-            base_angular_velocity=_frozen(angular),
-            momentum=_frozen(h),
-            com=_frozen(com),
+            base_position=_frozen(summary.base_position),
+            base_orientation=_frozen(summary.base_orientation),
+            base_linear_velocity=_frozen(summary.base_linear_velocity),
+            base_angular_velocity=_frozen(summary.base_angular_velocity),
+            momentum=_frozen(summary.momentum),
+            com=_frozen(summary.com),
+            kinetic_energy=summary.kinetic_energy,
             paused=self._paused,
             fault=self._fault,
         )
@@ -316,7 +319,7 @@ class Engine:
         self._fault = ''
         self._step += 1
         snap = self.snapshot()
-        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com)
+        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
         return snap
 
     def _checked_state(self, q: object, v: object) -> tuple[np.ndarray, np.ndarray]:
@@ -443,6 +446,7 @@ class Engine:
                 span_ns=(self._step - start) * self._dt_ns,
                 work=work,
                 checked=checked,
+                kinetic=snap.kinetic_energy,
             )
         return snap
 

@@ -126,20 +126,32 @@ class Watchdog:
         self._count = self._removed = 0
         self.health = Health()
 
-    def energy(self, q: np.ndarray, v: np.ndarray, com: np.ndarray) -> float:
-        """Kinetic plus potential energy [J] (``com``: the system CoM at ``q``)."""
-        return D.kinetic_energy(self.model, q, v) - self._mass * sum(
+    def energy(
+        self, q: np.ndarray, v: np.ndarray, com: np.ndarray, kinetic: float | None = None
+    ) -> float:
+        """Kinetic plus potential energy [J] (``com``: the system CoM at ``q``; ``kinetic``:
+        the kinetic energy when the caller has it)."""
+        if kinetic is None:
+            kinetic = D.kinetic_energy(self.model, q, v)
+        return kinetic - self._mass * sum(
             gi * float(ri) for gi, ri in zip(self._gravity, com, strict=True)
         )
 
-    def anchor(self, q: np.ndarray, v: np.ndarray, momentum: np.ndarray, com: np.ndarray) -> None:
+    def anchor(
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        momentum: np.ndarray,
+        com: np.ndarray,
+        kinetic: float | None = None,
+    ) -> None:
         """Take the state as the new reference (after a jump, or under a wrench).
 
         ``momentum`` (6,) is ``[P; L_g]`` about the system CoM ``com`` (3,), as in a
         :class:`~ffsim_ros.sim.Snapshot`.
         """
         self._ref = _about_origin(momentum, com), tuple(self._mass * float(x) for x in com)
-        self._last_energy = self.energy(q, v, com)
+        self._last_energy = self.energy(q, v, com, kinetic)
         self._intervals.clear()
         self._sums = [0, 0.0, 0.0, 0.0]  # span [ns], excess, work, |work| over the window
         self._largest: deque[tuple[int, float]] = deque()  # (interval number, kinetic)
@@ -156,12 +168,13 @@ class Watchdog:
         span_ns: int,
         work: float,
         checked: bool,
+        kinetic: float | None = None,
     ) -> Health:
         """Check the state reached after ``span_ns`` simulated nanoseconds since the last
         observation, over which the efforts did ``work`` [J]; ``checked``: nothing but gravity
         acted from outside (else the references are anchored again). Returns the health."""
         if self._ref is None or not checked:
-            self.anchor(q, v, momentum, com)
+            self.anchor(q, v, momentum, com, kinetic)
             return self.health
         span = span_ns * 1e-9
         M, g = self._mass, self._gravity
@@ -176,7 +189,7 @@ class Watchdog:
             self._ref = (P, Lg), c
             L = Lg
         hP, hL = _about_origin(momentum, com)
-        energy = self.energy(q, v, com)
+        energy = self.energy(q, v, com, kinetic)
         kinetic = energy + M * sum(gi * ri for gi, ri in zip(g, com, strict=True))
         carried = math.sqrt(2.0 * M * max(kinetic, 0.0))
         scale_P = math.hypot(*P) + carried

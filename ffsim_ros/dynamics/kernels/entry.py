@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import carve, njit
+from ..lie import qnormalize
 from .aba import aba_into, aba_ws_size, forward_dynamics
 from .conservation import conserving_rk4_steps, correct_momentum, momentum_after, system_momentum
 from .crba import crba, forward_dynamics_crba
@@ -22,7 +23,7 @@ from .kinematics import (
 )
 from .layout import unpack
 from .lie_group import chart_rate, integrate, rk4_stage, rk4_step
-from .momentum import spatial_momentum
+from .momentum import momentum_and_energy, spatial_momentum
 from .rnea import id_ws_size, inverse_dynamics_into
 
 
@@ -179,6 +180,68 @@ def e_momentum(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarra
         for r in range(3):
             com[r] += hw[i, r]
     return h, com / mt
+
+
+@njit
+def e_state_summary(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray):
+    """Entry point: what a simulator publishes of a floating-base state, in one pass.
+
+    Returns
+    -------
+    (23,) ndarray ``[p (3), quat (4), p_dot (3), w0 (3), P (3), L_g (3), r_g (3), T (1)]``:
+    the base link frame's origin, unit orientation (x, y, z, w), origin velocity and angular
+    velocity, the momentum about the system CoM, the CoM, and the kinetic energy.
+    """
+    m = unpack(idata, fdata)
+    R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
+    h, energy = momentum_and_energy(m, v, S, mw, hw, Iw)
+    mt = 0.0
+    gx = gy = gz = 0.0
+    for i in range(mw.shape[0]):
+        mt += mw[i]
+        gx += hw[i, 0]
+        gy += hw[i, 1]
+        gz += hw[i, 2]
+    gx /= mt
+    gy /= mt
+    gz /= mt
+    # the base link frame: origin r0 - R c0 (R of body 0), velocity V0 + w0 x (origin - r0)
+    c0 = m.com[0]
+    lx = R[0, 0, 0] * c0[0] + R[0, 0, 1] * c0[1] + R[0, 0, 2] * c0[2]
+    ly = R[0, 1, 0] * c0[0] + R[0, 1, 1] * c0[1] + R[0, 1, 2] * c0[2]
+    lz = R[0, 2, 0] * c0[0] + R[0, 2, 1] * c0[1] + R[0, 2, 2] * c0[2]
+    x, y, z, w = qnormalize((q[3], q[4], q[5], q[6]))
+    wx = v[3]
+    wy = v[4]
+    wz = v[5]
+    return np.array(
+        [
+            q[0] - lx,
+            q[1] - ly,
+            q[2] - lz,
+            x,
+            y,
+            z,
+            w,
+            v[0] - (wy * lz - wz * ly),
+            v[1] - (wz * lx - wx * lz),
+            v[2] - (wx * ly - wy * lx),
+            wx,
+            wy,
+            wz,
+            h[0],
+            h[1],
+            h[2],
+            # L_g = L_O - r_g x P [S0 eq. 12]
+            h[3] - (gy * h[2] - gz * h[1]),
+            h[4] - (gz * h[0] - gx * h[2]),
+            h[5] - (gx * h[1] - gy * h[0]),
+            gx,
+            gy,
+            gz,
+            energy,
+        ]
+    )
 
 
 @njit

@@ -1,4 +1,4 @@
-"""Total spatial momentum about O [S0 eqs. 6-7]."""
+"""Total spatial momentum about O [S0 eqs. 6-7] and kinetic energy [S0 eqs. 24-25]."""
 
 from __future__ import annotations
 
@@ -27,3 +27,25 @@ def spatial_momentum(
         for r in range(6):
             out[r] += h[r]
     return out
+
+
+@njit
+def momentum_and_energy(
+    m: ModelArrays, v: np.ndarray, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
+):
+    """``[P; L_O]`` (6,) and the kinetic energy ``T = 1/2 sum V_i . (I_i V_i)`` [J] in one pass
+    over the bodies (the same body velocities ``V_i`` as :func:`spatial_momentum`)."""
+    nb = m.parent.shape[0]
+    vel = np.zeros((nb, 6))
+    out = np.zeros(6)
+    energy = 0.0
+    for i in range(nb):
+        k = m.parent[i]
+        sv = joint_velocity(S, m.iv[i], m.nvj[i], v)
+        for r in range(6):
+            vel[i, r] = (vel[k, r] if k >= 0 else 0.0) + sv[r]
+        h = inertia_times(mw[i], hw, Iw, i, row6(vel, i))
+        for r in range(6):
+            out[r] += h[r]
+            energy += vel[i, r] * h[r]
+    return out, 0.5 * energy
