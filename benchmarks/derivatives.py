@@ -18,13 +18,11 @@ is ours / reference.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 from collections.abc import Callable
 
 import numpy as np
-from run import REAL_ROBOTS, real_robot_urdf
+from run import REAL_ROBOTS, machine, real_robot_urdf
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.random_urdf import random_urdf
@@ -121,27 +119,6 @@ def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
         t_ours, t_ref = time_pair(ours, ref, count, repeats)
         rows.append((name, model.n, label, t_ours, ref_label, t_ref))
     return rows
-
-
-def machine() -> str:
-    """CPU model, cores, Python, and numba's LLVM target CPU (code generation depends on it)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open('/proc/cpuinfo') as f:
-            cpu = next(ln.split(':', 1)[1].strip() for ln in f if ln.startswith('model name'))
-    except (OSError, StopIteration):
-        pass
-    try:
-        import llvmlite.binding as llvm
-        import numba
-
-        target = f'numba {numba.__version__}, LLVM target {llvm.get_host_cpu_name()}'
-    except ImportError:  # pragma: no cover
-        target = 'numba not installed'
-    return (
-        f'{cpu}, {os.cpu_count()} cores, {platform.python_implementation()} '
-        f'{platform.python_version()}, {target}'
-    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,6 +24,28 @@ from ffsim_ros.dynamics.random_urdf import random_urdf
 from ffsim_ros.resources import sample_robot
 
 
+def machine() -> str:
+    """CPU model, cores, Python, and numba's LLVM target CPU: the generated code, and so the
+    single-call figures, depend on it (an AVX-512 host gets other code than an AVX2 one)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open('/proc/cpuinfo') as f:
+            cpu = next(ln.split(':', 1)[1].strip() for ln in f if ln.startswith('model name'))
+    except (OSError, StopIteration):
+        pass
+    try:
+        import llvmlite.binding as llvm
+        import numba
+
+        target = f'numba {numba.__version__}, LLVM target {llvm.get_host_cpu_name()}'
+    except ImportError:  # pragma: no cover
+        target = 'numba not installed'
+    return (
+        f'{cpu}, {os.cpu_count()} cores, {platform.python_implementation()} '
+        f'{platform.python_version()}, {target}'
+    )
+
+
 def _time_per_call(fn: Callable[[int], object], states: int, repeats: int) -> float:
     """Minimum over ``repeats`` of the mean seconds per call over ``states`` calls.
 
@@ -206,10 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for name, urdf in robots:
         rows += bench_robot(name, urdf, args.states, args.repeats)
-    print(
-        f'# ffsim_ros.dynamics vs Pinocchio ({platform.python_implementation()} '
-        f'{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores)'
-    )
+    print(f'# ffsim_ros.dynamics vs Pinocchio ({machine()})')
     print('| robot | n | algorithm | ffsim [us] | Pinocchio [us] | ratio |')
     print('|---|---|---|---|---|---|')
     for name, n, label, t_ours, t_ref, ratio in rows:
