@@ -31,6 +31,8 @@ bench: warmup
 	$(PY) benchmarks/simulator.py
 	$(PY) benchmarks/methods.py
 	$(PY) benchmarks/derivatives.py
+	$(PY) benchmarks/reach.py
+	$(PY) benchmarks/conservation.py
 
 lint: setup
 	$(PY) -m ruff check .

@@ -9,12 +9,19 @@ import pytest
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.control import (
+    ControlMode,
     Gains,
     ReactionlessController,
+    attitude_error,
     base_rate_map,
+    budget_rates,
     generalized_inertia,
+    rate_weights,
     reactionless_basis,
+    rns_manipulability,
+    self_motion,
 )
+from ffsim_ros.control.rns import zero_momentum_step
 from ffsim_ros.resources import sample_robot
 
 MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
@@ -130,6 +137,148 @@ def test_in_process_closed_loop_reactionless_vs_gjm() -> None:
     assert results['reactionless'][0] < 5e-3 and results['reactionless'][1] < 0.1
     assert results['gjm_tracking'][0] < 5e-3 and results['gjm_tracking'][1] > 1.0
     assert max(r[2] for r in results.values()) < 1e-8
+
+
+# ------------------------------------------------------ the reaction null space (issue 15)
+
+
+def null_space(A: np.ndarray) -> np.ndarray:
+    """Orthonormal null-space basis from a QR of A^T (another basis than the law's SVD)."""
+    Q, _ = np.linalg.qr(A.T, mode='complete')
+    return Q[:, A.shape[0] :]
+
+
+def test_budget_rates_meet_both_tasks_where_the_reaction_null_space_can() -> None:
+    """Away from a fold ([J; A] of full rank 6 < 7) the budget law spends no attitude: the
+    end-effector rate and the attitude correction are both met (damping 1e-6)."""
+    rng = np.random.default_rng(3)
+    q = random_q(rng)
+    terms = ReactionlessController(MODEL, 'ee_link').task_terms(q)
+    J, A = terms.J_star[:3], terms.B[3:6]
+    assert np.linalg.svd(np.vstack((J, A)), compute_uv=False)[-1] > 1e-2
+    xdot, w0_d = rng.normal(size=3) * 0.05, rng.normal(size=3) * 1e-3
+    for offset in (0.0, 0.5e-3, 0.9e-3):
+        phidot = budget_rates(J, A, xdot, w0_d, rate_weights(MODEL), 1e-6, offset, 1e-3)
+        assert np.linalg.norm(J @ phidot - xdot) < 1e-7 * np.linalg.norm(xdot)
+        assert np.linalg.norm(-A @ phidot - w0_d) < 1e-7 * np.linalg.norm(w0_d)
+
+
+def test_budget_rates_stop_turning_the_base_at_the_budget() -> None:
+    """At a fold (here made by hand: the first attitude row a combination of the first task
+    row and the second attitude row, so moving the end effector along x0 needs a base rate)
+    the end effector goes on by turning the base, less and less as the offset nears the
+    budget: the barrier weight grows as 1 / (1 - offset / budget)^2."""
+    rng = np.random.default_rng(4)
+    J = rng.normal(size=(3, 7))
+    A = rng.normal(size=(3, 7)) * 0.3
+    A[0] = J[0] + A[1]
+    assert np.linalg.matrix_rank(np.vstack((J, A)), tol=1e-9) == 5
+    xdot = np.array([0.05, 0.0, 0.0])
+    w = np.ones(7)
+    rates = []
+    for ratio in (0.0, 0.5, 0.9, 0.99, 0.999, 1.0, 2.0):
+        phidot = budget_rates(J, A, xdot, np.zeros(3), w, 1e-3, ratio * 1e-3, 1e-3)
+        assert np.all(np.isfinite(phidot))
+        rates.append(np.linalg.norm(A @ phidot))
+    assert rates[0] > 1e-3  # the end effector is moved, at the price of a base rate
+    assert all(b < a for a, b in zip(rates[:4], rates[1:5], strict=True))
+    assert rates[4] < 1e-5 * rates[0]
+    assert rates[5] == rates[6]  # past the budget: the floor of the barrier
+    with pytest.raises(ValueError, match='budget > 0'):
+        budget_rates(J, A, xdot, np.zeros(3), w, 1e-3, 0.0, 0.0)
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_rns_manipulability_is_the_volume_of_the_reactionless_jacobian(seed: int) -> None:
+    """``sqrt(det(J_N J_N^T))`` with another null-space basis, the same in any base attitude,
+    zero where a task row lies in the span of the attitude rows."""
+    rng = np.random.default_rng(seed)
+    q = random_q(rng)
+    law = ReactionlessController(MODEL, 'ee_link')
+    terms = law.task_terms(q)
+    J, A, w = terms.J_star[:3], terms.B[3:6], law.weights
+    JN = (J * w) @ null_space(A * w)
+    expected = np.sqrt(np.linalg.det(JN @ JN.T))
+    assert rns_manipulability(J, A, w) == pytest.approx(expected, rel=1e-10)
+    q2 = q.copy()
+    q2[3:7] = rng.normal(size=4) / 2
+    q2[3:7] /= np.linalg.norm(q2[3:7])
+    t2 = law.task_terms(q2)
+    assert rns_manipulability(t2.J_star[:3], t2.B[3:6], w) == pytest.approx(expected, rel=1e-9)
+    J_bad = J.copy()
+    J_bad[1] = 0.7 * A[2]
+    assert rns_manipulability(J_bad, A, w) < 1e-12 * expected
+    out = law.compute(q, np.zeros(MODEL.nv), terms.position + 0.1)
+    assert out.rns_manipulability == pytest.approx(expected, rel=1e-10)
+
+
+def test_self_motion_moves_neither_the_end_effector_nor_the_base() -> None:
+    """Along the self-motion, under zero momentum, the end effector and the base attitude move
+    only to second order (halving the step quarters the drift)."""
+    rng = np.random.default_rng(5)
+    q = random_q(rng)
+    law = ReactionlessController(MODEL, 'ee_link')
+    terms = law.task_terms(q)
+    d = self_motion(terms.J_star[:3], terms.B[3:6], law.weights)
+    assert np.linalg.norm(d) == pytest.approx(1.0)
+    assert np.linalg.norm(terms.J_star[:3] @ d) < 1e-12
+    assert np.linalg.norm(terms.B[3:6] @ d) < 1e-12
+    drift = []
+    for h in (0.02, 0.01):
+        q1 = q.copy()
+        for _ in range(20):  # joint rates d, the base moving with them (B re-evaluated)
+            q1 = zero_momentum_step(MODEL, q1, d, law.task_terms(q1).B, h / 20)
+        drift.append(
+            (
+                np.linalg.norm(law.task_terms(q1).position - terms.position),
+                np.linalg.norm(attitude_error(q1[3:7], q[3:7])),
+            )
+        )
+    assert drift[0][0] < 0.01 * 0.02 and drift[0][1] < 0.01 * 0.02
+    assert drift[0][0] / drift[1][0] == pytest.approx(4.0, rel=0.05)
+    assert drift[0][1] / drift[1][1] == pytest.approx(4.0, rel=0.05)
+    assert self_motion(terms.J_star, terms.B[3:6], law.weights) is None  # 6 + 3 > 7 - 1
+
+
+def test_the_self_motion_raises_the_rns_manipulability_and_holds_the_goal() -> None:
+    """k_null > 0 with the goal where the end effector is: the arm moves only in its
+    self-motion, the RNS manipulability climbs, the end effector and the base stay put; with
+    k_null = 0 the same law leaves the arm where it is."""
+    rng = np.random.default_rng(6)
+    q0 = random_q(rng)
+    for k_null, moved in ((2.0, True), (0.0, False)):
+        law = ReactionlessController(MODEL, 'ee_link', gains=Gains(k_null=k_null))
+        q = q0.copy()
+        goal = law.task_terms(q).position
+        values = []
+        for _ in range(100):
+            terms = law.task_terms(q)
+            values.append(rns_manipulability(terms.J_star[:3], terms.B[3:6], law.weights))
+            rates = law.desired_rates(q, terms, goal, attitude_reference=q0[3:7])
+            q = zero_momentum_step(MODEL, q, rates, terms.B, 0.05)
+        err = np.linalg.norm(law.task_terms(q).position - goal)
+        turned = np.linalg.norm(attitude_error(q[3:7], q0[3:7]))
+        assert err < 1e-3 and turned < 1e-6
+        if moved:
+            assert values[-1] > 1.02 * values[0]
+            assert np.all(np.diff(values) > -1e-6 * values[0])  # climbs to a maximum
+            assert np.linalg.norm(q[7:] - q0[7:]) > 0.05
+        else:
+            assert np.linalg.norm(q[7:] - q0[7:]) < 1e-12
+
+
+def test_attitude_budget_needs_a_reference() -> None:
+    law = ReactionlessController(MODEL, 'ee_link')
+    q = D.neutral(MODEL)
+    goal = law.task_terms(q).position + 0.1
+    with pytest.raises(ValueError, match='attitude_reference'):
+        law.compute(q, np.zeros(MODEL.nv), goal, attitude_budget=1e-3)
+    with pytest.raises(ValueError, match='budget > 0'):
+        law.compute(q, np.zeros(MODEL.nv), goal, attitude_reference=q[3:7], attitude_budget=0.0)
+    law.mode = 'joint_pd'  # a mode name is turned into its ControlMode
+    assert law.mode is ControlMode.JOINT_PD
+    with pytest.raises(ValueError, match='reactionless or gjm_tracking'):
+        law.desired_rates(q, law.task_terms(q), goal)
 
 
 # ------------------------------------------------------------------------ closed loop over DDS

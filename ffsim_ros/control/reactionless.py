@@ -31,6 +31,18 @@ The law has three layers, each with its source:
 Modes: ``reactionless`` (1+2+3), ``gjm_tracking`` (1+3, no reactionless constraint: the base
 rotates) and ``joint_pd`` (baseline: the goal is turned into joint angles by fixed-base
 inverse kinematics that ignores the base reaction, tracked by a computed-torque PD).
+
+In ``reactionless`` mode two options serve :mod:`ffsim_ros.control.supervisor` (which detects
+stalls and recovers from them):
+
+* the **self-motion** (gain ``k_null``): the joint-rate direction that moves neither the end
+  effector nor the base (null space of ``[J* W; A W]``, :func:`~.rns.self_motion`) climbs the
+  logarithm of the reaction-null-space manipulability ``sqrt(det(J_N J_N^T))``
+  (Nenchev & Yoshida; :func:`~.rns.rns_manipulability`), a secondary task that keeps the arm
+  away from configurations where reactionless motions lose rank;
+* an **attitude budget** (``compute(..., attitude_budget=...)``): the end-effector task first
+  and the attitude kept within the budget by a barrier (:func:`~.rns.budget_rates`), which
+  crosses a fold of the reaction null space at the price of the least base rotation.
 """
 
 from __future__ import annotations
@@ -43,6 +55,21 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import matrix_log, matrix_to_quat
 
 from .modes import ControlMode
+from .rns import (
+    TaskTerms,
+    attitude_error,
+    budget_rates,
+    dls_pinv,
+    rate_weights,
+    reactionless_rates,
+    rns_manipulability,
+    saturate,
+    self_motion,
+    task_terms,
+)
+
+#: Step along the self-motion for the one-sided difference of the RNS manipulability [rad].
+SELF_MOTION_STEP = 1e-4
 
 
 @dataclass(frozen=True)
@@ -66,10 +93,12 @@ class Gains:
     damping : float
         Damped-least-squares factor lambda [m/s per rad/s].
     k_null : float
-        Gain of the self-motion that raises the directional manipulability of the
-        reactionless Jacobian ``J* N`` along the goal direction (reactionless mode). Off by
-        default: on the sample servicer (TCP off the wrist-roll axis) every tested goal is
-        reached without it, and its finite differences cost ~0.8 ms per update.
+        Gain of the self-motion that climbs the logarithm of the reaction-null-space
+        manipulability [rad^2/s] (reactionless mode, position task, arms with a spare joint;
+        0: off). The self-motion moves neither the end effector nor the base; it costs one
+        extra evaluation of the kinematics and inertia per update (~0.25 ms on the servicer).
+        Off by default: on 120 chained goals of the servicer it did not raise the share of
+        goals reached (see :mod:`~ffsim_ros.control.supervisor`).
     kp_joint, kd_joint : float
         Joint PD gains of the ``joint_pd`` baseline [1/s^2, 1/s].
     max_joint_speed : float
@@ -112,6 +141,9 @@ class ControlOutput:
     manipulability : float, ``sqrt(det(J* J*^T))`` of the task rows.
     condition : float, condition number of the task rows of J*.
     mode : ControlMode
+    saturated : bool, an effort was clipped to its limit.
+    rns_manipulability : float, :func:`~.rns.rns_manipulability` of the task rows (0 where
+        the reaction null space cannot move the end effector in some task direction).
     """
 
     tau: np.ndarray
@@ -125,12 +157,7 @@ class ControlOutput:
     condition: float
     mode: ControlMode
     saturated: bool = False
-
-
-def dls_pinv(J: np.ndarray, damping: float) -> np.ndarray:
-    """Damped least-squares inverse ``J^T (J J^T + lambda^2 E)^-1``, (n, m) for J (m, n)."""
-    m = J.shape[0]
-    return J.T @ np.linalg.solve(J @ J.T + damping**2 * np.eye(m), np.eye(m))
+    rns_manipulability: float = float('nan')
 
 
 def base_rate_map(model: D.Model, q: np.ndarray) -> np.ndarray:
@@ -148,11 +175,6 @@ def reactionless_basis(model: D.Model, q: np.ndarray, tol: float = 1e-10) -> np.
     _, s, vt = np.linalg.svd(A)
     rank = int(np.sum(s > tol * max(1.0, s[0])))
     return vt[rank:].T
-
-
-def _saturate(x: np.ndarray, limit: float) -> np.ndarray:
-    norm = float(np.linalg.norm(x))
-    return x if norm <= limit or norm == 0.0 else x * (limit / norm)
 
 
 class ReactionlessController:
@@ -192,9 +214,24 @@ class ReactionlessController:
         self.mode = ControlMode(mode)
         self.gains = gains or Gains()
         self.track_orientation = bool(track_orientation)
+        self.weights = rate_weights(model)
         self._joint_goal: np.ndarray | None = None
         self._joint_goal_key: tuple | None = None
         self.reach = self._estimate_reach()
+
+    @property
+    def mode(self) -> ControlMode:
+        """The control mode; set it to a :class:`ControlMode` or its name."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: ControlMode | str) -> None:
+        self._mode = ControlMode(mode)
+
+    @property
+    def _rows(self) -> slice:
+        """The task rows of J*: position, or position and orientation."""
+        return slice(0, 6) if self.track_orientation else slice(0, 3)
 
     # ------------------------------------------------------------------------------------------
     def _estimate_reach(self) -> float:
@@ -249,6 +286,9 @@ class ReactionlessController:
         goal_position: np.ndarray | None,
         goal_rotation: np.ndarray | None = None,
         attitude_reference: np.ndarray | None = None,
+        *,
+        attitude_budget: float | None = None,
+        self_motion: bool = True,
     ) -> ControlOutput:
         """One control update.
 
@@ -260,10 +300,21 @@ class ReactionlessController:
         goal_rotation : (3, 3) goal orientation (used with ``track_orientation``).
         attitude_reference : (4,) base quaternion to hold in reactionless mode (default: the
             current attitude, i.e. rate damping only).
+        attitude_budget : float, optional
+            Reactionless mode only: the end-effector task first and the base attitude kept
+            within this offset from ``attitude_reference`` [rad] (:func:`~.rns.budget_rates`)
+            instead of the attitude first. Needs ``attitude_reference``.
+        self_motion : bool
+            Reactionless mode: add the RNS-manipulability self-motion (gain ``k_null``).
 
         Returns
         -------
         ControlOutput
+
+        Raises
+        ------
+        ValueError
+            ``attitude_budget`` without ``attitude_reference`` or not > 0.
         """
         model, g = self.model, self.gains
         n = model.n
@@ -271,41 +322,35 @@ class ReactionlessController:
         v = np.asarray(v, dtype=float)
         p_ee, R_ee = D.link_pose(model, q, self.ee_link)
         # one evaluation of H, c and the end-effector Jacobian serves every term below
-        terms = D.free_floating_terms(model, q, v, self.ee_link)
-        H, B, Jstar, Hs, cs = terms.H, terms.B, terms.J_star, terms.H_star, terms.c_star
-        rows = slice(0, 6) if self.track_orientation else slice(0, 3)
-        Jt = Jstar[rows]
+        ff = D.free_floating_terms(model, q, v, self.ee_link)
+        terms = TaskTerms(p_ee, R_ee, ff.J_star, ff.B)
+        Jt = ff.J_star[self._rows]
         sv = np.linalg.svd(Jt, compute_uv=False)
         manip = float(np.prod(sv))
         cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float('inf')
         phidot = v[6:]
         err = 0.0
-        if goal_position is None:
-            phidot_d = np.zeros(n)
-        else:
-            e_p = np.asarray(goal_position, float) - p_ee
-            err = float(np.linalg.norm(e_p))
-            xdot = _saturate(g.kp_task * e_p, g.max_ee_speed)
-            if self.track_orientation:
-                R_goal = R_ee if goal_rotation is None else np.asarray(goal_rotation, float)
-                e_o = matrix_log(R_goal @ R_ee.T)
-                xdot = np.r_[xdot, _saturate(g.kp_orientation * e_o, g.max_ee_angular_speed)]
-            if self.mode is ControlMode.JOINT_PD:
-                phidot_d = None
-            elif self.mode is ControlMode.GJM_TRACKING:
-                phidot_d = dls_pinv(Jt, g.damping) @ xdot
-            else:
-                phidot_d = self._reactionless_rates(q, Jt, B[3:6], xdot, attitude_reference)
-        if self.mode is ControlMode.JOINT_PD and goal_position is not None:
+        if goal_position is not None:
+            err = float(np.linalg.norm(np.asarray(goal_position, float) - p_ee))
+        if goal_position is not None and self.mode is ControlMode.JOINT_PD:
             phi_goal = self._joint_goal_for(q, np.asarray(goal_position, float))
             phiddot = g.kp_joint * (phi_goal - q[7:]) - g.kd_joint * phidot
             phidot_d = phi_goal - q[7:]
         else:
-            if phidot_d is None:  # pragma: no cover - defensive
+            if goal_position is None:
                 phidot_d = np.zeros(n)
-            phidot_d = self._limit_rates(phidot_d)
+            else:
+                phidot_d = self.desired_rates(
+                    q,
+                    terms,
+                    goal_position,
+                    goal_rotation,
+                    attitude_reference,
+                    attitude_budget=attitude_budget,
+                    self_motion=self_motion,
+                )
             phiddot = g.kv_joint * (phidot_d - phidot)
-        tau = Hs @ phiddot + cs
+        tau = ff.H_star @ phiddot + ff.c_star
         limit = model.effort_limit
         clipped = np.clip(tau, -limit, limit)
         w0 = v[3:6]
@@ -316,12 +361,96 @@ class ReactionlessController:
             ee_quaternion=matrix_to_quat(R_ee),
             position_error=err,
             base_angular_rate=float(np.linalg.norm(w0)),
-            momentum=self._momentum_about_com(q, v, H),
+            momentum=self._momentum_about_com(q, v, ff.H),
             manipulability=manip,
             condition=cond,
             mode=self.mode,
             saturated=bool(np.any(clipped != tau)),
+            rns_manipulability=rns_manipulability(Jt, ff.B[3:6], self.weights),
         )
+
+    def task_terms(self, q: np.ndarray) -> TaskTerms:
+        """:class:`~.rns.TaskTerms` of the end effector at ``q`` (kinematics and inertia only,
+        no bias forces): what :meth:`desired_rates` needs, e.g. in a planner's rollout."""
+        return task_terms(self.model, np.asarray(q, dtype=float), self.ee_link)
+
+    def desired_rates(
+        self,
+        q: np.ndarray,
+        terms: TaskTerms,
+        goal_position: np.ndarray,
+        goal_rotation: np.ndarray | None = None,
+        attitude_reference: np.ndarray | None = None,
+        *,
+        attitude_budget: float | None = None,
+        self_motion: bool = True,
+    ) -> np.ndarray:
+        """The commanded joint rates (n,) [rad/s | m/s] of the ``reactionless`` and
+        ``gjm_tracking`` modes at ``q`` (``terms`` evaluated there), scaled to the joint
+        velocity limits: the outer loop of :meth:`compute`, without the torques.
+
+        Arguments as :meth:`compute`. Raises ValueError in ``joint_pd`` mode (its rates come
+        from a joint goal, see :meth:`compute`).
+        """
+        g = self.gains
+        if self.mode is ControlMode.JOINT_PD:
+            raise ValueError('desired_rates: expected reactionless or gjm_tracking mode')
+        Jt = terms.J_star[self._rows]
+        e_p = np.asarray(goal_position, float) - terms.position
+        xdot = saturate(g.kp_task * e_p, g.max_ee_speed)
+        if self.track_orientation:
+            R_ee = terms.rotation
+            R_goal = R_ee if goal_rotation is None else np.asarray(goal_rotation, float)
+            e_o = matrix_log(R_goal @ R_ee.T)
+            xdot = np.r_[xdot, saturate(g.kp_orientation * e_o, g.max_ee_angular_speed)]
+        if self.mode is ControlMode.GJM_TRACKING:
+            return self._limit_rates(dls_pinv(Jt, g.damping) @ xdot)
+        A = terms.B[3:6]
+        e_att = np.zeros(3)
+        if attitude_reference is not None:
+            e_att = attitude_error(q[3:7], np.asarray(attitude_reference, float))
+        if attitude_budget is not None:
+            if attitude_reference is None:
+                raise ValueError('attitude_budget: expected an attitude_reference')
+            offset = float(np.linalg.norm(e_att))
+            rates = budget_rates(
+                Jt,
+                A,
+                xdot,
+                g.kp_attitude * e_att,
+                self.weights,
+                g.damping,
+                offset,
+                float(attitude_budget),
+            )
+            return self._limit_rates(rates)
+        rates, JN = reactionless_rates(Jt, A, xdot, g.kp_attitude * e_att, self.weights, g.damping)
+        if self_motion and g.k_null > 0.0 and not self.track_orientation:
+            rates = rates + self._self_motion_rates(q, Jt, A, JN, rates)
+        return self._limit_rates(rates)
+
+    def _self_motion_rates(
+        self, q: np.ndarray, Jt: np.ndarray, A: np.ndarray, JN: np.ndarray, task: np.ndarray
+    ) -> np.ndarray:
+        """Self-motion climbing ``log`` of the RNS manipulability: ``k_null d(log w)/ds d``
+        along the unit self-motion ``d`` (one-sided difference, one kinematics evaluation),
+        shrunk to the rate room the task rates ``task`` leave (the task has priority)."""
+        zero = np.zeros_like(task)
+        d = self_motion(Jt, A, self.weights)
+        if d is None or JN.shape[1] < JN.shape[0]:
+            return zero
+        w0 = float(np.prod(np.linalg.svd(JN, compute_uv=False)))
+        qp = q.copy()
+        qp[7:] += SELF_MOTION_STEP * d
+        tp = self.task_terms(qp)
+        w1 = rns_manipulability(tp.J_star[self._rows], tp.B[3:6], self.weights)
+        if not (w0 > 0.0 and w1 > 0.0):
+            return zero
+        slope = (np.log(w1) - np.log(w0)) / SELF_MOTION_STEP
+        null = self.gains.k_null * slope * d
+        vmax = self.gains.max_joint_speed * self.model.velocity_limit
+        room = np.max(np.abs(null) / np.maximum(vmax - np.abs(task), 1e-9))
+        return null / room if room > 1.0 else null
 
     def _momentum_about_com(self, q: np.ndarray, v: np.ndarray, H: np.ndarray) -> np.ndarray:
         """``[P; L_g]`` from ``[P; L_0] = H[:6] v`` [S0 eqs. 12, 17]: no extra recursion."""
@@ -336,90 +465,6 @@ class ReactionlessController:
         ratio = np.max(np.abs(phidot_d) / vmax) if np.all(vmax > 0) else 0.0
         return phidot_d / ratio if ratio > 1.0 else phidot_d
 
-    def _reactionless_rates(
-        self,
-        q: np.ndarray,
-        Jt: np.ndarray,
-        A: np.ndarray,
-        xdot: np.ndarray,
-        attitude_reference: np.ndarray | None,
-    ) -> np.ndarray:
-        """Joint rates: attitude task (``w0 = -A phidot``) first, end effector in its null space.
-
-        ``A`` (3, n) is :func:`base_rate_map` at ``q``; ``Jt`` the task rows of J*.
-        """
-        g = self.gains
-        # primary task: base angular velocity w0 = -A phidot equal to the attitude correction
-        w0_d = np.zeros(3)
-        if attitude_reference is not None:
-            q_ref = q.copy()
-            q_ref[3:7] = attitude_reference
-            w0_d = g.kp_attitude * D.difference(self.model, q, q_ref)[3:6]
-        # weighted least norm: phidot = W xi with W = diag(joint velocity limits), so each
-        # joint moves in proportion to what it can do
-        W = self._rate_weights()
-        AW = A * W
-        xi_att = np.linalg.pinv(AW) @ (-w0_d)
-        _, s, vt = np.linalg.svd(AW)
-        rank = int(np.sum(s > 1e-10 * max(1.0, s[0])))
-        N = vt[rank:].T
-        JN = (Jt * W) @ N
-        zeta = dls_pinv(JN, g.damping) @ (xdot - (Jt * W) @ xi_att)
-        phidot_task = W * (xi_att + N @ zeta)
-        if g.k_null <= 0.0 or JN.shape[1] <= JN.shape[0] or not np.any(xdot):
-            return phidot_task
-        # Self-motion inside the reactionless subspace (it moves neither the end effector nor
-        # the base attitude): climb the directional manipulability of J* N along the goal
-        # direction, f = |(J* N)^T e_hat|^2, so the arm leaves configurations where the goal
-        # direction is outside the range of the reactionless Jacobian (where plain damped
-        # least squares would stall short of the goal).
-        e_hat = xdot[:3] / np.linalg.norm(xdot[:3]) if np.any(xdot[:3]) else None
-        if e_hat is None:
-            return phidot_task
-        _, s2, vt2 = np.linalg.svd(JN)
-        rank2 = int(np.sum(s2 > 1e-6 * max(1.0, s2[0])))
-        phidot_null = np.zeros_like(phidot_task)
-        for ns in vt2[rank2:]:
-            direction = W * (N @ ns)
-            slope = self._directional_slope(q, direction, e_hat)
-            phidot_null += g.k_null * slope * direction
-        # the task has priority on the rate budget: shrink only the self-motion if needed
-        vmax = g.max_joint_speed * self.model.velocity_limit
-        room = np.max(np.abs(phidot_null) / np.maximum(vmax - np.abs(phidot_task), 1e-9))
-        if room > 1.0:
-            phidot_null /= room
-        return phidot_task + phidot_null
-
-    def _rate_weights(self) -> np.ndarray:
-        """Joint velocity limits normalized to a maximum of 1 (1 where unlimited)."""
-        vmax = self.model.velocity_limit
-        finite = np.isfinite(vmax) & (vmax > 0)
-        if not np.any(finite):
-            return np.ones(self.model.n)
-        w = np.where(finite, vmax, np.max(vmax[finite]))
-        return w / np.max(w)
-
-    def _directional_manipulability(self, q: np.ndarray, e_hat: np.ndarray) -> float:
-        """``|(J* N)^T e_hat|^2`` of the rate-weighted reactionless Jacobian at ``q``."""
-        W = self._rate_weights()
-        A = base_rate_map(self.model, q) * W
-        _, s, vt = np.linalg.svd(A)
-        rank = int(np.sum(s > 1e-10 * max(1.0, s[0])))
-        JN = (D.generalized_jacobian(self.model, q, self.ee_link)[:3] * W) @ vt[rank:].T
-        return float(np.sum((JN.T @ e_hat) ** 2))
-
-    def _directional_slope(
-        self, q: np.ndarray, dphi: np.ndarray, e_hat: np.ndarray, eps: float = 1e-5
-    ) -> float:
-        """Derivative of :meth:`_directional_manipulability` along joint rates ``dphi``."""
-        qp, qm = q.copy(), q.copy()
-        qp[7:] += eps * dphi
-        qm[7:] -= eps * dphi
-        return (
-            self._directional_manipulability(qp, e_hat)
-            - self._directional_manipulability(qm, e_hat)
-        ) / (2 * eps)
-
     def _joint_goal_for(self, q: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """Fixed-base inverse kinematics (base frozen at its current pose), cached per goal."""
         key = tuple(np.round(goal, 9))
@@ -433,7 +478,7 @@ class ReactionlessController:
             if np.linalg.norm(e) < 1e-6:
                 break
             Jm = D.link_jacobian(model, qi, self.ee_link)[:3, 6:]
-            step = dls_pinv(Jm, 0.05) @ _saturate(e, 0.1)
+            step = dls_pinv(Jm, 0.05) @ saturate(e, 0.1)
             qi[7:] = np.clip(qi[7:] + step, model.lower, model.upper)
         self._joint_goal, self._joint_goal_key = qi[7:].copy(), key
         return self._joint_goal

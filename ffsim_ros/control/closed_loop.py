@@ -1,0 +1,162 @@
+"""In-process closed loop of a supervised controller and the physics (no ROS, no DDS).
+
+What the simulator node and the controller node do over DDS, in one process: the physics
+steps with :func:`ffsim_ros.dynamics.step` (RK4 at ``physics_dt``, the efforts held over each
+control period: ``steps=`` physics steps per update) and the
+:class:`~ffsim_ros.control.supervisor.ReachSupervisor` updates at ``1 / control_dt``. Used by
+``benchmarks/reach.py`` and the tests; :func:`chained_goals` draws the goals of the issue-15
+scheme (each 0.1-0.45 m from wherever the previous one ended).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+
+from .goals import GoalOutcome, GoalPhase, GoalStatus
+from .modes import ControlMode
+from .rns import attitude_error
+from .supervisor import ReachSupervisor
+
+
+@dataclass(frozen=True)
+class GoalRecord:
+    """One goal of a run (SI units, angles in rad).
+
+    Attributes
+    ----------
+    goal : (3,) [m];  distance : float, from the end effector when given [m].
+    outcome : GoalOutcome at the end;  reason : str.
+    time : float, from the goal to its outcome [s] (the timeout if none).
+    error : float, final position error [m].
+    max_offset : float, largest base attitude offset during the goal [rad] (from the held
+        reference in ``reactionless`` mode, else from the attitude at the goal's start).
+    final_offset : float, that offset when the goal ended (after settling) [rad].
+    plans : int;  planner_steps : int.
+    """
+
+    goal: np.ndarray
+    distance: float
+    outcome: GoalOutcome
+    reason: str
+    time: float
+    error: float
+    max_offset: float
+    final_offset: float
+    plans: int
+    planner_steps: int
+
+
+class ClosedLoop:
+    """A supervisor closing the loop on :func:`ffsim_ros.dynamics.step`.
+
+    Parameters
+    ----------
+    supervisor : ReachSupervisor
+    q, v : initial state (default: the neutral configuration at rest, zero momentum).
+    control_dt : float, control period [s];  physics_dt : float, RK4 step [s].
+    """
+
+    def __init__(
+        self,
+        supervisor: ReachSupervisor,
+        q: np.ndarray | None = None,
+        v: np.ndarray | None = None,
+        *,
+        control_dt: float = 0.01,
+        physics_dt: float = 0.001,
+    ) -> None:
+        self.supervisor = supervisor
+        self.model = supervisor.law.model
+        self.q = D.neutral(self.model) if q is None else np.asarray(q, float).copy()
+        self.v = np.zeros(self.model.nv) if v is None else np.asarray(v, float).copy()
+        self.t = 0.0
+        self.steps = max(1, int(round(control_dt / physics_dt)))
+        self.physics_dt = control_dt / self.steps
+        self.control_dt = control_dt
+        self.status: GoalStatus = supervisor.status
+
+    def update(self) -> GoalStatus:
+        """One control period: a supervisor update, then the physics over the period."""
+        out, self.status = self.supervisor.update(self.t, self.q, self.v)
+        self.q, self.v = D.step(
+            self.model, self.q, self.v, out.tau, self.physics_dt, steps=self.steps
+        )
+        self.t += self.control_dt
+        return self.status
+
+    def ee_position(self) -> np.ndarray:
+        """(3,) end-effector position [m]."""
+        return self.supervisor.law.task_terms(self.q).position
+
+    def run_goal(
+        self, goal: np.ndarray, *, timeout: float = 400.0, settle: float = 1.0
+    ) -> GoalRecord:
+        """Give ``goal`` and run until its outcome, then ``settle`` seconds more (the end of an
+        abort's restoring included); ``timeout`` [s] bounds the run (the supervisor's own
+        ``goal_timeout`` normally ends it first)."""
+        sup = self.supervisor
+        distance = float(np.linalg.norm(np.asarray(goal, float) - self.ee_position()))
+        sup.set_goal(self.t, self.q, goal)
+        t_end = self.t + timeout
+        status = sup.status
+        while self.t < t_end:
+            status = self.update()
+            if not status.active:
+                break
+        t_outcome = status.elapsed
+        t_settle = self.t + settle
+        while self.t < t_end and (self.t < t_settle or status.phase is GoalPhase.RESTORING):
+            status = self.update()
+        return GoalRecord(
+            goal=np.asarray(goal, float).copy(),
+            distance=distance,
+            outcome=status.outcome,
+            reason=status.reason,
+            time=t_outcome,
+            error=status.position_error,
+            max_offset=status.max_attitude_offset,
+            final_offset=self.attitude_offset(),
+            plans=status.plans,
+            planner_steps=status.planner_steps,
+        )
+
+    def attitude_offset(self) -> float:
+        """Base attitude angle from the supervisor's reference [rad] (``reactionless``), else
+        the supervisor's per-goal figure."""
+        ref = self.supervisor.attitude_reference
+        if self.supervisor.mode is ControlMode.REACTIONLESS and ref is not None:
+            return float(np.linalg.norm(attitude_error(self.q[3:7], ref)))
+        return self.status.attitude_offset
+
+
+def chained_goals(
+    loop: ClosedLoop,
+    rng: np.random.Generator,
+    count: int,
+    *,
+    near: float = 0.1,
+    far: float = 0.45,
+    **run_options: float,
+) -> list[GoalRecord]:
+    """Run ``count`` goals, each drawn ``near``-``far`` m [m] (uniform) in a uniformly random
+    direction from wherever the end effector is when it is drawn, redrawn until the
+    controller's :meth:`~ffsim_ros.control.reactionless.ReactionlessController.check_goal`
+    accepts it. ``run_options`` go to :meth:`ClosedLoop.run_goal`."""
+    records = []
+    law = loop.supervisor.law
+    for _ in range(count):
+        p = loop.ee_position()
+        while True:
+            d = rng.normal(size=3)
+            goal = p + rng.uniform(near, far) * d / np.linalg.norm(d)
+            try:
+                law.check_goal(loop.q, goal)
+            except ValueError:
+                continue
+            break
+        records.append(loop.run_goal(goal, **run_options))
+    return records

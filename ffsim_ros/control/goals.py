@@ -1,0 +1,205 @@
+"""Goal outcome model of the reach supervisor: settings, outcome, phase and status (no ROS).
+
+Plain enums and frozen dataclasses in SI units, so that a node maps them onto a message field
+by field (:meth:`GoalStatus.as_dict`). :class:`~ffsim_ros.control.supervisor.ReachSupervisor`
+produces them.
+
+Attitude reference (what ``reactionless`` mode holds): the base attitude measured when
+reactionless mode is entered -- the first update of a supervisor created in that mode, every
+switch into it from another mode (:meth:`ReachSupervisor.set_mode`), or an explicit
+:meth:`ReachSupervisor.reset_attitude_reference`. It is kept across goals, so the base stays
+within the budget of one attitude for a whole session instead of drifting by up to the
+tolerance at every goal; it is *not* restored after a ``gjm_tracking`` or ``joint_pd`` phase
+(turning the base back is not reactionless), the attitude reached there becomes the new one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from enum import Enum
+
+
+class GoalOutcome(str, Enum):
+    """Outcome of the current goal; ``none``: no goal yet (or cancelled)."""
+
+    NONE = 'none'
+    ACTIVE = 'active'
+    REACHED = 'reached'
+    ABORTED = 'aborted'
+
+
+#: The values of :class:`GoalOutcome`, in order (an index for numeric status fields).
+GOAL_OUTCOMES = tuple(o.value for o in GoalOutcome)
+
+
+class GoalPhase(str, Enum):
+    """What the supervisor is doing for the current goal.
+
+    ``idle``: no goal, arm held still; ``tracking``: the mode's law toward the goal;
+    ``planning``: stalled, a path is searched in the reaction null space (arm held still);
+    ``detour``: following the planned waypoints (reactionless); ``approach``: the final leg,
+    end effector first with the attitude within the budget; ``holding``: goal reached, the
+    end effector held on it; ``restoring``: aborted, the base attitude brought back under the
+    tolerance (end effector held where it is as far as the reaction null space allows);
+    ``stopped``: aborted, arm held still.
+    """
+
+    IDLE = 'idle'
+    TRACKING = 'tracking'
+    PLANNING = 'planning'
+    DETOUR = 'detour'
+    APPROACH = 'approach'
+    HOLDING = 'holding'
+    RESTORING = 'restoring'
+    STOPPED = 'stopped'
+
+
+#: The values of :class:`GoalPhase`, in order (an index for numeric status fields).
+GOAL_PHASES = tuple(p.value for p in GoalPhase)
+
+
+@dataclass(frozen=True)
+class ReachSettings:
+    """How goals are judged and recovered (SI units, except the two attitude angles in degrees
+    as a user sets them).
+
+    Attributes
+    ----------
+    position_tolerance : float
+        A goal is reached when the end effector is this close [m] ...
+    attitude_tolerance_deg : float
+        ... and, in ``reactionless`` mode, the base attitude is within this angle of the
+        reference [deg].
+    attitude_budget_deg : float
+        Largest base attitude offset [deg] the recovery may spend to leave a fold of the
+        reaction null space; restored below ``attitude_tolerance_deg`` before the goal counts
+        as reached. 0 disables the spending (the planner then keeps the attitude).
+    stall_time : float
+        A goal stalls when its residual has not dropped by ``stall_progress`` for this long
+        [s] (normal tracking and the final approach).
+    stall_progress : float
+        Progress that resets the stall timer [m]; an attitude change of ``attitude_tolerance``
+        counts as ``position_tolerance``.
+    goal_timeout : float
+        Longest time a goal stays active [s]; then it is aborted.
+    restore_timeout : float
+        Longest time spent restoring the attitude after an abort [s].
+    plan_max_steps : int
+        Planner effort per plan: kinematic rollout steps (each one evaluation of the
+        kinematics and inertia, ~0.2 ms on the servicer).
+    plan_steps_per_update : int
+        Rollout steps the planner may take in one :meth:`ReachSupervisor.update` (bounds the
+        cost of an update while planning; the arm is held still meanwhile).
+    max_plans : int
+        Plans tried for one goal (a stall after a planned detour plans again).
+    plan_dt : float
+        Time step of the planner's rollouts [s].
+    plan_radius : float
+        Radius around the goal in which the planner samples detour waypoints [m].
+    plan_seed : int
+        Seed of the planner's random numbers (each goal and plan gets its own stream derived
+        from it, so runs are reproducible).
+    """
+
+    position_tolerance: float = 0.005
+    attitude_tolerance_deg: float = 0.1
+    attitude_budget_deg: float = 0.2
+    stall_time: float = 2.0
+    stall_progress: float = 0.001
+    goal_timeout: float = 300.0
+    restore_timeout: float = 10.0
+    plan_max_steps: int = 12000
+    plan_steps_per_update: int = 20
+    max_plans: int = 3
+    plan_dt: float = 0.1
+    plan_radius: float = 1.0
+    plan_seed: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ('int', int):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ValueError(f'{f.name}: expected an integer, got {value!r}')
+                low = 0 if f.name == 'plan_seed' else 1
+                if f.name == 'max_plans':
+                    low = 0
+                if value < low:
+                    raise ValueError(f'{f.name}: expected an integer >= {low}, got {value}')
+                continue
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f'{f.name}: expected a finite number, got {value!r}')
+            zero_ok = f.name == 'attitude_budget_deg'
+            if value < 0.0 or (value == 0.0 and not zero_ok):
+                raise ValueError(
+                    f'{f.name}: expected a value {">= 0" if zero_ok else "> 0"}, got {value}'
+                )
+        if 0.0 < self.attitude_budget_deg <= self.attitude_tolerance_deg:
+            raise ValueError(
+                'attitude_budget_deg: expected 0 (off) or more than attitude_tolerance_deg '
+                f'({self.attitude_tolerance_deg}), got {self.attitude_budget_deg}'
+            )
+
+    @property
+    def attitude_budget(self) -> float:
+        """The budget [rad]."""
+        return math.radians(self.attitude_budget_deg)
+
+    @property
+    def attitude_tolerance(self) -> float:
+        """The tolerance [rad]."""
+        return math.radians(self.attitude_tolerance_deg)
+
+
+@dataclass(frozen=True)
+class GoalStatus:
+    """The current goal as a client sees it (a snapshot; SI units, angles in rad).
+
+    Attributes
+    ----------
+    goal_id : int, counts the goals given to the supervisor (0: none yet).
+    outcome : GoalOutcome
+    phase : GoalPhase
+    reason : str, why the goal was aborted, or how it was reached ('' while active).
+    mode : str, the control mode (a value of ``CONTROL_MODES``).
+    position_error : float, distance from the end effector to the goal [m] (0: no goal).
+    initial_error : float, that distance when the goal was given [m].
+    progress : float, ``1 - best error / initial error`` in [0, 1].
+    attitude_offset : float, base attitude angle from the held reference [rad]
+        (``reactionless``), or from the attitude at the goal's start (other modes).
+    max_attitude_offset : float, largest ``attitude_offset`` during this goal [rad].
+    attitude_budget : float, the budget [rad] (0: spending off).
+    stall_time : float, time since the residual last made progress [s].
+    elapsed : float, time since the goal was given [s].
+    plans : int, plans made for this goal.
+    planner_steps : int, planner rollout steps spent on this goal.
+    """
+
+    goal_id: int = 0
+    outcome: GoalOutcome = GoalOutcome.NONE
+    phase: GoalPhase = GoalPhase.IDLE
+    reason: str = ''
+    mode: str = ''
+    position_error: float = 0.0
+    initial_error: float = 0.0
+    progress: float = 0.0
+    attitude_offset: float = 0.0
+    max_attitude_offset: float = 0.0
+    attitude_budget: float = 0.0
+    stall_time: float = 0.0
+    elapsed: float = 0.0
+    plans: int = 0
+    planner_steps: int = 0
+
+    @property
+    def active(self) -> bool:
+        """The goal is still being worked on."""
+        return self.outcome is GoalOutcome.ACTIVE
+
+    def as_dict(self) -> dict:
+        """Field name -> value, enums as their string values (for a message or a log)."""
+        out = asdict(self)
+        out['outcome'] = self.outcome.value
+        out['phase'] = self.phase.value
+        return out

@@ -1,0 +1,218 @@
+"""Reaction null space (RNS) of a free-floating arm: the rate laws and measures (no ROS).
+
+Under zero momentum the base angular velocity is ``w0 = -A phidot`` with ``A`` the angular rows
+of ``B = H0^-1 H0m`` ([S0 eq. 21]); the joint rates with ``A phidot = 0`` are the reaction null
+space of Nenchev & Yoshida: moving in it leaves the base attitude untouched. Everything here
+works on the *rate-weighted* joint coordinates ``phidot = W xi`` (``W``: the joint velocity
+limits normalized to a maximum of 1), so that each joint moves in proportion to what it can do.
+
+=========================  ===================================================================
+:func:`reactionless_rates`  attitude task first (``A phidot = -w0_d``), the end-effector task
+                            in its null space by damped least squares (task priority)
+:func:`budget_rates`        end-effector task first, the attitude task weighted by a barrier
+                            that grows without bound as the attitude offset nears a budget
+:func:`rns_manipulability`  ``sqrt(det(J_N J_N^T))`` of the reactionless Jacobian
+                            ``J_N = J* W N`` (``N``: orthonormal basis of ``null(A W)``)
+:func:`self_motion`         the joint-rate direction that moves neither the end effector nor
+                            the base attitude (null space of ``[J* W; A W]``)
+=========================  ===================================================================
+
+Why a budget law at all: the reaction null space is a distribution of ``n - 3`` dimensions
+in the joint space that is not integrable (the system is non-holonomic) but nearly so on the
+sample servicer: loops of joint motion *inside* it hardly move the arm across it, so the
+configurations reachable with the base attitude held lie close to one leaf of ``n - 3``
+dimensions. Where the image of that leaf in task space folds, ``J_N`` loses rank and greedy
+descent stops with the remaining error along the lost direction (a local minimum of the
+reactionless task). Crossing a fold needs a small base rotation; :func:`budget_rates` spends
+at most the budget for it, and the attitude is then restored where the reaction null space
+allows it (spending at one place and restoring at another moves the arm to another leaf).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_conjugate, quat_log, quat_multiply
+
+#: Weight of the attitude task against the end-effector task in :func:`budget_rates` far from
+#: the budget [m^2/rad^2]: 1 mrad/s of base rate costs as much as 1 mm/s of end-effector error.
+BUDGET_WEIGHT = 1.0
+#: Floor of ``1 - offset / budget`` in the barrier of :func:`budget_rates` (caps the weight).
+BUDGET_BARRIER_FLOOR = 1e-3
+#: Relative threshold of the singular values counted in a rank.
+RANK_TOL = 1e-10
+
+
+class TaskTerms(NamedTuple):
+    """What the rate laws need at one configuration (inertial frame, SI units)."""
+
+    position: np.ndarray  #: (3,) end-effector position [m]
+    rotation: np.ndarray  #: (3, 3) end-effector orientation (link -> inertial)
+    J_star: np.ndarray  #: (6, n) generalized Jacobian ``[v; w]`` of the end effector
+    B: np.ndarray  #: (6, n) ``H0^-1 H0m``: ``x0dot = -B phidot`` under zero momentum
+
+
+def task_terms(model: D.Model, q: np.ndarray, link: str) -> TaskTerms:
+    """:class:`TaskTerms` at ``q`` from one mass matrix and one link Jacobian (no bias forces).
+
+    Parameters
+    ----------
+    model : floating-base model;  q : (nq,) configuration;  link : end-effector link frame.
+    """
+    H = D.mass_matrix(model, q)
+    B = np.linalg.solve(H[:6, :6], H[:6, 6:])
+    J = D.link_jacobian(model, q, link)
+    p, R = D.link_pose(model, q, link)
+    return TaskTerms(p, R, J[:, 6:] - J[:, :6] @ B, B)
+
+
+def rate_weights(model: D.Model) -> np.ndarray:
+    """``W`` (n,): the joint velocity limits normalized to a maximum of 1 (1 where unlimited)."""
+    vmax = model.velocity_limit
+    finite = np.isfinite(vmax) & (vmax > 0)
+    if not np.any(finite):
+        return np.ones(model.n)
+    w = np.where(finite, vmax, np.max(vmax[finite]))
+    return w / np.max(w)
+
+
+def attitude_error(quaternion: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Rotation vector (3,) [rad], inertial frame, that turns ``quaternion`` into ``reference``.
+
+    Both (4,) unit quaternions (x, y, z, w) of the base; its norm is the attitude offset.
+    """
+    return quat_log(quat_multiply(reference, quat_conjugate(quaternion)))
+
+
+def dls_pinv(J: np.ndarray, damping: float) -> np.ndarray:
+    """Damped least-squares inverse ``J^T (J J^T + lambda^2 E)^-1``, (n, m) for J (m, n)."""
+    m = J.shape[0]
+    return J.T @ np.linalg.solve(J @ J.T + damping**2 * np.eye(m), np.eye(m))
+
+
+def _null_basis(AW: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(pinv(AW), N)``: pseudo-inverse and orthonormal null-space basis of ``AW`` (3, n)."""
+    u, s, vt = np.linalg.svd(AW)
+    rank = int(np.sum(s > RANK_TOL * max(1.0, s[0])))
+    pinv = vt[:rank].T @ (u[:, :rank].T / s[:rank, None])
+    return pinv, vt[rank:].T
+
+
+def reactionless_rates(
+    J: np.ndarray,
+    A: np.ndarray,
+    xdot: np.ndarray,
+    w0_d: np.ndarray,
+    weights: np.ndarray,
+    damping: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Task-priority rates: base angular velocity ``w0 = -A phidot = w0_d`` first, the task
+    ``J phidot = xdot`` inside the remaining reaction null space (damped least squares).
+
+    Parameters
+    ----------
+    J : (m, n) task rows of J*;  A : (3, n) angular rows of ``B``;  xdot : (m,) task rate;
+    w0_d : (3,) desired base angular velocity [rad/s] (the attitude correction);
+    weights : (n,) ``W``;  damping : lambda.
+
+    Returns
+    -------
+    phidot : (n,) joint rates;  JN : (m, k) the reactionless Jacobian ``J W N``.
+    """
+    AW = A * weights
+    pinv, N = _null_basis(AW)
+    xi_att = pinv @ (-w0_d)
+    JW = J * weights
+    JN = JW @ N
+    zeta = dls_pinv(JN, damping) @ (xdot - JW @ xi_att)
+    return weights * (xi_att + N @ zeta), JN
+
+
+def budget_rates(
+    J: np.ndarray,
+    A: np.ndarray,
+    xdot: np.ndarray,
+    w0_d: np.ndarray,
+    weights: np.ndarray,
+    damping: float,
+    offset: float,
+    budget: float,
+) -> np.ndarray:
+    """End-effector-first rates that turn the base only where the reaction null space cannot
+    move the end effector, and never by more than ``budget``.
+
+    ``xi = argmin |J W xi - xdot|^2 + mu |A W xi + w0_d|^2 + lambda^2 |xi|^2``, ``phidot = W xi``
+    with ``mu = BUDGET_WEIGHT / (1 - offset / budget)^2``: where ``[J; A]`` has full rank both
+    tasks are met (no attitude is spent); at a fold of the reaction null space the end
+    effector goes on at the price of the least base rotation, and the weight grows without
+    bound as the offset nears the budget, so the attitude rate in the lost direction goes to
+    zero there. ``w0_d`` (the attitude correction toward the reference) also pulls the spent
+    attitude back wherever the self-motion allows.
+
+    Parameters
+    ----------
+    offset : float, current attitude offset from the reference [rad];
+    budget : float, the attitude budget [rad] (> 0). Other arguments as
+        :func:`reactionless_rates`.
+
+    Returns
+    -------
+    (n,) joint rates.
+    """
+    if not budget > 0.0:
+        raise ValueError(f'budget_rates: expected a budget > 0 rad, got {budget}')
+    JW = J * weights
+    AW = A * weights
+    mu = BUDGET_WEIGHT / max(1.0 - offset / budget, BUDGET_BARRIER_FLOOR) ** 2
+    n = weights.size
+    lhs = JW.T @ JW + mu * (AW.T @ AW) + damping**2 * np.eye(n)
+    xi = np.linalg.solve(lhs, JW.T @ xdot - mu * (AW.T @ w0_d))
+    return weights * xi
+
+
+def rns_manipulability(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> float:
+    """``sqrt(det(J_N J_N^T))`` of the reactionless Jacobian ``J_N = J W N`` (m <= k).
+
+    The product of the singular values of ``J_N`` (independent of the choice of the basis
+    ``N`` of ``null(A W)``): zero where reactionless motions cannot move the end effector in
+    some task direction. Units of ``J`` to the power ``m`` (m^3 for the position rows).
+    """
+    _, N = _null_basis(A * weights)
+    JN = (J * weights) @ N
+    if JN.shape[1] < JN.shape[0]:
+        return 0.0
+    return float(np.prod(np.linalg.svd(JN, compute_uv=False)))
+
+
+def self_motion(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> np.ndarray | None:
+    """Unit joint-rate direction (n,) in the null space of ``[J W; A W]`` mapped by ``W``.
+
+    Moves neither the end effector (first order) nor the base attitude; None when the arm has
+    no such redundancy (``n <= m + 3``). At a fold the null space has a second dimension; the
+    direction of the smallest singular value is returned.
+    """
+    if weights.size <= J.shape[0] + 3:
+        return None
+    _, _, vt = np.linalg.svd(np.vstack((J * weights, A * weights)))
+    d = weights * vt[-1]
+    return d / np.linalg.norm(d)
+
+
+def saturate(x: np.ndarray, limit: float) -> np.ndarray:
+    """``x`` scaled down to norm ``limit`` if longer (direction kept)."""
+    norm = float(np.linalg.norm(x))
+    return x if norm <= limit or norm == 0.0 else x * (limit / norm)
+
+
+def zero_momentum_step(
+    model: D.Model, q: np.ndarray, phidot: np.ndarray, B: np.ndarray, dt: float
+) -> np.ndarray:
+    """Configuration after ``dt`` of joint rates ``phidot`` with zero momentum (kinematics only).
+
+    The base moves with ``x0dot = -B phidot`` [S0 eq. 21] (``B`` evaluated at ``q``): one
+    explicit step on the Lie group, what a planner needs to predict the closed loop.
+    """
+    return D.integrate(model, q, np.concatenate((-B @ phidot, phidot)), dt)

@@ -1,0 +1,456 @@
+"""Goal supervision: reach every accepted goal, or abort it with a reason (no ROS).
+
+:class:`ReachSupervisor` wraps a :class:`~ffsim_ros.control.reactionless.ReactionlessController`
+and owns the current goal, its outcome (:mod:`~ffsim_ros.control.goals`) and, in
+``reactionless`` mode, the held base attitude. Each :meth:`ReachSupervisor.update` computes the
+efforts and a :class:`~ffsim_ros.control.goals.GoalStatus`.
+
+In ``reactionless`` mode a goal goes through these phases::
+
+    tracking --stall--> planning --plan--> detour --> approach --stall--> planning ...
+       |                   |                              |
+       +--reached--> holding                              +--reached--> holding
+                           +--no plan / max_plans / timeout--> restoring --> stopped
+
+* **tracking**: the reactionless law (attitude first, end effector in the reaction null
+  space), with the self-motion that keeps the RNS manipulability up when ``Gains.k_null`` > 0
+  (off by default: on 120 chained goals of the servicer it did not raise the share reached,
+  85.8 % with ``k_null`` 1 against 88.3 % without, and it costs ~0.25 ms per update).
+* **stall** (a fold of the reaction null space, see :mod:`~ffsim_ros.control.rns`): the
+  residual ``max(error / position_tolerance, attitude offset / attitude_tolerance)`` has not
+  dropped by ``stall_progress`` for ``stall_time``.
+* **planning**: :class:`~ffsim_ros.control.planner.RnsPlanner` searches a detour through the
+  reaction null space, ``plan_steps_per_update`` rollout steps per update and at most
+  ``plan_max_steps`` in all, the arm held still meanwhile. Its first attempt is the budget
+  approach from where the arm stands.
+* **detour**: the planned waypoints, each steered toward for the planned time with the
+  reactionless law, or with the budget law on the legs where the plan spends attitude to
+  restore it elsewhere (which moves the arm to another leaf of the reaction null space);
+  **approach**: the end effector first, the base attitude within the budget
+  (``attitude_budget_deg``, of which the laws spend at most ``SPEND_MARGIN``) and pulled back
+  toward the reference (:func:`~.rns.budget_rates`).
+* **reached**: error within ``position_tolerance`` and attitude offset within
+  ``attitude_tolerance_deg`` -- the goal is then held with the law that reached it.
+* **aborted** (no plan, ``max_plans`` plans used, ``goal_timeout``): the reason names the
+  figures; the attitude is restored below the tolerance if it was spent (``restoring``, at
+  most ``restore_timeout``), then the arm is held still (``stopped``).
+
+Other modes (``gjm_tracking``, ``joint_pd``) have no recovery: a stall aborts the goal.
+Worst-case time to an outcome: ``goal_timeout`` (default 300 s; the longest goal of
+``benchmarks/reach.py`` took 192 s, three plans). Cost of an update: the law's (~0.5 ms on the
+servicer), plus ``plan_steps_per_update`` rollout steps (~0.24 ms each) while planning.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .goals import GoalOutcome, GoalPhase, GoalStatus, ReachSettings
+from .modes import ControlMode
+from .planner import Plan, RnsPlanner
+from .reactionless import ControlOutput, ReactionlessController
+from .rns import attitude_error
+
+#: Offset below which restoring after an abort stops, as a fraction of the tolerance.
+RESTORED = 0.5
+#: Share of the attitude budget the laws and the planner may spend: the rest is the margin for
+#: the dynamic closed loop (torque tracking, the control period) against the kinematic barrier.
+SPEND_MARGIN = 0.9
+
+
+class ReachSupervisor:
+    """Goal outcome, stall detection and recovery around a controller (module docstring).
+
+    Parameters
+    ----------
+    law : ReactionlessController
+        The control law; its ``mode`` is the supervisor's (change it with :meth:`set_mode`).
+    settings : ReachSettings, optional
+
+    Notes
+    -----
+    Times ``t`` are the caller's clock in seconds (the node's clock, simulated time with
+    ``use_sim_time``); they must not go back except through :meth:`reset`.
+    """
+
+    def __init__(self, law: ReactionlessController, settings: ReachSettings | None = None) -> None:
+        self.law = law
+        self.settings = settings or ReachSettings()
+        self._reference: np.ndarray | None = None
+        self._goal_id = 0
+        self._clear()
+        self._status = GoalStatus(mode=law.mode.value)
+
+    def _clear(self) -> None:
+        """Forget the goal (not the goal counter nor the attitude reference)."""
+        self._goal: np.ndarray | None = None
+        self._goal_R: np.ndarray | None = None
+        self._outcome = GoalOutcome.NONE
+        self._phase = GoalPhase.IDLE
+        self._reason = ''
+        self._t0 = self._t_progress = self._t_phase_end = 0.0
+        self._t_last: float | None = None
+        self._t_end: float | None = None  # when the outcome became reached or aborted
+        self._initial_error = self._best_error = 0.0
+        self._best_residual = math.inf
+        self._max_offset = 0.0
+        self._start_attitude: np.ndarray | None = None
+        self._planner: RnsPlanner | None = None
+        self._plan: Plan | None = None
+        self._segment = 0
+        self._plans = 0
+        self._planner_steps = 0
+        self._hold_budget = False
+        self._hold_position: np.ndarray | None = None
+
+    # ------------------------------------------------------------------------ properties
+    @property
+    def mode(self) -> ControlMode:
+        """The control mode (the law's)."""
+        return self.law.mode
+
+    @property
+    def status(self) -> GoalStatus:
+        """The status computed by the last :meth:`update` (or goal change)."""
+        return self._status
+
+    @property
+    def attitude_reference(self) -> np.ndarray | None:
+        """(4,) base quaternion held in ``reactionless`` mode; None until captured."""
+        return None if self._reference is None else self._reference.copy()
+
+    @property
+    def goal(self) -> np.ndarray | None:
+        """(3,) the current goal position [m], None without one."""
+        return None if self._goal is None else self._goal.copy()
+
+    # --------------------------------------------------------------------------- commands
+    def set_mode(self, mode: ControlMode | str) -> None:
+        """Switch the control mode. Entering ``reactionless`` from another mode captures the
+        attitude reference at the next :meth:`update` (the attitude reached in the other mode
+        is kept, not undone). An active goal goes on in the new mode from ``tracking``."""
+        new = ControlMode(mode)
+        if new is self.law.mode:
+            return
+        self.law.mode = new
+        if new is ControlMode.REACTIONLESS:
+            self._reference = None
+        self._planner = self._plan = None
+        if self._outcome is GoalOutcome.ACTIVE:
+            self._phase = GoalPhase.TRACKING
+            self._best_residual = math.inf
+            if self._t_last is not None:
+                self._t_progress = self._t_last
+        elif self._phase is GoalPhase.HOLDING:
+            self._hold_budget = False
+        elif self._phase is GoalPhase.RESTORING:
+            self._phase = GoalPhase.STOPPED  # the held attitude is the new mode's business
+
+    def reset_attitude_reference(self, q: np.ndarray | None = None) -> None:
+        """Hold the base attitude of ``q`` (None: the one measured at the next update)."""
+        self._reference = None if q is None else np.asarray(q, float)[3:7].copy()
+
+    def set_goal(
+        self, t: float, q: np.ndarray, position: np.ndarray, rotation: np.ndarray | None = None
+    ) -> GoalStatus:
+        """Accept a new goal at time ``t`` [s] with the arm at ``q`` (replaces any goal).
+
+        Parameters
+        ----------
+        position : (3,) goal, inertial frame [m];  rotation : (3, 3), optional (with the law's
+            ``track_orientation``).
+
+        Raises
+        ------
+        ValueError
+            The goal is rejected (:meth:`ReactionlessController.check_goal`); the current goal
+            is then left as it was.
+        """
+        q = np.asarray(q, dtype=float)
+        self.law.check_goal(q, position)
+        goal_id = self._goal_id + 1
+        self._clear()
+        self._goal_id = goal_id
+        self._goal = np.asarray(position, dtype=float).copy()
+        self._goal_R = None if rotation is None else np.asarray(rotation, dtype=float).copy()
+        self._outcome = GoalOutcome.ACTIVE
+        self._phase = GoalPhase.TRACKING
+        self._t0 = self._t_progress = self._t_last = float(t)
+        if self.law.mode is ControlMode.REACTIONLESS and self._reference is None:
+            self._reference = q[3:7].copy()
+        self._start_attitude = q[3:7].copy()
+        p = self.law.task_terms(q).position
+        self._initial_error = self._best_error = float(np.linalg.norm(self._goal - p))
+        self._status = self._make_status(self._initial_error, self._offset(q))
+        return self._status
+
+    def stop(self, t: float, q: np.ndarray, reason: str) -> GoalStatus:
+        """Abort the current goal (if active) with ``reason`` and hold the arm still.
+
+        The attitude spent (if any) is restored first, as after any abort."""
+        q = np.asarray(q, dtype=float)
+        if self._outcome is GoalOutcome.ACTIVE:
+            self._abort(float(t), q, reason)
+        else:
+            self._phase = GoalPhase.STOPPED if self._goal is not None else GoalPhase.IDLE
+            self._hold_position = None
+        err = 0.0
+        if self._goal is not None:
+            err = float(np.linalg.norm(self._goal - self.law.task_terms(q).position))
+        self._status = self._make_status(err, self._offset(q))
+        return self._status
+
+    def reset(self) -> None:
+        """Forget the goal, the clock and the attitude reference (e.g. after the clock went
+        back): the arm is held still and the reference is captured at the next update."""
+        self._clear()
+        self._reference = None
+        self._status = GoalStatus(goal_id=self._goal_id, mode=self.law.mode.value)
+
+    # ----------------------------------------------------------------------------- update
+    def update(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[ControlOutput, GoalStatus]:
+        """One control update at time ``t`` [s] with the measured state ``(q, v)``.
+
+        Returns
+        -------
+        ControlOutput
+            The efforts and figures of :meth:`ReactionlessController.compute`.
+        GoalStatus
+        """
+        t = float(t)
+        q = np.asarray(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        reactionless = self.law.mode is ControlMode.REACTIONLESS
+        if reactionless and self._reference is None:
+            self._reference = q[3:7].copy()
+        self._t_last = t
+        offset = self._offset(q)
+        if self._outcome is GoalOutcome.ACTIVE:
+            self._max_offset = max(self._max_offset, offset)
+            if t - self._t0 > self.settings.goal_timeout:
+                self._abort(t, q, f'timeout: not reached after {self.settings.goal_timeout:g} s')
+        out = self._command(t, q, v)
+        err = out.position_error if self._goal is not None else 0.0
+        if self._outcome is GoalOutcome.ACTIVE:
+            self._judge(t, q, err, offset)
+        elif self._phase is GoalPhase.RESTORING:
+            if offset <= RESTORED * self.settings.attitude_tolerance or t >= self._t_phase_end:
+                self._phase = GoalPhase.STOPPED
+        self._status = self._make_status(err, offset)
+        return out, self._status
+
+    def _command(self, t: float, q: np.ndarray, v: np.ndarray) -> ControlOutput:
+        """The efforts of the current phase."""
+        law, phase, ref = self.law, self._phase, self._reference
+        if law.mode is not ControlMode.REACTIONLESS:
+            ref = None
+        if phase in (GoalPhase.IDLE, GoalPhase.STOPPED):
+            out = law.compute(q, v, None)
+            if self._goal is not None:
+                out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            return out
+        if phase is GoalPhase.PLANNING:
+            out = law.compute(q, v, None)  # arm held still while the planner runs
+            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            self._advance_planner(t, q)
+            return out
+        if phase is GoalPhase.RESTORING:
+            out = law.compute(q, v, self._hold_position, None, ref, self_motion=False)
+            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            return out
+        if phase is GoalPhase.DETOUR:
+            segment = self._plan.segments[self._segment]
+            budget = self._spend_budget() if segment.spend else None
+            out = law.compute(
+                q, v, segment.target, None, ref, attitude_budget=budget, self_motion=False
+            )
+            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            if t >= self._t_phase_end:
+                self._next_segment(t)
+            return out
+        budget = None
+        if ref is not None and (
+            phase is GoalPhase.APPROACH or (phase is GoalPhase.HOLDING and self._hold_budget)
+        ):
+            budget = self._spend_budget()
+        return law.compute(
+            q,
+            v,
+            self._goal,
+            self._goal_R,
+            ref,
+            attitude_budget=budget,
+            self_motion=phase is not GoalPhase.APPROACH,
+        )
+
+    # ------------------------------------------------------------------------ the outcome
+    def _spend_budget(self) -> float | None:
+        """The attitude the laws may spend [rad] (None: spending off)."""
+        budget = SPEND_MARGIN * self.settings.attitude_budget
+        return budget if budget > 0.0 else None
+
+    def _offset(self, q: np.ndarray) -> float:
+        ref = self._reference if self.law.mode is ControlMode.REACTIONLESS else None
+        if ref is None:
+            ref = self._start_attitude
+        if ref is None:
+            return 0.0
+        return float(np.linalg.norm(attitude_error(q[3:7], ref)))
+
+    def _residual(self, err: float, offset: float) -> float:
+        s = self.settings
+        r = err / s.position_tolerance
+        if self.law.mode is ControlMode.REACTIONLESS:
+            r = max(r, offset / s.attitude_tolerance)
+        return r
+
+    def _judge(self, t: float, q: np.ndarray, err: float, offset: float) -> None:
+        """Reached, progress, stall (only while the arm works toward the goal)."""
+        s = self.settings
+        self._best_error = min(self._best_error, err)
+        if self._phase not in (GoalPhase.TRACKING, GoalPhase.DETOUR, GoalPhase.APPROACH):
+            return
+        r = self._residual(err, offset)
+        if r <= 1.0:
+            self._outcome = GoalOutcome.REACHED
+            self._t_end = t
+            how = {
+                GoalPhase.TRACKING: 'directly',
+                GoalPhase.DETOUR: f'on detour {self._plans}',
+                GoalPhase.APPROACH: f'after {self._plans} plan(s)',
+            }[self._phase]
+            self._reason = (
+                f'reached {how} in {t - self._t0:.1f} s: {err * 1e3:.1f} mm, attitude '
+                f'{math.degrees(offset):.3f} deg (max {math.degrees(self._max_offset):.3f})'
+            )
+            self._hold_budget = self._phase is GoalPhase.APPROACH
+            self._phase = GoalPhase.HOLDING
+            return
+        if self._phase is GoalPhase.DETOUR:
+            return
+        if r < self._best_residual - s.stall_progress / s.position_tolerance:
+            self._best_residual = r
+            self._t_progress = t
+            return
+        if t - self._t_progress < s.stall_time:
+            return
+        self._on_stall(t, q, err, offset)
+
+    def _on_stall(self, t: float, q: np.ndarray, err: float, offset: float) -> None:
+        s = self.settings
+        what = (
+            f'stalled {err * 1e3:.1f} mm short (no progress of {s.stall_progress * 1e3:g} mm '
+            f'in {s.stall_time:g} s)'
+        )
+        if self.law.mode is not ControlMode.REACTIONLESS:
+            self._abort(t, q, f'{what} in {self.law.mode.value} mode (no recovery in this mode)')
+            return
+        if self.law.track_orientation:
+            self._abort(t, q, f'{what}; no recovery with track_orientation (position task only)')
+            return
+        if self._plans >= s.max_plans:
+            self._abort(t, q, f'{what} after {self._plans} plan(s) (max_plans {s.max_plans})')
+            return
+        self._plans += 1
+        self._planner = RnsPlanner(
+            self.law,
+            q,
+            self._goal,
+            self._reference,
+            budget=self._spend_budget() or 0.0,
+            position_tolerance=s.position_tolerance,
+            attitude_tolerance=s.attitude_tolerance,
+            stall_time=s.stall_time,
+            stall_progress=s.stall_progress,
+            dt=s.plan_dt,
+            radius=s.plan_radius,
+            max_steps=s.plan_max_steps,
+            seed=s.plan_seed * 100003 + self._goal_id * 101 + self._plans,
+        )
+        self._plan = None
+        self._phase = GoalPhase.PLANNING
+
+    def _advance_planner(self, t: float, q: np.ndarray) -> None:
+        planner = self._planner
+        before = planner.steps
+        done = planner.advance(self.settings.plan_steps_per_update)
+        self._planner_steps += planner.steps - before
+        if not done:
+            return
+        self._planner = None
+        if planner.plan is None:
+            best = planner.best
+            figures = ''
+            if best is not None:
+                figures = (
+                    f'; best predicted approach {best.error * 1e3:.1f} mm short with the '
+                    f'attitude {math.degrees(best.offset):.3f} deg off (max '
+                    f'{math.degrees(best.max_offset):.3f}, budget '
+                    f'{self.settings.attitude_budget_deg:g} deg)'
+                )
+            self._abort(
+                t,
+                q,
+                f'no path through the reaction null space: plan {self._plans} searched '
+                f'{planner.steps} steps, {planner.nodes} nodes{figures}',
+            )
+            return
+        self._plan = planner.plan
+        self._segment = -1
+        self._next_segment(t)
+
+    def _next_segment(self, t: float) -> None:
+        self._segment += 1
+        if self._segment < len(self._plan.segments):
+            self._phase = GoalPhase.DETOUR
+            self._t_phase_end = t + self._plan.segments[self._segment].duration
+            return
+        self._phase = GoalPhase.APPROACH
+        self._best_residual = math.inf
+        self._t_progress = t
+
+    def _abort(self, t: float, q: np.ndarray, reason: str) -> None:
+        self._outcome = GoalOutcome.ABORTED
+        self._reason = reason
+        self._t_end = t
+        self._planner = self._plan = None
+        restore = (
+            self.law.mode is ControlMode.REACTIONLESS
+            and self._offset(q) > RESTORED * self.settings.attitude_tolerance
+        )
+        if restore:
+            self._phase = GoalPhase.RESTORING
+            self._hold_position = self.law.task_terms(q).position
+            self._t_phase_end = t + self.settings.restore_timeout
+        else:
+            self._phase = GoalPhase.STOPPED
+
+    def _make_status(self, err: float, offset: float) -> GoalStatus:
+        active = self._outcome is GoalOutcome.ACTIVE
+        t = self._t_last if self._t_last is not None else self._t0
+        progress = 0.0
+        if self._initial_error > 0.0:
+            progress = min(1.0, max(0.0, 1.0 - self._best_error / self._initial_error))
+        measured = (GoalPhase.TRACKING, GoalPhase.APPROACH)
+        stall = t - self._t_progress if active and self._phase in measured else 0.0
+        return GoalStatus(
+            goal_id=self._goal_id,
+            outcome=self._outcome,
+            phase=self._phase,
+            reason=self._reason,
+            mode=self.law.mode.value,
+            position_error=err,
+            initial_error=self._initial_error,
+            progress=progress,
+            attitude_offset=offset,
+            max_attitude_offset=self._max_offset,
+            attitude_budget=self.settings.attitude_budget,
+            stall_time=max(0.0, stall),
+            elapsed=(self._t_end if self._t_end is not None else t) - self._t0
+            if self._goal is not None
+            else 0.0,
+            plans=self._plans,
+            planner_steps=self._planner_steps,
+        )
