@@ -34,7 +34,7 @@ def fd_derivatives_ws_size(nb: int, nv: int) -> int:
     return derivatives_ws_size(nb, nv) + nv * nv + nv
 
 
-@njit_leaf
+@njit
 def forward_dynamics_derivatives_into(
     m: ModelArrays,
     q: np.ndarray,

@@ -17,7 +17,7 @@ from .layout import REVOLUTE, ROOT_FIXED, ROOT_FREE, SPHERICAL, UNIVERSAL, Model
 from .spatial import col6, motion_cross, mul33, rowdot, scaled
 
 
-@njit_leaf
+@njit
 def forward_kinematics(
     m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, T: np.ndarray
 ) -> None:
@@ -82,7 +82,7 @@ def rotation_column(
     S[5, c] = kz
 
 
-@njit_leaf
+@njit
 def motion_subspace(
     m: ModelArrays, q: np.ndarray, R: np.ndarray, p: np.ndarray, S: np.ndarray
 ) -> None:
@@ -154,7 +154,7 @@ def motion_subspace(
                 S[5, c0] = 0.0
 
 
-@njit_leaf
+@njit
 def world_inertias(
     m: ModelArrays,
     R: np.ndarray,
@@ -217,7 +217,7 @@ def joint_velocity(S: np.ndarray, iv: int, nvj: int, v: np.ndarray) -> tuple:
     return (s0, s1, s2, s3, s4, s5)
 
 
-@njit_leaf
+@njit
 def velocity_product(
     jt: int, iv: int, vi: tuple, sv: tuple, S: np.ndarray, v: np.ndarray
 ) -> tuple:

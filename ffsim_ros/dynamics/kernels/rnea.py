@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import carve, njit, njit_leaf
+from ..jit import carve, njit
 from .friction import joint_friction
 from .kinematics import (
     joint_velocity,
@@ -30,7 +30,7 @@ def id_ws_size(nb: int, nv: int) -> int:
     return kinematics_ws_size(nb, nv) + rnea_ws_size(nb) + nv
 
 
-@njit_leaf
+@njit
 def rnea(
     m: ModelArrays,
     q: np.ndarray,
