@@ -42,6 +42,7 @@ from .kernels.entry import (
     e_rnea,
     e_state_summary,
 )
+from .kernels.frames import b_link_frame
 from .lie import cross, quat_normalize, quat_to_matrix
 from .model import Model
 
@@ -211,6 +212,37 @@ def link_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
     J[1] -= pz * J[3] - px * J[5]
     J[2] -= px * J[4] - py * J[3]
     return J
+
+
+def link_pose_and_jacobian(
+    model: Model, q: ArrayLike, link: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pose and Jacobian of a link frame in one kinematics pass, for one state or a batch.
+
+    What :func:`link_pose` and :func:`link_jacobian` give, for ``q`` (nq,) or (..., nq) with
+    leading batch dimensions (the rows spread over all cores): what a task-space controller
+    needs at each state of a batch.
+
+    Returns
+    -------
+    p : (..., 3) position of the link frame origin, inertial frame [m].
+    R : (..., 3, 3) orientation (link frame -> inertial frame).
+    J : (..., 6, nv) Jacobian ``[Js | Jm]`` [S0 eq. 5], rows ``[linear velocity of the link
+        frame origin; angular velocity]``, inertial frame (as :func:`link_jacobian`).
+    """
+    frame = model.frame(link)
+    lead = batch_shape(q)
+    Q = as_rows(q, model.nq, 'q', lead) if is_batch(q) else as_q(model, q)[None, :]
+    mask = _support_mask(model, frame.body)
+    p, R, J = b_link_frame(
+        *model.packed,
+        np.ascontiguousarray(Q),
+        frame.body,
+        np.ascontiguousarray(frame.rotation),
+        np.ascontiguousarray(frame.translation),
+        mask,
+    )
+    return p.reshape(lead + (3,)), R.reshape(lead + (3, 3)), J.reshape(lead + (6, model.nv))
 
 
 # ----------------------------------------------------------------------------------------------

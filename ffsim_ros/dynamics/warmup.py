@@ -25,6 +25,7 @@ from . import (
     inverse_dynamics,
     inverse_dynamics_derivatives,
     link_jacobian,
+    link_pose_and_jacobian,
     load_urdf,
     mass_matrix,
     momentum,
@@ -67,6 +68,7 @@ def warm_up() -> float:
         forward_dynamics(model, Q, V, T)
         mass_matrix(model, Q)
         bias_forces(model, Q, V)
+        link_pose_and_jacobian(model, Q, model.link_names[-1])
         momentum(model, Q, V)
         integrate(model, Q, V, 0.1)
         step(model, Q, V, T, 1e-3)

@@ -1,0 +1,313 @@
+"""Monte Carlo campaigns (issue 20): the batched closed loop against the single-run loop, run
+independence inside a batch, seeded dispersions, failures, bad scenario files."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.campaign.batch import BatchRunner, Campaign, Faults
+from ffsim_ros.campaign.dispersions import sample_inputs
+from ffsim_ros.campaign.scenario import Scenario, ScenarioError, load_scenario
+from ffsim_ros.control import ReachSupervisor, ReactionlessController
+from ffsim_ros.control.batched import BatchedLaw
+from ffsim_ros.control.closed_loop import ClosedLoop
+from ffsim_ros.resources import sample_robot
+
+ROBOT = 'ffsim_servicer_7dof'
+
+
+@pytest.fixture(scope='module')
+def model():
+    return D.load_urdf(str(sample_robot(ROBOT)))
+
+
+def scenario(**changes) -> Scenario:
+    data = {
+        'robot': ROBOT,
+        'runs': 3,
+        'seed': 11,
+        'batch_size': 3,
+        'timing': {'settle': 0.2, 'run_goal_timeout': 1.5},
+        'goals': {'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05], [-0.04, 0.03, 0.03]]},
+        'dispersions': {
+            'joint_positions': {'dist': 'uniform', 'low': -0.05, 'high': 0.05},
+            'angular_momentum': {'dist': 'normal', 'std': 0.02},
+            'goal_offset': {'dist': 'normal', 'std': 0.01},
+        },
+    }
+    data.update(changes)
+    return Scenario.from_dict(data)
+
+
+# ------------------------------------------------------------------------------ the law
+@pytest.mark.parametrize('mode', ['reactionless', 'gjm_tracking'])
+def test_batched_law_equals_single_law(model, mode):
+    law = ReactionlessController(model, 'ee_link', mode=mode)
+    batched = BatchedLaw(law)
+    rng = np.random.default_rng(4)
+    B = 6
+    Q = np.stack([D.neutral(model) for _ in range(B)])
+    Q[:, 7:] = rng.uniform(-0.6, 0.6, (B, model.n))
+    Q[:, 3:7] = rng.normal(size=(B, 4))
+    Q[:, 3:7] /= np.linalg.norm(Q[:, 3:7], axis=1, keepdims=True)
+    V = rng.normal(scale=0.1, size=(B, model.nv))
+    refs = Q[:, 3:7] + rng.normal(scale=0.02, size=(B, 4))
+    refs /= np.linalg.norm(refs, axis=1, keepdims=True)
+    terms = batched.terms(Q, V)
+    targets = terms.position + rng.normal(scale=0.1, size=(B, 3))
+    targets[2] = np.nan  # a braking row
+    tau = batched.efforts(Q, V, terms, targets, refs if mode == 'reactionless' else None)
+    for k in range(B):
+        goal = None if k == 2 else targets[k]
+        ref = refs[k] if mode == 'reactionless' else None
+        out = law.compute(Q[k], V[k], goal, attitude_reference=ref)
+        np.testing.assert_allclose(terms.position[k], out.ee_position, rtol=0, atol=1e-14)
+        scale = max(1.0, np.abs(out.tau).max())
+        np.testing.assert_allclose(tau[k], out.tau, rtol=0, atol=1e-12 * scale)
+    # a row alone gives the same bits as inside the batch
+    one = batched.efforts(
+        Q[4:5],
+        V[4:5],
+        batched.terms(Q[4:5], V[4:5]),
+        targets[4:5],
+        refs[4:5] if mode == 'reactionless' else None,
+    )
+    np.testing.assert_array_equal(one[0], tau[4])
+
+
+def test_link_pose_and_jacobian_equals_single_functions(model):
+    rng = np.random.default_rng(1)
+    Q = np.stack([D.neutral(model)] * 5)
+    Q[:, 7:] = rng.uniform(-1, 1, (5, model.n))
+    Q[:, :3] = rng.normal(size=(5, 3))
+    Q[:, 3:7] = rng.normal(size=(5, 4))
+    Q[:, 3:7] /= np.linalg.norm(Q[:, 3:7], axis=1, keepdims=True)
+    for link in ('ee_link', model.link_names[3]):
+        P, R, J = D.link_pose_and_jacobian(model, Q.reshape(5, 1, -1), link)
+        assert P.shape == (5, 1, 3) and R.shape == (5, 1, 3, 3) and J.shape == (5, 1, 6, model.nv)
+        for k in range(5):
+            p, r = D.link_pose(model, Q[k], link)
+            np.testing.assert_allclose(P[k, 0], p, atol=1e-14)
+            np.testing.assert_allclose(R[k, 0], r, atol=1e-14)
+            np.testing.assert_allclose(J[k, 0], D.link_jacobian(model, Q[k], link), atol=1e-13)
+    p1, r1, j1 = D.link_pose_and_jacobian(model, Q[0], 'ee_link')
+    assert p1.shape == (3,) and j1.shape == (6, model.nv)
+
+
+# ------------------------------------------------------------------------ closed loops
+def test_batch_equals_single_closed_loops(model):
+    s = scenario()
+    c = Campaign(s)
+    results = {r.index: r for r in BatchRunner(c, range(s.runs))}
+    assert sorted(results) == [0, 1, 2]
+    t = s.timing
+    for index, r in results.items():
+        inputs = sample_inputs(s, model, index)
+        law = ReactionlessController(model, s.ee_link, mode=s.mode, gains=s.gains)
+        settings = dataclasses.replace(s.reach, plan_seed=inputs.plan_seed)
+        loop = ClosedLoop(
+            ReachSupervisor(law, settings),
+            inputs.q0,
+            inputs.v0,
+            control_dt=t.control_dt,
+            physics_dt=t.physics_dt,
+        )
+        start = loop.ee_position()
+        records = [
+            loop.run_goal(start + o, timeout=t.run_goal_timeout, settle=t.settle)
+            for o in inputs.goal_offsets
+        ]
+        assert not r.failure
+        assert len(r.goals) == len(records)
+        for g, rec in zip(r.goals, records, strict=True):
+            assert g['outcome'] == rec.outcome.value
+            assert g['reason'] == rec.reason
+            np.testing.assert_allclose(g['goal'], rec.goal, rtol=0, atol=1e-15)
+            assert g['time'] == pytest.approx(rec.time, abs=1e-9)
+            assert g['error'] == pytest.approx(rec.error, abs=1e-12)
+            assert g['max_offset'] == pytest.approx(rec.max_offset, abs=1e-12)
+            assert g['final_offset'] == pytest.approx(rec.final_offset, abs=1e-12)
+        assert r.t == pytest.approx(loop.t, abs=1e-9)
+        np.testing.assert_allclose(r.q, loop.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(r.v, loop.v, rtol=0, atol=1e-12)
+    # the runs differ (the dispersions reach the loop)
+    assert np.abs(results[0].q - results[1].q).max() > 1e-3
+
+
+def test_run_alone_equals_run_in_batch():
+    s = scenario(
+        dispersions={
+            'joint_positions': {'dist': 'uniform', 'low': -0.05, 'high': 0.05},
+            'mass_scale': {'dist': 'normal', 'mean': 1.0, 'std': 0.05},
+            'inertia_scale': {'dist': 'uniform', 'low': 0.9, 'high': 1.1},
+            'noise_joint_position': 1e-4,
+            'noise_base_rate': 1e-4,
+        },
+        goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]},
+    )
+    c = Campaign(s)
+    batch = {r.index: r for r in BatchRunner(c, range(4), batch_size=3)}
+    alone = next(iter(BatchRunner(c, [2], batch_size=1)))
+    r = batch[2]
+    np.testing.assert_array_equal(alone.q, r.q)
+    np.testing.assert_array_equal(alone.v, r.v)
+    assert alone.goals == r.goals
+    assert alone.metrics == r.metrics
+    assert r.inputs.noisy and r.inputs.model_error
+    assert np.abs(batch[1].q - batch[2].q).max() > 1e-4
+
+
+def test_failed_runs_are_reported_and_the_rest_completes():
+    s = scenario(goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]})
+    c = Campaign(s)
+    clean = {r.index: r for r in BatchRunner(c, range(4), batch_size=4)}
+    faults = Faults(nan_state={1: 0.3}, law_error={2: 0.5})
+    hit = {r.index: r for r in BatchRunner(c, range(4), batch_size=4, faults=faults)}
+    assert sorted(hit) == [0, 1, 2, 3]
+    assert hit[1].failure.startswith('non-finite state in the control period from t = 0.3')
+    assert 'controller error at t = 0.500 s' in hit[2].failure
+    assert 'injected law error in run 2' in hit[2].failure
+    for k in (1, 2):
+        assert hit[k].goals[-1]['outcome'] == 'failed' and not hit[k].reached
+        assert np.isfinite(hit[k].q).all() and np.isfinite(hit[k].v).all()
+    for k in (0, 3):
+        assert not hit[k].failure
+        np.testing.assert_array_equal(hit[k].q, clean[k].q)
+        assert hit[k].goals == clean[k].goals
+
+
+# --------------------------------------------------------------------------- dispersions
+def test_dispersions_reproducible_from_the_seed(model):
+    s = scenario(
+        dispersions={
+            'joint_positions': {'dist': 'uniform', 'low': -0.1, 'high': 0.2},
+            'base_attitude': {'dist': 'normal', 'std': [0.01, 0.02, 0.03]},
+            'linear_momentum': {'dist': 'normal', 'mean': 0.5, 'std': 0.1},
+            'angular_momentum': {'dist': 'normal', 'std': 0.05},
+            'mass_scale': {'dist': 'normal', 'mean': 1.0, 'std': 0.05},
+        }
+    )
+    a, b = sample_inputs(s, model, 7), sample_inputs(s, model, 7)
+    np.testing.assert_array_equal(a.q0, b.q0)
+    np.testing.assert_array_equal(a.v0, b.v0)
+    assert a.columns == b.columns and a.plan_seed == b.plan_seed
+    other = sample_inputs(s, model, 8)
+    assert not np.array_equal(a.q0, other.q0)
+    assert a.plan_seed != other.plan_seed
+    assert not np.array_equal(a.q0, sample_inputs(s.with_changes(seed=12), model, 7).q0)
+    # the batch size and run count do not enter a run's inputs
+    np.testing.assert_array_equal(
+        a.v0, sample_inputs(s.with_changes(runs=50, batch_size=9), model, 7).v0
+    )
+    # the drawn momentum is the initial state's momentum about the CoM
+    h = D.momentum(model, a.q0, a.v0, about='com')
+    cols = a.columns
+    drawn = [cols[f'in.{p}.{x}'] for p in ('linear_momentum', 'angular_momentum') for x in 'xyz']
+    np.testing.assert_allclose(h, drawn, atol=1e-12)
+    # the drawn attitude is the initial base attitude (nominal: identity)
+    r = [cols[f'in.base_attitude.{x}'] for x in 'xyz']
+    np.testing.assert_allclose(D.lie.quat_log(a.q0[3:7]), r, atol=1e-14)
+
+
+def test_dispersion_statistics(model):
+    s = scenario(
+        dispersions={
+            'joint_positions': {'dist': 'uniform', 'low': -0.1, 'high': 0.2},
+            'linear_momentum': {'dist': 'normal', 'mean': [0.5, 0.0, -1.0], 'std': 0.1},
+            'mass_scale': 1.02,
+        }
+    )
+    N = 1500
+    runs = [sample_inputs(s, model, i) for i in range(N)]
+    joint = model.joint_names[0]
+    u = np.array([r.columns[f'in.joint_positions.{joint}'] for r in runs])
+    assert u.min() >= -0.1 and u.max() <= 0.2
+    # uniform: mean 0.05, std 0.3 / sqrt(12); 5-sigma bounds on the sample mean
+    assert abs(u.mean() - 0.05) < 5 * 0.3 / np.sqrt(12 * N)
+    assert abs(u.std() - 0.3 / np.sqrt(12)) < 0.1 * 0.3 / np.sqrt(12)
+    px = np.array([r.columns['in.linear_momentum.x'] for r in runs])
+    pz = np.array([r.columns['in.linear_momentum.z'] for r in runs])
+    assert abs(px.mean() - 0.5) < 5 * 0.1 / np.sqrt(N)
+    assert abs(pz.mean() + 1.0) < 5 * 0.1 / np.sqrt(N)
+    assert abs(px.std() - 0.1) < 0.01
+    assert abs(np.corrcoef(px, u)[0, 1]) < 5 / np.sqrt(N)
+    assert all(r.columns['in.mass_scale.' + model.body_names[0]] == 1.02 for r in runs[:5])
+    np.testing.assert_array_equal(runs[0].mass_scale, np.full(len(model.body_names), 1.02))
+
+
+# ------------------------------------------------------------------------ bad scenarios
+BAD = [
+    ({'runs': 0}, 'runs: expected an integer >= 1, got 0'),
+    ({'runs': 2.5}, 'runs: expected an integer >= 1'),
+    ({'mode': 'fast'}, 'mode: expected one of'),
+    ({'colour': 'red'}, "unknown keys ['colour']"),
+    ({'goals': {'kind': 'spiral'}}, 'goals.kind: expected one of'),
+    ({'goals': {'kind': 'capture'}}, 'capture (a tumbling target, issue 17) is not implemented'),
+    (
+        {'goals': {'kind': 'offsets', 'offsets': [[0.1, 0.2]]}},
+        'goals.offsets[0]: expected [x, y, z]',
+    ),
+    ({'goals': {'kind': 'chained', 'near': 0.5, 'far': 0.1}}, 'expected 0 < near <= far'),
+    ({'timing': {'control_dt': 0.0105}}, 'control_dt (0.0105) must be a whole multiple'),
+    ({'timing': {'physics_dt': -1.0}}, 'timing.physics_dt: expected a value > 0'),
+    ({'gains': {'kp_tsk': 1.0}}, "gains: unknown fields ['kp_tsk']"),
+    ({'dispersions': {'mass': 1.0}}, "dispersions: unknown parameter 'mass'"),
+    ({'dispersions': {'mass_scale': {'dist': 'cauchy'}}}, 'dispersions.mass_scale.dist'),
+    ({'dispersions': {'joint_rates': {'dist': 'normal'}}}, "a normal distribution needs 'std'"),
+    ({'dispersions': {'joint_rates': {'dist': 'normal', 'std': -1}}}, 'std: expected values >= 0'),
+    ({'dispersions': {'joint_rates': {'dist': 'uniform', 'low': 1, 'high': 0}}}, 'low <= high'),
+    ({'dispersions': {'joint_rates': float('nan')}}, 'expected a finite number, got nan'),
+]
+
+
+@pytest.mark.parametrize(('change', 'message'), BAD)
+def test_bad_scenario_is_rejected_naming_the_field(change, message):
+    with pytest.raises(ScenarioError) as err:
+        scenario(**change)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ('change', 'message'),
+    [
+        ({'robot': 'no_such_robot'}, "robot: unknown sample robot 'no_such_robot'"),
+        ({'ee_link': 'nose'}, 'ee_link:'),
+        (
+            {'dispersions': {'joint_positions': {'dist': 'normal', 'std': [0.1, 0.2]}}},
+            'dispersions.joint_positions.std: expected one value or 7 (one per component), got 2',
+        ),
+        ({'initial': {'joint_positions': [0.0, 0.1]}}, 'initial.joint_positions: expected 7'),
+        (
+            {'dispersions': {'mass_scale': {'dist': 'uniform', 'low': -1.0, 'high': 0.0}}},
+            'dispersions.mass_scale: run 0 drew',
+        ),
+    ],
+)
+def test_bad_scenario_is_rejected_when_the_campaign_is_built(change, message):
+    with pytest.raises(ScenarioError) as err:
+        Campaign(scenario(**change))
+    assert message in str(err.value)
+
+
+def test_load_scenario_file(tmp_path):
+    path = tmp_path / 'reach.yaml'
+    path.write_text(
+        'robot: ffsim_servicer_7dof\nruns: 5\ngoals: {kind: chained, count: 2}\n'
+        'dispersions: {joint_rates: {dist: normal, std: 0.01}}\n'
+    )
+    s = load_scenario(path)
+    assert (s.name, s.runs, s.goals.count) == ('reach', 5, 2)
+    assert s.dispersion('joint_rates').param('std') == 0.01
+    assert Scenario.from_dict(s.as_dict()) == s
+    assert s.fingerprint() == s.with_changes(runs=9, batch_size=2).fingerprint()
+    assert s.fingerprint() != s.with_changes(seed=1).fingerprint()
+    (tmp_path / 'bad.yaml').write_text('robot: [unclosed\n')
+    with pytest.raises(ScenarioError, match='not valid YAML'):
+        load_scenario(tmp_path / 'bad.yaml')
+    (tmp_path / 'list.yaml').write_text('- 1\n- 2\n')
+    with pytest.raises(ScenarioError, match='scenario: expected a mapping'):
+        load_scenario(tmp_path / 'list.yaml')
