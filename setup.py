@@ -31,11 +31,14 @@ setup(
     description='Free-floating space robot simulator and reactionless controller for ROS 2.',
     license='Apache-2.0',
     tests_require=['pytest'],
+    # optional: `ffsim campaign --executor ray` (the local executor needs nothing extra)
+    extras_require={'ray': ['ray>=2.9']},
     entry_points={
         'console_scripts': [
             'simulator = ffsim_ros.simulator:main',
             'reactionless_controller = ffsim_ros.reactionless_controller:main',
             'ffsim = ffsim_ros.cli:main',
+            'ffsim_campaign = ffsim_ros.campaign.cli:main',
         ],
     },
 )

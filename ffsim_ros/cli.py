@@ -506,6 +506,17 @@ def main(argv: list[str] | None = None) -> int:
         help='simulator real-time factor (default: %(default)s; three processes share the cores)',
     )
     p.add_argument('--seconds-per-goal', type=float, default=None, help='sim seconds per goal')
+    sub.add_parser(
+        'campaign',
+        add_help=False,
+        help='Monte Carlo campaign of closed-loop runs from a scenario YAML file '
+        '(ffsim campaign SCENARIO.yaml --help)',
+    )
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['campaign']:
+        from ffsim_ros.campaign.cli import main as campaign_main
+
+        return campaign_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == 'demo':
         return demo(args)

@@ -311,3 +311,13 @@ def test_load_scenario_file(tmp_path):
     (tmp_path / 'list.yaml').write_text('- 1\n- 2\n')
     with pytest.raises(ScenarioError, match='scenario: expected a mapping'):
         load_scenario(tmp_path / 'list.yaml')
+
+
+def test_sample_campaign_file_is_valid():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / 'config' / 'campaign_servicer.yaml'
+    c = Campaign(load_scenario(path))
+    assert (c.scenario.runs, c.scenario.mode, c.model.n) == (256, 'reactionless', 7)
+    assert c.batched is not None  # the law is batched (no per-run fallback from the start)
+    assert 'in.mass_scale.base_link' in c.inputs

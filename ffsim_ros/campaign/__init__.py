@@ -2,5 +2,8 @@
 
 See :mod:`.scenario` (what a campaign is), :mod:`.dispersions` (seeds and inputs of a run),
 :mod:`.goals` (where a run's goals come from), :mod:`.supervision` (the reach supervisor's
-bookkeeping over a batch) and :mod:`.batch` (runs advanced in lockstep as one batch).
+bookkeeping over a batch), :mod:`.batch` (runs advanced in lockstep as one batch),
+:mod:`.executors` (where the batches run: in this process, or on Ray), :mod:`.results` (the
+table written as runs end, resumable; the summary and plots) and :mod:`.cli`
+(``ffsim campaign SCENARIO.yaml``).
 """

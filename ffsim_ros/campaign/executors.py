@@ -1,0 +1,122 @@
+"""Where the batches of a campaign run: in this process, or as tasks on a Ray cluster.
+
+Both executors yield :class:`~.batch.RunResult` objects as runs end (in no fixed order); a run's
+result does not depend on the executor, its batch or its slot (:mod:`.dispersions`), so the
+two give the same table.
+
+* :func:`run_local`: one :class:`~.batch.BatchRunner` over the runs, the batched dynamics on all
+  the cores of this machine. Needs nothing beyond the package.
+* :func:`run_ray`: the runs cut into chunks of ``batch_size``, each chunk one Ray task (a
+  :class:`~.batch.BatchRunner` in a worker, numba on one thread per worker), at most
+  ``2 * workers`` tasks in flight (memory stays flat), results streamed back as tasks end.
+  Ray is an optional dependency (``pip install ffsim_ros[ray]``, or
+  ``requirements/ray.txt``); without it :func:`run_ray` raises naming the install.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TextIO
+
+from .batch import BatchRunner, Campaign, Faults, RunResult
+from .scenario import Scenario
+
+EXECUTORS = ('local', 'ray')
+
+
+class Progress:
+    """A one-line progress report: runs done, rate, ETA (every ``every`` s of wall time)."""
+
+    def __init__(self, total: int, stream: TextIO | None = sys.stderr, every: float = 1.0):
+        self.total, self.stream, self.every = total, stream, every
+        self.done = 0
+        self.t0 = self.t_shown = time.perf_counter()
+
+    def update(self, n: int = 1) -> None:
+        """``n`` more runs done."""
+        self.done += n
+        now = time.perf_counter()
+        if now - self.t_shown >= self.every or self.done >= self.total:
+            self.t_shown = now
+            self.show(now)
+
+    def line(self, now: float | None = None) -> str:
+        """The report line."""
+        elapsed = (time.perf_counter() if now is None else now) - self.t0
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = self.total - self.done
+        eta = f'{left / rate:.0f} s' if rate > 0 else '?'
+        return f'{self.done}/{self.total} runs, {rate:.2f} runs/s, ETA {eta}'
+
+    def show(self, now: float | None = None) -> None:
+        if self.stream is not None:
+            end = '\n' if self.done >= self.total else ''
+            self.stream.write('\r' + self.line(now) + end)
+            self.stream.flush()
+
+
+def run_local(
+    campaign: Campaign,
+    indices: Iterable[int],
+    *,
+    batch_size: int | None = None,
+    faults: Faults | None = None,
+) -> Iterator[RunResult]:
+    """The runs ``indices`` of ``campaign`` in one batch runner in this process."""
+    yield from BatchRunner(campaign, indices, batch_size=batch_size, faults=faults)
+
+
+def _chunk_task(scenario_data: dict, indices: list[int], batch_size: int) -> list[RunResult]:
+    """A Ray task: the runs ``indices`` of the scenario, batched (in a worker)."""
+    campaign = Campaign(Scenario.from_dict(scenario_data))
+    return list(BatchRunner(campaign, indices, batch_size=batch_size))
+
+
+def run_ray(
+    scenario: Scenario,
+    indices: Sequence[int],
+    *,
+    address: str | None = None,
+    workers: int = 2,
+    batch_size: int | None = None,
+) -> Iterator[RunResult]:
+    """The runs ``indices`` of ``scenario`` as Ray tasks (module docstring).
+
+    Parameters
+    ----------
+    address : an existing cluster (``ray.init(address=...)``); None starts a local Ray with
+        ``workers`` CPUs (or joins the one this process already started).
+    workers : int, tasks in flight are at most ``2 * workers``; the CPUs of a local Ray.
+
+    Raises
+    ------
+    ImportError
+        Ray is not installed (naming the install).
+    """
+    try:
+        # optional: declared in setup.py's extras and requirements/ray.txt, not as a package.xml
+        # exec_depend (rosdep has no key for Ray, and the local executor does not need it)
+        ray = importlib.import_module('ray')
+    except ImportError:
+        raise ImportError(
+            "the Ray executor needs Ray: pip install 'ffsim_ros[ray]' (or -r requirements/ray.txt)"
+        ) from None
+    if not ray.is_initialized():
+        env = {'env_vars': {'NUMBA_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1'}}
+        if address is None:
+            ray.init(num_cpus=int(workers), runtime_env=env, include_dashboard=False)
+        else:
+            ray.init(address=address, runtime_env=env)
+    task = ray.remote(num_cpus=1)(_chunk_task)
+    B = int(batch_size or scenario.batch_size)
+    data = scenario.as_dict()
+    chunks = [list(indices[i : i + B]) for i in range(0, len(indices), B)]
+    pending = []
+    while chunks or pending:
+        while chunks and len(pending) < 2 * int(workers):
+            pending.append(task.remote(data, chunks.pop(0), B))
+        ready, pending = ray.wait(pending, num_returns=1)
+        yield from ray.get(ready[0])
