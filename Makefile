@@ -33,6 +33,7 @@ bench: warmup
 	$(PY) benchmarks/derivatives.py
 	$(PY) benchmarks/reach.py
 	$(PY) benchmarks/conservation.py
+	$(PY) benchmarks/campaign.py
 
 lint: setup
 	$(PY) -m ruff check .

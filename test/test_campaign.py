@@ -148,6 +148,7 @@ def test_run_alone_equals_run_in_batch():
             'noise_base_rate': 1e-4,
         },
         goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]},
+        timing={'settle': 0.1, 'run_goal_timeout': 0.8},
     )
     c = Campaign(s)
     batch = {r.index: r for r in BatchRunner(c, range(4), batch_size=3)}
@@ -162,7 +163,10 @@ def test_run_alone_equals_run_in_batch():
 
 
 def test_failed_runs_are_reported_and_the_rest_completes():
-    s = scenario(goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]})
+    s = scenario(
+        goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]},
+        timing={'settle': 0.1, 'run_goal_timeout': 0.8},
+    )
     c = Campaign(s)
     clean = {r.index: r for r in BatchRunner(c, range(4), batch_size=4)}
     faults = Faults(nan_state={1: 0.3}, law_error={2: 0.5})

@@ -1,0 +1,214 @@
+"""Campaign throughput (issue 20): batched closed loops against the same runs one by one.
+
+The issue's case: the 7-DoF servicer, reactionless mode, RK4 at 1 kHz with the controller at
+100 Hz. Every run gets one goal far enough that it is still tracking when the run's bound ends
+(``--seconds`` of simulated time each), so every run advances the same simulated time and
+the figures are simulated seconds per wall second:
+
+* ``batched``: ``--batch`` runs advanced in lockstep by one :class:`BatchRunner` (the batched
+  dynamics use every core);
+* ``one by one``: ``--single`` of the same runs, each in its own :class:`ClosedLoop` with a
+  :class:`ReachSupervisor` (what a campaign without batching does);
+* ``dynamics only``: the batched physics of ``--batch`` states over the same simulated time
+  with the efforts held (no controller): the bound the closed loop can approach;
+* ``ray 1 / ray 2``: the batched runs as Ray tasks (batches of ``--ray-batch``) on a local Ray
+  with one and with two workers (``--no-ray`` skips);
+* ``memory``: the resident set size after ``--memory-runs`` short runs written to a CSV as
+  they end, at a quarter and at the end (flat when the results are not kept in memory).
+
+Reported as ratios in one run: batched / one-by-one, batched / dynamics-only, ray 2 / ray 1,
+and per core (wall time x cores used).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import os
+import resource
+import tempfile
+import time
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.campaign.batch import BatchRunner, Campaign
+from ffsim_ros.campaign.dispersions import sample_inputs
+from ffsim_ros.campaign.executors import run_ray
+from ffsim_ros.campaign.results import ResultsWriter
+from ffsim_ros.campaign.scenario import Scenario
+from ffsim_ros.control import ReachSupervisor, ReactionlessController
+from ffsim_ros.control.closed_loop import ClosedLoop
+
+
+def scenario(runs: int, seconds: float, batch: int) -> Scenario:
+    return Scenario.from_dict(
+        {
+            'name': 'bench',
+            'robot': 'ffsim_servicer_7dof',
+            'mode': 'reactionless',
+            'runs': runs,
+            'seed': 20,
+            'batch_size': batch,
+            'timing': {
+                'physics_dt': 0.001,
+                'control_dt': 0.01,
+                'settle': 0.0,
+                'run_goal_timeout': seconds,
+            },
+            'goals': {'kind': 'offsets', 'offsets': [[0.3, 0.25, -0.3]]},
+            'dispersions': {
+                'joint_positions': {'dist': 'uniform', 'low': -0.1, 'high': 0.1},
+                'angular_momentum': {'dist': 'normal', 'std': 0.01},
+                'goal_offset': {'dist': 'normal', 'std': 0.02},
+            },
+        }
+    )
+
+
+def sim_seconds(results) -> float:
+    return float(sum(r.t for r in results))
+
+
+def batched(s: Scenario) -> tuple[float, float]:
+    c = Campaign(s)
+    list(BatchRunner(c, range(min(4, s.runs)), batch_size=4))  # warm
+    t0 = time.perf_counter()
+    results = list(BatchRunner(c, range(s.runs)))
+    wall = time.perf_counter() - t0
+    assert not any(r.failure for r in results)
+    return sim_seconds(results), wall
+
+
+def one_by_one(s: Scenario, runs: int) -> tuple[float, float]:
+    c = Campaign(s)
+    t = s.timing
+    sim = 0.0
+    t0 = time.perf_counter()
+    for i in range(runs):
+        inputs = sample_inputs(s, c.model, i)
+        law = ReactionlessController(c.model, s.ee_link, mode=s.mode, gains=s.gains)
+        settings = dataclasses.replace(s.reach, plan_seed=inputs.plan_seed)
+        loop = ClosedLoop(
+            ReachSupervisor(law, settings),
+            inputs.q0,
+            inputs.v0,
+            control_dt=t.control_dt,
+            physics_dt=t.physics_dt,
+        )
+        goal = loop.ee_position() + inputs.goal_offsets[0]
+        loop.run_goal(goal, timeout=t.run_goal_timeout, settle=t.settle)
+        sim += loop.t
+    return sim, time.perf_counter() - t0
+
+
+def dynamics_only(s: Scenario) -> tuple[float, float]:
+    c = Campaign(s)
+    B = s.runs
+    Q = np.stack([sample_inputs(s, c.model, i).q0 for i in range(B)])
+    V = np.stack([sample_inputs(s, c.model, i).v0 for i in range(B)])
+    tau = np.zeros((B, c.model.n))
+    periods = int(round(s.timing.run_goal_timeout / s.timing.control_dt))
+    D.step(c.model, Q[:2], V[:2], tau[:2], 0.001, steps=2)
+    t0 = time.perf_counter()
+    for _ in range(periods):
+        Q, V = D.step(c.model, Q, V, tau, c.physics_dt, steps=c.steps)
+    return B * periods * s.timing.control_dt, time.perf_counter() - t0
+
+
+def ray_rate(s: Scenario, workers: int, batch: int) -> tuple[float, float]:
+    import ray
+
+    try:
+        list(
+            run_ray(
+                s.with_changes(runs=2 * workers),
+                list(range(2 * workers)),
+                workers=workers,
+                batch_size=1,
+            )
+        )  # start the workers, load the caches
+        t0 = time.perf_counter()
+        results = list(run_ray(s, list(range(s.runs)), workers=workers, batch_size=batch))
+        return sim_seconds(results), time.perf_counter() - t0
+    finally:
+        ray.shutdown()
+
+
+def rss_mb() -> float:
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory(runs: int, batch: int) -> tuple[float, float]:
+    s = scenario(runs, 0.05, batch)
+    c = Campaign(s)
+    marks = []
+    with tempfile.TemporaryDirectory() as folder, ResultsWriter(folder, c) as writer:
+        for k, r in enumerate(BatchRunner(c, range(runs))):
+            writer.write(r)
+            if k + 1 in (runs // 4, runs):
+                marks.append(rss_mb())
+    return marks[0], marks[1]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--batch', type=int, default=256, help='runs in the batch (B)')
+    parser.add_argument('--single', type=int, default=8, help='runs done one by one')
+    parser.add_argument('--seconds', type=float, default=2.0, help='simulated seconds per run')
+    parser.add_argument('--ray-batch', type=int, default=64, help='runs per Ray task')
+    parser.add_argument('--no-ray', action='store_true')
+    parser.add_argument('--memory-runs', type=int, default=2000)
+    parser.add_argument('--quick', action='store_true', help='B = 32, 2 runs one by one')
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.batch, args.single, args.seconds, args.memory_runs = 32, 2, 1.0, 200
+        args.ray_batch = 8
+    if not args.no_ray and importlib.util.find_spec('ray') is None:
+        print('ray is not installed (pip install -r requirements/ray.txt): Ray rows skipped')
+        args.no_ray = True
+    cores = len(os.sched_getaffinity(0))
+    s = scenario(args.batch, args.seconds, args.batch)
+    rows = []
+    sim, wall = batched(s)
+    rows.append(('batched', args.batch, sim, wall, cores))
+    sim1, wall1 = one_by_one(s, args.single)
+    rows.append(('one by one', args.single, sim1, wall1, 1))
+    simd, walld = dynamics_only(s)
+    rows.append(('dynamics only', args.batch, simd, walld, cores))
+    if not args.no_ray:
+        for w in (1, 2):
+            sr, wr = ray_rate(s, w, args.ray_batch)
+            rows.append((f'ray {w} worker(s)', args.batch, sr, wr, w))
+    print(
+        f'\ncampaign throughput: 7-DoF servicer, reactionless, RK4 1 kHz, controller 100 Hz, '
+        f'{args.seconds:g} s per run, {cores} cores'
+    )
+    print('| executor | runs | sim s | wall s | sim s / wall s | per core |')
+    print('|---|---|---|---|---|---|')
+    rate = {}
+    for name, n, sm, wl, used in rows:
+        rate[name] = sm / wl
+        print(f'| {name} | {n} | {sm:.0f} | {wl:.2f} | {sm / wl:.1f} | {sm / wl / used:.1f} |')
+    print(
+        f'ratios: batched / one by one {rate["batched"] / rate["one by one"]:.1f}x (>= 5); '
+        f'batched per core {rate["batched"] / cores:.0f}x real time (>= 50); '
+        f'batched / dynamics only {rate["batched"] / rate["dynamics only"]:.2f}'
+    )
+    if not args.no_ray:
+        r2 = rate['ray 2 worker(s)'] / rate['ray 1 worker(s)']
+        print(f'ratios: ray 2 workers / ray 1 worker {r2:.2f}x (>= 1.6)')
+    a, b = memory(args.memory_runs, min(args.batch, 256))
+    print(
+        f'memory: RSS {a:.0f} MB after {args.memory_runs // 4} runs, {b:.0f} MB after '
+        f'{args.memory_runs} (rows written as they end), ratio {b / a:.3f}'
+    )
+
+
+if __name__ == '__main__':
+    main()
