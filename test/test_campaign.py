@@ -10,11 +10,11 @@ import pytest
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.campaign.batch import BatchRunner, Campaign, Faults
-from ffsim_ros.campaign.dispersions import sample_inputs
+from ffsim_ros.campaign.dispersions import GOALS, run_rng, sample_inputs
 from ffsim_ros.campaign.scenario import Scenario, ScenarioError, load_scenario
 from ffsim_ros.control import ReachSupervisor, ReactionlessController
 from ffsim_ros.control.batched import BatchedLaw
-from ffsim_ros.control.closed_loop import ClosedLoop
+from ffsim_ros.control.closed_loop import ClosedLoop, chained_goals
 from ffsim_ros.resources import sample_robot
 
 ROBOT = 'ffsim_servicer_7dof'
@@ -136,6 +136,38 @@ def test_batch_equals_single_closed_loops(model):
         np.testing.assert_allclose(r.v, loop.v, rtol=0, atol=1e-12)
     # the runs differ (the dispersions reach the loop)
     assert np.abs(results[0].q - results[1].q).max() > 1e-3
+
+
+def test_batch_with_planner_and_chained_goals_equals_single_closed_loops(model):
+    """Stalls where the supervisor plans a detour (runs handed to their own ReachSupervisor,
+    then back to the batch for the next goal) and chained goals: the same as chained_goals on
+    a ClosedLoop, to the bit."""
+    s = scenario(
+        runs=2,
+        seed=4,
+        timing={'settle': 0.1, 'run_goal_timeout': 1.2},
+        reach={'stall_time': 0.15, 'stall_progress': 0.03, 'max_plans': 1},
+        goals={'kind': 'chained', 'count': 2, 'near': 0.1, 'far': 0.2},
+        dispersions={'joint_positions': {'dist': 'uniform', 'low': -0.05, 'high': 0.05}},
+    )
+    c = Campaign(s)
+    results = {r.index: r for r in BatchRunner(c, range(2), batch_size=2)}
+    for index, r in results.items():
+        inputs = sample_inputs(s, model, index)
+        law = ReactionlessController(model, s.ee_link, mode=s.mode, gains=s.gains)
+        settings = dataclasses.replace(s.reach, plan_seed=inputs.plan_seed)
+        loop = ClosedLoop(ReachSupervisor(law, settings), inputs.q0, inputs.v0)
+        records = chained_goals(
+            loop, run_rng(s.seed, index, GOALS), 2, near=0.1, far=0.2, timeout=1.2, settle=0.1
+        )
+        assert [g['plans'] for g in r.goals] == [x.plans for x in records]
+        assert all(g['plans'] == 1 and g['planner_steps'] > 0 for g in r.goals)
+        assert [g['planner_steps'] for g in r.goals] == [x.planner_steps for x in records]
+        assert [g['outcome'] for g in r.goals] == [x.outcome.value for x in records]
+        for g, x in zip(r.goals, records, strict=True):
+            np.testing.assert_array_equal(g['goal'], x.goal)
+        np.testing.assert_array_equal(r.q, loop.q)
+        np.testing.assert_array_equal(r.v, loop.v)
 
 
 def test_run_alone_equals_run_in_batch():
