@@ -22,7 +22,18 @@ topic                      type                                 content
                                                                 effector poses in world_frame,
                                                                 one per ``EE_PATH_PERIOD``
 ``status``                 std_msgs/Float64MultiArray           see ``STATUS_FIELDS``
+``~/joint_trajectory``     trajectory_msgs/JointTrajectory      joint trajectory to follow
+(sub)                                                           (as ros2_controllers' JTC)
 =========================  ===================================  ==============================
+
+Action ``~/follow_joint_trajectory`` (control_msgs/action/FollowJointTrajectory): joint
+trajectories followed by computed torque on the free-floating dynamics, with JTC's
+interpolation, tolerances, result codes, feedback (at the control rate), preemption and
+cancel; optionally corrected into the reaction null space (``trajectory.reactionless``). The
+law is :mod:`ffsim_ros.control.trajectory`, the wiring
+:mod:`ffsim_ros.node_support.trajectory_action`. A trajectory and an ``ee_goal`` preempt each
+other; after a trajectory the arm holds its last point (or, after a violation or a cancel,
+the position reached) until the next goal.
 
 ``status`` is a Float64MultiArray whose single layout dimension is labeled with the comma-
 separated field names of ``STATUS_FIELDS`` (tracking error [m], base angular rate [rad/s],
@@ -36,20 +47,35 @@ the node's clock, and not "in the future" (received at a later time than now: th
 back) -- no command is published, so the simulator's command timeout zeroes the efforts. When
 the node's clock jumps back (a new simulator restarting ``/clock`` from 0), everything learned
 under the old clock is dropped: the measured state, the goal (pending and active), the held
-attitude and the path; control resumes, holding the arm still, once fresh state arrives on the
-new clock. The base attitude held in reactionless mode is captured from the measurement when a
-goal is accepted, so a restarted controller picks up where the robot is. Every log line that
-can repeat (bad messages, goals accepted or rejected, stale state) is throttled.
+attitude, the path and the trajectory (its goal aborted); control resumes, holding the arm
+still, once fresh state arrives on the new clock. The same happens (the measurement kept)
+when the measured state jumps: the ``joint_states`` or ``base_odom`` stamps go back (a time
+reset seen by a wall-clock controller), or a joint or base position lands farther than
+``jump_threshold`` from where the previous message and the velocities lead (a reset of the
+state, a moved base: ``continuity_gap``) -- then the arm is held still from the state after
+the jump, zero joint rates, so no torque spike. The base attitude held in reactionless mode
+is captured from the measurement when a goal is accepted, so a restarted controller picks up
+where the robot is. Every log line that can repeat (bad messages, goals accepted or rejected,
+stale state) is throttled.
 
-Parameters: :data:`PARAMETERS` (``mode`` can be set at run time: checked in an on-set callback,
-applied in a post-set callback, so a rejected set changes nothing; the README and
-``config/reactionless_controller.yaml`` are generated from the table).
+Threads: the node is spun by rclpy's single-threaded executor (subscriptions, the control
+timer, parameters: the control state is touched by one callback at a time). The action is
+served by a companion node (``<name>_action``, no parameters of its own) spun by a
+multi-threaded executor in a thread of its own
+(:class:`~ffsim_ros.node_support.trajectory_action.TrajectoryInterfaces`), whose execute
+callbacks wait for their outcome without holding up the control loop; trajectories cross over
+through one locked slot (:meth:`ReactionlessControllerNode.submit_trajectory`).
+
+Parameters: :data:`PARAMETERS` (``mode`` and ``trajectory.reactionless`` can be set at run
+time: checked in an on-set callback, applied in a post-set callback, so a rejected set changes
+nothing; the README and ``config/reactionless_controller.yaml`` are generated from the table).
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import threading
 from collections import deque
 
 import numpy as np
@@ -62,7 +88,13 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.control import CONTROL_MODES, ControlMode, Gains, ReactionlessController
-from ffsim_ros.dynamics.lie import quat_normalize, quat_to_matrix
+from ffsim_ros.control.trajectory import (
+    Tolerances,
+    TrackingGains,
+    TrajectoryFollower,
+    continuity_gap,
+)
+from ffsim_ros.dynamics.lie import quat_angle, quat_normalize, quat_to_matrix
 from ffsim_ros.node_support import (
     DEFAULT_ROBOT,
     MAX_ROBOT_BYTES,
@@ -76,7 +108,14 @@ from ffsim_ros.node_support import (
     load_robot,
     one_of,
     run_node,
+    stamp_ns,
     string,
+)
+from ffsim_ros.node_support.trajectory_action import (
+    ERROR_CODES,
+    STATUSES,
+    TrajectoryInterfaces,
+    TrajectoryRequest,
 )
 
 #: Mode names, in the order of the ``mode`` field of ``status`` (the package's one list).
@@ -189,10 +228,63 @@ PARAMETERS = ParameterTable(
             'stops [s]',
             interval(1e-3, 3600.0),
         ),
+        ParameterSpec(
+            'jump_threshold',
+            0.1,
+            'a measured joint or base position this far [rad | m] from where the previous '
+            'message and the velocities lead is a jump (a reset): goals and trajectory dropped',
+            interval(1e-6, 1e3),
+        ),
         *_gain_specs(),
+        ParameterSpec(
+            'trajectory.kp',
+            100.0,
+            'position gain of the computed-torque trajectory tracking [1/s^2]',
+            interval(0.0, MAX_GAIN),
+        ),
+        ParameterSpec(
+            'trajectory.kv',
+            20.0,
+            'velocity gain of the computed-torque trajectory tracking [1/s]',
+            interval(0.0, MAX_GAIN),
+        ),
+        ParameterSpec(
+            'trajectory.path_tolerance',
+            0.0,
+            'default position tolerance of every joint while moving [rad | m]; 0: not checked',
+            interval(0.0, 1e3),
+        ),
+        ParameterSpec(
+            'trajectory.goal_tolerance',
+            0.01,
+            'default position tolerance of every joint at the end [rad | m]; 0: not checked',
+            interval(0.0, 1e3),
+        ),
+        ParameterSpec(
+            'trajectory.stopped_velocity_tolerance',
+            0.01,
+            'default velocity tolerance of every joint at the end [rad/s | m/s]; 0: not checked',
+            interval(0.0, 1e3),
+        ),
+        ParameterSpec(
+            'trajectory.goal_time',
+            1.0,
+            'default time after the last point to get within the goal tolerances [s]; 0: no limit',
+            interval(0.0, 3600.0),
+        ),
+        ParameterSpec(
+            'trajectory.reactionless',
+            False,
+            'correct each trajectory into the reaction null space (joint motions that leave '
+            'the base attitude alone) and report how much it changed',
+            dynamic=True,
+        ),
     ],
     cross_check=gains_from,
-    groups={'gains': 'ffsim_ros.control.Gains, SI units'},
+    groups={
+        'gains': 'ffsim_ros.control.Gains, SI units',
+        'trajectory': 'FollowJointTrajectory and joint_trajectory (ffsim_ros.control.trajectory)',
+    },
     config_notes=(
         'Loaded by launch/ffsim.launch.py. Set by the launch file, not here: '
         'robot_description,\nuse_sim_time, mode (the `controller_mode` argument) and ee_link '
@@ -237,6 +329,27 @@ class ReactionlessControllerNode(Node):
         self._pending_goal: PoseStamped | None = None
         self._last_now_ns: int | None = None  # the latest node-clock time seen
         self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
+        # jumps of the measured state: the previous message of each stream (stamp [s], ...)
+        self.jump_threshold = values['jump_threshold']
+        self._previous_joints: tuple[float, np.ndarray, np.ndarray] | None = None
+        self._previous_base: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # trajectories: handed over by the action's threads through one locked slot
+        self.tracking_gains = TrackingGains(values['trajectory.kp'], values['trajectory.kv'])
+        self._tolerances = Tolerances.uniform(
+            model.n,
+            values['trajectory.path_tolerance'],
+            values['trajectory.goal_tolerance'],
+            values['trajectory.stopped_velocity_tolerance'],
+            values['trajectory.goal_time'],
+        )
+        self._reactionless_trajectories = values['trajectory.reactionless']
+        self._slot_lock = threading.Lock()
+        self._incoming: TrajectoryRequest | None = None
+        self._request: TrajectoryRequest | None = None  # the trajectory followed now
+        self._follower: TrajectoryFollower | None = None  # following it, or holding after it
+        self._base_at_start: np.ndarray | None = None
+        self._base_turned = 0.0
+        self.control_period = 1.0 / values['control_rate_hz']
 
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'joint_effort_commands', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'ee_pose', 10)
@@ -247,6 +360,14 @@ class ReactionlessControllerNode(Node):
         self.create_subscription(JointState, 'joint_states', self._on_joints, 10)
         self.create_subscription(Odometry, 'base_odom', self._on_odom, 10)
         self.create_subscription(PoseStamped, 'ee_goal', self._on_goal, 10)
+        self.trajectories = TrajectoryInterfaces(
+            self,
+            model,
+            self._measured,
+            lambda: self.get_clock().now().nanoseconds * 1e-9,
+            lambda: (self._tolerances, self._reactionless_trajectories, self.control_period),
+            self.submit_trajectory,
+        )
         PARAMETERS.watch(self, self._on_parameters)
         rate = values['control_rate_hz']
         self.create_timer(1.0 / rate, self._on_timer)
@@ -255,8 +376,16 @@ class ReactionlessControllerNode(Node):
             f' (use_sim_time={self.get_parameter("use_sim_time").value})'
         )
 
+    def destroy_node(self) -> None:
+        """Release the goals waiting for an outcome, then destroy the node."""
+        self._drop_trajectories('the controller is shutting down')
+        self.trajectories.destroy()
+        super().destroy_node()
+
     def _on_parameters(self, changed: dict) -> None:
-        """Post-set: apply the new values (only ``mode`` is dynamic)."""
+        """Post-set: apply the new values (``mode`` and ``trajectory.reactionless``)."""
+        if 'trajectory.reactionless' in changed:
+            self._reactionless_trajectories = changed['trajectory.reactionless']
         if 'mode' in changed:
             self.law.mode = ControlMode(changed['mode'])
             self._attitude_ref = None
@@ -274,18 +403,82 @@ class ReactionlessControllerNode(Node):
         return now
 
     def _forget(self, before_ns: int, now_ns: int) -> None:
-        """Drop the state, goals, held attitude and path after the clock went back."""
+        """Drop the state, goals, trajectory, held attitude and path after the clock went
+        back."""
         self._joints = self._base = None
-        self._pending_goal = None
-        self._goal_p = self._goal_R = self._attitude_ref = None
-        self._path_poses.clear()
-        self._path_last_ns = None
+        self._previous_joints = self._previous_base = None
+        self._drop_goals(
+            f'the clock went back from {before_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s'
+        )
         self.get_logger().warning(
             f'the clock went back from {before_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s (a new '
             'simulator?): measured state, goal and path dropped; holding still once fresh '
             'state arrives',
             throttle_duration_sec=LOG_PERIOD,
         )
+
+    def _drop_goals(self, reason: str) -> None:
+        """Drop the goals (pending and active), the trajectory (aborted, saying ``reason``),
+        the held attitude and the path: the arm is then held still."""
+        self._pending_goal = None
+        self._goal_p = self._goal_R = self._attitude_ref = None
+        self._path_poses.clear()
+        self._path_last_ns = None
+        self._drop_trajectories(f'aborted: {reason} (a reset of the simulation?)')
+
+    def _drop_trajectories(self, message: str) -> None:
+        with self._slot_lock:
+            incoming, self._incoming = self._incoming, None
+        for request in (incoming, self._request):
+            if request is not None:
+                request.abort(message)
+        self._request = self._follower = None
+
+    def _check_jump(self, topic: str, stamps: tuple[float, float], gap: float) -> bool:
+        """Whether the measured state jumped between two messages of ``topic`` (stamps
+        ``(previous, now)`` [s], ``gap`` from :func:`continuity_gap`); if so, drop goals and
+        trajectory (the arm is held still)."""
+        if stamps[1] < stamps[0]:
+            what = f'{topic} stamps went back from {stamps[0]:.3f} s to {stamps[1]:.3f} s'
+        elif gap > self.jump_threshold:
+            what = f'{topic} jumped by {gap:.4g} (jump_threshold {self.jump_threshold:g})'
+        else:
+            return False
+        self._drop_goals(what)
+        self.get_logger().warning(
+            f'{what}: goals, trajectory and path dropped; holding still',
+            throttle_duration_sec=LOG_PERIOD,
+        )
+        return True
+
+    def submit_trajectory(self, request: TrajectoryRequest) -> None:
+        """Hand a trajectory to the control loop (any thread): it starts at the next update,
+        preempting the one followed (and one handed over but not started yet)."""
+        with self._slot_lock:
+            earlier, self._incoming = self._incoming, request
+        if earlier is not None:
+            earlier.abort('preempted by a newer trajectory')
+
+    def _measured(self) -> tuple[np.ndarray, np.ndarray] | str:
+        """``(q, v)`` of the latest fresh measurement, or why there is none (any thread)."""
+        joints, base = self._joints, self._base
+        now = self.get_clock().now()
+        stale = [
+            name
+            + (
+                ' (none since the start or the last jump)'
+                if item is None
+                else f' (received at {item[2].nanoseconds * 1e-9:.3f} s)'
+            )
+            for name, item in (('joint_states', joints), ('base_odom', base))
+            if not self._fresh(item, now)
+        ]
+        if stale:
+            return (
+                f'no fresh {" and ".join(stale)} at {now.nanoseconds * 1e-9:.3f} s '
+                f'(state_timeout {self.state_timeout_ns * 1e-9:g} s)'
+            )
+        return np.r_[base[0], joints[0]], np.r_[base[1], joints[1]]
 
     # ------------------------------------------------------------------------- callbacks
     def _on_joints(self, msg: JointState) -> None:
@@ -312,6 +505,12 @@ class ReactionlessControllerNode(Node):
             )
             self._joints = None
             return
+        stamp = stamp_ns(msg.header.stamp) * 1e-9
+        previous, self._previous_joints = self._previous_joints, (stamp, pos, vel)
+        if previous is not None:
+            gap = continuity_gap(previous, (stamp, pos, vel))
+            if self._check_jump('joint_states', (previous[0], stamp), gap):
+                self._base = None  # (until the base's message of after the jump)
         self._joints = (pos, vel, now)
 
     def _on_odom(self, msg: Odometry) -> None:
@@ -349,6 +548,17 @@ class ReactionlessControllerNode(Node):
         except ValueError as exc:
             self.get_logger().error(f'base_odom: {exc}; ignored', throttle_duration_sec=LOG_PERIOD)
             return
+        stamp = stamp_ns(msg.header.stamp) * 1e-9
+        quat = qb[3:7]
+        previous, self._previous_base = self._previous_base, (stamp, qb[:3], vb[:3], quat, vb[3:])
+        if previous is not None:
+            t0, r0, v0, quat0, w0 = previous
+            moved = continuity_gap((t0, r0, v0), (stamp, qb[:3], vb[:3]))
+            turned = quat_angle(quat0, quat) - 0.5 * (
+                np.linalg.norm(w0) + np.linalg.norm(vb[3:])
+            ) * abs(stamp - t0)
+            if self._check_jump('base_odom', (t0, stamp), max(moved, turned)):
+                self._joints = None  # (until the joints' message of after the jump)
         self._base = (qb, vb, now)
 
     def _on_goal(self, msg: PoseStamped) -> None:
@@ -407,7 +617,11 @@ class ReactionlessControllerNode(Node):
         v = np.r_[vb, vel]
         if self._pending_goal is not None:
             goal, self._pending_goal = self._pending_goal, None
+            if self._request is not None:
+                self._request.abort('preempted by an ee_goal')
+            self._request = self._follower = None
             self._accept_goal(goal, q)
+        self._start_trajectory(q)
         ref = self._attitude_ref if self.law.mode is ControlMode.REACTIONLESS else None
         try:
             out = self.law.compute(q, v, self._goal_p, self._goal_R, attitude_reference=ref)
@@ -417,12 +631,13 @@ class ReactionlessControllerNode(Node):
                 throttle_duration_sec=LOG_PERIOD,
             )
             return
-        if not np.all(np.isfinite(out.tau)):
+        tau = out.tau if self._follower is None else self._follow(now, q, v)
+        if not np.all(np.isfinite(tau)):
             self.get_logger().error(
                 'non-finite torque computed: not commanding', throttle_duration_sec=LOG_PERIOD
             )
             return
-        self.pub_cmd.publish(Float64MultiArray(data=out.tau.tolist()))
+        self.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
         stamp = now.to_msg()
         pose = PoseStamped()
         pose.header.stamp = stamp
@@ -449,6 +664,51 @@ class ReactionlessControllerNode(Node):
             0.0 if self._goal_p is None else 1.0,
         ]
         self.pub_status.publish(status)
+
+    def _start_trajectory(self, q: np.ndarray) -> None:
+        """Start the trajectory handed over since the last update, if any."""
+        with self._slot_lock:
+            request, self._incoming = self._incoming, None
+        if request is None:
+            return
+        if self._request is not None:
+            self._request.abort('preempted by a newer trajectory')
+        self._goal_p = self._goal_R = None  # (a trajectory preempts an ee_goal)
+        self._request = request
+        self._follower = TrajectoryFollower(
+            self.model, request.trajectory, request.tolerances, self.tracking_gains
+        )
+        self._base_at_start, self._base_turned = q[3:7].copy(), 0.0
+
+    def _follow(self, now: Time, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The efforts of the trajectory followed (or held); its feedback and outcome."""
+        t = now.nanoseconds * 1e-9
+        request, follower = self._request, self._follower
+        if request is not None and request.cancel_requested:
+            follower.hold(q[7:])
+            elapsed = t - follower.trajectory.start_time
+            request.finish(
+                'canceled',
+                ERROR_CODES['succeeded'],
+                f'canceled {elapsed:.3f} s into the trajectory: holding the position reached',
+            )
+            request = self._request = None
+        update = follower.update(t, q, v)
+        if request is not None:
+            turned = quat_angle(self._base_at_start, q[3:7])
+            self._base_turned = max(self._base_turned, turned)
+            request.publish_feedback(update, now.to_msg(), self.model.joint_names)
+            if update.outcome is not None:
+                text = (
+                    f'{update.message}; the base turned by up to '
+                    f'{math.degrees(self._base_turned):.4f} deg'
+                )
+                request.finish(STATUSES[update.outcome], ERROR_CODES[update.outcome], text)
+                line = self._log_throttle.admit(f'trajectory {update.outcome}: {text}')
+                if line:
+                    self.get_logger().info(line)
+                self._request = None
+        return update.tau
 
     def _append_path(self, pose: PoseStamped) -> None:
         """Append ``pose`` to ``ee_path`` at most every ``EE_PATH_PERIOD`` and publish it."""

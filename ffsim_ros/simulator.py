@@ -78,6 +78,7 @@ import queue
 import sys
 import threading
 import traceback
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -85,25 +86,27 @@ from dataclasses import dataclass
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point, TransformStamped, WrenchStamped
+from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
+from simulation_interfaces.msg import Result
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from tf2_msgs.msg import TFMessage
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import MarkerArray
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.node_support import (
     DEFAULT_ROBOT,
     MAX_ROBOT_BYTES,
     FatalNodeError,
+    LogThrottle,
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
@@ -120,6 +123,9 @@ from ffsim_ros.node_support import (
     vector,
     zero_or_interval,
 )
+from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
+from ffsim_ros.node_support.sim_interfaces import RequestError, SimulationInterfaces, StepJob
+from ffsim_ros.node_support.state_messages import StateMessages
 from ffsim_ros.sim import (
     Engine,
     EngineFault,
@@ -378,6 +384,7 @@ class _Request:
     action: Callable[[Engine], str]
     publish: bool = False  # the state jumped: publish it right away
     reply: Future | None = None
+    job: StepJob | None = None  # steps handed to the physics loop (answered when done)
 
 
 class Simulator(Node):
@@ -429,6 +436,12 @@ class Simulator(Node):
         self._fatal = ''
         # the physics thread reports a failure through this (the executor raises it)
         self._fatal_signal = self.create_guard_condition(self._raise_fatal)
+        # physics thread only: the run state beyond the engine's pause, pacing, step jobs
+        self.stopped = False  # simulation_interfaces' STATE_STOPPED (reset and paused)
+        self._idle = True  # restart the pacing before the next batch
+        self._jobs: deque[StepJob] = deque()
+        self._joint_commands = JointCommands(model)
+        self._log_throttle = LogThrottle(1.0)
         self._create_interfaces(values['publish_clock'])
         PARAMETERS.watch(self, self._on_parameters)
         limits = self.engine.limits
@@ -443,7 +456,8 @@ class Simulator(Node):
         )
 
     def _create_interfaces(self, publish_clock: bool) -> None:
-        self._message_cache: tuple | None = None
+        names = self.model.joint_names
+        self._messages = StateMessages(names, self.world, self.base_frame, publish_clock)
         latched = QoSProfile(
             depth=1,
             reliability=ReliabilityPolicy.RELIABLE,
@@ -464,9 +478,14 @@ class Simulator(Node):
             self._tf = self.create_publisher(TFMessage, '/tf', QoSProfile(depth=100))
             self._send_tf = lambda t: self._tf.publish(TFMessage(transforms=[t]))
         self.create_subscription(Float64MultiArray, 'joint_effort_commands', self._on_command, 10)
+        self.create_subscription(JointState, 'joint_commands', self._on_joint_command, 10)
         self.create_subscription(WrenchStamped, 'base_wrench', self._on_base_wrench, 10)
-        self.create_service(Trigger, '~/reset', self._on_reset)
-        self.create_service(SetBool, '~/pause', self._on_pause)
+        # services wait for the physics thread: a group of their own, served concurrently by
+        # the multi-threaded executor of main() while the subscriptions go on
+        group = ReentrantCallbackGroup()
+        self.create_service(Trigger, '~/reset', self._on_reset, callback_group=group)
+        self.create_service(SetBool, '~/pause', self._on_pause, callback_group=group)
+        self.simulation_interfaces = SimulationInterfaces(self)
 
     # ------------------------------------------------------------------- thread control
     def start(self) -> Simulator:
@@ -492,9 +511,13 @@ class Simulator(Node):
     def destroy_node(self) -> None:
         """Stop the physics thread, then destroy the node."""
         self.stop()
+        self.simulation_interfaces.destroy()
         super().destroy_node()
 
     def _raise_fatal(self) -> None:
+        # once more: a multi-threaded executor raises a callback's error when it hands out the
+        # next callback (this one again if nothing else comes)
+        self._fatal_signal.trigger()
         raise FatalNodeError(self._fatal)
 
     # --------------------------------------------------------- callbacks (executor thread)
@@ -502,18 +525,50 @@ class Simulator(Node):
         self._inbox.put(request)
         self._wake.set()
 
-    def _call(self, action: Callable[[Engine], str], publish: bool) -> tuple[bool, str]:
-        """Run ``action`` in the physics thread and wait for it: (success, message)."""
+    def run_physics(self, action: Callable[[Engine], object], publish: bool = False) -> object:
+        """Run ``action(engine)`` in the physics thread between two batches of steps, wait
+        for it and return its value; ``publish``: publish the state reached at once.
+
+        Raises
+        ------
+        Exception
+            What ``action`` raised (EngineFault, ValueError, RequestError); RuntimeError
+            when the physics thread is not running or does not answer in SERVICE_TIMEOUT.
+        """
         if not self.running:
-            return False, 'the physics thread is not running'
+            raise RuntimeError('the physics thread is not running')
         reply: Future = Future()
         self._submit(_Request(action, publish, reply))
         try:
-            return True, reply.result(timeout=SERVICE_TIMEOUT)
+            return reply.result(timeout=SERVICE_TIMEOUT)
         except FutureTimeout:
-            return False, f'the physics thread did not answer within {SERVICE_TIMEOUT:g} s'
+            raise RuntimeError(
+                f'the physics thread did not answer within {SERVICE_TIMEOUT:g} s'
+            ) from None
+
+    def _call(self, action: Callable[[Engine], str], publish: bool) -> tuple[bool, str]:
+        """:meth:`run_physics` as ``(success, message)`` (the std_srvs services)."""
+        try:
+            return True, self.run_physics(action, publish)
         except (EngineFault, ValueError, RuntimeError) as exc:
             return False, str(exc)
+
+    def submit_steps(self, job: StepJob) -> None:
+        """Queue ``job`` (steps of a paused simulation) for the physics thread; its reply
+        comes when it is done (jobs run one after the other)."""
+        if not self.running:
+            job.reply.set_exception(RuntimeError('the physics thread is not running'))
+            return
+        self._submit(_Request(lambda engine: self._jobs.append(job), job=job))
+
+    def reset_clock(self) -> Snapshot:
+        """The simulated clock back to 0 (physics thread; ``ResetSimulation`` of the time
+        scope): the engine's clock, the publishing and the pacing restart from it."""
+        snap = self.engine.reset_time()
+        self._last_published = -1
+        self._diagnostics.step = 0
+        self._idle = True
+        return snap
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         try:  # one log line (and throttle) per kind of error
@@ -529,6 +584,18 @@ class Simulator(Node):
             )
             return
         self._submit(_Request(lambda engine: engine.command_efforts(tau)))
+
+    def _on_joint_command(self, msg: JointState) -> None:
+        try:
+            index, tau = self._joint_commands.decode(
+                msg.name, msg.effort, (msg.position, msg.velocity)
+            )
+        except JointCommandError as exc:  # one line a second per kind of error
+            line = self._log_throttle.admit(f'joint_commands: {exc}; command ignored')
+            if line:
+                self.get_logger().error(line)
+            return
+        self._submit(_Request(lambda engine: engine.command_joint_efforts(index, tau)))
 
     def _on_base_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque
@@ -563,8 +630,10 @@ class Simulator(Node):
         def pause(engine: Engine) -> str:
             if request.data:
                 engine.pause()
+                self.stopped = False
                 return 'paused'
             engine.resume()  # EngineFault while faulted
+            self.stopped = False
             return 'running'
 
         response.success, response.message = self._call(pause, publish=False)
@@ -605,38 +674,80 @@ class Simulator(Node):
 
     def _loop(self) -> None:
         engine, pacer = self.engine, self._pacer
-        idle = True
         while not self._stopping.is_set():
             self._wake.clear()
             self._apply_requests()
             if self._diagnostics.due():
                 self._publish_diagnostics()
+            if self._jobs:  # stepping a paused simulation: not paced
+                self._step_job(self._jobs[0])
+                continue
             if engine.paused or engine.faulted:
-                idle = True
+                self._idle = True
                 self._wake.wait(0.1)
                 continue
-            if idle:
+            if self._idle:
                 pacer.restart(engine.step)
-                idle = False
+                self._idle = False
             count = min(self._batch, self.decimation - engine.step % self.decimation)
             delay = pacer.delay(engine.step + count)
             if delay > 0.0:
                 self._wake.wait(delay)
                 continue
-            snap = engine.advance(count)
-            if snap.faulted:
-                self.get_logger().error(
-                    f'{snap.fault}: integration stopped, the last finite state (sim time '
-                    f'{snap.time:.6f} s) stays published; call ~/reset'
-                )
-            if snap.faulted or snap.step % self.decimation == 0:
-                self._publish(snap)
-            if engine.health.warnings:
-                self.get_logger().warning(
-                    f'physics watchdog at sim time {snap.time:.3f} s: '
-                    + '; '.join(engine.health.warnings),
-                    throttle_duration_sec=WATCHDOG_LOG_PERIOD,
-                )
+            self._after_batch(engine.advance(count), False)
+
+    def _after_batch(self, snap: Snapshot, last: bool) -> None:
+        """Publish ``snap`` at each publish period (and when ``last`` or faulted); report a
+        fault and the watchdog's warnings."""
+        if snap.faulted:
+            self.get_logger().error(
+                f'{snap.fault}: integration stopped, the last finite state (sim time '
+                f'{snap.time:.6f} s) stays published; call ~/reset'
+            )
+        if last or snap.faulted or snap.step % self.decimation == 0:
+            self._publish(snap)
+        if self.engine.health.warnings:
+            self.get_logger().warning(
+                f'physics watchdog at sim time {snap.time:.3f} s: '
+                + '; '.join(self.engine.health.warnings),
+                throttle_duration_sec=WATCHDOG_LOG_PERIOD,
+            )
+
+    def _step_job(self, job: StepJob) -> None:
+        """One batch of the steps of ``job`` (they need the simulation paused: a job whose
+        simulation is no longer paused, or faulted, ends with an error)."""
+        engine = self.engine
+        done = f'after {job.completed} of {job.steps} steps' if job.completed else 'no step made'
+        if engine.faulted or self.stopped or not engine.paused:
+            why = (
+                f'integration stopped: {engine.fault} (reset or set the entity state)'
+                if engine.faulted
+                else f'the simulation is {"stopped" if self.stopped else "playing"}: '
+                'stepping needs it paused (set_simulation_state, state 2)'
+            )
+            self._end_job(RequestError(Result.RESULT_OPERATION_FAILED, f'{why}; {done}'))
+            return
+        if job.cancelled():
+            self._end_job((job.completed, True, engine.time_ns))
+            return
+        count = min(self._batch, job.steps - job.completed)
+        count = min(count, self.decimation - engine.step % self.decimation)
+        before = engine.step
+        snap = engine.advance(count, stepping=True)
+        job.completed += snap.step - before
+        finished = job.completed == job.steps
+        self._after_batch(snap, finished)
+        if job.progress is not None:
+            job.progress(job.completed, job.steps - job.completed)
+        if finished:
+            self._end_job((job.completed, False, snap.time_ns))
+
+    def _end_job(self, outcome: tuple | Exception) -> None:
+        job = self._jobs.popleft()
+        if isinstance(outcome, Exception):
+            job.reply.set_exception(outcome)
+        else:
+            job.reply.set_result(outcome)
 
     def _apply_requests(self) -> None:
         """Apply the queued requests in arrival order; publish each jump of the state."""
@@ -647,7 +758,7 @@ class Simulator(Node):
                 break
             try:
                 text = request.action(self.engine)
-            except (EngineFault, ValueError) as exc:
+            except (EngineFault, ValueError, RequestError) as exc:
                 if request.reply is not None:
                     request.reply.set_exception(exc)
                 else:
@@ -659,13 +770,16 @@ class Simulator(Node):
                 request.reply.set_result(text)
 
     def _fail_pending(self, reason: str) -> None:
+        while self._jobs:
+            self._end_job(RuntimeError(reason))
         while True:
             try:
                 request = self._inbox.get_nowait()
             except queue.Empty:
                 return
-            if request.reply is not None and not request.reply.done():
-                request.reply.set_exception(RuntimeError(reason))
+            for reply in (request.reply, request.job and request.job.reply):
+                if reply is not None and not reply.done():
+                    reply.set_exception(RuntimeError(reason))
 
     # --------------------------------------------------------------------------- publish
     def _publish_diagnostics(self) -> None:
@@ -734,12 +848,10 @@ class Simulator(Node):
             self.pub_markers.publish(marker_array)
 
     def messages(self, snap: Snapshot, markers: bool = True) -> tuple:
-        """The messages of one instant, all stamped with its simulated time.
-
-        The same message objects are filled at every call: only the physics thread builds
-        and publishes them, and a publish serializes its message before it returns (the
-        thread that once also published from a service is gone), so no message is ever
-        torn; allocating six messages per publish cost more than the physics step.
+        """The messages of one instant, all stamped with its simulated time
+        (:meth:`~ffsim_ros.node_support.state_messages.StateMessages.fill`: the same objects
+        filled at every call; only the physics thread builds and publishes them, and a publish
+        serializes its message before it returns, so no message is ever torn).
 
         Returns
         -------
@@ -748,95 +860,21 @@ class Simulator(Node):
             MarkerArray or None)``: ``/clock`` only with ``publish_clock``, markers only when
             asked.
         """
-        if self._message_cache is None:
-            self._message_cache = self._new_messages()
-        clock, joints, transform, odom, momentum = self._message_cache
-        stamp = to_stamp(snap.time_ns)
-        if clock is not None:
-            clock.clock = stamp
-        joints.header.stamp = stamp
-        joints.position = snap.q[7:].tolist()
-        joints.velocity = snap.v[6:].tolist()
-        joints.effort = snap.effort.tolist()
+        return self._messages.fill(snap, markers)
 
-        px, py, pz = snap.base_position.tolist()
-        qx, qy, qz, qw = snap.base_orientation.tolist()
-        transform.header.stamp = stamp
-        tr = transform.transform.translation
-        tr.x, tr.y, tr.z = px, py, pz
-        ro = transform.transform.rotation
-        ro.x, ro.y, ro.z, ro.w = qx, qy, qz, qw
 
-        odom.header.stamp = stamp
-        pos = odom.pose.pose.position
-        pos.x, pos.y, pos.z = px, py, pz
-        o = odom.pose.pose.orientation
-        o.x, o.y, o.z, o.w = qx, qy, qz, qw
-        R = quat_to_matrix(snap.base_orientation)  # base link axes -> world
-        tw = odom.twist.twist
-        tw.linear.x, tw.linear.y, tw.linear.z = (R.T @ snap.base_linear_velocity).tolist()
-        tw.angular.x, tw.angular.y, tw.angular.z = (R.T @ snap.base_angular_velocity).tolist()
-
-        momentum.data = np.r_[snap.momentum, snap.com].tolist()
-        marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
-        return clock, joints, transform, odom, momentum, marker_array
-
-    def _new_messages(self) -> tuple:
-        """The message objects :meth:`messages` fills (their constant fields set once)."""
-        clock = Clock() if self.pub_clock is not None else None
-        joints = JointState(name=list(self.model.joint_names))
-        transform = TransformStamped()
-        transform.header.frame_id = self.world
-        transform.child_frame_id = self.base_frame
-        odom = Odometry()
-        odom.header.frame_id = self.world
-        odom.child_frame_id = self.base_frame
-        momentum = Float64MultiArray()
-        momentum.layout.dim = [
-            MultiArrayDimension(label='P,L_g,com', size=3, stride=9),
-            MultiArrayDimension(label='x,y,z', size=3, stride=3),
-        ]
-        return clock, joints, transform, odom, momentum
-
-    def _markers(self, stamp: Time, h: np.ndarray, com: np.ndarray) -> MarkerArray:
-        out = MarkerArray()
-        sphere = Marker()
-        sphere.header.stamp = stamp
-        sphere.header.frame_id = self.world
-        sphere.ns, sphere.id, sphere.type = 'system_com', 0, Marker.SPHERE
-        sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z = (
-            float(x) for x in com
-        )
-        sphere.pose.orientation.w = 1.0
-        sphere.scale.x = sphere.scale.y = sphere.scale.z = 0.15
-        sphere.color.r, sphere.color.g, sphere.color.b, sphere.color.a = 1.0, 0.8, 0.0, 1.0
-        out.markers.append(sphere)
-        for k, (name, vec, rgb) in enumerate(
-            (
-                ('linear_momentum', h[:3], (0.1, 0.6, 1.0)),
-                ('angular_momentum', h[3:], (1.0, 0.2, 0.2)),
-            )
-        ):
-            arrow = Marker()
-            arrow.header.stamp = stamp
-            arrow.header.frame_id = self.world
-            arrow.ns, arrow.id, arrow.type = name, k + 1, Marker.ARROW
-            arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.04, 0.08, 0.1
-            arrow.color.r, arrow.color.g, arrow.color.b = rgb
-            arrow.color.a = 1.0
-            # arrow length 1 m per 10 units of momentum, from the CoM
-            tip = com + 0.1 * vec
-            arrow.points = [
-                Point(x=float(com[0]), y=float(com[1]), z=float(com[2])),
-                Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2])),
-            ]
-            out.markers.append(arrow)
-        return out
+#: Threads of the executor: services and actions wait for the physics thread in their own.
+EXECUTOR_THREADS = 4
 
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``simulator`` (``ros2 run ffsim_ros simulator``)."""
-    return run_node(lambda: Simulator().start(), 'ffsim_simulator', args)
+    return run_node(
+        lambda: Simulator().start(),
+        'ffsim_simulator',
+        args,
+        executor=lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS),
+    )
 
 
 if __name__ == '__main__':

@@ -2,7 +2,8 @@
 
 ``reactionless`` (the law), ``rns`` (reaction-null-space rate laws and measures), ``planner``
 (re-planning through the reaction null space), ``goals`` (goal outcome model and settings),
-``supervisor`` (stall detection, recovery, outcome: what a node drives).
+``supervisor`` (stall detection, recovery, outcome: what a node drives), ``trajectory`` (joint
+trajectories: JTC interpolation, computed-torque tracking, tolerances, reactionless correction).
 """
 
 from ffsim_ros.dynamics import generalized_inertia
@@ -35,6 +36,7 @@ from .rns import (
     self_motion,
 )
 from .supervisor import ReachSupervisor
+from .trajectory import JointTrajectory, TrajectoryError, TrajectoryFollower
 
 __all__ = [
     'CONTROL_MODES',
@@ -46,6 +48,7 @@ __all__ = [
     'GoalOutcome',
     'GoalPhase',
     'GoalStatus',
+    'JointTrajectory',
     'Plan',
     'ReachSettings',
     'ReachSupervisor',
@@ -53,6 +56,8 @@ __all__ = [
     'RnsPlanner',
     'Segment',
     'TaskTerms',
+    'TrajectoryError',
+    'TrajectoryFollower',
     'attitude_error',
     'base_rate_map',
     'budget_rates',

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import rclpy
 from builtin_interfaces.msg import Time
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 
 import ffsim_ros.dynamics as D
@@ -188,8 +188,17 @@ def stamp_ns(stamp: Time) -> int:
     return stamp.sec * NS_PER_S + stamp.nanosec
 
 
-def run_node(factory: Callable[[], Node], label: str, args: list[str] | None = None) -> int:
+def run_node(
+    factory: Callable[[], Node],
+    label: str,
+    args: list[str] | None = None,
+    executor: Callable[[], Executor] | None = None,
+) -> int:
     """``main`` of a node: init, build with ``factory``, spin, clean up; the exit status.
+
+    ``executor`` makes the executor to spin (after ``rclpy.init``; e.g. a
+    ``MultiThreadedExecutor`` for a node whose services or actions wait); default: rclpy's
+    single-threaded one.
 
     Returns
     -------
@@ -213,10 +222,12 @@ def run_node(factory: Callable[[], Node], label: str, args: list[str] | None = N
         print(f'{label}: invalid arguments: {exc}', file=sys.stderr)
         return EXIT_INVALID_PARAMETER
     node = None
+    spinner = None
     code = 0
     try:
+        spinner = executor() if executor is not None else None
         node = factory()
-        rclpy.spin(node)
+        rclpy.spin(node, spinner)
     except (ParameterValueError, ParameterException) as exc:
         print(f'{label}: invalid parameter: {exc}', file=sys.stderr)
         code = EXIT_INVALID_PARAMETER
@@ -230,7 +241,9 @@ def run_node(factory: Callable[[], Node], label: str, args: list[str] | None = N
         code = EXIT_FATAL
     finally:
         if node is not None:
-            node.destroy_node()
+            node.destroy_node()  # (first: it releases the callbacks that wait on the node)
+        if spinner is not None:
+            spinner.shutdown(timeout_sec=1.0)
         rclpy.try_shutdown()
     return code
 

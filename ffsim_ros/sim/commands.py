@@ -8,7 +8,7 @@ the command clipped to the URDF effort limits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +68,12 @@ def check_wrench(wrench: object, what: str = 'wrench') -> np.ndarray:
 class EffortCommands:
     """The joint effort command buffer: timeout in simulated time and clipping.
 
+    A command gives every joint an effort (:meth:`command`) or some joints theirs
+    (:meth:`command_joints`, a name-keyed ``sensor_msgs/JointState`` command); each joint's
+    effort holds for ``timeout_ns`` of simulated time after it was given, then drops to zero,
+    so a joint that no one commands any more never keeps an old effort because others are
+    still commanded.
+
     Parameters
     ----------
     model : Model
@@ -79,8 +85,9 @@ class EffortCommands:
     def __init__(self, model: D.Model, timeout_ns: int) -> None:
         self._model = model
         self._limit = np.asarray(model.effort_limit, dtype=float)
-        self._tau: np.ndarray | None = None
-        self._received_ns = 0
+        self._tau = np.zeros(model.n)
+        self._received = np.zeros(model.n, dtype=np.int64)  # when each effort was given [ns]
+        self._given = np.zeros(model.n, dtype=bool)  # efforts given since the last clear
         self.timeout_ns = timeout_ns
 
     @property
@@ -97,13 +104,14 @@ class EffortCommands:
 
     @property
     def last(self) -> tuple[np.ndarray, int] | None:
-        """The last good command (a copy) and the simulated time it was given at [ns]."""
-        if self._tau is None:
+        """The efforts commanded (a copy; zero for joints not commanded since the last clear)
+        and the simulated time of the latest command [ns]; None without one."""
+        if not self._given.any():
             return None
-        return self._tau.copy(), self._received_ns
+        return np.where(self._given, self._tau, 0.0), int(self._received[self._given].max())
 
     def command(self, tau: object, now_ns: int) -> None:
-        """Take the efforts ``tau`` (n,) given at simulated time ``now_ns``.
+        """Take the efforts ``tau`` (n,) of every joint given at simulated time ``now_ns``.
 
         Raises
         ------
@@ -111,27 +119,60 @@ class EffortCommands:
             A bad command (see :func:`check_efforts`); the previous command stays.
         """
         self._tau = check_efforts(self._model, tau)
-        self._received_ns = int(now_ns)
+        self._received[:] = int(now_ns)
+        self._given[:] = True
+
+    def command_joints(self, indices: Sequence[int], efforts: object, now_ns: int) -> None:
+        """Take the efforts (k,) of the joints ``indices`` (k,) (positions in joint order,
+        each at most once) given at ``now_ns``; the other joints keep theirs.
+
+        Raises
+        ------
+        WrongSizeError, NonFiniteError, ValueError
+            Sizes that differ, a non-finite effort, an index out of range or repeated
+            (nothing changes).
+        """
+        index = np.array(indices, dtype=np.int64).reshape(-1)
+        values = np.array(efforts, dtype=float).reshape(-1)
+        if values.shape != index.shape:
+            raise WrongSizeError(
+                f'expected one effort per joint ({index.size}), got {values.size}'
+            )
+        if not np.all(np.isfinite(values)):
+            raise NonFiniteError(f'expected finite values, got {values.tolist()}')
+        n = self._model.n
+        if np.any((index < 0) | (index >= n)) or np.unique(index).size != index.size:
+            raise ValueError(
+                f'joint indices: expected distinct values in [0, {n}), got {index.tolist()}'
+            )
+        tau = self._tau.copy()
+        tau[index] = values
+        self._tau = tau
+        self._received[index] = int(now_ns)
+        self._given[index] = True
 
     def clear(self) -> None:
         """Drop the command (zero efforts)."""
-        self._tau = None
+        self._given[:] = False
+
+    def _holding(self, now_ns: int) -> np.ndarray:
+        """Which joints' efforts hold at ``now_ns`` (n,) bool."""
+        return self._given & (now_ns - self._received <= self._timeout_ns)
 
     def efforts_at(self, now_ns: int) -> np.ndarray:
-        """Efforts (n,) applied at simulated time ``now_ns``: the command clipped to the
-        limits while it is at most ``timeout_ns`` old, else zeros."""
-        if self._tau is None or now_ns - self._received_ns > self._timeout_ns:
-            return np.zeros(self._model.n)
-        return np.clip(self._tau, -self._limit, self._limit)
+        """Efforts (n,) applied at simulated time ``now_ns``: each joint's command clipped to
+        its limit while it is at most ``timeout_ns`` old, else zero."""
+        tau = np.where(self._holding(now_ns), self._tau, 0.0)
+        return np.clip(tau, -self._limit, self._limit)
 
     def steps_held(self, now_ns: int, dt_ns: int, count: int) -> int:
         """How many of the ``count`` steps of ``dt_ns`` from ``now_ns`` start while the
-        command holds (0 without one): the steps to integrate under it before the timeout."""
-        if self._tau is None:
+        efforts applied stay those at ``now_ns`` (0 when no effort holds): the steps to
+        integrate under them before the first of them times out."""
+        holding = self._holding(now_ns)
+        if not holding.any():
             return 0
-        last_ns = self._received_ns + self._timeout_ns  # last instant the command holds
-        if now_ns > last_ns:
-            return 0
+        last_ns = int(self._received[holding].min()) + self._timeout_ns  # first to time out
         return min(count, (last_ns - now_ns) // dt_ns + 1)
 
 

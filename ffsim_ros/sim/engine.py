@@ -8,10 +8,13 @@ over which the inputs are constant -- and returns a :class:`Snapshot`, an immuta
 the instant reached. The simulator node wraps an engine in ROS I/O; tests and batch runs
 drive one directly.
 
-Time: the clock only moves forward. A step advances it by ``dt_ns``; a jump of the state
-(:meth:`Engine.reset`, :meth:`Engine.set_state`) also takes one step of simulated time
-without integrating, so each instant names exactly one state (a stamp is never reused for a
-different state) and pausing stops the clock.
+Time: a step advances the clock by ``dt_ns``; a jump of the state (:meth:`Engine.reset`,
+:meth:`Engine.set_state`) also takes one step of simulated time without integrating, so each
+instant names exactly one state (a stamp is never reused for a different state) and pausing
+stops the clock. The clock goes back only when asked to, by :meth:`Engine.reset_time` (to
+0: the simulation's time restarts, as for a new run; ``simulation_interfaces``' reset of the
+time scope). :meth:`Engine.advance` with ``stepping=True`` integrates while paused (stepping
+a paused simulation).
 
 Faults: a step that yields a non-finite state, or that the dynamics refuse (e.g. a mass
 matrix no longer positive definite), stops integration: the engine keeps the last finite
@@ -302,6 +305,21 @@ class Engine:
         self._wrenches = ExternalWrenches()
         return self._jump(self._q0, self._v0)
 
+    def reset_time(self) -> Snapshot:
+        """The simulated clock back to 0, the state kept (a new run starting from it).
+
+        The effort command is dropped (it was timed on the old clock) and the watchdog takes
+        the state as its new reference; wrenches, pause and fault are kept. The instant
+        reached is step 0, whatever was published at it before: the one way the clock goes
+        back, and only on request.
+        """
+        self._commands.clear()
+        self._effort = np.zeros(self._model.n)
+        self._step = 0
+        snap = self.snapshot()
+        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
+        return snap
+
     def set_state(self, q: np.ndarray, v: np.ndarray) -> Snapshot:
         """Jump to ``(q, v)`` (inputs kept, fault cleared); the clock moves one step.
 
@@ -344,6 +362,18 @@ class Engine:
             Wrong size or a non-finite value (the previous command stays).
         """
         self._commands.command(tau, self.time_ns)
+
+    def command_joint_efforts(self, indices: object, efforts: object) -> None:
+        """Efforts (k,) [N m | N] of the joints ``indices`` (k,) (positions in joint order,
+        each at most once) from now; the other joints keep theirs. Each joint's effort holds
+        for :attr:`command_timeout_ns` after it was given, clipped to its effort limit.
+
+        Raises
+        ------
+        ValueError
+            Sizes that differ, a non-finite effort, a bad index (nothing changes).
+        """
+        self._commands.command_joints(indices, efforts, self.time_ns)
 
     def clear_efforts(self) -> None:
         """Drop the effort command (zero efforts from now)."""
@@ -415,10 +445,11 @@ class Engine:
             raise EngineFault(f'{self._fault}: reset or set a state first')
         self._paused = False
 
-    def advance(self, n: int = 1) -> Snapshot:
+    def advance(self, n: int = 1, *, stepping: bool = False) -> Snapshot:
         """Integrate ``n`` physics steps under the current inputs; the instant reached.
 
-        Paused or faulted: nothing happens. The steps are integrated in as few calls of
+        Faulted, or paused unless ``stepping`` (stepping a paused simulation; it stays
+        paused): nothing happens. The steps are integrated in as few calls of
         :func:`ffsim_ros.dynamics.step` as the inputs and the limits allow (two when the
         effort command times out within them, else one; one per step near a joint limit). A
         fault stops within the ``n`` steps. The watchdog then checks the state reached.
@@ -430,7 +461,7 @@ class Engine:
         checked = not self._wrenches.acting
         work = 0.0
         remaining = n
-        while remaining > 0 and not (self._paused or self._fault):
+        while remaining > 0 and not ((self._paused and not stepping) or self._fault):
             now = self.time_ns
             held = self._commands.steps_held(now, self._dt_ns, remaining)
             count = held if held > 0 else remaining

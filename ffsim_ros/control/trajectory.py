@@ -1,0 +1,672 @@
+"""Joint trajectories followed by computed torque on the free-floating dynamics (no ROS).
+
+What ``ffsim_reactionless_controller`` runs for ``control_msgs/FollowJointTrajectory`` goals
+and ``trajectory_msgs/JointTrajectory`` messages, with the semantics of ros2_controllers'
+``joint_trajectory_controller`` (JTC) wherever it has them:
+
+* **Checks** (:func:`check_waypoints`): known joints, each once (any subset of the arm: the
+  others hold their position); at least one point; ``time_from_start`` strictly increasing
+  and not negative; per point, one position per joint, velocities and accelerations empty or
+  one per joint, no effort (the law computes the torques), every value finite, positions
+  within the joints' limits, the last velocities zero. A refusal names the culprit (point,
+  field, joint, value) and its kind: ``'joints'`` (INVALID_JOINTS) or ``'goal'``
+  (INVALID_GOAL).
+* **Interpolation** (:class:`JointTrajectory`), JTC's ``spline`` method: between two points
+  a quintic polynomial where both give positions, velocities and accelerations, a cubic where
+  both give positions and velocities, else linear (positions only); from the state measured
+  when the trajectory starts (positions, velocities, zero accelerations) to the first point;
+  after the last point, its position held. A trajectory whose first point is at the start
+  time begins there (no segment from the measured state), as in JTC.
+* **Control law** (:func:`computed_torque`): ``phiddot_c = a_d + K_p (p_d - p) + K_v (v_d -
+  v)`` turned into torques on the unactuated-base dynamics, ``tau = H* phiddot_c + c*`` with
+  ``H*`` and ``c*`` of :func:`ffsim_ros.dynamics.free_floating_terms` ([S0 eq. 39] with no
+  base wrench, the base acceleration eliminated), clipped to the effort limits. With exact
+  dynamics the error obeys ``e'' + K_v e' + K_p e = 0`` between two control updates.
+* **Tolerances and outcome** (:class:`TrajectoryFollower`, JTC's rules): before the last
+  point's time, a joint beyond its path tolerance (position or velocity) aborts the
+  trajectory (PATH_TOLERANCE_VIOLATED) and holds the position reached; from that time on,
+  every joint within its goal tolerance (position, and velocity: the stopped-velocity
+  tolerance) succeeds and holds the last point; still outside ``goal_time`` after it aborts
+  (GOAL_TOLERANCE_VIOLATED), ``goal_time`` 0 waits without limit. A tolerance of 0 is not
+  checked; acceleration tolerances are never violated (no acceleration is measured, as in JTC
+  without an acceleration state interface).
+* **Reactionless correction** (:func:`reactionless_correction`): the joint rates that leave
+  the base attitude alone under zero momentum are the null space of ``A``, ``w0 = -A
+  phidot`` [S0 eq. 21] (:func:`~ffsim_ros.control.reactionless.reactionless_basis`). The
+  corrected trajectory integrates the projection of the trajectory's velocities onto that
+  null space, ``phi_c' = N N^T phidot_d(t)`` (Heun's method on a grid), from the start
+  state: it moves the joints through reactionless motions only, as close to the original as
+  the projection allows; it no longer passes the original waypoints exactly (the reaction
+  null space is not integrable), and :class:`Correction` says by how much it differs and how
+  much the original would have turned the base.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_angle, quat_exp, quat_multiply
+
+from .reactionless import base_rate_map, reactionless_basis
+
+#: Error kinds of :class:`TrajectoryError` (FollowJointTrajectory's INVALID_JOINTS,
+#: INVALID_GOAL and OLD_HEADER_TIMESTAMP).
+ERROR_KINDS = ('joints', 'goal', 'old')
+#: Outcomes of :class:`TrajectoryFollower` (SUCCESSFUL, PATH_ and GOAL_TOLERANCE_VIOLATED).
+OUTCOMES = ('succeeded', 'path_tolerance_violated', 'goal_tolerance_violated')
+#: Most grid steps of :func:`reactionless_correction` (a longer trajectory gets longer steps).
+MAX_CORRECTION_STEPS = 2000
+
+
+class TrajectoryError(ValueError):
+    """A trajectory refused; ``kind`` is one of :data:`ERROR_KINDS`."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        if kind not in ERROR_KINDS:
+            raise ValueError(f'kind: expected one of {ERROR_KINDS}, got {kind!r}')
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Waypoints:
+    """A checked trajectory (:func:`check_waypoints`).
+
+    Attributes
+    ----------
+    joints : (m,) indices of its joints in the model's joint order (the message's order).
+    times : (k,) ``time_from_start`` of the points [s], strictly increasing, >= 0.
+    positions : (k, m) [rad | m].
+    velocities, accelerations : k entries, each (m,) or None (not given at that point).
+    """
+
+    joints: tuple[int, ...]
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: tuple[np.ndarray | None, ...]
+    accelerations: tuple[np.ndarray | None, ...]
+
+
+def _finite_or_raise(point: int, field: str, names: Sequence[str], values: np.ndarray) -> None:
+    bad = {n: float(x) for n, x in zip(names, values, strict=True) if not math.isfinite(x)}
+    if bad:
+        raise TrajectoryError(
+            'goal', f'points[{point}].{field}: expected finite values, got {bad}'
+        )
+
+
+def check_waypoints(
+    model: D.Model,
+    joint_names: Sequence[str],
+    times: Sequence[float],
+    positions: Sequence[Sequence[float]],
+    velocities: Sequence[Sequence[float]],
+    accelerations: Sequence[Sequence[float]],
+    efforts: Sequence[Sequence[float]] = (),
+) -> Waypoints:
+    """Check a trajectory (module docstring) and return it as :class:`Waypoints`.
+
+    Parameters
+    ----------
+    joint_names : (m,) the joints, in the order of the point fields.
+    times : (k,) ``time_from_start`` of each point [s].
+    positions, velocities, accelerations, efforts : k entries each, the point fields (an
+        empty entry: the field is not given at that point; ``efforts`` may be empty).
+
+    Raises
+    ------
+    TrajectoryError
+        ``'joints'``: no joint, an unknown, repeated or multi-DoF joint; ``'goal'``: anything
+        else, naming the point, the field and the joint.
+    """
+    names = list(joint_names)
+    if not names:
+        raise TrajectoryError('joints', 'joint_names: expected at least one joint, got none')
+    known = list(model.joint_names)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TrajectoryError(
+            'joints', f'joint_names: unknown joints {unknown}; expected names among {known}'
+        )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise TrajectoryError('joints', f'joint_names: joints named more than once: {repeated}')
+    multi = [n for n in names if model.nvs[model.joint_index(n)] != 1]
+    if multi:
+        raise TrajectoryError('joints', f'joint_names: joints with several DoFs: {multi}')
+    k = len(times)
+    if k == 0:
+        raise TrajectoryError('goal', 'points: expected at least one point, got none')
+    t = np.array([float(x) for x in times])
+    for i in range(k):
+        if not math.isfinite(t[i]) or t[i] < 0.0:
+            raise TrajectoryError(
+                'goal', f'points[{i}].time_from_start: expected a time >= 0, got {t[i]} s'
+            )
+        if i > 0 and t[i] <= t[i - 1]:
+            raise TrajectoryError(
+                'goal',
+                f'points[{i}].time_from_start: expected times strictly increasing, got '
+                f'{t[i - 1]:g} s at point {i - 1} then {t[i]:g} s at point {i}',
+            )
+    m = len(names)
+    index = tuple(model.joint_index(n) for n in names)
+    lower, upper = model.lower[list(index)], model.upper[list(index)]
+    pos = np.empty((k, m))
+    vel: list[np.ndarray | None] = []
+    acc: list[np.ndarray | None] = []
+    for i in range(k):
+        fields = {
+            'positions': positions[i],
+            'velocities': velocities[i] if i < len(velocities) else (),
+            'accelerations': accelerations[i] if i < len(accelerations) else (),
+        }
+        for field, values in fields.items():
+            if len(values) != m and (field == 'positions' or len(values) != 0):
+                required = 'required' if field == 'positions' else 'or none'
+                raise TrajectoryError(
+                    'goal',
+                    f'points[{i}].{field}: expected {m} values (one per joint, {required}), '
+                    f'got {len(values)}',
+                )
+        if i < len(efforts) and len(efforts[i]):
+            raise TrajectoryError(
+                'goal',
+                f'points[{i}].effort: expected none (the controller computes the torques), '
+                f'got {len(efforts[i])} values',
+            )
+        pos[i] = np.array(fields['positions'], dtype=float)
+        _finite_or_raise(i, 'positions', names, pos[i])
+        beyond = [
+            f'{names[j]} at {pos[i, j]:g} (limits [{lower[j]:g}, {upper[j]:g}])'
+            for j in np.flatnonzero((pos[i] < lower) | (pos[i] > upper))
+        ]
+        if beyond:
+            raise TrajectoryError(
+                'goal', f'points[{i}].positions: beyond the joint limits: {", ".join(beyond)}'
+            )
+        for field, out in (('velocities', vel), ('accelerations', acc)):
+            values = np.array(fields[field], dtype=float)
+            if values.size:
+                _finite_or_raise(i, field, names, values)
+            out.append(values if values.size else None)
+    if vel[-1] is not None and np.any(vel[-1] != 0.0):
+        moving = {n: float(x) for n, x in zip(names, vel[-1], strict=True) if x != 0.0}
+        raise TrajectoryError(
+            'goal', f'points[{k - 1}].velocities: expected zero at the last point, got {moving}'
+        )
+    return Waypoints(index, t, pos, tuple(vel), tuple(acc))
+
+
+# ------------------------------------------------------------------------ interpolation
+@dataclass(frozen=True)
+class _Point:
+    time: float  # absolute [s]
+    p: np.ndarray  # (n,)
+    v: np.ndarray | None
+    a: np.ndarray | None
+
+
+def _segment(a: _Point, b: _Point, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Position, velocity and acceleration at ``t`` between ``a`` and ``b`` (JTC's spline:
+    quintic, cubic or linear after the fields both points give)."""
+    T = b.time - a.time
+    s = min(max(t - a.time, 0.0), T)
+    p0, p1 = a.p, b.p
+    if a.v is None or b.v is None:
+        slope = (p1 - p0) / T if T > 0.0 else np.zeros_like(p0)
+        return p0 + s * slope, slope, np.zeros_like(p0)
+    v0, v1 = a.v, b.v
+    if a.a is None or b.a is None:
+        c2 = (-3.0 * p0 + 3.0 * p1 - 2.0 * v0 * T - v1 * T) / T**2
+        c3 = (2.0 * p0 - 2.0 * p1 + v0 * T + v1 * T) / T**3
+        return (
+            p0 + v0 * s + c2 * s**2 + c3 * s**3,
+            v0 + 2.0 * c2 * s + 3.0 * c3 * s**2,
+            2.0 * c2 + 6.0 * c3 * s,
+        )
+    a0, a1 = a.a, b.a
+    c2 = 0.5 * a0
+    c3 = (-20.0 * p0 + 20.0 * p1 - 3.0 * a0 * T**2 + a1 * T**2 - 12.0 * v0 * T - 8.0 * v1 * T) / (
+        2.0 * T**3
+    )
+    c4 = (
+        30.0 * p0 - 30.0 * p1 + 3.0 * a0 * T**2 - 2.0 * a1 * T**2 + 16.0 * v0 * T + 14.0 * v1 * T
+    ) / (2.0 * T**4)
+    c5 = (-12.0 * p0 + 12.0 * p1 - a0 * T**2 + a1 * T**2 - 6.0 * v0 * T - 6.0 * v1 * T) / (
+        2.0 * T**5
+    )
+    return (
+        p0 + v0 * s + c2 * s**2 + c3 * s**3 + c4 * s**4 + c5 * s**5,
+        v0 + 2.0 * c2 * s + 3.0 * c3 * s**2 + 4.0 * c4 * s**3 + 5.0 * c5 * s**4,
+        2.0 * c2 + 6.0 * c3 * s + 12.0 * c4 * s**2 + 20.0 * c5 * s**3,
+    )
+
+
+class JointTrajectory:
+    """A trajectory of every joint of a model, sampled in absolute time (module docstring).
+
+    Build one with :meth:`start` (from :class:`Waypoints` and the measured state) or
+    :meth:`through` (from absolute points, e.g. a corrected trajectory).
+
+    Attributes
+    ----------
+    start_time, end_time : float
+        When it starts (the measured state) and when it reaches its last point [s].
+    """
+
+    def __init__(self, points: Sequence[_Point], waypoint_of: Sequence[int]) -> None:
+        self._points = list(points)
+        self._waypoint_of = list(waypoint_of)  # index of each point among the waypoints
+        self.start_time = self._points[0].time
+        self.end_time = self._points[-1].time
+
+    @classmethod
+    def start(
+        cls,
+        waypoints: Waypoints,
+        now: float,
+        positions: np.ndarray,
+        velocities: np.ndarray,
+        origin: float | None = None,
+    ) -> JointTrajectory:
+        """The trajectory of ``waypoints`` from the measured state at ``now`` [s].
+
+        Parameters
+        ----------
+        positions, velocities : (n,) measured joint positions and velocities, joint order.
+        origin : absolute time the points' ``time_from_start`` count from (the message's
+            ``header.stamp``); None: ``now``.
+        """
+        positions = np.asarray(positions, dtype=float)
+        velocities = np.asarray(velocities, dtype=float)
+        origin = now if origin is None else float(origin)
+        joints = list(waypoints.joints)
+        points = [_Point(now, positions.copy(), velocities.copy(), np.zeros_like(positions))]
+        waypoint_of = [0]
+        for i, t in enumerate(waypoints.times):
+            p = positions.copy()
+            p[joints] = waypoints.positions[i]
+            v = a = None
+            if waypoints.velocities[i] is not None:
+                v = np.zeros_like(positions)
+                v[joints] = waypoints.velocities[i]
+            if waypoints.accelerations[i] is not None:
+                a = np.zeros_like(positions)
+                a[joints] = waypoints.accelerations[i]
+            if origin + t <= now and i == 0:
+                points = []  # the first point at (or before) the start: no segment to it
+                waypoint_of = []
+            points.append(_Point(origin + float(t), p, v, a))
+            waypoint_of.append(i)
+        return cls(points, waypoint_of)
+
+    @classmethod
+    def through(
+        cls, times: np.ndarray, positions: np.ndarray, velocities: np.ndarray
+    ) -> JointTrajectory:
+        """Cubic segments through absolute ``times`` (k,) with ``positions`` and
+        ``velocities`` (k, n) (the first point is the start)."""
+        points = [
+            _Point(float(t), p, v, None)
+            for t, p, v in zip(times, positions, velocities, strict=True)
+        ]
+        return cls(points, range(len(points)))
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """``(position, velocity, acceleration, index)`` at time ``t`` [s]: each (n,), and the
+        index (FollowJointTrajectory feedback) of the waypoint being approached (the count of
+        waypoints once past the last one). Before the start: the start state."""
+        points = self._points
+        t = max(t, self.start_time)
+        if t >= self.end_time:
+            last = points[-1]
+            zero = np.zeros_like(last.p)
+            return last.p.copy(), zero, zero.copy(), self._waypoint_of[-1] + 1
+        i = int(np.searchsorted([p.time for p in points], t, side='right'))  # b = points[i]
+        p, v, a = _segment(points[i - 1], points[i], t)
+        return p, v, a, self._waypoint_of[i]
+
+    @property
+    def final_positions(self) -> np.ndarray:
+        """(n,) the position of the last point."""
+        return self._points[-1].p.copy()
+
+
+# ---------------------------------------------------------------------------------- law
+@dataclass(frozen=True)
+class TrackingGains:
+    """Gains of :func:`computed_torque`: ``kp`` [1/s^2] and ``kv`` [1/s] (critically damped
+    for ``kv = 2 sqrt(kp)``)."""
+
+    kp: float = 100.0
+    kv: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in ('kp', 'kv'):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0.0:
+                raise ValueError(f'{name}: expected a finite value >= 0, got {value}')
+
+
+def computed_torque(
+    model: D.Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    desired: tuple[np.ndarray, np.ndarray, np.ndarray],
+    gains: TrackingGains,
+) -> np.ndarray:
+    """Joint efforts (n,) [N m | N] tracking ``desired = (p_d, v_d, a_d)`` (each (n,)) from
+    the measured ``q`` (nq,), ``v`` (nv,): ``tau = H* (a_d + kp (p_d - p) + kv (v_d - v)) +
+    c*`` (module docstring), clipped to the effort limits."""
+    p_d, v_d, a_d = desired
+    ff = D.free_floating_terms(model, q, v)
+    phiddot = a_d + gains.kp * (p_d - q[7:]) + gains.kv * (v_d - v[6:])
+    tau = ff.H_star @ phiddot + ff.c_star
+    limit = model.effort_limit
+    return np.clip(tau, -limit, limit)
+
+
+# ----------------------------------------------------------------------------- outcome
+@dataclass(frozen=True)
+class Tolerances:
+    """Tolerances of a trajectory, per joint in joint order (0: not checked).
+
+    Attributes
+    ----------
+    path : (n, 3) position [rad | m], velocity, acceleration while moving.
+    goal : (n, 3) the same from the last point's time on (velocity: stopped velocity).
+    goal_time : float
+        Seconds after the last point's time to get within the goal tolerances (0: no limit).
+    """
+
+    path: np.ndarray
+    goal: np.ndarray
+    goal_time: float
+
+    @classmethod
+    def uniform(
+        cls, n: int, path: float, goal: float, stopped_velocity: float, goal_time: float
+    ) -> Tolerances:
+        """The same position tolerances for every joint (a controller's defaults)."""
+        return cls(
+            np.tile([path, 0.0, 0.0], (n, 1)),
+            np.tile([goal, stopped_velocity, 0.0], (n, 1)),
+            float(goal_time),
+        )
+
+    def overridden(
+        self,
+        model: D.Model,
+        path: Sequence[tuple[str, float, float, float]] = (),
+        goal: Sequence[tuple[str, float, float, float]] = (),
+        goal_time: float = 0.0,
+    ) -> Tolerances:
+        """These tolerances with a goal's (``JointTolerance`` entries ``(name, position,
+        velocity, acceleration)`` and ``goal_time_tolerance`` [s]), as JTC reads them: a value
+        > 0 replaces the default, 0 keeps it, -1 erases it (not checked).
+
+        Raises
+        ------
+        TrajectoryError
+            ``'goal'``: an unknown joint or a negative value other than -1, named.
+        """
+
+        def resolve(default: float, value: float, what: str) -> float:
+            if not math.isfinite(value) or (value < 0.0 and abs(value + 1.0) > 1e-6):
+                raise TrajectoryError('goal', f'{what}: expected > 0, 0 or -1, got {value}')
+            return value if value > 0.0 else (0.0 if value < 0.0 else default)
+
+        tables = {'path_tolerance': self.path.copy(), 'goal_tolerance': self.goal.copy()}
+        for label, entries in (('path_tolerance', path), ('goal_tolerance', goal)):
+            for name, *values in entries:
+                if name not in model.joint_names:
+                    raise TrajectoryError(
+                        'goal',
+                        f'{label}: unknown joint {name!r}; expected one of '
+                        f'{list(model.joint_names)}',
+                    )
+                j = model.joint_index(name)
+                for c, (field, value) in enumerate(
+                    zip(('position', 'velocity', 'acceleration'), values, strict=True)
+                ):
+                    tables[label][j, c] = resolve(
+                        tables[label][j, c], value, f'{label} {name} {field}'
+                    )
+        return Tolerances(
+            tables['path_tolerance'],
+            tables['goal_tolerance'],
+            resolve(self.goal_time, goal_time, 'goal_time_tolerance'),
+        )
+
+
+def _violations(
+    names: Sequence[str], error: tuple[np.ndarray, np.ndarray], tolerance: np.ndarray
+) -> list[str]:
+    """The joints whose position or velocity error exceeds a (non-zero) tolerance."""
+    out = []
+    for c, (field, e) in enumerate(zip(('position', 'velocity'), error, strict=True)):
+        tol = tolerance[:, c]
+        for j in np.flatnonzero((tol > 0.0) & (np.abs(e) > tol)):
+            out.append(f'{names[j]} {field} error {e[j]:.4g} (tolerance {tol[j]:g})')
+    return out
+
+
+@dataclass(frozen=True)
+class Update:
+    """One control update of a :class:`TrajectoryFollower`.
+
+    Attributes
+    ----------
+    tau : (n,) joint efforts [N m | N].
+    desired : ``(p, v, a)`` each (n,).
+    actual : ``(p, v)`` each (n,).
+    error : ``(p, v)`` each (n,), desired - actual.
+    index : int, feedback index (see :meth:`JointTrajectory.sample`).
+    outcome : str or None, one of :data:`OUTCOMES` when the trajectory ended at this update.
+    message : str, why (what succeeded or which joint violated which tolerance).
+    """
+
+    tau: np.ndarray
+    desired: tuple[np.ndarray, np.ndarray, np.ndarray]
+    actual: tuple[np.ndarray, np.ndarray]
+    error: tuple[np.ndarray, np.ndarray]
+    index: int
+    outcome: str | None = None
+    message: str = ''
+
+
+class TrajectoryFollower:
+    """Follows a :class:`JointTrajectory` within :class:`Tolerances` (module docstring).
+
+    Once it has an outcome it holds: the last point after success, the position reached
+    after a violation or :meth:`hold`.
+    """
+
+    def __init__(
+        self,
+        model: D.Model,
+        trajectory: JointTrajectory,
+        tolerances: Tolerances,
+        gains: TrackingGains,
+    ) -> None:
+        if not model.single_dof_joints:
+            raise ValueError('TrajectoryFollower: expected a model whose joints have one DoF')
+        self.model = model
+        self.trajectory = trajectory
+        self.tolerances = tolerances
+        self.gains = gains
+        self.outcome: str | None = None
+        self._hold: np.ndarray | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the trajectory runs (no outcome yet)."""
+        return self.outcome is None and self._hold is None
+
+    def hold(self, positions: np.ndarray) -> None:
+        """Stop following: hold ``positions`` (n,) from now (e.g. after a cancel)."""
+        self._hold = np.array(positions, dtype=float)
+
+    def update(self, t: float, q: np.ndarray, v: np.ndarray) -> Update:
+        """The efforts at time ``t`` [s] for the measured ``q`` (nq,), ``v`` (nv,), and the
+        outcome if the trajectory ends now."""
+        q = np.asarray(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        actual = (q[7:].copy(), v[6:].copy())
+        p_d, v_d, a_d, index = self.trajectory.sample(t)
+        outcome, message = None, ''
+        if self.active:
+            error = (p_d - actual[0], v_d - actual[1])
+            names = self.model.joint_names
+            if t < self.trajectory.end_time:
+                bad = _violations(names, error, self.tolerances.path)
+                if bad:
+                    outcome = 'path_tolerance_violated'
+                    message = (
+                        f'path tolerance violated at {t - self.trajectory.start_time:.3f} s: '
+                        + '; '.join(bad)
+                    )
+                    self._hold = actual[0]
+            else:
+                late = t - self.trajectory.end_time
+                bad = _violations(names, error, self.tolerances.goal)
+                if not bad:
+                    outcome, message = 'succeeded', f'goal reached {late:.3f} s after its time'
+                elif self.tolerances.goal_time > 0.0 and late > self.tolerances.goal_time:
+                    outcome = 'goal_tolerance_violated'
+                    message = (
+                        f'goal tolerance not met {late:.3f} s after the last point (goal_time '
+                        f'{self.tolerances.goal_time:g} s): ' + '; '.join(bad)
+                    )
+                    self._hold = actual[0]
+            self.outcome = outcome or self.outcome
+        if self._hold is not None:
+            zero = np.zeros_like(self._hold)
+            p_d, v_d, a_d = self._hold.copy(), zero, zero.copy()
+        desired = (p_d, v_d, a_d)
+        tau = computed_torque(self.model, q, v, desired, self.gains)
+        error = (p_d - actual[0], v_d - actual[1])
+        return Update(tau, desired, actual, error, index, outcome, message)
+
+
+# ------------------------------------------------------------------ reactionless correction
+@dataclass(frozen=True)
+class Correction:
+    """How :func:`reactionless_correction` changed a trajectory.
+
+    Attributes
+    ----------
+    max_change : float
+        Largest joint deviation of the corrected trajectory from the original [rad | m].
+    joint : str
+        The joint where it occurs;  ``at`` : float, seconds after the start.
+    final_change : float
+        Largest joint deviation at the last point [rad | m].
+    base_rotation : float
+        Base rotation the original trajectory would cause under zero momentum [rad]
+        (the corrected one causes none, to the grid's accuracy).
+    steps : int
+        Grid steps of the integration.
+    """
+
+    max_change: float
+    joint: str
+    at: float
+    final_change: float
+    base_rotation: float
+    steps: int
+
+    def summary(self) -> str:
+        """One line for a log or a result message."""
+        return (
+            f'reactionless correction: the trajectory as sent would turn the base by '
+            f'{math.degrees(self.base_rotation):.3f} deg; corrected, the joints differ from it '
+            f'by up to {self.max_change:.4g} rad ({self.joint} at {self.at:.2f} s), '
+            f'{self.final_change:.4g} rad at the end'
+        )
+
+
+def reactionless_correction(
+    model: D.Model, q: np.ndarray, trajectory: JointTrajectory, step: float
+) -> tuple[JointTrajectory, Correction]:
+    """The trajectory corrected into the reaction null space (module docstring).
+
+    Parameters
+    ----------
+    q : (nq,) configuration at the start (base pose and joints; the joints as the
+        trajectory's start).
+    trajectory : the trajectory from that state.
+    step : grid step [s] (longer when the trajectory needs more than
+        :data:`MAX_CORRECTION_STEPS`).
+
+    Returns
+    -------
+    (JointTrajectory, Correction)
+        Cubic segments through the corrected grid points, and the report.
+    """
+    q = np.array(q, dtype=float)
+    t0, t1 = trajectory.start_time, trajectory.end_time
+    count = max(1, min(MAX_CORRECTION_STEPS, math.ceil((t1 - t0) / step)))
+    times = np.linspace(t0, t1, count + 1)
+    h = (t1 - t0) / count
+
+    def at(phi: np.ndarray) -> np.ndarray:
+        x = q.copy()
+        x[7:] = phi
+        return x
+
+    def rate(t: float, phi: np.ndarray) -> np.ndarray:
+        N = reactionless_basis(model, at(phi))
+        return N @ (N.T @ trajectory.sample(t)[1])
+
+    n = model.n
+    phi = np.empty((count + 1, n))
+    rates = np.empty((count + 1, n))
+    phi[0] = trajectory.sample(t0)[0]
+    rates[0] = rate(t0, phi[0])
+    for k in range(count):
+        guess = phi[k] + h * rates[k]
+        rates[k + 1] = rate(times[k + 1], guess)
+        phi[k + 1] = phi[k] + 0.5 * h * (rates[k] + rates[k + 1])
+        rates[k + 1] = rate(times[k + 1], phi[k + 1])
+    rates[-1] = 0.0  # the last point is at rest (its velocities are zero)
+    original = np.array([trajectory.sample(t)[0] for t in times])
+    change = np.abs(phi - original)
+    k, j = np.unravel_index(int(np.argmax(change)), change.shape)
+    # the base rotation of the original under zero momentum: w0 = -A phidot [S0 eq. 21]
+    quat = np.array([0.0, 0.0, 0.0, 1.0])
+    turned = 0.0
+    w_prev = -base_rate_map(model, at(original[0])) @ trajectory.sample(t0)[1]
+    for i in range(1, count + 1):
+        w = -base_rate_map(model, at(original[i])) @ trajectory.sample(times[i])[1]
+        quat = quat_multiply(quat_exp(0.5 * h * (w + w_prev)), quat)
+        turned = max(turned, quat_angle(quat, [0.0, 0.0, 0.0, 1.0]))
+        w_prev = w
+    report = Correction(
+        max_change=float(change[k, j]),
+        joint=model.joint_names[j],
+        at=float(times[k] - t0),
+        final_change=float(change[-1].max()),
+        base_rotation=float(turned),
+        steps=count,
+    )
+    return JointTrajectory.through(times, phi, rates), report
+
+
+def continuity_gap(
+    previous: tuple[float, np.ndarray, np.ndarray], current: tuple[float, np.ndarray, np.ndarray]
+) -> float:
+    """How far a measured state ``current = (t, p, v)`` is from where the ``previous`` one
+    leads: ``max |p - p_prev - (v_prev + v) (t - t_prev) / 2|`` (the trapezoid: exact for a
+    constant acceleration, so a continuous motion sampled at ``dt`` stays within about
+    ``|delta a| dt^2 / 8``; a reset or a teleport shows as the jump itself)."""
+    t0, p0, v0 = previous
+    t1, p1, v1 = current
+    predicted = np.asarray(p0) + 0.5 * (np.asarray(v0) + np.asarray(v1)) * (t1 - t0)
+    return float(np.max(np.abs(np.asarray(p1) - predicted))) if np.size(p1) else 0.0

@@ -1,0 +1,513 @@
+"""The simulator's ``simulation_interfaces`` (ROS wiring; the physics stays in its thread).
+
+The ROS 2 standard for talking to simulators (ros-simulation/simulation_interfaces, 1.6.1 as
+released for Kilted; Jazzy's 1.5.1 has the same definitions), served under the node's name
+like Gazebo's ``/gzserver/...`` (``/ffsim_simulator/get_simulator_features``, under a namespace
+``/<ns>/ffsim_simulator/...``):
+
+=============================  ===================================================  =========
+name (``~/``)                  type                                                 feature
+=============================  ===================================================  =========
+``get_simulator_features``     srv GetSimulatorFeatures                             (always)
+``reset_simulation``           srv ResetSimulation (scopes default/all, time,       20 21 22
+                               state; spawned: unsupported)
+``get_simulation_state``       srv GetSimulationState                               24
+``set_simulation_state``       srv SetSimulationState (stopped, playing, paused)    25 26
+``step_simulation``            srv StepSimulation                                   31 32
+``simulate_steps``             action SimulateSteps (feedback, cancel)              33
+``get_entities``               srv GetEntities (name filter)                        --
+``get_entities_states``        srv GetEntitiesStates                                10
+``get_entity_state``           srv GetEntityState                                   10
+``set_entity_state``           srv SetEntityState                                   11
+``spawn_entity``               srv SpawnEntity: RESULT_FEATURE_UNSUPPORTED          (not 0)
+``delete_entity``              srv DeleteEntity: RESULT_FEATURE_UNSUPPORTED         (not 1)
+=============================  ===================================================  =========
+
+**Entities.** The one entity is the robot, named as in its URDF (``<robot name=...>``); its
+state is that of its base link: the pose of the base link frame in ``world_frame`` and its
+twist, the velocity of the base link origin and the angular velocity, both in
+``world_frame`` (the frame of ``header.frame_id``, as the standard asks; ``base_odom`` gives
+the same twist in base link axes, REP 105). The acceleration is not computed (zeros), and is
+ignored when setting. Setting the state moves the base (``Engine.set_state``: the joints
+keep their positions and rates, the model stays consistent -- momentum, CoM and every link
+follow) and takes one physics step, published at once.
+
+**Time and run states.** Stepping (``step_simulation``, ``simulate_steps``) needs the
+simulation paused, as the standard says, and integrates exactly the steps asked for: after
+``k`` steps from ``t``, the simulated time is ``t + k dt`` to the nanosecond. Steps are not
+paced by ``real_time_factor`` (they run as fast as the machine allows) and are published as
+when playing (every publish period, and the last step). ``STATE_STOPPED`` is a reset of
+everything (the initial state at time 0) and a pause; from it, playing or pausing keeps the
+state and time. A reset of the time scope sets the simulated clock back to 0: ``/clock`` and
+every stamp restart from 0 -- the one way time goes back, and only on request, as after a
+restart of the simulator (``~/reset`` keeps its meaning: the state scope, time goes on). Nodes
+with ``use_sim_time`` see their ROS time jump back: rclpy and rclcpp call their time-jump
+callbacks, tf2 buffers clear themselves ("jump back in time"), ROS-time timers restart from
+the new time, and ``ffsim_reactionless_controller`` drops its state, goals and trajectories.
+
+Every request is checked here (bad input answered at once, naming the culprit) and the rest
+runs in the physics thread, which applies it between two batches of steps and alone publishes
+(see ``ffsim_ros.simulator``); the simulation runs on whatever a client sends.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+
+import numpy as np
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import EntityState, Result, SimulationState, SimulatorFeatures
+from simulation_interfaces.srv import (
+    DeleteEntity,
+    GetEntities,
+    GetEntitiesStates,
+    GetEntityState,
+    GetSimulationState,
+    GetSimulatorFeatures,
+    ResetSimulation,
+    SetEntityState,
+    SetSimulationState,
+    SpawnEntity,
+    StepSimulation,
+)
+
+import ffsim_ros.dynamics as D
+
+from .common import to_stamp
+
+#: What this simulator supports (``GetSimulatorFeatures``), and only that.
+FEATURES = (
+    SimulatorFeatures.ENTITY_STATE_GETTING,
+    SimulatorFeatures.ENTITY_STATE_SETTING,
+    SimulatorFeatures.SIMULATION_RESET,
+    SimulatorFeatures.SIMULATION_RESET_TIME,
+    SimulatorFeatures.SIMULATION_RESET_STATE,
+    SimulatorFeatures.SIMULATION_STATE_GETTING,
+    SimulatorFeatures.SIMULATION_STATE_SETTING,
+    SimulatorFeatures.SIMULATION_STATE_PAUSE,
+    SimulatorFeatures.STEP_SIMULATION_SINGLE,
+    SimulatorFeatures.STEP_SIMULATION_MULTIPLE,
+    SimulatorFeatures.STEP_SIMULATION_ACTION,
+)
+STATE_NAMES = {
+    SimulationState.STATE_STOPPED: 'stopped',
+    SimulationState.STATE_PLAYING: 'playing',
+    SimulationState.STATE_PAUSED: 'paused',
+    SimulationState.STATE_QUITTING: 'quitting',
+    SimulationState.STATE_NO_WORLD: 'no world',
+    SimulationState.STATE_LOADING_WORLD: 'loading world',
+}
+#: Largest base position [m] and twist [m/s, rad/s] ``set_entity_state`` takes (the bounds of
+#: the ``initial_base_*`` parameters): beyond them the pose is outside the simulated world.
+MAX_POSITION, MAX_TWIST = 1e6, 1e3
+#: Tolerance on the norm of a quaternion taken as a unit one (then normalized).
+QUATERNION_TOLERANCE = 1e-3
+_RESET_SCOPES = ResetSimulation.Request.SCOPE_TIME | ResetSimulation.Request.SCOPE_STATE
+_NOT_SPAWNING = (
+    'spawning and deleting entities is not supported: the simulation holds one robot, the '
+    'entity {entity!r} (GetSimulatorFeatures lists neither SPAWNING nor DELETING)'
+)
+
+
+class RequestError(Exception):
+    """A request refused with a ``simulation_interfaces/Result`` code and message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = int(code)
+
+
+@dataclass
+class StepJob:
+    """Steps for the physics thread to integrate while the simulation is paused.
+
+    Attributes
+    ----------
+    steps : int
+        Steps asked for (>= 1).
+    progress : callable or None
+        ``progress(completed, remaining)``, called by the physics thread after each batch.
+    cancelled : callable
+        Checked by the physics thread before each batch; True ends the job early.
+    reply : Future
+        Result ``(completed, cancelled, time_ns)``, or a :class:`RequestError`.
+    """
+
+    steps: int
+    progress: Callable[[int, int], None] | None = None
+    cancelled: Callable[[], bool] = lambda: False
+    reply: Future = field(default_factory=Future)
+    completed: int = 0
+
+
+def _result(code: int = Result.RESULT_OK, message: str = '') -> Result:
+    return Result(result=int(code), error_message=message)
+
+
+def _finite(values: dict[str, float], bound: float, code: int) -> None:
+    """Raise ``RequestError(code)`` naming the values that are not finite or beyond ``bound``."""
+    bad = {k: v for k, v in values.items() if not math.isfinite(v)}
+    if bad:
+        raise RequestError(code, f'expected finite values, got {bad}')
+    far = {k: v for k, v in values.items() if abs(v) > bound}
+    if far:
+        raise RequestError(code, f'expected values of magnitude <= {bound:g}, got {far}')
+
+
+class SimulationInterfaces:
+    """Serves ``simulation_interfaces`` for a simulator node (module docstring).
+
+    Parameters
+    ----------
+    node : rclpy Node
+        The simulator node, which also provides (duck-typed, the physics-thread protocol of
+        ``ffsim_ros.simulator.Simulator``): ``run_physics(action, publish)`` (run
+        ``action(engine)`` in the physics thread and return its value), ``submit_steps(job)``
+        (a :class:`StepJob`), and for the actions run there, ``engine``, ``stopped`` and
+        ``reset_clock()``; ``model`` and ``world`` (frame id).
+    """
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.entity = node.model.name
+        group = ReentrantCallbackGroup()  # the callbacks wait for the physics thread
+        services = (
+            (GetSimulatorFeatures, 'get_simulator_features', self._features),
+            (ResetSimulation, 'reset_simulation', self._reset),
+            (GetSimulationState, 'get_simulation_state', self._get_state),
+            (SetSimulationState, 'set_simulation_state', self._set_state),
+            (StepSimulation, 'step_simulation', self._step),
+            (GetEntities, 'get_entities', self._entities),
+            (GetEntitiesStates, 'get_entities_states', self._entities_states),
+            (GetEntityState, 'get_entity_state', self._get_entity),
+            (SetEntityState, 'set_entity_state', self._set_entity),
+            (SpawnEntity, 'spawn_entity', self._spawn),
+            (DeleteEntity, 'delete_entity', self._delete),
+        )
+        self.services = [
+            node.create_service(srv, f'~/{name}', self._guarded(callback), callback_group=group)
+            for srv, name, callback in services
+        ]
+        self.action = ActionServer(
+            node,
+            SimulateSteps,
+            '~/simulate_steps',
+            execute_callback=self._simulate_steps,
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda goal_handle: CancelResponse.ACCEPT,
+            callback_group=group,
+            feedback_pub_qos_profile=QoSProfile(depth=100),  # a burst per publish period
+        )
+
+    def destroy(self) -> None:
+        """Destroy the action server (the services go with the node)."""
+        self.action.destroy()
+
+    # ---------------------------------------------------------------- service plumbing
+    def _guarded(self, callback: Callable) -> Callable:
+        """``callback(request, response)`` with a :class:`RequestError` (or a failure of the
+        physics thread) answered as the response's ``result``, logged (throttled)."""
+
+        def serve(request, response):
+            try:
+                return callback(request, response)
+            except RequestError as exc:
+                response.result = _result(exc.code, str(exc))
+            except RuntimeError as exc:  # the physics thread is gone or did not answer
+                response.result = _result(Result.RESULT_OPERATION_FAILED, str(exc))
+            self.node.get_logger().warning(
+                f'{type(request).__name__.split("_")[0]}: {response.result.error_message}',
+                throttle_duration_sec=1.0,
+            )
+            return response
+
+        return serve
+
+    def _physics(self, action: Callable, publish: bool = False):
+        """Run ``action(engine)`` in the physics thread; a ValueError becomes an
+        OPERATION_FAILED result naming it."""
+        try:
+            return self.node.run_physics(action, publish)
+        except ValueError as exc:
+            raise RequestError(Result.RESULT_OPERATION_FAILED, str(exc)) from None
+
+    # ----------------------------------------------------------------------- simulation
+    def _features(self, request, response):
+        response.features = SimulatorFeatures(
+            features=list(FEATURES),
+            spawn_formats=[],
+            custom_info=(
+                f'ffsim_ros: one free-floating robot, entity {self.entity!r} (its base link); '
+                f'physics step {self.node.engine.dt_ns} ns; resets of time and state, '
+                'stepping while paused (exact in simulated time); spawning and deleting '
+                'entities not supported'
+            ),
+        )
+        return response
+
+    def state_of(self) -> int:
+        """The ``SimulationState`` now (physics thread): stopped, paused (also while a fault
+        stops the integration: the clock does not move) or playing."""
+        host = self.node
+        if host.stopped:
+            return SimulationState.STATE_STOPPED
+        engine = host.engine
+        if engine.paused or engine.faulted:
+            return SimulationState.STATE_PAUSED
+        return SimulationState.STATE_PLAYING
+
+    def _get_state(self, request, response):
+        def read(engine) -> tuple[int, str]:
+            return self.state_of(), engine.fault
+
+        state, fault = self._physics(read)
+        response.state = SimulationState(state=state)
+        response.result = _result(
+            message=f'integration stopped: {fault} (reset or set the entity state)'
+            if fault
+            else ''
+        )
+        return response
+
+    def _set_state(self, request, response):
+        target = request.state.state
+        if target not in (
+            SimulationState.STATE_STOPPED,
+            SimulationState.STATE_PLAYING,
+            SimulationState.STATE_PAUSED,
+        ):
+            name = STATE_NAMES.get(target, 'unknown')
+            raise RequestError(
+                Result.RESULT_FEATURE_UNSUPPORTED,
+                f'state: expected 0 (stopped), 1 (playing) or 2 (paused), got {target} ({name})'
+                + ('; quit the simulator by ending its process' if name == 'quitting' else ''),
+            )
+        host = self.node
+        code = SetSimulationState.Response
+
+        def apply(engine) -> str:
+            current = self.state_of()
+            if target == current:
+                if target == SimulationState.STATE_PAUSED:
+                    engine.pause()  # (a fault reads as paused: now it is)
+                raise RequestError(code.ALREADY_IN_TARGET_STATE, f'already {STATE_NAMES[target]}')
+            if target == SimulationState.STATE_STOPPED:
+                engine.pause()
+                engine.reset()
+                host.reset_clock()
+                host.stopped = True
+                return 'stopped: the initial state at time 0, paused'
+            if target == SimulationState.STATE_PAUSED:
+                engine.pause()
+            else:
+                try:
+                    engine.resume()
+                except RuntimeError as exc:  # EngineFault
+                    raise RequestError(code.STATE_TRANSITION_ERROR, str(exc)) from None
+            host.stopped = False
+            return (
+                f'{STATE_NAMES[current]} -> {STATE_NAMES[target]} at sim time {engine.time:.9f} s'
+            )
+
+        response.result = _result(
+            message=self._physics(apply, publish=target == SimulationState.STATE_STOPPED)
+        )
+        return response
+
+    def _reset(self, request, response):
+        scope = request.scope
+        req = ResetSimulation.Request
+        if scope in (req.SCOPE_DEFAULT, req.SCOPE_ALL):
+            scope = _RESET_SCOPES  # nothing is ever spawned: all is time and state
+        elif scope & req.SCOPE_SPAWNED or scope & ~(_RESET_SCOPES | req.SCOPE_SPAWNED):
+            spawned = '; ' + _NOT_SPAWNING.format(entity=self.entity)
+            raise RequestError(
+                Result.RESULT_FEATURE_UNSUPPORTED,
+                f'scope: expected 0 or 255 (all), 1 (time), 2 (state) or 3, got {scope}'
+                + (spawned if scope & req.SCOPE_SPAWNED else ''),
+            )
+
+        def reset(engine) -> str:
+            what = []
+            if scope & req.SCOPE_STATE:
+                engine.reset()
+                what.append('state (inputs cleared)')
+            if scope & req.SCOPE_TIME:
+                self.node.reset_clock()
+                what.append('time')
+            return f'reset {" and ".join(what)}: sim time {engine.time:.9f} s'
+
+        response.result = _result(message=self._physics(reset, publish=True))
+        return response
+
+    # ------------------------------------------------------------------------- stepping
+    def _checked_steps(self, steps: int) -> None:
+        if steps < 1:
+            raise RequestError(
+                Result.RESULT_OPERATION_FAILED, f'steps: expected at least 1, got {steps}'
+            )
+
+    def _wait(self, job: StepJob) -> tuple[int, bool, int]:
+        """Hand ``job`` to the physics thread and wait for it (as long as it takes, while the
+        node lives)."""
+        self.node.submit_steps(job)
+        context = self.node.context
+        while True:
+            try:
+                return job.reply.result(timeout=0.5)
+            except FutureTimeout:
+                if not rclpy.ok(context=context):
+                    raise RuntimeError('the simulator is shutting down') from None
+
+    def _step(self, request, response):
+        self._checked_steps(request.steps)
+        completed, _, time_ns = self._wait(StepJob(int(request.steps)))
+        response.result = _result(message=f'{completed} steps: sim time {time_ns * 1e-9:.9f} s')
+        return response
+
+    def _simulate_steps(self, goal_handle):
+        steps = int(goal_handle.request.steps)
+        out = SimulateSteps.Result()
+
+        def progress(completed: int, remaining: int) -> None:  # in the physics thread
+            goal_handle.publish_feedback(
+                SimulateSteps.Feedback(completed_steps=completed, remaining_steps=remaining)
+            )
+
+        try:
+            self._checked_steps(steps)
+            completed, cancelled, time_ns = self._wait(
+                StepJob(steps, progress, lambda: goal_handle.is_cancel_requested)
+            )
+        except (RequestError, RuntimeError) as exc:
+            code = exc.code if isinstance(exc, RequestError) else Result.RESULT_OPERATION_FAILED
+            out.result = _result(code, str(exc))
+            goal_handle.abort()
+            return out
+        text = f'{completed} of {steps} steps: sim time {time_ns * 1e-9:.9f} s'
+        if cancelled:
+            out.result = _result(message=f'canceled after {text}')
+            goal_handle.canceled()
+        else:
+            out.result = _result(message=text)
+            goal_handle.succeed()
+        return out
+
+    # ------------------------------------------------------------------------- entities
+    def _matching(self, filters) -> list[str]:
+        if filters.categories or filters.tags.tags:
+            raise RequestError(
+                Result.RESULT_FEATURE_UNSUPPORTED,
+                'filters: entity categories and tags are not supported (filter by name)',
+            )
+        bounds = filters.bounds
+        if bounds.type != bounds.TYPE_EMPTY or bounds.points:
+            raise RequestError(
+                Result.RESULT_FEATURE_UNSUPPORTED, 'filters: bounds are not supported'
+            )
+        try:
+            pattern = re.compile(filters.filter)
+        except re.error as exc:
+            raise RequestError(
+                Result.RESULT_OPERATION_FAILED,
+                f'filters.filter: expected a regular expression, got {filters.filter!r} ({exc})',
+            ) from None
+        return [name for name in (self.entity,) if pattern.search(name)]
+
+    def _entities(self, request, response):
+        response.entities = self._matching(request.filters)
+        response.result = _result()
+        return response
+
+    def _entity_state(self) -> EntityState:
+        snap = self._physics(lambda engine: engine.snapshot())
+        state = EntityState()
+        state.header.stamp = to_stamp(snap.time_ns)
+        state.header.frame_id = self.node.world
+        p, o = state.pose.position, state.pose.orientation
+        p.x, p.y, p.z = snap.base_position.tolist()
+        o.x, o.y, o.z, o.w = snap.base_orientation.tolist()
+        lin, ang = state.twist.linear, state.twist.angular
+        lin.x, lin.y, lin.z = snap.base_linear_velocity.tolist()
+        ang.x, ang.y, ang.z = snap.base_angular_velocity.tolist()
+        return state
+
+    def _entities_states(self, request, response):
+        response.entities = self._matching(request.filters)
+        response.states = [self._entity_state() for _ in response.entities]
+        response.result = _result()
+        return response
+
+    def _known(self, entity: str) -> None:
+        if entity != self.entity:
+            raise RequestError(
+                Result.RESULT_NOT_FOUND, f'unknown entity {entity!r}: expected {self.entity!r}'
+            )
+
+    def _get_entity(self, request, response):
+        self._known(request.entity)
+        response.state = self._entity_state()
+        response.result = _result()
+        return response
+
+    def _set_entity(self, request, response):
+        self._known(request.entity)
+        state = request.state
+        invalid = SetEntityState.Response.INVALID_POSE
+        frame = state.header.frame_id
+        if frame not in ('', self.node.world):
+            raise RequestError(
+                Result.RESULT_NOT_FOUND,
+                f'state.header.frame_id: expected {self.node.world!r} (or empty), got {frame!r}',
+            )
+        p, o = state.pose.position, state.pose.orientation
+        lin, ang = state.twist.linear, state.twist.angular
+        position = {f'state.pose.position.{k}': getattr(p, k) for k in 'xyz'}
+        quaternion = {f'state.pose.orientation.{k}': getattr(o, k) for k in 'xyzw'}
+        twist = {f'state.twist.linear.{k}': getattr(lin, k) for k in 'xyz'}
+        twist |= {f'state.twist.angular.{k}': getattr(ang, k) for k in 'xyz'}
+        _finite(position, MAX_POSITION, invalid)
+        _finite(quaternion, 2.0, invalid)
+        _finite(twist, MAX_TWIST, invalid)
+        quat = np.array(list(quaternion.values()))
+        norm = float(np.linalg.norm(quat))
+        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+            raise RequestError(
+                invalid,
+                f'state.pose.orientation: expected a unit quaternion (x, y, z, w; norm 1 within '
+                f'{QUATERNION_TOLERANCE:g}), got {quat.tolist()} of norm {norm:.6g}',
+            )
+        values = [list(d.values()) for d in (position, twist)]
+        model, host = self.node.model, self.node
+
+        def move(engine) -> str:
+            q_base, v_base = D.base_state_from_link(
+                model, values[0], quat, values[1][:3], values[1][3:]
+            )
+            snap = engine.snapshot()
+            jumped = engine.set_state(np.r_[q_base, snap.q[7:]], np.r_[v_base, snap.v[6:]])
+            host.stopped = False
+            return f'{self.entity}: base state set at sim time {jumped.time:.9f} s'
+
+        response.result = _result(message=self._physics(move, publish=True))
+        return response
+
+    def _spawn(self, request, response):
+        raise RequestError(
+            Result.RESULT_FEATURE_UNSUPPORTED, _NOT_SPAWNING.format(entity=self.entity)
+        )
+
+    def _delete(self, request, response):
+        raise RequestError(
+            Result.RESULT_FEATURE_UNSUPPORTED, _NOT_SPAWNING.format(entity=self.entity)
+        )

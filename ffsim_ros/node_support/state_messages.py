@@ -1,0 +1,137 @@
+"""The simulator's state messages of one instant, filled from a :class:`~ffsim_ros.sim.Snapshot`.
+
+``joint_states``, ``/tf``, ``base_odom``, ``momentum``, ``markers`` and ``/clock`` (see
+``ffsim_ros.simulator``), all stamped with the snapshot's simulated time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, TransformStamped
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ffsim_ros.dynamics.lie import quat_to_matrix
+from ffsim_ros.sim import Snapshot
+
+from .common import to_stamp
+
+
+class StateMessages:
+    """The message objects of the simulator's state topics, filled in place.
+
+    Parameters
+    ----------
+    joint_names : sequence of str
+        ``joint_states.name``.
+    world, base_frame : str
+        Frame ids of the inertial frame and of the base link (with its prefix).
+    clock : bool
+        Whether to fill a ``/clock`` message.
+    """
+
+    def __init__(self, joint_names, world: str, base_frame: str, clock: bool) -> None:
+        self.joint_names = tuple(joint_names)
+        self.world, self.base_frame = world, base_frame
+        self._messages = self._new_messages(clock)
+
+    def fill(self, snap: Snapshot, markers: bool = True) -> tuple:
+        """The messages of one instant, all stamped with its simulated time.
+
+        The same message objects are filled at every call: only the physics thread builds
+        and publishes them, and a publish serializes its message before it returns (the
+        thread that once also published from a service is gone), so no message is ever
+        torn; allocating six messages per publish cost more than the physics step.
+
+        Returns
+        -------
+        tuple
+            ``(Clock or None, JointState, TransformStamped, Odometry, Float64MultiArray,
+            MarkerArray or None)``: ``/clock`` only with ``publish_clock``, markers only when
+            asked.
+        """
+        clock, joints, transform, odom, momentum = self._messages
+        stamp = to_stamp(snap.time_ns)
+        if clock is not None:
+            clock.clock = stamp
+        joints.header.stamp = stamp
+        joints.position = snap.q[7:].tolist()
+        joints.velocity = snap.v[6:].tolist()
+        joints.effort = snap.effort.tolist()
+
+        px, py, pz = snap.base_position.tolist()
+        qx, qy, qz, qw = snap.base_orientation.tolist()
+        transform.header.stamp = stamp
+        tr = transform.transform.translation
+        tr.x, tr.y, tr.z = px, py, pz
+        ro = transform.transform.rotation
+        ro.x, ro.y, ro.z, ro.w = qx, qy, qz, qw
+
+        odom.header.stamp = stamp
+        pos = odom.pose.pose.position
+        pos.x, pos.y, pos.z = px, py, pz
+        o = odom.pose.pose.orientation
+        o.x, o.y, o.z, o.w = qx, qy, qz, qw
+        R = quat_to_matrix(snap.base_orientation)  # base link axes -> world
+        tw = odom.twist.twist
+        tw.linear.x, tw.linear.y, tw.linear.z = (R.T @ snap.base_linear_velocity).tolist()
+        tw.angular.x, tw.angular.y, tw.angular.z = (R.T @ snap.base_angular_velocity).tolist()
+
+        momentum.data = np.r_[snap.momentum, snap.com].tolist()
+        marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
+        return clock, joints, transform, odom, momentum, marker_array
+
+    def _new_messages(self, clock: bool) -> tuple:
+        """The message objects :meth:`fill` fills (their constant fields set once)."""
+        joints = JointState(name=list(self.joint_names))
+        transform = TransformStamped()
+        transform.header.frame_id = self.world
+        transform.child_frame_id = self.base_frame
+        odom = Odometry()
+        odom.header.frame_id = self.world
+        odom.child_frame_id = self.base_frame
+        momentum = Float64MultiArray()
+        momentum.layout.dim = [
+            MultiArrayDimension(label='P,L_g,com', size=3, stride=9),
+            MultiArrayDimension(label='x,y,z', size=3, stride=3),
+        ]
+        return Clock() if clock else None, joints, transform, odom, momentum
+
+    def _markers(self, stamp: Time, h: np.ndarray, com: np.ndarray) -> MarkerArray:
+        out = MarkerArray()
+        sphere = Marker()
+        sphere.header.stamp = stamp
+        sphere.header.frame_id = self.world
+        sphere.ns, sphere.id, sphere.type = 'system_com', 0, Marker.SPHERE
+        sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z = (
+            float(x) for x in com
+        )
+        sphere.pose.orientation.w = 1.0
+        sphere.scale.x = sphere.scale.y = sphere.scale.z = 0.15
+        sphere.color.r, sphere.color.g, sphere.color.b, sphere.color.a = 1.0, 0.8, 0.0, 1.0
+        out.markers.append(sphere)
+        for k, (name, vec, rgb) in enumerate(
+            (
+                ('linear_momentum', h[:3], (0.1, 0.6, 1.0)),
+                ('angular_momentum', h[3:], (1.0, 0.2, 0.2)),
+            )
+        ):
+            arrow = Marker()
+            arrow.header.stamp = stamp
+            arrow.header.frame_id = self.world
+            arrow.ns, arrow.id, arrow.type = name, k + 1, Marker.ARROW
+            arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.04, 0.08, 0.1
+            arrow.color.r, arrow.color.g, arrow.color.b = rgb
+            arrow.color.a = 1.0
+            # arrow length 1 m per 10 units of momentum, from the CoM
+            tip = com + 0.1 * vec
+            arrow.points = [
+                Point(x=float(com[0]), y=float(com[1]), z=float(com[2])),
+                Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2])),
+            ]
+            out.markers.append(arrow)
+        return out

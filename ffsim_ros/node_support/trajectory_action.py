@@ -1,0 +1,319 @@
+"""``FollowJointTrajectory`` and ``joint_trajectory`` for the controller node (ROS wiring).
+
+The joint-space interface of ros2_controllers' ``joint_trajectory_controller``, which MoveIt
+and every trajectory tool speak, served by ``ffsim_reactionless_controller`` under its name:
+the action ``~/follow_joint_trajectory`` (control_msgs/action/FollowJointTrajectory) and the
+topic ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory). The law, the checks and the
+outcome rules are :mod:`ffsim_ros.control.trajectory`'s; here are the messages and the
+threads:
+
+* the action server lives on a companion node, ``<node name>_action`` (no parameters, no
+  command-line remaps; the action is named after the controller node, remapped or not),
+  spun by a multi-threaded executor in a thread of its own, so that goals wait without
+  holding up the controller's single-threaded executor (rclpy's multi-threaded one costs the
+  control loop throughput);
+* a goal is accepted and checked in its execute callback (a thread of that executor): a
+  bad one ends at once, aborted with the standard error code (INVALID_JOINTS,
+  INVALID_GOAL, OLD_HEADER_TIMESTAMP) and an ``error_string`` naming the culprit -- where
+  JTC refuses the goal without a word, which no client can read;
+* a good one starts from the state measured now (or at ``header.stamp``), is corrected into
+  the reaction null space when ``trajectory.reactionless`` is set, and is handed to the
+  control loop (:class:`TrajectoryRequest`), which follows it at the control rate, publishes
+  the feedback each update and sets the outcome; the execute callback waits for it;
+* a new goal, a ``joint_trajectory`` message or an ``ee_goal`` preempts the running goal
+  (aborted, INVALID_GOAL, "preempted ...", as JTC does); a cancel holds the position reached
+  (canceled); a reset of the simulation, a jump of the measured state or of the clock aborts
+  it (INVALID_GOAL, saying which).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import rclpy
+from control_msgs.action import FollowJointTrajectory
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, ShutdownException
+from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.control.trajectory import (
+    Correction,
+    JointTrajectory,
+    Tolerances,
+    TrajectoryError,
+    Update,
+    check_waypoints,
+    reactionless_correction,
+)
+
+from .common import LogThrottle
+
+_Result = FollowJointTrajectory.Result
+#: FollowJointTrajectory error code of each refusal kind and outcome.
+ERROR_CODES = {
+    'joints': _Result.INVALID_JOINTS,
+    'goal': _Result.INVALID_GOAL,
+    'old': _Result.OLD_HEADER_TIMESTAMP,
+    'succeeded': _Result.SUCCESSFUL,
+    'path_tolerance_violated': _Result.PATH_TOLERANCE_VIOLATED,
+    'goal_tolerance_violated': _Result.GOAL_TOLERANCE_VIOLATED,
+}
+#: Threads of the action's executor (execute callbacks waiting, goal, cancel and result
+#: requests served meanwhile).
+ACTION_THREADS = 4
+#: The goal status each outcome ends in.
+STATUSES = {
+    'succeeded': 'succeeded',
+    'path_tolerance_violated': 'aborted',
+    'goal_tolerance_violated': 'aborted',
+}
+
+
+def _seconds(duration) -> float:
+    """Seconds of a ``builtin_interfaces/Duration`` (or Time)."""
+    return duration.sec + duration.nanosec * 1e-9
+
+
+@dataclass
+class TrajectoryRequest:
+    """A trajectory handed from the action (or the topic) to the control loop.
+
+    Attributes
+    ----------
+    trajectory : JointTrajectory
+        From the state measured at acceptance (corrected when asked).
+    tolerances : Tolerances
+    goal_handle : ServerGoalHandle or None
+        None for a ``joint_trajectory`` message (nobody waits for it).
+    correction : Correction or None
+        The reactionless correction applied.
+    outcome : (status, error code, message) or None
+        Set once by :meth:`finish` (status: succeeded, aborted or canceled).
+    """
+
+    trajectory: JointTrajectory
+    tolerances: Tolerances
+    goal_handle: object | None = None
+    correction: Correction | None = None
+    outcome: tuple[str, int, str] | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether the client asked to cancel."""
+        return self.goal_handle is not None and self.goal_handle.is_cancel_requested
+
+    def finish(self, status: str, code: int, message: str) -> None:
+        """Set the outcome (the first one wins) and release the waiting execute callback."""
+        if self.outcome is None:
+            if self.correction is not None:
+                message = f'{message}; {self.correction.summary()}'
+            self.outcome = (status, int(code), message)
+        self.done.set()
+
+    def abort(self, message: str) -> None:
+        """Aborted with INVALID_GOAL (preemption, reset, shutdown)."""
+        self.finish('aborted', _Result.INVALID_GOAL, message)
+
+    def publish_feedback(self, update: Update, stamp, joint_names) -> None:
+        """FollowJointTrajectory feedback of one control update (action goals only)."""
+        if self.goal_handle is None:
+            return
+        feedback = FollowJointTrajectory.Feedback(joint_names=list(joint_names))
+        feedback.header.stamp = stamp
+        p, v, a = update.desired
+        feedback.desired = JointTrajectoryPoint(
+            positions=p.tolist(), velocities=v.tolist(), accelerations=a.tolist()
+        )
+        feedback.actual = JointTrajectoryPoint(
+            positions=update.actual[0].tolist(), velocities=update.actual[1].tolist()
+        )
+        feedback.error = JointTrajectoryPoint(
+            positions=update.error[0].tolist(), velocities=update.error[1].tolist()
+        )
+        feedback.index = int(update.index)
+        self.goal_handle.publish_feedback(feedback)
+
+
+class TrajectoryInterfaces:
+    """The action server and the topic (module docstring).
+
+    Parameters
+    ----------
+    node : Node
+        The controller node.
+    model : Model
+    measured : callable
+        ``measured() -> (q, v) or str``: the latest fresh measured state, or why there is
+        none (any thread).
+    now : callable
+        ``now() -> float``: the node clock's time [s].
+    settings : callable
+        ``settings() -> (Tolerances, reactionless: bool, correction step [s])``: the defaults
+        of the parameters now.
+    submit : callable
+        ``submit(request)``: hand a :class:`TrajectoryRequest` to the control loop (any
+        thread; it preempts the running one).
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        model: D.Model,
+        measured: Callable[[], tuple[np.ndarray, np.ndarray] | str],
+        now: Callable[[], float],
+        settings: Callable[[], tuple[Tolerances, bool, float]],
+        submit: Callable[[TrajectoryRequest], None],
+    ) -> None:
+        self.node, self.model = node, model
+        self._measured, self._now, self._settings, self._submit = measured, now, settings, submit
+        self._throttle = LogThrottle(1.0)
+        self._log_lock = threading.Lock()
+        # the action lives on a node of its own, spun by its own executor in a thread of its
+        # own: its execute callbacks wait (as long as a trajectory lasts) without holding up
+        # the control node, which keeps rclpy's fast single-threaded executor
+        self.action_node = Node(
+            f'{node.get_name()}_action',
+            namespace=node.get_namespace(),
+            context=node.context,
+            use_global_arguments=False,  # (a __node remap would name it as the node)
+            start_parameter_services=False,
+            parameter_overrides=[node.get_parameter('use_sim_time')],
+        )
+        self.action = ActionServer(
+            self.action_node,
+            FollowJointTrajectory,
+            f'{node.get_fully_qualified_name()}/follow_joint_trajectory',
+            execute_callback=self._execute,
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda goal_handle: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup(),
+        )
+        self._executor = MultiThreadedExecutor(num_threads=ACTION_THREADS, context=node.context)
+        self._executor.add_node(self.action_node)
+        self._thread = threading.Thread(
+            target=self._spin, name='follow_joint_trajectory', daemon=True
+        )
+        self._thread.start()
+        self.subscription = node.create_subscription(
+            JointTrajectoryMsg, '~/joint_trajectory', self._on_topic, 10
+        )
+
+    def _spin(self) -> None:
+        try:
+            self._executor.spin()
+        except (ExternalShutdownException, ShutdownException):
+            pass
+
+    def destroy(self) -> None:
+        """Stop the action's executor, destroy the action server and its node (after the
+        waiting goals were released: :meth:`TrajectoryRequest.abort`)."""
+        self._executor.shutdown(timeout_sec=2.0)
+        self._thread.join(timeout=2.0)
+        self.action.destroy()
+        self.action_node.destroy_node()
+
+    def _log(self, text: str, error: bool = True) -> None:
+        with self._log_lock:  # (the action's threads and the node's)
+            line = self._throttle.admit(text)
+        if line:
+            logger = self.node.get_logger()  # (rclpy: one severity per call site)
+            if error:
+                logger.error(line)
+            else:
+                logger.info(line)
+
+    def request(self, msg: JointTrajectoryMsg, goal=None, goal_handle=None) -> TrajectoryRequest:
+        """A checked :class:`TrajectoryRequest` from the state measured now.
+
+        Raises
+        ------
+        TrajectoryError
+            Naming the culprit (also: no fresh state to start from, a trajectory that ends
+            before now).
+        """
+        model = self.model
+        if not model.single_dof_joints:
+            raise TrajectoryError(
+                'joints', 'the robot has joints with several DoFs: not supported'
+            )
+        points = msg.points
+        waypoints = check_waypoints(
+            model,
+            msg.joint_names,
+            [_seconds(p.time_from_start) for p in points],
+            [p.positions for p in points],
+            [p.velocities for p in points],
+            [p.accelerations for p in points],
+            [p.effort for p in points],
+        )
+        defaults, reactionless, step = self._settings()
+        tolerances = defaults
+        if goal is not None:
+            if goal.multi_dof_trajectory.points or goal.multi_dof_trajectory.joint_names:
+                raise TrajectoryError(
+                    'joints', 'multi_dof_trajectory: not supported (no such joints)'
+                )
+
+            def entries(tolerance_list):
+                return [(t.name, t.position, t.velocity, t.acceleration) for t in tolerance_list]
+
+            tolerances = defaults.overridden(
+                model,
+                entries(goal.path_tolerance),
+                entries(goal.goal_tolerance),
+                _seconds(goal.goal_time_tolerance),
+            )
+        now = self._now()
+        origin = _seconds(msg.header.stamp) or None  # zero: start now
+        if origin is not None and origin + waypoints.times[-1] < now:
+            raise TrajectoryError(
+                'old',
+                f'header.stamp: the trajectory starts at {origin:.3f} s and ends at '
+                f'{origin + waypoints.times[-1]:.3f} s, before now ({now:.3f} s)',
+            )
+        state = self._measured()
+        if isinstance(state, str):
+            raise TrajectoryError('goal', f'{state}: no state to start the trajectory from')
+        q, v = state
+        trajectory = JointTrajectory.start(waypoints, now, q[7:], v[6:], origin)
+        correction = None
+        if reactionless:
+            trajectory, correction = reactionless_correction(model, q, trajectory, step)
+            self._log(correction.summary(), error=False)
+        return TrajectoryRequest(trajectory, tolerances, goal_handle, correction)
+
+    def _execute(self, goal_handle):
+        """A goal's execute callback: check, hand over, wait for the outcome."""
+        goal = goal_handle.request
+        try:
+            request = self.request(goal.trajectory, goal, goal_handle)
+        except TrajectoryError as exc:
+            self._log(f'follow_joint_trajectory: goal aborted: {exc}')
+            goal_handle.abort()
+            return _Result(error_code=ERROR_CODES[exc.kind], error_string=str(exc))
+        self._submit(request)
+        context = self.node.context
+        while not request.done.wait(0.2):
+            if not rclpy.ok(context=context):
+                request.abort('the controller is shutting down')
+        status, code, message = request.outcome
+        {'succeeded': goal_handle.succeed, 'canceled': goal_handle.canceled}.get(
+            status, goal_handle.abort
+        )()
+        return _Result(error_code=code, error_string=message)
+
+    def _on_topic(self, msg: JointTrajectoryMsg) -> None:
+        try:
+            request = self.request(msg)
+        except TrajectoryError as exc:
+            self._log(f'joint_trajectory: ignored: {exc}')
+            return
+        self._submit(request)

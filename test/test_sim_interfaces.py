@@ -1,0 +1,597 @@
+"""The simulator's standard interfaces: ``simulation_interfaces`` and name-keyed commands.
+
+First the engine's additions without DDS (the time reset, stepping while paused, per-joint
+commands), then the simulator node in a separate process probed over real DDS by real
+clients (service clients, rclpy's ``ActionClient``): every service and the ``SimulateSteps``
+action, their result codes and messages, exact simulated time, a state set and read back,
+bad input refused naming the culprit while the simulation runs on, and ``joint_commands``.
+Every check waits for discovery or for an answer; nothing sleeps blindly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_normalize
+from ffsim_ros.resources import sample_robot
+from ffsim_ros.sim import Engine
+
+MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+N = MODEL.n
+ENTITY = 'ffsim_servicer_7dof'
+MS = 1_000_000
+
+
+def engine(**kwargs) -> Engine:
+    q0 = np.r_[D.base_state_from_link(MODEL, np.zeros(3), [0, 0, 0, 1])[0], np.zeros(N)]
+    options = dict(dt_ns=MS, command_timeout_ns=500 * MS, velocity_limits=False)
+    options.update(kwargs)
+    return Engine(MODEL, q0, np.zeros(MODEL.nv), **options)
+
+
+# -------------------------------------------------------------------- engine (no DDS)
+def test_time_reset_keeps_the_state_and_drops_the_command() -> None:
+    sim = engine()
+    sim.command_efforts(np.full(N, 10.0))
+    moved = sim.advance(250)
+    again = sim.reset_time()
+    assert (again.step, again.time_ns) == (0, 0)
+    assert np.array_equal(again.q, moved.q) and np.array_equal(again.v, moved.v)
+    assert sim.last_command is None and not np.any(again.effort)
+    # the clock runs on from 0, under no effort (the old command was timed on the old clock)
+    later = sim.advance(7)
+    assert later.time_ns == 7 * MS
+    q, v = D.step(MODEL, moved.q, moved.v, np.zeros(N), 1e-3, steps=7, conserve_momentum=True)
+    assert np.array_equal(later.q, q) and np.array_equal(later.v, v)
+
+
+def test_stepping_while_paused_is_exact() -> None:
+    sim = engine(paused=True)
+    assert sim.advance(100).step == 0  # paused: nothing
+    snap = sim.advance(1000, stepping=True)
+    assert snap.step == 1000 and snap.time_ns == 1_000_000_000 and snap.paused
+
+
+def test_joint_commands_hold_per_joint() -> None:
+    """Two joints commanded, then a third alone: each joint's effort times out on its own."""
+    sim = engine(command_timeout_ns=30 * MS)
+    sim.command_joint_efforts([1, 4], [20.0, -10.0])
+    assert np.array_equal(sim.advance(1).effort, [0, 20.0, 0, 0, -10.0, 0, 0])
+    sim.advance(9)  # t = 10 ms
+    sim.command_joint_efforts([0], [5.0])
+    assert np.array_equal(sim.advance(1).effort, [5.0, 20.0, 0, 0, -10.0, 0, 0])
+    # the first two hold from 0 to 30 ms (steps starting at 0..30), the third to 40 ms
+    efforts = [sim.advance(1).effort for _ in range(40)]  # steps from 11 .. 50 ms
+    assert np.array_equal(efforts[19], [5.0, 20.0, 0, 0, -10.0, 0, 0])  # step from 30 ms
+    assert np.array_equal(efforts[20], [5.0, 0, 0, 0, 0, 0, 0])  # from 31 ms
+    assert np.array_equal(efforts[29], [5.0, 0, 0, 0, 0, 0, 0])  # from 40 ms
+    assert not np.any(efforts[30])  # from 41 ms
+    for indices, values, text in (
+        ([0, 0], [1.0, 2.0], 'distinct'),
+        ([7], [1.0], 'distinct values in'),
+        ([0, 1], [1.0], 'one effort per joint'),
+        ([2], [math.inf], 'expected finite'),
+    ):
+        with pytest.raises(ValueError, match=text):
+            sim.command_joint_efforts(indices, values)
+
+
+def test_name_keyed_commands_are_checked_whole() -> None:
+    from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
+
+    decoder = JointCommands(MODEL)
+    index, tau = decoder.decode(['arm_joint_5', 'arm_joint_2'], [1.5, -2.0], ((), ()))
+    assert index.tolist() == [4, 1] and tau.tolist() == [1.5, -2.0]
+    for names, efforts, others, text in (
+        ([], [], ((), ()), 'got no name'),
+        (
+            ['arm_joint_1', 'gripper', 'wrist'],
+            [0, 0, 0],
+            ((), ()),
+            "unknown joints ['gripper', 'wrist']",
+        ),
+        (['arm_joint_1', 'arm_joint_1'], [0, 0], ((), ()), "more than once: ['arm_joint_1']"),
+        (['arm_joint_1', 'arm_joint_2'], [1.0], ((), ()), 'one effort per name (2), got 1'),
+        (['arm_joint_1'], [], ([0.3], ()), 'the joints are effort-driven'),
+        (['arm_joint_1', 'arm_joint_3'], [1.0, math.nan], ((), ()), "{'arm_joint_3': nan}"),
+    ):
+        with pytest.raises(JointCommandError) as info:
+            decoder.decode(names, efforts, others)
+        assert text in str(info.value)
+
+
+# --------------------------------------------------------------------------- over DDS
+class Probe:
+    """Test-side node: service and action clients, subscriptions keeping every message."""
+
+    def __init__(self, node, executor, wait_until, prefix: str = '/ffsim_simulator') -> None:
+        from rosgraph_msgs.msg import Clock
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+
+        self.node, self.executor, self.wait_until, self.prefix = node, executor, wait_until, prefix
+        executor.add_node(node)
+        self.clock: list[int] = []
+        self.joints: list = []
+        self.momentum: list = []
+        self.subs = [
+            node.create_subscription(
+                Clock,
+                '/clock',
+                lambda m: self.clock.append(m.clock.sec * 10**9 + m.clock.nanosec),
+                1000,
+            ),
+            node.create_subscription(JointState, 'joint_states', self.joints.append, 1000),
+            node.create_subscription(Float64MultiArray, 'momentum', self.momentum.append, 1000),
+        ]
+        self.clients: dict[str, object] = {}
+
+    def spin_until(self, predicate, timeout: float = 30.0) -> bool:
+        return self.wait_until(predicate, timeout, self.executor)
+
+    def call(self, srv_type, name: str, request=None, timeout: float = 30.0):
+        client = self.clients.get(name)
+        if client is None:
+            client = self.clients[name] = self.node.create_client(
+                srv_type, f'{self.prefix}/{name}'
+            )
+            assert self.spin_until(client.service_is_ready, 60), f'{name} not available'
+        future = client.call_async(request if request is not None else srv_type.Request())
+        assert self.spin_until(future.done, timeout), f'{name} did not answer'
+        return future.result()
+
+    def connect(self) -> None:
+        assert self.spin_until(lambda: all(s.get_publisher_count() > 0 for s in self.subs), 60), (
+            'simulator not discovered'
+        )
+
+
+def stamp(msg) -> int:
+    return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+
+
+def ok(result) -> bool:
+    from simulation_interfaces.msg import Result
+
+    return result.result == Result.RESULT_OK
+
+
+def start_sim(ros_process, *params: str):
+    args = []
+    for p in params:
+        args += ['-p', p]
+    return ros_process('ffsim_ros.simulator', ros_args=args, name='sim')
+
+
+@pytest.fixture
+def probe(ros_node, ros_executor, wait_until):
+    return Probe(ros_node('probe'), ros_executor, wait_until)
+
+
+@pytest.mark.ros
+def test_features_run_states_stepping_and_resets(ros_process, probe) -> None:
+    from rclpy.action import ActionClient
+    from simulation_interfaces.action import SimulateSteps
+    from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures
+    from simulation_interfaces.srv import (
+        GetEntityState,
+        GetSimulationState,
+        GetSimulatorFeatures,
+        ResetSimulation,
+        SetSimulationState,
+        StepSimulation,
+    )
+
+    sim = start_sim(ros_process, 'start_paused:=true', 'real_time_factor:=2.0')
+    probe.connect()
+    F = SimulatorFeatures
+    features = probe.call(GetSimulatorFeatures, 'get_simulator_features').features
+    assert sorted(features.features) == sorted(
+        [
+            F.ENTITY_STATE_GETTING,
+            F.ENTITY_STATE_SETTING,
+            F.SIMULATION_RESET,
+            F.SIMULATION_RESET_TIME,
+            F.SIMULATION_RESET_STATE,
+            F.SIMULATION_STATE_GETTING,
+            F.SIMULATION_STATE_SETTING,
+            F.SIMULATION_STATE_PAUSE,
+            F.STEP_SIMULATION_SINGLE,
+            F.STEP_SIMULATION_MULTIPLE,
+            F.STEP_SIMULATION_ACTION,
+        ]
+    )
+    assert F.SPAWNING not in features.features and F.DELETING not in features.features
+    assert features.spawn_formats == [] and ENTITY in features.custom_info
+
+    def state() -> int:
+        reply = probe.call(GetSimulationState, 'get_simulation_state')
+        assert ok(reply.result)
+        return reply.state.state
+
+    def set_state(target: int):
+        request = SetSimulationState.Request(state=SimulationState(state=target))
+        return probe.call(SetSimulationState, 'set_simulation_state', request).result
+
+    def now() -> int:  # simulated time of the entity's state [ns]
+        reply = probe.call(
+            GetEntityState, 'get_entity_state', GetEntityState.Request(entity=ENTITY)
+        )
+        assert ok(reply.result)
+        return stamp(reply.state)
+
+    def step(steps: int):
+        return probe.call(StepSimulation, 'step_simulation', StepSimulation.Request(steps=steps))
+
+    # paused at start: 1000 steps land exactly on t = 1000 dt, published at that instant
+    assert state() == SimulationState.STATE_PAUSED and now() == 0
+    reply = step(1000)
+    assert ok(reply.result), reply.result.error_message
+    assert reply.result.error_message == '1000 steps: sim time 1.000000000 s'
+    assert now() == 1_000_000_000
+    assert probe.spin_until(lambda: probe.clock and probe.clock[-1] == 1_000_000_000)
+    assert probe.spin_until(lambda: probe.joints and stamp(probe.joints[-1]) == 1_000_000_000)
+    assert step(1).result.error_message.endswith('1.001000000 s') and now() == 1_001_000_000
+    reply = step(0)
+    assert reply.result.result == Result.RESULT_OPERATION_FAILED
+    assert 'steps: expected at least 1, got 0' in reply.result.error_message
+
+    # the action: feedback, result, cancel
+    from rclpy.qos import QoSProfile
+
+    client = ActionClient(
+        probe.node,
+        SimulateSteps,
+        '/ffsim_simulator/simulate_steps',
+        feedback_sub_qos_profile=QoSProfile(depth=1000),  # keep every feedback
+    )
+    feedback_topic = '/ffsim_simulator/simulate_steps/_action/feedback'
+    # every feedback message of the server, whatever the client does with it: rclpy's
+    # ActionClient drops the feedback that arrives after the result (topic and service are
+    # not ordered), so the last one reaches a feedback_callback only most of the time
+    published: list = []
+    probe.subs.append(
+        probe.node.create_subscription(
+            SimulateSteps.Impl.FeedbackMessage,
+            feedback_topic,
+            lambda m: published.append(m.feedback),
+            QoSProfile(depth=1000),
+        )
+    )
+    assert probe.spin_until(
+        lambda: (
+            client.server_is_ready()
+            and probe.node.count_publishers(feedback_topic) > 0
+            and probe.subs[-1].get_publisher_count() > 0
+        ),
+        30,
+    )
+
+    def run(steps: int, cancel_after: int | None = None):
+        feedback = []
+        sent = client.send_goal_async(
+            SimulateSteps.Goal(steps=steps),
+            feedback_callback=lambda m: feedback.append(m.feedback),
+        )
+        assert probe.spin_until(sent.done)
+        handle = sent.result()
+        assert handle.accepted
+        if cancel_after is not None:
+            assert probe.spin_until(lambda: len(feedback) >= cancel_after)
+            cancelling = handle.cancel_goal_async()
+            assert probe.spin_until(cancelling.done)
+        result = handle.get_result_async()
+        assert probe.spin_until(result.done, 60)
+        return result.result(), feedback
+
+    from action_msgs.msg import GoalStatus
+
+    result, feedback = run(500)
+    assert result.status == GoalStatus.STATUS_SUCCEEDED and ok(result.result.result)
+    assert result.result.result.error_message == '500 of 500 steps: sim time 1.501000000 s'
+    assert now() == 1_501_000_000
+    # one feedback per batch: up to each publish instant (every 10 ms), then the last step;
+    # a burst of them (the steps take ~0.1 s), of which DDS may drop some (a keep-last
+    # history), but in order and the last one always
+    instants = [t - 1001 for t in [*range(1010, 1501, 10), 1501]]  # [ms], from 1001 ms
+    assert probe.spin_until(lambda: published and published[-1].completed_steps == 500)
+    done = [f.completed_steps for f in published]
+    assert len(done) >= 10 and done == [t for t in instants if t in done]
+    assert all(f.completed_steps + f.remaining_steps == 500 for f in published)
+    seen = [f.completed_steps for f in feedback]  # the client's: some, in order
+    assert seen and seen == [t for t in done if t in seen]
+    before = now()
+    result, feedback = run(10**9, cancel_after=3)
+    assert result.status == GoalStatus.STATUS_CANCELED
+    text = result.result.result.error_message
+    made = int(re.match(r'canceled after (\d+) of 1000000000 steps', text).group(1))
+    assert 30 <= made < 10**9 and now() == before + made * 1_000_000  # exact: k steps of 1 ms
+
+    # playing: stepping refused, the states and their transitions
+    assert ok(set_state(SimulationState.STATE_PLAYING))
+    assert state() == SimulationState.STATE_PLAYING
+    reply = step(5)
+    assert reply.result.result == Result.RESULT_OPERATION_FAILED
+    assert 'the simulation is playing: stepping needs it paused' in reply.result.error_message
+    result, _ = run(5)
+    assert result.status == GoalStatus.STATUS_ABORTED
+    assert result.result.result.result == Result.RESULT_OPERATION_FAILED
+    assert set_state(SimulationState.STATE_PLAYING).result == (
+        SetSimulationState.Response.ALREADY_IN_TARGET_STATE
+    )
+    for target, text in ((3, 'quit the simulator by ending its process'), (17, 'got 17')):
+        reply = set_state(target)
+        assert reply.result == Result.RESULT_FEATURE_UNSUPPORTED and text in reply.error_message
+    assert probe.spin_until(lambda: probe.clock[-1] > before + made * 1_000_000 + 100_000_000)
+
+    # resets: the state scope (time goes on), the time scope (the clock back to 0)
+    clock_resets = 0
+    assert ok(set_state(SimulationState.STATE_PAUSED))
+    t_paused = now()
+    reply = probe.call(ResetSimulation, 'reset_simulation', ResetSimulation.Request(scope=2))
+    assert ok(reply.result) and reply.result.error_message.startswith('reset state')
+    assert now() == t_paused + 1_000_000  # a jump of the state takes one step
+    reply = probe.call(ResetSimulation, 'reset_simulation', ResetSimulation.Request(scope=1))
+    assert ok(reply.result) and 'sim time 0.000000000 s' in reply.result.error_message
+    clock_resets += 1
+    assert now() == 0
+    assert probe.spin_until(lambda: probe.clock[-1] == 0)
+    for scope, text in ((4, 'spawning and deleting entities is not supported'), (8, 'got 8')):
+        request = ResetSimulation.Request(scope=scope)
+        reply = probe.call(ResetSimulation, 'reset_simulation', request)
+        assert reply.result.result == Result.RESULT_FEATURE_UNSUPPORTED
+        assert text in reply.result.error_message
+    assert ok(step(250).result) and now() == 250_000_000
+
+    # stopped: everything reset (time 0), paused; stepping refused until paused or played
+    assert ok(set_state(SimulationState.STATE_STOPPED))
+    clock_resets += 1
+    assert state() == SimulationState.STATE_STOPPED and now() == 0
+    assert 'the simulation is stopped' in step(1).result.error_message
+    assert set_state(SimulationState.STATE_STOPPED).result == (
+        SetSimulationState.Response.ALREADY_IN_TARGET_STATE
+    )
+    assert ok(set_state(SimulationState.STATE_PAUSED))
+    assert state() == SimulationState.STATE_PAUSED and now() == 0
+    assert ok(step(3).result) and now() == 3_000_000
+    # the default scope: time and state
+    assert ok(set_state(SimulationState.STATE_PLAYING))
+    assert probe.spin_until(lambda: probe.clock[-1] > 200_000_000)
+    reply = probe.call(ResetSimulation, 'reset_simulation', ResetSimulation.Request(scope=0))
+    assert ok(reply.result) and 'state (inputs cleared) and time' in reply.result.error_message
+    clock_resets += 1
+    assert probe.spin_until(lambda: probe.clock[-1] > 100_000_000)
+    # /clock went back exactly at the time resets, and only there
+    back = np.flatnonzero(np.diff(probe.clock) < 0)
+    assert back.size == clock_resets, [probe.clock[max(0, i - 3) : i + 3] for i in back]
+    assert 0 in probe.clock
+    assert sim.is_running()
+
+
+def _entity_request(position, quaternion, linear, angular, frame='world', entity=ENTITY):
+    from simulation_interfaces.srv import SetEntityState
+
+    request = SetEntityState.Request(entity=entity)
+    request.state.header.frame_id = frame
+    p, o = request.state.pose.position, request.state.pose.orientation
+    p.x, p.y, p.z = (float(x) for x in position)
+    o.x, o.y, o.z, o.w = (float(x) for x in quaternion)
+    lin, ang = request.state.twist.linear, request.state.twist.angular
+    lin.x, lin.y, lin.z = (float(x) for x in linear)
+    ang.x, ang.y, ang.z = (float(x) for x in angular)
+    return request
+
+
+def _state_vectors(state) -> tuple[np.ndarray, ...]:
+    p, o = state.pose.position, state.pose.orientation
+    lin, ang = state.twist.linear, state.twist.angular
+    return (
+        np.array([p.x, p.y, p.z]),
+        np.array([o.x, o.y, o.z, o.w]),
+        np.array([lin.x, lin.y, lin.z]),
+        np.array([ang.x, ang.y, ang.z]),
+    )
+
+
+@pytest.mark.ros
+def test_entities_state_round_trip_and_bad_input(ros_process, probe) -> None:
+    """A base state set and read back to 1e-12; the model follows it (momentum, and 100
+    steps equal to the core's); every bad request refused naming the culprit, the simulation
+    running on."""
+    from simulation_interfaces.msg import Result
+    from simulation_interfaces.srv import (
+        DeleteEntity,
+        GetEntities,
+        GetEntitiesStates,
+        GetEntityState,
+        SetEntityState,
+        SpawnEntity,
+        StepSimulation,
+    )
+
+    q_joints = [0.3, -0.4, 0.2, 0.9, -0.1, 0.5, 0.2]
+    sim = start_sim(
+        ros_process,
+        'start_paused:=true',
+        f'initial_joint_positions:={q_joints}',
+        'initial_joint_velocities:=[0.01, 0.0, -0.02, 0.0, 0.0, 0.03, 0.0]',
+    )
+    probe.connect()
+    entities = probe.call(GetEntities, 'get_entities')
+    assert ok(entities.result) and entities.entities == [ENTITY]
+    request = GetEntities.Request()
+    request.filters.filter = 'servicer_[0-9]dof$'
+    assert probe.call(GetEntities, 'get_entities', request).entities == [ENTITY]
+    request.filters.filter = '^planar'
+    assert probe.call(GetEntities, 'get_entities', request).entities == []
+    request.filters.filter = '(unclosed'
+    reply = probe.call(GetEntities, 'get_entities', request)
+    assert reply.result.result == Result.RESULT_OPERATION_FAILED
+    assert "expected a regular expression, got '(unclosed'" in reply.result.error_message
+    request.filters.filter = ''
+    request.filters.tags.tags = ['arm']
+    reply = probe.call(GetEntities, 'get_entities', request)
+    assert reply.result.result == Result.RESULT_FEATURE_UNSUPPORTED
+
+    rng = np.random.default_rng(11)
+    position = rng.normal(0.0, 2.0, 3)
+    quaternion = quat_normalize(rng.normal(size=4))
+    linear, angular = rng.normal(0.0, 0.2, 3), rng.normal(0.0, 0.05, 3)
+    reply = probe.call(
+        SetEntityState,
+        'set_entity_state',
+        _entity_request(position, quaternion, linear, angular),
+    )
+    assert ok(reply.result), reply.result.error_message
+    got = probe.call(GetEntityState, 'get_entity_state', GetEntityState.Request(entity=ENTITY))
+    assert ok(got.result) and got.state.header.frame_id == 'world'
+    assert stamp(got.state) == 1_000_000  # set at t = 0: one step later
+    for read, wrote in zip(
+        _state_vectors(got.state), (position, quaternion, linear, angular), strict=True
+    ):
+        assert np.abs(read - wrote).max() <= 1e-12
+    both = probe.call(GetEntitiesStates, 'get_entities_states')
+    assert both.entities == [ENTITY] and both.states[0] == got.state
+    # the model follows: the published momentum is that of the base state with the joints
+    q_base, v_base = D.base_state_from_link(MODEL, position, quaternion, linear, angular)
+    phidot = np.array([0.01, 0.0, -0.02, 0.0, 0.0, 0.03, 0.0])
+    q, v = np.r_[q_base, q_joints], np.r_[v_base, phidot]
+    h, com = D.momentum_and_com(MODEL, q, v)
+    assert probe.spin_until(lambda: probe.momentum and probe.joints)
+    assert probe.spin_until(lambda: stamp(probe.joints[-1]) == 1_000_000)
+    assert np.abs(np.array(probe.momentum[-1].data) - np.r_[h, com]).max() < 1e-9
+    assert np.abs(np.array(probe.joints[-1].position) - q_joints).max() == 0.0
+    # ... and steps on from there as the core does
+    reply = probe.call(StepSimulation, 'step_simulation', StepSimulation.Request(steps=100))
+    assert ok(reply.result)
+    got = probe.call(GetEntityState, 'get_entity_state', GetEntityState.Request(entity=ENTITY))
+    q1, v1 = D.step(MODEL, q, v, np.zeros(N), 1e-3, steps=100, conserve_momentum=True)
+    expected = D.base_link_state(MODEL, q1, v1)
+    for read, want in zip(_state_vectors(got.state), expected, strict=True):
+        assert np.abs(read - want).max() < 1e-12
+
+    # bad input: the standard codes, the culprit named
+    invalid = SetEntityState.Response.INVALID_POSE
+    unit = [0.0, 0.0, 0.0, 1.0]
+    for request, code, text in (
+        (
+            _entity_request(position, unit, linear, angular, entity='target_1'),
+            Result.RESULT_NOT_FOUND,
+            "unknown entity 'target_1': expected 'ffsim_servicer_7dof'",
+        ),
+        (
+            _entity_request([0.0, math.nan, 0.0], unit, linear, angular),
+            invalid,
+            "{'state.pose.position.y': nan}",
+        ),
+        (
+            _entity_request(position, unit, [math.inf, 0, 0], angular),
+            invalid,
+            "{'state.twist.linear.x': inf}",
+        ),
+        (
+            _entity_request([2e6, 0.0, 0.0], unit, linear, angular),
+            invalid,
+            "magnitude <= 1e+06, got {'state.pose.position.x': 2000000.0}",
+        ),
+        (
+            _entity_request(position, [0.0, 0.0, 0.0, 0.0], linear, angular),
+            invalid,
+            'expected a unit quaternion',
+        ),
+        (
+            _entity_request(position, [0.0, 0.0, 1.0, 1.0], linear, angular),
+            invalid,
+            'of norm 1.41421',
+        ),
+        (
+            _entity_request(position, unit, linear, angular, frame='base_link'),
+            Result.RESULT_NOT_FOUND,
+            "frame_id: expected 'world' (or empty), got 'base_link'",
+        ),
+    ):
+        reply = probe.call(SetEntityState, 'set_entity_state', request)
+        assert reply.result.result == code and text in reply.result.error_message, reply
+    reply = probe.call(GetEntityState, 'get_entity_state', GetEntityState.Request(entity='x'))
+    assert reply.result.result == Result.RESULT_NOT_FOUND and "'x'" in reply.result.error_message
+    spawn = SpawnEntity.Request(name='target_1', uri='file:///tmp/target.urdf')
+    for srv, name, request in (
+        (SpawnEntity, 'spawn_entity', spawn),
+        (DeleteEntity, 'delete_entity', DeleteEntity.Request(entity=ENTITY)),
+    ):
+        reply = probe.call(srv, name, request)
+        assert reply.result.result == Result.RESULT_FEATURE_UNSUPPORTED
+        assert 'spawning and deleting entities is not supported' in reply.result.error_message
+    # nothing changed, and the simulation runs on
+    again = probe.call(GetEntityState, 'get_entity_state', GetEntityState.Request(entity=ENTITY))
+    assert again.state == got.state
+    assert ok(
+        probe.call(StepSimulation, 'step_simulation', StepSimulation.Request(steps=10)).result
+    )
+    assert (
+        stamp(
+            probe.call(
+                GetEntityState, 'get_entity_state', GetEntityState.Request(entity=ENTITY)
+            ).state
+        )
+        == stamp(got.state) + 10_000_000
+    )
+    assert sim.is_running()
+
+
+@pytest.mark.ros
+def test_joint_state_commands_by_name(ros_process, probe) -> None:
+    """Efforts by joint name, any subset, each joint timing out on its own; bad commands
+    refused whole, with a throttled error naming the joints; the positional topic beside."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    sim = start_sim(ros_process, 'velocity_limits:=false', 'command_timeout:=0.3')
+    probe.connect()
+    pub = probe.node.create_publisher(JointState, 'joint_commands', 10)
+    positional = probe.node.create_publisher(Float64MultiArray, 'joint_effort_commands', 10)
+    assert probe.spin_until(
+        lambda: pub.get_subscription_count() > 0 and positional.get_subscription_count() > 0
+    )
+
+    def send(names, efforts, positions=()):
+        pub.publish(JointState(name=names, effort=[float(e) for e in efforts], position=positions))
+
+    def effort_is(expected) -> bool:
+        return bool(probe.joints) and list(probe.joints[-1].effort) == list(expected)
+
+    send(['arm_joint_5', 'arm_joint_2'], [-10.0, 20.0])
+    assert probe.spin_until(lambda: effort_is([0, 20, 0, 0, -10, 0, 0])), sim.describe()
+    for names, efforts, positions, text in (
+        (['arm_joint_1', 'gripper'], [1, 1], (), "unknown joints ['gripper']"),
+        (['arm_joint_1', 'arm_joint_3'], [1, math.nan], (), "{'arm_joint_3': nan}"),
+        (['arm_joint_1'], [1, 2], (), 'one effort per name (1), got 2'),
+        (['arm_joint_1'], [], [0.5], 'the joints are effort-driven'),
+    ):
+        send(names, efforts, positions)
+        assert probe.spin_until(lambda t=text: t in sim.stderr(), 20), sim.describe()
+    send(['arm_joint_1'], [5.0])  # keeps 2 and 5
+    assert probe.spin_until(lambda: effort_is([5, 20, 0, 0, -10, 0, 0]))
+    assert not any(m.effort[0] == 1.0 for m in probe.joints)  # nothing of the bad ones
+    # keep arm_joint_1 fresh only: the others drop 0.3 s (simulated) after their command
+    start = stamp(probe.joints[-1])
+
+    def refreshed_until_drop() -> bool:
+        send(['arm_joint_1'], [5.0])
+        return effort_is([5, 0, 0, 0, 0, 0, 0])
+
+    assert probe.spin_until(refreshed_until_drop, 30)
+    assert stamp(probe.joints[-1]) - start <= 400_000_000
+    # the positional command sets every joint
+    # (arm_joint_1: 1, or 5 from a name-keyed command of the loop above still in flight)
+    mark = len(probe.joints)
+    positional.publish(Float64MultiArray(data=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]))
+    assert probe.spin_until(
+        lambda: any(list(m.effort[1:]) == [2, 3, 4, 5, 6, 7] for m in probe.joints[mark:])
+    )
+    assert sim.is_running()
