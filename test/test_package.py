@@ -19,6 +19,7 @@ MODULE_KEYS = {
     'numpy': 'python3-numpy',
     'scipy': 'python3-scipy',
     'numba': 'python3-numba',
+    'coal': 'coal',
     'rclpy': 'rclpy',
     'std_msgs': 'std_msgs',
     'geometry_msgs': 'geometry_msgs',

@@ -32,6 +32,7 @@ from .algorithms import (
     potential_energy,
     state_summary,
 )
+from .compose import weld_models
 from .derivatives import (
     ForwardDynamicsDerivatives,
     InverseDynamicsDerivatives,
@@ -125,5 +126,6 @@ __all__ = [
     'STEP_METHODS',
     'UnknownNameError',
     'with_gravity',
+    'weld_models',
     'with_joint_dynamics',
 ]

@@ -1,0 +1,396 @@
+"""Contact laws at a point: the ``J^T F_c`` and ``F_f`` terms of [S0 eq. 41].
+
+Two systems ``a`` and ``b`` touch at a point ``p`` with unit normal ``n`` pointing from ``b``
+into ``a``. The velocity of the material point of each system at ``p`` is ``J v`` with ``J``
+the (3, nv) point Jacobian (:func:`point_jacobian`, [S0 eq. 5] at ``p``), and the relative
+velocity is ``u = J_a v_a - J_b v_b`` (``n . u < 0``: approaching). A contact impulse ``P``
+(on ``a``; ``-P`` on ``b``) enters [S0 eq. 41] integrated over the impact as the generalized
+impulse ``J^T P``: ``H dv = J_a^T P``, so that
+
+    du = W dP,     W = J_a H_a^-1 J_a^T + J_b H_b^-1 J_b^T                            (1)
+
+with ``H`` the *full* free-floating generalized inertia of each system [S0 eqs. 24-27] (base
+included: nothing is anchored during an impact). ``J H^-1 J^T`` is Yoshida's extended
+inversed inertia tensor at the contact point (:func:`inverse_inertia`; its 6x6 form with the
+angular rows serves the grasp). The impulse acts on both systems at the same point, so the
+total linear and angular momentum is unchanged whatever ``P`` is.
+
+Rigid impact (:class:`ImpactLaw`, :func:`solve_impact`): Stronge's energetic restitution with
+Coulomb friction, integrated over the normal impulse ``p`` as Routh's method does
+(Stronge, *Impact Mechanics*, 2000, chs. 4-5). While the contact slides in the direction
+``s = u_t / |u_t|`` the friction impulse grows as ``-mu s dp``; when the slip stops it sticks
+if the friction cone can hold it (``|dP_t / dp| <= mu``, ``dP_t / dp = -W_tt^-1 W_tn``), else
+it slides again in the direction the slip grows in. Compression ends when ``u_n = 0``; the
+restitution phase ends when the normal impulse has given back ``e^2`` times the work it took
+in compression (``int u_n dp``). With ``e`` in [0, 1] the kinetic energy never increases
+(energy-consistent, unlike Newton's kinematic restitution with friction). Frictionless it
+reduces to ``P = -(1 + e) u_n / (n^T W n) n``.
+
+Compliant contact (:class:`CompliantLaw`): a spring-damper normal force
+``F_n = max(0, k d - c u_n)`` on the penetration depth ``d`` and Coulomb friction regularized
+below a stiction speed, ``F_t = -mu F_n u_t / max(|u_t|, v_s)`` (sticking becomes a stiff
+viscous law). The scene applies it as equal and opposite impulses ``F dt / 2`` before and after
+each step (Strang splitting), which keeps the total momentum exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import perpendicular_basis, skew
+
+#: Relative tolerance of the impulse solver's events (stick, end of compression, restitution).
+_EVENT_RTOL = 1e-13
+#: Normal-impulse steps per estimated total impulse while sliding.
+_SLIDE_STEPS = 200
+
+
+def point_jacobian(model: D.Model, q: np.ndarray, link: str, point: np.ndarray) -> np.ndarray:
+    """(3, nv) Jacobian of the velocity of the material point at ``point`` (world, [m])
+    fixed on ``link``'s body: ``v_p = J v`` [S0 eqs. 4-5]."""
+    J = D.link_jacobian(model, q, link)
+    origin = D.link_pose(model, q, link)[0]
+    # v_p = v_o + w x (p - o) = v_o - (p - o) x w
+    return J[:3] - skew(np.asarray(point, dtype=float) - origin) @ J[3:]
+
+
+def contact_jacobian(model: D.Model, q: np.ndarray, link: str, point: np.ndarray) -> np.ndarray:
+    """(6, nv) rows ``[v_p; w]`` of ``link``'s body at ``point`` (world): the twist a weld
+    at ``point`` constrains."""
+    J = D.link_jacobian(model, q, link)
+    origin = D.link_pose(model, q, link)[0]
+    J[:3] -= skew(np.asarray(point, dtype=float) - origin) @ J[3:]
+    return J
+
+
+def inverse_inertia(
+    model: D.Model, q: np.ndarray, link: str, point: np.ndarray, *, angular: bool = False
+) -> np.ndarray:
+    """Yoshida's extended inversed inertia tensor ``J H^-1 J^T`` at a point of ``link``.
+
+    Parameters
+    ----------
+    point : (3,) world [m].
+    angular : bool
+        False: (3, 3), the velocity change of the point per unit impulse there [1/kg];
+        True: (6, 6) with the rows of :func:`contact_jacobian` (impulse and angular impulse).
+    """
+    J = (contact_jacobian if angular else point_jacobian)(model, q, link, point)
+    H = D.mass_matrix(model, q)
+    return J @ np.linalg.solve(H, J.T)
+
+
+@dataclass(frozen=True)
+class ImpactLaw:
+    """Rigid impact: Stronge's energetic ``restitution`` in [0, 1] and Coulomb ``friction``
+    (>= 0); contacts closer than ``tolerance`` [m] count as touching."""
+
+    restitution: float = 0.5
+    friction: float = 0.0
+    tolerance: float = 1e-6
+
+    def __post_init__(self) -> None:
+        e, mu, tol = float(self.restitution), float(self.friction), float(self.tolerance)
+        if not 0.0 <= e <= 1.0:
+            raise ValueError(f'restitution: expected a value in [0, 1], got {self.restitution!r}')
+        if not (np.isfinite(mu) and mu >= 0.0):
+            raise ValueError(f'friction: expected a finite value >= 0, got {self.friction!r}')
+        if not (np.isfinite(tol) and tol > 0.0):
+            raise ValueError(f'tolerance: expected a finite value > 0, got {self.tolerance!r}')
+
+
+@dataclass(frozen=True)
+class CompliantLaw:
+    """Spring-damper contact: ``stiffness`` [N/m], ``damping`` [N s/m], Coulomb ``friction``
+    regularized below ``stiction_speed`` [m/s] (module docstring)."""
+
+    stiffness: float
+    damping: float = 0.0
+    friction: float = 0.0
+    stiction_speed: float = 1e-3
+
+    def __post_init__(self) -> None:
+        for key in ('stiffness', 'stiction_speed'):
+            x = float(getattr(self, key))
+            if not (np.isfinite(x) and x > 0.0):
+                raise ValueError(f'{key}: expected a finite value > 0, got {getattr(self, key)!r}')
+        for key in ('damping', 'friction'):
+            x = float(getattr(self, key))
+            if not (np.isfinite(x) and x >= 0.0):
+                raise ValueError(
+                    f'{key}: expected a finite value >= 0, got {getattr(self, key)!r}'
+                )
+
+    def force(self, depth: float, u: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """(3,) contact force on ``a`` [N] for a penetration ``depth`` >= 0 [m] and relative
+        velocity ``u`` (3,) [m/s]; zero when the spring-damper would pull."""
+        un = float(n @ u)
+        fn = max(0.0, self.stiffness * depth - self.damping * un)
+        if fn == 0.0:
+            return np.zeros(3)
+        ut = u - un * n
+        speed = float(np.linalg.norm(ut))
+        return fn * n - self.friction * fn * ut / max(speed, self.stiction_speed)
+
+
+@dataclass(frozen=True)
+class ImpactSolution:
+    """Result of :func:`solve_impact` (world frame).
+
+    Attributes
+    ----------
+    impulse : (3,) impulse on ``a`` [N s] (``-impulse`` on ``b``).
+    velocity_after : (3,) relative velocity ``u`` after the impact [m/s].
+    energy_loss : float
+        Kinetic energy dissipated, ``-(u0 . P + P^T W P / 2)`` >= 0 [J].
+    compression_impulse : float
+        Normal impulse at the end of compression [N s].
+    sticking : bool
+        Whether the contact ended the impact stuck (no slip).
+    phases : tuple of str
+        The sequence of ``'slide'`` / ``'stick'`` phases.
+    """
+
+    impulse: np.ndarray
+    velocity_after: np.ndarray
+    energy_loss: float
+    compression_impulse: float
+    sticking: bool
+    phases: tuple[str, ...]
+
+
+class _Impulse:
+    """Routh's integration in the contact frame ``(n, t1, t2)``: state ``u`` (3,), ``P``
+    (3,) and the normal work ``E = int u_n dp``."""
+
+    def __init__(self, Wc: np.ndarray, u: np.ndarray, mu: float) -> None:
+        self.W = Wc
+        self.mu = mu
+        self.u = u.copy()
+        self.P = np.zeros(3)
+        self.E = 0.0
+        self.scale = float(np.linalg.norm(u))
+        self.tiny = 1e-12 * max(self.scale, 1e-300)
+
+    def rate(self, u: np.ndarray, slip: np.ndarray | None) -> np.ndarray:
+        """``dP/dp`` for sliding along ``slip`` (unit, tangent) or sticking (None)."""
+        if slip is None:
+            k = -np.linalg.solve(self.W[1:, 1:], self.W[1:, 0])
+            return np.r_[1.0, k]
+        return np.r_[1.0, -self.mu * slip]
+
+    def stick_holds(self) -> bool:
+        Wtt = self.W[1:, 1:]
+        if np.linalg.cond(Wtt) > 1e12:
+            return False
+        k = np.linalg.solve(Wtt, self.W[1:, 0])
+        return float(np.linalg.norm(k)) <= self.mu * (1.0 + 1e-12)
+
+    def slip_direction(self) -> np.ndarray:
+        """Direction ``s`` the slip starts in from rest: ``W_tn - mu W_tt s = lam s``,
+        ``lam > 0`` (the tangential velocity grows along ``s``)."""
+        ut = self.u[1:]
+        if np.linalg.norm(ut) > self.tiny:
+            return ut / np.linalg.norm(ut)
+        Wtn, Wtt = self.W[1:, 0], self.W[1:, 1:]
+        phi = np.linspace(0.0, 2 * np.pi, 721)
+        s = np.stack((np.cos(phi), np.sin(phi)), axis=1)
+        g = Wtn[None, :] - self.mu * s @ Wtt.T
+        cross = s[:, 0] * g[:, 1] - s[:, 1] * g[:, 0]
+        best, best_dot = s[0], -np.inf
+        for i in range(phi.size - 1):
+            if cross[i] == 0.0 or cross[i] * cross[i + 1] < 0.0:
+                lo, hi = phi[i], phi[i + 1]
+                for _ in range(60):
+                    mid = 0.5 * (lo + hi)
+                    sm = np.array([np.cos(mid), np.sin(mid)])
+                    gm = Wtn - self.mu * Wtt @ sm
+                    cm = sm[0] * gm[1] - sm[1] * gm[0]
+                    slo = np.array([np.cos(lo), np.sin(lo)])
+                    glo = Wtn - self.mu * Wtt @ slo
+                    if (slo[0] * glo[1] - slo[1] * glo[0]) * cm <= 0.0:
+                        hi = mid
+                    else:
+                        lo = mid
+                sm = np.array([np.cos(lo), np.sin(lo)])
+                dot = float(sm @ (Wtn - self.mu * Wtt @ sm))
+                if dot > best_dot:
+                    best, best_dot = sm, dot
+        return best
+
+    def rk4(self, h: float, slip0: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """One RK4 step of ``h`` while sliding (``slip0`` used where ``u_t`` vanishes)."""
+
+        def f(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+            ut = u[1:]
+            norm = np.linalg.norm(ut)
+            s = ut / norm if norm > self.tiny else slip0
+            dP = self.rate(u, s)
+            return self.W @ dP, dP, float(u[0])
+
+        u0, P0, E0 = self.u, self.P, self.E
+        k1 = f(u0)
+        k2 = f(u0 + 0.5 * h * k1[0])
+        k3 = f(u0 + 0.5 * h * k2[0])
+        k4 = f(u0 + h * k3[0])
+        du = (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]) / 6.0
+        dP = (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]) / 6.0
+        dE = (k1[2] + 2 * k2[2] + 2 * k3[2] + k4[2]) / 6.0
+        return u0 + h * du, P0 + h * dP, E0 + h * dE
+
+
+def _linear_event(u_n: float, a: float, E: float, target: float | None) -> float:
+    """Normal impulse to the next event along a linear phase ``u_n(p) = u_n + a p``: the end
+    of compression (``target`` None) or ``E(p) = target`` (restitution)."""
+    if target is None:
+        return -u_n / a
+    # E + u_n p + a p^2 / 2 = target, the root with p >= 0 on the rising branch
+    c = E - target
+    disc = max(u_n * u_n - 2.0 * a * c, 0.0)
+    return (-u_n + np.sqrt(disc)) / a
+
+
+def solve_impact(
+    W: np.ndarray, u: np.ndarray, n: np.ndarray, restitution: float, friction: float
+) -> ImpactSolution:
+    """The impulse of a rigid impact at one point (module docstring, [S0 eq. 41]).
+
+    Parameters
+    ----------
+    W : (3, 3) inverse inertia at the contact, eq. (1) of the module docstring [1/kg].
+    u : (3,) relative velocity ``a`` minus ``b`` before the impact [m/s], world.
+    n : (3,) unit normal from ``b`` into ``a``.
+    restitution : float in [0, 1] (Stronge's energetic coefficient).
+    friction : float >= 0 (Coulomb).
+
+    Returns
+    -------
+    ImpactSolution
+        Zero impulse when the bodies do not approach (``n . u >= 0``).
+    """
+    n = np.asarray(n, dtype=float)
+    n = n / np.linalg.norm(n)
+    u = np.asarray(u, dtype=float)
+    W = 0.5 * (np.asarray(W, dtype=float) + np.asarray(W, dtype=float).T)
+    t1, t2 = (x[0] for x in perpendicular_basis(n))
+    B = np.vstack((n, t1, t2))
+    Wc, uc = B @ W @ B.T, B @ u
+    if uc[0] >= 0.0:
+        return ImpactSolution(np.zeros(3), u.copy(), 0.0, 0.0, False, ())
+    e, mu = float(restitution), float(friction)
+    if mu == 0.0:
+        p_c = -uc[0] / Wc[0, 0]
+        P = np.array([(1.0 + e) * p_c, 0.0, 0.0])
+        return _solution(B, Wc, uc, P, p_c, False, ('slide',))
+    st = _Impulse(Wc, uc, mu)
+    p_scale = -uc[0] / Wc[0, 0] + np.linalg.norm(uc[1:]) / max(mu * Wc[0, 0], 1e-300)
+    h_max = p_scale / _SLIDE_STEPS
+    p_c: float | None = None
+    target: float | None = None  # E at the end of restitution
+    phases: list[str] = []
+    sticking = False
+    for _ in range(100000):
+        if p_c is not None and st.E >= target - _EVENT_RTOL * abs(target) - 1e-300:
+            break
+        slipping = np.linalg.norm(st.u[1:]) > st.tiny
+        if not slipping and st.stick_holds():
+            if not phases or phases[-1] != 'stick':
+                phases.append('stick')
+            sticking = True
+            st.u[1:] = 0.0
+            dP = st.rate(st.u, None)
+            a = float(Wc[0] @ dP)
+            h = _linear_event(st.u[0], a, st.E, target)
+            st.E += st.u[0] * h + 0.5 * a * h * h
+            st.P = st.P + h * dP
+            st.u = st.u + h * (Wc @ dP)
+            st.u[1:] = 0.0
+            if p_c is None:
+                st.u[0] = 0.0
+                p_c, target = _end_compression(st, e)
+            continue
+        if not phases or phases[-1] != 'slide':
+            phases.append('slide')
+        sticking = False
+        slip0 = st.slip_direction()
+        h = h_max
+        # do not step past the end of the slip: shrink towards |u_t| = 0 (linear estimate)
+        ut = st.u[1:]
+        rate = float(slip0 @ (Wc[1:] @ st.rate(st.u, slip0)))
+        if slipping and rate < 0.0:
+            h = min(h, np.linalg.norm(ut) / -rate)
+        u1, P1, E1 = st.rk4(h, slip0)
+        event = _crossed(st, u1, E1, p_c, target)
+        if event is not None:
+            h = _bisect(st, h, slip0, event, p_c, target)
+            u1, P1, E1 = st.rk4(h, slip0)
+        st.u, st.P, st.E = u1, P1, E1
+        if slipping and np.linalg.norm(st.u[1:]) <= 1e-9 * st.scale and rate < 0.0:
+            st.u[1:] = 0.0  # the slip stopped (within the step's estimate)
+        if p_c is None and st.u[0] >= -_EVENT_RTOL * st.scale:
+            st.u[0] = max(st.u[0], 0.0)
+            p_c, target = _end_compression(st, e)
+    else:  # pragma: no cover - guarded by the step sizes
+        raise RuntimeError('solve_impact: no convergence (degenerate inverse inertia?)')
+    return _solution(B, Wc, uc, st.P, float(p_c), sticking, tuple(phases))
+
+
+def _end_compression(st: _Impulse, e: float) -> tuple[float, float]:
+    """At ``u_n = 0``: the compression impulse and the normal work that ends restitution."""
+    work = -st.E  # energy absorbed in compression (> 0)
+    return float(st.P[0]), -(1.0 - e * e) * work
+
+
+def _crossed(
+    st: _Impulse, u1: np.ndarray, E1: float, p_c: float | None, target: float | None
+) -> str | None:
+    if p_c is None and u1[0] > 0.0:
+        return 'compression'
+    if p_c is not None and E1 > target:
+        return 'restitution'
+    return None
+
+
+def _bisect(
+    st: _Impulse, h: float, slip0: np.ndarray, event: str, p_c: float | None, t: float | None
+) -> float:
+    """The step ``h`` landing on ``event`` (bisection on the RK4 step as a function of h)."""
+    lo, hi = 0.0, h
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        u1, _, E1 = st.rk4(mid, slip0)
+        if _crossed(st, u1, E1, p_c, t) == event:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= _EVENT_RTOL * h:
+            break
+    return hi
+
+
+def _solution(
+    B: np.ndarray,
+    Wc: np.ndarray,
+    uc: np.ndarray,
+    Pc: np.ndarray,
+    p_c: float,
+    sticking: bool,
+    phases: tuple[str, ...],
+) -> ImpactSolution:
+    u_after = uc + Wc @ Pc
+    loss = -float(uc @ Pc + 0.5 * Pc @ Wc @ Pc)
+    return ImpactSolution(B.T @ Pc, B.T @ u_after, loss, p_c, sticking, phases)
+
+
+__all__ = [
+    'CompliantLaw',
+    'ImpactLaw',
+    'ImpactSolution',
+    'contact_jacobian',
+    'inverse_inertia',
+    'point_jacobian',
+    'solve_impact',
+]

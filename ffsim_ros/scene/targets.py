@@ -1,0 +1,443 @@
+"""Targets: free-floating rigid bodies or multibodies, their handles and their tumble.
+
+A :class:`Target` is a floating-base :class:`~ffsim_ros.dynamics.Model` (one body for a
+primitive, a tree from a URDF), its collision shapes, its grasp :class:`Handle` s and its
+initial state: the pose of its root link frame, the velocity of its centre of mass, the angular
+velocity of its root body and its joint coordinates and rates. :func:`rigid_target` and
+:func:`urdf_target` build and validate one; :func:`tumble` gives the attitude and angular
+velocity of a torque-free rigid body spinning at a given rate with a given nutation angle.
+
+Torque-free motion (Euler's equations with no moment): the angular momentum ``h`` about the
+CoM is fixed in space and the kinetic energy is constant. For a body spinning at ``s`` about a
+principal axis ``k`` (moment ``I_k``) with ``h`` at the nutation angle ``theta`` from ``k``:
+``h_body = |h| (cos theta k + sin theta (cos phase e_1 + sin phase e_2))``, and ``w . k = s``
+fixes ``|h| = s I_k / cos theta`` (``w = I^-1 h``). For an axisymmetric body (``I_1 = I_2 =
+I_t``) ``k`` cones about ``h`` at the nutation angle, at the precession rate ``|h| / I_t``,
+while the body turns about ``k`` relative to that cone at ``s (I_t - I_k) / I_t``; otherwise
+the nutation angle oscillates (Poinsot's construction).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.builder import ModelBuilder
+from ffsim_ros.dynamics.lie import (
+    matrix_to_quat,
+    perpendicular_basis,
+    quat_normalize,
+    quat_to_matrix,
+)
+
+from .geometry import (
+    Box,
+    Capsule,
+    CollisionShape,
+    Cylinder,
+    Shape,
+    Sphere,
+    check_links,
+    shapes_from_urdf,
+)
+
+#: The name reserved for the robot.
+ROBOT = 'robot'
+
+
+def _finite(value: Sequence[float], size: int, what: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.shape != (size,):
+        raise ValueError(f'{what}: expected {size} values, got {arr.size}')
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f'{what}: expected finite values, got {arr.tolist()}')
+    return arr
+
+
+@dataclass(frozen=True)
+class Handle:
+    """A grasp frame on a target and its capture envelope.
+
+    Attributes
+    ----------
+    name : str
+    link : str
+        Link of the target carrying the handle; it must be on the target's root body (the
+        root link or a link welded to it by fixed joints): :mod:`.grasp`.
+    rotation : (3, 3), translation : (3,)
+        Handle frame in the link frame [m].
+    radius : float
+        Capture envelope: largest distance between the gripper's grasp point and the handle
+        origin [m].
+    max_angle : float
+        Largest angle between the gripper's and the handle's frames [rad] (inf: any).
+    max_speed : float
+        Largest relative speed of the two frame origins [m/s] (inf: any).
+    max_rate : float
+        Largest relative angular rate [rad/s] (inf: any).
+    """
+
+    name: str
+    link: str
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    radius: float = 0.05
+    max_angle: float = np.inf
+    max_speed: float = np.inf
+    max_rate: float = np.inf
+
+    def __post_init__(self) -> None:
+        where = f'handle {self.name!r}'
+        R = np.array(self.rotation, dtype=float)
+        if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-9):
+            raise ValueError(f'{where}: rotation expected a rotation matrix, got {R.tolist()}')
+        object.__setattr__(self, 'rotation', R)
+        object.__setattr__(
+            self, 'translation', _finite(self.translation, 3, f'{where} translation')
+        )
+        for key in ('radius', 'max_angle', 'max_speed', 'max_rate'):
+            x = float(getattr(self, key))
+            if np.isnan(x) or x <= 0.0:
+                raise ValueError(
+                    f'{where}: {key} expected a value > 0, got {getattr(self, key)!r}'
+                )
+            object.__setattr__(self, key, x)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target ready to be added to a :class:`~.scene.Scene` (validated by the builders).
+
+    Attributes
+    ----------
+    name : str
+    model : Model (floating base)
+    shapes : tuple of CollisionShape (links of ``model``)
+    handles : tuple of Handle
+    q : (nq,) initial configuration;  v : (nv,) initial velocity (``model``'s conventions).
+    """
+
+    name: str
+    model: D.Model
+    shapes: tuple[CollisionShape, ...]
+    handles: tuple[Handle, ...]
+    q: np.ndarray
+    v: np.ndarray
+
+
+def check_name(name: str) -> str:
+    """A target name: non-empty, no ``/``, not :data:`ROBOT`."""
+    if not isinstance(name, str) or not name or '/' in name or name == ROBOT:
+        raise ValueError(
+            f"target name: expected a non-empty string without '/' other than {ROBOT!r}, "
+            f'got {name!r}'
+        )
+    return name
+
+
+def target_state(
+    model: D.Model,
+    name: str,
+    *,
+    position: Sequence[float],
+    orientation: Sequence[float],
+    linear_velocity: Sequence[float],
+    angular_velocity: Sequence[float],
+    joint_positions: Sequence[float] | None = None,
+    joint_velocities: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, v)`` of a target from its root link pose, the velocity of its CoM and the angular
+    velocity of its root body (world frame), and its joint coordinates and rates.
+
+    Raises
+    ------
+    ValueError
+        A non-finite or wrongly sized value, or a zero quaternion; the message names the
+        target and the argument.
+    """
+    where = f'target {name!r}'
+    p = _finite(position, 3, f'{where} position')
+    quat = _finite(orientation, 4, f'{where} orientation')
+    try:
+        quat = quat_normalize(quat, f'{where} orientation')
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    vc = _finite(linear_velocity, 3, f'{where} linear_velocity')
+    w = _finite(angular_velocity, 3, f'{where} angular_velocity')
+    nq_j, n = model.nq - 7, model.n
+    phi = (
+        D.neutral(model)[7:]
+        if joint_positions is None
+        else _finite(joint_positions, nq_j, f'{where} joint_positions')
+    )
+    phidot = (
+        np.zeros(n)
+        if joint_velocities is None
+        else _finite(joint_velocities, n, f'{where} joint_velocities')
+    )
+    q_base, _ = D.base_state_from_link(model, p, quat)
+    q = np.r_[q_base, phi]
+    v = np.r_[np.zeros(3), w, phidot]
+    # the CoM velocity is linear in V0 with coefficient M: P = M V0 + P(V0 = 0)
+    P0 = D.momentum(model, q, v)[:3]
+    v[:3] = (model.total_mass * vc - P0) / model.total_mass
+    return q, v
+
+
+def rigid_target(
+    name: str,
+    *,
+    mass: float,
+    shape: Shape,
+    inertia: Sequence[Sequence[float]] | None = None,
+    com: Sequence[float] = (0.0, 0.0, 0.0),
+    handles: Sequence[Handle] = (),
+    position: Sequence[float] = (0.0, 0.0, 0.0),
+    orientation: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+    linear_velocity: Sequence[float] = (0.0, 0.0, 0.0),
+    angular_velocity: Sequence[float] = (0.0, 0.0, 0.0),
+    link: str = 'body',
+) -> Target:
+    """A free rigid body: ``mass`` [kg], ``inertia`` (3, 3) about its CoM in its frame
+    [kg m^2] (default: the uniform solid ``shape`` centred on the frame), one collision
+    ``shape`` centred on its frame, handles on link ``link``.
+
+    Raises
+    ------
+    ValueError
+        A bad name, zero, negative or non-finite mass, a non-physical inertia, a non-finite
+        pose or velocity (each message names the target).
+    UnknownNameError
+        A handle on a link other than ``link``.
+    """
+    check_name(name)
+    m = float(mass)
+    if not np.isfinite(m) or m <= 0.0:
+        raise ValueError(f'target {name!r}: mass expected a finite value > 0, got {mass!r}')
+    if not isinstance(shape, Sphere | Box | Cylinder | Capsule):
+        raise ValueError(
+            f'target {name!r}: shape expected a Sphere, Box, Cylinder or Capsule, got {shape!r}'
+        )
+    I_c = shape.inertia(m) if inertia is None else np.asarray(inertia, dtype=float)
+    try:
+        builder = ModelBuilder(name)
+        builder.add_base(link, mass=m, com=_finite(com, 3, f'target {name!r} com'), inertia=I_c)
+        model = builder.build()
+    except ValueError as exc:
+        raise ValueError(f'target {name!r}: {exc}') from None
+    shapes = (CollisionShape(link, shape, np.eye(3), np.zeros(3)),)
+    return _target(
+        name, model, shapes, handles, position, orientation, linear_velocity, angular_velocity
+    )
+
+
+def urdf_target(
+    name: str,
+    urdf: str | os.PathLike[str],
+    *,
+    handles: Sequence[Handle] = (),
+    position: Sequence[float] = (0.0, 0.0, 0.0),
+    orientation: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+    linear_velocity: Sequence[float] = (0.0, 0.0, 0.0),
+    angular_velocity: Sequence[float] = (0.0, 0.0, 0.0),
+    joint_positions: Sequence[float] | None = None,
+    joint_velocities: Sequence[float] | None = None,
+    meshes: str = 'error',
+    package_dirs: Mapping[str, str] | None = None,
+) -> Target:
+    """A free-floating multibody from a URDF (its root link free), with the URDF's
+    ``<collision>`` primitives (:func:`~.geometry.shapes_from_urdf`, ``meshes`` policy).
+
+    Raises
+    ------
+    ValueError
+        What :func:`~ffsim_ros.dynamics.load_urdf` rejects (no mass, negative mass, ...),
+        bad collisions, a non-finite state; the message names the target.
+    UnknownNameError
+        A handle on an unknown link.
+    """
+    check_name(name)
+    try:
+        model = D.load_urdf(urdf, floating_base=True)
+        shapes = shapes_from_urdf(urdf, model=model, meshes=meshes, package_dirs=package_dirs)
+    except D.UnknownNameError:
+        raise
+    except ValueError as exc:
+        raise ValueError(f'target {name!r}: {exc}') from None
+    return _target(
+        name,
+        model,
+        shapes,
+        handles,
+        position,
+        orientation,
+        linear_velocity,
+        angular_velocity,
+        joint_positions,
+        joint_velocities,
+    )
+
+
+def _target(
+    name: str,
+    model: D.Model,
+    shapes: tuple[CollisionShape, ...],
+    handles: Sequence[Handle],
+    position: Sequence[float],
+    orientation: Sequence[float],
+    linear_velocity: Sequence[float],
+    angular_velocity: Sequence[float],
+    joint_positions: Sequence[float] | None = None,
+    joint_velocities: Sequence[float] | None = None,
+) -> Target:
+    handles = tuple(handles)
+    names = [h.name for h in handles]
+    if len(set(names)) != len(names):
+        raise ValueError(f'target {name!r}: handle names expected unique, got {names}')
+    for h in handles:
+        if not isinstance(h, Handle):
+            raise ValueError(f'target {name!r}: handles expected Handle items, got {h!r}')
+        frame = model.frames.get(h.link)
+        if frame is None:
+            raise D.UnknownNameError(
+                f'target {name!r} handle {h.name!r}: unknown link {h.link!r}; the target has '
+                f'{list(model.link_names)}'
+            )
+        if frame.body != 0:
+            raise ValueError(
+                f'target {name!r} handle {h.name!r}: link {h.link!r} is on a moving body; a '
+                'handle must be on the root body (the root link or a link fixed to it)'
+            )
+    check_links(model, shapes, f'target {name!r} collision shape')
+    q, v = target_state(
+        model,
+        name,
+        position=position,
+        orientation=orientation,
+        linear_velocity=linear_velocity,
+        angular_velocity=angular_velocity,
+        joint_positions=joint_positions,
+        joint_velocities=joint_velocities,
+    )
+    return Target(name, model, shapes, handles, q, v)
+
+
+@dataclass(frozen=True)
+class Tumble:
+    """A torque-free rigid body's initial attitude and rate (:func:`tumble`), world frame.
+
+    Attributes
+    ----------
+    orientation : (4,) quaternion (x, y, z, w) of the body frame.
+    angular_velocity : (3,) [rad/s].
+    angular_momentum : (3,) about the CoM [kg m^2/s] (fixed in space while torque-free).
+    precession_rate : float
+        ``|h| / I_t`` [rad/s]: the rate at which the spin axis cones about ``h`` (exact for an
+        axisymmetric body; for another body the average rate is different).
+    """
+
+    orientation: np.ndarray
+    angular_velocity: np.ndarray
+    angular_momentum: np.ndarray
+    precession_rate: float
+
+
+def tumble(
+    inertia: Sequence[Sequence[float]],
+    spin_rate: float,
+    nutation: float,
+    *,
+    spin_axis: Sequence[float] = (0.0, 0.0, 1.0),
+    phase: float = 0.0,
+    momentum_direction: Sequence[float] = (0.0, 0.0, 1.0),
+) -> Tumble:
+    """Attitude and angular velocity of a body spinning at ``spin_rate`` [rad/s] about
+    ``spin_axis`` (a principal axis, body frame) with its angular momentum at ``nutation``
+    [rad] from that axis and along ``momentum_direction`` (world) -- module docstring.
+
+    Parameters
+    ----------
+    inertia : (3, 3) about the CoM, body frame [kg m^2] (symmetric positive definite).
+    spin_rate : float
+        ``w . k`` [rad/s] (any sign).
+    nutation : float
+        Angle in [0, pi/2) between the angular momentum and the spin axis [rad].
+    spin_axis : (3,) body frame; must be a principal axis of ``inertia``.
+    phase : float
+        Angle of the momentum's transverse part about the spin axis, from the first of
+        :func:`~ffsim_ros.dynamics.lie.perpendicular_basis` (``k``) [rad].
+    momentum_direction : (3,) world.
+
+    Raises
+    ------
+    ValueError
+        A non-principal spin axis, a nutation outside [0, pi/2), a non-positive-definite
+        inertia, non-finite values.
+    """
+    J = np.asarray(inertia, dtype=float)
+    if J.shape != (3, 3) or not np.all(np.isfinite(J)) or not np.allclose(J, J.T):
+        raise ValueError(f'inertia: expected a finite symmetric (3, 3) matrix, got {J.tolist()}')
+    if np.linalg.eigvalsh(J)[0] <= 0.0:
+        raise ValueError(f'inertia: expected positive definite, got {J.tolist()}')
+    k = _finite(spin_axis, 3, 'spin_axis')
+    k = k / np.linalg.norm(k)
+    Ik = float(k @ J @ k)
+    if np.linalg.norm(J @ k - Ik * k) > 1e-9 * np.abs(J).max():
+        raise ValueError(f'spin_axis: {k.tolist()} is not a principal axis of the inertia')
+    theta, s, ph = float(nutation), float(spin_rate), float(phase)
+    if not (np.isfinite(theta) and 0.0 <= theta < 0.5 * np.pi):
+        raise ValueError(f'nutation: expected an angle in [0, pi/2) rad, got {nutation!r}')
+    if not (np.isfinite(s) and np.isfinite(ph)):
+        raise ValueError(f'spin_rate, phase: expected finite values, got {spin_rate}, {phase}')
+    d = _finite(momentum_direction, 3, 'momentum_direction')
+    d = d / np.linalg.norm(d)
+    e1, e2 = (x[0] for x in perpendicular_basis(k))
+    h_dir = np.cos(theta) * k + np.sin(theta) * (np.cos(ph) * e1 + np.sin(ph) * e2)
+    h_mag = s * Ik / np.cos(theta)
+    w_body = np.linalg.solve(J, h_mag * h_dir)
+    R = _rotation_between(h_dir, d)
+    It = float(e1 @ J @ e1) if theta > 0.0 else Ik
+    return Tumble(matrix_to_quat(R), R @ w_body, h_mag * d, abs(h_mag) / It if It > 0 else 0.0)
+
+
+def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The smallest rotation taking unit ``a`` to unit ``b``."""
+    v = np.cross(a, b)
+    c = float(a @ b)
+    if c < -1.0 + 1e-12:
+        p = perpendicular_basis(a)[0][0]
+        return 2.0 * np.outer(p, p) - np.eye(3)
+    vx = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    return np.eye(3) + vx + vx @ vx / (1.0 + c)
+
+
+def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
+    """(3, 3) inertia of a multibody about its CoM with its joints locked, in its root body
+    frame [kg m^2] (what :func:`tumble` needs for a multibody target)."""
+    com = D.center_of_mass(model, q)
+    R0 = quat_to_matrix(q[3:7])
+    I_world = np.empty((3, 3))
+    for j in range(3):
+        v = np.zeros(model.nv)
+        v[3 + j] = 1.0
+        v[:3] = np.cross(v[3:6], q[:3] - com)
+        I_world[:, j] = D.momentum(model, q, v, about='com')[3:]
+    return R0.T @ (0.5 * (I_world + I_world.T)) @ R0
+
+
+__all__ = [
+    'ROBOT',
+    'Handle',
+    'Target',
+    'Tumble',
+    'check_name',
+    'locked_inertia',
+    'rigid_target',
+    'target_state',
+    'tumble',
+    'urdf_target',
+]
