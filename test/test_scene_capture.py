@@ -8,7 +8,8 @@
 * The weld wrench: read off the robot's base rows, it also satisfies the robot's joint rows
   (the robot's own forward dynamics under that wrench gives the welded accelerations).
 * A capture in a :class:`~ffsim_ros.scene.Scene`, then 2 s of the welded system, against
-  Pinocchio's ABA on the combined URDF integrated independently (RK4 on its Lie group).
+  Pinocchio's ABA on the combined URDF integrated independently (RK4 on its Lie group), and
+  against Pinocchio's constraint dynamics (two free-flyer trees held by a 6D constraint).
 """
 
 from __future__ import annotations
@@ -225,9 +226,8 @@ def test_weld_wrench_satisfies_the_robot_joint_rows(robot):
     np.testing.assert_allclose(a_r, a[: robot.nv], atol=1e-9 * max(1.0, np.abs(a).max()))
 
 
-def test_capture_in_scene_then_two_seconds_against_pinocchio(robot):
-    """Momentum through the capture to 1e-10; poses after 2 s within 1e-6 of Pinocchio's
-    dynamics of the combined tree (same post-capture state, independent integrator)."""
+def _captured(robot):
+    """A scene right after the gripper closed on a tumbling, drifting 25 kg target."""
     shapes = shapes_from_urdf(str(ROBOT_URDF), model=robot, exclude=['arm_link_7', EE])
     rng = np.random.default_rng(8)
     q_r, v_r = _states(robot, rng)
@@ -259,6 +259,13 @@ def test_capture_in_scene_then_two_seconds_against_pinocchio(robot):
     assert event.captured, event.reason
     np.testing.assert_allclose(scene.momentum(), m0, atol=1e-10)
     assert scene.holding == 'sat'
+    return scene, m0
+
+
+def test_capture_in_scene_then_two_seconds_against_pinocchio(robot):
+    """Momentum through the capture to 1e-10; poses after 2 s within 1e-6 of Pinocchio's
+    dynamics of the combined tree (same post-capture state, independent integrator)."""
+    scene, m0 = _captured(robot)
     # the post-capture state in Pinocchio's coordinates of the combined tree (a rigid target
     # adds no coordinates: the welded state is the robot's)
     q0, v0 = scene.robot_state
@@ -318,3 +325,85 @@ def _rpy(R):
 
 def _floats(x):
     return ' '.join(f'{float(v):.17g}' for v in x)
+
+
+def test_capture_against_pinocchio_constraint_dynamics(robot):
+    """The weld as a constraint, not a merge: robot and target as two free-flyer trees in
+    one Pinocchio model held by a 6D rigid constraint (``pin.constraintDynamics``), from the
+    post-capture state the scene reports, 2 s (RK4 on Pinocchio's Lie group): poses within
+    1e-6 of the scene's welded tree."""
+    scene, m0 = _captured(robot)
+    q_r, v_r = scene.robot_state
+    q_t, v_t = scene.target_state('sat')
+    pm = pin.buildModelFromXML(ROBOT_URDF.read_text(), pin.JointModelFreeFlyer())
+    jt = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), 'sat_root')
+    pm.appendBodyToJoint(
+        jt, pin.Inertia(25.0, np.zeros(3), np.diag([0.3, 0.4, 0.5])), pin.SE3.Identity()
+    )
+    pm.gravity = pin.Motion.Zero()
+    pd = pm.createData()
+    # state: the robot as in _to_pin, the target's free flyer from its root link state
+    qp, vp = _to_pin(pm, robot, q_r, v_r)
+    p, quat, lin, ang = D.base_link_state(_target(), q_t, v_t)
+    R = quat_to_matrix(quat)
+    iq, iv = pm.idx_qs[jt], pm.idx_vs[jt]
+    qp[iq : iq + 3], qp[iq + 3 : iq + 7] = p, quat
+    vp[iv : iv + 3], vp[iv + 3 : iv + 6] = R.T @ lin, R.T @ ang
+    # the weld: the target root frame, fixed in the end-effector frame where it was closed
+    f = pm.frames[pm.getFrameId(EE)]
+    pin.forwardKinematics(pm, pd, qp)
+    pin.updateFramePlacements(pm, pd)
+    rel = pd.oMf[pm.getFrameId(EE)].actInv(pd.oMi[jt])
+    cm = pin.RigidConstraintModel(
+        pin.ContactType.CONTACT_6D,
+        pm,
+        f.parentJoint,
+        f.placement * rel,
+        jt,
+        pin.SE3.Identity(),
+        pin.ReferenceFrame.LOCAL,
+    )
+    cms = pin.StdVec_RigidConstraintModel()
+    cms.append(cm)
+    cds = pin.StdVec_RigidConstraintData()
+    cds.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    settings = pin.ProximalSettings(1e-14, 0.0, 1)
+    zero = np.zeros(pm.nv)
+
+    def deriv(qx, vx):
+        return pin.constraintDynamics(pm, pd, qx, vx, zero, cms, cds, settings)
+
+    for _ in range(1000):
+        qp, vp = _rk4(pm, deriv, qp, vp, 2e-3)
+    snap = scene.advance(1000)
+    np.testing.assert_allclose(snap.momentum, m0, atol=1e-10)
+    pin.forwardKinematics(pm, pd, qp)
+    root = snap.targets['sat'].root
+    np.testing.assert_allclose(root.position, pd.oMi[jt].translation, atol=1e-6)
+    np.testing.assert_allclose(quat_to_matrix(root.orientation), pd.oMi[jt].rotation, atol=1e-6)
+    np.testing.assert_allclose(snap.robot_base.position, qp[:3], atol=1e-6)
+    np.testing.assert_allclose(
+        quat_to_matrix(snap.robot_base.orientation), quat_to_matrix(qp[3:7]), atol=1e-6
+    )
+    assert np.linalg.norm(root.position - p) > 1e-3
+
+
+def _target():
+    return rigid_target(
+        'sat', mass=25.0, shape=Sphere(0.12), inertia=np.diag([0.3, 0.4, 0.5])
+    ).model
+
+
+def _rk4(pm, deriv, qp, vp, dt):
+    def f(x):
+        qx = pin.integrate(pm, qp, x[: pm.nv])
+        return np.concatenate([x[pm.nv :], deriv(qx, x[pm.nv :])])
+
+    x0 = np.concatenate([np.zeros(pm.nv), vp])
+    k1 = f(x0)
+    k2 = f(x0 + dt / 2 * k1)
+    k3 = f(x0 + dt / 2 * k2)
+    k4 = f(x0 + dt * k3)
+    x1 = x0 + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return pin.integrate(pm, qp, x1[: pm.nv]), x1[pm.nv :]
