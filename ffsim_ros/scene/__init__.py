@@ -5,7 +5,8 @@ geometry from URDF ``<collision>`` primitives checked with ``coal``, impact and 
 contact laws at a point with the full free-floating generalized inertia of both systems (the
 ``J^T F_c`` and ``F_f`` terms of [S0 eq. 41]), and the grasp as a weld joining robot and target
 into one tree [M eqs. 62-66]. :class:`Scene` steps it all (``advance(n)`` -> snapshot with
-events). Imports only the public API of :mod:`ffsim_ros.dynamics`. See ``docs/capture.md``.
+events); :mod:`.scenario` builds one from YAML. Imports only the public API of
+:mod:`ffsim_ros.dynamics`. See ``docs/capture.md``.
 """
 
 from .events import (
@@ -44,6 +45,7 @@ from .impact import (
     point_jacobian,
     solve_impact,
 )
+from .scenario import ScenarioError, load_scenario, scene_from_dict, target_from_dict
 from .scene import Scene
 from .targets import (
     Handle,
@@ -73,6 +75,7 @@ __all__ = [
     'ImpactSolution',
     'MESH_POLICIES',
     'ReleaseEvent',
+    'ScenarioError',
     'Scene',
     'SceneSnapshot',
     'Sphere',
@@ -82,13 +85,16 @@ __all__ = [
     'capture_impulse',
     'contact_jacobian',
     'inverse_inertia',
+    'load_scenario',
     'locked_inertia',
     'merge_state',
     'point_jacobian',
     'rigid_target',
+    'scene_from_dict',
     'shapes_from_urdf',
     'solve_impact',
     'split_state',
+    'target_from_dict',
     'target_state',
     'tumble',
     'urdf_target',

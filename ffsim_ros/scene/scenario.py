@@ -1,0 +1,332 @@
+"""Capture scenarios from a mapping or a YAML file: the robot, the contact law, the targets.
+
+A scenario (every key optional unless marked)::
+
+    dt: 0.001                      # physics step [s]
+    robot:
+      urdf: urdf/ffsim_servicer_7dof.urdf     # required; relative to the file's folder
+      gripper: {link: ee_link, translation: [0, 0, 0], rpy: [0, 0, 0]}   # link required
+      exclude_links: [arm_link_7, ee_link]    # links without collision shapes
+      joint_positions: [...]                  # (n,) [rad | m]
+      joint_velocities: [...]
+    contact: {law: impact, restitution: 0.5, friction: 0.3}
+             # or {law: compliant, stiffness: 2.0e4, damping: 50, friction: 0.4,
+             #     stiction_speed: 0.001}
+    targets:
+      - name: sat                             # required
+        shape: {type: sphere, radius: 0.5}    # or box (size), cylinder / capsule (radius,
+        mass: 200.0                           #   length); with mass: a rigid target
+        inertia: [[..], [..], [..]]           # optional (default: the uniform solid)
+        # or urdf: target.urdf (a free-floating multibody with its <collision> primitives)
+        position: [3, 0, 0]
+        orientation: [0, 0, 0, 1]             # (x, y, z, w); or tumble: below
+        tumble: {spin_rate: 0.09, nutation: 0.2, spin_axis: [0, 0, 1],
+                 momentum_direction: [0, 0, 1], phase: 0.0}
+        linear_velocity: [0, 0, 0]            # of the target's CoM [m/s]
+        angular_velocity: [0, 0, 0]           # [rad/s] (not with tumble)
+        handles:
+          - {name: bar, link: body, translation: [0, 0, -0.55], rpy: [0, 0, 0],
+             radius: 0.05, max_angle: 0.3, max_speed: 0.05, max_rate: 0.05}
+
+Every error is a :class:`ScenarioError` (a ``ValueError``) naming the field, e.g.
+``targets[1].mass: expected a finite value > 0, got -2``; unknown keys are refused by name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import yaml
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import rpy_to_matrix
+
+from .geometry import Box, Capsule, Cylinder, Sphere, shapes_from_urdf
+from .grasp import Gripper
+from .impact import CompliantLaw, ImpactLaw
+from .scene import Scene
+from .targets import Handle, Target, locked_inertia, rigid_target, tumble, urdf_target
+
+T = TypeVar('T')
+
+
+class ScenarioError(ValueError):
+    """A scenario field is missing, unknown or invalid (the message names it)."""
+
+
+def _keys(
+    d: Any, where: str, allowed: set[str], required: frozenset[str] | set[str] = frozenset()
+) -> dict:
+    if not isinstance(d, Mapping):
+        raise ScenarioError(f'{where}: expected a mapping, got {type(d).__name__}')
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise ScenarioError(f'{where}: unknown keys {unknown}; expected some of {sorted(allowed)}')
+    missing = sorted(required - set(d))
+    if missing:
+        raise ScenarioError(f'{where}: missing keys {missing}')
+    return dict(d)
+
+
+def _vec(value: Any, size: int, where: str) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ScenarioError(f'{where}: expected {size} numbers, got {value!r}') from None
+    if arr.shape != (size,) or not np.all(np.isfinite(arr)):
+        raise ScenarioError(f'{where}: expected {size} finite numbers, got {value!r}')
+    return arr
+
+
+def _num(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f'{where}: expected a number, got {value!r}')
+    return float(value)
+
+
+def _path(value: Any, base: Path, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f'{where}: expected a file path, got {value!r}')
+    p = Path(value)
+    p = p if p.is_absolute() else base / p
+    if not p.is_file():
+        raise ScenarioError(f'{where}: no such file {str(p)!r}')
+    return str(p)
+
+
+def _wrap(where: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` with its ValueError / UnknownNameError prefixed by ``where``."""
+    try:
+        return fn(*args, **kwargs)
+    except D.UnknownNameError as exc:
+        raise ScenarioError(f'{where}: {exc}') from None
+    except ValueError as exc:
+        if isinstance(exc, ScenarioError):
+            raise
+        raise ScenarioError(f'{where}: {exc}') from None
+
+
+def _shape(d: Any, where: str) -> Sphere | Box | Cylinder | Capsule:
+    d = _keys(d, where, {'type', 'radius', 'length', 'size'}, {'type'})
+    kind = d.pop('type')
+    fields = {'sphere': {'radius'}, 'box': {'size'}, 'cylinder': {'radius', 'length'}}
+    fields['capsule'] = fields['cylinder']
+    if kind not in fields:
+        raise ScenarioError(f'{where}.type: expected one of {sorted(fields)}, got {kind!r}')
+    _keys(d, where, fields[kind], fields[kind])
+    if kind == 'box':
+        return _wrap(where, Box, tuple(_vec(d['size'], 3, f'{where}.size')))
+    args = [_num(d[k], f'{where}.{k}') for k in ('radius', 'length') if k in fields[kind]]
+    return _wrap(where, {'sphere': Sphere, 'cylinder': Cylinder, 'capsule': Capsule}[kind], *args)
+
+
+def _handle(d: Any, where: str) -> Handle:
+    keys = {'name', 'link', 'translation', 'rpy', 'radius', 'max_angle', 'max_speed', 'max_rate'}
+    d = _keys(d, where, keys, {'name', 'link'})
+    kwargs: dict[str, Any] = {'name': str(d['name']), 'link': str(d['link'])}
+    if 'translation' in d:
+        kwargs['translation'] = _vec(d['translation'], 3, f'{where}.translation')
+    if 'rpy' in d:
+        kwargs['rotation'] = rpy_to_matrix(_vec(d['rpy'], 3, f'{where}.rpy'))
+    for k in ('radius', 'max_angle', 'max_speed', 'max_rate'):
+        if k in d:
+            kwargs[k] = _num(d[k], f'{where}.{k}')
+    return _wrap(where, Handle, **kwargs)
+
+
+TARGET_KEYS = {
+    'name',
+    'shape',
+    'mass',
+    'inertia',
+    'urdf',
+    'position',
+    'orientation',
+    'tumble',
+    'linear_velocity',
+    'angular_velocity',
+    'joint_positions',
+    'joint_velocities',
+    'handles',
+}
+
+
+def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) -> Target:
+    """One target from its mapping (module docstring); ``base``: folder of relative paths.
+
+    Raises
+    ------
+    ScenarioError
+        Naming the field (``where`` prefixes it).
+    """
+    base = Path.cwd() if base is None else Path(base)
+    d = _keys(d, where, TARGET_KEYS, {'name'})
+    name = d['name']
+    handles = d.get('handles', [])
+    if not isinstance(handles, list):
+        raise ScenarioError(f'{where}.handles: expected a list, got {type(handles).__name__}')
+    hs = [_handle(h, f'{where}.handles[{k}]') for k, h in enumerate(handles)]
+    state: dict[str, Any] = {}
+    for k in ('position', 'linear_velocity', 'angular_velocity'):
+        if k in d:
+            state[k] = _vec(d[k], 3, f'{where}.{k}')
+    if 'orientation' in d:
+        state['orientation'] = _vec(d['orientation'], 4, f'{where}.orientation')
+    if 'tumble' in d and ('orientation' in d or 'angular_velocity' in d):
+        raise ScenarioError(
+            f'{where}.tumble: sets orientation and angular_velocity; give one or the other'
+        )
+    if ('urdf' in d) == ('shape' in d):
+        raise ScenarioError(f'{where}: expected either urdf or shape (with mass), got both/none')
+    if 'shape' in d:
+        for k in ('joint_positions', 'joint_velocities'):
+            if k in d:
+                raise ScenarioError(f'{where}.{k}: a rigid target has no joints')
+        if 'mass' not in d:
+            raise ScenarioError(f'{where}: missing key mass (a rigid target needs one)')
+        shape = _shape(d['shape'], f'{where}.shape')
+        mass = _num(d['mass'], f'{where}.mass')
+        inertia = None
+        if 'inertia' in d:
+            inertia = np.asarray(d['inertia'], dtype=float)
+            if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+                raise ScenarioError(f'{where}.inertia: expected a finite 3x3 matrix')
+        if 'tumble' in d:
+            if not (np.isfinite(mass) and mass > 0.0):
+                raise ScenarioError(f'{where}.mass: expected a finite value > 0, got {mass!r}')
+            I_t = shape.inertia(mass) if inertia is None else inertia
+            state.update(_tumble(d['tumble'], I_t, f'{where}.tumble'))
+        return _wrap(
+            where,
+            rigid_target,
+            name,
+            mass=mass,
+            shape=shape,
+            inertia=inertia,
+            handles=hs,
+            **state,
+        )
+    if 'mass' in d or 'inertia' in d:
+        raise ScenarioError(f'{where}: mass and inertia come from the URDF of a urdf target')
+    for k in ('joint_positions', 'joint_velocities'):
+        if k in d:
+            state[k] = np.asarray(d[k], dtype=float)
+    urdf = _path(d['urdf'], base, f'{where}.urdf')
+    target = _wrap(where, urdf_target, name, urdf, handles=hs, **state)
+    if 'tumble' in d:
+        tb_state = _tumble(d['tumble'], locked_inertia(target.model, target.q), f'{where}.tumble')
+        target = _wrap(where, urdf_target, name, urdf, handles=hs, **{**state, **tb_state})
+    return target
+
+
+def _tumble(d: Any, inertia: np.ndarray, where: str) -> dict[str, np.ndarray]:
+    keys = {'spin_rate', 'nutation', 'spin_axis', 'momentum_direction', 'phase'}
+    d = _keys(d, where, keys, {'spin_rate', 'nutation'})
+    kwargs: dict[str, Any] = {
+        'spin_rate': _num(d['spin_rate'], f'{where}.spin_rate'),
+        'nutation': _num(d['nutation'], f'{where}.nutation'),
+    }
+    if 'phase' in d:
+        kwargs['phase'] = _num(d['phase'], f'{where}.phase')
+    for k in ('spin_axis', 'momentum_direction'):
+        if k in d:
+            kwargs[k] = _vec(d[k], 3, f'{where}.{k}')
+    tb = _wrap(where, tumble, inertia, **kwargs)
+    return {'orientation': tb.orientation, 'angular_velocity': tb.angular_velocity}
+
+
+def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene:
+    """A :class:`~.scene.Scene` with its targets from a scenario mapping (module docstring).
+
+    Raises
+    ------
+    ScenarioError
+        Naming the field; nothing is built then.
+    """
+    base_dir = Path.cwd() if base is None else Path(base)
+    d = _keys(d, 'scenario', {'dt', 'robot', 'contact', 'targets'}, {'robot'})
+    r = _keys(
+        d['robot'],
+        'robot',
+        {'urdf', 'gripper', 'exclude_links', 'joint_positions', 'joint_velocities'},
+        {'urdf', 'gripper'},
+    )
+    g = _keys(r['gripper'], 'robot.gripper', {'link', 'translation', 'rpy'}, {'link'})
+    gripper = _wrap(
+        'robot.gripper',
+        Gripper,
+        str(g['link']),
+        rpy_to_matrix(_vec(g.get('rpy', (0, 0, 0)), 3, 'robot.gripper.rpy')),
+        _vec(g.get('translation', (0, 0, 0)), 3, 'robot.gripper.translation'),
+    )
+    urdf = _path(r['urdf'], base_dir, 'robot.urdf')
+    robot = _wrap('robot.urdf', D.load_urdf, urdf, floating_base=True)
+    _wrap('robot.gripper.link', robot.frame, gripper.link)
+    exclude = r.get('exclude_links', [])
+    if not isinstance(exclude, list):
+        raise ScenarioError('robot.exclude_links: expected a list of link names')
+    shapes = _wrap(
+        'robot.exclude_links',
+        shapes_from_urdf,
+        urdf,
+        model=robot,
+        exclude=[str(x) for x in exclude],
+    )
+    q = D.neutral(robot)
+    v = np.zeros(robot.nv)
+    if 'joint_positions' in r:
+        q[7:] = _vec(r['joint_positions'], robot.nq - 7, 'robot.joint_positions')
+    if 'joint_velocities' in r:
+        v[6:] = _vec(r['joint_velocities'], robot.n, 'robot.joint_velocities')
+    dt = _num(d.get('dt', 1e-3), 'dt')
+    law = _contact(d.get('contact', {'law': 'impact'}))
+    scene = _wrap(
+        'scenario', Scene, robot, gripper=gripper, shapes=shapes, dt=dt, contact=law, q=q, v=v
+    )
+    targets = d.get('targets', [])
+    if not isinstance(targets, list):
+        raise ScenarioError(f'targets: expected a list, got {type(targets).__name__}')
+    for k, t in enumerate(targets):
+        where = f'targets[{k}]'
+        _wrap(where, scene.add_target, target_from_dict(t, where, base_dir))
+    return scene
+
+
+def _contact(d: Any) -> ImpactLaw | CompliantLaw:
+    laws = {
+        'impact': (ImpactLaw, {'restitution', 'friction', 'tolerance'}),
+        'compliant': (CompliantLaw, {'stiffness', 'damping', 'friction', 'stiction_speed'}),
+    }
+    d = _keys(d, 'contact', {'law'} | set().union(*(v[1] for v in laws.values())), {'law'})
+    kind = d.pop('law')
+    if kind not in laws:
+        raise ScenarioError(f'contact.law: expected one of {sorted(laws)}, got {kind!r}')
+    cls, keys = laws[kind]
+    _keys(d, f'contact ({kind})', keys)
+    kwargs = {k: _num(v, f'contact.{k}') for k, v in d.items()}
+    return _wrap('contact', cls, **kwargs)
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scene:
+    """:func:`scene_from_dict` of a YAML file (relative paths from its folder).
+
+    Raises
+    ------
+    ScenarioError
+        An unreadable file, malformed YAML, or a bad field (named).
+    """
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise ScenarioError(f'scenario file {str(p)!r}: {exc.strerror}') from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f'scenario file {str(p)!r}: malformed YAML: {exc}') from None
+    return scene_from_dict(data, p.parent)
+
+
+__all__ = ['ScenarioError', 'load_scenario', 'scene_from_dict', 'target_from_dict']

@@ -1,0 +1,163 @@
+"""Capture scenarios from YAML (:mod:`ffsim_ros.scene.scenario`): what a file sets is what the
+scene holds, and every bad field is refused with its name."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_to_matrix
+from ffsim_ros.scene import (
+    CompliantLaw,
+    ImpactLaw,
+    ScenarioError,
+    load_scenario,
+    scene_from_dict,
+    target_from_dict,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCENARIO = {
+    'dt': 0.002,
+    'robot': {
+        'urdf': 'urdf/ffsim_servicer_7dof.urdf',
+        'gripper': {'link': 'ee_link', 'translation': [0.0, 0.0, 0.05]},
+        'exclude_links': ['arm_link_7', 'ee_link'],
+        'joint_positions': [0.1, -0.2, 0.3, 0.4, -0.1, 0.2, 0.0],
+    },
+    'contact': {'law': 'impact', 'restitution': 0.4, 'friction': 0.2},
+    'targets': [
+        {
+            'name': 'sat',
+            'shape': {'type': 'box', 'size': [0.6, 0.5, 0.4]},
+            'mass': 150.0,
+            'position': [4.0, 0.0, 0.0],
+            'tumble': {'spin_rate': 0.0872665, 'nutation': 0.2},
+            'linear_velocity': [-0.02, 0.0, 0.0],
+            'handles': [{'name': 'bar', 'link': 'body', 'translation': [-0.35, 0, 0]}],
+        },
+        {
+            'name': 'ball',
+            'shape': {'type': 'sphere', 'radius': 0.1},
+            'mass': 2.0,
+            'position': [0.0, 5.0, 0.0],
+            'angular_velocity': [0.0, 0.0, 0.1],
+        },
+    ],
+}
+
+
+def test_scenario_builds_what_it_says(tmp_path):
+    path = tmp_path / 'capture.yaml'
+    data = copy.deepcopy(SCENARIO)
+    data['robot']['urdf'] = str(ROOT / data['robot']['urdf'])
+    path.write_text(yaml.safe_dump(data))
+    scene = load_scenario(path)
+    assert scene.dt == 0.002
+    assert scene.contact == ImpactLaw(restitution=0.4, friction=0.2)
+    assert scene.target_names == ('sat', 'ball')
+    q, v = scene.robot_state
+    np.testing.assert_array_equal(q[7:], SCENARIO['robot']['joint_positions'])
+    np.testing.assert_array_equal(scene.gripper.translation, [0, 0, 0.05])
+    snap = scene.snapshot()
+    sat = snap.targets['sat']
+    np.testing.assert_allclose(sat.root.position, [4, 0, 0], atol=1e-15)
+    np.testing.assert_allclose(sat.momentum[:3] / 150.0, [-0.02, 0, 0], atol=1e-15)
+    # the tumble: spin rate about the body z axis, momentum along world z at 0.2 rad from it
+    R = quat_to_matrix(sat.root.orientation)
+    assert sat.root.angular_velocity @ R[:, 2] == pytest.approx(0.0872665, abs=1e-12)
+    h = sat.momentum[3:] - np.cross(sat.com, sat.momentum[:3])
+    np.testing.assert_allclose(h / np.linalg.norm(h), [0, 0, 1], atol=1e-12)
+    assert np.arccos(R[:, 2] @ h / np.linalg.norm(h)) == pytest.approx(0.2, abs=1e-12)
+    assert set(sat.handles) == {'bar'}
+    np.testing.assert_allclose(snap.targets['ball'].root.angular_velocity, [0, 0, 0.1])
+
+
+def test_compliant_law_and_urdf_target(tmp_path):
+    urdf = tmp_path / 'tgt.urdf'
+    urdf.write_text(
+        '<robot name="t"><link name="hub"><inertial><mass value="5"/>'
+        '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+        '<collision><geometry><sphere radius="0.2"/></geometry></collision></link></robot>'
+    )
+    data = copy.deepcopy(SCENARIO)
+    data['robot']['urdf'] = str(ROOT / data['robot']['urdf'])
+    data['contact'] = {'law': 'compliant', 'stiffness': 1e4, 'damping': 20.0}
+    data['targets'] = [
+        {
+            'name': 'u',
+            'urdf': 'tgt.urdf',
+            'position': [0, 4, 0],
+            'tumble': {'spin_rate': 0.1, 'nutation': 0.0},
+        }
+    ]
+    scene = scene_from_dict(data, tmp_path)
+    assert scene.contact == CompliantLaw(stiffness=1e4, damping=20.0)
+    w = scene.snapshot().targets['u'].root.angular_velocity
+    np.testing.assert_allclose(np.linalg.norm(w), 0.1, atol=1e-14)
+
+
+def _set(data, path, value):
+    d = data
+    for k in path[:-1]:
+        d = d[k]
+    if value is _DELETE:
+        del d[path[-1]]
+    else:
+        d[path[-1]] = value
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(
+    'path, value, words',
+    [
+        (('targets', 0, 'mass'), 0.0, ['targets[0]', 'mass']),
+        (('targets', 0, 'mass'), -2.0, ['targets[0]', 'mass']),
+        (('targets', 1, 'position'), [float('nan'), 0, 0], ['targets[1].position']),
+        (('targets', 1, 'position'), [0.0, 0.0, 0.0], ['targets[1]', 'overlaps']),
+        (('targets', 0, 'handles', 0, 'link'), 'nolink', ['targets[0]', 'nolink']),
+        (('targets', 0, 'colour'), 'red', ['targets[0]', 'colour']),
+        (('targets', 0, 'shape', 'type'), 'cone', ['targets[0].shape.type', 'cone']),
+        (('targets', 0, 'angular_velocity'), [0, 0, 1], ['targets[0].tumble']),
+        (('robot', 'gripper', 'link'), 'nolink', ['robot.gripper', 'nolink']),
+        (('robot', 'exclude_links'), ['nolink'], ['robot.exclude_links', 'nolink']),
+        (('robot', 'urdf'), 'missing.urdf', ['robot.urdf', 'missing.urdf']),
+        (('robot', 'joint_positions'), [0.0, 1.0], ['robot.joint_positions']),
+        (('contact', 'restitution'), 2.0, ['contact', 'restitution']),
+        (('contact', 'law'), 'glue', ['contact.law', 'glue']),
+        (('dt',), -1.0, ['dt']),
+        (('robot',), _DELETE, ['scenario', 'robot']),
+    ],
+)
+def test_bad_fields_are_named(path, value, words):
+    data = copy.deepcopy(SCENARIO)
+    _set(data, path, value)
+    with pytest.raises(ScenarioError) as info:
+        scene_from_dict(data, ROOT)
+    for w in words:
+        assert w in str(info.value), str(info.value)
+
+
+def test_bad_yaml_file(tmp_path):
+    p = tmp_path / 'bad.yaml'
+    p.write_text('robot: [unclosed')
+    with pytest.raises(ScenarioError, match='malformed YAML'):
+        load_scenario(p)
+    with pytest.raises(ScenarioError, match='nope.yaml'):
+        load_scenario(tmp_path / 'nope.yaml')
+
+
+def test_target_from_dict_alone():
+    t = target_from_dict(
+        {'name': 'x', 'shape': {'type': 'capsule', 'radius': 0.1, 'length': 0.4}, 'mass': 3.0}
+    )
+    assert t.model.total_mass == 3.0
+    np.testing.assert_allclose(D.center_of_mass(t.model, t.q), 0.0, atol=1e-15)
