@@ -22,9 +22,17 @@ topic                      type                                 content
                                                                 effector poses in world_frame,
                                                                 one per ``EE_PATH_PERIOD``
 ``status``                 std_msgs/Float64MultiArray           see ``STATUS_FIELDS``
+``goal_status``            diagnostic_msgs/DiagnosticStatus     the ee_goal's outcome (active,
+                                                                reached, aborted and why), on
+                                                                change, transient local
 ``~/joint_trajectory``     trajectory_msgs/JointTrajectory      joint trajectory to follow
 (sub)                                                           (as ros2_controllers' JTC)
 =========================  ===================================  ==============================
+
+Goals: a :class:`~ffsim_ros.control.ReachSupervisor` (``reach.*`` parameters) owns the
+``ee_goal``, the held base attitude and the outcome: every accepted goal ends reached or
+aborted with a reason (stall without recovery, ``reach.goal_timeout``), published on
+``goal_status`` (:mod:`ffsim_ros.node_support.goal_status`).
 
 Action ``~/follow_joint_trajectory`` (control_msgs/action/FollowJointTrajectory): joint
 trajectories followed by computed torque on the free-floating dynamics, with JTC's
@@ -87,7 +95,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.control import CONTROL_MODES, ControlMode, Gains, ReactionlessController
+from ffsim_ros.control import (
+    CONTROL_MODES,
+    ControlMode,
+    Gains,
+    ReachSettings,
+    ReachSupervisor,
+    ReactionlessController,
+)
 from ffsim_ros.control.trajectory import (
     Tolerances,
     TrackingGains,
@@ -111,6 +126,7 @@ from ffsim_ros.node_support import (
     stamp_ns,
     string,
 )
+from ffsim_ros.node_support.goal_status import GoalStatusPublisher
 from ffsim_ros.node_support.trajectory_action import (
     ERROR_CODES,
     STATUSES,
@@ -180,6 +196,23 @@ def gains_from(values: dict) -> Gains:
         raise ParameterValueError(f'gains: {exc}') from None
 
 
+#: ``reach.*`` parameters: the :class:`ReachSettings` fields a user sets.
+REACH_FIELDS = ('position_tolerance', 'attitude_budget_deg', 'stall_time', 'goal_timeout')
+
+
+def reach_settings_from(values: dict) -> ReachSettings:
+    """The :class:`ReachSettings` of the checked parameter values ``reach.*``."""
+    try:
+        return ReachSettings(**{name: values[f'reach.{name}'] for name in REACH_FIELDS})
+    except ValueError as exc:  # e.g. a budget not above the attitude tolerance
+        raise ParameterValueError(f'reach.{exc}') from None
+
+
+def _cross_check(values: dict) -> None:
+    gains_from(values)
+    reach_settings_from(values)
+
+
 #: The parameters of ``ffsim_reactionless_controller`` (declarations, descriptors, README, YAML).
 PARAMETERS = ParameterTable(
     'ffsim_reactionless_controller',
@@ -237,6 +270,32 @@ PARAMETERS = ParameterTable(
         ),
         *_gain_specs(),
         ParameterSpec(
+            'reach.position_tolerance',
+            0.005,
+            'an ee_goal is reached when the end effector is this close [m]',
+            interval(1e-6, 1.0),
+        ),
+        ParameterSpec(
+            'reach.attitude_budget_deg',
+            0.2,
+            'base attitude offset [deg] reactionless mode may spend to leave a stall, then '
+            'restore; 0: none (more than the 0.1 deg attitude tolerance otherwise)',
+            interval(0.0, 180.0),
+        ),
+        ParameterSpec(
+            'reach.stall_time',
+            2.0,
+            'an ee_goal that has not progressed by 1 mm for this long has stalled: recovery '
+            '(reactionless mode) or abort [s]',
+            interval(0.01, 3600.0),
+        ),
+        ParameterSpec(
+            'reach.goal_timeout',
+            300.0,
+            'an ee_goal still not reached after this long is aborted [s]',
+            interval(0.01, 1e6),
+        ),
+        ParameterSpec(
             'trajectory.kp',
             100.0,
             'position gain of the computed-torque trajectory tracking [1/s^2]',
@@ -280,9 +339,10 @@ PARAMETERS = ParameterTable(
             dynamic=True,
         ),
     ],
-    cross_check=gains_from,
+    cross_check=_cross_check,
     groups={
         'gains': 'ffsim_ros.control.Gains, SI units',
+        'reach': 'ee_goal outcome and recovery (ffsim_ros.control.ReachSettings)',
         'trajectory': 'FollowJointTrajectory and joint_trajectory (ffsim_ros.control.trajectory)',
     },
     config_notes=(
@@ -320,12 +380,11 @@ class ReactionlessControllerNode(Node):
             gains=gains_from(values),
             track_orientation=values['track_orientation'],
         )
+        # the ee_goal, its outcome and the attitude held: the supervisor's (issue 15)
+        self.supervisor = ReachSupervisor(self.law, reach_settings_from(values))
         self._index = {name: k for k, name in enumerate(model.joint_names)}
         self._joints: tuple[np.ndarray, np.ndarray, Time] | None = None
         self._base: tuple[np.ndarray, np.ndarray, Time] | None = None
-        self._goal_p: np.ndarray | None = None
-        self._goal_R: np.ndarray | None = None
-        self._attitude_ref: np.ndarray | None = None
         self._pending_goal: PoseStamped | None = None
         self._last_now_ns: int | None = None  # the latest node-clock time seen
         self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
@@ -356,6 +415,7 @@ class ReactionlessControllerNode(Node):
         self.pub_path = self.create_publisher(Path, 'ee_path', 10)
         self._path_poses: deque[PoseStamped] = deque(maxlen=EE_PATH_LENGTH)
         self._path_last_ns: int | None = None
+        self.goal_status = GoalStatusPublisher(self, model.name)
         self.pub_status = self.create_publisher(Float64MultiArray, 'status', 10)
         self.create_subscription(JointState, 'joint_states', self._on_joints, 10)
         self.create_subscription(Odometry, 'base_odom', self._on_odom, 10)
@@ -387,8 +447,7 @@ class ReactionlessControllerNode(Node):
         if 'trajectory.reactionless' in changed:
             self._reactionless_trajectories = changed['trajectory.reactionless']
         if 'mode' in changed:
-            self.law.mode = ControlMode(changed['mode'])
-            self._attitude_ref = None
+            self.supervisor.set_mode(ControlMode(changed['mode']))
             self.get_logger().info(f'mode -> {changed["mode"]}', throttle_duration_sec=LOG_PERIOD)
 
     # ---------------------------------------------------------------------------- time
@@ -421,7 +480,7 @@ class ReactionlessControllerNode(Node):
         """Drop the goals (pending and active), the trajectory (aborted, saying ``reason``),
         the held attitude and the path: the arm is then held still."""
         self._pending_goal = None
-        self._goal_p = self._goal_R = self._attitude_ref = None
+        self.supervisor.reset()  # (goal, its clock and the held attitude: the arm held still)
         self._path_poses.clear()
         self._path_last_ns = None
         self._drop_trajectories(f'aborted: {reason} (a reset of the simulation?)')
@@ -564,7 +623,7 @@ class ReactionlessControllerNode(Node):
     def _on_goal(self, msg: PoseStamped) -> None:
         self._pending_goal = msg
 
-    def _accept_goal(self, msg: PoseStamped, q: np.ndarray) -> None:
+    def _accept_goal(self, msg: PoseStamped, t: float, q: np.ndarray) -> None:
         p = msg.pose.position
         o = msg.pose.orientation
         goal = np.array([p.x, p.y, p.z])
@@ -575,21 +634,18 @@ class ReactionlessControllerNode(Node):
             quat = np.array([o.x, o.y, o.z, o.w])
             if not np.all(np.isfinite(quat)):
                 raise ValueError(f'orientation: expected finite values, got {quat.tolist()}')
-            self.law.check_goal(q, goal)
+            rotation = (
+                quat_to_matrix(quat_normalize(quat))
+                if self.law.track_orientation and np.linalg.norm(quat) > 1e-9
+                else None
+            )
+            self.supervisor.set_goal(t, q, goal, rotation)
         except ValueError as exc:
             line = self._log_throttle.admit(f'ee_goal rejected ({exc}); holding the arm still')
             if line:
                 self.get_logger().error(line)
-            self._goal_p = self._goal_R = None
-            self._attitude_ref = q[3:7].copy()
+            self.supervisor.stop(t, q, f'replaced by a rejected goal ({exc})')
             return
-        self._goal_p = goal
-        self._goal_R = (
-            quat_to_matrix(quat_normalize(quat))
-            if self.law.track_orientation and np.linalg.norm(quat) > 1e-9
-            else None
-        )
-        self._attitude_ref = q[3:7].copy()
         line = self._log_throttle.admit(
             f'ee_goal accepted: {np.round(goal, 4).tolist()} in {self.world}'
         )
@@ -615,16 +671,19 @@ class ReactionlessControllerNode(Node):
         qb, vb, _ = self._base
         q = np.r_[qb, pos]
         v = np.r_[vb, vel]
+        t = now.nanoseconds * 1e-9
         if self._pending_goal is not None:
             goal, self._pending_goal = self._pending_goal, None
             if self._request is not None:
                 self._request.abort('preempted by an ee_goal')
             self._request = self._follower = None
-            self._accept_goal(goal, q)
-        self._start_trajectory(q)
-        ref = self._attitude_ref if self.law.mode is ControlMode.REACTIONLESS else None
+            self._accept_goal(goal, t, q)
+        self._start_trajectory(t, q)
         try:
-            out = self.law.compute(q, v, self._goal_p, self._goal_R, attitude_reference=ref)
+            if self._follower is None:
+                out, goal_status = self.supervisor.update(t, q, v)
+            else:  # (the figures of the arm; the trajectory's efforts below)
+                out, goal_status = self.law.compute(q, v, None), self.supervisor.status
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.get_logger().error(
                 f'control law failed on the measured state ({exc}): not commanding',
@@ -661,11 +720,20 @@ class ReactionlessControllerNode(Node):
             out.manipulability,
             out.condition,
             float(MODES.index(out.mode.value)),
-            0.0 if self._goal_p is None else 1.0,
+            1.0 if goal_status.active else 0.0,
         ]
         self.pub_status.publish(status)
+        if self.goal_status.update(goal_status) and goal_status.outcome.value in (
+            'reached',
+            'aborted',
+        ):
+            line = self._log_throttle.admit(
+                f'ee_goal {goal_status.outcome.value}: {goal_status.reason}'
+            )
+            if line:
+                self.get_logger().info(line)
 
-    def _start_trajectory(self, q: np.ndarray) -> None:
+    def _start_trajectory(self, t: float, q: np.ndarray) -> None:
         """Start the trajectory handed over since the last update, if any."""
         with self._slot_lock:
             request, self._incoming = self._incoming, None
@@ -673,7 +741,7 @@ class ReactionlessControllerNode(Node):
             return
         if self._request is not None:
             self._request.abort('preempted by a newer trajectory')
-        self._goal_p = self._goal_R = None  # (a trajectory preempts an ee_goal)
+        self.supervisor.stop(t, q, 'preempted by a joint trajectory')
         self._request = request
         self._follower = TrajectoryFollower(
             self.model, request.trajectory, request.tolerances, self.tracking_gains

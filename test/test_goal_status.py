@@ -1,0 +1,127 @@
+"""The controller node's ee_goal outcome (issue 15, node side): ``goal_status`` over DDS.
+
+A goal reached and a goal aborted with its reason, read by a real subscriber from the node's
+``goal_status`` (diagnostic_msgs/DiagnosticStatus), and the message built from a
+:class:`~ffsim_ros.control.GoalStatus` field by field.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ffsim_ros.control import GoalOutcome, GoalPhase, GoalStatus
+
+
+@pytest.mark.ros
+def test_goal_status_message_fields() -> None:
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from ffsim_ros.node_support.goal_status import goal_status_message
+
+    status = GoalStatus(
+        goal_id=3,
+        outcome=GoalOutcome.ABORTED,
+        phase=GoalPhase.STOPPED,
+        reason='timeout: not reached after 2 s',
+        mode='reactionless',
+        position_error=0.125,
+    )
+    msg = goal_status_message(status, 'ctl: ee_goal', 'robot')
+    assert msg.level == DiagnosticStatus.WARN
+    assert msg.message == 'aborted (stopped): timeout: not reached after 2 s'
+    values = {kv.key: kv.value for kv in msg.values}
+    assert values['goal_id'] == '3' and values['outcome'] == 'aborted'
+    assert float(values['position_error']) == 0.125 and values['mode'] == 'reactionless'
+    assert set(values) == set(status.as_dict())
+    reached = GoalStatus(goal_id=1, outcome=GoalOutcome.REACHED, phase=GoalPhase.HOLDING)
+    msg = goal_status_message(reached, 'ctl: ee_goal', 'robot')
+    assert msg.level == DiagnosticStatus.OK and msg.message == 'reached (holding)'
+
+
+@pytest.mark.ros
+def test_goal_outcomes_over_dds(ros_process, ros_node, ros_executor, wait_until) -> None:
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    timeout = 1.5  # [s] of simulated time: a 0.3 m goal takes about 5 s at 0.08 m/s
+    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=1.0'], name='sim')
+    ctl = ros_process(
+        'ffsim_ros.reactionless_controller',
+        ros_args=['-p', 'use_sim_time:=true', '-p', f'reach.goal_timeout:={timeout}'],
+        name='controller',
+    )
+    node = ros_node('probe')
+    ros_executor.add_node(node)
+    statuses: list = []
+    poses: list = []
+    latched = QoSProfile(
+        depth=10,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    subs = [
+        node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched),
+        node.create_subscription(PoseStamped, 'ee_pose', poses.append, 100),
+    ]
+    goals = node.create_publisher(PoseStamped, 'ee_goal', 10)
+    assert wait_until(
+        lambda: (
+            all(s.get_publisher_count() for s in subs) and goals.get_subscription_count() and poses
+        ),
+        60,
+        ros_executor,
+    ), ctl.describe()
+
+    def send(offset) -> np.ndarray:
+        p = poses[-1].pose.position
+        goal = np.array([p.x, p.y, p.z]) + offset
+        msg = PoseStamped()
+        msg.header.frame_id = 'world'
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal.tolist()
+        msg.pose.orientation.w = 1.0
+        goals.publish(msg)
+        return goal
+
+    def outcome(goal_id: int, which: str):
+        def done() -> bool:
+            return any(
+                {kv.key: kv.value for kv in s.values}.get('goal_id') == str(goal_id)
+                and s.message.startswith(which)
+                for s in statuses
+            )
+
+        assert wait_until(done, 60, ros_executor), ([s.message for s in statuses], ctl.describe())
+        return next(
+            s
+            for s in statuses
+            if {kv.key: kv.value for kv in s.values}.get('goal_id') == str(goal_id)
+            and s.message.startswith(which)
+        )
+
+    # a goal 2 cm away: active, then reached within the 5 mm tolerance
+    goal = send(np.array([0.0, 0.02, 0.0]))
+    outcome(1, 'active')
+    reached = outcome(1, 'reached')
+    assert reached.level == DiagnosticStatus.OK
+    error = float({kv.key: kv.value for kv in reached.values}['position_error'])
+    assert error <= 0.005
+
+    def distance() -> float:
+        p = poses[-1].pose.position
+        return float(np.linalg.norm(np.array([p.x, p.y, p.z]) - goal))
+
+    assert wait_until(lambda: distance() <= 0.005, 10, ros_executor), distance()  # and held
+
+    # a goal 0.3 m away cannot be reached within the timeout: aborted, the reason given
+    send(np.array([0.1, 0.2, -0.2]))
+    outcome(2, 'active')
+    aborted = outcome(2, 'aborted')
+    assert aborted.level == DiagnosticStatus.WARN
+    assert f'timeout: not reached after {timeout:g} s' in aborted.message, aborted.message
+    values = {kv.key: kv.value for kv in aborted.values}
+    assert values['outcome'] == 'aborted' and float(values['position_error']) > 0.05
+    logged = f'ee_goal aborted: timeout: not reached after {timeout:g} s'
+    assert wait_until(lambda: logged in ctl.stderr(), 10, ros_executor), ctl.describe()
+    assert sim.is_running() and ctl.is_running()
