@@ -260,7 +260,7 @@ def solve_impact(
 
     Parameters
     ----------
-    W : (3, 3) inverse inertia at the contact, eq. (1) of the module docstring [1/kg].
+    W : (3, 3) inverse inertia at the contact, formula (1) of the module docstring [1/kg].
     u : (3,) relative velocity ``a`` minus ``b`` before the impact [m/s], world.
     n : (3,) unit normal from ``b`` into ``a``.
     restitution : float in [0, 1] (Stronge's energetic coefficient).
