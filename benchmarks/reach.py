@@ -10,7 +10,9 @@ the efforts held over each 10 ms control period), the :class:`ReachSupervisor` a
 Per robot, mode and seed: the share of goals reached, the time to reach them (from the goal
 to the outcome), the base attitude change (largest during a goal and when a goal ended: from
 the held reference in reactionless mode, from the goal's start attitude in gjm_tracking mode)
-and the aborted goals with their reasons. The acceptance line checks the issue's criterion on
+the goals during which a joint went beyond its URDF position limit (the law does not know the
+limits and this loop has no stops, as the simulator without ``position_limits``) and the
+aborted goals with their reasons. The acceptance line checks the issue's criterion on
 reactionless mode: >= 98 % reached, the attitude never beyond the budget, back under the
 tolerance after every goal, every other goal aborted with a reason.
 """
@@ -74,6 +76,7 @@ def run(robot: str, mode: str, seed: int, goals: int, options: dict) -> dict:
                 'final_offset_deg': math.degrees(r.final_offset),
                 'plans': r.plans,
                 'planner_steps': r.planner_steps,
+                'limit_excess': r.limit_excess,
             }
             for r in records
         ],
@@ -99,6 +102,7 @@ def summary(rows: list[dict], label: str) -> str:
         f'{max(g["max_offset_deg"] for g in goals):.3f} | '
         f'{max(g["final_offset_deg"] for g in goals):.3f} | '
         f'{sum(g["plans"] for g in goals)} | '
+        f'{sum(g["limit_excess"] > 0.0 for g in goals)} | '
         f'{"; ".join(f"{n} {k}" for k, n in aborted.items()) or "-"} |'
     )
 
@@ -164,10 +168,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     header = (
         '| robot / mode / seed | reached | time to reach [s] median / p90 / max | '
-        'attitude max [deg] | attitude after a goal, max [deg] | plans | aborted |'
+        'attitude max [deg] | attitude after a goal, max [deg] | plans | '
+        'goals beyond a joint limit | aborted |'
     )
     print(header)
-    print('|---|---|---|---|---|---|---|')
+    print('|---|---|---|---|---|---|---|---|')
     for robot in args.robots:
         for mode in args.modes:
             mine = [r for r in rows if r['robot'] == robot and r['mode'] == mode]

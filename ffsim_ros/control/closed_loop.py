@@ -36,6 +36,9 @@ class GoalRecord:
         reference in ``reactionless`` mode, else from the attitude at the goal's start).
     final_offset : float, that offset when the goal ended (after settling) [rad].
     plans : int;  planner_steps : int.
+    limit_excess : float, largest excursion of a joint beyond its URDF position limits during
+        the goal and its settling [rad | m] (0: always within; the law does not know the limits
+        and this loop has no stops, as the simulator without ``position_limits``).
     """
 
     goal: np.ndarray
@@ -48,6 +51,7 @@ class GoalRecord:
     final_offset: float
     plans: int
     planner_steps: int
+    limit_excess: float = 0.0
 
 
 class ClosedLoop:
@@ -103,14 +107,17 @@ class ClosedLoop:
         sup.set_goal(self.t, self.q, goal)
         t_end = self.t + timeout
         status = sup.status
+        excess = self.limit_excess()
         while self.t < t_end:
             status = self.update()
+            excess = max(excess, self.limit_excess())
             if not status.active:
                 break
         t_outcome = status.elapsed
         t_settle = self.t + settle
         while self.t < t_end and (self.t < t_settle or status.phase is GoalPhase.RESTORING):
             status = self.update()
+            excess = max(excess, self.limit_excess())
         return GoalRecord(
             goal=np.asarray(goal, float).copy(),
             distance=distance,
@@ -122,7 +129,13 @@ class ClosedLoop:
             final_offset=self.attitude_offset(),
             plans=status.plans,
             planner_steps=status.planner_steps,
+            limit_excess=excess,
         )
+
+    def limit_excess(self) -> float:
+        """How far the joints are beyond their position limits now [rad | m] (0: within)."""
+        phi = self.q[7:]
+        return float(max(0.0, np.max(phi - self.model.upper), np.max(self.model.lower - phi)))
 
     def attitude_offset(self) -> float:
         """Base attitude angle from the supervisor's reference [rad] (``reactionless``), else

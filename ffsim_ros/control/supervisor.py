@@ -22,10 +22,14 @@ In ``reactionless`` mode a goal goes through these phases::
 * **planning**: :class:`~ffsim_ros.control.planner.RnsPlanner` searches a detour through the
   reaction null space, ``plan_steps_per_update`` rollout steps per update and at most
   ``plan_max_steps`` in all, the arm held still meanwhile. Its first attempt is the budget
-  approach from where the arm stands.
+  approach from where the arm stands. A search that ends without a plan is followed by
+  another with another seed (multi-start) as long as searches are left (``max_plans``
+  counts every search of the goal); the abort reason then gives all of them.
 * **detour**: the planned waypoints, each steered toward for the planned time with the
   reactionless law, or with the budget law on the legs where the plan spends attitude to
-  restore it elsewhere (which moves the arm to another leaf of the reaction null space);
+  restore it elsewhere (which moves the arm to another leaf of the reaction null space), or
+  self-motion legs (end effector held, base untouched: :func:`~.planner.self_motion_rates`
+  through the law's inner loop) when the planner has them;
   **approach**: the end effector first, the base attitude within the budget
   (``attitude_budget_deg``, of which the laws spend at most ``SPEND_MARGIN``) and pulled back
   toward the reference (:func:`~.rns.budget_rates`).
@@ -47,9 +51,11 @@ import math
 
 import numpy as np
 
+import ffsim_ros.dynamics as D
+
 from .goals import GoalOutcome, GoalPhase, GoalStatus, ReachSettings
 from .modes import ControlMode
-from .planner import Plan, RnsPlanner
+from .planner import Approach, Plan, RnsPlanner, Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
 from .rns import attitude_error
 
@@ -104,6 +110,9 @@ class ReachSupervisor:
         self._planner_steps = 0
         self._hold_budget = False
         self._hold_position: np.ndarray | None = None
+        self._self_motion_dir: np.ndarray | None = None
+        self._searched = self._nodes = 0  # over the searches since the last stall
+        self._best_approach: Approach | None = None
 
     # ------------------------------------------------------------------------ properties
     @property
@@ -186,6 +195,29 @@ class ReachSupervisor:
         self._status = self._make_status(self._initial_error, self._offset(q))
         return self._status
 
+    def follow(self, t: float, plan: Plan) -> None:
+        """Follow ``plan`` (its segments, then the approach) for the active goal from time
+        ``t`` [s], as after a search of its own (e.g. a plan computed elsewhere by
+        :class:`~ffsim_ros.control.planner.RnsPlanner` from the current state).
+
+        Raises
+        ------
+        ValueError
+            No active goal, or not in ``reactionless`` mode.
+        """
+        if (
+            self._outcome is not GoalOutcome.ACTIVE
+            or self.law.mode is not ControlMode.REACTIONLESS
+        ):
+            raise ValueError(
+                f'follow: expected an active goal in reactionless mode, got outcome '
+                f'{self._outcome.value} in {self.law.mode.value} mode'
+            )
+        self._planner = None
+        self._plan = plan
+        self._segment = -1
+        self._next_segment(float(t))
+
     def stop(self, t: float, q: np.ndarray, reason: str) -> GoalStatus:
         """Abort the current goal (if active) with ``reason`` and hold the arm still.
 
@@ -260,6 +292,11 @@ class ReachSupervisor:
             out = law.compute(q, v, self._hold_position, None, ref, self_motion=False)
             out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
             return out
+        if phase is GoalPhase.DETOUR and self._plan.segments[self._segment].self_motion:
+            out = self._self_motion_command(q, v, self._plan.segments[self._segment], ref)
+            if t >= self._t_phase_end:
+                self._next_segment(t)
+            return out
         if phase is GoalPhase.DETOUR:
             segment = self._plan.segments[self._segment]
             budget = self._spend_budget() if segment.spend else None
@@ -284,6 +321,27 @@ class ReachSupervisor:
             attitude_budget=budget,
             self_motion=phase is not GoalPhase.APPROACH,
         )
+
+    def _self_motion_command(
+        self, q: np.ndarray, v: np.ndarray, segment: Segment, ref: np.ndarray | None
+    ) -> ControlOutput:
+        """A self-motion leg of a detour: the rates of
+        :func:`~ffsim_ros.control.planner.self_motion_rates` (as the planner predicted them)
+        through the law's inner loop ``tau = H* kv (phidot_d - phidot) + c*`` (clipped to the
+        effort limits); the other figures from the law holding the end effector."""
+        law = self.law
+        out = law.compute(q, v, segment.target, None, ref, self_motion=False)
+        rates, self._self_motion_dir = self_motion_rates(
+            law, law.task_terms(q), segment.target, self._self_motion_dir, segment.self_motion
+        )
+        ff = D.free_floating_terms(law.model, q, v, law.ee_link)
+        tau = ff.H_star @ (law.gains.kv_joint * (rates - v[6:])) + ff.c_star
+        limit = law.model.effort_limit
+        out.tau = np.clip(tau, -limit, limit)
+        out.saturated = bool(np.any(out.tau != tau))
+        out.phidot_desired = rates
+        out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+        return out
 
     # ------------------------------------------------------------------------ the outcome
     def _spend_budget(self) -> float | None:
@@ -353,6 +411,13 @@ class ReachSupervisor:
         if self._plans >= s.max_plans:
             self._abort(t, q, f'{what} after {self._plans} plan(s) (max_plans {s.max_plans})')
             return
+        self._searched = self._nodes = 0
+        self._best_approach = None
+        self._start_planner(q)
+
+    def _start_planner(self, q: np.ndarray) -> None:
+        """Start search number ``plans + 1`` from ``q``, with its own seed."""
+        s = self.settings
         self._plans += 1
         self._planner = RnsPlanner(
             self.law,
@@ -373,6 +438,7 @@ class ReachSupervisor:
         self._phase = GoalPhase.PLANNING
 
     def _advance_planner(self, t: float, q: np.ndarray) -> None:
+        s = self.settings
         planner = self._planner
         before = planner.steps
         done = planner.advance(self.settings.plan_steps_per_update)
@@ -380,8 +446,20 @@ class ReachSupervisor:
         if not done:
             return
         self._planner = None
+        self._searched += planner.steps
+        self._nodes += planner.nodes
+        best = planner.best
+        if best is not None and (
+            self._best_approach is None
+            or best.residual(s.position_tolerance, s.attitude_tolerance)
+            < self._best_approach.residual(s.position_tolerance, s.attitude_tolerance)
+        ):
+            self._best_approach = best
+        if planner.plan is None and self._plans < s.max_plans:
+            self._start_planner(q)  # multi-start: another seed, from where the arm is held
+            return
         if planner.plan is None:
-            best = planner.best
+            best = self._best_approach
             figures = ''
             if best is not None:
                 figures = (
@@ -393,8 +471,9 @@ class ReachSupervisor:
             self._abort(
                 t,
                 q,
-                f'no path through the reaction null space: plan {self._plans} searched '
-                f'{planner.steps} steps, {planner.nodes} nodes{figures}',
+                f'no path through the reaction null space: {self._plans} search(es) '
+                f'({self._plans} of max_plans {s.max_plans}) of {self._searched} steps, '
+                f'{self._nodes} nodes{figures}',
             )
             return
         self._plan = planner.plan
@@ -403,6 +482,7 @@ class ReachSupervisor:
 
     def _next_segment(self, t: float) -> None:
         self._segment += 1
+        self._self_motion_dir = None
         if self._segment < len(self._plan.segments):
             self._phase = GoalPhase.DETOUR
             self._t_phase_end = t + self._plan.segments[self._segment].duration
