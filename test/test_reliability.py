@@ -488,8 +488,20 @@ class FakeSimulator:
         return end
 
     def settle(self) -> None:
-        """Let the messages in flight arrive (the controller's last commands)."""
-        self.wait_until(lambda: False, 0.3, self.executor)
+        """Let the messages in flight arrive (the controller's last commands): spin until
+        neither commands nor status have arrived for 0.3 s. The clock stands still meanwhile,
+        so a controller that has caught up sends nothing; one that lags behind (a loaded
+        machine) keeps sending and is waited for."""
+        seen = [len(self.commands), len(self.status), time.monotonic()]
+
+        def quiet() -> bool:
+            counts = [len(self.commands), len(self.status)]
+            if counts != seen[:2]:
+                seen[:] = counts + [time.monotonic()]
+                return False
+            return time.monotonic() - seen[2] >= 0.3
+
+        assert self.wait_until(quiet, 30, self.executor), 'the controller never went quiet'
 
 
 def test_controller_guards_over_dds(ros_process, ros_node, ros_executor, wait_until) -> None:
