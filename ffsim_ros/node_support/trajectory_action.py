@@ -39,6 +39,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, ShutdownException
 from rclpy.node import Node
+from rclpy.time_source import TimeSource
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -185,8 +186,13 @@ class TrajectoryInterfaces:
             context=node.context,
             use_global_arguments=False,  # (a __node remap would name it as the node)
             start_parameter_services=False,
-            parameter_overrides=[node.get_parameter('use_sim_time')],
         )
+        # its clock follows the control node's (simulated time under use_sim_time) through a
+        # time source on the control node: no /clock subscription of its own, whose 100 Hz
+        # callbacks in the action's multi-threaded executor took the GIL from the control
+        # loop (measured: the control timer ran at 35-50 % of its rate in the demo)
+        self._time_source = TimeSource(node=node)
+        self._time_source.attach_clock(self.action_node.get_clock())
         self.action = ActionServer(
             self.action_node,
             FollowJointTrajectory,
@@ -219,6 +225,7 @@ class TrajectoryInterfaces:
         self._thread.join(timeout=2.0)
         self.action.destroy()
         self.action_node.destroy_node()
+        self._time_source.detach_node()
 
     def _log(self, text: str, error: bool = True) -> None:
         with self._log_lock:  # (the action's threads and the node's)
