@@ -186,7 +186,14 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     )
 
 
-def _read_xml(source: str | os.PathLike[str]) -> ET.Element:
+def read_urdf_xml(source: str | os.PathLike[str]) -> ET.Element:
+    """The ``<robot>`` element of a URDF given as an XML string or a file path.
+
+    Raises
+    ------
+    ValueError
+        A path that is not a file, malformed XML or another root element, naming what came.
+    """
     text = os.fspath(source)
     if '<' not in text:
         path = Path(text)
@@ -241,7 +248,7 @@ def load_urdf(
     NotImplementedError
         Planar and floating joints.
     """
-    root = _read_xml(source)
+    root = read_urdf_xml(source)
     links: dict[str, _Link] = {}
     for el in root.findall('link'):
         link = _parse_link(el, strict_inertia)

@@ -28,6 +28,7 @@ import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import rpy_to_matrix
+from ffsim_ros.dynamics.urdf import read_urdf_xml
 
 #: What :func:`shapes_from_urdf` does with a ``<mesh>``.
 MESH_POLICIES = ('error', 'ignore', 'bounding_box')
@@ -243,22 +244,6 @@ def _mesh_box(
     return Box(tuple(size)), 0.5 * (lo + hi)
 
 
-def _read_root(source: str | os.PathLike[str]) -> ET.Element:
-    text = os.fspath(source)
-    if '<' not in text:
-        path = Path(text)
-        if not path.is_file():
-            raise ValueError(f'URDF source: expected an XML string or a file path, got {text!r}')
-        text = path.read_text()
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise ValueError(f'malformed URDF XML: {exc}') from None
-    if root.tag != 'robot':
-        raise ValueError(f'URDF: expected a <robot> root element, got <{root.tag}>')
-    return root
-
-
 def shapes_from_urdf(
     source: str | os.PathLike[str],
     *,
@@ -296,7 +281,7 @@ def shapes_from_urdf(
     """
     if meshes not in MESH_POLICIES:
         raise ValueError(f'meshes: expected one of {MESH_POLICIES}, got {meshes!r}')
-    root = _read_root(source)
+    root = read_urdf_xml(source)
     dirs = dict(package_dirs or {})
     links = [el.get('name') or '' for el in root.findall('link')]
     for name in exclude:
