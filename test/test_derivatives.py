@@ -62,6 +62,7 @@ import warnings
 
 import numpy as np
 import pytest
+from pinocchio_twin import pinocchio_twin
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics import lie
@@ -231,7 +232,7 @@ class PinDerivatives:
             root = [pin.JointModelFreeFlyer()] if self.floating else []
             pm = pin.buildModelFromXML(urdf, *root)
         else:
-            pm = self._from_arrays(model)
+            pm = pinocchio_twin(model, pin)[0]
         pm.gravity = pin.Motion(np.asarray(model.gravity, float), np.zeros(3))
         self.pm, self.pd = pm, pm.createData()
         nv = model.nv
@@ -248,36 +249,6 @@ class PinDerivatives:
             self.joints.append((jm, qs, vs))
             for t in range(vs.stop - vs.start):
                 self.P[jm.idx_v + t, vs.start + t] = 1.0
-
-    @staticmethod
-    def _from_arrays(model: D.Model):
-        """Joint by joint from the same body data (ball: ``JointModelSpherical``, child-frame
-        angular velocity and ``Q exp(e)`` tangent, as ours)."""
-        a = model.arrays
-        pm = pin.Model()
-        jid = [0] * a.parent.shape[0]
-
-        def inertia(i: int):
-            return pin.Inertia(float(a.mass[i]), np.array(a.com[i]), np.array(a.inertia[i]))
-
-        if model.floating_base:
-            jid[0] = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), 'root')
-        pm.appendBodyToJoint(jid[0], inertia(0), pin.SE3.Identity())
-        for i in range(1, a.parent.shape[0]):
-            kind = model.joint_types[i - 1]
-            ax = np.array(a.axis[i])
-            if kind == 'spherical':
-                jm = pin.JointModelSpherical()
-            elif kind == 'universal':
-                jm = pin.JointModelUniversal(ax, np.array(a.axis2[i]))
-            elif kind == 'prismatic':
-                jm = pin.JointModelPrismaticUnaligned(ax)
-            else:
-                jm = pin.JointModelRevoluteUnaligned(ax)
-            placement = pin.SE3(np.array(a.rot[i]), np.array(a.trans[i]))
-            jid[i] = pm.addJoint(jid[a.parent[i]], jm, placement, model.joint_names[i - 1])
-            pm.appendBodyToJoint(jid[i], inertia(i), pin.SE3.Identity())
-        return pm
 
     # ---- maps --------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from pinocchio_twin import pinocchio_twin
 
 from ffsim_ros import dynamics as D
 from ffsim_ros.dynamics.builder import (
@@ -62,30 +63,7 @@ class PinTree:
 
     def __init__(self, model: D.Model) -> None:
         a = model.arrays
-        pm = pin.Model()
-        pm.gravity = pin.Motion(np.asarray(model.gravity, float), np.zeros(3))
-        jid = [0] * a.parent.shape[0]
-
-        def inertia(i: int) -> pin.Inertia:
-            return pin.Inertia(float(a.mass[i]), np.array(a.com[i]), np.array(a.inertia[i]))
-
-        if model.floating_base:
-            jid[0] = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), 'root')
-        pm.appendBodyToJoint(jid[0], inertia(0), pin.SE3.Identity())
-        for i in range(1, a.parent.shape[0]):
-            kind = model.joint_types[i - 1]
-            ax = np.array(a.axis[i])
-            if kind == 'spherical':
-                jm = pin.JointModelSpherical()
-            elif kind == 'universal':
-                jm = pin.JointModelUniversal(ax, np.array(a.axis2[i]))
-            elif kind == 'prismatic':
-                jm = pin.JointModelPrismaticUnaligned(ax)
-            else:
-                jm = pin.JointModelRevoluteUnaligned(ax)
-            placement = pin.SE3(np.array(a.rot[i]), np.array(a.trans[i]))
-            jid[i] = pm.addJoint(jid[a.parent[i]], jm, placement, model.joint_names[i - 1])
-            pm.appendBodyToJoint(jid[i], inertia(i), pin.SE3.Identity())
+        pm, jid = pinocchio_twin(model, pin)
         assert pm.nv == model.nv and pm.nq == model.nq
         self.pm, self.pd, self.jid = pm, pm.createData(), jid
         self.model = model
