@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from run import REAL_ROBOTS, machine, real_robot_urdf
+from run import REAL_ROBOTS, machine, real_robot_urdf, workload
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.random_urdf import random_urdf
@@ -65,23 +65,9 @@ def finite_difference_step(model: D.Model, q, v, tau, dt: float) -> None:
 def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
     import pinocchio as pin
 
-    model = D.load_urdf(urdf)
-    pm = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
-    pm.gravity.linear[:] = 0.0
-    pd = pm.createData()
-    rng = np.random.default_rng(0)
-    qs, vs, taus, pqs, pvs, ptaus = [], [], [], [], [], []
-    for _ in range(states):
-        q = D.neutral(model)
-        quat = rng.normal(size=4)
-        q[:3], q[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
-        q[7:] = rng.uniform(-1, 1, size=model.n)
-        qs.append(q)
-        vs.append(rng.normal(size=model.nv))
-        taus.append(rng.normal(size=model.n))
-        pqs.append(pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)))
-        pvs.append(rng.normal(size=pm.nv))
-        ptaus.append(rng.normal(size=pm.nv))
+    w = workload(urdf, states)
+    model, pm, pd = w.model, w.pm, w.pd
+    qs, vs, taus, pqs, pvs, ptaus = w.qs, w.vs, w.taus, w.pqs, w.pvs, w.ptaus
     link = model.link_names[-1]
     dt = 1e-3
     pairs = [

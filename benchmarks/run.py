@@ -15,7 +15,9 @@ import os
 import platform
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,27 +99,52 @@ def real_robot_urdf(rel: str) -> str | None:
     return path.read_text() if path.is_file() else None
 
 
-def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
+@dataclass
+class Workload:
+    """The same number of random states for ours and for Pinocchio, floating base, no gravity
+    (Pinocchio's drawn with its own ``randomConfiguration``: the timings, not the values,
+    are compared)."""
+
+    model: D.Model
+    pm: Any  # pinocchio.Model
+    pd: Any  # pinocchio.Data
+    qs: list[np.ndarray]
+    vs: list[np.ndarray]
+    taus: list[np.ndarray]
+    pqs: list[np.ndarray]
+    pvs: list[np.ndarray]
+    ptaus: list[np.ndarray]
+
+
+def workload(urdf: str, states: int) -> Workload:
+    """``states`` random states of the robot ``urdf`` for ours and for Pinocchio."""
     import pinocchio as pin
 
     model = D.load_urdf(urdf)
     pm = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
     pm.gravity.linear[:] = 0.0
-    pd = pm.createData()
+    w = Workload(model, pm, pm.createData(), [], [], [], [], [], [])
     rng = np.random.default_rng(0)
-    qs, vs, taus, pqs, pvs, ptaus = [], [], [], [], [], []
     for _ in range(states):
         q = D.neutral(model)
         quat = rng.normal(size=4)
         q[:3], q[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
         q[7:] = rng.uniform(-1, 1, size=model.n)
-        qs.append(q)
-        vs.append(rng.normal(size=model.nv))
-        taus.append(rng.normal(size=model.n))
-        pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
-        pqs.append(pq)
-        pvs.append(rng.normal(size=pm.nv))
-        ptaus.append(rng.normal(size=pm.nv))
+        w.qs.append(q)
+        w.vs.append(rng.normal(size=model.nv))
+        w.taus.append(rng.normal(size=model.n))
+        w.pqs.append(pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)))
+        w.pvs.append(rng.normal(size=pm.nv))
+        w.ptaus.append(rng.normal(size=pm.nv))
+    return w
+
+
+def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
+    import pinocchio as pin
+
+    w = workload(urdf, states)
+    model, pm, pd = w.model, w.pm, w.pd
+    qs, vs, taus, pqs, pvs, ptaus = w.qs, w.vs, w.taus, w.pqs, w.pvs, w.ptaus
     rows = []
     pairs = [
         (
