@@ -284,6 +284,30 @@ class Scene:
         s = self._targets[name]
         return s.q.copy(), s.v.copy()
 
+    def checkpoint(self) -> tuple:
+        """The stepping state (the states of the systems, the clock, the cached contacts and
+        the pending events), for :meth:`rollback` before the next grasp, release or change
+        of targets (an opaque value; states are never mutated in place, so this is cheap)."""
+        names = tuple(s.name for s in self._systems())
+        cache = None if self._contacts is None else list(self._contacts)
+        return names, self._save(), self._step, cache, list(self._events), set(self._ignored)
+
+    def rollback(self, checkpoint: tuple) -> None:
+        """Back to a :meth:`checkpoint` taken since the last grasp, release or change of
+        targets (e.g. after a step that left a non-finite state).
+
+        Raises
+        ------
+        ValueError
+            The systems changed since the checkpoint (nothing changes then).
+        """
+        names, saved, step, cache, events, ignored = checkpoint
+        if names != tuple(s.name for s in self._systems()):
+            raise ValueError('rollback: the systems changed since the checkpoint')
+        self._restore(saved)
+        self._step, self._contacts = step, cache
+        self._events, self._ignored = events, ignored
+
     def momentum(self) -> np.ndarray:
         """(6,) total ``[P; L]`` about the world origin [kg m/s, kg m^2/s]."""
         return sum(D.momentum(s.model, s.q, s.v) for s in self._systems())

@@ -18,6 +18,7 @@ from .engine import DYNAMICS_ERRORS, Engine, EngineFault, Snapshot
 from .limits import JointLimits
 from .pacing import Pacer, RateMeter
 from .watchdog import Health, Watchdog
+from .world import TargetWorld, WorldStepError, WorldTotals
 
 __all__ = [
     'DYNAMICS_ERRORS',
@@ -31,9 +32,12 @@ __all__ = [
     'Pacer',
     'RateMeter',
     'Snapshot',
+    'TargetWorld',
     'WRENCH_FRAMES',
     'check_efforts',
     'check_wrench',
     'Watchdog',
+    'WorldStepError',
+    'WorldTotals',
     'WrongSizeError',
 ]

@@ -38,23 +38,34 @@ limit they are integrated one at a time, the drives and stops evaluated at each 
 Watchdog (:mod:`.watchdog`): after each :meth:`Engine.advance` the momentum and energy are
 checked against what the inputs allow (:attr:`Engine.health`).
 
+Targets (:mod:`.world`): with a :class:`~ffsim_ros.sim.world.TargetWorld` given, targets can
+be added; while there are any, each batch of steps is integrated by its scene (robot, targets,
+contacts, a held target's weld), and a snapshot's momentum, CoM and kinetic energy are those
+of robot and targets together (the watchdog checks the total). Without targets the robot is
+integrated alone, exactly as without a world.
+
 Single-threaded by design: the caller serializes access (the simulator node calls it from
 its physics thread only).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import quat_normalize, quat_to_matrix
+from ffsim_ros.scene import SceneSnapshot
 
 from .commands import WRENCH_FRAMES, EffortCommands, ExternalWrenches, check_wrench
 from .limits import JointLimits
 from .watchdog import Health, Watchdog
+from .world import TargetWorld, WorldStepError
+
+T = TypeVar('T')
 
 #: Errors of the dynamics on a state they cannot handle (they become a fault, not a crash).
 DYNAMICS_ERRORS = (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError)
@@ -89,13 +100,16 @@ class Snapshot:
     base_linear_velocity : (3,) velocity of the base link origin, world [m/s].
     base_angular_velocity : (3,) base angular velocity, world [rad/s].
     momentum : (6,) ``[P; L_g]``: linear momentum and angular momentum about the system CoM,
-        world [kg m/s, kg m^2/s] [S0 eqs. 9, 12-16].
-    com : (3,) system CoM, world [m].
+        world [kg m/s, kg m^2/s] [S0 eqs. 9, 12-16] (with targets: of robot and targets
+        together, about their common CoM).
+    com : (3,) system CoM, world [m] (with targets: the common CoM).
     kinetic_energy : float
-        ``1/2 v^T H v`` [J].
+        ``1/2 v^T H v`` [J] (with targets: the total).
     paused : bool
     fault : str
         Why integration stopped ('' when it did not).
+    world : SceneSnapshot or None
+        Robot and targets (:mod:`ffsim_ros.scene`) when there are targets, else None.
     """
 
     step: int
@@ -112,6 +126,7 @@ class Snapshot:
     kinetic_energy: float
     paused: bool
     fault: str
+    world: SceneSnapshot | None = None
 
     @property
     def faulted(self) -> bool:
@@ -146,6 +161,9 @@ class Engine:
     velocity_limits, position_limits : bool
         Enforce the speed limits (drives) and the position limits (hard stops) of the model
         (:class:`~ffsim_ros.sim.limits.JointLimits`).
+    world : TargetWorld, optional
+        Targets around the robot (:mod:`.world`; its scene on ``model`` with the step
+        ``dt_ns``, its robot at ``(q0, v0)``).
 
     Raises
     ------
@@ -166,6 +184,7 @@ class Engine:
         conserve_momentum: bool = True,
         velocity_limits: bool = True,
         position_limits: bool = False,
+        world: TargetWorld | None = None,
     ) -> None:
         if not model.floating_base:
             raise ValueError('model: expected a floating-base model, got a fixed-base one')
@@ -191,6 +210,11 @@ class Engine:
         self._limits = JointLimits(model, velocity=velocity_limits, position=position_limits)
         self._simple_joints = model.nq == model.nv + 1  # joint coordinates = joint DoFs
         self._watchdog = Watchdog(model)
+        if world is not None and (
+            world.scene.robot_model is not model or abs(world.scene.dt - self.dt) > 1e-15
+        ):
+            raise ValueError("world: expected a scene on the engine's model and step")
+        self._world = world
         snap = self.snapshot()
         self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
 
@@ -275,10 +299,20 @@ class Engine:
         """Whether integration is stopped by a fault."""
         return bool(self._fault)
 
+    @property
+    def world(self) -> TargetWorld | None:
+        """The targets' world (None without one)."""
+        return self._world
+
     def snapshot(self) -> Snapshot:
         """The current instant."""
         q, v = self._q, self._v
         summary = D.state_summary(self._model, q, v)
+        momentum, com, kinetic, scene = summary.momentum, summary.com, summary.kinetic_energy, None
+        if self._world is not None and self._world.active:
+            scene = self._world.snapshot()
+            totals = self._world.totals(scene)
+            momentum, com, kinetic = totals.momentum, totals.com, totals.kinetic_energy
         return Snapshot(
             step=self._step,
             time_ns=self.time_ns,
@@ -289,11 +323,12 @@ class Engine:
             base_orientation=_frozen(summary.base_orientation),
             base_linear_velocity=_frozen(summary.base_linear_velocity),
             base_angular_velocity=_frozen(summary.base_angular_velocity),
-            momentum=_frozen(summary.momentum),
-            com=_frozen(summary.com),
-            kinetic_energy=summary.kinetic_energy,
+            momentum=_frozen(momentum),
+            com=_frozen(com),
+            kinetic_energy=kinetic,
             paused=self._paused,
             fault=self._fault,
+            world=scene,
         )
 
     def reset(self) -> Snapshot:
@@ -303,6 +338,8 @@ class Engine:
         """
         self._commands.clear()
         self._wrenches = ExternalWrenches()
+        if self._world is not None:
+            self._world.reset(self._q0, self._v0)
         return self._jump(self._q0, self._v0)
 
     def reset_time(self) -> Snapshot:
@@ -316,6 +353,8 @@ class Engine:
         self._commands.clear()
         self._effort = np.zeros(self._model.n)
         self._step = 0
+        if self._world is not None:
+            self._world.sync(self._q, self._v, 0)
         snap = self.snapshot()
         self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
         return snap
@@ -326,12 +365,40 @@ class Engine:
         Raises
         ------
         ValueError
-            Wrong sizes, non-finite values or a zero base quaternion (nothing changes).
+            Wrong sizes, non-finite values, a zero base quaternion, or a target held (nothing
+            changes).
         """
         q, v = self._checked_state(q, v)
+        if self._world is not None and self._world.holding:
+            raise ValueError(
+                f'set_state: the robot holds target {self._world.holding!r}: release it first'
+            )
         return self._jump(q, v)
 
+    def change_world(self, change: Callable[[TargetWorld], T]) -> tuple[T, Snapshot]:
+        """Apply ``change(world)`` (add, move or remove a target, grasp, release) as a jump of
+        the state: the clock moves one step, the watchdog is anchored again (the totals
+        changed). Returns ``(what change returned, the snapshot reached)``.
+
+        Raises
+        ------
+        ValueError
+            No world; or what ``change`` raises (the world's operations change nothing when
+            they refuse; the engine's state does not change then).
+        """
+        world = self._world
+        if world is None:
+            raise ValueError('change_world: the engine has no target world')
+        if self._wrenches.acting:
+            raise ValueError('targets: remove the base and link wrenches first')
+        world.sync(self._q, self._v, self.time_ns)
+        result = change(world)
+        q, v = world.robot_state()
+        return result, self._jump(_frozen(q), _frozen(v))
+
     def _jump(self, q: np.ndarray, v: np.ndarray) -> Snapshot:
+        if self._world is not None:
+            self._world.sync(q, v, self.time_ns + self._dt_ns)
         self._q, self._v = q, v
         self._effort = np.zeros(self._model.n)
         self._fault = ''
@@ -397,6 +464,7 @@ class Engine:
         """
         if frame not in WRENCH_FRAMES:
             raise ValueError(f'frame: expected one of {WRENCH_FRAMES}, got {frame!r}')
+        self._no_targets('a base wrench')
         w = _frozen(check_wrench(wrench, 'base wrench'))
         self._wrenches = ExternalWrenches(w, frame, self._wrenches.links)
 
@@ -413,6 +481,8 @@ class Engine:
         ValueError
             An unknown link or a bad wrench (nothing changes).
         """
+        if wrenches:
+            self._no_targets('link wrenches')
         links = {}
         for link, wrench in wrenches.items():
             if link not in self._model.link_names:
@@ -422,6 +492,10 @@ class Engine:
             links[link] = _frozen(check_wrench(wrench, f'wrench on {link}'))
         w = self._wrenches
         self._wrenches = ExternalWrenches(w.base, w.base_frame, links or None)
+
+    def _no_targets(self, what: str) -> None:
+        if self._world is not None and self._world.active:
+            raise ValueError(f'{what}: not supported while there are targets')
 
     @property
     def wrenches(self) -> ExternalWrenches:
@@ -488,6 +562,8 @@ class Engine:
         step at a time: the drives and stops evaluated at each step, and on failure the steps
         up to the last finite state kept and the fault set)."""
         q, v, limits = self._q, self._v, self._limits
+        if self._world is not None and self._world.active:
+            return self._integrate_world(tau, count)
         if limits.active and (count == 1 or not self._quiet_ahead(tau, count)):
             return self._step_each(tau, count)
         try:
@@ -500,6 +576,38 @@ class Engine:
             return self._step_each(tau, count)  # a limit was reached within: again, per step
         work = float(tau @ self._joint_motion(q, q1))
         self._commit(q1, v1, tau, count)
+        return work
+
+    def _integrate_world(self, command: np.ndarray, count: int) -> float:
+        """``count`` steps of robot and targets (:mod:`.world`) under ``command``; the work
+        [J]. In one call when no limit can act within them, else one step at a time with the
+        drives and hard stops as efforts (no braking impulse); a failed step faults the
+        engine, the world rolled back to the last finite state."""
+        world, limits, dt = self._world, self._limits, self.dt
+        if not limits.active or (count > 1 and self._quiet_ahead(command, count)):
+            q = self._q
+            try:
+                q1, v1, undo = world.advance(command, count, self._dt_ns)
+            except WorldStepError:
+                q1 = None
+            if q1 is not None and (not limits.active or limits.quiet(command, q1, v1)):
+                self._commit(q1, v1, command, count)
+                return float(command @ self._joint_motion(q, q1))
+            if q1 is not None:
+                undo()
+        work = 0.0
+        for _ in range(count):
+            q, v, at = self._q, self._v, self.time
+            tau = limits.drive_efforts(command, v[6:])
+            stops = limits.stop_efforts(q, v, dt)
+            applied = tau if stops is None else tau + stops
+            try:
+                q1, v1, _ = world.advance(applied, 1, self._dt_ns)
+            except WorldStepError as exc:
+                self._fault = f'non-finite state in the step from t = {at:.6f} s: {exc}'
+                return work
+            work += float(applied @ self._joint_motion(q, q1))
+            self._commit(q1, v1, applied, 1)
         return work
 
     def _quiet_ahead(self, tau: np.ndarray, count: int) -> bool:

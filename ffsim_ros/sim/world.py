@@ -1,0 +1,220 @@
+"""Targets around the engine's robot: a :class:`~ffsim_ros.scene.Scene` stepped by the engine.
+
+How :class:`~ffsim_ros.sim.Engine` and :class:`~ffsim_ros.scene.Scene` relate: the engine keeps
+the clock, the inputs (effort commands, timeouts, drive limits), pause, faults and the
+watchdog; a :class:`TargetWorld` attached to it holds a scene with the same robot model and
+step. While the scene has no target the world is *inactive*: the engine integrates the robot
+alone exactly as without a world (same calls, same numbers, same cost), and the scene's copy
+of the robot state is refreshed only when a target operation needs it (:meth:`sync`). Once a
+target is added the engine hands each batch of steps, with the efforts it computed, to
+:meth:`advance`: the scene steps robot and targets with their contacts (and the weld of a held
+target) and the engine takes back the robot's state. Every change of targets (spawn, move,
+remove, grasp, release, reset) goes through :meth:`Engine.change_world
+<ffsim_ros.sim.Engine.change_world>`, which makes it a jump of the state (one step of
+simulated time, the watchdog anchored again: the totals changed).
+
+A step that leaves a non-finite state, or that the dynamics refuse, is rolled back
+(:meth:`~ffsim_ros.scene.Scene.rollback`) and raised: the engine keeps the last finite state
+of everything and reports the fault.
+
+Not with targets: drive *braking* at the speed limit (the torque-speed characteristic and the
+hard stops apply, as efforts) and base or link wrenches (refused while the world is active).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.scene import CaptureEvent, ContactEvent, ReleaseEvent, Scene, SceneSnapshot, Target
+
+#: What :meth:`TargetWorld.take_events` returns: ``(time_ns, event)``.
+Event = ContactEvent | CaptureEvent | ReleaseEvent
+
+
+class WorldStepError(ArithmeticError):
+    """A step of the scene left a non-finite state or the dynamics failed (rolled back)."""
+
+
+@dataclass(frozen=True)
+class WorldTotals:
+    """Totals of robot and targets (world frame): ``momentum`` (6,) ``[P; L_g]`` about the
+    common CoM ``com`` (3,) [kg m/s, kg m^2/s, m], ``kinetic_energy`` [J], ``mass`` [kg]."""
+
+    momentum: np.ndarray
+    com: np.ndarray
+    kinetic_energy: float
+    mass: float
+
+
+class TargetWorld:
+    """A scene of targets around the engine's robot (module docstring).
+
+    Parameters
+    ----------
+    scene : Scene
+        Its robot model must be the engine's (the same object), its step the engine's and
+        its robot state the engine's initial one; it must have no target yet (targets go
+        through :meth:`add`).
+    targets : sequence of Target
+        The initial targets: added now, restored by :meth:`reset`.
+
+    Raises
+    ------
+    ValueError
+        A scene with targets, or a target refused by the scene (named).
+    """
+
+    def __init__(self, scene: Scene, targets: Sequence[Target] = ()) -> None:
+        if scene.target_names:
+            raise ValueError('TargetWorld: expected a scene without targets')
+        self.scene = scene
+        self._initial = tuple(targets)
+        self._specs: dict[str, Target] = {}
+        self._events: list[tuple[int, Event]] = []
+        self._time_ns = 0  # engine time of the scene's present instant
+        for target in self._initial:
+            self.add(target)
+
+    # --------------------------------------------------------------------------- state
+    @property
+    def active(self) -> bool:
+        """Whether there are targets (then the scene steps the robot)."""
+        return bool(self.scene.target_names)
+
+    @property
+    def holding(self) -> str:
+        """The held target ('' when none)."""
+        return self.scene.holding
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """The targets now, by name (their descriptions, as added)."""
+        return dict(self._specs)
+
+    def sync(self, q: np.ndarray, v: np.ndarray, time_ns: int) -> None:
+        """Give the scene the robot state the engine has (not while holding: the scene's is
+        then the reference)."""
+        if not self.holding:
+            self.scene.set_robot_state(q, v)
+        self._time_ns = int(time_ns)
+
+    def robot_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The robot's ``(q, v)`` in the scene."""
+        return self.scene.robot_state
+
+    def snapshot(self) -> SceneSnapshot:
+        """The scene now (its events are kept for :meth:`take_events`)."""
+        snap = self.scene.snapshot()
+        self._keep(snap, self._time_ns, snap.time)
+        return snap
+
+    def totals(self, snap: SceneSnapshot) -> WorldTotals:
+        """:class:`WorldTotals` of ``snap``."""
+        robot = self.scene.robot_model
+        m = robot.total_mass
+        weighted = m * D.center_of_mass(robot, snap.robot_q)
+        for name, t in snap.targets.items():
+            mt = self._specs[name].model.total_mass
+            weighted = weighted + mt * t.com
+            m += mt
+        com = weighted / m
+        h = np.array(snap.momentum, dtype=float)  # about the origin
+        h[3:] -= np.cross(com, h[:3])
+        return WorldTotals(h, com, float(snap.kinetic_energy), float(m))
+
+    def take_events(self) -> list[tuple[int, Event]]:
+        """The events since the last call, each with its simulated time [ns]."""
+        out, self._events = self._events, []
+        return out
+
+    def _keep(self, snap: SceneSnapshot, start_ns: int, start_time: float) -> None:
+        for event in snap.events:
+            self._events.append((start_ns + int(round((event.time - start_time) * 1e9)), event))
+
+    # ------------------------------------------------------------------------ stepping
+    def advance(
+        self, tau: np.ndarray, count: int, dt_ns: int
+    ) -> tuple[np.ndarray, np.ndarray, Callable[[], None]]:
+        """Step robot and targets ``count`` steps under the robot efforts ``tau`` (n,).
+
+        Returns
+        -------
+        q, v : the robot state reached.
+        undo : callable
+            Puts the scene back to where it was before (the engine redoes steps near a joint
+            limit one at a time).
+
+        Raises
+        ------
+        WorldStepError
+            A non-finite state or a failure of the dynamics (the scene rolled back).
+        """
+        scene = self.scene
+        checkpoint = scene.checkpoint()
+        start_ns, start_time = self._time_ns, scene.time
+        try:
+            scene.set_effort(tau)
+            snap = scene.advance(count)
+        except (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError) as exc:
+            scene.rollback(checkpoint)
+            raise WorldStepError(f'the dynamics failed ({exc})') from None
+        finite = np.all(np.isfinite(snap.momentum)) and all(
+            np.all(np.isfinite(t.q)) and np.all(np.isfinite(t.v)) for t in snap.targets.values()
+        )
+        q, v = scene.robot_state
+        if not (finite and np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            scene.rollback(checkpoint)
+            raise WorldStepError('non-finite state of the robot or a target')
+        self._keep(snap, start_ns, start_time)
+        self._time_ns = start_ns + count * dt_ns
+        kept = len(self._events) - len(snap.events)
+
+        def undo() -> None:
+            scene.rollback(checkpoint)
+            del self._events[kept:]
+            self._time_ns = start_ns
+
+        return q, v, undo
+
+    # ------------------------------------------------------------------------- targets
+    def add(self, target: Target) -> None:
+        """Add a target (the scene's checks: name in use, overlap, gravity; nothing added
+        when refused)."""
+        self.scene.add_target(target)
+        self._specs[target.name] = target
+
+    def remove(self, name: str) -> None:
+        """Remove a free target (UnknownNameError, ValueError while held)."""
+        self.scene.remove_target(name)
+        del self._specs[name]
+
+    def move(self, name: str, **state: Sequence[float]) -> None:
+        """:meth:`~ffsim_ros.scene.Scene.set_target_state` (world frame, the CoM velocity)."""
+        self.scene.set_target_state(name, **state)
+
+    def grasp(self) -> CaptureEvent:
+        """:meth:`~ffsim_ros.scene.Scene.grasp` (the nearest handle in its envelope)."""
+        return self.scene.grasp()
+
+    def release(self) -> ReleaseEvent:
+        """:meth:`~ffsim_ros.scene.Scene.release`."""
+        return self.scene.release()
+
+    def reset(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Back to the initial targets around the robot state ``(q, v)`` (a held target
+        released first; targets spawned since removed)."""
+        if self.holding:
+            self.scene.release()
+        for name in list(self._specs):
+            self.remove(name)
+        self.scene.set_robot_state(q, v)
+        self.scene.snapshot()  # drop the events of the reset itself
+        for target in self._initial:
+            self.add(target)
+
+
+__all__ = ['Event', 'TargetWorld', 'WorldStepError', 'WorldTotals']

@@ -1,0 +1,128 @@
+"""The engine stepping targets (:mod:`ffsim_ros.sim.world`): the robot alone is unchanged, robot
+and targets conserve the total momentum through steps, a capture and a release, and a change of
+targets is a jump of the state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.resources import share_path
+from ffsim_ros.scene import Gripper, Scene, Sphere, rigid_target, shapes_from_urdf
+from ffsim_ros.sim import Engine, TargetWorld
+
+URDF = str(share_path('urdf', 'ffsim_servicer_7dof.urdf'))
+DT_NS = 1_000_000
+
+
+@pytest.fixture(scope='module')
+def robot():
+    return D.load_urdf(URDF, floating_base=True)
+
+
+def _state(robot):
+    q, v = D.neutral(robot), np.zeros(robot.nv)
+    v[6:] = np.linspace(-0.05, 0.05, robot.n)
+    return q, v
+
+
+def _world(robot, q, v, targets=()):
+    shapes = shapes_from_urdf(URDF, model=robot, exclude=['arm_link_7', 'ee_link'])
+    scene = Scene(robot, gripper=Gripper('ee_link'), shapes=shapes, dt=DT_NS * 1e-9, q=q, v=v)
+    return TargetWorld(scene, targets)
+
+
+def _target(robot, q, offset=0.16, name='sat'):
+    from ffsim_ros.scene import Handle
+
+    o, R = D.link_pose(robot, q, 'ee_link')
+    return rigid_target(
+        name,
+        mass=25.0,
+        shape=Sphere(0.12),
+        inertia=np.diag([0.3, 0.4, 0.5]),
+        handles=[Handle('grip', 'body', translation=(-0.15, 0.0, 0.0), radius=0.03)],
+        position=o + R @ np.array([offset, 0.0, 0.0]),
+        linear_velocity=(0.01, -0.02, 0.005),
+        angular_velocity=np.radians([2.0, -3.0, 5.0]),
+    )
+
+
+def _about_origin(snap):
+    return snap.momentum[3:] + np.cross(snap.com, snap.momentum[:3])
+
+
+def test_robot_alone_unchanged_by_an_empty_world(robot):
+    """A world without targets: the same states, bit for bit, as an engine without one."""
+    q, v = _state(robot)
+    plain = Engine(robot, q, v, dt_ns=DT_NS)
+    with_world = Engine(robot, q, v, dt_ns=DT_NS, world=_world(robot, q, v))
+    tau = np.linspace(1.0, -1.0, robot.n)
+    for engine in (plain, with_world):
+        engine.command_efforts(tau)
+    for _ in range(5):
+        a, b = plain.advance(40), with_world.advance(40)
+        assert np.array_equal(a.q, b.q) and np.array_equal(a.v, b.v)
+        assert np.array_equal(a.momentum, b.momentum) and b.world is None
+
+
+def test_targets_stepped_momentum_through_capture_and_release(robot):
+    q, v = _state(robot)
+    engine = Engine(robot, q, v, dt_ns=DT_NS, world=_world(robot, q, v))
+    robot_only = engine.snapshot().momentum
+    _, snap = engine.change_world(lambda w: w.add(_target(robot, q, offset=0.3)))
+    assert snap.step == 1 and snap.world is not None and set(snap.world.targets) == {'sat'}
+    m_sat = 25.0
+    # the totals include the target: P = P_robot + m v_sat
+    np.testing.assert_allclose(
+        snap.momentum[:3], robot_only[:3] + m_sat * np.array([0.01, -0.02, 0.005]), atol=1e-12
+    )
+    h0, sat0 = snap.momentum, snap.world.targets['sat'].com
+    engine.command_efforts(np.zeros(robot.n))
+    snap = engine.advance(50)
+    assert engine.health.checked and not engine.health.warnings
+    # no contact yet: the target's CoM drifted at its velocity for 50 steps
+    np.testing.assert_allclose(
+        snap.world.targets['sat'].com, sat0 + 0.05 * np.array([0.01, -0.02, 0.005]), atol=1e-12
+    )
+    np.testing.assert_allclose(snap.momentum[:3], h0[:3], atol=1e-10)
+    np.testing.assert_allclose(_about_origin(snap), _about_origin(engine.snapshot()), atol=0)
+    # bring the handle onto the gripper, then grasp: momentum kept through the capture impulse
+    q1, _ = snap.q, snap.v
+    o, R = D.link_pose(robot, q1, 'ee_link')
+    _, snap = engine.change_world(lambda w: w.move('sat', position=o + R @ np.array([0.15, 0, 0])))
+    before = snap
+    event, snap = engine.change_world(lambda w: w.grasp())
+    assert event.captured, event.reason
+    assert snap.world.holding == 'sat'
+    np.testing.assert_allclose(snap.momentum[:3], before.momentum[:3], atol=1e-10)
+    np.testing.assert_allclose(_about_origin(snap), _about_origin(before), atol=1e-10)
+    with pytest.raises(ValueError, match='release it first'):
+        engine.set_state(snap.q, snap.v)
+    held = engine.advance(100)
+    np.testing.assert_allclose(held.momentum[:3], before.momentum[:3], atol=1e-10)
+    np.testing.assert_allclose(_about_origin(held), _about_origin(before), atol=1e-10)
+    _, snap = engine.change_world(lambda w: w.release())
+    np.testing.assert_allclose(_about_origin(snap), _about_origin(before), atol=1e-10)
+    events = engine.world.take_events()
+    kinds = [type(e).__name__ for _, e in events]
+    assert 'CaptureEvent' in kinds and 'ReleaseEvent' in kinds
+    # reset: the initial targets (none) and the initial robot state
+    snap = engine.reset()
+    assert snap.world is None and not engine.world.active
+    np.testing.assert_array_equal(snap.q, engine.initial_state[0])
+
+
+def test_target_refused_changes_nothing(robot):
+    q, v = _state(robot)
+    engine = Engine(robot, q, v, dt_ns=DT_NS, world=_world(robot, q, v))
+    step = engine.step
+    inside = rigid_target(
+        'sat', mass=5.0, shape=Sphere(0.1), position=D.link_pose(robot, q, 'arm_link_4')[0]
+    )
+    with pytest.raises(
+        ValueError, match="target 'sat': shape on 'sat/body' overlaps 'robot/arm_link"
+    ):
+        engine.change_world(lambda w: w.add(inside))
+    assert engine.step == step and not engine.world.active
