@@ -1,0 +1,391 @@
+"""Capture control of a free-floating robot: interception and post-capture detumbling (no ROS).
+
+Momentum. Seed 000 writes the momentum about the base CoM as ``[P; L0] = H0 x0dot + H0m
+phidot`` [S0 eq. 19]; the zero-momentum laws of :mod:`.reactionless` drop its left side. Here
+it is kept: with ``h0 = H[:6] v`` the present momentum (conserved in the absence of external
+forces, but a target grasped brings its own), the base moves with
+
+    x0dot = H0^-1 h0 - B phidot,   B = H0^-1 H0m                       [S0 eq. 21]
+    w0 = c - A phidot,             c = [H0^-1 h0]_w,  A = [B]_w           (1)
+
+(``[.]_w``: the angular rows). ``c`` is the base angular velocity the system would have with
+its joints locked now -- the rigid-body rate ``I_sys^-1 L_g`` of the whole system; it is zero
+for a robot that never touched anything. A point ``p`` of the gripper moves with
+
+    pdot = J_s x0dot + J_m phidot = J_s H0^-1 h0 + J* phidot,  J* = J_m - J_s B    [S0 eq. 5]
+
+(Yoshida & Umetani's generalized Jacobian ``J*`` plus the drift of the momentum).
+
+(a) Interception (:func:`intercept_rates`). The grasp point ``p_h`` of a handle moves with
+``v_h`` (the target's odometry: root-link pose and twist, the handle fixed in that link).
+The commanded gripper velocity is the feed-forward plus a saturated proportional term,
+``pdot_d = v_h + sat(K_p (p_h - p))``, and the task is solved inside the reaction null space
+of Nenchev & Yoshida with the base angular velocity as the first task
+(:func:`~.rns.reactionless_rates`): ``A phidot = c - w0_d`` with ``w0_d = K_att e_att`` the
+attitude hold, and ``J* phidot = pdot_d - J_s H0^-1 h0`` in what remains. With zero momentum
+this is the reactionless law of :mod:`.reactionless` with a moving goal.
+
+(b) Detumbling after the grasp, on the welded model (robot and target one tree,
+:func:`ffsim_ros.scene.welded_model`). The target's motion relative to the base is the arm's
+joint rates: the detumbling brings ``phidot`` to zero. The total angular momentum ``L_g`` is
+conserved, so once ``phidot = 0`` the base turns at ``c`` (1) whatever the law: without a base
+actuator the final rate is not a choice; *when and how fast* the base takes the momentum is.
+
+* ``momentum_distribution`` (Dimitrov & Yoshida 2004, cited by seed 000 after [S0 eq. 16];
+  the bias-momentum idea: the arm stores the target's momentum, then releases it as the base
+  can take it). The base angular velocity is commanded, ``w0_d(t)``, and the joint rates are
+  the least (rate-weighted) ones that give it by (1):
+
+      phidot_d = W (A W)^+ (c - w0_d)                                       (2)
+
+  (``W``: :func:`~.rns.rate_weights`). ``w0_d`` starts at the base rate measured right after
+  the capture, goes to zero and stays there for ``store_time`` (the arm holds the momentum:
+  the target keeps turning, the base does not), then goes to ``c`` (the joints stop as it
+  arrives) -- always at an angular acceleration of at most ``base_acceleration``: the rate at
+  which "the base can take it" (what its attitude control could absorb).
+* ``gjm`` (plain generalized-Jacobian control): the target commanded to stop relative to the
+  base, ``phidot_d -> 0`` over ``brake_time`` (a linear ramp from the rates at the capture);
+  the base takes the momentum as fast as the arm brakes.
+
+Both share the computed-torque inner loop of :mod:`.reactionless` on the free-floating
+dynamics [S0 eq. 39] (``F_b = 0``): ``tau = H* K_v (phidot_d - phidot) + c*`` (the welded
+model's ``H*``, ``c*``), efforts clipped to the robot's limits; the target adds no joint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_to_matrix, skew
+
+from .rns import attitude_error, rate_weights, reactionless_rates, saturate
+
+
+class DetumbleMode(str, Enum):
+    """Post-capture law (module docstring)."""
+
+    MOMENTUM_DISTRIBUTION = 'momentum_distribution'
+    GJM = 'gjm'
+
+
+#: Names accepted for :class:`DetumbleMode`.
+DETUMBLE_MODES = tuple(m.value for m in DetumbleMode)
+
+
+@dataclass(frozen=True)
+class CaptureGains:
+    """Gains of the capture laws (SI units; rates in 1/s).
+
+    Attributes
+    ----------
+    kp_intercept : float
+        Gripper position gain of the interception [1/s].
+    max_intercept_speed : float
+        Saturation of the proportional term of the interception [m/s] (the feed-forward is
+        added on top).
+    kp_attitude : float
+        Base attitude hold gain during the interception [1/s].
+    kv_joint : float
+        Joint-rate gain of the computed-torque inner loop [1/s].
+    damping : float
+        Damped-least-squares factor of the interception task [m/s per rad/s].
+    max_joint_speed : float
+        Fraction (0, 1] of each joint's velocity limit the laws may command.
+    store_time : float
+        Momentum distribution: time the base rate is held at zero while the arm stores the
+        momentum [s].
+    base_acceleration : float
+        Momentum distribution: largest commanded base angular acceleration [rad/s^2].
+    brake_time : float
+        ``gjm``: duration of the linear ramp of the joint rates to zero [s].
+    """
+
+    kp_intercept: float = 1.0
+    max_intercept_speed: float = 0.08
+    kp_attitude: float = 2.0
+    kv_joint: float = 20.0
+    damping: float = 0.02
+    max_joint_speed: float = 0.9
+    store_time: float = 3.0
+    base_acceleration: float = float(np.radians(0.05))
+    brake_time: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if not np.isfinite(value) or value < 0.0:
+                raise ValueError(f'gain {name}: expected a finite value >= 0, got {value}')
+        if not 0.0 < self.max_joint_speed <= 1.0:
+            raise ValueError(f'max_joint_speed: expected (0, 1], got {self.max_joint_speed}')
+        for name in ('base_acceleration', 'brake_time'):
+            if getattr(self, name) <= 0.0:
+                raise ValueError(f'gain {name}: expected a value > 0, got {getattr(self, name)}')
+
+
+@dataclass(frozen=True)
+class GraspPoint:
+    """A handle's grasp point and its motion, inertial frame.
+
+    Attributes
+    ----------
+    position : (3,) [m];  velocity : (3,) [m/s].
+    """
+
+    position: np.ndarray
+    velocity: np.ndarray
+
+
+def grasp_point(
+    position: np.ndarray,
+    orientation: np.ndarray,
+    linear_velocity: np.ndarray,
+    angular_velocity: np.ndarray,
+    offset: np.ndarray,
+) -> GraspPoint:
+    """The grasp point of a handle fixed in a target's root link, from the link's odometry.
+
+    Parameters
+    ----------
+    position : (3,) link origin [m];  orientation : (4,) quaternion (x, y, z, w);
+    linear_velocity : (3,) of the link origin [m/s];  angular_velocity : (3,) [rad/s] -- all
+    inertial frame (rotate a REP-105 child-frame twist to the inertial frame first);
+    offset : (3,) handle origin in the link frame [m].
+
+    Raises
+    ------
+    ValueError
+        Wrong sizes or non-finite values (named).
+    """
+    vals = {
+        'position': position,
+        'orientation': orientation,
+        'linear_velocity': linear_velocity,
+        'angular_velocity': angular_velocity,
+        'offset': offset,
+    }
+    arr = {}
+    for key, x in vals.items():
+        a = np.asarray(x, dtype=float).reshape(-1)
+        size = 4 if key == 'orientation' else 3
+        if a.shape != (size,) or not np.all(np.isfinite(a)):
+            raise ValueError(f'grasp_point {key}: expected {size} finite values, got {x!r}')
+        arr[key] = a
+    R = quat_to_matrix(arr['orientation'] / np.linalg.norm(arr['orientation']))
+    r = R @ arr['offset']
+    return GraspPoint(
+        arr['position'] + r, arr['linear_velocity'] + np.cross(arr['angular_velocity'], r)
+    )
+
+
+@dataclass(frozen=True)
+class MomentumTerms:
+    """The momentum-aware free-floating terms at one state (module docstring, relation (1)).
+
+    Attributes
+    ----------
+    ff : FreeFloatingTerms of the model (``H``, ``c``, ``B``, ``H*``, ``c*``; no Jacobian).
+    drift : (6,) ``H0^-1 h0``: the base twist ``[V0; w0]`` with the joints locked.
+    A : (3, n) angular rows of ``B``.
+    """
+
+    ff: D.FreeFloatingTerms
+    drift: np.ndarray
+    A: np.ndarray
+
+    @property
+    def locked_rate(self) -> np.ndarray:
+        """``c`` (3,): the base angular velocity with the joints locked [rad/s]."""
+        return self.drift[3:]
+
+
+def momentum_terms(model: D.Model, q: np.ndarray, v: np.ndarray) -> MomentumTerms:
+    """:class:`MomentumTerms` at ``(q, v)`` (one mass matrix and bias evaluation)."""
+    ff = D.free_floating_terms(model, q, v)
+    h0 = ff.H[:6] @ v
+    drift = np.linalg.solve(ff.H[:6, :6], h0)
+    return MomentumTerms(ff, drift, ff.B[3:6])
+
+
+def point_generalized_jacobian(
+    model: D.Model, q: np.ndarray, link: str, offset: np.ndarray, B: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Position ``p`` (3,), ``J_s`` (3, 6) and ``J*`` (3, n) of a point fixed in ``link``
+    (``offset`` (3,) in the link frame) [S0 eq. 5], ``B`` = ``H0^-1 H0m``."""
+    o, R = D.link_pose(model, q, link)
+    p = o + R @ np.asarray(offset, dtype=float)
+    J = D.link_jacobian(model, q, link)
+    Jp = J[:3] - skew(p - o) @ J[3:]
+    Js = Jp[:, :6]
+    return p, Js, Jp[:, 6:] - Js @ B
+
+
+def limit_rates(phidot: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+    """``phidot`` scaled down (direction kept) to within ``vmax`` (n,) [rad/s | m/s]."""
+    ratio = float(np.max(np.abs(phidot) / vmax))
+    return phidot / ratio if ratio > 1.0 else phidot
+
+
+def intercept_rates(
+    model: D.Model,
+    q: np.ndarray,
+    terms: MomentumTerms,
+    gripper: tuple[str, np.ndarray],
+    target: GraspPoint,
+    gains: CaptureGains,
+    attitude_reference: np.ndarray | None = None,
+) -> tuple[np.ndarray, float]:
+    """Joint rates (n,) tracking a moving grasp point inside the reaction null space (module
+    docstring, (a)), and the distance to it [m].
+
+    Parameters
+    ----------
+    gripper : ``(link, offset)``: the grasp point fixed in the gripper link (offset (3,) [m]).
+    attitude_reference : (4,) base quaternion to hold (None: rate damping only).
+    """
+    link, offset = gripper
+    p, Js, Jstar = point_generalized_jacobian(model, q, link, offset, terms.ff.B)
+    e = target.position - p
+    xdot = target.velocity + saturate(gains.kp_intercept * e, gains.max_intercept_speed)
+    w0_d = np.zeros(3)
+    if attitude_reference is not None:
+        w0_d = gains.kp_attitude * attitude_error(q[3:7], np.asarray(attitude_reference, float))
+    weights = rate_weights(model)
+    phidot, _ = reactionless_rates(
+        Jstar,
+        terms.A,
+        xdot - Js @ terms.drift,
+        w0_d - terms.locked_rate,
+        weights,
+        gains.damping,
+    )
+    vmax = gains.max_joint_speed * model.velocity_limit
+    return limit_rates(phidot, vmax), float(np.linalg.norm(e))
+
+
+def distribution_rates(terms: MomentumTerms, w0_d: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Least rate-weighted joint rates (n,) giving the base angular velocity ``w0_d`` (3,)
+    [rad/s] under the present momentum: law (2) of the module docstring."""
+    AW = terms.A * weights
+    return weights * (np.linalg.pinv(AW, rcond=1e-10) @ (terms.locked_rate - w0_d))
+
+
+def computed_torque(
+    model: D.Model, terms: MomentumTerms, v: np.ndarray, phidot_d: np.ndarray, kv: float
+) -> tuple[np.ndarray, bool]:
+    """``tau = H* K_v (phidot_d - phidot) + c*`` [S0 eq. 39] with ``F_b = 0``, clipped to the
+    effort limits of the first ``len(phidot_d)`` joints; and whether a value was clipped."""
+    n = phidot_d.size
+    ff = terms.ff
+    phiddot = kv * (phidot_d - v[6 : 6 + n])
+    tau = ff.H_star[:n, :n] @ phiddot + ff.c_star[:n]
+    limit = model.effort_limit[:n]
+    clipped = np.clip(tau, -limit, limit)
+    return clipped, bool(np.any(clipped != tau))
+
+
+def _towards(x: np.ndarray, goal: np.ndarray, step: float) -> np.ndarray:
+    """``x`` moved toward ``goal`` by at most ``step`` (Euclidean)."""
+    return x + saturate(goal - x, step)
+
+
+class Detumbler:
+    """Post-capture detumbling law (module docstring, (b)) on the welded model.
+
+    Parameters
+    ----------
+    model : Model
+        The welded model (robot and target one tree).
+    n_arm : int
+        The robot's joints (the first ``n_arm`` of ``model``; the efforts go to them).
+    mode : DetumbleMode or str
+    gains : CaptureGains
+    t0 : float
+        Time of the capture [s].
+    q, v : the welded state right after the capture.
+
+    Raises
+    ------
+    ValueError
+        An unknown mode (naming the known ones), a fixed-base model, a welded model with
+        joints beyond the robot's (an articulated target: not supported by this law).
+    """
+
+    def __init__(
+        self,
+        model: D.Model,
+        n_arm: int,
+        mode: DetumbleMode | str,
+        gains: CaptureGains,
+        t0: float,
+        q: np.ndarray,
+        v: np.ndarray,
+    ) -> None:
+        try:
+            self.mode = DetumbleMode(mode)
+        except ValueError:
+            raise ValueError(
+                f'detumble mode: expected one of {list(DETUMBLE_MODES)}, got {mode!r}'
+            ) from None
+        if not model.floating_base:
+            raise ValueError('Detumbler: expected a floating-base model')
+        if model.n != n_arm:
+            raise ValueError(
+                f"Detumbler: expected a rigid target (welded model with the robot's {n_arm} "
+                f'joints), got {model.n} joints'
+            )
+        self.model = model
+        self.gains = gains
+        self.t0 = float(t0)
+        self.t_last = float(t0)
+        self.weights = rate_weights(model)
+        self.vmax = gains.max_joint_speed * model.velocity_limit
+        self.phidot0 = np.asarray(v, float)[6:].copy()
+        self.w0_d = np.asarray(v, float)[3:6].copy()
+        self.phase = 'store' if self.mode is DetumbleMode.MOMENTUM_DISTRIBUTION else 'brake'
+
+    def update(
+        self, t: float, q: np.ndarray, v: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, MomentumTerms]:
+        """One update at time ``t``: ``(tau (n,), phidot_d (n,), terms)``."""
+        q = np.asarray(q, float)
+        v = np.asarray(v, float)
+        terms = momentum_terms(self.model, q, v)
+        g = self.gains
+        dt = max(0.0, float(t) - self.t_last)
+        self.t_last = float(t)
+        if self.mode is DetumbleMode.GJM:
+            s = max(0.0, 1.0 - (float(t) - self.t0) / g.brake_time)
+            phidot_d = s * self.phidot0
+            self.phase = 'brake' if s > 0.0 else 'hold'
+        else:
+            step = g.base_acceleration * dt
+            if float(t) - self.t0 < g.store_time:
+                self.phase = 'store'
+                goal = np.zeros(3)
+            else:
+                self.phase = 'release'
+                goal = terms.locked_rate
+            self.w0_d = _towards(self.w0_d, goal, step)
+            phidot_d = limit_rates(distribution_rates(terms, self.w0_d, self.weights), self.vmax)
+        tau, _ = computed_torque(self.model, terms, v, phidot_d, g.kv_joint)
+        return tau, phidot_d, terms
+
+
+__all__ = [
+    'DETUMBLE_MODES',
+    'CaptureGains',
+    'DetumbleMode',
+    'Detumbler',
+    'GraspPoint',
+    'MomentumTerms',
+    'computed_torque',
+    'distribution_rates',
+    'grasp_point',
+    'intercept_rates',
+    'limit_rates',
+    'momentum_terms',
+    'point_generalized_jacobian',
+]
