@@ -45,7 +45,8 @@ topic                      type                                 content
 =========================  ===================================  ==============================
 
 ``momentum``: linear momentum ``P`` [kg m/s], angular momentum about the system CoM ``L_g``
-[kg m^2/s] [S0 eqs. 9, 12-16] and the CoM ``r_g`` [m], all in world_frame. ROS has
+[kg m^2/s] [S0 eqs. 9, 12-16] and the CoM ``r_g`` [m], all in world_frame (with targets: of
+robot and targets together, about their common CoM). ROS has
 no standard message for a momentum plus a point, and misusing Wrench/Twist would mislabel the
 units; a Float64MultiArray with a labeled layout (dims ``quantity`` = ``P,L_g,com`` x
 ``axis`` = ``x,y,z``) is explicit and plots directly.
@@ -53,6 +54,9 @@ units; a Float64MultiArray with a labeled layout (dims ``quantity`` = ``P,L_g,co
 ``base_wrench``: held until the next message. In world_frame it stays fixed in the world; in
 the base link frame it turns with the base, as a thruster's force does (re-expressed at every
 evaluation of the dynamics).
+
+Targets (``scenario``, spawning, TF, ``targets/<name>/odom``, ``scene_events``,
+``scene_markers``, ``~/grasp``, ``~/release``): :mod:`ffsim_ros.node_support.scene_support`.
 
 Services: ``~/reset`` (std_srvs/Trigger: back to the initial state, inputs cleared, one physics
 step later; simulated time never goes back, so ``use_sim_time`` nodes never see time jump
@@ -124,6 +128,8 @@ from ffsim_ros.node_support import (
     zero_or_interval,
 )
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
+from ffsim_ros.node_support.scene_services import SceneInterfaces
+from ffsim_ros.node_support.scene_support import SHIPPED_SCENARIOS, world_setup
 from ffsim_ros.node_support.sim_interfaces import RequestError, SimulationInterfaces, StepJob
 from ffsim_ros.node_support.state_messages import StateMessages
 from ffsim_ros.sim import (
@@ -308,6 +314,14 @@ PARAMETERS = ParameterTable(
         ParameterSpec(
             'start_paused', False, 'start with the physics paused (~/pause false resumes)'
         ),
+        ParameterSpec(
+            'scenario',
+            '',
+            f'capture scenario: a YAML file or a shipped name ({", ".join(SHIPPED_SCENARIOS)}); '
+            'its robot must be this one; empty: no target at start (targets can be spawned)',
+            string(4096),
+            in_config=False,
+        ),
     ],
     cross_check=_publish_not_above_physics,
     config_notes=(
@@ -412,7 +426,8 @@ class Simulator(Node):
         self._batch = max(1, min(self.decimation, int(round(MAX_BATCH_SECONDS * physics))))
         self.world = values['world_frame'] or 'world'
         self.base_frame = values['frame_prefix'] + model.base_link
-        q0, v0 = _initial_state(model, values)
+        setup = world_setup(values['scenario'], model, self.urdf, dt_ns)
+        q0, v0 = _initial_state(model, setup.initial_values(values))
         self.engine = Engine(
             model,
             q0,
@@ -424,6 +439,7 @@ class Simulator(Node):
             conserve_momentum=values['conserve_momentum'],
             velocity_limits=values['velocity_limits'],
             position_limits=values['position_limits'],
+            world=setup.world(model, q0, v0, dt_ns),
         )
         self._pacer = Pacer(values['real_time_factor'], self.engine.dt, self.decimation)
         self._inbox: queue.SimpleQueue[_Request] = queue.SimpleQueue()
@@ -443,6 +459,7 @@ class Simulator(Node):
         self._joint_commands = JointCommands(model)
         self._log_throttle = LogThrottle(1.0)
         self._create_interfaces(values['publish_clock'])
+        self.scene_interfaces = SceneInterfaces(self, values['frame_prefix'])
         PARAMETERS.watch(self, self._on_parameters)
         limits = self.engine.limits
         self.get_logger().info(
@@ -476,7 +493,7 @@ class Simulator(Node):
             self._send_tf = self._tf.sendTransform
         else:  # same topic and QoS as tf2_ros.TransformBroadcaster (depth 100, reliable)
             self._tf = self.create_publisher(TFMessage, '/tf', QoSProfile(depth=100))
-            self._send_tf = lambda t: self._tf.publish(TFMessage(transforms=[t]))
+            self._send_tf = lambda ts: self._tf.publish(TFMessage(transforms=ts))
         self.create_subscription(Float64MultiArray, 'joint_effort_commands', self._on_command, 10)
         self.create_subscription(JointState, 'joint_commands', self._on_joint_command, 10)
         self.create_subscription(WrenchStamped, 'base_wrench', self._on_base_wrench, 10)
@@ -841,7 +858,8 @@ class Simulator(Node):
         if clock is not None:
             self.pub_clock.publish(clock)
         self.pub_joints.publish(joints)
-        self._send_tf(transform)
+        targets = self.scene_interfaces.publish(snap, transform.header.stamp, markers)
+        self._send_tf([transform, *targets])
         self.pub_odom.publish(odom)
         self.pub_momentum.publish(momentum)
         if marker_array is not None:

@@ -204,10 +204,13 @@ def test_features_run_states_stepping_and_resets(ros_process, probe) -> None:
             F.STEP_SIMULATION_SINGLE,
             F.STEP_SIMULATION_MULTIPLE,
             F.STEP_SIMULATION_ACTION,
+            F.SPAWNING,
+            F.DELETING,
+            F.SPAWNING_RESOURCE_STRING,
+            F.SIMULATION_RESET_SPAWNED,
         ]
     )
-    assert F.SPAWNING not in features.features and F.DELETING not in features.features
-    assert features.spawn_formats == [] and ENTITY in features.custom_info
+    assert features.spawn_formats == ['urdf', 'yaml'] and ENTITY in features.custom_info
 
     def state() -> int:
         reply = probe.call(GetSimulationState, 'get_simulation_state')
@@ -341,12 +344,13 @@ def test_features_run_states_stepping_and_resets(ros_process, probe) -> None:
     clock_resets += 1
     assert now() == 0
     assert probe.spin_until(lambda: probe.clock[-1] == 0)
-    for scope, text in ((4, 'spawning and deleting entities is not supported'), (8, 'got 8')):
-        request = ResetSimulation.Request(scope=scope)
-        reply = probe.call(ResetSimulation, 'reset_simulation', request)
-        assert reply.result.result == Result.RESULT_FEATURE_UNSUPPORTED
-        assert text in reply.result.error_message
-    assert ok(step(250).result) and now() == 250_000_000
+    reply = probe.call(ResetSimulation, 'reset_simulation', ResetSimulation.Request(scope=4))
+    assert ok(reply.result) and '0 targets removed' in reply.result.error_message
+    reply = probe.call(ResetSimulation, 'reset_simulation', ResetSimulation.Request(scope=8))
+    assert reply.result.result == Result.RESULT_FEATURE_UNSUPPORTED
+    assert 'got 8' in reply.result.error_message
+    assert now() == 1_000_000  # the spawned scope (nothing spawned) was a jump of one step
+    assert ok(step(250).result) and now() == 251_000_000
 
     # stopped: everything reset (time 0), paused; stepping refused until paused or played
     assert ok(set_state(SimulationState.STATE_STOPPED))
@@ -482,7 +486,7 @@ def test_entities_state_round_trip_and_bad_input(ros_process, probe) -> None:
         (
             _entity_request(position, unit, linear, angular, entity='target_1'),
             Result.RESULT_NOT_FOUND,
-            "unknown entity 'target_1': expected 'ffsim_servicer_7dof'",
+            "unknown entity 'target_1': expected one of ['ffsim_servicer_7dof']",
         ),
         (
             _entity_request([0.0, math.nan, 0.0], unit, linear, angular),
@@ -519,14 +523,19 @@ def test_entities_state_round_trip_and_bad_input(ros_process, probe) -> None:
         assert reply.result.result == code and text in reply.result.error_message, reply
     reply = probe.call(GetEntityState, 'get_entity_state', GetEntityState.Request(entity='x'))
     assert reply.result.result == Result.RESULT_NOT_FOUND and "'x'" in reply.result.error_message
-    spawn = SpawnEntity.Request(name='target_1', uri='file:///tmp/target.urdf')
-    for srv, name, request in (
-        (SpawnEntity, 'spawn_entity', spawn),
-        (DeleteEntity, 'delete_entity', DeleteEntity.Request(entity=ENTITY)),
+    spawn = SpawnEntity.Request(name='target_1', uri='file:///nonexistent/target.urdf')
+    for srv, name, request, code, text in (
+        (SpawnEntity, 'spawn_entity', spawn, SpawnEntity.Response.NO_RESOURCE, 'no such file'),
+        (
+            DeleteEntity,
+            'delete_entity',
+            DeleteEntity.Request(entity=ENTITY),
+            Result.RESULT_OPERATION_FAILED,
+            'is the robot, which cannot be deleted',
+        ),
     ):
         reply = probe.call(srv, name, request)
-        assert reply.result.result == Result.RESULT_FEATURE_UNSUPPORTED
-        assert 'spawning and deleting entities is not supported' in reply.result.error_message
+        assert reply.result.result == code and text in reply.result.error_message
     # nothing changed, and the simulation runs on
     again = probe.call(GetEntityState, 'get_entity_state', GetEntityState.Request(entity=ENTITY))
     assert again.state == got.state

@@ -10,7 +10,7 @@ name (``~/``)                  type                                             
 =============================  ===================================================  =========
 ``get_simulator_features``     srv GetSimulatorFeatures                             (always)
 ``reset_simulation``           srv ResetSimulation (scopes default/all, time,       20 21 22
-                               state; spawned: unsupported)
+                               state, spawned)                                      23
 ``get_simulation_state``       srv GetSimulationState                               24
 ``set_simulation_state``       srv SetSimulationState (stopped, playing, paused)    25 26
 ``step_simulation``            srv StepSimulation                                   31 32
@@ -19,18 +19,23 @@ name (``~/``)                  type                                             
 ``get_entities_states``        srv GetEntitiesStates                                10
 ``get_entity_state``           srv GetEntityState                                   10
 ``set_entity_state``           srv SetEntityState                                   11
-``spawn_entity``               srv SpawnEntity: RESULT_FEATURE_UNSUPPORTED          (not 0)
-``delete_entity``              srv DeleteEntity: RESULT_FEATURE_UNSUPPORTED         (not 1)
+``spawn_entity``               srv SpawnEntity (targets: URDF or YAML, file or      0 9
+                               string; :mod:`.scene_services`)
+``delete_entity``              srv DeleteEntity (targets)                           1
 =============================  ===================================================  =========
 
-**Entities.** The one entity is the robot, named as in its URDF (``<robot name=...>``); its
-state is that of its base link: the pose of the base link frame in ``world_frame`` and its
-twist, the velocity of the base link origin and the angular velocity, both in
+**Entities.** The robot, named as in its URDF (``<robot name=...>``), and the targets
+(:mod:`.scene_services`: from the ``scenario`` or spawned; a target's state is that of its root
+link frame, as the robot's; setting it moves the target, its joints kept, refused while it is
+held or where it would overlap another body; a target cannot be named as the robot). The
+robot's state is that of its base link: the pose of the base link frame in ``world_frame``
+and its twist, the velocity of the base link origin and the angular velocity, both in
 ``world_frame`` (the frame of ``header.frame_id``, as the standard asks; ``base_odom`` gives
 the same twist in base link axes, REP 105). The acceleration is not computed (zeros), and is
 ignored when setting. Setting the state moves the base (``Engine.set_state``: the joints
 keep their positions and rates, the model stays consistent -- momentum, CoM and every link
-follow) and takes one physics step, published at once.
+follow) and takes one physics step, published at once; it is refused while the robot holds a
+target.
 
 **Time and run states.** Stepping (``step_simulation``, ``simulate_steps``) needs the
 simulation paused, as the standard says, and integrates exactly the steps asked for: after
@@ -84,6 +89,7 @@ from simulation_interfaces.srv import (
 import ffsim_ros.dynamics as D
 
 from .common import to_stamp
+from .scene_services import EntityError, entity_state, move_target, parse_spawn
 
 #: What this simulator supports (``GetSimulatorFeatures``), and only that.
 FEATURES = (
@@ -98,7 +104,13 @@ FEATURES = (
     SimulatorFeatures.STEP_SIMULATION_SINGLE,
     SimulatorFeatures.STEP_SIMULATION_MULTIPLE,
     SimulatorFeatures.STEP_SIMULATION_ACTION,
+    SimulatorFeatures.SPAWNING,
+    SimulatorFeatures.DELETING,
+    SimulatorFeatures.SPAWNING_RESOURCE_STRING,
+    SimulatorFeatures.SIMULATION_RESET_SPAWNED,
 )
+#: Formats ``spawn_entity`` takes (``GetSimulatorFeatures.spawn_formats``).
+SPAWN_FORMATS = ('urdf', 'yaml')
 STATE_NAMES = {
     SimulationState.STATE_STOPPED: 'stopped',
     SimulationState.STATE_PLAYING: 'playing',
@@ -112,10 +124,10 @@ STATE_NAMES = {
 MAX_POSITION, MAX_TWIST = 1e6, 1e3
 #: Tolerance on the norm of a quaternion taken as a unit one (then normalized).
 QUATERNION_TOLERANCE = 1e-3
-_RESET_SCOPES = ResetSimulation.Request.SCOPE_TIME | ResetSimulation.Request.SCOPE_STATE
-_NOT_SPAWNING = (
-    'spawning and deleting entities is not supported: the simulation holds one robot, the '
-    'entity {entity!r} (GetSimulatorFeatures lists neither SPAWNING nor DELETING)'
+_RESET_SCOPES = (
+    ResetSimulation.Request.SCOPE_TIME
+    | ResetSimulation.Request.SCOPE_STATE
+    | ResetSimulation.Request.SCOPE_SPAWNED
 )
 
 
@@ -245,12 +257,12 @@ class SimulationInterfaces:
     def _features(self, request, response):
         response.features = SimulatorFeatures(
             features=list(FEATURES),
-            spawn_formats=[],
+            spawn_formats=list(SPAWN_FORMATS),
             custom_info=(
-                f'ffsim_ros: one free-floating robot, entity {self.entity!r} (its base link); '
-                f'physics step {self.node.engine.dt_ns} ns; resets of time and state, '
-                'stepping while paused (exact in simulated time); spawning and deleting '
-                'entities not supported'
+                f'ffsim_ros: one free-floating robot, entity {self.entity!r} (its base link), '
+                'and free-floating targets (their root link; spawned from URDF or a YAML '
+                f'primitive); physics step {self.node.engine.dt_ns} ns; resets of time, '
+                'state and spawned targets, stepping while paused (exact in simulated time)'
             ),
         )
         return response
@@ -328,17 +340,27 @@ class SimulationInterfaces:
         scope = request.scope
         req = ResetSimulation.Request
         if scope in (req.SCOPE_DEFAULT, req.SCOPE_ALL):
-            scope = _RESET_SCOPES  # nothing is ever spawned: all is time and state
-        elif scope & req.SCOPE_SPAWNED or scope & ~(_RESET_SCOPES | req.SCOPE_SPAWNED):
-            spawned = '; ' + _NOT_SPAWNING.format(entity=self.entity)
+            scope = _RESET_SCOPES
+        elif scope & ~_RESET_SCOPES:
             raise RequestError(
                 Result.RESULT_FEATURE_UNSUPPORTED,
-                f'scope: expected 0 or 255 (all), 1 (time), 2 (state) or 3, got {scope}'
-                + (spawned if scope & req.SCOPE_SPAWNED else ''),
+                f'scope: expected 0 or 255 (all), or a sum of 1 (time), 2 (state) and 4 '
+                f'(spawned), got {scope}',
             )
 
         def reset(engine) -> str:
             what = []
+            if scope & req.SCOPE_SPAWNED:
+                spawned = engine.world.spawned
+
+                def remove(world) -> None:
+                    if world.holding in spawned:
+                        world.release()
+                    for name in spawned:
+                        world.remove(name)
+
+                engine.change_world(remove)
+                what.append(f'spawned ({len(spawned)} targets removed)')
             if scope & req.SCOPE_STATE:
                 engine.reset()
                 what.append('state (inputs cleared)')
@@ -422,15 +444,20 @@ class SimulationInterfaces:
                 Result.RESULT_OPERATION_FAILED,
                 f'filters.filter: expected a regular expression, got {filters.filter!r} ({exc})',
             ) from None
-        return [name for name in (self.entity,) if pattern.search(name)]
+        names = self._physics(lambda engine: (self.entity, *engine.world.targets))
+        return [name for name in names if pattern.search(name)]
 
     def _entities(self, request, response):
         response.entities = self._matching(request.filters)
         response.result = _result()
         return response
 
-    def _entity_state(self) -> EntityState:
-        snap = self._physics(lambda engine: engine.snapshot())
+    def _entity_state(self, name: str = '', snap=None) -> EntityState:
+        snap = self._physics(lambda engine: engine.snapshot()) if snap is None else snap
+        if name and name != self.entity:
+            if snap.world is None or name not in snap.world.targets:
+                raise RequestError(Result.RESULT_NOT_FOUND, f'target {name!r} went away')
+            return entity_state(snap, name, self.node.world)
         state = EntityState()
         state.header.stamp = to_stamp(snap.time_ns)
         state.header.frame_id = self.node.world
@@ -444,19 +471,22 @@ class SimulationInterfaces:
 
     def _entities_states(self, request, response):
         response.entities = self._matching(request.filters)
-        response.states = [self._entity_state() for _ in response.entities]
+        snap = self._physics(lambda engine: engine.snapshot())
+        response.states = [self._entity_state(name, snap) for name in response.entities]
         response.result = _result()
         return response
 
     def _known(self, entity: str) -> None:
-        if entity != self.entity:
+        names = self._physics(lambda engine: (self.entity, *engine.world.targets))
+        if entity not in names:
             raise RequestError(
-                Result.RESULT_NOT_FOUND, f'unknown entity {entity!r}: expected {self.entity!r}'
+                Result.RESULT_NOT_FOUND,
+                f'unknown entity {entity!r}: expected one of {list(names)}',
             )
 
     def _get_entity(self, request, response):
         self._known(request.entity)
-        response.state = self._entity_state()
+        response.state = self._entity_state(request.entity)
         response.result = _result()
         return response
 
@@ -489,6 +519,20 @@ class SimulationInterfaces:
             )
         values = [list(d.values()) for d in (position, twist)]
         model, host = self.node.model, self.node
+        if request.entity != self.entity:
+            name = request.entity
+
+            def move_one(engine) -> str:
+                _, jumped = engine.change_world(
+                    lambda world: move_target(
+                        world, name, values[0], quat, values[1][:3], values[1][3:]
+                    )
+                )
+                host.stopped = False
+                return f'{name}: state set at sim time {jumped.time:.9f} s'
+
+            response.result = _result(message=self._physics(move_one, publish=True))
+            return response
 
         def move(engine) -> str:
             q_base, v_base = D.base_state_from_link(
@@ -503,11 +547,54 @@ class SimulationInterfaces:
         return response
 
     def _spawn(self, request, response):
-        raise RequestError(
-            Result.RESULT_FEATURE_UNSUPPORTED, _NOT_SPAWNING.format(entity=self.entity)
-        )
+        code = SpawnEntity.Response
+        if request.entity_namespace:
+            raise RequestError(
+                code.NAMESPACE_INVALID,
+                f'entity_namespace: expected empty (target frames are target/<name>), got '
+                f'{request.entity_namespace!r}',
+            )
+        taken = self._physics(lambda engine: {self.entity, 'robot', *engine.world.targets})
+        name = request.name
+        if not name or name in taken:
+            if not request.allow_renaming:
+                raise RequestError(
+                    code.NAME_NOT_UNIQUE if name else code.NAME_INVALID,
+                    f'name: expected a new name (not one of {sorted(taken)}), got {name!r}; '
+                    'or set allow_renaming',
+                )
+            stem = name or 'target'
+            name = next(
+                f'{stem}_{k}' for k in range(1, len(taken) + 2) if f'{stem}_{k}' not in taken
+            )
+        if '/' in name:
+            raise RequestError(code.NAME_INVALID, f'name: expected no "/", got {name!r}')
+        try:
+            target = parse_spawn(request, name, self.node.world)
+        except EntityError as exc:
+            raise RequestError(exc.code, str(exc)) from None
+
+        def spawn(engine) -> str:
+            _, jumped = engine.change_world(lambda world: world.add(target))
+            return f'{name}: spawned at sim time {jumped.time:.9f} s'
+
+        response.result = _result(message=self._physics(spawn, publish=True))
+        response.entity_name = name
+        self.node.scene_interfaces.add_odometry(name)
+        return response
 
     def _delete(self, request, response):
-        raise RequestError(
-            Result.RESULT_FEATURE_UNSUPPORTED, _NOT_SPAWNING.format(entity=self.entity)
-        )
+        name = request.entity
+        if name == self.entity:
+            raise RequestError(
+                Result.RESULT_OPERATION_FAILED,
+                f'entity: {name!r} is the robot, which cannot be deleted (only targets)',
+            )
+        self._known(name)
+
+        def delete(engine) -> str:
+            _, jumped = engine.change_world(lambda world: world.remove(name))
+            return f'{name}: deleted at sim time {jumped.time:.9f} s'
+
+        response.result = _result(message=self._physics(delete, publish=True))
+        return response

@@ -204,17 +204,32 @@ class TargetWorld:
         """:meth:`~ffsim_ros.scene.Scene.release`."""
         return self.scene.release()
 
-    def reset(self, q: np.ndarray, v: np.ndarray) -> None:
-        """Back to the initial targets around the robot state ``(q, v)`` (a held target
-        released first; targets spawned since removed)."""
+    @property
+    def spawned(self) -> tuple[str, ...]:
+        """Targets added since the start (not initial ones)."""
+        initial = {t.name for t in self._initial}
+        return tuple(name for name in self._specs if name not in initial)
+
+    def reset(self, q: np.ndarray, v: np.ndarray) -> list[str]:
+        """Every target back to the state it was added with (the initial ones, removed or
+        not, and those spawned since), a held one released first, around the robot state
+        ``(q, v)``. Returns the names of targets that overlap the robot there and were left
+        out."""
         if self.holding:
             self.scene.release()
+        specs = {t.name: t for t in self._initial}
+        specs.update({name: t for name, t in self._specs.items() if name not in specs})
         for name in list(self._specs):
             self.remove(name)
         self.scene.set_robot_state(q, v)
         self.scene.snapshot()  # drop the events of the reset itself
-        for target in self._initial:
-            self.add(target)
+        dropped = []
+        for target in specs.values():
+            try:
+                self.add(target)
+            except ValueError:
+                dropped.append(target.name)
+        return dropped
 
 
 __all__ = ['Event', 'TargetWorld', 'WorldStepError', 'WorldTotals']

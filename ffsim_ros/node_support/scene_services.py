@@ -1,0 +1,285 @@
+"""The simulator's target interfaces (ROS wiring; the physics stays in its thread).
+
+Publishes what :mod:`.scene_support` builds (target TF, ``targets/<name>/odom``,
+``scene_events``, ``scene_markers``), serves ``~/grasp`` and ``~/release`` (std_srvs/Trigger:
+:meth:`ffsim_ros.scene.Scene.grasp` / ``release``; a refused grasp answers ``success`` false
+with the reason, e.g. ``client/bar outside its capture envelope: distance 0.155 > 0.05``, and
+changes nothing), and gives :mod:`.sim_interfaces` the target entities: their names, states,
+spawning, moving and deleting.
+
+**Spawning** (``simulation_interfaces/SpawnEntity``): the resource is a URDF (``uri`` a
+``.urdf`` file, or ``resource_string`` URDF XML: a free-floating multibody with its
+``<collision>`` primitives) or a primitive described in YAML (``uri`` a ``.yaml`` file, or
+``resource_string`` a YAML mapping) with the keys of a scenario target
+(:func:`ffsim_ros.scene.target_from_dict`): ``shape``, ``mass``, ``inertia``,
+``linear_velocity``, ``angular_velocity``, ``tumble``, ``handles``, e.g.
+``{shape: {type: sphere, radius: 0.2}, mass: 40, handles: [{name: bar, link: body,
+translation: [-0.25, 0, 0]}]}``. The pose is ``initial_pose`` (in ``world_frame``), not the
+description's (``position``/``orientation`` there are refused; with ``tumble`` the
+orientation comes from the tumble and ``initial_pose`` must leave it at identity). A spawn
+that overlaps the robot or another target, or is otherwise refused, changes nothing and
+answers the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from simulation_interfaces.msg import EntityState
+from simulation_interfaces.srv import SpawnEntity
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.scene import ContactEvent, ScenarioError, Target, target_from_dict, urdf_target
+
+from .common import to_stamp
+from .scene_support import TargetMessages, event_message
+
+#: Depth of the ``scene_events`` queue (events come in bursts at impacts).
+EVENT_QUEUE_DEPTH = 100
+
+
+class EntityError(Exception):
+    """A target request refused with a ``simulation_interfaces`` result code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = int(code)
+
+
+def _finite_pose(pose, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Position (3,) and unit quaternion (4,) of a ``geometry_msgs/Pose``."""
+    invalid = SpawnEntity.Response.INVALID_POSE
+    p = {f'{where}.position.{k}': getattr(pose.position, k) for k in 'xyz'}
+    o = {f'{where}.orientation.{k}': getattr(pose.orientation, k) for k in 'xyzw'}
+    bad = {k: v for k, v in (p | o).items() if not math.isfinite(v)}
+    if bad:
+        raise EntityError(invalid, f'expected finite values, got {bad}')
+    quat = np.array(list(o.values()))
+    norm = float(np.linalg.norm(quat))
+    if abs(norm - 1.0) > 1e-3:
+        raise EntityError(
+            invalid,
+            f'{where}.orientation: expected a unit quaternion (x, y, z, w), got '
+            f'{quat.tolist()} of norm {norm:.6g}',
+        )
+    return np.array(list(p.values())), quat / norm
+
+
+def parse_spawn(request, name: str, world_frame: str) -> Target:
+    """The :class:`~ffsim_ros.scene.Target` a ``SpawnEntity`` request describes (module
+    docstring), named ``name``.
+
+    Raises
+    ------
+    EntityError
+        With the ``SpawnEntity.Response`` code: NO_RESOURCE, UNSUPPORTED_FORMAT,
+        RESOURCE_PARSE_ERROR (naming the field: ``resource.mass: ...``), INVALID_POSE.
+    """
+    R = SpawnEntity.Response
+    frame = request.initial_pose.header.frame_id
+    if frame not in ('', world_frame):
+        raise EntityError(
+            R.INVALID_POSE,
+            f'initial_pose.header.frame_id: expected {world_frame!r} (or empty), got {frame!r}',
+        )
+    position, quat = _finite_pose(request.initial_pose.pose, 'initial_pose.pose')
+    uri, text = request.uri, request.resource_string
+    if bool(uri) == bool(text):
+        raise EntityError(
+            R.NO_RESOURCE,
+            'expected one of uri (a .urdf or .yaml file) and resource_string (URDF XML or a '
+            f'YAML mapping), got {"both" if uri else "neither"}',
+        )
+    base = Path.cwd()
+    if uri:
+        path = Path(uri[len('file://') :] if uri.startswith('file://') else uri)
+        if not path.is_file():
+            raise EntityError(R.NO_RESOURCE, f'uri: no such file {str(path)!r}')
+        if path.suffix not in ('.urdf', '.yaml', '.yml'):
+            raise EntityError(
+                R.UNSUPPORTED_FORMAT, f'uri: expected a .urdf or .yaml file, got {uri!r}'
+            )
+        base = path.parent
+        is_urdf, source = path.suffix == '.urdf', str(path)
+    else:
+        is_urdf, source = text.lstrip().startswith('<'), text
+    try:
+        if is_urdf:
+            return urdf_target(name, source, position=position, orientation=quat)
+        desc = yaml.safe_load(Path(source).read_text() if uri else source)
+    except (ValueError, yaml.YAMLError) as exc:  # UnknownNameError is a ValueError
+        raise EntityError(R.RESOURCE_PARSE_ERROR, f'resource: {exc}') from None
+    if not isinstance(desc, dict):
+        raise EntityError(
+            R.RESOURCE_PARSE_ERROR,
+            f'resource: expected URDF XML or a YAML mapping, got {type(desc).__name__}',
+        )
+    for key in ('name', 'position', 'orientation'):
+        if key in desc:
+            raise EntityError(
+                R.RESOURCE_PARSE_ERROR,
+                f'resource.{key}: not in a spawned description (the name and initial_pose '
+                'of the request give them)',
+            )
+    desc = {**desc, 'name': name, 'position': position.tolist()}
+    if 'tumble' in desc:
+        if not np.allclose(np.abs(quat), [0, 0, 0, 1], atol=1e-12):
+            raise EntityError(
+                R.INVALID_POSE,
+                'initial_pose.pose.orientation: the description has a tumble, which sets the '
+                f'orientation: expected identity, got {quat.tolist()}',
+            )
+    else:
+        desc['orientation'] = quat.tolist()
+    try:
+        return target_from_dict(desc, 'resource', base)
+    except ScenarioError as exc:
+        raise EntityError(R.RESOURCE_PARSE_ERROR, str(exc)) from None
+
+
+def entity_state(snap, name: str, world_frame: str) -> EntityState:
+    """``EntityState`` of target ``name`` in a simulator snapshot: the pose of its root link
+    frame in world, the velocity of its origin and the angular velocity, world frame."""
+    root = snap.world.targets[name].root
+    state = EntityState()
+    state.header.stamp = to_stamp(snap.time_ns)
+    state.header.frame_id = world_frame
+    p, o = state.pose.position, state.pose.orientation
+    p.x, p.y, p.z = root.position.tolist()
+    o.x, o.y, o.z, o.w = root.orientation.tolist()
+    lin, ang = state.twist.linear, state.twist.angular
+    lin.x, lin.y, lin.z = root.linear_velocity.tolist()
+    ang.x, ang.y, ang.z = root.angular_velocity.tolist()
+    return state
+
+
+def move_target(world, name: str, position, quat, linear, angular) -> None:
+    """Set target ``name``'s root link frame pose and twist (origin velocity, angular
+    velocity; world frame), its joints kept (physics thread)."""
+    model = world.targets[name].model
+    q, v = world.scene.target_state(name)
+    q_base, v_base = D.base_state_from_link(model, position, quat, linear, angular)
+    q1, v1 = np.r_[q_base, q[7:]], np.r_[v_base, v[6:]]
+    com_velocity = D.momentum(model, q1, v1)[:3] / model.total_mass
+    world.move(
+        name,
+        position=position,
+        orientation=quat,
+        linear_velocity=com_velocity,
+        angular_velocity=angular,
+    )
+
+
+class SceneInterfaces:
+    """Target topics and the grasp services of a simulator node (module docstring).
+
+    Parameters
+    ----------
+    node : Simulator
+        Provides ``run_physics(action, publish)``, ``engine`` (its ``world``), ``world``
+        (frame id) and ``frame_prefix``.
+    """
+
+    def __init__(self, node, frame_prefix: str) -> None:
+        self.node = node
+        self.messages = TargetMessages(node.world, frame_prefix)
+        reliable = QoSProfile(depth=EVENT_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_events = node.create_publisher(DiagnosticArray, 'scene_events', reliable)
+        self.pub_markers = node.create_publisher(MarkerArray, 'scene_markers', 10)
+        self._odom: dict[str, object] = {}
+        self._shown = False  # target markers on display
+        for name in node.engine.world.targets:
+            self.add_odometry(name)
+        group = ReentrantCallbackGroup()
+        node.create_service(Trigger, '~/grasp', self._on_grasp, callback_group=group)
+        node.create_service(Trigger, '~/release', self._on_release, callback_group=group)
+
+    def add_odometry(self, name: str) -> None:
+        """Create ``targets/<name>/odom`` (executor thread; kept when the target goes)."""
+        if name not in self._odom:
+            self._odom[name] = self.node.create_publisher(Odometry, f'targets/{name}/odom', 10)
+
+    # --------------------------------------------------------------- physics thread
+    def publish(self, snap, stamp, markers: bool) -> list:
+        """Publish the targets' odometry, the events and (``markers``) the markers of
+        ``snap``; return the targets' transforms (sent with the robot's)."""
+        world = self.node.engine.world
+        events = world.take_events()
+        for time_ns, event in events:
+            self.pub_events.publish(event_message(time_ns, event))
+        if any(isinstance(e, ContactEvent) for _, e in events):
+            self.pub_markers.publish(self.messages.contact_markers(events, stamp))
+        scene = snap.world
+        if scene is None:
+            if self._shown:  # the last target went: clear its markers once
+                self.pub_markers.publish(self.messages.markers(None, {}, set(), stamp))
+                self._shown = False
+            return []
+        self._shown = True
+        specs = world.targets
+        for name in scene.targets:
+            pub = self._odom.get(name)
+            if pub is not None:
+                pub.publish(self.messages.odometry(name, scene, stamp))
+        if markers:
+            inside = {(c.target, c.handle) for c in world.scene.envelope_checks() if c.inside}
+            self.pub_markers.publish(self.messages.markers(scene, specs, inside, stamp))
+        return self.messages.transforms(scene, specs, stamp)
+
+    # ---------------------------------------------------------------- services
+    def _on_grasp(self, request: Trigger.Request, response: Trigger.Response):
+        def grasp(engine) -> tuple[bool, str]:
+            world = engine.world
+            snap = engine.snapshot()
+            world.sync(snap.q, snap.v, snap.time_ns)
+            if not world.holding:
+                checks = world.scene.envelope_checks()
+                if not any(c.inside for c in checks):
+                    event = world.scene.grasp()  # the refusal, with its reason (no change)
+                    return False, f'grasp refused: {event.reason}'
+            event, jumped = engine.change_world(lambda w: w.grasp())
+            if not event.captured:
+                return False, f'grasp refused: {event.reason}'
+            return True, (
+                f'captured {event.target}/{event.handle} at sim time {jumped.time:.6f} s: '
+                f'impulse {np.round(event.impulse, 9).tolist()} N s, energy loss '
+                f'{event.energy_loss:.6g} J'
+            )
+
+        response.success, response.message = self._call(grasp)
+        return response
+
+    def _on_release(self, request: Trigger.Request, response: Trigger.Response):
+        def release(engine) -> tuple[bool, str]:
+            if not engine.world.holding:
+                return False, 'release refused: not holding a target'
+            event, jumped = engine.change_world(lambda w: w.release())
+            return True, f'released {event.target} at sim time {jumped.time:.6f} s'
+
+        response.success, response.message = self._call(release)
+        return response
+
+    def _call(self, action) -> tuple[bool, str]:
+        try:
+            return self.node.run_physics(action, publish=True)
+        except (ValueError, RuntimeError) as exc:
+            return False, str(exc)
+
+
+__all__ = [
+    'EVENT_QUEUE_DEPTH',
+    'EntityError',
+    'SceneInterfaces',
+    'entity_state',
+    'move_target',
+    'parse_spawn',
+]

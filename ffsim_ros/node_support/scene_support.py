@@ -1,0 +1,422 @@
+"""Targets in the simulator node: the scenario, the target world, and their messages.
+
+The ``scenario`` parameter names a capture scenario (:mod:`ffsim_ros.scene.scenario`): a path
+to its YAML file, or the name of a shipped one (``capture`` ->
+``config/scenarios/capture.yaml``). Its robot section must describe the simulator's robot
+(same joints and links: the simulator's model, with its gravity and joint dynamics, is the one
+stepped); it gives the gripper, the links without collision shapes and, when the
+``initial_joint_*`` parameters are left at their default, the initial joint positions and
+rates. Its ``dt``, when given, must equal the physics step. Without a scenario the simulator
+still has a (target-less) world, so targets can be spawned at run time: the gripper is then
+``ee_link`` (or the first link named ``*ee_link``, else the last link), the robot's
+``<collision>`` primitives come from its URDF (meshes ignored), the contact law is
+:class:`~ffsim_ros.scene.ImpactLaw` with its defaults (restitution 0.5, no friction).
+
+Messages (all stamped with the simulated time, frames prefixed by ``frame_prefix``):
+
+* ``/tf``: ``world_frame -> target/<name>`` (the target's root link frame) and, for a URDF
+  target, ``target/<name> -> target/<name>/<link>`` for its other links;
+* ``targets/<name>/odom`` (nav_msgs/Odometry): pose of ``target/<name>`` in ``world_frame``,
+  twist of that frame in its own axes (REP 105: the child frame);
+* ``scene_events`` (diagnostic_msgs/DiagnosticArray, one message per event, stamped at the
+  event's simulated time): :func:`event_status`;
+* ``scene_markers`` (visualization_msgs/MarkerArray): target shapes, the capture envelope of
+  each handle (a sphere of its radius: green when the gripper is inside it, grey else, blue
+  while held), contact points with impulse arrows (2 s lifetime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point, TransformStamped
+from nav_msgs.msg import Odometry
+from visualization_msgs.msg import Marker, MarkerArray
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import matrix_to_quat, quat_to_matrix
+from ffsim_ros.resources import share_path
+from ffsim_ros.scene import (
+    Box,
+    CaptureEvent,
+    ContactEvent,
+    Cylinder,
+    Gripper,
+    ImpactLaw,
+    ReleaseEvent,
+    ScenarioError,
+    Scene,
+    SceneSnapshot,
+    Sphere,
+    Target,
+    scene_from_dict,
+    shapes_from_urdf,
+    target_from_dict,
+)
+from ffsim_ros.sim import TargetWorld
+
+from .common import ParameterValueError, to_stamp
+
+#: Scenarios shipped in ``config/scenarios`` (``scenario:=<name>``).
+SHIPPED_SCENARIOS = ('capture',)
+#: Lifetime of the contact markers [s].
+CONTACT_MARKER_LIFETIME = 2.0
+#: Length of an impulse arrow per N s [m].
+IMPULSE_ARROW_SCALE = 0.5
+
+
+def resolve_scenario(text: str) -> Path:
+    """The file of a ``scenario`` value: a shipped name or a path."""
+    if text in SHIPPED_SCENARIOS:
+        return share_path('config', 'scenarios', f'{text}.yaml')
+    return Path(text)
+
+
+def _gripper_link(model: D.Model) -> str:
+    names = list(model.link_names)
+    if 'ee_link' in names:
+        return 'ee_link'
+    return next((n for n in names if n.endswith('ee_link')), names[-1])
+
+
+@dataclass
+class WorldSetup:
+    """What builds the simulator's :class:`~ffsim_ros.sim.TargetWorld` (:func:`world_setup`).
+
+    ``joint_positions`` / ``joint_velocities``: the scenario's initial joints (None: not
+    given)."""
+
+    gripper: Gripper
+    shapes: tuple
+    contact: object
+    targets: tuple[Target, ...]
+    joint_positions: np.ndarray | None = None
+    joint_velocities: np.ndarray | None = None
+    source: str = ''
+
+    def initial_values(self, values: dict) -> dict:
+        """The node's parameter ``values`` with the scenario's initial joints where the
+        ``initial_joint_*`` parameters are left at their default (``[]`` or ``[0.0]``)."""
+        out = dict(values)
+        for key, given in (
+            ('initial_joint_positions', self.joint_positions),
+            ('initial_joint_velocities', self.joint_velocities),
+        ):
+            if given is not None and values[key] in ([], [0.0]):
+                out[key] = given.tolist()
+        return out
+
+    def world(self, model: D.Model, q0: np.ndarray, v0: np.ndarray, dt_ns: int) -> TargetWorld:
+        """The world around the robot at ``(q0, v0)``.
+
+        Raises
+        ------
+        ParameterValueError
+            A target refused at the initial state (overlap, gravity), named.
+        """
+        try:
+            scene = Scene(
+                model,
+                gripper=self.gripper,
+                shapes=self.shapes,
+                dt=dt_ns * 1e-9,
+                contact=self.contact,
+                q=q0,
+                v=v0,
+            )
+            return TargetWorld(scene, self.targets)
+        except ValueError as exc:  # UnknownNameError is one
+            raise ParameterValueError(f'scenario: {self.source}: {exc}') from None
+
+
+def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSetup:
+    """The world of the ``scenario`` parameter ('' : no target, the defaults of the module
+    docstring).
+
+    Raises
+    ------
+    ParameterValueError
+        Starting with ``scenario:`` and naming the file and field.
+    """
+    if not scenario:
+        shapes = shapes_from_urdf(urdf, model=model, meshes='ignore')
+        return WorldSetup(Gripper(_gripper_link(model)), shapes, ImpactLaw(), ())
+    path = resolve_scenario(scenario)
+    where = f'scenario: {str(path)!r}'
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ParameterValueError(f'{where}: {exc.strerror}') from None
+    except yaml.YAMLError as exc:
+        raise ParameterValueError(f'{where}: malformed YAML: {exc}') from None
+    if not isinstance(data, dict):
+        raise ParameterValueError(f'{where}: expected a mapping, got {type(data).__name__}')
+    targets = data.get('targets', [])
+    try:
+        alone = scene_from_dict({k: v for k, v in data.items() if k != 'targets'}, path.parent)
+        if not isinstance(targets, list):
+            raise ScenarioError(f'targets: expected a list, got {type(targets).__name__}')
+        built = tuple(
+            target_from_dict(t, f'targets[{k}]', path.parent) for k, t in enumerate(targets)
+        )
+    except ScenarioError as exc:
+        raise ParameterValueError(f'{where}: {exc}') from None
+    theirs = alone.robot_model
+    if (theirs.joint_names, theirs.link_names) != (model.joint_names, model.link_names):
+        raise ParameterValueError(
+            f'{where}: robot.urdf: expected the simulated robot {model.name!r} (joints '
+            f'{list(model.joint_names)}), got {theirs.name!r} (joints {list(theirs.joint_names)})'
+        )
+    if 'dt' in data and abs(alone.dt - dt_ns * 1e-9) > 1e-15:
+        raise ParameterValueError(
+            f'{where}: dt: expected the physics step {dt_ns * 1e-9:g} s (physics_rate_hz), '
+            f'got {alone.dt:g}'
+        )
+    robot = data['robot']
+    exclude = [str(x) for x in robot.get('exclude_links', [])]
+    shapes = shapes_from_urdf(urdf, model=model, meshes='ignore', exclude=exclude)
+    q, v = alone.robot_state
+    return WorldSetup(
+        alone.gripper,
+        shapes,
+        alone.contact,
+        built,
+        q[7:] if 'joint_positions' in robot else None,
+        v[6:] if 'joint_velocities' in robot else None,
+        str(path),
+    )
+
+
+# ------------------------------------------------------------------------------------ messages
+def _set_point(p: Any, xyz: np.ndarray) -> None:
+    p.x, p.y, p.z = (float(x) for x in xyz)
+
+
+def _set_quat(o: Any, xyzw: np.ndarray) -> None:
+    o.x, o.y, o.z, o.w = (float(x) for x in xyzw)
+
+
+def _floats(x: np.ndarray) -> str:
+    return ' '.join(repr(float(v)) for v in np.ravel(x))
+
+
+def event_status(event: ContactEvent | CaptureEvent | ReleaseEvent) -> DiagnosticStatus:
+    """One event as a ``DiagnosticStatus``: ``name`` the kind (``impact``, ``contact``,
+    ``capture``, ``release``), ``level`` OK (WARN for a refused grasp or release), ``message``
+    a sentence, ``hardware_id`` the bodies (``robot/<link>|<target>/<link>``), ``values`` the
+    figures in full precision (vectors as space-separated floats, world frame): contact:
+    ``body_a``, ``body_b``, ``point`` [m], ``normal`` (from b into a), ``impulse`` on a [N s],
+    ``relative_velocity`` before [m/s], ``energy_loss`` [J], ``sticking``; capture: ``target``,
+    ``handle``, ``captured``, ``reason``, ``point``, ``impulse`` (6: on the target, force then
+    torque about the point [N s, N m s]), ``energy_loss``; release: ``target``, ``released``,
+    ``reason``."""
+    s = DiagnosticStatus()
+    if isinstance(event, ContactEvent):
+        s.name = event.kind
+        s.level = DiagnosticStatus.OK
+        s.hardware_id = f'{event.body_a}|{event.body_b}'
+        s.message = (
+            f'{event.kind} {event.body_a} / {event.body_b}: impulse '
+            f'{float(np.linalg.norm(event.impulse)):.6g} N s'
+        )
+        values = {
+            'body_a': event.body_a,
+            'body_b': event.body_b,
+            'point': _floats(event.point),
+            'normal': _floats(event.normal),
+            'impulse': _floats(event.impulse),
+            'relative_velocity': _floats(event.relative_velocity),
+            'energy_loss': repr(float(event.energy_loss)),
+            'sticking': str(event.sticking).lower(),
+        }
+    elif isinstance(event, CaptureEvent):
+        s.name = 'capture'
+        s.level = DiagnosticStatus.OK if event.captured else DiagnosticStatus.WARN
+        s.hardware_id = f'robot|{event.target}'
+        s.message = (
+            f'captured {event.target}/{event.handle}'
+            if event.captured
+            else f'grasp refused: {event.reason}'
+        )
+        values = {
+            'target': event.target,
+            'handle': event.handle,
+            'captured': str(event.captured).lower(),
+            'reason': event.reason,
+            'point': _floats(event.point),
+            'impulse': _floats(event.impulse),
+            'energy_loss': repr(float(event.energy_loss)),
+        }
+    else:
+        s.name = 'release'
+        s.level = DiagnosticStatus.OK if event.released else DiagnosticStatus.WARN
+        s.hardware_id = f'robot|{event.target}'
+        s.message = f'released {event.target}' if event.released else event.reason
+        values = {
+            'target': event.target,
+            'released': str(event.released).lower(),
+            'reason': event.reason,
+        }
+    s.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+    return s
+
+
+def event_message(
+    time_ns: int, event: ContactEvent | CaptureEvent | ReleaseEvent
+) -> DiagnosticArray:
+    """``scene_events`` message of one event at simulated time ``time_ns``."""
+    out = DiagnosticArray(status=[event_status(event)])
+    out.header.stamp = to_stamp(max(0, int(time_ns)))
+    return out
+
+
+class TargetMessages:
+    """TF, odometry and markers of the targets (module docstring).
+
+    Parameters
+    ----------
+    world_frame, prefix : str
+        The inertial frame id and the frame prefix.
+    """
+
+    def __init__(self, world_frame: str, prefix: str) -> None:
+        self.world, self.prefix = world_frame, prefix
+
+    def frame(self, name: str, link: str = '') -> str:
+        """Frame id of target ``name``'s root (or of its ``link``)."""
+        return f'{self.prefix}target/{name}' + (f'/{link}' if link else '')
+
+    def transforms(
+        self, scene: SceneSnapshot, targets: dict[str, Target], stamp: Any
+    ) -> list[TransformStamped]:
+        """``world -> target/<name>`` and, for URDF targets, each other link from the root."""
+        out = []
+        for name, t in scene.targets.items():
+            root = t.root
+            tf = TransformStamped()
+            tf.header.stamp, tf.header.frame_id = stamp, self.world
+            tf.child_frame_id = self.frame(name)
+            _set_point(tf.transform.translation, root.position)
+            _set_quat(tf.transform.rotation, root.orientation)
+            out.append(tf)
+            model = targets[name].model
+            if len(model.link_names) < 2:
+                continue
+            R0 = quat_to_matrix(root.orientation)
+            for link in model.link_names[1:]:
+                p, R = D.link_pose(model, t.q, link)
+                tl = TransformStamped()
+                tl.header.stamp, tl.header.frame_id = stamp, self.frame(name)
+                tl.child_frame_id = self.frame(name, link)
+                _set_point(tl.transform.translation, R0.T @ (p - root.position))
+                _set_quat(tl.transform.rotation, matrix_to_quat(R0.T @ R))
+                out.append(tl)
+        return out
+
+    def odometry(self, name: str, scene: SceneSnapshot, stamp: Any) -> Odometry:
+        """``targets/<name>/odom``: the root frame's pose in world, its twist in its axes."""
+        root = scene.targets[name].root
+        odom = Odometry()
+        odom.header.stamp, odom.header.frame_id = stamp, self.world
+        odom.child_frame_id = self.frame(name)
+        _set_point(odom.pose.pose.position, root.position)
+        _set_quat(odom.pose.pose.orientation, root.orientation)
+        R = quat_to_matrix(root.orientation)
+        _set_point(odom.twist.twist.linear, R.T @ root.linear_velocity)
+        _set_point(odom.twist.twist.angular, R.T @ root.angular_velocity)
+        return odom
+
+    def markers(
+        self, scene: SceneSnapshot | None, targets: dict[str, Target], inside: set, stamp: Any
+    ) -> MarkerArray:
+        """Target shapes and capture envelopes (``inside``: ``(target, handle)`` pairs whose
+        envelope holds the gripper now); all deleted first (``scene`` None: only that)."""
+        out = MarkerArray()
+        clear = Marker(action=Marker.DELETEALL)
+        clear.ns = 'targets'
+        out.markers.append(clear)
+        k = 0
+        for name, t in () if scene is None else scene.targets.items():
+            model = targets[name].model
+            for shape in targets[name].shapes:
+                p, R = D.link_pose(model, t.q, shape.link)
+                m = self._marker(stamp, 'targets', k, (0.75, 0.75, 0.8, 0.9))
+                k += 1
+                _set_point(m.pose.position, p + R @ shape.translation)
+                _set_quat(m.pose.orientation, matrix_to_quat(R @ shape.rotation))
+                g = shape.shape
+                if isinstance(g, Sphere):
+                    m.type = Marker.SPHERE
+                    m.scale.x = m.scale.y = m.scale.z = 2.0 * g.radius
+                elif isinstance(g, Box):
+                    m.type = Marker.CUBE
+                    m.scale.x, m.scale.y, m.scale.z = (float(x) for x in g.size)
+                else:  # cylinder; a capsule is drawn as its cylinder with the caps' length
+                    m.type = Marker.CYLINDER
+                    extra = 0.0 if isinstance(g, Cylinder) else 2.0 * g.radius
+                    m.scale.x = m.scale.y = 2.0 * g.radius
+                    m.scale.z = g.length + extra
+                out.markers.append(m)
+            for h in targets[name].handles:
+                hs = t.handles[h.name]
+                rgba = (
+                    (0.2, 0.4, 1.0, 0.35)
+                    if t.held
+                    else (0.1, 0.9, 0.2, 0.35)
+                    if (name, h.name) in inside
+                    else (0.6, 0.6, 0.6, 0.25)
+                )
+                m = self._marker(stamp, 'targets', k, rgba)
+                k += 1
+                m.type = Marker.SPHERE
+                m.scale.x = m.scale.y = m.scale.z = 2.0 * h.radius
+                _set_point(m.pose.position, hs.position)
+                m.pose.orientation.w = 1.0
+                out.markers.append(m)
+        return out
+
+    def contact_markers(self, events: list, stamp: Any) -> MarkerArray:
+        """A point and an impulse arrow per contact event (``(time_ns, event)``)."""
+        out = MarkerArray()
+        for k, (time_ns, ev) in enumerate(e for e in events if isinstance(e[1], ContactEvent)):
+            point = self._marker(to_stamp(time_ns), 'contacts', 2 * k, (1.0, 0.3, 0.0, 1.0))
+            point.type = Marker.SPHERE
+            point.scale.x = point.scale.y = point.scale.z = 0.03
+            _set_point(point.pose.position, ev.point)
+            point.pose.orientation.w = 1.0
+            arrow = self._marker(to_stamp(time_ns), 'contact_impulses', 2 * k + 1, (1, 1, 0, 1))
+            arrow.type = Marker.ARROW
+            arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.01, 0.02, 0.03
+            tip = ev.point + IMPULSE_ARROW_SCALE * ev.impulse
+            arrow.points = [Point(), Point()]
+            _set_point(arrow.points[0], ev.point)
+            _set_point(arrow.points[1], tip)
+            for m in (point, arrow):
+                m.lifetime.sec = int(CONTACT_MARKER_LIFETIME)
+                out.markers.append(m)
+        return out
+
+    def _marker(self, stamp: Any, ns: str, k: int, rgba: tuple) -> Marker:
+        m = Marker()
+        m.header.stamp, m.header.frame_id = stamp, self.world
+        m.ns, m.id, m.action = ns, k, Marker.ADD
+        m.color.r, m.color.g, m.color.b, m.color.a = (float(c) for c in rgba)
+        return m
+
+
+__all__ = [
+    'CONTACT_MARKER_LIFETIME',
+    'IMPULSE_ARROW_SCALE',
+    'SHIPPED_SCENARIOS',
+    'TargetMessages',
+    'WorldSetup',
+    'event_message',
+    'event_status',
+    'resolve_scenario',
+    'world_setup',
+]
