@@ -21,6 +21,7 @@ setup(
         _share('launch', '*.py'),
         _share('config', '*.yaml'),
         _share('config/rviz', '*.rviz'),
+        _share('config/scenarios', '*.yaml'),
         _share('urdf', '*.urdf'),
         _share('models', '*.yaml'),
     ],

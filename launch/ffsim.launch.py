@@ -34,6 +34,8 @@ namespace and ``/<namespace>/clock`` with one.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from launch import LaunchContext, LaunchDescription
 from launch.actions import (
     DeclareLaunchArgument,
@@ -108,6 +110,13 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
             'Empty: the value of config/simulator.yaml.',
         ),
         DeclareLaunchArgument(
+            'scenario',
+            default_value='',
+            description='Capture scenario of the simulator (targets): a shipped name '
+            '(capture: config/scenarios/capture.yaml) or a path to a scenario YAML. Empty: no '
+            'target at start.',
+        ),
+        DeclareLaunchArgument(
             'params_file',
             default_value='',
             description='Extra parameter YAML applied to both nodes after the package configs '
@@ -163,6 +172,11 @@ def robot_actions(context: LaunchContext) -> list:
     common = {'use_sim_time': use_sim_time}
 
     sim_params = {**common, 'robot_description': description, 'frame_prefix': prefix}
+    scenario = _arg(context, 'scenario')
+    if scenario:  # a shipped name as is (the simulator resolves it), a path made absolute
+        sim_params['scenario'] = (
+            str(Path(scenario).resolve()) if Path(scenario).suffix else scenario
+        )
     position = _arg(context, 'initial_base_position')
     if position:
         sim_params['initial_base_position'] = ls.parse_vector(position, 3, 'initial_base_position')

@@ -50,6 +50,7 @@ FFSIM_ARGUMENTS = {
     'localhost_only',
     'record',
     'bag_path',
+    'scenario',
 }
 SAMPLES = sorted(p.stem for p in (ROOT / 'urdf').glob('*.urdf'))
 
@@ -518,6 +519,10 @@ def test_rviz_config_shows_the_nodes_topics() -> None:
     for needed in ('RobotModel', 'TF', 'MarkerArray', 'Pose', 'Path'):
         assert f'rviz_default_plugins/{needed}' in classes
     published = set().union(*(topics_of(p, 'create_publisher') for p in NODE_SOURCES.values()))
+    # the simulator's target topics (issue 17) are created by its helper module
+    published |= topics_of(
+        ROOT / 'ffsim_ros' / 'node_support' / 'scene_services.py', 'create_publisher'
+    )
     subscribed = topics_of(NODE_SOURCES['ffsim_reactionless_controller'], 'create_subscription')
     topics = rviz_topics(config)
     assert set(topics.values()) >= {'robot_description', 'markers', 'ee_goal', 'ee_path'}
@@ -810,6 +815,12 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
     assert _parameters(sim)['frame_prefix'] == ''
     assert _parameters(nodes['robot_state_publisher'])['frame_prefix'] == ''
     assert 'initial_base_position' not in _parameters(sim)  # the YAML's value
+    assert 'scenario' not in _parameters(sim)  # no target
+    sim = _nodes(_run(module, 'robot_actions', scenario='capture'))['simulator']
+    assert _parameters(sim)['scenario'] == 'capture'  # a shipped name: resolved by the node
+    own = tmp_path / 'mine.yaml'
+    sim = _nodes(_run(module, 'robot_actions', scenario=str(own)))['simulator']
+    assert _parameters(sim)['scenario'] == str(own.resolve())
     assert _parameters(ctl)['mode'] == 'reactionless' and _parameters(ctl)['ee_link'] == 'ee_link'
     assert nodes['rviz2'].kwargs['arguments'] == ['-d', str(RVIZ)]
     assert not _of_type(_run(module, 'robot_actions'), 'RegisterEventHandler')  # no temp file

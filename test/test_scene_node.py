@@ -213,3 +213,32 @@ def test_capture_scenario_odometry_grasp_and_momentum(ros_process, probe) -> Non
     assert values[1]['target'] == 'client'
     assert 'outside its capture envelope' in values[0]['reason']
     assert len(values[1]['impulse'].split()) == 6
+
+
+@pytest.mark.parametrize('case', ['overlap', 'robot'])
+def test_bad_scenario_exits_2_naming_it(ros_process, tmp_path, case: str) -> None:
+    import time
+
+    import yaml
+
+    data = yaml.safe_load(resolve_scenario('capture').read_text())
+    urdf = resolve_scenario('capture').parent / data['robot']['urdf']
+    data['robot']['urdf'] = str(urdf.resolve())
+    expected = {
+        'overlap': "target 'client': shape on 'client/body' overlaps 'robot/",
+        'robot': "robot.urdf: expected the simulated robot 'ffsim_servicer_7dof'",
+    }[case]
+    if case == 'overlap':
+        data['targets'][0]['position'] = [0.0, 0.0, 0.0]  # inside the bus
+    else:
+        data['robot']['urdf'] = str(urdf.parent / 'planar_2link.urdf')
+        data['robot']['gripper'] = {'link': 'ee_link'}
+        del data['robot']['exclude_links'], data['targets']
+    path = tmp_path / 'scenario.yaml'
+    path.write_text(yaml.safe_dump(data))
+    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', f'scenario:={path}'], name='sim')
+    deadline = time.monotonic() + 60
+    while sim.is_running() and time.monotonic() < deadline:
+        time.sleep(0.1)  # waiting for the process to exit, not for DDS
+    assert sim.returncode == 2, sim.describe()
+    assert expected in sim.stderr(), sim.describe()
