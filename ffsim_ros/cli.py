@@ -4,7 +4,8 @@ The demo starts the simulator and the reactionless controller as separate ROS 2 
 (real DDS, confined to localhost on a domain id of its own), drives the end effector through
 a scripted sequence of goals once in ``reactionless`` and once in ``gjm_tracking`` mode,
 records every topic to MCAP (one file per mode), and writes PNG plots and a summary table
-comparing the two modes.
+comparing the two modes. ``ffsim demo --scenario capture`` runs the capture of a tumbling
+target instead (:mod:`ffsim_ros.capture_demo`).
 """
 
 from __future__ import annotations
@@ -452,6 +453,10 @@ def plot(runs: list[ModeRun], out: Path) -> list[Path]:
 
 # ------------------------------------------------------------------------------------ demo
 def demo(args: argparse.Namespace) -> int:
+    if args.scenario == 'capture':  # in-process closed loop, no DDS (ffsim_ros.capture_demo)
+        from ffsim_ros.capture_demo import run_demo
+
+        return run_demo(Path(args.output), short=args.short)
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
     lease = DomainLease()
@@ -506,6 +511,13 @@ def main(argv: list[str] | None = None) -> int:
         help='simulator real-time factor (default: %(default)s; three processes share the cores)',
     )
     p.add_argument('--seconds-per-goal', type=float, default=None, help='sim seconds per goal')
+    p.add_argument(
+        '--scenario',
+        choices=('reach', 'capture'),
+        default='reach',
+        help='reach: end-effector goals over DDS (default); capture: a tumbling target '
+        'captured and detumbled, momentum distribution vs gjm (in-process, no DDS)',
+    )
     sub.add_parser(
         'campaign',
         add_help=False,

@@ -20,6 +20,7 @@ of target, arm and base, impulses); :meth:`CaptureLoop.run` returns them with a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +34,7 @@ from ffsim_ros.scene import (
     Gripper,
     Handle,
     Scene,
+    SceneSnapshot,
     Sphere,
     Target,
     rigid_target,
@@ -187,6 +189,11 @@ class CaptureLoop:
         self.detumbler: Detumbler | None = None
         self.phase = 'approach'
         self.result = CaptureResult(self.mode)
+        #: The scene's snapshot read by the last :meth:`update` (after the grasp, if any) and
+        #: every event since the update before (what a recorder needs).
+        self.last_snapshot: SceneSnapshot | None = None
+        self.last_events: tuple = ()
+        self._next: SceneSnapshot | None = None
 
     # ------------------------------------------------------------------------------------------
     def _handle_point(self, snap) -> tuple[np.ndarray, np.ndarray]:
@@ -237,13 +244,17 @@ class CaptureLoop:
         """One control period: read, (grasp,) control, step the physics."""
         scene, g = self.scene, self.gains
         t = scene.time
-        snap = scene.snapshot()
+        snap = self._next if self._next is not None else scene.snapshot()
+        self._next = None
+        events = snap.events
         capture = np.zeros(6)
         if self.detumbler is None and self._in_envelope():
             event = self._grasp(t)
             if event.captured:
                 capture = np.asarray(event.impulse)
                 snap = scene.snapshot()
+                events = events + snap.events
+        self.last_snapshot, self.last_events = snap, events
         q, v = scene.robot_state
         if self.detumbler is None:
             terms = momentum_terms(self.robot, q, v)
@@ -260,7 +271,8 @@ class CaptureLoop:
             limit = self.robot.effort_limit
             saturated = bool(np.any(np.abs(tau) >= limit))
         sample = self._sample(t, snap, q, v, capture, tau, saturated)
-        scene.advance(self.steps, effort=tau)
+        # the snapshot at the end of the period (with its events) is the next update's
+        self._next = scene.advance(self.steps, effort=tau)
         return sample
 
     def _sample(self, t, snap, q, v, capture, tau, saturated) -> CaptureSample:
@@ -276,7 +288,9 @@ class CaptureLoop:
         h_base = _about(_base_momentum(self.robot, q, v), com)
         h_target = _about(np.asarray(tgt.momentum), com)
         impulses = sum(
-            float(np.linalg.norm(e.impulse)) for e in snap.events if isinstance(e, ContactEvent)
+            float(np.linalg.norm(e.impulse))
+            for e in self.last_events
+            if isinstance(e, ContactEvent)
         )
         return CaptureSample(
             time=t,
@@ -297,12 +311,21 @@ class CaptureLoop:
             saturated=saturated,
         )
 
-    def run(self, duration: float) -> CaptureResult:
-        """Run ``duration`` seconds [s] from now and return the :class:`CaptureResult`."""
+    def run(
+        self,
+        duration: float,
+        observer: Callable[[CaptureLoop, CaptureSample], None] | None = None,
+    ) -> CaptureResult:
+        """Run ``duration`` seconds [s] from now and return the :class:`CaptureResult`
+        (``observer(loop, sample)`` called after each update, e.g. a recorder reading
+        :attr:`last_snapshot`)."""
         t_end = self.scene.time + float(duration)
         res = self.result
         while self.scene.time < t_end - 0.5 * self.control_dt:
-            res.samples.append(self.update())
+            sample = self.update()
+            res.samples.append(sample)
+            if observer is not None:
+                observer(self, sample)
         return self.summarize()
 
     def summarize(self) -> CaptureResult:
@@ -368,7 +391,7 @@ def tumbling_target_scene(
     spin_rate: float = float(np.radians(5.0)),
     drift_speed: float = 0.02,
     mass: float = 120.0,
-    dt: float = 2e-3,
+    dt: float = 5e-3,
 ) -> tuple[Scene, Target]:
     """The issue-17 capture case on the sample servicer (``ffsim_servicer_7dof``).
 
