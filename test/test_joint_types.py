@@ -651,7 +651,7 @@ def test_closed_chain_through_ball_and_universal_joints_matches_pinocchio(seed):
         pin.ProximalSettings(1e-14, 1e-10, 200),
     )
     expect = np.linalg.solve(T, ap - ref.drift(q, v))
-    for method in ('kkt', 'nullspace', 'multipliers'):
+    for method in ('aba', 'kkt', 'nullspace', 'multipliers'):
         sol = chain.dynamics(q, v, tau, base_wrench=bw, method=method)
         assert_close(sol.a, expect, f'closed chain ({method})', rtol=1e-8)
     # the loop force is internal: the linear momentum changes by the external forces alone

@@ -644,7 +644,7 @@ def test_planar_fourbar_matches_pinocchio_and_warns_redundancy(kind: str) -> Non
             ],
         )
         R_rocker = D.link_pose(model, q, 'rocker')[1]
-        for method in SOLVERS:
+        for method in SOLVERS + ('aba',):  # the compiled solver too
             sol = chain.dynamics(q, v, tau, method=method)
             worst = max(worst, rel_err(sol.a, ref))
             assert rel_err(sol.a, ref) < 1e-8, (method, rel_err(sol.a, ref))
@@ -681,7 +681,7 @@ def test_spatial_loop_on_floating_base_matches_pinocchio(kind: str) -> None:
             bw,
         )
         R_a = D.link_pose(model, q, 'la4')[1]
-        for method in SOLVERS:
+        for method in SOLVERS + ('aba',):  # the compiled solver too
             sol = chain.dynamics(q, v, tau, base_wrench=bw, method=method)
             assert rel_err(sol.a, ref) < 1e-8, (method, rel_err(sol.a, ref))
             assert sol.rank == sol.n_rows  # generic spatial loop: no redundancy

@@ -41,30 +41,35 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..algorithms import mass_matrix
+from ..algorithms import body_wrenches, mass_matrix
 from ..algorithms import momentum as momentum_of
-from ..inputs import ArrayLike, as_q, as_v, as_vector
+from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force
 from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model
+from .articulated import LoopKernel
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
 from .tree import (
     METHODS,
     Bodies,
     Rows,
+    actuation,
     applied_forces,
     bodies,
     body_velocity_jacobian,
-    check_method,
     checked_inputs,
     effective_efforts,
     hinge_wrenches,
     joint_accelerations,
+    joint_frames,
     root_rows,
     tree_rows,
 )
 
 LOOP_KINDS = ('ball', 'revolute', 'weld')
+#: Solvers of the closed-chain system: the compiled tree-coordinate form (default) and the
+#: maximal-coordinate references of :mod:`.linalg`.
+CHAIN_METHODS = ('aba',) + METHODS
 _ROWS = {'ball': 3, 'revolute': 5, 'weld': 6}
 #: Singular values of a cut hinge's ``C_k`` below this fraction of its largest are zero.
 _RANK_RTOL = 1e-9
@@ -173,8 +178,10 @@ class ClosedChain:
     alpha, beta : float
         Baumgarte gains of [M Remark 4] [1/s, 1/s^2] (``xi'' + alpha xi' + beta xi = 0``);
         defaults :data:`DEFAULT_ALPHA`, :data:`DEFAULT_BETA`. ``0, 0`` disables it.
-    method : {'kkt', 'nullspace', 'multipliers'}
-        Solver of the Lagrangian system.
+    method : {'aba', 'kkt', 'nullspace', 'multipliers'}
+        Solver of the Lagrangian system: ``'aba'`` (default) the compiled O(n) form in the
+        tree's coordinates (:mod:`.articulated`); the others the maximal-coordinate
+        references (:mod:`.linalg`).
     """
 
     def __init__(
@@ -184,9 +191,9 @@ class ClosedChain:
         *,
         alpha: float = DEFAULT_ALPHA,
         beta: float = DEFAULT_BETA,
-        method: str = 'kkt',
+        method: str = 'aba',
     ) -> None:
-        check_method(method)
+        _check_chain_method(method)
         loops = tuple(loops)
         if not loops:
             raise ValueError('loops: expected at least one LoopClosure, got none')
@@ -210,6 +217,7 @@ class ClosedChain:
         self.beta = beta
         self.method = method
         self._warned = False
+        self._kernel = LoopKernel(model, loops, _RANK_RTOL)
 
     def _names(self) -> str:
         """The cut hinges, for error messages."""
@@ -383,7 +391,7 @@ class ClosedChain:
         stabilize : bool
             Apply the Baumgarte terms (``alpha``, ``beta``); False gives the plain index-1
             system ``xi'' = 0``.
-        method : {'kkt', 'nullspace', 'multipliers'}, optional
+        method : {'aba', 'kkt', 'nullspace', 'multipliers'}, optional
             Overrides the chain's solver.
 
         Returns
@@ -392,10 +400,12 @@ class ClosedChain:
         """
         model = self.model
         method = self.method if method is None else method
-        check_method(method)
+        _check_chain_method(method)
         q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(tau))):
             raise ValueError(f'{self._names()}: expected a finite state and efforts, got NaN/inf')
+        if method == 'aba':
+            return self._aba_dynamics(q, v, tau, bw, link_wrenches, stabilize)
         bd = bodies(model, q, v)
         u = applied_forces(model, bd, effective_efforts(model, v, tau), bw, link_wrenches)
         tree = tree_rows(model, bd)
@@ -425,16 +435,8 @@ class ClosedChain:
                 f'{self._names()}: the closed-chain system gave non-finite accelerations or '
                 'loop forces (a singular configuration or a non-finite state)'
             )
-        if any(U is not None for U in bases) and not self._warned:
-            self._warned = True  # once per chain: a simulation would repeat it every call
-            warnings.warn(
-                f'closed chain: constraint Jacobian has rank {rank} < {n_rows} rows '
-                '(redundant cut-hinge rows, e.g. the out-of-plane rows of a planar loop): their '
-                "independent combinations are kept (rank decided per cut hinge on the tree's "
-                'relative velocities, a departure from seed 001 Appendix case 2)',
-                RedundantConstraintWarning,
-                stacklevel=2,
-            )
+        if any(U is not None for U in bases):
+            self._warn_redundant(rank, n_rows)
         X = x.reshape(nb, 6)
         acc = joint_accelerations(model, q, bd, X)
         f, g, _ = hinge_wrenches(model, bd, tree, lam)
@@ -454,6 +456,83 @@ class ClosedChain:
             r0 += lp.rows
             k0 += U.shape[1]
         return ClosedChainSolution(acc, X, mult, wrenches, f, g, rank, n_rows)
+
+    def _warn_redundant(self, rank: int, n_rows: int) -> None:
+        if self._warned:
+            return
+        self._warned = True  # once per chain: a simulation would repeat it every call
+        warnings.warn(
+            f'closed chain: constraint Jacobian has rank {rank} < {n_rows} rows '
+            '(redundant cut-hinge rows, e.g. the out-of-plane rows of a planar loop): their '
+            "independent combinations are kept (rank decided per cut hinge on the tree's "
+            'relative velocities, a departure from seed 001 Appendix case 2)',
+            RedundantConstraintWarning,
+            stacklevel=3,
+        )
+
+    def _checked_solution(self, q, v, tau, bw, link_wrenches, stabilize):
+        """:meth:`LoopKernel.solve` with the chain's gains, non-finite results refused."""
+        on = stabilize and bool(self.alpha or self.beta)
+        a, lam, acc, k, fext = self._kernel.solve(
+            q,
+            v,
+            tau,
+            self.alpha if on else 0.0,
+            self.beta if on else 0.0,
+            bw,
+            link_wrenches,
+        )
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(lam))):
+            raise np.linalg.LinAlgError(
+                f'{self._names()}: the closed-chain system gave non-finite accelerations or '
+                'loop forces (a singular configuration or a non-finite state)'
+            )
+        return a, lam, acc, k, fext
+
+    def _aba_dynamics(self, q, v, tau, bw, link_wrenches, stabilize) -> ClosedChainSolution:
+        """:meth:`dynamics` by the compiled tree-coordinate solver (:mod:`.articulated`);
+        body accelerations, loop wrenches and tree hinge forces recovered from its result."""
+        model = self.model
+        a, lam, acc, k, fext = self._checked_solution(q, v, tau, bw, link_wrenches, stabilize)
+        nb = model.arrays.parent.shape[0]
+        n_tree = 6 * nb - model.nv  # 6 - nv_j per joint, 6 for a fixed root
+        n_rows = n_tree + self.n_loop_rows
+        if k < self.n_loop_rows:
+            self._warn_redundant(n_tree + k, n_rows)
+        bd = bodies(model, q, v)
+        A = acc.copy()
+        A[:, :3] += model.gravity  # spatial accelerations at O
+        X = np.concatenate(
+            (A[:, :3] + cross(A[:, 3:], bd.c) + cross(bd.w, bd.rdot), A[:, 3:]), axis=1
+        )
+        rows, _, ob = self.loop_rows(bd)
+        loads = np.zeros((nb, 6))
+        if fext.shape[0]:
+            loads += fext
+        mult, wrenches = {}, {}
+        r0 = 0
+        for i, lp in enumerate(self.loops):
+            sl = slice(r0, r0 + lp.rows)
+            lk = lam[sl].copy()
+            for G, body in ((rows.Ga[sl], rows.a[r0]), (rows.Gb[sl], rows.b[r0])):
+                about_c = G.T @ lk  # on the body, moment about its CoM
+                loads[body, :3] += about_c[:3]
+                loads[body, 3:] += about_c[3:] + cross(bd.c[body], about_c[:3])
+                if body == rows.b[r0]:
+                    F = about_c[:3]
+                    wrenches[lp.name] = np.r_[F, about_c[3:] - cross(ob[i] - bd.c[body], F)]
+            mult[lp.name] = lk
+            r0 += lp.rows
+        n = nb - 1
+        f = np.zeros((n, 3))
+        g = np.zeros((n, 3))
+        if n:
+            F = self._kernel.transmitted_wrenches(q, v, acc, loads)[1:]
+            force, torque = actuation(model, bd, effective_efforts(model, v, tau))
+            o, _ = joint_frames(model, bd)
+            f = force - F[:, :3]
+            g = torque - (F[:, 3:] - cross(o, F[:, :3]))
+        return ClosedChainSolution(a, X, mult, wrenches, f, g, n_tree + k, n_rows)
 
     def acceleration(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, **kwargs) -> np.ndarray:
         """``dynamics(...).a``."""
@@ -540,6 +619,37 @@ class ClosedChain:
         v[free] -= HiGt @ (np.linalg.pinv(Gf @ HiGt, rcond=1e-10) @ (Gq @ v))
         return q, v
 
+    def _project_compiled(
+        self, q: np.ndarray, v: np.ndarray, h_target: np.ndarray | None, tol: float, max_iter: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`project` through the compiled solver: the same Gauss-Newton steps and
+        velocity projection, ``M^-1 C^T`` and ``C M^-1 C^T`` from the articulated-body passes.
+        The loop rows have no base columns (the base is an ancestor of both sides), so the
+        momentum rows decouple in the kinetic-energy metric: the loop correction leaves the
+        momentum, and the momentum correction (``-H_bb^-1 (H_b v - X^-1 h)``, the base
+        velocity only) leaves the loop rows."""
+        model = self.model
+        kernel = self._kernel
+        err = np.inf
+        for _ in range(max_iter + 1):
+            err, dq, dv = kernel.projection(q, v)
+            if not np.isfinite(err):
+                raise ValueError(f'project: {self._names()}: non-finite state')
+            if err <= tol:
+                break
+            q = integrate(model, q, dq)
+        else:
+            raise RuntimeError(
+                f'project: {self._names()}: no convergence in {max_iter} iterations (max |xi| = '
+                f'{err:.3e})'
+            )
+        v = v + dv
+        if h_target is not None:
+            dh = momentum_of(model, q, v) - h_target  # X H_b v - h, X = [[E, 0], [r0~, E]]
+            dh[3:] -= cross(q[:3], dh[:3])  # X^-1
+            v[:6] -= np.linalg.solve(mass_matrix(model, q)[:6, :6], dh)
+        return q, v
+
     def _velocity_rows(self, bd: Bodies) -> np.ndarray:
         """The independent loop rows on the tree's velocities, ``U^T G B`` (K, nv): their
         velocity errors, and in the kinetic-energy metric the directions of loop impulses."""
@@ -594,6 +704,8 @@ class ClosedChain:
                 if momentum is not None
                 else momentum_of(model, q, v)
             )
+        if self.method == 'aba':
+            return self._project_compiled(q, v, h_target, tol, max_iter)
         zero = np.zeros(model.nv)
         err = np.inf
         for _ in range(max_iter):
@@ -682,17 +794,38 @@ class ClosedChain:
         q = as_q(model, q)
         v = as_v(model, v)
 
-        def acceleration(_t: float, qq: np.ndarray, vv: np.ndarray) -> np.ndarray:
-            return self.dynamics(
-                qq,
-                vv,
-                tau,
-                base_wrench=base_wrench,
-                link_wrenches=link_wrenches,
-                stabilize=stabilize,
-            ).a
+        if self.method == 'aba':  # the compiled solver, inputs converted once per step
+            gen = generalized_force(
+                model, checked_inputs(model, q, v, tau, base_wrench)[2], base_wrench
+            )
+            on = stabilize and bool(self.alpha or self.beta)
+            gains = (self.alpha, self.beta) if on else (0.0, 0.0)
+            kernel = self._kernel
+
+            def acceleration(_t: float, qq: np.ndarray, vv: np.ndarray) -> np.ndarray:
+                fext = (
+                    body_wrenches(model, qq, link_wrenches) if link_wrenches else kernel.empty_fext
+                )
+                return kernel.accelerations(qq, vv, gen, fext, *gains)
+
+        else:
+
+            def acceleration(_t: float, qq: np.ndarray, vv: np.ndarray) -> np.ndarray:
+                return self.dynamics(
+                    qq,
+                    vv,
+                    tau,
+                    base_wrench=base_wrench,
+                    link_wrenches=link_wrenches,
+                    stabilize=stabilize,
+                ).a
 
         q_next, v_next = rk4_step(model, q, v, dt, acceleration)
+        if not (np.all(np.isfinite(q_next)) and np.all(np.isfinite(v_next))):
+            raise np.linalg.LinAlgError(
+                f'{self._names()}: the step gave a non-finite state (a singular configuration '
+                'or a non-finite input)'
+            )
         if project:
             # the momentum the step must end with: internal loop forces and efforts leave it,
             # gravity adds its known impulse; other external wrenches: keep the step's own
@@ -737,8 +870,14 @@ class ClosedChain:
         return np.arange(steps + 1) * dt, Q, V
 
 
+def _check_chain_method(method: str) -> None:
+    if method not in CHAIN_METHODS:
+        raise ValueError(f'method: expected one of {CHAIN_METHODS}, got {method!r}')
+
+
 __all__ = [
     'BAUMGARTE_OMEGA',
+    'CHAIN_METHODS',
     'DEFAULT_ALPHA',
     'DEFAULT_BETA',
     'LOOP_KINDS',

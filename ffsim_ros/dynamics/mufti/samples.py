@@ -6,6 +6,9 @@ examples.
   between the rocker's tip and the ground's second pivot.
 * The spatial loop: a 20 kg floating base with two arms (4 + 3 revolute joints about mixed
   axes) whose tips meet at ``q = 0``; cut between the tips.
+* The floating platform: a 20 kg floating base with three legs (3 revolute joints each, axes
+  x, y, x); a 5 kg platform on a revolute joint at the tip of leg ``a``, the tips of legs
+  ``b`` and ``c`` held to it by two ball cut hinges (a 4-DoF mechanism on a free base).
 """
 
 from __future__ import annotations
@@ -165,6 +168,89 @@ def tumbling_spatial_loop(kind: str) -> tuple[ClosedChain, np.ndarray, np.ndarra
     q0 = neutral(model)
     q0[7:] = 0.1 * np.random.default_rng(2).normal(size=model.n)
     q, v = chain.assemble(q0, np.random.default_rng(3).normal(size=model.nv), move_base=True)
+    return chain, q, v
+
+
+#: Bent leg angles of the floating platform where the cut hinges are placed (assembled there).
+PLATFORM_LEGS = {'a': (0.3, 0.4, -0.8), 'b': (-0.2, 0.5, -0.9), 'c': (0.25, -0.45, 0.7)}
+#: Leg roots on the platform base (base frame) [m].
+PLATFORM_ROOTS = {'a': (0.3, 0.3, 0.1), 'b': (0.3, -0.3, 0.1), 'c': (-0.35, 0.0, 0.1)}
+
+
+def platform_urdf(seed: int = 7) -> str:
+    """The floating platform (see the module docstring); ``seed`` draws the inertia tensors.
+    Links: ``base``, ``{leg}1..3`` for legs a, b, c, ``platform``; joints ``{leg}j1..3``,
+    ``pj``."""
+    rng = np.random.default_rng(seed)
+
+    def link(name: str, m: float, com) -> str:
+        return f'<link name="{name}">{_inertial(rng, m, com)}</link>'
+
+    out = ['<robot name="floating_platform">', link('base', 20.0, (0.0, 0.02, 0.05))]
+    for leg, root in PLATFORM_ROOTS.items():
+        out += [
+            _rev(f'{leg}j1', 'base', f'{leg}1', root, '1 0 0'),
+            link(f'{leg}1', 1.0, (0, 0, 0.2)),
+            _rev(f'{leg}j2', f'{leg}1', f'{leg}2', (0, 0, 0.4), '0 1 0'),
+            link(f'{leg}2', 0.9, (0, 0, 0.2)),
+            _rev(f'{leg}j3', f'{leg}2', f'{leg}3', (0, 0, 0.4), '1 0 0'),
+            link(f'{leg}3', 0.5, (0, 0, 0.1)),
+        ]
+    out += [
+        _rev('pj', 'a3', 'platform', (0, 0, 0.2), '0 0 1'),
+        link('platform', 5.0, (-0.3, -0.1, 0.05)),
+    ]
+    return ''.join(out) + '</robot>'
+
+
+def platform_chain(gravity=(0.0, 0.0, 0.0), **kwargs: object) -> tuple[ClosedChain, np.ndarray]:
+    """The floating platform closed by its two ball cut hinges (``'b_tip'``, ``'c_tip'``:
+    leg tip ``(0, 0, 0.2)`` in ``b3`` / ``c3`` to the platform), and the configuration
+    (base at the origin, legs at :data:`PLATFORM_LEGS`, platform joint 0) where they are
+    closed. ``kwargs`` go to :class:`ClosedChain`.
+
+    Returns
+    -------
+    chain : ClosedChain;  q0 : (nq,) assembled configuration.
+    """
+    model = load_urdf(platform_urdf(), floating_base=True, gravity=gravity)
+    q0 = neutral(model)
+    for leg, angles in PLATFORM_LEGS.items():
+        for k, ang in enumerate(angles):
+            q0[model.joint_q_slice(f'{leg}j{k + 1}')] = ang
+    p_pl, R_pl = link_pose(model, q0, 'platform')
+    tip = np.array([0.0, 0.0, 0.2])
+    loops = []
+    for leg in 'bc':
+        p_t, R_t = link_pose(model, q0, f'{leg}3')
+        loops.append(
+            LoopClosure(
+                f'{leg}_tip',
+                f'{leg}3',
+                'platform',
+                'ball',
+                translation_a=tip,
+                translation_b=R_pl.T @ (p_t + R_t @ tip - p_pl),
+            )
+        )
+    return ClosedChain(model, loops, **kwargs), q0
+
+
+def tumbling_platform(**kwargs: object) -> tuple[ClosedChain, np.ndarray, np.ndarray]:
+    """The floating platform (:func:`platform_chain`, no gravity), moved off its placement
+    configuration, assembled and tumbling (base and joints at about 1 rad/s).
+
+    Returns
+    -------
+    chain : ClosedChain;  q : (nq,);  v : (nv,) on the constraint manifold.
+    """
+    chain, q0 = platform_chain(**kwargs)
+    model = chain.model
+    rng = np.random.default_rng(4)
+    quat = rng.normal(size=4)
+    q0[3:7] = quat / np.linalg.norm(quat)
+    q0[7:] += 0.05 * rng.normal(size=model.n)
+    q, v = chain.assemble(q0, rng.normal(size=model.nv), move_base=True)
     return chain, q, v
 
 

@@ -1,0 +1,893 @@
+"""Closed-chain forward dynamics at ABA cost: the tree's articulated inertias reused for the
+loop-closure rows.
+
+The Lagrangian system of a tree closed by cut hinges ([M eqs. 10, 49, 63], seed 001) is solved
+in the tree's own coordinates: with ``M`` the tree's mass matrix and ``C`` the cut-hinge rows
+on the generalized velocities,
+
+    qdd = qdd_free + M^-1 C^T lambda,    (C M^-1 C^T) lambda = gamma - C qdd_free,
+
+``qdd_free`` by one ABA sweep, and each column of ``M^-1 C^T`` by one more backward and
+forward pass *with the articulated inertias of that sweep* and a zero bias (the row's unit
+wrench, ``+`` on body ``a`` and ``-`` on body ``b``, as the only load): O(n) per row, O(m n)
+in all for ``m`` rows (Featherstone 2008, sec. 8.3, the loop-closure "test force" method;
+Pinocchio's ``constraintDynamics`` solves the same system). The ``m x m`` Delassus matrix
+``C M^-1 C^T`` is read off the test accelerations at the loop bodies.
+
+Rows are those of :class:`ffsim_ros.dynamics.mufti.ClosedChain` (module
+:mod:`ffsim_ros.dynamics.mufti.closed`), written as spatial wrenches at O: a translational
+row along ``d`` is the force ``d`` at the midpoint ``o_m`` of the two hinge points,
+``W = [d; o_m x d]``; a rotational row along ``d`` is the couple ``W = [0; d]``. With spatial
+accelerations ``A = [a_O; w']`` the row reads ``W . (A_a - A_b) = gamma``, the
+velocity-product terms of [M eqs. 6-9, 48] becoming ``-d . (w_a x v_{o_a} - w_b x v_{o_b})``
+(``v_o`` the velocity of the hinge point) and ``-d . (w_a x w_b)``; Baumgarte's
+``- alpha W . (V_a - V_b) - beta xi`` [M Remark 4] is added when ``alpha``, ``beta`` are.
+
+Redundant rows are reduced per cut hinge as the NumPy reference does: the SVD of the hinge's
+rows on the tree's velocities ``C_k`` (its path columns only), rows kept along the left
+singular vectors above ``rtol`` times the largest, minimum-norm multipliers ``U_k lambda_k``
+([M Appendix case 2], decided per hinge). A Delassus matrix still singular after that (rows
+dependent across hinges) is solved by its pseudo-inverse (minimum-norm loop multipliers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import carve, njit
+from ..lie import qlog
+from .aba import acceleration_pass, articulated_inertia_pass, velocity_pass
+from .friction import joint_friction
+from .kinematics import kinematics_into, kinematics_views, kinematics_ws_size
+from .layout import ModelArrays, unpack
+
+#: Cut-hinge kind codes (``loop_i[:, 2]``) and their row counts.
+LOOP_BALL = 0
+LOOP_REVOLUTE = 1
+LOOP_WELD = 2
+#: Pivot of the Delassus Cholesky factor, relative to the largest diagonal, below which the
+#: pseudo-inverse is used instead.
+DELASSUS_PIVOT_RTOL = 1e-10
+
+
+@njit
+def loop_row_count(kind: int) -> int:
+    """Rows of a cut hinge of kind ``kind`` (ball 3, revolute 5, weld 6)."""
+    if kind == LOOP_BALL:
+        return 3
+    if kind == LOOP_REVOLUTE:
+        return 5
+    return 6
+
+
+@njit
+def jacobi_svd(X: np.ndarray, V: np.ndarray, sv: np.ndarray) -> None:
+    """One-sided Jacobi SVD (Hestenes) of the small ``X`` (L, n), in place: on return
+    ``X = U diag(sv)`` (columns orthogonal), ``V`` (n, n) the right singular vectors, so that
+    ``X_in = U diag(sv) V^T``; ``sv`` (n,) in descending order (columns of ``X`` and ``V``
+    sorted alike). Singular values come out with high relative accuracy: exactly dependent
+    columns give round-off-sized values, as LAPACK's SVD does."""
+    L, n = X.shape
+    for i in range(n):
+        for j in range(n):
+            V[i, j] = 1.0 if i == j else 0.0
+    for _sweep in range(60):
+        rotated = False
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                a = 0.0
+                b = 0.0
+                g = 0.0
+                for r in range(L):
+                    a += X[r, i] * X[r, i]
+                    b += X[r, j] * X[r, j]
+                    g += X[r, i] * X[r, j]
+                if g == 0.0 or abs(g) <= 1e-15 * np.sqrt(a * b):
+                    continue
+                rotated = True
+                zeta = (b - a) / (2.0 * g)
+                t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                c = 1.0 / np.sqrt(1.0 + t * t)
+                sn = c * t
+                for r in range(L):
+                    xi = X[r, i]
+                    xj = X[r, j]
+                    X[r, i] = c * xi - sn * xj
+                    X[r, j] = sn * xi + c * xj
+                for r in range(n):
+                    vi = V[r, i]
+                    vj = V[r, j]
+                    V[r, i] = c * vi - sn * vj
+                    V[r, j] = sn * vi + c * vj
+        if not rotated:
+            break
+    for j in range(n):
+        s = 0.0
+        for r in range(L):
+            s += X[r, j] * X[r, j]
+        sv[j] = np.sqrt(s)
+    for i in range(n):  # selection sort, descending (n <= 6 here)
+        k = i
+        for j in range(i + 1, n):
+            if sv[j] > sv[k]:
+                k = j
+        if k != i:
+            sv[i], sv[k] = sv[k], sv[i]
+            for r in range(L):
+                X[r, i], X[r, k] = X[r, k], X[r, i]
+            for r in range(n):
+                V[r, i], V[r, k] = V[r, k], V[r, i]
+
+
+@njit
+def _rotation_vector(E: np.ndarray) -> tuple:
+    """Rotation vector of the rotation matrix ``E`` (3, 3): the compiled form of
+    :func:`ffsim_ros.dynamics.lie.matrix_log` (Shepperd's quaternion, then
+    :func:`~ffsim_ros.dynamics.lie.qlog`)."""
+    tr = E[0, 0] + E[1, 1] + E[2, 2]
+    quat = np.empty(4)
+    if tr > 0.0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        quat[0] = (E[2, 1] - E[1, 2]) / s
+        quat[1] = (E[0, 2] - E[2, 0]) / s
+        quat[2] = (E[1, 0] - E[0, 1]) / s
+        quat[3] = 0.25 * s
+    else:
+        i = 0
+        if E[1, 1] > E[i, i]:
+            i = 1
+        if E[2, 2] > E[i, i]:
+            i = 2
+        j = (i + 1) % 3
+        k = (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + E[i, i] - E[j, j] - E[k, k])
+        quat[i] = 0.25 * s
+        quat[j] = (E[j, i] + E[i, j]) / s
+        quat[k] = (E[k, i] + E[i, k]) / s
+        quat[3] = (E[k, j] - E[j, k]) / s
+    return qlog(quat[0], quat[1], quat[2], quat[3])
+
+
+@njit
+def loop_rows(
+    m: ModelArrays,
+    R: np.ndarray,
+    p: np.ndarray,
+    vel: np.ndarray,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    W: np.ndarray,
+    rhs: np.ndarray,
+    xi: np.ndarray,
+    verr: np.ndarray,
+    ob: np.ndarray,
+) -> None:
+    """Cut-hinge rows as spatial wrenches at O (module docstring), their right-hand sides
+    (no Baumgarte terms), position errors and velocity errors.
+
+    Parameters
+    ----------
+    R, p : (nb, 3, 3), (nb, 3) body poses;  vel : (nb, 6) body velocities ``[v_O; w]``.
+    loop_i : (nl, 3) int64 ``[body_a, body_b, kind]``.
+    loop_f : (nl, 24) hinge frames in the body frames: ``rot_a`` (9, row-major), ``trans_a``
+        (3), ``rot_b`` (9), ``trans_b`` (3) [m].
+    W : (nrows, 6) output rows;  rhs, xi, verr : (nrows,) outputs ``gamma`` [m/s^2, rad/s^2],
+    ``xi`` [m, rad] and ``W . (V_a - V_b)`` [m/s, rad/s];  ob : (nl, 3) output hinge points
+    on body b [m].
+    """
+    r0 = 0
+    Ra = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    oa = np.empty(3)
+    obb = np.empty(3)
+    for lp in range(loop_i.shape[0]):
+        ia = loop_i[lp, 0]
+        ib = loop_i[lp, 1]
+        kind = loop_i[lp, 2]
+        for side in range(2):
+            i = ia if side == 0 else ib
+            Rs = Ra if side == 0 else Rb
+            os = oa if side == 0 else obb
+            f0 = 12 * side
+            for r in range(3):
+                s = p[i, r]
+                for c in range(3):
+                    s += R[i, r, c] * loop_f[lp, f0 + 9 + c]
+                    t = 0.0
+                    for k in range(3):
+                        t += R[i, r, k] * loop_f[lp, f0 + 3 * k + c]
+                    Rs[r, c] = t
+                os[r] = s
+        for r in range(3):
+            ob[lp, r] = obb[r]
+        # hinge point velocities v_o = v_O + w x o, and the midpoint
+        wa0, wa1, wa2 = vel[ia, 3], vel[ia, 4], vel[ia, 5]
+        wb0, wb1, wb2 = vel[ib, 3], vel[ib, 4], vel[ib, 5]
+        va0 = vel[ia, 0] + wa1 * oa[2] - wa2 * oa[1]
+        va1 = vel[ia, 1] + wa2 * oa[0] - wa0 * oa[2]
+        va2 = vel[ia, 2] + wa0 * oa[1] - wa1 * oa[0]
+        vb0 = vel[ib, 0] + wb1 * obb[2] - wb2 * obb[1]
+        vb1 = vel[ib, 1] + wb2 * obb[0] - wb0 * obb[2]
+        vb2 = vel[ib, 2] + wb0 * obb[1] - wb1 * obb[0]
+        # w_a x v_oa - w_b x v_ob
+        c0 = (wa1 * va2 - wa2 * va1) - (wb1 * vb2 - wb2 * vb1)
+        c1 = (wa2 * va0 - wa0 * va2) - (wb2 * vb0 - wb0 * vb2)
+        c2 = (wa0 * va1 - wa1 * va0) - (wb0 * vb1 - wb1 * vb0)
+        m0 = 0.5 * (oa[0] + obb[0])
+        m1 = 0.5 * (oa[1] + obb[1])
+        m2 = 0.5 * (oa[2] + obb[2])
+        dv0 = vel[ia, 0] - vel[ib, 0]
+        dv1 = vel[ia, 1] - vel[ib, 1]
+        dv2 = vel[ia, 2] - vel[ib, 2]
+        dw0, dw1, dw2 = wa0 - wb0, wa1 - wb1, wa2 - wb2
+        for k in range(3):  # d_k: axis k of hinge frame a
+            d0, d1, d2 = Ra[0, k], Ra[1, k], Ra[2, k]
+            r = r0 + k
+            W[r, 0] = d0
+            W[r, 1] = d1
+            W[r, 2] = d2
+            W[r, 3] = m1 * d2 - m2 * d1
+            W[r, 4] = m2 * d0 - m0 * d2
+            W[r, 5] = m0 * d1 - m1 * d0
+            rhs[r] = -(d0 * c0 + d1 * c1 + d2 * c2)
+            xi[r] = d0 * (oa[0] - obb[0]) + d1 * (oa[1] - obb[1]) + d2 * (oa[2] - obb[2])
+            verr[r] = (
+                W[r, 0] * dv0
+                + W[r, 1] * dv1
+                + W[r, 2] * dv2
+                + W[r, 3] * dw0
+                + W[r, 4] * dw1
+                + W[r, 5] * dw2
+            )
+        if kind != LOOP_BALL:
+            nrot = 2 if kind == LOOP_REVOLUTE else 3
+            x0 = wa1 * wb2 - wa2 * wb1
+            x1 = wa2 * wb0 - wa0 * wb2
+            x2 = wa0 * wb1 - wa1 * wb0
+            if kind == LOOP_REVOLUTE:  # k_b x k_a (z axes)
+                e0 = Rb[1, 2] * Ra[2, 2] - Rb[2, 2] * Ra[1, 2]
+                e1 = Rb[2, 2] * Ra[0, 2] - Rb[0, 2] * Ra[2, 2]
+                e2 = Rb[0, 2] * Ra[1, 2] - Rb[1, 2] * Ra[0, 2]
+            else:  # rotation vector of R_a R_b^T
+                E = np.empty((3, 3))
+                for r in range(3):
+                    for c in range(3):
+                        E[r, c] = Ra[r, 0] * Rb[c, 0] + Ra[r, 1] * Rb[c, 1] + Ra[r, 2] * Rb[c, 2]
+                e0, e1, e2 = _rotation_vector(E)
+            for k in range(nrot):
+                d0, d1, d2 = Ra[0, k], Ra[1, k], Ra[2, k]
+                r = r0 + 3 + k
+                W[r, 0] = 0.0
+                W[r, 1] = 0.0
+                W[r, 2] = 0.0
+                W[r, 3] = d0
+                W[r, 4] = d1
+                W[r, 5] = d2
+                rhs[r] = -(d0 * x0 + d1 * x1 + d2 * x2)
+                xi[r] = d0 * e0 + d1 * e1 + d2 * e2
+                verr[r] = d0 * dw0 + d1 * dw1 + d2 * dw2
+        r0 += loop_row_count(kind)
+
+
+@njit
+def hinge_velocity_rows(
+    m: ModelArrays,
+    S: np.ndarray,
+    W: np.ndarray,
+    r0: int,
+    nr: int,
+    ia: int,
+    ib: int,
+    flag: np.ndarray,
+) -> np.ndarray:
+    """``C_k^T`` (L, nr): rows ``r0 : r0 + nr`` of ``W`` on the velocities of the joints
+    between bodies ``ia`` and ``ib`` (the tree path of the loop; the common ancestors cancel),
+    ``L`` their velocity count; ``flag`` (nb,) int64 scratch."""
+    for i in range(flag.shape[0]):
+        flag[i] = 0
+    i = ia
+    while i >= 0:
+        flag[i] = 1
+        i = m.parent[i]
+    i = ib
+    while i >= 0:
+        flag[i] = 2 if flag[i] == 1 else 3
+        i = m.parent[i]
+    L = 0
+    for i in range(flag.shape[0]):
+        if flag[i] == 1 or flag[i] == 3:
+            L += m.nvj[i]
+    C = np.zeros((L, nr))
+    col = 0
+    for i in range(flag.shape[0]):
+        if flag[i] != 1 and flag[i] != 3:
+            continue
+        sgn = 1.0 if flag[i] == 1 else -1.0
+        for a in range(m.nvj[i]):
+            c = m.iv[i] + a
+            for r in range(nr):
+                s = 0.0
+                for k in range(6):
+                    s += W[r0 + r, k] * S[k, c]
+                C[col, r] = sgn * s
+            col += 1
+    return C
+
+
+@njit
+def unit_response(
+    m: ModelArrays,
+    S: np.ndarray,
+    U: np.ndarray,
+    Dinv: np.ndarray,
+    w: np.ndarray,
+    ia: int,
+    ib: int,
+    pz: np.ndarray,
+    uz: np.ndarray,
+    qdd: np.ndarray,
+    acc: np.ndarray,
+) -> None:
+    """``M^-1 C^T e`` for one row: the accelerations of the unit wrench ``w`` (6,) on body
+    ``ia`` and ``-w`` on ``ib``, no velocity, no gravity, no efforts, by the backward and
+    forward passes of ABA with its articulated inertias ``U``, ``Dinv`` (the root's ``Dinv``
+    holding its Cholesky factor, as :func:`.aba.acceleration_pass` leaves it).
+
+    Parameters
+    ----------
+    pz, uz : (nb, 6) scratch;  qdd : (nv,) output;  acc : (nb, 6) output spatial
+    accelerations at O.
+    """
+    nb = m.parent.shape[0]
+    for i in range(nb):
+        for r in range(6):
+            pz[i, r] = 0.0
+    for r in range(6):  # the bias is -f_ext
+        pz[ia, r] -= w[r]
+        pz[ib, r] += w[r]
+    for i in range(nb - 1, -1, -1):
+        nj = m.nvj[i]
+        c0 = m.iv[i]
+        for a in range(nj):
+            s = 0.0
+            for r in range(6):
+                s -= S[r, c0 + a] * pz[i, r]
+            uz[i, a] = s
+        k = m.parent[i]
+        if k < 0:
+            continue
+        # p_parent += p + U Dinv u
+        for b in range(nj):
+            t = 0.0
+            for a in range(nj):
+                t += Dinv[i, b, a] * uz[i, a]
+            for r in range(6):
+                pz[i, r] += U[i, r, b] * t
+        for r in range(6):
+            pz[k, r] += pz[i, r]
+    for i in range(nb):
+        k = m.parent[i]
+        nj = m.nvj[i]
+        c0 = m.iv[i]
+        if k < 0:
+            for r in range(6):
+                acc[i, r] = 0.0
+            if nj > 0:  # root: D y = u by the Cholesky factor (lower triangle of Dinv)
+                for a in range(nj):
+                    s = uz[i, a]
+                    for b in range(a):
+                        s -= Dinv[i, a, b] * qdd[c0 + b]
+                    qdd[c0 + a] = s / Dinv[i, a, a]
+                for a in range(nj - 1, -1, -1):
+                    s = qdd[c0 + a]
+                    for b in range(a + 1, nj):
+                        s -= Dinv[i, b, a] * qdd[c0 + b]
+                    qdd[c0 + a] = s / Dinv[i, a, a]
+        else:
+            for a in range(nj):
+                s = uz[i, a]
+                for r in range(6):
+                    s -= U[i, r, a] * acc[k, r]
+                pz[i, a] = s  # pz row reused as scratch: the backward pass is done
+            for a in range(nj):
+                s = 0.0
+                for b in range(nj):
+                    s += Dinv[i, a, b] * pz[i, b]
+                qdd[c0 + a] = s
+            for r in range(6):
+                acc[i, r] = acc[k, r]
+        for r in range(6):
+            s = acc[i, r]
+            for a in range(nj):
+                s += S[r, c0 + a] * qdd[c0 + a]
+            acc[i, r] = s
+
+
+@njit
+def _solve_delassus(A: np.ndarray, b: np.ndarray) -> tuple:
+    """``A x = b`` for the symmetric positive semi-definite Delassus matrix ``A`` (K, K):
+    Cholesky, or the pseudo-inverse (minimum norm) when a pivot falls below
+    :data:`DELASSUS_PIVOT_RTOL` of the largest diagonal. Returns ``(x, rank)``."""
+    K = A.shape[0]
+    if K == 0:
+        return np.zeros(0), 0
+    L = np.zeros((K, K))
+    dmax = 0.0
+    for j in range(K):
+        dmax = max(dmax, abs(A[j, j]))
+    ok = dmax > 0.0
+    for j in range(K):
+        if not ok:
+            break
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > DELASSUS_PIVOT_RTOL * dmax:
+            ok = False
+            break
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, K):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    if ok:
+        x = b.copy()
+        for i in range(K):
+            s = x[i]
+            for k in range(i):
+                s -= L[i, k] * x[k]
+            x[i] = s / L[i, i]
+        for i in range(K - 1, -1, -1):
+            s = x[i]
+            for k in range(i + 1, K):
+                s -= L[k, i] * x[k]
+            x[i] = s / L[i, i]
+        return x, K
+    X = A.copy()  # A = U diag(sv) V^T with X = U diag(sv): A^+ b = V diag(1/sv^2) X^T b
+    V = np.empty((K, K))
+    sv = np.empty(K)
+    jacobi_svd(X, V, sv)
+    tol = 1e-9 * sv[0]
+    x = np.zeros(K)
+    rank = 0
+    for j in range(K):
+        if sv[j] > tol:
+            rank += 1
+            c = 0.0
+            for i in range(K):
+                c += X[i, j] * b[i]
+            c /= sv[j] * sv[j]
+            for i in range(K):
+                x[i] += V[i, j] * c
+    return x, rank
+
+
+@njit
+def reduced_responses(
+    m: ModelArrays,
+    S: np.ndarray,
+    U: np.ndarray,
+    Dinv: np.ndarray,
+    W: np.ndarray,
+    rhs: np.ndarray,
+    loop_i: np.ndarray,
+    rtol: float,
+    basis: np.ndarray,
+    keep: np.ndarray,
+):
+    """The independent row combinations of every cut hinge and their test responses.
+
+    Per hinge ``k``: ``U_k`` (its independent combinations, :func:`jacobi_svd` of ``C_k^T``,
+    identity when all rows are independent) into ``basis`` (nrows, 6) and their count into
+    ``keep`` (nl,). Then, for each of the ``K`` combined rows ``U_k^T W_k``, the accelerations
+    of its unit wrench (:func:`unit_response`).
+
+    Returns
+    -------
+    Wr : (K, 6) combined rows;  br : (K,) their right-hand sides ``U_k^T rhs_k``;
+    rows_a, rows_b : (K,) bodies;  Mq : (K, nv) ``(M^-1 C^T)^T``;  Ma : (K, nb, 6) the body
+    accelerations of each;  A : (K, K) Delassus matrix ``C M^-1 C^T``.
+    """
+    nb = m.parent.shape[0]
+    nv = S.shape[1]
+    nl = loop_i.shape[0]
+    nrows = W.shape[0]
+    Wr = np.empty((nrows, 6))
+    br = np.empty(nrows)
+    rows_a = np.empty(nrows, dtype=np.int64)
+    rows_b = np.empty(nrows, dtype=np.int64)
+    flag = np.empty(nb, dtype=np.int64)
+    Vk = np.empty((6, 6))
+    svk = np.empty(6)
+    K = 0
+    r0 = 0
+    for lp in range(nl):
+        nr = loop_row_count(loop_i[lp, 2])
+        ia = loop_i[lp, 0]
+        ib = loop_i[lp, 1]
+        Ct = hinge_velocity_rows(m, S, W, r0, nr, ia, ib, flag)
+        kk = 0
+        if Ct.shape[0] > 0:
+            # C_k = V diag(sv) U^T: its left singular vectors are the V of C_k^T
+            jacobi_svd(Ct, Vk, svk)
+            big = max(svk[0], 1e-300)
+            for j in range(min(nr, Ct.shape[0])):
+                if svk[j] > rtol * big:
+                    kk += 1
+            for j in range(kk):
+                for r in range(nr):
+                    if kk == nr:  # all independent: the rows themselves, as the reference
+                        basis[r0 + r, j] = 1.0 if r == j else 0.0
+                    else:
+                        basis[r0 + r, j] = Vk[r, j]
+        keep[lp] = kk
+        for j in range(kk):
+            for c in range(6):
+                s = 0.0
+                for r in range(nr):
+                    s += basis[r0 + r, j] * W[r0 + r, c]
+                Wr[K + j, c] = s
+            s = 0.0
+            for r in range(nr):
+                s += basis[r0 + r, j] * rhs[r0 + r]
+            br[K + j] = s
+            rows_a[K + j] = ia
+            rows_b[K + j] = ib
+        K += kk
+        r0 += nr
+    Mq = np.empty((K, nv))
+    Ma = np.empty((K, nb, 6))
+    pz = np.empty((nb, 6))
+    uz = np.empty((nb, 6))
+    for j in range(K):
+        unit_response(m, S, U, Dinv, Wr[j], rows_a[j], rows_b[j], pz, uz, Mq[j], Ma[j])
+    A = np.empty((K, K))
+    for j in range(K):
+        for k in range(j + 1):
+            s = 0.0
+            for c in range(6):
+                s += Wr[j, c] * (Ma[k, rows_a[j], c] - Ma[k, rows_b[j], c])
+            A[j, k] = s
+            A[k, j] = s
+    return Wr[:K], br[:K], rows_a[:K], rows_b[:K], Mq, Ma, A
+
+
+@njit
+def _tree_sweep(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    qdd: np.ndarray,
+    acc: np.ndarray,
+):
+    """Kinematics and one ABA sweep; returns ``(R, p, S, vel, U, Dinv)`` (the root's ``Dinv``
+    holding its Cholesky factor)."""
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    ws = np.empty(kinematics_ws_size(nb, nv) + 150 * nb + 108 + nv)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    o = kinematics_ws_size(nb, nv)
+    IA = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    U = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    Dinv = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    pA = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    cb = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    vel = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    u = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    scratch = carve(ws, o, (3, 6, 6))
+    o += 108
+    g = ws[o : o + nv]
+    for c in range(nv):
+        g[c] = gen[c]
+    if with_friction:
+        f = np.empty(nv)
+        joint_friction(m, v, f)
+        for c in range(nv):
+            g[c] += f[c]
+    velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
+    articulated_inertia_pass(m, g, S, cb, IA, pA, U, Dinv, u, scratch)
+    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, scratch[0, :2])
+    return R, p, S, vel, U, Dinv
+
+
+@njit
+def closed_chain_dynamics(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    alpha: float,
+    beta: float,
+    rtol: float,
+    qdd: np.ndarray,
+    lam: np.ndarray,
+    acc: np.ndarray,
+) -> int:
+    """Closed-chain accelerations and loop multipliers (module docstring).
+
+    Parameters
+    ----------
+    q : (nq,) ;  v : (nv,) tree state.
+    gen : (nv,) generalized force ``[F_b; tau]`` (joint friction added when
+        ``with_friction``).
+    fext : (nb, 6) body wrenches about O, or an empty (0, 6) array.
+    loop_i, loop_f : cut hinges (:func:`loop_rows`).
+    alpha, beta : Baumgarte gains [1/s, 1/s^2] (zero for the plain ``xi'' = 0``).
+    rtol : rank threshold of a hinge's singular values, relative to its largest.
+    qdd : (nv,) output accelerations;  lam : (nrows,) output multipliers per cut-hinge row
+    (``+ W lam`` on body a, ``- W lam`` on body b);  acc : (nb, 6) output body spatial
+    accelerations at O, gravity offset included (``A - [g; 0]``); an empty (0, 6) array
+    skips them.
+
+    Returns
+    -------
+    int
+        Rank of the (per-hinge reduced) loop rows on the tree: the number of independent
+        loop rows.
+    """
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    nl = loop_i.shape[0]
+    nrows = lam.shape[0]
+    with_acc = acc.shape[0] > 0
+    acc_free = acc if with_acc else np.empty((nb, 6))
+    R, p, S, vel, U, Dinv = _tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free)
+    W = np.empty((nrows, 6))
+    rhs = np.empty(nrows)
+    xi = np.empty(nrows)
+    verr = np.empty(nrows)
+    ob = np.empty((nl, 3))
+    loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
+    for r in range(nrows):
+        rhs[r] -= alpha * verr[r] + beta * xi[r]
+    basis = np.zeros((nrows, 6))
+    keep = np.empty(nl, dtype=np.int64)
+    Wr, br, ra, rb, Mq, Ma, A = reduced_responses(m, S, U, Dinv, W, rhs, loop_i, rtol, basis, keep)
+    K = br.shape[0]
+    for j in range(K):
+        s = br[j]
+        for c in range(6):
+            s -= Wr[j, c] * (acc_free[ra[j], c] - acc_free[rb[j], c])
+        br[j] = s
+    lam_r, rank = _solve_delassus(A, br)
+    for j in range(K):
+        lj = lam_r[j]
+        for c in range(nv):
+            qdd[c] += lj * Mq[j, c]
+        if with_acc:
+            for i in range(nb):
+                for c in range(6):
+                    acc[i, c] += lj * Ma[j, i, c]
+    # multipliers of every row: U_k lambda_k
+    r0 = 0
+    k0 = 0
+    for lp in range(nl):
+        nr = loop_row_count(loop_i[lp, 2])
+        for r in range(nr):
+            s = 0.0
+            for j in range(keep[lp]):
+                s += basis[r0 + r, j] * lam_r[k0 + j]
+            lam[r0 + r] = s
+        r0 += nr
+        k0 += keep[lp]
+    return rank
+
+
+@njit
+def loop_projection(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    nrows: int,
+    rtol: float,
+    dq: np.ndarray,
+    dv: np.ndarray,
+) -> float:
+    """The kinetic-energy-metric corrections of a state near the constraint manifold:
+    ``dq = -M^-1 C^T (C M^-1 C^T)^+ xi`` and ``dv = -M^-1 C^T (C M^-1 C^T)^+ C v`` on the
+    independent loop rows (the displacement and velocity change internal loop impulses
+    produce; :meth:`ffsim_ros.dynamics.mufti.ClosedChain.project`).
+
+    Returns
+    -------
+    float
+        ``max |xi|`` [m, rad] at ``q``.
+    """
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    nl = loop_i.shape[0]
+    qdd = np.empty(nv)
+    acc = np.empty((nb, 6))
+    R, p, S, vel, U, Dinv = _tree_sweep(m, q, v, np.zeros(nv), np.empty((0, 6)), False, qdd, acc)
+    W = np.empty((nrows, 6))
+    rhs = np.empty(nrows)
+    xi = np.empty(nrows)
+    verr = np.empty(nrows)
+    ob = np.empty((nl, 3))
+    loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
+    err = 0.0
+    for r in range(nrows):
+        err = max(err, abs(xi[r]))
+    basis = np.zeros((nrows, 6))
+    keep = np.empty(nl, dtype=np.int64)
+    Wr, xr, ra, rb, Mq, Ma, A = reduced_responses(m, S, U, Dinv, W, xi, loop_i, rtol, basis, keep)
+    K = xr.shape[0]
+    vr = np.empty(K)
+    r0 = 0
+    k0 = 0
+    for lp in range(nl):  # U_k^T (C v)_k
+        nr = loop_row_count(loop_i[lp, 2])
+        for j in range(keep[lp]):
+            s = 0.0
+            for r in range(nr):
+                s += basis[r0 + r, j] * verr[r0 + r]
+            vr[k0 + j] = s
+        r0 += nr
+        k0 += keep[lp]
+    yq, _ = _solve_delassus(A, xr)
+    yv, _ = _solve_delassus(A, vr)
+    for c in range(nv):
+        sq = 0.0
+        sv = 0.0
+        for j in range(K):
+            sq += Mq[j, c] * yq[j]
+            sv += Mq[j, c] * yv[j]
+        dq[c] = -sq
+        dv[c] = -sv
+    return err
+
+
+@njit
+def transmitted_wrenches(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    acc: np.ndarray,
+    fext: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``out[i]`` (nb, 6): the wrench ``[f; n_O]`` at O the parent exerts on body ``i``
+    through joint ``i`` (constraint and actuation), from the body accelerations ``acc`` (gravity
+    offset included) and the other loads ``fext`` (nb, 6) (external and loop wrenches)."""
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    ws = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    vel = np.zeros((nb, 6))
+    for i in range(nb):
+        k = m.parent[i]
+        for r in range(6):
+            s = vel[k, r] if k >= 0 else 0.0
+            for a in range(m.nvj[i]):
+                s += S[r, m.iv[i] + a] * v[m.iv[i] + a]
+            vel[i, r] = s
+    for i in range(nb):
+        x = vel[i]
+        # I x and I acc: [m x_v - h x x_w ; h x x_v + Ib x_w]
+        for which in range(2):
+            y = x if which == 0 else acc[i]
+            h0, h1, h2 = hw[i, 0], hw[i, 1], hw[i, 2]
+            f0 = mw[i] * y[0] - (h1 * y[5] - h2 * y[4])
+            f1 = mw[i] * y[1] - (h2 * y[3] - h0 * y[5])
+            f2 = mw[i] * y[2] - (h0 * y[4] - h1 * y[3])
+            n0 = (
+                h1 * y[2]
+                - h2 * y[1]
+                + Iw[i, 0, 0] * y[3]
+                + Iw[i, 0, 1] * y[4]
+                + Iw[i, 0, 2] * y[5]
+            )
+            n1 = (
+                h2 * y[0]
+                - h0 * y[2]
+                + Iw[i, 1, 0] * y[3]
+                + Iw[i, 1, 1] * y[4]
+                + Iw[i, 1, 2] * y[5]
+            )
+            n2 = (
+                h0 * y[1]
+                - h1 * y[0]
+                + Iw[i, 2, 0] * y[3]
+                + Iw[i, 2, 1] * y[4]
+                + Iw[i, 2, 2] * y[5]
+            )
+            if which == 0:  # x x* (I x) = [w x f; w x n + v x f]
+                w0, w1, w2 = x[3], x[4], x[5]
+                out[i, 0] = w1 * f2 - w2 * f1
+                out[i, 1] = w2 * f0 - w0 * f2
+                out[i, 2] = w0 * f1 - w1 * f0
+                out[i, 3] = w1 * n2 - w2 * n1 + x[1] * f2 - x[2] * f1
+                out[i, 4] = w2 * n0 - w0 * n2 + x[2] * f0 - x[0] * f2
+                out[i, 5] = w0 * n1 - w1 * n0 + x[0] * f1 - x[1] * f0
+            else:
+                out[i, 0] += f0
+                out[i, 1] += f1
+                out[i, 2] += f2
+                out[i, 3] += n0
+                out[i, 4] += n1
+                out[i, 5] += n2
+        if fext.shape[0] > 0:
+            for r in range(6):
+                out[i, r] -= fext[i, r]
+    for i in range(nb - 1, 0, -1):
+        k = m.parent[i]
+        for r in range(6):
+            out[k, r] += out[i, r]
+
+
+@njit
+def e_closed_chain(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    alpha: float,
+    beta: float,
+    rtol: float,
+    qdd: np.ndarray,
+    lam: np.ndarray,
+    acc: np.ndarray,
+) -> int:
+    """Entry point: :func:`closed_chain_dynamics` on the packed model."""
+    m = unpack(idata, fdata)
+    return closed_chain_dynamics(
+        m, q, v, gen, fext, with_friction, loop_i, loop_f, alpha, beta, rtol, qdd, lam, acc
+    )
+
+
+@njit
+def e_loop_projection(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    nrows: int,
+    rtol: float,
+    dq: np.ndarray,
+    dv: np.ndarray,
+) -> float:
+    """Entry point: :func:`loop_projection` on the packed model."""
+    return loop_projection(unpack(idata, fdata), q, v, loop_i, loop_f, nrows, rtol, dq, dv)
+
+
+@njit
+def e_transmitted_wrenches(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    acc: np.ndarray,
+    fext: np.ndarray,
+) -> np.ndarray:
+    """Entry point: :func:`transmitted_wrenches` (nb, 6)."""
+    m = unpack(idata, fdata)
+    out = np.empty((idata[0], 6))
+    transmitted_wrenches(m, q, v, acc, fext, out)
+    return out

@@ -1,0 +1,199 @@
+"""The closed-chain system [M eq. 63] solved in the tree's coordinates at ABA cost (compiled).
+
+``ClosedChain(..., method='aba')`` (the default) goes through :class:`LoopKernel`: one
+articulated-body sweep for the tree's own accelerations, one more O(n) backward/forward pass
+per independent cut-hinge row with the sweep's articulated inertias for ``M^-1 C^T``, and the
+small Delassus system ``(C M^-1 C^T) lambda = gamma - C qdd_free``
+(:mod:`ffsim_ros.dynamics.kernels.constrained`). The rows, their Baumgarte terms
+[M Remark 4] and the per-hinge reduction of redundant rows [M Appendix case 2] are those of
+:mod:`.closed`; the maximal-coordinate solvers (``'kkt'``, ``'nullspace'``,
+``'multipliers'``) stay as the references it is checked against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..algorithms import body_wrenches
+from ..inputs import ArrayLike, generalized_force
+from ..kernels.constrained import (
+    LOOP_BALL,
+    LOOP_REVOLUTE,
+    LOOP_WELD,
+    e_closed_chain,
+    e_loop_projection,
+    e_transmitted_wrenches,
+)
+from ..model import Model
+
+KIND_CODES = {'ball': LOOP_BALL, 'revolute': LOOP_REVOLUTE, 'weld': LOOP_WELD}
+
+
+class LoopKernel:
+    """The cut hinges of a :class:`~.closed.ClosedChain` packed for the compiled solver.
+
+    Parameters
+    ----------
+    model : Model
+    loops : sequence of :class:`~.closed.LoopClosure`
+    rtol : float
+        Rank threshold of a hinge's singular values (relative to its largest).
+    """
+
+    def __init__(self, model: Model, loops: Sequence, rtol: float) -> None:
+        nl = len(loops)
+        self.model = model
+        self.rtol = float(rtol)
+        self.loop_i = np.zeros((nl, 3), dtype=np.int64)
+        self.loop_f = np.zeros((nl, 24))
+        for k, lp in enumerate(loops):
+            fa, fb = model.frame(lp.link_a), model.frame(lp.link_b)
+            self.loop_i[k] = (fa.body, fb.body, KIND_CODES[lp.kind])
+            for side, (fr, rot, tr) in enumerate(
+                ((fa, lp.rotation_a, lp.translation_a), (fb, lp.rotation_b, lp.translation_b))
+            ):
+                o = 12 * side
+                self.loop_f[k, o : o + 9] = (fr.rotation @ rot).ravel()
+                self.loop_f[k, o + 9 : o + 12] = fr.translation + fr.rotation @ tr
+        self.n_rows = sum(lp.rows for lp in loops)
+        self.empty_fext = np.empty((0, 6))
+        self._lam = np.empty(self.n_rows)
+        self._entries: dict[object, object] = {}
+
+    def _call(self, kernel: object, *args: object) -> object:
+        """``kernel(*args)``; after the first call through the compiled entry point itself
+        (numba's argument typing skipped: the arguments keep their types call after call)."""
+        entry = self._entries.get(kernel)
+        if entry is not None:
+            return entry(*args)  # type: ignore[operator]
+        out = kernel(*args)  # type: ignore[operator]
+        try:
+            sig = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
+            self._entries[kernel] = kernel.overloads[sig].entry_point  # type: ignore[attr-defined]
+        except (AttributeError, KeyError):  # numba absent: the Python kernel
+            self._entries[kernel] = kernel
+        return out
+
+    def accelerations(
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        gen: np.ndarray,
+        fext: np.ndarray,
+        alpha: float,
+        beta: float,
+    ) -> np.ndarray:
+        """The accelerations alone (the integrator's fast path): ``gen`` (nv,) the generalized
+        force, ``fext`` (nb, 6) or (0, 6) body wrenches at O, as :meth:`solve` makes them.
+
+        Returns
+        -------
+        (nv,) ndarray [m/s^2, rad/s^2 | per joint].
+        """
+        a = np.empty(self.model.nv)
+        self._call(
+            e_closed_chain,
+            *self.model.packed,
+            q,
+            v,
+            gen,
+            fext,
+            self.model.joint_dynamics,
+            self.loop_i,
+            self.loop_f,
+            alpha,
+            beta,
+            self.rtol,
+            a,
+            self._lam,
+            self.empty_fext,
+        )
+        return a
+
+    def projection(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Kinetic-energy-metric corrections toward the manifold at ``(q, v)``.
+
+        Returns
+        -------
+        err : float, ``max |xi|`` at ``q`` [m, rad];  dq : (nv,) the position step
+        ``-M^-1 C^T (C M^-1 C^T)^+ xi``;  dv : (nv,) the velocity change
+        ``-M^-1 C^T (C M^-1 C^T)^+ C v`` (independent loop rows).
+        """
+        nv = self.model.nv
+        dq, dv = np.empty(nv), np.empty(nv)
+        err = self._call(
+            e_loop_projection,
+            *self.model.packed,
+            q,
+            v,
+            self.loop_i,
+            self.loop_f,
+            self.n_rows,
+            self.rtol,
+            dq,
+            dv,
+        )
+        return float(err), dq, dv  # type: ignore[arg-type]
+
+    def solve(
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        tau: np.ndarray,
+        alpha: float,
+        beta: float,
+        base_wrench: np.ndarray | None = None,
+        link_wrenches: Mapping[str, ArrayLike] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+        """Accelerations and loop multipliers of the closed chain.
+
+        Parameters
+        ----------
+        q : (nq,) ;  v : (nv,) checked tree state;  tau : (n,) joint efforts [N m | N].
+        alpha, beta : Baumgarte gains [1/s, 1/s^2] (zero: the plain ``xi'' = 0``).
+        base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial.
+        link_wrenches : dict, optional ``{link: [f; n]}`` at link origins, inertial.
+
+        Returns
+        -------
+        a : (nv,) accelerations;  lam : (n_rows,) multipliers per cut-hinge row;
+        acc : (nb, 6) body spatial accelerations at O minus ``[g; 0]``;  rank : int, the
+        number of independent loop rows;  fext : (nb, 6) or (0, 6) the link wrenches at O.
+        """
+        model = self.model
+        gen = generalized_force(model, tau, base_wrench)
+        fext = body_wrenches(model, q, link_wrenches) if link_wrenches else self.empty_fext
+        a = np.empty(model.nv)
+        lam = np.empty(self.n_rows)
+        acc = np.empty((model.arrays.parent.shape[0], 6))
+        rank = self._call(
+            e_closed_chain,
+            *model.packed,
+            q,
+            v,
+            gen,
+            fext,
+            model.joint_dynamics,
+            self.loop_i,
+            self.loop_f,
+            float(alpha),
+            float(beta),
+            self.rtol,
+            a,
+            lam,
+            acc,
+        )
+        return a, lam, acc, int(rank), fext
+
+    def transmitted_wrenches(
+        self, q: np.ndarray, v: np.ndarray, acc: np.ndarray, loads: np.ndarray
+    ) -> np.ndarray:
+        """(nb, 6) ``[f; n_O]``: the wrench each body's parent exerts on it through its joint
+        (constraint and actuation), given the accelerations ``acc`` of :meth:`solve` and the
+        other loads ``loads`` (nb, 6) at O (link and loop wrenches)."""
+        return e_transmitted_wrenches(*self.model.packed, q, v, acc, loads)
+
+
+__all__ = ['KIND_CODES', 'LoopKernel']

@@ -1,0 +1,299 @@
+"""The compiled closed-chain solver (``ClosedChain(method='aba')``, kernels/constrained.py)
+against the maximal-coordinate references ``kkt``, ``nullspace`` and ``multipliers``
+[M eqs. 10, 49, 63] and against Pinocchio's ``constraintDynamics`` on the floating platform.
+
+Every field of the solution is compared: generalized and body accelerations, the multipliers
+and wrench of each cut hinge, the tree's hinge forces and constraint torques, rank and row
+count -- on the sample loops (planar four-bar, fixed and tumbling, with ball / revolute / weld
+cuts; the spatial loop; the floating platform with two ball loops) and on random trees of
+mixed joints closed by random cut hinges, on and off the constraint manifold (Baumgarte terms
+of [M Remark 4]), with base and link wrenches and joint friction.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from pinocchio_twin import pinocchio_twin
+
+from ffsim_ros import dynamics as D
+from ffsim_ros.dynamics import mufti as M
+from ffsim_ros.dynamics.builder import random_configuration, random_model
+from ffsim_ros.dynamics.lie import quat_to_matrix
+from ffsim_ros.dynamics.mufti import samples as S
+from ffsim_ros.dynamics.mufti.tree import bodies
+
+try:  # Pinocchio is a test-only oracle
+    import pinocchio as pin
+except ImportError:  # pragma: no cover
+    pin = None
+
+needs_pinocchio = pytest.mark.skipif(pin is None, reason='pinocchio (test-only oracle) missing')
+
+#: Agreement bound (relative to max(1, |reference|)) with each reference solver: 1e-12, and
+#: 5e-12 with the dense null-space form (itself 1.9e-12 off ABA on trees, docs/mufti.md).
+REFERENCES = {'kkt': 1e-12, 'nullspace': 5e-12, 'multipliers': 1e-12}
+BOUND = 5e-12
+MIXED = ('revolute', 'prismatic', 'spherical', 'universal')
+
+
+def rel_err(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
+
+
+def worst_difference(sol, ref) -> dict[str, float]:
+    """Relative difference of every field of two ClosedChainSolutions."""
+    out = {
+        'a': rel_err(sol.a, ref.a),
+        'body_accelerations': rel_err(sol.body_accelerations, ref.body_accelerations),
+        'hinge_forces': rel_err(sol.hinge_forces, ref.hinge_forces),
+        'constraint_torques': rel_err(sol.constraint_torques, ref.constraint_torques),
+    }
+    for name in ref.multipliers:
+        out[f'multipliers[{name}]'] = rel_err(sol.multipliers[name], ref.multipliers[name])
+        out[f'loop_wrenches[{name}]'] = rel_err(sol.loop_wrenches[name], ref.loop_wrenches[name])
+    assert (sol.rank, sol.n_rows) == (ref.rank, ref.n_rows)
+    return out
+
+
+def check_against_references(chain, q, v, tau, **kw) -> float:
+    """Assert the 'aba' solution equals every reference to BOUND; return the worst."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        sol = chain.dynamics(q, v, tau, method='aba', **kw)
+        worst = 0.0
+        for method in REFERENCES:
+            diff = worst_difference(sol, chain.dynamics(q, v, tau, method=method, **kw))
+            field, err = max(diff.items(), key=lambda kv: kv[1])
+            assert err < BOUND, (method, field, err)
+            worst = max(worst, err)
+    return worst
+
+
+def fourbar(kind: str) -> tuple[M.ClosedChain, np.ndarray, np.ndarray]:
+    """The fixed four-bar in gravity, with joint damping and Coulomb friction on."""
+    urdf = S.fourbar_urdf().replace('<limit ', '<dynamics damping="0.2" friction="0.1"/><limit ')
+    model = D.with_joint_dynamics(D.load_urdf(urdf, floating_base=False, gravity=(0, -9.81, 0)))
+    assert model.arrays.friction.max() == 0.1
+    chain = M.ClosedChain(model, [S.fourbar_cut(kind)])
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        q, v = chain.assemble([1.2, -0.9, -1.5], [0.8, 0, 0], locked=['j1'])
+    return chain, q, v
+
+
+SAMPLES = {
+    'fourbar-ball': lambda: fourbar('ball'),
+    'fourbar-revolute': lambda: fourbar('revolute'),
+    **S.TUMBLING_LOOPS,
+    'platform': S.tumbling_platform,
+}
+
+
+@pytest.mark.parametrize('name', list(SAMPLES))
+def test_sample_loops_equal_the_references(name: str) -> None:
+    """On the manifold and off it (Baumgarte terms active), with efforts, base and link
+    wrenches."""
+    chain, q, v = SAMPLES[name]()
+    model = chain.model
+    rng = np.random.default_rng(len(name))
+    tau = rng.normal(size=model.n)
+    kw = {'link_wrenches': {model.link_names[-1]: rng.normal(size=6)}}
+    if model.floating_base:
+        kw['base_wrench'] = rng.normal(size=6)
+    assert check_against_references(chain, q, v, tau, **kw) < BOUND
+    # off the manifold: the position and velocity errors enter through Baumgarte's terms
+    qo = D.integrate(model, q, 1e-3 * rng.normal(size=model.nv))
+    vo = v + 1e-2 * rng.normal(size=model.nv)
+    assert np.abs(chain.constraint_error(qo, vo)[0]).max() > 1e-5
+    assert check_against_references(chain, qo, vo, tau, **kw) < BOUND
+    # and the Baumgarte terms matter there: the plain system gives other accelerations
+    a_plain = chain.dynamics(qo, vo, tau, stabilize=False, **kw).a
+    assert rel_err(a_plain, chain.dynamics(qo, vo, tau, **kw).a) > 1e-4
+
+
+def random_closed_chain(seed: int, floating: bool) -> tuple[M.ClosedChain, np.ndarray]:
+    """A random tree of mixed joints closed by two random cut hinges,
+    placed where the configuration ``q`` has them closed (hinge frames coincide)."""
+    rng = np.random.default_rng(seed)
+    model = random_model(
+        seed, 9, joint_types=MIXED, gravity=(0.2, -0.1, -9.81), floating_base=floating
+    )
+    q = random_configuration(model, rng)
+    R, p = D.body_poses(model, q)
+    nb = model.arrays.parent.shape[0]
+    loops = []
+    for k, kind in enumerate(rng.permutation(M.closed.LOOP_KINDS)[:2]):
+        a, b = rng.choice(np.arange(1 if k else 0, nb), size=2, replace=False)
+        ra = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        ra *= np.sign(np.linalg.det(ra))
+        ta = rng.normal(size=3) * 0.2
+        # the same frame seen from body b
+        Rw, ow = R[a] @ ra, p[a] + R[a] @ ta
+        loops.append(
+            M.LoopClosure(
+                f'loop{k}_{kind}',
+                f'body_{a}',
+                f'body_{b}',
+                kind,
+                rotation_a=ra,
+                translation_a=ta,
+                rotation_b=R[b].T @ Rw,
+                translation_b=R[b].T @ (ow - p[b]),
+            )
+        )
+    return M.ClosedChain(model, loops), q
+
+
+@pytest.mark.parametrize('seed', [2, 3, 4, 5, 6, 8])
+def test_random_trees_with_loops_equal_the_references(seed: int) -> None:
+    """Random floating and fixed trees closed by two random hinges; seeds whose rows are
+    independent across hinges (redundancy within a hinge allowed: seeds 5, 6, 8), where the
+    multipliers are unique up to the per-hinge minimum norm."""
+    chain, q = random_closed_chain(seed, floating=seed % 2 == 1)
+    model = chain.model
+    rng = np.random.default_rng(100 + seed)
+    xi, _ = chain.constraint_error(q, np.zeros(model.nv))
+    assert np.abs(xi).max() < 1e-12  # the loops are closed at q
+    bd = bodies(model, q, np.zeros(model.nv))
+    per_hinge = sum(
+        lp.rows - (lp.rows if U is None else U.shape[1])
+        for lp, U in zip(
+            chain.loops, chain.independent_rows(bd, chain.loop_rows(bd)[0]), strict=True
+        )
+    )
+    v = rng.normal(size=model.nv)  # off the velocity manifold: Baumgarte's alpha term acts
+    tau = rng.normal(size=model.n)
+    kw = {'link_wrenches': {'body_3': rng.normal(size=6)}}
+    if model.floating_base:
+        kw['base_wrench'] = rng.normal(size=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        sol = chain.dynamics(q, v, tau, method='kkt', **kw)
+    assert sol.rank == sol.n_rows - per_hinge  # no dependence across hinges
+    assert check_against_references(chain, q, v, tau, **kw) < BOUND
+    qo = D.integrate(model, q, 1e-3 * rng.normal(size=model.nv))
+    assert check_against_references(chain, qo, v, tau, stabilize=False) < BOUND
+
+
+def test_loop_repeated_across_hinges_gives_half_the_multipliers() -> None:
+    """Two identical cut hinges: rows dependent across hinges (a singular Delassus matrix):
+    same accelerations as one hinge, the minimum-norm split (half each), as ``kkt``."""
+    chain, q, v = S.tumbling_spatial_loop('ball')
+    one = chain.dynamics(q, v, np.ones(7), method='aba')
+    cut = S.spatial_loop_cut('ball')
+    twin = M.LoopClosure(
+        'twin', cut.link_a, cut.link_b, 'ball', translation_a=S.TIP_A, translation_b=S.TIP_B
+    )
+    double = M.ClosedChain(chain.model, [cut, twin])
+    sol = double.dynamics(q, v, np.ones(7), method='aba')
+    ref = double.dynamics(q, v, np.ones(7), method='kkt')
+    assert rel_err(sol.a, one.a) < 1e-10
+    for name in ('tips', 'twin'):
+        assert rel_err(sol.multipliers[name], 0.5 * one.multipliers['tips']) < 1e-10
+        assert rel_err(sol.multipliers[name], ref.multipliers[name]) < 1e-10
+    assert rel_err(sol.a, ref.a) < 1e-10
+
+
+def test_simulation_follows_the_reference_solver() -> None:
+    """0.02 s of the floating platform (RK4, 1 ms, projection after each step): the compiled
+    solver's trajectory equals the kkt one's, momentum kept, loops closed."""
+    chain, q, v = S.tumbling_platform()
+    model = chain.model
+    tau = np.linspace(-1, 1, model.n)
+    _, Q, V = chain.simulate(q, v, tau, 0.02, 1e-3)
+    ref = M.ClosedChain(model, chain.loops, method='kkt')
+    _, Qr, Vr = ref.simulate(q, v, tau, 0.02, 1e-3)
+    assert np.abs(Q - Qr).max() < 1e-10 and np.abs(V - Vr).max() < 1e-9
+    h0 = D.momentum(model, q, v)
+    assert np.linalg.norm(D.momentum(model, Q[-1], V[-1]) - h0) <= 1e-10 * np.linalg.norm(h0)
+    assert np.abs(chain.constraint_error(Q[-1], V[-1])).max() < 1e-12
+    assert np.linalg.norm(V[-1] - V[0]) > 0.01  # it moved
+
+
+def test_method_is_checked() -> None:
+    chain, q, v = S.tumbling_fourbar('revolute')
+    assert chain.method == 'aba'
+    with pytest.raises(ValueError, match="expected one of \\('aba', 'kkt'"):
+        M.ClosedChain(chain.model, chain.loops, method='lu')
+    with pytest.raises(ValueError, match='expected one of'):
+        chain.dynamics(q, v, np.zeros(3), method='crba')
+    with pytest.raises(ValueError, match='NaN'):
+        chain.dynamics(q, np.full_like(v, np.nan), np.zeros(3))
+
+
+class Twin:
+    """Pinocchio twin of a floating-base model in our conventions (root origin at
+    ``r0 - R c0``, body-frame base twist; as test_joint_types.PinTree)."""
+
+    def __init__(self, model: D.Model) -> None:
+        self.pm, self.jid = pinocchio_twin(model, pin)
+        self.pd = self.pm.createData()
+        self.c0 = np.array(model.arrays.com[0])
+
+    def q_pin(self, q: np.ndarray) -> np.ndarray:
+        qp = np.array(q, float)
+        qp[:3] = q[:3] - quat_to_matrix(q[3:7]) @ self.c0
+        return qp
+
+    def T(self, q: np.ndarray) -> np.ndarray:
+        T = np.eye(self.pm.nv)
+        Rt = quat_to_matrix(q[3:7]).T
+        T[:3, :3] = Rt
+        T[:3, 3:6] = np.cross(np.eye(3), self.c0) @ Rt  # c0~ R^T
+        T[3:6, 3:6] = Rt
+        return T
+
+    def drift(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        d = np.zeros(self.pm.nv)
+        d[:3] = -quat_to_matrix(q[3:7]).T @ np.cross(v[3:6], v[:3])
+        return d
+
+
+@needs_pinocchio
+def test_floating_platform_matches_pinocchio_constraint_dynamics() -> None:
+    """Two ball loops on a free base: accelerations and both loop forces against Pinocchio's
+    ``constraintDynamics`` (two CONTACT_3D RigidConstraintModels)."""
+    chain, q, v = S.tumbling_platform(gravity=(0.0, 0.0, -9.81))
+    model = chain.model
+    rng = np.random.default_rng(9)
+    tau, bw = rng.normal(size=model.n), rng.normal(size=6)
+    twin = Twin(model)
+    cms = pin.StdVec_RigidConstraintModel()
+    for lp in chain.loops:
+        cms.append(
+            pin.RigidConstraintModel(
+                pin.ContactType.CONTACT_3D,
+                twin.pm,
+                twin.jid[model.frame(lp.link_a).body],
+                pin.SE3(np.eye(3), lp.translation_a),
+                twin.jid[model.frame(lp.link_b).body],
+                pin.SE3(np.eye(3), lp.translation_b),
+                pin.ReferenceFrame.LOCAL,
+            )
+        )
+    cds = pin.StdVec_RigidConstraintData()
+    for cm in cms:
+        cds.append(cm.createData())
+    pin.initConstraintDynamics(twin.pm, twin.pd, cms, cds)
+    T = twin.T(q)
+    ap = pin.constraintDynamics(
+        twin.pm,
+        twin.pd,
+        twin.q_pin(q),
+        T @ v,
+        np.linalg.solve(T.T, np.r_[bw, tau]),
+        cms,
+        cds,
+        pin.ProximalSettings(1e-14, 1e-10, 200),
+    )
+    expect = np.linalg.solve(T, ap - twin.drift(q, v))
+    sol = chain.dynamics(q, v, tau, base_wrench=bw, stabilize=False)
+    assert rel_err(sol.a, expect) < 1e-9
+    for k, lp in enumerate(chain.loops):
+        R_a = D.link_pose(model, q, lp.link_a)[1]
+        lam = twin.pd.lambda_c[3 * k : 3 * k + 3]
+        assert rel_err(sol.loop_wrenches[lp.name][:3], -R_a @ lam) < 1e-9
