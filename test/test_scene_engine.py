@@ -10,7 +10,7 @@ import pytest
 import ffsim_ros.dynamics as D
 from ffsim_ros.resources import share_path
 from ffsim_ros.scene import Gripper, Scene, Sphere, rigid_target, shapes_from_urdf
-from ffsim_ros.sim import Engine, TargetWorld
+from ffsim_ros.sim import Engine, EngineFault, TargetWorld
 
 URDF = str(share_path('urdf', 'ffsim_servicer_7dof.urdf'))
 DT_NS = 1_000_000
@@ -108,10 +108,15 @@ def test_targets_stepped_momentum_through_capture_and_release(robot):
     events = engine.world.take_events()
     kinds = [type(e).__name__ for _, e in events]
     assert 'CaptureEvent' in kinds and 'ReleaseEvent' in kinds
-    # reset: the initial targets (none) and the initial robot state
+    # reset: the robot's initial state, each target back to the state it was added with
     snap = engine.reset()
-    assert snap.world is None and not engine.world.active
     np.testing.assert_array_equal(snap.q, engine.initial_state[0])
+    assert snap.world.holding == '' and engine.world.spawned == ('sat',)
+    np.testing.assert_allclose(snap.world.targets['sat'].com, sat0, atol=1e-15)
+    # the spawned ones removed (ResetSimulation's spawned scope): the robot alone again
+    _, snap = engine.change_world(lambda w: [w.remove(n) for n in w.spawned])
+    assert snap.world is None and not engine.world.active
+    np.testing.assert_array_equal(snap.momentum, robot_only)
 
 
 def test_target_refused_changes_nothing(robot):
@@ -126,3 +131,29 @@ def test_target_refused_changes_nothing(robot):
     ):
         engine.change_world(lambda w: w.add(inside))
     assert engine.step == step and not engine.world.active
+
+
+def test_non_finite_step_with_targets_faults_and_keeps_the_last_state(robot, monkeypatch):
+    """A step of the scene that goes non-finite: the engine faults with the last finite state
+    of robot and targets kept (the scene rolled back), refuses to resume, and a reset goes on."""
+    q, v = _state(robot)
+    engine = Engine(robot, q, v, dt_ns=DT_NS, world=_world(robot, q, v))
+    engine.change_world(lambda w: w.add(_target(robot, q, offset=0.6)))
+    good = engine.advance(20)
+    real_step = D.step
+
+    def poisoned(model, q, v, *args, **kwargs):
+        q1, v1 = real_step(model, q, v, *args, **kwargs)
+        return q1, np.full_like(v1, np.nan)
+
+    monkeypatch.setattr(D, 'step', poisoned)
+    snap = engine.advance(10)
+    assert snap.faulted and 'non-finite state in the step from t = 0.021000 s' in snap.fault
+    assert snap.step == good.step and np.array_equal(snap.q, good.q)
+    np.testing.assert_array_equal(snap.world.targets['sat'].q, good.world.targets['sat'].q)
+    assert np.all(np.isfinite(snap.momentum))
+    with pytest.raises(EngineFault):
+        engine.resume()
+    monkeypatch.setattr(D, 'step', real_step)
+    after = engine.reset()
+    assert not after.faulted and engine.advance(5).step == after.step + 5

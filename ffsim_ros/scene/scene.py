@@ -621,9 +621,12 @@ class Scene:
             persistent |= new - approaching
             self._resolve(contacts, self.time + t)
 
-    def advance(self, n: int = 1, effort: Sequence[float] | None = None) -> SceneSnapshot:
+    def advance(
+        self, n: int = 1, effort: Sequence[float] | None = None, *, snapshot: bool = True
+    ) -> SceneSnapshot | None:
         """Take ``n`` physics steps (``effort``: hold these robot joint efforts from now on,
-        :meth:`set_effort`) and return the snapshot reached."""
+        :meth:`set_effort`) and return the snapshot reached (``snapshot=False``: None, the
+        events kept for the next snapshot; a snapshot costs more than a step)."""
         n = int(n)
         if n < 1:
             raise ValueError(f'n: expected an integer >= 1, got {n}')
@@ -657,7 +660,7 @@ class Scene:
                     False,
                 )
             )
-        return self.snapshot()
+        return self.snapshot() if snapshot else None
 
     # ------------------------------------------------------------------------------------------
     # grasp

@@ -587,7 +587,7 @@ class Engine:
         if not limits.active or (count > 1 and self._quiet_ahead(command, count)):
             q = self._q
             try:
-                q1, v1, undo = world.advance(command, count, self._dt_ns)
+                q1, v1, undo = world.advance(command, count)
             except WorldStepError:
                 q1 = None
             if q1 is not None and (not limits.active or limits.quiet(command, q1, v1)):
@@ -602,7 +602,7 @@ class Engine:
             stops = limits.stop_efforts(q, v, dt)
             applied = tau if stops is None else tau + stops
             try:
-                q1, v1, _ = world.advance(applied, 1, self._dt_ns)
+                q1, v1, _ = world.advance(applied, 1)
             except WorldStepError as exc:
                 self._fault = f'non-finite state in the step from t = {at:.6f} s: {exc}'
                 return work

@@ -75,7 +75,7 @@ class TargetWorld:
         self._initial = tuple(targets)
         self._specs: dict[str, Target] = {}
         self._events: list[tuple[int, Event]] = []
-        self._time_ns = 0  # engine time of the scene's present instant
+        self._offset_ns = 0  # engine time - scene time [ns]
         for target in self._initial:
             self.add(target)
 
@@ -100,7 +100,7 @@ class TargetWorld:
         then the reference)."""
         if not self.holding:
             self.scene.set_robot_state(q, v)
-        self._time_ns = int(time_ns)
+        self._offset_ns = int(time_ns) - int(round(self.scene.time * 1e9))
 
     def robot_state(self) -> tuple[np.ndarray, np.ndarray]:
         """The robot's ``(q, v)`` in the scene."""
@@ -109,7 +109,8 @@ class TargetWorld:
     def snapshot(self) -> SceneSnapshot:
         """The scene now (its events are kept for :meth:`take_events`)."""
         snap = self.scene.snapshot()
-        self._keep(snap, self._time_ns, snap.time)
+        for event in snap.events:
+            self._events.append((int(round(event.time * 1e9)) + self._offset_ns, event))
         return snap
 
     def totals(self, snap: SceneSnapshot) -> WorldTotals:
@@ -131,13 +132,9 @@ class TargetWorld:
         out, self._events = self._events, []
         return out
 
-    def _keep(self, snap: SceneSnapshot, start_ns: int, start_time: float) -> None:
-        for event in snap.events:
-            self._events.append((start_ns + int(round((event.time - start_time) * 1e9)), event))
-
     # ------------------------------------------------------------------------ stepping
     def advance(
-        self, tau: np.ndarray, count: int, dt_ns: int
+        self, tau: np.ndarray, count: int
     ) -> tuple[np.ndarray, np.ndarray, Callable[[], None]]:
         """Step robot and targets ``count`` steps under the robot efforts ``tau`` (n,).
 
@@ -155,30 +152,18 @@ class TargetWorld:
         """
         scene = self.scene
         checkpoint = scene.checkpoint()
-        start_ns, start_time = self._time_ns, scene.time
         try:
             scene.set_effort(tau)
-            snap = scene.advance(count)
+            scene.advance(count, snapshot=False)  # the events wait for the next snapshot
         except (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError) as exc:
             scene.rollback(checkpoint)
             raise WorldStepError(f'the dynamics failed ({exc})') from None
-        finite = np.all(np.isfinite(snap.momentum)) and all(
-            np.all(np.isfinite(t.q)) and np.all(np.isfinite(t.v)) for t in snap.targets.values()
-        )
         q, v = scene.robot_state
-        if not (finite and np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+        states = [scene.target_state(name) for name in scene.target_names]
+        if not all(np.all(np.isfinite(x)) for x in (q, v, *(x for s in states for x in s))):
             scene.rollback(checkpoint)
             raise WorldStepError('non-finite state of the robot or a target')
-        self._keep(snap, start_ns, start_time)
-        self._time_ns = start_ns + count * dt_ns
-        kept = len(self._events) - len(snap.events)
-
-        def undo() -> None:
-            scene.rollback(checkpoint)
-            del self._events[kept:]
-            self._time_ns = start_ns
-
-        return q, v, undo
+        return q, v, lambda: scene.rollback(checkpoint)
 
     # ------------------------------------------------------------------------- targets
     def add(self, target: Target) -> None:
