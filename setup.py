@@ -32,8 +32,9 @@ setup(
     description='Free-floating space robot simulator and reactionless controller for ROS 2.',
     license='Apache-2.0',
     tests_require=['pytest'],
-    # optional: `ffsim campaign --executor ray` (the local executor needs nothing extra)
-    extras_require={'ray': ['ray>=2.9']},
+    # optional: `ffsim campaign --executor ray` (the local executor needs nothing extra) and
+    # `--format parquet` (CSV needs nothing extra)
+    extras_require={'ray': ['ray>=2.9'], 'parquet': ['pyarrow>=14']},
     entry_points={
         'console_scripts': [
             'simulator = ffsim_ros.simulator:main',

@@ -1,10 +1,12 @@
 """Record ROS 2 topics to MCAP (the rosbag2 storage format), with no launch system.
 
-:class:`McapRecorder` subscribes to topics in raw (serialized CDR) form and writes them to an
-MCAP file with the ``ros2`` profile, ``ros2msg`` schemas (the full message definition with
-its dependencies, as rosbag2 writes it) and ``cdr`` encoding, so ``ros2 bag info/play`` and
-Foxglove read the file. Log times are the simulated time of the last ``/clock`` message
-(monotonic; messages before the first one are logged at time 0).
+:class:`McapFile` writes serialized (CDR) messages to an MCAP file with the ``ros2`` profile,
+``ros2msg`` schemas (the full message definition with its dependencies, as rosbag2 writes it)
+and ``cdr`` encoding, so ``ros2 bag info/play`` and Foxglove read the file.
+:class:`McapRecorder` subscribes to topics in raw form and writes them with it; log times are
+the simulated time of the last ``/clock`` message (monotonic; messages before the first one
+are logged at time 0). A campaign's replay (:mod:`ffsim_ros.campaign.replay`) writes its
+messages with :class:`McapFile` directly.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import BinaryIO
 from mcap.writer import Writer
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.serialization import deserialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 
 _PRIMITIVES = {
     'bool',
@@ -95,6 +97,56 @@ def _type_name(msg_class: type) -> str:
     return f'{module[0]}/msg/{msg_class.__name__}'
 
 
+class McapFile:
+    """An MCAP file of ROS 2 messages (``ros2`` profile, ``ros2msg`` schemas, ``cdr``).
+
+    Parameters
+    ----------
+    path : Path
+        Output file (overwritten).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._file: BinaryIO = open(self.path, 'wb')  # noqa: SIM115 - closed in close()
+        self._writer = Writer(self._file)
+        self._writer.start(profile='ros2', library='ffsim_ros')
+        self._schemas: dict[str, int] = {}
+
+    def channel(self, topic: str, msg_class: type) -> int:
+        """Register ``topic`` of type ``msg_class`` (its schema once); returns the channel id."""
+        type_name = _type_name(msg_class)
+        if type_name not in self._schemas:
+            self._schemas[type_name] = self._writer.register_schema(
+                name=type_name, encoding='ros2msg', data=message_definition(type_name).encode()
+            )
+        return self._writer.register_channel(
+            topic=topic, message_encoding='cdr', schema_id=self._schemas[type_name]
+        )
+
+    def write(self, channel: int, time_ns: int, data: bytes) -> None:
+        """Write a serialized message, logged and published at ``time_ns`` [ns]."""
+        self._writer.add_message(
+            channel_id=channel, log_time=time_ns, publish_time=time_ns, data=data
+        )
+
+    def write_message(self, channel: int, time_ns: int, msg: object) -> None:
+        """Serialize ``msg`` (CDR) and write it at ``time_ns`` [ns]."""
+        self.write(channel, time_ns, serialize_message(msg))
+
+    def close(self) -> None:
+        """Finish the file (summary and index) and close it."""
+        if not self._file.closed:
+            self._writer.finish()
+            self._file.close()
+
+    def __enter__(self) -> McapFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class McapRecorder:
     """Record topics of ``node`` into an MCAP file.
 
@@ -121,24 +173,14 @@ class McapRecorder:
         latched: set[str] | None = None,
     ) -> None:
         self.path = Path(path)
-        self._file: BinaryIO = open(self.path, 'wb')  # noqa: SIM115 - closed in close()
-        self._writer = Writer(self._file)
-        self._writer.start(profile='ros2', library='ffsim_ros')
+        self._mcap = McapFile(self.path)
         self.counts: dict[str, int] = {}
         self.messages: dict[str, list[tuple[int, object]]] = {t: [] for t in keep or ()}
         self.sim_time_ns: int | None = None
         self._t0 = 0  # log time of messages before the first /clock
         self.subscriptions = []
-        schemas: dict[str, int] = {}
         for topic, msg_class in topics.items():
-            type_name = _type_name(msg_class)
-            if type_name not in schemas:
-                schemas[type_name] = self._writer.register_schema(
-                    name=type_name, encoding='ros2msg', data=message_definition(type_name).encode()
-                )
-            channel = self._writer.register_channel(
-                topic=topic, message_encoding='cdr', schema_id=schemas[type_name]
-            )
+            channel = self._mcap.channel(topic, msg_class)
             self.counts[topic] = 0
             qos = QoSProfile(depth=1000)
             if latched and topic in latched:
@@ -159,7 +201,7 @@ class McapRecorder:
                 clock = deserialize_message(data, msg_class).clock
                 self.sim_time_ns = clock.sec * 1_000_000_000 + clock.nanosec
             t = self.sim_time_ns if self.sim_time_ns is not None else self._t0
-            self._writer.add_message(channel_id=channel, log_time=t, publish_time=t, data=data)
+            self._mcap.write(channel, t, data)
             self.counts[topic] += 1
             if topic in self.messages:
                 self.messages[topic].append((t, deserialize_message(data, msg_class)))
@@ -168,6 +210,4 @@ class McapRecorder:
 
     def close(self) -> None:
         """Finish the MCAP file (summary and index) and close it."""
-        if not self._file.closed:
-            self._writer.finish()
-            self._file.close()
+        self._mcap.close()

@@ -3,22 +3,28 @@ files (exit 2), the Ray executor against the local one."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import ffsim_ros.dynamics as D
 from ffsim_ros.campaign.batch import BatchRunner, Campaign
 from ffsim_ros.campaign.cli import main
 from ffsim_ros.campaign.executors import run_ray
 from ffsim_ros.campaign.results import (
+    ResultsWriter,
     columns,
+    read_parquet,
     read_rows,
     run_row,
     summarize,
     wilson_interval,
 )
-from ffsim_ros.campaign.scenario import load_scenario
+from ffsim_ros.campaign.scenario import ScenarioError, load_scenario
 from ffsim_ros.cli import main as ffsim_main
 
 SCENARIO = """\
@@ -37,6 +43,17 @@ dispersions:
 
 def csv_lines(path):
     return path.read_text().splitlines()
+
+
+def same_rows(a: list[dict], b: list[dict]) -> bool:
+    """Rows equal key by key and value by value, a NaN equal to a NaN (and to nothing else)."""
+
+    def same(x, y):
+        return x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
+
+    return len(a) == len(b) and all(
+        list(r) == list(s) and all(same(r[k], s[k]) for k in r) for r, s in zip(a, b, strict=True)
+    )
 
 
 def test_cli_writes_resumes_and_summarizes(tmp_path, capsys):
@@ -113,6 +130,185 @@ def test_cli_replay_writes_the_trajectory(tmp_path):
     assert np.isfinite(data['effort']).all()
 
 
+def test_cli_replay_writes_an_mcap_of_the_simulator_messages(tmp_path):
+    """The replayed run's ROS 2 messages, read back with mcap_ros2: one message per topic per
+    instant at its simulated time, joint positions and base pose those of the npz
+    trajectory."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    file = tmp_path / 'short.yaml'
+    file.write_text(SCENARIO)
+    path = tmp_path / 'run_1.mcap'
+    assert main([str(file), '--output', str(tmp_path), '--replay', '1', '--mcap', str(path)]) == 0
+    data = np.load(tmp_path / 'run_1.npz')
+    c = Campaign(load_scenario(file))
+    model = c.model
+    t = np.r_[data['time'], data['t_final']]
+    q = np.vstack((data['q'], data['q_final']))
+    v = np.vstack((data['v'], data['v_final']))
+    n = t.size
+    topics: dict[str, list] = {}
+    with open(path, 'rb') as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        assert reader.get_header().profile == 'ros2'
+        for _, channel, message, msg in reader.iter_decoded_messages():
+            topics.setdefault(channel.topic, []).append((message.log_time, msg))
+    counts = {k: len(x) for k, x in topics.items()}
+    assert counts == {
+        '/robot_description': 1,
+        '/clock': n,
+        '/joint_states': n,
+        '/tf': n,
+        '/base_odom': n,
+        '/momentum': n,
+        '/joint_effort_commands': n - 1,
+    }
+    ns = np.round(t * 1e9).astype(np.int64)
+    assert np.all(np.diff(ns) == 10_000_000)  # the control period, 10 ms
+    for topic in ('/clock', '/joint_states', '/tf', '/base_odom', '/momentum'):
+        assert [x[0] for x in topics[topic]] == ns.tolist()
+    assert [x[0] for x in topics['/joint_effort_commands']] == ns[:-1].tolist()
+    stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for _, m in topics['/base_odom']]
+    assert stamps == ns.tolist()
+    assert [m.clock.sec * 10**9 + m.clock.nanosec for _, m in topics['/clock']] == ns.tolist()
+    # joint positions and rates: the trajectory's
+    joints = topics['/joint_states']
+    assert list(joints[0][1].name) == list(model.joint_names)
+    np.testing.assert_allclose([m.position for _, m in joints], q[:, 7:], rtol=0, atol=1e-12)
+    np.testing.assert_allclose([m.velocity for _, m in joints], v[:, 6:], rtol=0, atol=1e-12)
+    # efforts: the command of each instant, shown by joint_states over the next period
+    commands = np.array([m.data for _, m in topics['/joint_effort_commands']])
+    np.testing.assert_array_equal(commands, data['effort'])
+    np.testing.assert_array_equal([m.effort for _, m in joints][1:], data['effort'])
+    # base pose: the base link frame (its origin from the base CoM q[:3] and the attitude)
+    R = np.array([D.link_pose(model, qi, model.base_link)[1] for qi in q])
+    origin = np.array([D.link_pose(model, qi, model.base_link)[0] for qi in q])
+    odom = [m for _, m in topics['/base_odom']]
+    pos = np.array(
+        [[m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z] for m in odom]
+    )
+    quat = np.array(
+        [
+            [
+                m.pose.pose.orientation.x,
+                m.pose.pose.orientation.y,
+                m.pose.pose.orientation.z,
+                m.pose.pose.orientation.w,
+            ]
+            for m in odom
+        ]
+    )
+    np.testing.assert_allclose(pos, origin, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(quat, q[:, 3:7], rtol=0, atol=1e-12)
+    assert odom[0].header.frame_id == 'world' and odom[0].child_frame_id == model.base_link
+    tf = [m.transforms[0] for _, m in topics['/tf']]
+    np.testing.assert_array_equal(
+        [
+            [x.transform.translation.x, x.transform.translation.y, x.transform.translation.z]
+            for x in tf
+        ],
+        pos,
+    )
+    # the twist in base link axes, the momentum conserved by the RK4 loop up to its drift
+    w = np.array(
+        [[m.twist.twist.angular.x, m.twist.twist.angular.y, m.twist.twist.angular.z] for m in odom]
+    )
+    np.testing.assert_allclose(np.einsum('kji,kj->ki', R, v[:, 3:6]), w, rtol=0, atol=1e-12)
+    h = np.array([m.data[:6] for _, m in topics['/momentum']])
+    np.testing.assert_allclose(
+        h, [D.momentum(model, qi, vi, about='com') for qi, vi in zip(q, v, strict=True)], atol=1e-9
+    )
+    assert topics['/robot_description'][0][1].data == Path(c.robot_path).read_text()
+
+
+def test_parquet_table_equals_the_csv_and_the_runs_and_resumes(tmp_path):
+    """``--format both``: the Parquet table read back equals the CSV table and the rows of the
+    runs done in memory (bit for bit, typed); a Parquet part lost to an interruption is redone
+    (and written only to Parquet), and a CSV row lost only to CSV."""
+    pq = pytest.importorskip('pyarrow.parquet')
+    file = tmp_path / 'short.yaml'
+    file.write_text(SCENARIO.replace('runs: 4', 'runs: 5'))
+    out = tmp_path / 'out'
+    c = Campaign(load_scenario(file))
+    expected = [run_row(r) for r in sorted(BatchRunner(c, range(5)), key=lambda r: r.index)]
+    # a part every 2 rows: the table arrives in parts as runs end
+    with ResultsWriter(out, c, ('csv', 'parquet'), part_rows=2) as writer:
+        for r in BatchRunner(c, range(5)):
+            writer.write(r)
+            parts = sorted((out / 'runs.parquet').glob('part-*.parquet'))
+            assert len(parts) == len(writer.done) // 2
+    table = read_parquet(out)
+    assert table.column_names == columns(c)
+    assert table.schema.field('run').type == 'int64'
+    assert table.schema.field('failure').type == 'string'
+    assert table.schema.field('final_error').type == 'double'
+    assert same_rows(table.to_pylist(), expected)
+    assert [pq.read_metadata(p).num_row_groups for p in parts] == [1, 1]
+    # the CSV holds the same values
+    typed = [{k: (x if isinstance(x, str) else float(x)) for k, x in r.items()} for r in expected]
+    assert same_rows(read_rows(out), typed)
+    # interrupted: the last part lost (and a part half written), two CSV rows lost
+    full_csv = csv_lines(out / 'runs.csv')
+    last = sorted((out / 'runs.parquet').glob('part-*.parquet'))[-1]
+    lost = set(pq.read_table(last, columns=['run']).column(0).to_pylist())
+    last.unlink()
+    (out / 'runs.parquet' / '.part-00009.parquet.tmp').write_bytes(b'PAR1 half')
+    (out / 'runs.csv').write_text('\n'.join(full_csv[:4]) + '\n')
+    csv_lost = {int(x.split(',')[0]) for x in full_csv[4:]}
+    # resumed with only csv asked: the Parquet table in the folder is kept up to date
+    writer = ResultsWriter(out, c, ('csv',))
+    assert writer.formats == ['csv', 'parquet']
+    assert writer.done == set(range(5)) - lost - csv_lost
+    writer.close()
+    assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 0
+    assert not list((out / 'runs.parquet').glob('.*.tmp'))
+    assert same_rows(read_parquet(out).to_pylist(), expected)
+    again = csv_lines(out / 'runs.csv')
+    assert again[:4] == full_csv[:4] and sorted(again[1:]) == sorted(full_csv[1:])
+
+
+def test_parquet_only_cli_and_refusals(tmp_path, capsys):
+    pytest.importorskip('pyarrow')
+    file = tmp_path / 'short.yaml'
+    file.write_text(SCENARIO)
+    out = tmp_path / 'p'
+    assert (
+        main([str(file), '--output', str(out), '--quiet', '--no-plots', '--format', 'parquet'])
+        == 0
+    )
+    assert not (out / 'runs.csv').exists()
+    rows = read_rows(out)  # from Parquet when there is no CSV
+    assert [r['run'] for r in rows] == [0, 1, 2, 3]
+    c = Campaign(load_scenario(file))
+    alone = run_row(next(iter(BatchRunner(c, [2], batch_size=1))))
+    assert same_rows(read_parquet(out).to_pylist()[2:3], [alone])
+    n_ok = sum(int(r['reached']) for r in rows)
+    assert (
+        f'4 runs (ffsim_servicer_7dof, reactionless, seed 5): {n_ok} reached'
+        in (out / 'summary.md').read_text()
+    )
+    # a part of another table (other columns) is refused, naming it
+    other = tmp_path / 'other'
+    ResultsWriter(other, c, ('parquet',)).close()
+    pq = pytest.importorskip('pyarrow.parquet')
+    pq.write_table(
+        read_parquet(out).drop_columns(['plans']), other / 'runs.parquet' / 'part-00000.parquet'
+    )
+    with pytest.raises(ScenarioError, match='part-00000.parquet: columns differ'):
+        ResultsWriter(other, c, ('parquet',))
+    with pytest.raises(ScenarioError, match='format: expected one or more of'):
+        ResultsWriter(tmp_path / 'x', c, ('xlsx',))
+
+
+def test_cli_mcap_without_replay_exits_2(tmp_path, capsys):
+    file = tmp_path / 'short.yaml'
+    file.write_text(SCENARIO)
+    assert main([str(file), '--output', str(tmp_path), '--mcap', str(tmp_path / 'x.mcap')]) == 2
+    assert '--mcap: expected with --replay' in capsys.readouterr().err
+    assert not (tmp_path / 'x.mcap').exists()
+
+
 def test_wilson_interval_and_percentiles():
     # hand values (Wilson score, z = 1.96): 0/10 -> [0, 0.2775], 10/10 -> [0.7225, 1],
     # 5/10 -> [0.2366, 0.7634]
@@ -140,8 +336,9 @@ def test_wilson_interval_and_percentiles():
     assert s['percentiles']['final_error'][100] == pytest.approx(0.019)
 
 
+@pytest.mark.skipif(importlib.util.find_spec('ray') is None, reason='Ray is not installed')
 def test_ray_executor_gives_the_local_table():
-    ray = pytest.importorskip('ray')
+    """A local Ray of two workers (on the loopback address only) gives the local table."""
     from ffsim_ros.campaign.scenario import Scenario
 
     s = Scenario.from_dict(
@@ -158,9 +355,14 @@ def test_ray_executor_gives_the_local_table():
     local = {r.index: run_row(r) for r in BatchRunner(Campaign(s), range(4))}
     try:
         remote = {r.index: run_row(r) for r in run_ray(s, list(range(4)), workers=2)}
+        ray = sys.modules['ray']  # imported by run_ray, with its local environment
+        nodes, resources = ray.nodes(), ray.cluster_resources()
     finally:
-        ray.shutdown()
-    assert remote == local
+        if 'ray' in sys.modules:
+            sys.modules['ray'].shutdown()
+    assert same_rows([remote[k] for k in range(4)], [local[k] for k in range(4)])
+    assert [n['NodeManagerAddress'] for n in nodes] == ['127.0.0.1']
+    assert resources['CPU'] == 2
 
 
 def test_results_rows_have_the_table_columns(tmp_path):

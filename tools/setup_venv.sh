@@ -84,7 +84,9 @@ if [[ ! -d "$VENV_ABS" ]]; then
 fi
 
 # ------------------------------------------------------------------------- python packages
-REQS=(requirements/dev.txt)
+# dev.txt includes ray.txt and parquet.txt (the campaign's optional executor and format, which
+# the tests use): listed here too so that their edits change the stamp below.
+REQS=(requirements/dev.txt requirements/ray.txt requirements/parquet.txt)
 if [[ "$MODE" == wheels ]]; then
   REQS+=(requirements/ros-kilted.txt requirements/ros-kilted-build.txt)
 fi

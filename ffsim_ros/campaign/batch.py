@@ -98,8 +98,9 @@ class InjectedFault(RuntimeError):
 
 
 class Campaign:
-    """What every run of a scenario shares, built once per process: the simulated model,
-    the nominal controller and its batched law, the table's columns.
+    """What every run of a scenario shares, built once per process: the simulated model
+    (loaded from ``robot_path``), the nominal controller and its batched law, the table's
+    columns.
 
     Raises
     ------
@@ -116,6 +117,7 @@ class Campaign:
             self.model = D.load_urdf(path)
         except (FileNotFoundError, ValueError) as exc:
             raise ScenarioError(f'robot: {exc}') from None
+        self.robot_path = path
         model = self.model
         if not model.floating_base or not model.single_dof_joints:
             raise ScenarioError(

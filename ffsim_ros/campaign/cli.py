@@ -1,10 +1,13 @@
 """``ffsim campaign SCENARIO.yaml``: run a Monte Carlo campaign from a scenario file (no ROS).
 
-Writes into ``--output`` (default: ``campaign_<name>``): ``scenario.json``, ``runs.csv`` (one
-row per run, appended as runs end), ``summary.md`` (success rate with its 95 % interval,
-percentiles of the outcome metrics) and PNG plots. Running it again on the same folder resumes
-the campaign (finished runs are not redone); ``--runs`` extends it. ``--replay RUN`` runs one
-run alone and writes its trajectory at the control rate to ``run_<RUN>.npz``.
+Writes into ``--output`` (default: ``campaign_<name>``): ``scenario.json``, the table of runs
+(``--format``: ``runs.csv``, one row per run appended as runs end, and/or ``runs.parquet/``,
+Parquet parts written as runs end; :mod:`.results`), ``summary.md`` (success rate with its
+95 % interval, percentiles of the outcome metrics) and PNG plots. Running it again on the same
+folder resumes the campaign (finished runs are not redone); ``--runs`` extends it.
+``--replay RUN`` runs one run alone and writes its trajectory at the control rate to
+``run_<RUN>.npz``; with ``--mcap PATH`` also its ROS 2 messages to an MCAP file
+(:mod:`.replay`).
 
 Exit codes: 0 done, 2 a bad scenario or argument (the message names it).
 """
@@ -19,7 +22,7 @@ import numpy as np
 
 from .batch import BatchRunner, Campaign
 from .executors import EXECUTORS, Progress, run_local, run_ray
-from .results import ResultsWriter, plot, read_rows, summarize, summary_markdown
+from .results import FORMATS, ResultsWriter, plot, read_rows, summarize, summary_markdown
 from .scenario import ScenarioError, load_scenario
 
 
@@ -35,7 +38,14 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
     p.add_argument('--workers', type=int, default=2, help='Ray: tasks in flight / 2, local CPUs')
     p.add_argument('--no-plots', action='store_true', help='skip the PNG plots')
     p.add_argument('--quiet', action='store_true', help='no progress line')
+    p.add_argument(
+        '--format',
+        choices=(*FORMATS, 'both'),
+        default='csv',
+        help='table format (Parquet needs pyarrow); formats already in the folder are kept',
+    )
     p.add_argument('--replay', type=int, default=None, metavar='RUN', help='replay one run')
+    p.add_argument('--mcap', default=None, metavar='PATH', help='--replay: also write an MCAP')
     return p
 
 
@@ -55,9 +65,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ScenarioError(f'--workers: expected an integer >= 1, got {args.workers}')
         campaign = Campaign(scenario)
         out = Path(args.output or f'campaign_{scenario.name}')
+        if args.mcap is not None and args.replay is None:
+            raise ScenarioError('--mcap: expected with --replay RUN')
         if args.replay is not None:
-            return _replay(campaign, args.replay, out)
-        writer = ResultsWriter(out, campaign)
+            return _replay(campaign, args.replay, out, args.mcap)
+        formats = FORMATS if args.format == 'both' else (args.format,)
+        writer = ResultsWriter(out, campaign, formats)
     except (ScenarioError, FileNotFoundError) as exc:
         print(f'ffsim campaign: error: {exc}', file=sys.stderr)
         return 2
@@ -80,14 +93,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _replay(campaign: Campaign, index: int, out: Path) -> int:
+def _replay(campaign: Campaign, index: int, out: Path, mcap: str | None) -> int:
     if not 0 <= index:
         raise ScenarioError(f'--replay: expected a run index >= 0, got {index}')
     out.mkdir(parents=True, exist_ok=True)
     result = next(iter(BatchRunner(campaign, [index], batch_size=1, record=True)))
     path = out / f'run_{index}.npz'
-    np.savez(path, q_final=result.q, v_final=result.v, **result.trajectory)
+    np.savez(path, q_final=result.q, v_final=result.v, t_final=result.t, **result.trajectory)
     print(f'run {index}: reached {result.reached}, failure {result.failure!r}; wrote {path}')
+    if mcap is not None:
+        from .replay import write_mcap  # ROS 2 messages: only for this
+
+        counts = write_mcap(campaign, result, Path(mcap))
+        print(f'wrote {mcap}: ' + ', '.join(f'{n} {t}' for t, n in counts.items()))
     return 0
 
 

@@ -16,6 +16,7 @@ two give the same table.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -70,9 +71,57 @@ def run_local(
 
 
 def _chunk_task(scenario_data: dict, indices: list[int], batch_size: int) -> list[RunResult]:
-    """A Ray task: the runs ``indices`` of the scenario, batched (in a worker)."""
+    """A Ray task: the runs ``indices`` of the scenario, batched (in a worker, whose parallel
+    loops run on one thread: each worker is one CPU of the cluster; Ray sets the worker's
+    ``OMP_NUM_THREADS`` to the task's one CPU)."""
+    try:
+        numba = importlib.import_module('numba')
+        numba.set_num_threads(1)
+    except ImportError:  # the kernels run as plain Python: one thread anyway
+        pass
     campaign = Campaign(Scenario.from_dict(scenario_data))
     return list(BatchRunner(campaign, indices, batch_size=batch_size))
+
+
+#: Environment of a local Ray, set before Ray is imported: its node on the loopback address (Ray
+#: takes the node address from this switch, read once when Ray is imported, and then binds its
+#: servers to that address only; otherwise to every interface), no usage stats sent.
+LOCAL_RAY_ENVIRONMENT = {'RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER': '0', 'RAY_USAGE_STATS_ENABLED': '0'}
+LOOPBACK = '127.0.0.1'
+
+
+def local_ray_options(workers: int) -> dict:
+    """``ray.init`` options of the local Ray :func:`run_ray` starts: a new cluster
+    (``address='local'``, never one named by ``RAY_ADDRESS``) of ``workers`` CPUs on this
+    machine only, no dashboard, the workers' logs not streamed to this process."""
+    return {
+        'address': 'local',
+        'num_cpus': int(workers),
+        'include_dashboard': False,
+        'log_to_driver': False,
+    }
+
+
+def import_ray(local: bool):
+    """Ray, imported with :data:`LOCAL_RAY_ENVIRONMENT` when ``local`` (a variable set by the
+    user is kept).
+
+    Raises
+    ------
+    ImportError
+        Ray is not installed (naming the install).
+    """
+    if local:
+        for key, value in LOCAL_RAY_ENVIRONMENT.items():
+            os.environ.setdefault(key, value)
+    try:
+        # optional: declared in setup.py's extras and requirements/ray.txt, not as a package.xml
+        # exec_depend (rosdep has no key for Ray, and the local executor does not need it)
+        return importlib.import_module('ray')
+    except ImportError:
+        raise ImportError(
+            "the Ray executor needs Ray: pip install 'ffsim_ros[ray]' (or -r requirements/ray.txt)"
+        ) from None
 
 
 def run_ray(
@@ -88,28 +137,32 @@ def run_ray(
     Parameters
     ----------
     address : an existing cluster (``ray.init(address=...)``); None starts a local Ray with
-        ``workers`` CPUs (or joins the one this process already started).
+        ``workers`` CPUs, on localhost only (:func:`local_ray_options`), or uses the one this
+        process already started.
     workers : int, tasks in flight are at most ``2 * workers``; the CPUs of a local Ray.
 
     Raises
     ------
     ImportError
         Ray is not installed (naming the install).
+    RuntimeError
+        The local Ray would not be on the loopback address only (Ray was imported before
+        without :data:`LOCAL_RAY_ENVIRONMENT`); it is shut down.
     """
-    try:
-        # optional: declared in setup.py's extras and requirements/ray.txt, not as a package.xml
-        # exec_depend (rosdep has no key for Ray, and the local executor does not need it)
-        ray = importlib.import_module('ray')
-    except ImportError:
-        raise ImportError(
-            "the Ray executor needs Ray: pip install 'ffsim_ros[ray]' (or -r requirements/ray.txt)"
-        ) from None
+    ray = import_ray(local=address is None)
     if not ray.is_initialized():
-        env = {'env_vars': {'NUMBA_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1'}}
         if address is None:
-            ray.init(num_cpus=int(workers), runtime_env=env, include_dashboard=False)
+            ray.init(**local_ray_options(workers))
+            where = {node['NodeManagerAddress'] for node in ray.nodes()}
+            if where != {LOOPBACK}:
+                ray.shutdown()
+                raise RuntimeError(
+                    f'the local Ray would listen on {sorted(where)}, expected {LOOPBACK} only: '
+                    'Ray was imported before without RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; set '
+                    'it, or start a cluster yourself and pass its address'
+                )
         else:
-            ray.init(address=address, runtime_env=env)
+            ray.init(address=address, log_to_driver=False)
     task = ray.remote(num_cpus=1)(_chunk_task)
     B = int(batch_size or scenario.batch_size)
     data = scenario.as_dict()

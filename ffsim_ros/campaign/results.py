@@ -1,11 +1,21 @@
 """The results of a campaign: one row per run, written as runs end, resumable; the summary.
 
-A campaign folder holds ``scenario.json`` (the scenario, with its fingerprint), ``runs.csv``
-(one row per run, appended and flushed as each run ends, so memory stays flat whatever the
-number of runs, and an interrupted campaign keeps what it finished), ``summary.md`` and PNG
-plots. Opening a folder that already has rows of the same scenario (same fingerprint: the
-number of runs and the batch size may differ) resumes it: :attr:`ResultsWriter.done` lists
-the runs not to redo. A folder of another scenario is refused.
+A campaign folder holds ``scenario.json`` (the scenario, with its fingerprint), the table in
+one or both formats, ``summary.md`` and PNG plots:
+
+* ``runs.csv``: one row per run, appended and flushed as each run ends;
+* ``runs.parquet/``: a Parquet dataset (pyarrow, optional: ``pip install pyarrow``), one
+  ``part-NNNNN.parquet`` file (one row group) per :data:`PART_ROWS` rows or
+  :data:`PART_SECONDS` of wall time, whichever comes first, written to a hidden temporary
+  file and renamed when complete, so a part is either whole or absent.
+
+Memory stays flat whatever the number of runs, and an interrupted campaign keeps what it
+finished (all its CSV rows; its Parquet rows but those of the part not yet written). Opening
+a folder that already has rows of the same scenario (same fingerprint: the number of runs and
+the batch size may differ) resumes it: a format present in the folder is kept up to date even
+when not asked for, :attr:`ResultsWriter.done` lists the runs every format has (not to redo),
+and a redone run is written only to the formats that lack it (runs are deterministic, so the
+rows are the same). A folder of another scenario is refused.
 
 Columns: ``run``, ``reached`` (every goal reached, no failure), ``failure`` (the reason, or
 empty), ``goals``, ``goals_reached``, ``time_to_reach`` [s] (sum of the goals' times to their
@@ -13,15 +23,20 @@ outcome; NaN unless reached), ``final_error`` [m] (the last goal's), the metrics
 :class:`~.batch.RunResult` (``max_attitude_change_deg``, ``max_base_rate_deg_s``,
 ``momentum_error_linear`` [kg m/s], ``momentum_error_angular`` [N m s], ``peak_effort_ratio``
 and ``peak_effort.<joint>`` [N m | N]), ``plans``, ``reasons`` (the goals' reasons joined by
-`` | ``), then the drawn inputs ``in.<parameter>.<component>``.
+`` | ``), then the drawn inputs ``in.<parameter>.<component>``. In Parquet, ``run``,
+``reached``, ``goals``, ``goals_reached`` and ``plans`` are int64, ``failure`` and ``reasons``
+strings, the rest float64 (the values of :func:`run_row`, bit for bit).
 """
 
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import math
-from collections.abc import Iterable
+import os
+import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +45,16 @@ from .batch import Campaign, RunResult
 from .scenario import Scenario, ScenarioError
 
 RUNS = 'runs.csv'
+PARQUET = 'runs.parquet'
 SCENARIO = 'scenario.json'
+#: Table formats (``--format``).
+FORMATS = ('csv', 'parquet')
+#: A Parquet part is written every PART_ROWS rows or PART_SECONDS of wall time.
+PART_ROWS = 1024
+PART_SECONDS = 30.0
+#: Integer and text columns (the others are float64).
+INTEGER_COLUMNS = ('run', 'reached', 'goals', 'goals_reached', 'plans')
+TEXT_COLUMNS = ('failure', 'reasons')
 #: The outcome metrics summarized by percentiles (column, label).
 METRICS = (
     ('time_to_reach', 'time to reach [s]'),
@@ -95,23 +119,151 @@ def run_row(result: RunResult) -> dict:
     return row
 
 
-class ResultsWriter:
-    """Rows appended to ``folder/runs.csv`` as runs end (module docstring).
+def pyarrow_modules():
+    """``(pyarrow, pyarrow.parquet)``.
 
     Raises
     ------
     ScenarioError
-        ``folder`` holds the results of another scenario.
+        pyarrow is not installed (naming the install).
+    """
+    try:
+        # optional, as Ray (setup.py extras 'parquet', requirements/ray.txt): not an exec_depend
+        return importlib.import_module('pyarrow'), importlib.import_module('pyarrow.parquet')
+    except ImportError:
+        raise ScenarioError(
+            "the Parquet format needs pyarrow: pip install 'ffsim_ros[parquet]' "
+            '(or pip install pyarrow), or use --format csv'
+        ) from None
+
+
+def parquet_schema(names: Sequence[str]):
+    """The Parquet schema of a table with the columns ``names`` (module docstring)."""
+    pa, _ = pyarrow_modules()
+    kinds = {
+        **dict.fromkeys(INTEGER_COLUMNS, pa.int64()),
+        **dict.fromkeys(TEXT_COLUMNS, pa.string()),
+    }
+    return pa.schema([(name, kinds.get(name, pa.float64())) for name in names])
+
+
+class CsvTable:
+    """``runs.csv``: rows appended and flushed one by one."""
+
+    def __init__(self, folder: Path, names: list[str]) -> None:
+        path = folder / RUNS
+        self.done: set[int] = set()
+        if path.is_file():
+            with open(path, newline='') as handle:
+                reader = csv.DictReader(handle)
+                if reader.fieldnames != names:
+                    raise ScenarioError(f"{path}: columns differ from this scenario's")
+                self.done = {int(r['run']) for r in reader}
+        new = not path.is_file()
+        self.handle = open(path, 'a', newline='')  # noqa: SIM115 - closed by close()
+        self.writer = csv.DictWriter(self.handle, fieldnames=names)
+        if new:
+            self.writer.writeheader()
+            self.handle.flush()
+
+    def write(self, row: dict) -> None:
+        self.writer.writerow(row)
+        self.handle.flush()
+        self.done.add(int(row['run']))
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class ParquetTable:
+    """``runs.parquet/``: rows buffered, written as whole part files (module docstring)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        names: list[str],
+        part_rows: int = PART_ROWS,
+        part_seconds: float = PART_SECONDS,
+    ) -> None:
+        self.pa, self.pq = pyarrow_modules()
+        self.dir = folder / PARQUET
+        self.dir.mkdir(exist_ok=True)
+        self.schema = parquet_schema(names)
+        self.part_rows, self.part_seconds = int(part_rows), float(part_seconds)
+        for stale in self.dir.glob('.part-*.tmp'):  # a part being written when interrupted
+            stale.unlink()
+        parts = sorted(self.dir.glob('part-*.parquet'))
+        self.done: set[int] = set()
+        for part in parts:
+            schema = self.pq.read_schema(part)
+            if not schema.equals(self.schema):
+                raise ScenarioError(f"{part}: columns differ from this scenario's")
+            self.done.update(self.pq.read_table(part, columns=['run']).column(0).to_pylist())
+        self.next_part = 1 + max((int(p.stem.split('-')[1]) for p in parts), default=-1)
+        self.rows: list[dict] = []
+        self.t_flushed = time.monotonic()
+
+    def write(self, row: dict) -> None:
+        self.rows.append(row)
+        self.done.add(int(row['run']))
+        if (
+            len(self.rows) >= self.part_rows
+            or time.monotonic() - self.t_flushed >= self.part_seconds
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered rows as one part (one row group)."""
+        self.t_flushed = time.monotonic()
+        if not self.rows:
+            return
+        table = self.pa.Table.from_pylist(self.rows, schema=self.schema)
+        name = f'part-{self.next_part:05d}.parquet'
+        tmp = self.dir / f'.{name}.tmp'
+        self.pq.write_table(table, tmp, row_group_size=len(self.rows))
+        os.replace(tmp, self.dir / name)
+        self.next_part += 1
+        self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+
+
+class ResultsWriter:
+    """Rows written to the folder's table(s) as runs end (module docstring).
+
+    Parameters
+    ----------
+    folder : str or Path
+    campaign : Campaign
+    formats : sequence of ``'csv'``, ``'parquet'`` (:data:`FORMATS`); the formats already in
+        ``folder`` are added.
+    part_rows, part_seconds : int, float; a Parquet part every so many rows or seconds.
+
+    Raises
+    ------
+    ScenarioError
+        ``folder`` holds the results of another scenario; an unknown format; Parquet without
+        pyarrow.
     """
 
-    def __init__(self, folder: str | Path, campaign: Campaign) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        campaign: Campaign,
+        formats: Sequence[str] = ('csv',),
+        *,
+        part_rows: int = PART_ROWS,
+        part_seconds: float = PART_SECONDS,
+    ) -> None:
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.columns = columns(campaign)
+        bad = [f for f in formats if f not in FORMATS]
+        if bad or not formats:
+            raise ScenarioError(f'format: expected one or more of {FORMATS}, got {list(formats)}')
+        self.folder.mkdir(parents=True, exist_ok=True)
         scenario = campaign.scenario
         meta = self.folder / SCENARIO
-        path = self.folder / RUNS
-        self.done: set[int] = set()
         if meta.is_file():
             old = json.loads(meta.read_text())
             if old.get('fingerprint') != scenario.fingerprint():
@@ -119,35 +271,40 @@ class ResultsWriter:
                     f'{self.folder}: holds the results of another scenario '
                     f'({old.get("scenario", {}).get("name")!r}); choose another output folder'
                 )
-        if path.is_file():
-            with open(path, newline='') as handle:
-                reader = csv.DictReader(handle)
-                if reader.fieldnames != self.columns:
-                    raise ScenarioError(f"{path}: columns differ from this scenario's")
-                self.done = {int(r['run']) for r in reader}
+        files = {'csv': RUNS, 'parquet': PARQUET}
+        self.formats = [f for f in FORMATS if f in formats or (self.folder / files[f]).exists()]
+        self.tables: list[CsvTable | ParquetTable] = []
+        try:
+            for f in self.formats:
+                if f == 'csv':
+                    self.tables.append(CsvTable(self.folder, self.columns))
+                else:
+                    self.tables.append(
+                        ParquetTable(self.folder, self.columns, part_rows, part_seconds)
+                    )
+        except ScenarioError:
+            self.close()
+            raise
         meta.write_text(
             json.dumps(
                 {'fingerprint': scenario.fingerprint(), 'scenario': scenario.as_dict()}, indent=1
             )
         )
-        new = not path.is_file()
-        self.handle = open(path, 'a', newline='')  # noqa: SIM115 - closed by close()
-        self.writer = csv.DictWriter(self.handle, fieldnames=self.columns)
-        if new:
-            self.writer.writeheader()
-            self.handle.flush()
+        self.done: set[int] = set.intersection(*(t.done for t in self.tables))
 
     def write(self, result: RunResult) -> dict:
-        """Append the row of ``result`` (flushed); returns it."""
+        """Write the row of ``result`` to every table that lacks it; returns the row."""
         row = run_row(result)
-        self.writer.writerow(row)
-        self.handle.flush()
+        for table in self.tables:
+            if result.index not in table.done:
+                table.write(row)
         self.done.add(result.index)
         return row
 
     def close(self) -> None:
-        """Close the file."""
-        self.handle.close()
+        """Write what is buffered, close the files."""
+        for table in self.tables:
+            table.close()
 
     def __enter__(self) -> ResultsWriter:
         return self
@@ -156,15 +313,28 @@ class ResultsWriter:
         self.close()
 
 
+def read_parquet(folder: str | Path):
+    """The Parquet table of ``folder`` (a ``pyarrow.Table``, sorted by run)."""
+    pa, pq = pyarrow_modules()
+    path = Path(folder) / PARQUET
+    parts = sorted(path.glob('part-*.parquet'))
+    if not parts:
+        raise FileNotFoundError(f'{path}: no Parquet part')
+    table = pa.concat_tables([pq.read_table(p) for p in parts])
+    return table.sort_by('run')
+
+
 def read_rows(folder: str | Path) -> list[dict]:
-    """The rows of ``folder/runs.csv`` (numbers as floats, ``failure`` and ``reasons`` as
-    text), sorted by run."""
+    """The rows of ``folder/runs.csv``, or of ``folder/runs.parquet`` when there is no CSV
+    (numbers as floats, ``failure`` and ``reasons`` as text), sorted by run."""
+    path = Path(folder) / RUNS
+    if not path.is_file() and (Path(folder) / PARQUET).is_dir():
+        rows = read_parquet(folder).to_pylist()
+        return [{k: (v if k in TEXT_COLUMNS else float(v)) for k, v in r.items()} for r in rows]
     rows = []
-    with open(Path(folder) / RUNS, newline='') as handle:
+    with open(path, newline='') as handle:
         for r in csv.DictReader(handle):
-            rows.append(
-                {k: (v if k in ('failure', 'reasons') else float(v)) for k, v in r.items()}
-            )
+            rows.append({k: (v if k in TEXT_COLUMNS else float(v)) for k, v in r.items()})
     return sorted(rows, key=lambda r: r['run'])
 
 
