@@ -1,0 +1,105 @@
+"""The simulator's target messages and entity helpers without DDS: a URDF target spawned from a
+``SpawnEntity`` request, its TF frames composing to the link poses, its odometry twist in the
+child frame, a state set through ``set_entity_state``'s path read back, events as
+``DiagnosticStatus``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_normalize, quat_to_matrix
+from ffsim_ros.node_support.scene_services import entity_state, move_target, parse_spawn
+from ffsim_ros.node_support.scene_support import TargetMessages, event_status, world_setup
+from ffsim_ros.resources import share_path
+from ffsim_ros.scene import ContactEvent
+from ffsim_ros.sim import Engine
+
+TARGET_URDF = """<robot name="sat">
+  <link name="hub"><inertial><mass value="20"/>
+      <inertia ixx="1" ixy="0" ixz="0" iyy="1.2" iyz="0" izz="1.4"/></inertial>
+    <collision><geometry><box size="0.4 0.3 0.2"/></geometry></collision></link>
+  <link name="panel"><inertial><origin xyz="0.3 0 0"/><mass value="2"/>
+      <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.06"/></inertial>
+    <collision><geometry><cylinder radius="0.1" length="0.02"/></geometry></collision></link>
+  <joint name="hinge" type="revolute"><parent link="hub"/><child link="panel"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def _vec(msg, keys='xyz') -> np.ndarray:
+    return np.array([getattr(msg, k) for k in keys])
+
+
+@pytest.fixture(scope='module')
+def engine():
+    urdf = share_path('urdf', 'ffsim_servicer_7dof.urdf').read_text()
+    model = D.load_urdf(urdf)
+    q0 = np.r_[D.base_state_from_link(model, np.zeros(3), [0, 0, 0, 1])[0], np.zeros(model.n)]
+    v0 = np.zeros(model.nv)
+    world = world_setup('', model, urdf, 1_000_000).world(model, q0, v0, 1_000_000)
+    return Engine(model, q0, v0, dt_ns=1_000_000, world=world)
+
+
+def test_urdf_target_frames_odometry_and_state(engine) -> None:
+    from simulation_interfaces.srv import SpawnEntity
+
+    request = SpawnEntity.Request(name='sat', resource_string=TARGET_URDF)
+    quat = quat_normalize([0.1, -0.2, 0.3, 0.9])
+    p, o = request.initial_pose.pose.position, request.initial_pose.pose.orientation
+    p.x, p.y, p.z = 1.0, 6.0, -2.0
+    o.x, o.y, o.z, o.w = quat.tolist()
+    target = parse_spawn(request, 'sat', 'world')
+    engine.change_world(lambda w: w.add(target))
+    # set_entity_state's path: root pose and twist (origin velocity, world), joints kept
+    position, lin = np.array([1.5, 6.0, -2.0]), np.array([0.01, -0.02, 0.03])
+    ang = np.array([0.05, -0.1, 0.2])
+    engine.change_world(lambda w: w.move('sat', joint_velocities=[0.4]))
+    engine.change_world(lambda w: move_target(w, 'sat', position, quat, lin, ang))
+    snap = engine.snapshot()
+    state = entity_state(snap, 'sat', 'world')
+    np.testing.assert_allclose(_vec(state.pose.position), position, atol=1e-12)
+    np.testing.assert_allclose(_vec(state.pose.orientation, 'xyzw'), quat, atol=1e-12)
+    np.testing.assert_allclose(_vec(state.twist.linear), lin, atol=1e-12)
+    np.testing.assert_allclose(_vec(state.twist.angular), ang, atol=1e-12)
+    t = snap.world.targets['sat']
+    assert abs(t.v[6] - 0.4) < 1e-12  # the joint rate kept through the move
+
+    messages = TargetMessages('world', 'robot1/')
+    specs = engine.world.targets
+    tfs = {tf.child_frame_id: tf for tf in messages.transforms(snap.world, specs, None)}
+    assert set(tfs) == {'robot1/target/sat', 'robot1/target/sat/panel'}
+    root, panel = tfs['robot1/target/sat'], tfs['robot1/target/sat/panel']
+    assert root.header.frame_id == 'world' and panel.header.frame_id == 'robot1/target/sat'
+    R0 = quat_to_matrix(_vec(root.transform.rotation, 'xyzw'))
+    p_panel = _vec(root.transform.translation) + R0 @ _vec(panel.transform.translation)
+    R_panel = R0 @ quat_to_matrix(_vec(panel.transform.rotation, 'xyzw'))
+    p_ref, R_ref = D.link_pose(specs['sat'].model, t.q, 'panel')
+    np.testing.assert_allclose(p_panel, p_ref, atol=1e-12)
+    np.testing.assert_allclose(R_panel, R_ref, atol=1e-12)
+    # odometry: the same pose, the twist in the root's own axes (REP 105)
+    odom = messages.odometry('sat', snap.world, None)
+    assert odom.child_frame_id == 'robot1/target/sat'
+    R = quat_to_matrix(quat)
+    np.testing.assert_allclose(_vec(odom.twist.twist.linear), R.T @ lin, atol=1e-12)
+    np.testing.assert_allclose(_vec(odom.twist.twist.angular), R.T @ ang, atol=1e-12)
+    markers = messages.markers(snap.world, specs, set(), None).markers
+    assert [m.type for m in markers[1:]] == [markers[1].CUBE, markers[1].CYLINDER]
+    engine.change_world(lambda w: w.remove('sat'))
+
+
+def test_contact_event_status_keeps_full_precision() -> None:
+    point, normal, impulse = np.array([0.1, 1 / 3, -2.0]), np.array([0.0, 0.0, 1.0]), np.zeros(3)
+    impulse[2] = np.pi
+    status = event_status(
+        ContactEvent(
+            0.5, 'impact', 'robot/ee_link', 'sat/hub', point, normal, impulse, -normal, 0.25, True
+        )
+    )
+    values = {kv.key: kv.value for kv in status.values}
+    assert status.name == 'impact' and status.hardware_id == 'robot/ee_link|sat/hub'
+    np.testing.assert_array_equal(np.array(values['point'].split(), dtype=float), point)
+    np.testing.assert_array_equal(np.array(values['impulse'].split(), dtype=float), impulse)
+    assert values['sticking'] == 'true' and float(values['energy_loss']) == 0.25
