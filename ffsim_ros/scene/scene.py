@@ -269,9 +269,10 @@ class Scene:
         """Hold the robot's joint efforts ``(n,)`` [N m | N] from now on."""
         tau = np.array(effort, dtype=float).reshape(-1)
         n = self.robot_model.n
-        if tau.shape != (n,) or not np.all(np.isfinite(tau)):
+        if tau.shape != (n,) or not np.isfinite(tau).all():
             raise ValueError(f'effort: expected {n} finite values, got {tau.tolist()}')
-        self._robot.tau = np.r_[tau, np.zeros(self._robot.model.n - n)]
+        extra = self._robot.model.n - n  # a held target's joints
+        self._robot.tau = np.concatenate((tau, np.zeros(extra))) if extra else tau
 
     def target_state(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(q, v)`` of target ``name`` in its own model's conventions (held or free)."""

@@ -159,8 +159,8 @@ class TargetWorld:
             scene.rollback(checkpoint)
             raise WorldStepError(f'the dynamics failed ({exc})') from None
         q, v = scene.robot_state
-        states = [scene.target_state(name) for name in scene.target_names]
-        if not all(np.all(np.isfinite(x)) for x in (q, v, *(x for s in states for x in s))):
+        state = [q, v, *(x for name in scene.target_names for x in scene.target_state(name))]
+        if not np.isfinite(np.concatenate(state)).all():
             scene.rollback(checkpoint)
             raise WorldStepError('non-finite state of the robot or a target')
         return q, v, lambda: scene.rollback(checkpoint)
