@@ -157,3 +157,16 @@ def test_non_finite_step_with_targets_faults_and_keeps_the_last_state(robot, mon
     monkeypatch.setattr(D, 'step', real_step)
     after = engine.reset()
     assert not after.faulted and engine.advance(5).step == after.step + 5
+
+
+def test_reset_leaves_out_a_target_where_the_robot_returns(robot):
+    q, v = _state(robot)
+    engine = Engine(robot, q, v, dt_ns=DT_NS, world=_world(robot, q, v))
+    moved = np.array(q)
+    moved[0] += 5.0  # the base 5 m away: its initial place is free
+    engine.set_state(moved, v)
+    at_start = rigid_target('ball', mass=5.0, shape=Sphere(0.1), position=q[:3])
+    engine.change_world(lambda w: w.add(at_start))
+    snap = engine.reset()
+    assert engine.world.left_out == ['ball'] and snap.world is None
+    np.testing.assert_array_equal(snap.q, engine.initial_state[0])

@@ -363,7 +363,12 @@ class SimulationInterfaces:
                 what.append(f'spawned ({len(spawned)} targets removed)')
             if scope & req.SCOPE_STATE:
                 engine.reset()
-                what.append('state (inputs cleared)')
+                left = engine.world.left_out
+                what.append(
+                    'state (inputs cleared'
+                    + (f'; targets left out, overlapping the robot: {left}' if left else '')
+                    + ')'
+                )
             if scope & req.SCOPE_TIME:
                 self.node.reset_clock()
                 what.append('time')

@@ -76,6 +76,8 @@ class TargetWorld:
         self._specs: dict[str, Target] = {}
         self._events: list[tuple[int, Event]] = []
         self._offset_ns = 0  # engine time - scene time [ns]
+        #: Targets the last :meth:`reset` left out (they overlapped the robot).
+        self.left_out: list[str] = []
         for target in self._initial:
             self.add(target)
 
@@ -214,6 +216,7 @@ class TargetWorld:
                 self.add(target)
             except ValueError:
                 dropped.append(target.name)
+        self.left_out = dropped
         return dropped
 
 
