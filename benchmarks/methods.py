@@ -12,8 +12,17 @@ A second, smaller table times the forms of seed 001 section 3.1 on trees of ball
 joints (:mod:`ffsim_ros.dynamics.mufti.barycentric`: ``kkt``, ``eq14``, ``eq16``, ``eq28``,
 ``eq38``; dense NumPy except the sparse ``kkt`` / ``eq14``), random branched trees of n bodies.
 
-Run: ``.venv/bin/python benchmarks/methods.py`` (about a minute on 2 cores). Prints the table
-and writes ``docs/methods_scaling.png``.
+A third part times closed chains (:class:`ffsim_ros.dynamics.mufti.ClosedChain`, seed 001
+eq. 63): the compiled ``aba`` solver against the NumPy ``kkt`` reference and against
+Pinocchio's ``constraintDynamics`` (same URDF, the cut hinge as a ``RigidConstraintModel``,
+timed in alternation; the accelerations are compared too) on the planar four-bar, the spatial
+loop and the floating platform with two ball loops; the growth exponent over n = 10..200 on
+serial chains of n joints on a floating base closed tip-to-base by a ball cut; and a 1 kHz RK4
+simulation of the floating platform (real-time factor).
+
+Run: ``.venv/bin/python benchmarks/methods.py`` (a few minutes on 2 cores; ``--closed-only``
+for the closed-chain part alone, about a minute). Prints the tables and writes
+``docs/methods_scaling.png``.
 """
 
 from __future__ import annotations
@@ -115,15 +124,250 @@ def exponent(ns: np.ndarray, ts: np.ndarray) -> float:
     return float(np.polyfit(np.log(ns[sel]), np.log(ts[sel]), 1)[0])
 
 
+# ----------------------------------------------------------------------------------------------
+# closed chains: the compiled solver, Pinocchio's constraintDynamics, and a simulation
+# ----------------------------------------------------------------------------------------------
+
+CLOSED_SIZES = (10, 20, 50, 100, 200)
+
+
+def pinocchio_loop(urdf: str, chain, q: np.ndarray, v: np.ndarray, tau: np.ndarray):
+    """Pinocchio's ``constraintDynamics`` on the same URDF and the same state, every cut hinge
+    of ``chain`` a ``RigidConstraintModel`` (ball: CONTACT_3D, weld: CONTACT_6D).
+
+    Returns
+    -------
+    call : () -> accelerations (Pinocchio's coordinates);  ours_a : (accelerations ->
+    ours) the conversion of its result to our coordinates (floating base: CoM velocity,
+    inertial angular velocity).
+    """
+    import pinocchio as pin
+
+    model = chain.model
+    floating = model.floating_base
+    pm = (
+        pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+        if floating
+        else pin.buildModelFromXML(urdf)
+    )
+    pm.gravity.linear[:] = model.gravity
+    pd = pm.createData()
+    offv = 6 if floating else 0
+    off = 7 if floating else 0
+    perm = [pm.joints[pm.getJointId(nm)].idx_v - offv for nm in model.joint_names]
+    qp, vp, tp = np.zeros(pm.nq), np.zeros(pm.nv), np.zeros(pm.nv)
+    R = np.eye(3)
+    c0 = np.zeros(3)
+    if floating:
+        c0 = pm.inertias[1].lever.copy()
+        R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
+        qp[:3], qp[3:7] = q[:3] - R @ c0, q[3:7]
+        vp[3:6] = R.T @ v[3:6]
+        vp[:3] = R.T @ v[:3] + np.cross(c0, R.T @ v[3:6])
+    for k, pk in enumerate(perm):
+        qp[off + pk], vp[offv + pk], tp[offv + pk] = q[off + k], v[offv + k], tau[k]
+    cms = pin.StdVec_RigidConstraintModel()
+    cds = pin.StdVec_RigidConstraintData()
+    for lp in chain.loops:
+        ids = []
+        for link in (lp.link_a, lp.link_b):
+            fid = pm.getFrameId(link)
+            ids.append((pm.frames[fid].parentJoint, pm.frames[fid].placement))
+        kind = pin.ContactType.CONTACT_3D if lp.kind == 'ball' else pin.ContactType.CONTACT_6D
+        (ja, Pa), (jb, Pb) = ids
+        cms.append(
+            pin.RigidConstraintModel(
+                kind,
+                pm,
+                ja,
+                Pa * pin.SE3(lp.rotation_a, lp.translation_a),
+                jb,
+                Pb * pin.SE3(lp.rotation_b, lp.translation_b),
+                pin.ReferenceFrame.LOCAL,
+            )
+        )
+        cds.append(cms[len(cms) - 1].createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-12, 1e-10, 100)
+
+    def call() -> np.ndarray:
+        return pin.constraintDynamics(pm, pd, qp, vp, tp, cms, cds, prox)
+
+    def ours_a(ap: np.ndarray) -> np.ndarray:
+        a = np.zeros(model.nv)
+        if floating:
+            wp = ap[3:6]
+            a[3:6] = R @ wp
+            a[:3] = R @ (ap[:3] - np.cross(c0, wp)) + np.cross(v[3:6], v[:3])
+        for k, pk in enumerate(perm):
+            a[offv + k] = ap[offv + pk]
+        return a
+
+    return call, ours_a
+
+
+def time_alternating(calls: dict, budget: float, rounds: int = 15) -> dict[str, float]:
+    """Minimum seconds per call of each of ``calls`` (name -> ()), timed in alternation."""
+    per = {}
+    for name, fn in calls.items():
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        per[name] = max(1, int(budget / rounds / max(time.perf_counter() - t0, 1e-7)))
+    best = dict.fromkeys(calls, np.inf)
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            t0 = time.perf_counter()
+            for _ in range(per[name]):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - t0) / per[name])
+    return best
+
+
+def closed_cases():
+    """``name -> (urdf, chain, q, v)``: the sample loops, assembled and moving."""
+    import warnings
+
+    from ffsim_ros.dynamics import mufti as M
+    from ffsim_ros.dynamics.mufti import samples as S
+
+    cases = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        model = D.load_urdf(S.fourbar_urdf(), floating_base=False, gravity=(0, -9.81, 0))
+        chain = M.ClosedChain(model, [S.fourbar_cut('ball')])
+        q, v = chain.assemble([1.2, -0.9, -1.5], [0.8, 0, 0], locked=['j1'])
+        cases['planar four-bar (fixed, ball)'] = (S.fourbar_urdf(), chain, q, v)
+        chain, q, v = S.tumbling_fourbar('ball')
+        cases['planar four-bar (floating, ball)'] = (S.fourbar_urdf(True), chain, q, v)
+        for kind in ('ball', 'weld'):
+            chain, q, v = S.tumbling_spatial_loop(kind)
+            cases[f'spatial loop (floating, {kind})'] = (S.spatial_loop_urdf(), chain, q, v)
+        chain, q, v = S.tumbling_platform()
+        cases['floating platform (2 balls)'] = (S.platform_urdf(), chain, q, v)
+    return cases
+
+
+def looped_chain(n: int):
+    """A floating serial chain of ``n`` joints (:func:`chain_urdf`) closed by a ball cut
+    between its last link's tip and the base link, placed where a random configuration has
+    it closed. Returns ``(urdf, chain, q, v)``."""
+    from ffsim_ros.dynamics import mufti as M
+
+    urdf = chain_urdf(n, seed=1)
+    model = D.load_urdf(urdf)
+    rng = np.random.default_rng(n)
+    q = D.neutral(model)
+    q[7:] = rng.uniform(-0.5, 0.5, model.n)
+    tip = np.array([0.1, 0.0, 0.0])
+    pt, Rt = D.link_pose(model, q, f'link_{n}')
+    pb, Rb = D.link_pose(model, q, 'base_link')
+    loop = M.LoopClosure(
+        'tip',
+        f'link_{n}',
+        'base_link',
+        'ball',
+        translation_a=tip,
+        translation_b=Rb.T @ (pt + Rt @ tip - pb),
+    )
+    chain = M.ClosedChain(model, [loop])
+    q, v = chain.assemble(q, rng.normal(size=model.nv))
+    return urdf, chain, q, v
+
+
+def bench_closed(budget: float, seconds: float) -> None:
+    """Print the closed-chain tables (module docstring)."""
+    import warnings
+
+    from ffsim_ros.dynamics.mufti import samples as S
+
+    warnings.simplefilter('ignore')  # the redundant-row warning of the planar loops
+    print('\nclosed chains: time per forward-dynamics call [us] (accelerations and loop forces)')
+    print(
+        f'{"case":34} {"aba":>8} {"kkt":>8} {"Pinocchio":>10} {"aba/Pin":>8} {"kkt/Pin":>8}'
+        f' {"|a - a_Pin|":>12}'
+    )
+    for name, (urdf, chain, q, v) in closed_cases().items():
+        tau = np.linspace(-1.0, 1.0, chain.model.n)
+        pin_call, convert = pinocchio_loop(urdf, chain, q, v, tau)
+        diff = np.abs(chain.acceleration(q, v, tau, stabilize=False) - convert(pin_call())).max()
+        t = time_alternating(
+            {
+                'aba': lambda c=chain, q=q, v=v, u=tau: c.acceleration(q, v, u, stabilize=False),
+                'kkt': lambda c=chain, q=q, v=v, u=tau: c.acceleration(
+                    q, v, u, stabilize=False, method='kkt'
+                ),
+                'pin': pin_call,
+            },
+            budget,
+        )
+        print(
+            f'{name:34} {t["aba"] * 1e6:8.2f} {t["kkt"] * 1e6:8.1f} {t["pin"] * 1e6:10.2f}'
+            f' {t["aba"] / t["pin"]:8.2f} {t["kkt"] / t["pin"]:8.1f} {diff:12.1e}'
+        )
+    print('\nclosed serial chains (floating base, tip-to-base ball cut): time per call [us]')
+    print(f'{"n":>5} {"aba":>9} {"Pinocchio":>10} {"ratio":>7} {"|a - a_Pin|":>12}')
+    ns, ours, ref = [], [], []
+    for n in CLOSED_SIZES:
+        urdf, chain, q, v = looped_chain(n)
+        tau = np.zeros(chain.model.n)
+        pin_call, convert = pinocchio_loop(urdf, chain, q, v, tau)
+        diff = np.abs(chain.acceleration(q, v, tau, stabilize=False) - convert(pin_call())).max()
+        t = time_alternating(
+            {
+                'aba': lambda c=chain, q=q, v=v, u=tau: c.acceleration(q, v, u, stabilize=False),
+                'pin': pin_call,
+            },
+            budget,
+        )
+        ns.append(n)
+        ours.append(t['aba'])
+        ref.append(t['pin'])
+        print(
+            f'{n:5d} {t["aba"] * 1e6:9.2f} {t["pin"] * 1e6:10.2f} {t["aba"] / t["pin"]:7.2f}'
+            f' {diff:12.1e}'
+        )
+    lns = np.log(np.array(ns, float))
+    e_ours = float(np.polyfit(lns, np.log(ours), 1)[0])
+    e_ref = float(np.polyfit(lns, np.log(ref), 1)[0])
+    print(f'growth exponent over n = {ns[0]}..{ns[-1]}: aba {e_ours:.2f}, Pinocchio {e_ref:.2f}')
+
+    chain, q, v = S.tumbling_platform()
+    tau = np.linspace(-1.0, 1.0, chain.model.n)
+    print(f'\nfloating platform (2 ball loops, nv = {chain.model.nv}), RK4 at 1 kHz, {seconds} s:')
+    for label, kw in (
+        ('projection after each step (default)', {}),
+        ('Baumgarte only, no projection', {'project': False, 'stabilize': True}),
+    ):
+        chain.simulate(q, v, tau, 0.01, 1e-3, **kw)
+        t0 = time.perf_counter()
+        _, Q, V = chain.simulate(q, v, tau, seconds, 1e-3, **kw)
+        wall = time.perf_counter() - t0
+        err = np.abs(chain.constraint_error(Q[-1], V[-1])[0]).max()
+        print(
+            f'  {label:38} {seconds / wall:6.1f}x real time ({wall / seconds * 1e3:.0f} us a'
+            f' step), final |xi| {err:.1e}'
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--budget', type=float, default=0.25, help='seconds per measurement')
+    parser.add_argument(
+        '--closed-only', action='store_true', help='only the closed-chain part (about a minute)'
+    )
+    parser.add_argument(
+        '--sim-seconds', type=float, default=3.0, help='simulated seconds of the platform run'
+    )
     parser.add_argument(
         '--plot',
         type=Path,
         default=Path(__file__).resolve().parent.parent / 'docs' / 'methods_scaling.png',
     )
     args = parser.parse_args()
+    if args.closed_only:
+        bench_closed(args.budget, args.sim_seconds)
+        return
     shapes = {
         'chain': lambda n: chain_urdf(n, seed=1),
         'tree': lambda n: random_urdf(n, n, branching=0.5, fixed_children=False),
@@ -174,6 +418,7 @@ def main() -> None:
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.plot, dpi=110)
     print(f'plot: {args.plot}')
+    bench_closed(args.budget, args.sim_seconds)
 
 
 if __name__ == '__main__':

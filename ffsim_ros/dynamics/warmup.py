@@ -9,14 +9,18 @@ second when everything is).
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
 from . import (
+    ClosedChain,
+    LoopClosure,
     aba,
     base_link_state,
     base_velocity_from_momentum,
     bias_forces,
+    body_poses,
     center_of_mass,
     forward_dynamics,
     forward_dynamics_derivatives,
@@ -80,11 +84,32 @@ def warm_up() -> float:
             step(model, q, v, tau, 1e-3, method='euler', conserve_momentum=True)
             generalized_velocity_derivatives(model, q, tau, model.link_names[-1])
             step(model, q, v, tau, 1e-3, base_wrench_body=np.ones(6))
+    warm_up_closed_chains()
     quat = quat_exp([0.1, 0.2, 0.3])
     quat_log(quat_multiply(quat, quat))
     quat_to_matrix(quat)
     matrix_exp([0.1, 0.2, 0.3])
     return time.perf_counter() - t0
+
+
+def warm_up_closed_chains() -> None:
+    """The compiled closed-chain solver (``ClosedChain(method='aba')``): accelerations,
+    multipliers and body accelerations, link wrenches, the projection after a step, and the
+    hinge forces (``kernels/constrained.py``; about 60 s to compile on 2 cores)."""
+    model = load_urdf(random_urdf(0, 3), floating_base=True)
+    q, v = neutral(model), np.zeros(model.nv)
+    R, p = body_poses(model, q)
+    a = R.shape[0] - 1
+    link_a = next(name for name in model.link_names if model.frame(name).body == a)
+    link_b = next(name for name in model.link_names if model.frame(name).body == 0)
+    loop = LoopClosure('cut', link_a, link_b, 'ball', translation_b=R[0].T @ (p[a] - p[0]))
+    chain = ClosedChain(model, [loop])
+    tau = np.zeros(model.n)
+    with warnings.catch_warnings():  # a short chain may leave redundant rows
+        warnings.simplefilter('ignore')
+        chain.dynamics(q, v, tau, link_wrenches={link_a: np.ones(6)})
+        chain.acceleration(q, v, tau)
+        chain.step(q, v, tau, 1e-3)
 
 
 if __name__ == '__main__':

@@ -640,7 +640,8 @@ def closed_chain_dynamics(
     -------
     int
         Rank of the (per-hinge reduced) loop rows on the tree: the number of independent
-        loop rows.
+        loop rows; -1 when the accelerations are not finite (a singular configuration or a
+        non-finite input).
     """
     nb = m.parent.shape[0]
     nv = v.shape[0]
@@ -687,6 +688,9 @@ def closed_chain_dynamics(
             lam[r0 + r] = s
         r0 += nr
         k0 += keep[lp]
+    for c in range(nv):
+        if not np.isfinite(qdd[c]):
+            return -1
     return rank
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..algorithms import body_wrenches
-from ..inputs import ArrayLike, generalized_force
+from ..inputs import ArrayLike, generalized_force, is_ready
 from ..kernels.constrained import (
     LOOP_BALL,
     LOOP_REVOLUTE,
@@ -60,6 +60,9 @@ class LoopKernel:
         self.n_rows = sum(lp.rows for lp in loops)
         self.empty_fext = np.empty((0, 6))
         self._lam = np.empty(self.n_rows)
+        self._gen = np.zeros(model.nv)
+        #: The cut hinges, for error messages.
+        self.names = 'loop closure ' + ', '.join(repr(lp.name) for lp in loops)
         self._entries: dict[object, object] = {}
 
     def _call(self, kernel: object, *args: object) -> object:
@@ -93,7 +96,7 @@ class LoopKernel:
         (nv,) ndarray [m/s^2, rad/s^2 | per joint].
         """
         a = np.empty(self.model.nv)
-        self._call(
+        rank = self._call(
             e_closed_chain,
             *self.model.packed,
             q,
@@ -110,7 +113,24 @@ class LoopKernel:
             self._lam,
             self.empty_fext,
         )
+        if rank < 0:
+            raise np.linalg.LinAlgError(
+                f'{self.names}: the closed-chain system gave non-finite accelerations (a '
+                'singular configuration or a non-finite state)'
+            )
         return a
+
+    def fast_accelerations(
+        self, q: object, v: object, tau: object, alpha: float, beta: float
+    ) -> np.ndarray | None:
+        """:meth:`accelerations` of joint efforts alone when ``q``, ``v``, ``tau`` can go to
+        the kernel as they are (float64, contiguous, the model's sizes); None otherwise."""
+        shape_q, shape_v, shape_tau = self.model.shapes
+        if not (is_ready(q, shape_q) and is_ready(v, shape_v) and is_ready(tau, shape_tau)):
+            return None
+        gen = self._gen
+        gen[gen.size - shape_tau[0] :] = tau
+        return self.accelerations(q, v, gen, self.empty_fext, alpha, beta)  # type: ignore[arg-type]
 
     def projection(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Kinetic-energy-metric corrections toward the manifold at ``(q, v)``.

@@ -534,9 +534,52 @@ class ClosedChain:
             g = torque - (F[:, 3:] - cross(o, F[:, :3]))
         return ClosedChainSolution(a, X, mult, wrenches, f, g, n_tree + k, n_rows)
 
-    def acceleration(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, **kwargs) -> np.ndarray:
-        """``dynamics(...).a``."""
-        return self.dynamics(q, v, tau, **kwargs).a
+    def acceleration(
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        tau: ArrayLike,
+        *,
+        base_wrench: ArrayLike | None = None,
+        link_wrenches: Mapping[str, ArrayLike] | None = None,
+        stabilize: bool = True,
+        method: str | None = None,
+    ) -> np.ndarray:
+        """``dynamics(...).a`` (arguments as :meth:`dynamics`); with ``'aba'`` the compiled
+        solver alone, without the other fields of the solution.
+
+        Returns
+        -------
+        (nv,) ndarray
+        """
+        method = self.method if method is None else method
+        if method != 'aba':
+            return self.dynamics(
+                q,
+                v,
+                tau,
+                base_wrench=base_wrench,
+                link_wrenches=link_wrenches,
+                stabilize=stabilize,
+                method=method,
+            ).a
+        on = stabilize and bool(self.alpha or self.beta)
+        alpha, beta = (self.alpha, self.beta) if on else (0.0, 0.0)
+        kernel = self._kernel
+        if base_wrench is None and not link_wrenches:  # the per-call fast path
+            a = kernel.fast_accelerations(q, v, tau, alpha, beta)
+            if a is not None:
+                return a
+        model = self.model
+        q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
+        return kernel.accelerations(
+            q,
+            v,
+            generalized_force(model, tau, bw),
+            body_wrenches(model, q, link_wrenches) if link_wrenches else kernel.empty_fext,
+            alpha,
+            beta,
+        )
 
     # ------------------------------------------------------------------------------------------
     # assembly
@@ -821,11 +864,6 @@ class ClosedChain:
                 ).a
 
         q_next, v_next = rk4_step(model, q, v, dt, acceleration)
-        if not (np.all(np.isfinite(q_next)) and np.all(np.isfinite(v_next))):
-            raise np.linalg.LinAlgError(
-                f'{self._names()}: the step gave a non-finite state (a singular configuration '
-                'or a non-finite input)'
-            )
         if project:
             # the momentum the step must end with: internal loop forces and efforts leave it,
             # gravity adds its known impulse; other external wrenches: keep the step's own
