@@ -170,3 +170,18 @@ def test_reset_leaves_out_a_target_where_the_robot_returns(robot):
     snap = engine.reset()
     assert engine.world.left_out == ['ball'] and snap.world is None
     np.testing.assert_array_equal(snap.q, engine.initial_state[0])
+
+
+def test_robot_state_overlapping_a_target_refused(robot):
+    q, v = _state(robot)
+    engine = Engine(robot, q, v, dt_ns=DT_NS, world=_world(robot, q, v))
+    moved = np.array(q)
+    moved[0] += 5.0
+    ball = rigid_target('ball', mass=5.0, shape=Sphere(0.1), position=moved[:3])
+    engine.change_world(lambda w: w.add(ball))
+    before = engine.snapshot()
+    with pytest.raises(ValueError, match="robot state: shape on 'robot/.*' would overlap 'ball/"):
+        engine.set_state(moved, v)
+    after = engine.snapshot()
+    assert after.step == before.step and np.array_equal(after.q, before.q)
+    assert engine.advance(3).step == before.step + 3  # runs on from where it was

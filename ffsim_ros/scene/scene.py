@@ -265,6 +265,15 @@ class Scene:
         self._robot.q, self._robot.v = _state(self.robot_model, q, v, 'robot state')
         self._contacts = None
 
+    def overlaps(self) -> list[tuple[str, str, float]]:
+        """Pairs of shapes overlapping now: ``(owner a, owner b, signed distance [m])``, owners
+        as ``'system/link'`` (pairs ignored since a release left out)."""
+        return [
+            (c.a.owners[c.ka], c.b.owners[c.kb], c.distance)
+            for c in self._detect(0.0)
+            if c.distance < 0.0
+        ]
+
     def set_effort(self, effort: Sequence[float]) -> None:
         """Hold the robot's joint efforts ``(n,)`` [N m | N] from now on."""
         tau = np.array(effort, dtype=float).reshape(-1)

@@ -365,14 +365,16 @@ class Engine:
         Raises
         ------
         ValueError
-            Wrong sizes, non-finite values, a zero base quaternion, or a target held (nothing
-            changes).
+            Wrong sizes, non-finite values, a zero base quaternion, a target held, or the
+            robot's shapes overlapping a target's (nothing changes).
         """
         q, v = self._checked_state(q, v)
         if self._world is not None and self._world.holding:
             raise ValueError(
                 f'set_state: the robot holds target {self._world.holding!r}: release it first'
             )
+        if self._world is not None and self._world.active:
+            self._world.check_robot(q, v)
         return self._jump(q, v)
 
     def change_world(self, change: Callable[[TargetWorld], T]) -> tuple[T, Snapshot]:

@@ -104,6 +104,27 @@ class TargetWorld:
             self.scene.set_robot_state(q, v)
         self._offset_ns = int(time_ns) - int(round(self.scene.time * 1e9))
 
+    def check_robot(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Refuse a robot state whose shapes would overlap a target's where they do not now.
+
+        Raises
+        ------
+        ValueError
+            Naming the shapes (the scene unchanged).
+        """
+        scene = self.scene
+        before = scene.robot_state
+        now = {(a, b) for a, b, _ in scene.overlaps()}
+        scene.set_robot_state(q, v)
+        new = [(a, b, d) for a, b, d in scene.overlaps() if (a, b) not in now]
+        if new:
+            scene.set_robot_state(*before)
+            a, b, d = new[0]
+            raise ValueError(
+                f'robot state: shape on {a!r} would overlap {b!r} (signed distance {d:.6g} m); '
+                'nothing applied'
+            )
+
     def robot_state(self) -> tuple[np.ndarray, np.ndarray]:
         """The robot's ``(q, v)`` in the scene."""
         return self.scene.robot_state
