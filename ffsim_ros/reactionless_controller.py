@@ -27,7 +27,15 @@ topic                      type                                 content
                                                                 change, transient local
 ``~/joint_trajectory``     trajectory_msgs/JointTrajectory      joint trajectory to follow
 (sub)                                                           (as ros2_controllers' JTC)
+``targets/<name>/odom``    nav_msgs/Odometry                    with ``capture.scenario``: the
+(sub)                                                           target's root link (REP 105)
 =========================  ===================================  ==============================
+
+Capture (``capture.*`` parameters, issue 17): with a ``capture.scenario`` the node intercepts
+that scenario's target from its odometry inside the reaction null space, asks the simulator's
+grasp service (``capture.grasp_service``, std_srvs/Trigger) once the handle is well inside its
+capture envelope, then detumbles the welded system (``capture.detumble_mode``); ``ee_goal``
+is then ignored. The logic: :mod:`ffsim_ros.node_support.capture_control`.
 
 Goals: a :class:`~ffsim_ros.control.ReachSupervisor` (``reach.*`` parameters) owns the
 ``ee_goal``, the held base attitude and the outcome: every accepted goal ends reached or
@@ -103,6 +111,7 @@ from ffsim_ros.control import (
     ReachSupervisor,
     ReactionlessController,
 )
+from ffsim_ros.control.capture import DETUMBLE_MODES
 from ffsim_ros.control.trajectory import (
     Tolerances,
     TrackingGains,
@@ -125,6 +134,11 @@ from ffsim_ros.node_support import (
     run_node,
     stamp_ns,
     string,
+)
+from ffsim_ros.node_support.capture_control import (
+    CaptureControl,
+    CaptureInterfaces,
+    scenario_target,
 )
 from ffsim_ros.node_support.goal_status import GoalStatusPublisher
 from ffsim_ros.node_support.trajectory_action import (
@@ -338,12 +352,39 @@ PARAMETERS = ParameterTable(
             'the base attitude alone) and report how much it changed',
             dynamic=True,
         ),
+        ParameterSpec(
+            'capture.scenario',
+            '',
+            "capture scenario (the simulator's scenario: a YAML path or a shipped name); "
+            'non-empty: intercept, grasp and detumble its target instead of ee_goal',
+            string(4096),
+        ),
+        ParameterSpec(
+            'capture.target',
+            '',
+            "the scenario's target to capture (its first handle); empty: the first target",
+            string(255),
+        ),
+        ParameterSpec(
+            'capture.detumble_mode',
+            DETUMBLE_MODES[0],
+            'post-capture law: momentum_distribution (the arm stores the momentum, then '
+            'releases it at a bounded base acceleration) or gjm (plain braking)',
+            one_of(DETUMBLE_MODES),
+        ),
+        ParameterSpec(
+            'capture.grasp_service',
+            '/ffsim_simulator/grasp',
+            "the simulator's grasp service (std_srvs/Trigger)",
+            string(255),
+        ),
     ],
     cross_check=_cross_check,
     groups={
         'gains': 'ffsim_ros.control.Gains, SI units',
         'reach': 'ee_goal outcome and recovery (ffsim_ros.control.ReachSettings)',
         'trajectory': 'FollowJointTrajectory and joint_trajectory (ffsim_ros.control.trajectory)',
+        'capture': 'capture of a free target (ffsim_ros.node_support.capture_control)',
     },
     config_notes=(
         'Loaded by launch/ffsim.launch.py. Set by the launch file, not here: '
@@ -371,6 +412,14 @@ class ReactionlessControllerNode(Node):
             raise ParameterValueError(
                 f'ee_link: expected one of {list(model.link_names)}, got {ee_link!r}'
             )
+        capture_target = None
+        if values['capture.scenario']:  # checked before any ROS entity exists
+            try:
+                capture_target = scenario_target(
+                    values['capture.scenario'], values['capture.target']
+                )
+            except (ValueError, OSError) as exc:
+                raise ParameterValueError(f'capture.scenario: {exc}') from None
         self.state_timeout_ns = int(values['state_timeout'] * 1e9)
         self.world = values['world_frame'] or 'world'
         self.law = ReactionlessController(
@@ -428,6 +477,15 @@ class ReactionlessControllerNode(Node):
             lambda: (self._tolerances, self._reactionless_trajectories, self.control_period),
             self.submit_trajectory,
         )
+        self.capture: CaptureInterfaces | None = None
+        if capture_target is not None:
+            self.capture = CaptureInterfaces(
+                self,
+                CaptureControl(model, ee_link, capture_target[0], values['capture.detumble_mode']),
+                values['capture.grasp_service'],
+                self._measured,
+                self._log_throttle,
+            )
         PARAMETERS.watch(self, self._on_parameters)
         rate = values['control_rate_hz']
         self.create_timer(1.0 / rate, self._on_timer)
@@ -672,6 +730,15 @@ class ReactionlessControllerNode(Node):
         q = np.r_[qb, pos]
         v = np.r_[vb, vel]
         t = now.nanoseconds * 1e-9
+        if self.capture is not None:
+            try:
+                self.capture.step(t, q, v)
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+                self.get_logger().error(
+                    f'capture law failed on the measured state ({exc}): not commanding',
+                    throttle_duration_sec=LOG_PERIOD,
+                )
+            return
         if self._pending_goal is not None:
             goal, self._pending_goal = self._pending_goal, None
             if self._request is not None:

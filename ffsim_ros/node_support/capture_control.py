@@ -1,0 +1,266 @@
+"""Capture in the controller node: interception from a target's odometry, grasp, detumbling.
+
+The node side of :mod:`ffsim_ros.control.capture` (issue 17). The controller reads the same
+capture scenario as the simulator (``capture.scenario``: a path or a shipped name,
+:func:`~ffsim_ros.node_support.scene_support.resolve_scenario`) for the target's model and its
+handle, subscribes to ``targets/<name>/odom`` (nav_msgs/Odometry: pose of the target's root
+link in the world frame, its twist in the root link's axes, REP 105) and, once the handle is
+well inside its capture envelope, asks the simulator's ``~/grasp`` service (std_srvs/Trigger)
+to close the gripper; after the grasp it detumbles the welded system
+(:class:`~ffsim_ros.control.capture.Detumbler`). :class:`CaptureControl` holds that state
+machine without any ROS object (the node owns the subscription and the client).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+from nav_msgs.msg import Odometry
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.control.capture import (
+    CaptureGains,
+    DetumbleMode,
+    Detumbler,
+    GraspPoint,
+    computed_torque,
+    grasp_point,
+    intercept_rates,
+    momentum_terms,
+)
+from ffsim_ros.dynamics.lie import quat_to_matrix
+from ffsim_ros.scene import Target, target_from_dict, welded_model
+
+from .scene_support import resolve_scenario
+
+#: Fraction of the handle's capture envelope (radius, speed) inside which the grasp is asked.
+GRASP_MARGIN = 0.5
+#: Phases of :class:`CaptureControl` (``wait``: no target odometry yet).
+PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold')
+
+
+def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
+    """The target ``name`` (the first when '') of a capture scenario, and the file read.
+
+    Raises
+    ------
+    ValueError
+        An unknown scenario or target, a target without handles (named).
+    """
+    path = resolve_scenario(scenario)
+    data = yaml.safe_load(path.read_text())
+    targets = data.get('targets', []) if isinstance(data, dict) else []
+    names = [str(t.get('name', '')) for t in targets if isinstance(t, dict)]
+    if not names:
+        raise ValueError(f'capture.scenario {str(path)!r}: expected targets, got none')
+    chosen = names[0] if not name else name
+    if chosen not in names:
+        raise ValueError(f'capture.target: expected one of {names}, got {name!r}')
+    k = names.index(chosen)
+    target = target_from_dict(targets[k], f'targets[{k}]', path.parent)
+    if not target.handles:
+        raise ValueError(f'capture.target {chosen!r}: expected a handle, it has none')
+    return target, path
+
+
+def odometry_state(msg) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(position, quaternion (x, y, z, w), linear velocity, angular velocity)`` of an
+    Odometry message, velocities rotated from the child frame's axes to the world's.
+
+    Raises
+    ------
+    ValueError
+        Non-finite values or a zero quaternion.
+    """
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
+    pos = np.array([p.x, p.y, p.z])
+    quat = np.array([o.x, o.y, o.z, o.w])
+    v = np.array([lin.x, lin.y, lin.z])
+    w = np.array([ang.x, ang.y, ang.z])
+    n = float(np.linalg.norm(quat))
+    if not (np.all(np.isfinite(np.r_[pos, quat, v, w])) and n > 0.5):
+        raise ValueError(
+            f'target odometry: expected finite values and a unit quaternion, got position '
+            f'{pos.tolist()}, orientation {quat.tolist()}'
+        )
+    quat = quat / n
+    R = quat_to_matrix(quat)
+    return pos, quat, R @ v, R @ w
+
+
+class CaptureControl:
+    """Interception, grasp request and detumbling (module docstring).
+
+    Parameters
+    ----------
+    robot : Model (floating base);  gripper_link : str;  target : Target (from the scenario);
+    mode : DetumbleMode or str;  gains : CaptureGains.
+    """
+
+    def __init__(
+        self,
+        robot: D.Model,
+        gripper_link: str,
+        target: Target,
+        mode: DetumbleMode | str,
+        gains: CaptureGains | None = None,
+    ) -> None:
+        robot.frame(gripper_link)  # raises naming the links
+        self.robot, self.gripper_link = robot, gripper_link
+        self.target = target
+        self.handle = target.handles[0]
+        self.mode = DetumbleMode(mode)
+        self.gains = gains or CaptureGains()
+        self.phase = 'wait'
+        self.detumbler: Detumbler | None = None
+        self.attitude: np.ndarray | None = None
+        self._odom: tuple[np.ndarray, ...] | None = None
+        self.distance = float('nan')
+        self.speed = float('nan')
+
+    def on_odometry(self, msg) -> None:
+        """Keep the target's state from its odometry (raises ValueError for a bad one)."""
+        self._odom = odometry_state(msg)
+        if self.phase == 'wait':
+            self.phase = 'intercept'
+
+    def grasp_point(self) -> GraspPoint | None:
+        """The handle's grasp point from the last odometry (None before any)."""
+        if self._odom is None:
+            return None
+        p, quat, v, w = self._odom
+        return grasp_point(p, quat, v, w, self.handle.translation)
+
+    def update(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Efforts (n,) for the measured robot state and whether to ask for the grasp now."""
+        if self.attitude is None:
+            self.attitude = np.asarray(q[3:7], float).copy()
+        if self.detumbler is not None:
+            tau, _, _ = self.detumbler.update(t, q, v)
+            self.phase = self.detumbler.phase
+            return tau, False
+        gp = self.grasp_point()
+        terms = momentum_terms(self.robot, q, v)
+        if gp is None:  # no target seen yet: hold the arm still
+            tau, _ = computed_torque(self.robot, terms, v, np.zeros(self.robot.n), 20.0)
+            return tau, False
+        phidot, dist = intercept_rates(
+            self.robot,
+            q,
+            terms,
+            (self.gripper_link, np.zeros(3)),
+            gp,
+            self.gains,
+            attitude_reference=self.attitude,
+        )
+        J = D.link_jacobian(self.robot, q, self.gripper_link)[:3]
+        self.distance = dist
+        self.speed = float(np.linalg.norm(gp.velocity - J @ v))
+        tau, _ = computed_torque(self.robot, terms, v, phidot, self.gains.kv_joint)
+        ask = (
+            self.phase == 'intercept'
+            and dist < GRASP_MARGIN * self.handle.radius
+            and self.speed < GRASP_MARGIN * self.handle.max_speed
+        )
+        if ask:
+            self.phase = 'grasping'
+        return tau, ask
+
+    def on_grasp_reply(self, success: bool, t: float, q: np.ndarray, v: np.ndarray) -> None:
+        """The simulator's answer: on success, the welded model from the present robot state
+        and the target's last pose (their relative pose is frozen by the weld); on a refusal,
+        intercept again."""
+        if not success or self._odom is None:
+            self.phase = 'intercept'
+            return
+        p, quat, _, _ = self._odom
+        q_t = D.base_state_from_link(self.target.model, p, quat, np.zeros(3), np.zeros(3))[0]
+        model = welded_model(
+            self.robot, q, self.gripper_link, self.target.model, q_t, f'{self.target.name}/'
+        )
+        self.detumbler = Detumbler(model, self.robot.n, self.mode, self.gains, t, q, v)
+        self.phase = self.detumbler.phase
+
+
+class CaptureInterfaces:
+    """The ROS side of :class:`CaptureControl` in a controller node: the target's odometry
+    subscription, the grasp client, the efforts published.
+
+    Parameters
+    ----------
+    node : rclpy Node (publishes ``joint_effort_commands`` through ``node.pub_cmd``).
+    control : CaptureControl
+    grasp_service : str, the simulator's grasp service (std_srvs/Trigger).
+    measured : callable, ``() -> (q, v)`` of the latest fresh measurement or why none (str).
+    throttle : LogThrottle of the node (bad odometry logged once a period).
+    """
+
+    def __init__(
+        self, node, control: CaptureControl, grasp_service: str, measured, throttle
+    ) -> None:
+        self.node, self.control = node, control
+        self._measured, self._throttle = measured, throttle
+        name = control.target.name
+        node.create_subscription(Odometry, f'targets/{name}/odom', self._on_odom, 10)
+        self.client = node.create_client(Trigger, grasp_service)
+        node.get_logger().info(
+            f'capture of {name!r} from targets/{name}/odom, grasp by {grasp_service}, '
+            f'detumbling by {control.mode.value}'
+        )
+
+    def _on_odom(self, msg) -> None:
+        try:
+            self.control.on_odometry(msg)
+        except ValueError as exc:
+            line = self._throttle.admit(f'bad target odometry: {exc}')
+            if line:
+                self.node.get_logger().error(line)
+
+    def step(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
+        """One control update: efforts published, the grasp asked once in reach."""
+        cap, log = self.control, self.node.get_logger()
+        phase = cap.phase
+        tau, ask = cap.update(t, q, v)
+        if ask:
+            if self.client.service_is_ready():
+                self.client.call_async(Trigger.Request()).add_done_callback(self._reply)
+                log.info(
+                    f'asking for the grasp: handle {cap.distance * 100:.2f} cm away, '
+                    f'{cap.speed * 100:.2f} cm/s'
+                )
+            else:
+                cap.phase = 'intercept'
+        if cap.phase != phase:
+            log.info(f'capture: {phase} -> {cap.phase}')
+        if np.all(np.isfinite(tau)):
+            self.node.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
+
+    def _reply(self, future) -> None:
+        reply = future.result()
+        measured = self._measured()
+        log = self.node.get_logger()
+        if reply is None or not reply.success or isinstance(measured, str):
+            log.warning(
+                f'grasp refused: {getattr(reply, "message", "no reply")}; intercepting again'
+            )
+            self.control.on_grasp_reply(False, 0.0, np.zeros(0), np.zeros(0))
+            return
+        q, v = measured
+        t = self.node.get_clock().now().nanoseconds * 1e-9
+        self.control.on_grasp_reply(True, t, q, v)
+        log.info(f'captured: {reply.message}; {self.control.phase}')
+
+
+__all__ = [
+    'GRASP_MARGIN',
+    'PHASES',
+    'CaptureControl',
+    'CaptureInterfaces',
+    'odometry_state',
+    'scenario_target',
+]
