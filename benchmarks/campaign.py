@@ -6,18 +6,21 @@ The issue's case: the 7-DoF servicer, reactionless mode, RK4 at 1 kHz with the c
 the figures are simulated seconds per wall second:
 
 * ``batched``: ``--batch`` runs advanced in lockstep by one :class:`BatchRunner` (the batched
-  dynamics use every core);
+  dynamics use every core; their threads wait passively, as ``ffsim campaign`` sets);
+* ``batched, 1 thread``: the same with numba's parallel loops on one thread (one core);
 * ``one by one``: ``--single`` of the same runs, each in its own :class:`ClosedLoop` with a
   :class:`ReachSupervisor` (what a campaign without batching does);
 * ``dynamics only``: the batched physics of ``--batch`` states over the same simulated time
   with the efforts held (no controller): the bound the closed loop can approach;
 * ``ray 1 / ray 2``: the batched runs as Ray tasks (batches of ``--ray-batch``) on a local Ray
   with one and with two workers (``--no-ray`` skips);
-* ``memory``: the resident set size after ``--memory-runs`` short runs written to a CSV as
-  they end, at a quarter and at the end (flat when the results are not kept in memory).
+* ``memory``: the resident set size over a campaign of ``--memory-runs`` short runs
+  (``--memory-seconds`` each) written to the CSV and Parquet tables as they end, at every
+  tenth of it (flat when the results are not kept in memory).
 
-Reported as ratios in one run: batched / one-by-one, batched / dynamics-only, ray 2 / ray 1,
-and per core (wall time x cores used).
+Reported as ratios in one run: batched / one-by-one (and per core: batched on one thread /
+one-by-one), batched / dynamics-only, ray 2 / ray 1, and per core (wall time x cores used),
+each row with the machine's 1-minute load average (a shared machine gives pessimistic rates).
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ import resource
 import tempfile
 import time
 
+import numba
 import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.campaign.batch import BatchRunner, Campaign
 from ffsim_ros.campaign.dispersions import sample_inputs
-from ffsim_ros.campaign.executors import run_ray
+from ffsim_ros.campaign.executors import import_ray, passive_thread_waits, run_ray
 from ffsim_ros.campaign.results import ResultsWriter
 from ffsim_ros.campaign.scenario import Scenario
 from ffsim_ros.control import ReachSupervisor, ReactionlessController
@@ -81,6 +85,17 @@ def batched(s: Scenario) -> tuple[float, float]:
     return sim_seconds(results), wall
 
 
+def batched_one_thread(s: Scenario) -> tuple[float, float]:
+    """:func:`batched` with numba's parallel loops on one thread: the throughput of one core
+    (what a Ray worker runs), free of the waits between threads of a shared machine."""
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return batched(s)
+    finally:
+        numba.set_num_threads(threads)
+
+
 def one_by_one(s: Scenario, runs: int) -> tuple[float, float]:
     c = Campaign(s)
     t = s.timing
@@ -118,8 +133,7 @@ def dynamics_only(s: Scenario) -> tuple[float, float]:
 
 
 def ray_rate(s: Scenario, workers: int, batch: int) -> tuple[float, float]:
-    import ray
-
+    ray = import_ray(local=True)  # before any `import ray`: the local Ray on loopback only
     try:
         list(
             run_ray(
@@ -144,16 +158,20 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def memory(runs: int, batch: int) -> tuple[float, float]:
-    s = scenario(runs, 0.05, batch)
+def memory(runs: int, batch: int, seconds: float) -> list[tuple[int, float]]:
+    """``(runs done, RSS [MB])`` at every tenth of a campaign of ``runs`` short runs, rows
+    written to the tables (CSV, and Parquet when pyarrow is installed) as they end."""
+    s = scenario(runs, seconds, batch)
     c = Campaign(s)
+    formats = ('csv', 'parquet') if importlib.util.find_spec('pyarrow') else ('csv',)
+    at = {runs * k // 10 for k in range(1, 11)}
     marks = []
-    with tempfile.TemporaryDirectory() as folder, ResultsWriter(folder, c) as writer:
+    with tempfile.TemporaryDirectory() as folder, ResultsWriter(folder, c, formats) as writer:
         for k, r in enumerate(BatchRunner(c, range(runs))):
             writer.write(r)
-            if k + 1 in (runs // 4, runs):
-                marks.append(rss_mb())
-    return marks[0], marks[1]
+            if k + 1 in at:
+                marks.append((k + 1, rss_mb()))
+    return marks
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -163,7 +181,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--seconds', type=float, default=2.0, help='simulated seconds per run')
     parser.add_argument('--ray-batch', type=int, default=64, help='runs per Ray task')
     parser.add_argument('--no-ray', action='store_true')
-    parser.add_argument('--memory-runs', type=int, default=2000)
+    parser.add_argument('--memory-runs', type=int, default=10_000)
+    parser.add_argument('--memory-seconds', type=float, default=0.05, help='per run')
     parser.add_argument('--quick', action='store_true', help='B = 32, 2 runs one by one')
     args = parser.parse_args(argv)
     if args.quick:
@@ -172,42 +191,52 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_ray and importlib.util.find_spec('ray') is None:
         print('ray is not installed (pip install -r requirements/ray.txt): Ray rows skipped')
         args.no_ray = True
+    passive_thread_waits()  # as `ffsim campaign` does, before the first parallel loop
     cores = len(os.sched_getaffinity(0))
     s = scenario(args.batch, args.seconds, args.batch)
     rows = []
-    sim, wall = batched(s)
-    rows.append(('batched', args.batch, sim, wall, cores))
-    sim1, wall1 = one_by_one(s, args.single)
-    rows.append(('one by one', args.single, sim1, wall1, 1))
-    simd, walld = dynamics_only(s)
-    rows.append(('dynamics only', args.batch, simd, walld, cores))
+
+    def add(name, n, sim, wall, used):
+        rows.append((name, n, sim, wall, used, os.getloadavg()[0]))
+
+    add('batched', args.batch, *batched(s), cores)
+    add('batched, 1 thread', args.batch, *batched_one_thread(s), 1)
+    add('one by one', args.single, *one_by_one(s, args.single), 1)
+    add('dynamics only', args.batch, *dynamics_only(s), cores)
     if not args.no_ray:
         for w in (1, 2):
-            sr, wr = ray_rate(s, w, args.ray_batch)
-            rows.append((f'ray {w} worker(s)', args.batch, sr, wr, w))
+            add(f'ray {w} worker(s)', args.batch, *ray_rate(s, w, args.ray_batch), w)
     print(
         f'\ncampaign throughput: 7-DoF servicer, reactionless, RK4 1 kHz, controller 100 Hz, '
-        f'{args.seconds:g} s per run, {cores} cores'
+        f'{args.seconds:g} s per run, {cores} cores (load: 1-min load average after the row)'
     )
-    print('| executor | runs | sim s | wall s | sim s / wall s | per core |')
-    print('|---|---|---|---|---|---|')
+    print('| executor | runs | sim s | wall s | sim s / wall s | per core | load |')
+    print('|---|---|---|---|---|---|---|')
     rate = {}
-    for name, n, sm, wl, used in rows:
+    for name, n, sm, wl, used, load in rows:
         rate[name] = sm / wl
-        print(f'| {name} | {n} | {sm:.0f} | {wl:.2f} | {sm / wl:.1f} | {sm / wl / used:.1f} |')
+        print(
+            f'| {name} | {n} | {sm:.0f} | {wl:.2f} | {sm / wl:.1f} | {sm / wl / used:.1f} '
+            f'| {load:.1f} |'
+        )
+    one, single = rate['one by one'], rate['batched, 1 thread']
     print(
-        f'ratios: batched / one by one {rate["batched"] / rate["one by one"]:.1f}x (>= 5); '
-        f'batched per core {rate["batched"] / cores:.0f}x real time (>= 50); '
-        f'batched / dynamics only {rate["batched"] / rate["dynamics only"]:.2f}'
+        f'ratios: batched / one by one {rate["batched"] / one:.1f}x (>= 5), per core '
+        f'{single / one:.1f}x; batched per core {rate["batched"] / cores:.0f}x real time, on '
+        f'one thread {single:.0f}x (>= 50); batched / dynamics only '
+        f'{rate["batched"] / rate["dynamics only"]:.2f}'
     )
     if not args.no_ray:
         r2 = rate['ray 2 worker(s)'] / rate['ray 1 worker(s)']
         print(f'ratios: ray 2 workers / ray 1 worker {r2:.2f}x (>= 1.6)')
-    a, b = memory(args.memory_runs, min(args.batch, 256))
+    t0 = time.perf_counter()
+    marks = memory(args.memory_runs, min(args.batch, 256), args.memory_seconds)
+    wall = time.perf_counter() - t0
     print(
-        f'memory: RSS {a:.0f} MB after {args.memory_runs // 4} runs, {b:.0f} MB after '
-        f'{args.memory_runs} (rows written as they end), ratio {b / a:.3f}'
+        f'memory: {args.memory_runs} runs of {args.memory_seconds:g} s in {wall:.0f} s, rows '
+        'written as they end; RSS [MB] after ' + ', '.join(f'{n}: {m:.0f}' for n, m in marks)
     )
+    print(f'memory: RSS at the end / at a tenth {marks[-1][1] / marks[0][1]:.3f}')
 
 
 if __name__ == '__main__':

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .batch import BatchRunner, Campaign
-from .executors import EXECUTORS, Progress, run_local, run_ray
+from .executors import EXECUTORS, Progress, passive_thread_waits, run_local, run_ray
 from .results import FORMATS, ResultsWriter, plot, read_rows, summarize, summary_markdown
 from .scenario import ScenarioError, load_scenario
 
@@ -51,6 +51,7 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point (``ffsim campaign`` and the ``ffsim_campaign`` console script)."""
+    passive_thread_waits()
     args = parser().parse_args(argv)
     try:
         scenario = load_scenario(args.scenario)
