@@ -25,6 +25,7 @@ from ffsim_ros.scene import (
     Capsule,
     CompliantLaw,
     ContactEvent,
+    Cylinder,
     Gripper,
     Handle,
     ImpactLaw,
@@ -358,3 +359,22 @@ def test_urdf_target_tumbles_freely_with_its_joint(robot, shapes):
         urdf_target('x', TARGET_URDF, handles=[Handle('h', 'nolink')])
     with pytest.raises(ValueError, match='moving body'):
         urdf_target('x', TARGET_URDF, handles=[Handle('h', 'panel')])
+
+
+@pytest.mark.parametrize(
+    ('first', 'second'),
+    [(Sphere(0.2), Cylinder(0.1, 0.3)), (Capsule(0.05, 0.3), Capsule(0.05, 0.3))],
+)
+def test_concentric_shapes_give_a_unit_normal_and_a_clear_refusal(robot, shapes, first, second):
+    """A target dropped with its centre on another's, for the pairs where coal returns a zero
+    normal (sphere-cylinder, capsule-capsule), is refused as an overlap with a unit normal
+    (no division by zero on the way)."""
+    import warnings
+
+    scene = _scene(robot, shapes, ImpactLaw())
+    scene.add_target(rigid_target('a', mass=1.0, shape=first, position=(0, 5, 0)))
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        with pytest.raises(ValueError, match='overlaps'):
+            scene.add_target(rigid_target('b', mass=1.0, shape=second, position=(0, 5, 0)))
+    assert scene.target_names == ('a',)

@@ -120,6 +120,16 @@ def _state(
     return q, v
 
 
+
+def _unit_normal(normal: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Unit contact normal from ``b`` into ``a``: coal's, else (shapes overlapping so deeply
+    that coal gives none) the direction between the shapes' centres, else +z."""
+    for v in (normal, centers):
+        n = float(np.linalg.norm(v))
+        if n > 1e-12 and np.isfinite(n):
+            return v / n
+    return np.array([0.0, 0.0, 1.0])
+
 class Scene:
     """A free-floating robot and free-floating targets (module docstring).
 
@@ -471,8 +481,7 @@ class Scene:
             )
             if d < margin:
                 point = 0.5 * (np.array(res.getNearestPoint1()) + np.array(res.getNearestPoint2()))
-                normal = -np.array(res.normal, dtype=float)
-                normal /= np.linalg.norm(normal)
+                normal = _unit_normal(-np.array(res.normal, dtype=float), pa[i] - pb[j])
                 out.append(_Contact(a, int(i), b, int(j), float(d), point, normal))
         return out
 
