@@ -103,3 +103,37 @@ def test_contact_event_status_keeps_full_precision() -> None:
     np.testing.assert_array_equal(np.array(values['point'].split(), dtype=float), point)
     np.testing.assert_array_equal(np.array(values['impulse'].split(), dtype=float), impulse)
     assert values['sticking'] == 'true' and float(values['energy_loss']) == 0.25
+
+
+def test_scenario_base_pose_and_joints_apply_where_parameters_are_left_default(tmp_path) -> None:
+    """The scenario's ``robot.base_position`` / ``base_orientation`` / ``joint_positions``
+    replace the simulator's ``initial_*`` parameters left at their defaults, never ones set."""
+    import yaml
+
+    urdf_path = share_path('urdf', 'ffsim_servicer_7dof.urdf')
+    model = D.load_urdf(urdf_path.read_text())
+    robot = {
+        'urdf': str(urdf_path),
+        'gripper': {'link': 'ee_link'},
+        'base_position': [1.0, 2.0, 3.0],
+        'base_orientation': [0.0, 0.0, 1.0, 0.0],
+        'joint_positions': [0.1] * model.n,
+    }
+    path = tmp_path / 'scenario.yaml'
+    path.write_text(yaml.safe_dump({'robot': robot}))
+    setup = world_setup(str(path), model, urdf_path.read_text(), 1_000_000)
+    defaults = {
+        'initial_joint_positions': [],
+        'initial_joint_velocities': [],
+        'initial_base_position': [0.0, 0.0, 0.0],
+        'initial_base_orientation': [0.0, 0.0, 0.0, 1.0],
+    }
+    got = setup.initial_values(defaults)
+    assert got['initial_base_position'] == [1.0, 2.0, 3.0]
+    assert got['initial_base_orientation'] == [0.0, 0.0, 1.0, 0.0]
+    assert got['initial_joint_positions'] == [0.1] * model.n
+    assert got['initial_joint_velocities'] == []
+    chosen = {**defaults, 'initial_base_position': [0.0, 0.0, 5.0]}
+    got = setup.initial_values(chosen)
+    assert got['initial_base_position'] == [0.0, 0.0, 5.0]
+    assert got['initial_base_orientation'] == [0.0, 0.0, 1.0, 0.0]

@@ -155,7 +155,7 @@ def test_capture_scenario_odometry_grasp_and_momentum(ros_process, probe) -> Non
     scene = load_scenario(resolve_scenario('capture'))
     robot = scene.robot_model  # placed as the node places it: base link frame at the origin
     q_base, _ = D.base_state_from_link(robot, np.zeros(3), [0.0, 0.0, 0.0, 1.0])
-    scene.set_robot_state(np.r_[q_base, np.zeros(robot.n)], np.zeros(robot.nv))
+    np.testing.assert_allclose(scene.robot_state[0], np.r_[q_base, np.zeros(robot.n)], atol=0)
     probe.step(37)
     expected = scene.advance(37).targets['client'].root
     assert probe.spin_until(lambda: probe.odom and _ns(probe.odom[-1]) == 37_000_000)

@@ -131,6 +131,9 @@ _DELETE = object()
         (('robot', 'exclude_links'), ['nolink'], ['robot.exclude_links', 'nolink']),
         (('robot', 'urdf'), 'missing.urdf', ['robot.urdf', 'missing.urdf']),
         (('robot', 'joint_positions'), [0.0, 1.0], ['robot.joint_positions']),
+        (('robot', 'base_position'), [0.0, float('inf'), 0], ['robot.base_position']),
+        (('robot', 'base_orientation'), [0, 0, 0, 0], ['robot.base_orientation', 'non-zero']),
+        (('robot', 'base_orientation'), [0, 0, 1], ['robot.base_orientation', '4']),
         (('contact', 'restitution'), 2.0, ['contact', 'restitution']),
         (('contact', 'law'), 'glue', ['contact.law', 'glue']),
         (('dt',), -1.0, ['dt']),
@@ -144,6 +147,25 @@ def test_bad_fields_are_named(path, value, words):
         scene_from_dict(data, ROOT)
     for w in words:
         assert w in str(info.value), str(info.value)
+
+
+def test_base_placed_by_its_link_frame():
+    """``robot.base_position`` / ``base_orientation`` place the base link frame (as the
+    simulator's ``initial_base_*`` do; default: at the origin, world axes), not the base CoM."""
+    data = copy.deepcopy(SCENARIO)
+    scene = scene_from_dict(data, ROOT)
+    robot = scene.robot_model
+    pose = D.base_link_state(robot, *scene.robot_state)
+    np.testing.assert_allclose(pose[0], [0, 0, 0], atol=1e-15)
+    np.testing.assert_allclose(pose[1], [0, 0, 0, 1], atol=1e-15)
+    # the base CoM is off the link frame: the default is not the neutral (CoM at the origin)
+    assert np.linalg.norm(scene.robot_state[0][:3]) > 0.01
+    half = np.sqrt(0.5)
+    data['robot']['base_position'] = [1.0, -2.0, 0.5]
+    data['robot']['base_orientation'] = [0.0, 0.0, 2 * half, 2 * half]  # normalized on read
+    pose = D.base_link_state(robot, *scene_from_dict(data, ROOT).robot_state)
+    np.testing.assert_allclose(pose[0], [1.0, -2.0, 0.5], atol=1e-14)
+    np.testing.assert_allclose(pose[1], [0, 0, half, half], atol=1e-15)
 
 
 def test_bad_yaml_file(tmp_path):

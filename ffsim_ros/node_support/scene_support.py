@@ -88,7 +88,8 @@ def _gripper_link(model: D.Model) -> str:
 class WorldSetup:
     """What builds the simulator's :class:`~ffsim_ros.sim.TargetWorld` (:func:`world_setup`).
 
-    ``joint_positions`` / ``joint_velocities``: the scenario's initial joints (None: not
+    ``joint_positions`` / ``joint_velocities``: the scenario's initial joints,
+    ``base_position`` / ``base_orientation``: its base link frame pose in the world (None: not
     given)."""
 
     gripper: Gripper
@@ -97,17 +98,22 @@ class WorldSetup:
     targets: tuple[Target, ...]
     joint_positions: np.ndarray | None = None
     joint_velocities: np.ndarray | None = None
+    base_position: np.ndarray | None = None
+    base_orientation: np.ndarray | None = None
     source: str = ''
 
     def initial_values(self, values: dict) -> dict:
-        """The node's parameter ``values`` with the scenario's initial joints where the
-        ``initial_joint_*`` parameters are left at their default (``[]`` or ``[0.0]``)."""
+        """The node's parameter ``values`` with the scenario's initial joints and base pose
+        where the ``initial_joint_*`` / ``initial_base_*`` parameters are left at their
+        default (``[]`` or ``[0.0]``; the origin; the identity)."""
         out = dict(values)
-        for key, given in (
-            ('initial_joint_positions', self.joint_positions),
-            ('initial_joint_velocities', self.joint_velocities),
+        for key, given, defaults in (
+            ('initial_joint_positions', self.joint_positions, ([], [0.0])),
+            ('initial_joint_velocities', self.joint_velocities, ([], [0.0])),
+            ('initial_base_position', self.base_position, ([0.0, 0.0, 0.0],)),
+            ('initial_base_orientation', self.base_orientation, ([0.0, 0.0, 0.0, 1.0],)),
         ):
-            if given is not None and values[key] in ([], [0.0]):
+            if given is not None and list(values[key]) in defaults:
                 out[key] = given.tolist()
         return out
 
@@ -188,6 +194,8 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
         built,
         q[7:] if 'joint_positions' in robot else None,
         v[6:] if 'joint_velocities' in robot else None,
+        np.array(robot['base_position'], float) if 'base_position' in robot else None,
+        np.array(robot['base_orientation'], float) if 'base_orientation' in robot else None,
         str(path),
     )
 

@@ -9,6 +9,8 @@ A scenario (every key optional unless marked)::
       exclude_links: [arm_link_7, ee_link]    # links without collision shapes
       joint_positions: [...]                  # (n,) [rad | m]
       joint_velocities: [...]
+      base_position: [0, 0, 0]                # base link frame origin in world [m]
+      base_orientation: [0, 0, 0, 1]          # base link frame attitude (x, y, z, w)
     contact: {law: impact, restitution: 0.5, friction: 0.3}
              # or {law: compliant, stiffness: 2.0e4, damping: 50, friction: 0.4,
              #     stiction_speed: 0.001}
@@ -252,7 +254,15 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
     r = _keys(
         d['robot'],
         'robot',
-        {'urdf', 'gripper', 'exclude_links', 'joint_positions', 'joint_velocities'},
+        {
+            'urdf',
+            'gripper',
+            'exclude_links',
+            'joint_positions',
+            'joint_velocities',
+            'base_position',
+            'base_orientation',
+        },
         {'urdf', 'gripper'},
     )
     g = _keys(r['gripper'], 'robot.gripper', {'link', 'translation', 'rpy'}, {'link'})
@@ -278,6 +288,14 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
     )
     q = D.neutral(robot)
     v = np.zeros(robot.nv)
+    # the base placed by its link frame, as the simulator's initial_base_position places it
+    q[:7] = _wrap(
+        'robot.base_orientation',
+        D.base_state_from_link,
+        robot,
+        _vec(r.get('base_position', (0, 0, 0)), 3, 'robot.base_position'),
+        _vec(r.get('base_orientation', (0, 0, 0, 1)), 4, 'robot.base_orientation'),
+    )[0]
     if 'joint_positions' in r:
         q[7:] = _vec(r['joint_positions'], robot.nq - 7, 'robot.joint_positions')
     if 'joint_velocities' in r:
