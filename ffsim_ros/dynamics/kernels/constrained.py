@@ -37,9 +37,11 @@ import numpy as np
 from ..jit import carve, njit
 from ..lie import qlog
 from .aba import acceleration_pass, articulated_inertia_pass, velocity_pass
+from .conservation import correct_momentum, momentum_after, system_momentum
 from .friction import joint_friction
 from .kinematics import kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, unpack
+from .lie_group import RK4_NODES, RK4_WEIGHTS, chart_rate, integrate, rk4_stage
 
 #: Cut-hinge kind codes (``loop_i[:, 2]``) and their row counts.
 LOOP_BALL = 0
@@ -761,6 +763,102 @@ def loop_projection(
 
 
 @njit
+def closed_chain_step(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    with_friction: bool,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    gains: np.ndarray,
+    nrows: int,
+    dt: float,
+    settings: np.ndarray,
+):
+    """One RK4 step of the closed chain in the local chart at ``q`` (the scheme of
+    :func:`.lie_group.rk4_step`, :func:`closed_chain_dynamics` at each stage), then the
+    projection onto the manifold (:func:`loop_projection`: Gauss-Newton on the positions,
+    the velocity correction) and, when asked, the momentum correction to the momentum the
+    step must end with under gravity alone (:func:`.conservation.momentum_after`,
+    :func:`.conservation.correct_momentum`).
+
+    Parameters
+    ----------
+    gen : (nv,) generalized force, held over the step.
+    gains : (3,) ``[alpha, beta, rtol]``: Baumgarte gains in the stages and the rank
+        threshold.
+    settings : (4,) ``[project, conserve, tol, max_iter]`` (flags as 0/1).
+
+    Returns
+    -------
+    q_next : (nq,) ;  v_next : (nv,) ;  status : int
+        0, or 1 for non-finite accelerations, 2 for a projection that did not converge.
+    """
+    nv = v.shape[0]
+    project = settings[0] != 0.0
+    conserve = settings[1] != 0.0
+    tol = settings[2]
+    max_iter = int(settings[3])
+    empty = np.empty((0, 6))
+    target = np.empty(0)
+    if conserve:
+        h, mass, first, _ = system_momentum(m, q, v)
+        target = momentum_after(m, h, mass, first, dt)
+    lam = np.empty(nrows)
+    d = np.zeros(nv)
+    a = np.zeros(nv)
+    theta = np.zeros(nv)
+    v_sum = np.zeros(nv)
+    qs, vs, ths = q, v, d
+    for s in range(4):
+        if s > 0:
+            qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
+        a = np.empty(nv)
+        rank = closed_chain_dynamics(
+            m,
+            qs,
+            vs,
+            gen,
+            empty,
+            with_friction,
+            loop_i,
+            loop_f,
+            gains[0],
+            gains[1],
+            gains[2],
+            a,
+            lam,
+            empty,
+        )
+        if rank < 0:
+            return q.copy(), v.copy(), 1
+        d = chart_rate(m, ths, vs)
+        b = RK4_WEIGHTS[s] * dt
+        theta += b * d
+        v_sum += b * a
+    qn = integrate(m, q, theta, 1.0)
+    vn = v + v_sum
+    if not project:
+        return qn, vn, 0
+    dq = np.empty(nv)
+    dv = np.empty(nv)
+    for it in range(max_iter + 1):
+        err = loop_projection(m, qn, vn, loop_i, loop_f, nrows, gains[2], dq, dv)
+        if not np.isfinite(err):
+            return qn, vn, 1
+        if err <= tol:
+            break
+        if it == max_iter:
+            return qn, vn, 2
+        qn = integrate(m, qn, dq, 1.0)
+    vn += dv
+    if conserve:
+        vn = correct_momentum(m, qn, vn, target)[0]
+    return qn, vn, 0
+
+
+@njit
 def transmitted_wrenches(
     m: ModelArrays,
     q: np.ndarray,
@@ -879,6 +977,37 @@ def e_loop_projection(
 ) -> float:
     """Entry point: :func:`loop_projection` on the packed model."""
     return loop_projection(unpack(idata, fdata), q, v, loop_i, loop_f, nrows, rtol, dq, dv)
+
+
+@njit
+def e_closed_chain_step(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    with_friction: bool,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    gains: np.ndarray,
+    nrows: int,
+    dt: float,
+    settings: np.ndarray,
+):
+    """Entry point: :func:`closed_chain_step` on the packed model."""
+    return closed_chain_step(
+        unpack(idata, fdata),
+        q,
+        v,
+        gen,
+        with_friction,
+        loop_i,
+        loop_f,
+        gains,
+        nrows,
+        dt,
+        settings,
+    )
 
 
 @njit

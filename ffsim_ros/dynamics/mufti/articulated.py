@@ -23,6 +23,7 @@ from ..kernels.constrained import (
     LOOP_REVOLUTE,
     LOOP_WELD,
     e_closed_chain,
+    e_closed_chain_step,
     e_loop_projection,
     e_transmitted_wrenches,
 )
@@ -131,6 +132,48 @@ class LoopKernel:
         gen = self._gen
         gen[gen.size - shape_tau[0] :] = tau
         return self.accelerations(q, v, gen, self.empty_fext, alpha, beta)  # type: ignore[arg-type]
+
+    def step(
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        gen: np.ndarray,
+        dt: float,
+        alpha: float,
+        beta: float,
+        settings: tuple[bool, bool, float, int],
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """One compiled RK4 step with the projection
+        (:func:`~ffsim_ros.dynamics.kernels.constrained.closed_chain_step`).
+
+        Parameters
+        ----------
+        q : (nq,) ;  v : (nv,) checked state;  gen : (nv,) generalized force, held.
+        dt : float [s];  alpha, beta : Baumgarte gains in the stages [1/s, 1/s^2].
+        settings : ``(project, conserve, tol, max_iter)``: project onto the manifold after
+            the step, correct the momentum to its gravity-only value, the projection's
+            tolerance [m, rad] and iteration limit.
+
+        Returns
+        -------
+        q_next : (nq,) ;  v_next : (nv,) ;  status : 0, 1 (non-finite accelerations) or 2
+        (projection without convergence).
+        """
+        out = self._call(
+            e_closed_chain_step,
+            *self.model.packed,
+            q,
+            v,
+            gen,
+            self.model.joint_dynamics,
+            self.loop_i,
+            self.loop_f,
+            np.array((alpha, beta, self.rtol)),
+            self.n_rows,
+            float(dt),
+            np.array(settings, dtype=float),
+        )
+        return out  # type: ignore[return-value]
 
     def projection(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Kinetic-energy-metric corrections toward the manifold at ``(q, v)``.

@@ -837,6 +837,28 @@ class ClosedChain:
         q = as_q(model, q)
         v = as_v(model, v)
 
+        if self.method == 'aba' and not link_wrenches:  # the whole step compiled
+            tau_c, bw = checked_inputs(model, q, v, tau, base_wrench)[2:]
+            on = stabilize and bool(self.alpha or self.beta)
+            q_next, v_next, status = self._kernel.step(
+                q,
+                v,
+                generalized_force(model, tau_c, bw),
+                dt,
+                self.alpha if on else 0.0,
+                self.beta if on else 0.0,
+                (project, project and model.floating_base and bw is None, 1e-13, 10),
+            )
+            if status == 1:
+                raise np.linalg.LinAlgError(
+                    f'{self._names()}: the closed-chain system gave non-finite accelerations '
+                    '(a singular configuration or a non-finite state)'
+                )
+            if status == 2:
+                raise RuntimeError(
+                    f'project: {self._names()}: no convergence in 10 iterations after the step'
+                )
+            return q_next, v_next
         if self.method == 'aba':  # the compiled solver, inputs converted once per step
             gen = generalized_force(
                 model, checked_inputs(model, q, v, tau, base_wrench)[2], base_wrench
