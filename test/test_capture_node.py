@@ -73,17 +73,21 @@ def _scenario(path):
     return path
 
 
-def test_capture_over_dds(ros_process, rclpy_context, wait_until, tmp_path) -> None:
-    import rclpy
+#: Window after the capture over which the two modes' base attitude changes are compared [s]
+#: (momentum distribution: 3 s of storage, then the release, over by about 8 s).
+WINDOW = 9.0
+
+
+def _stamp(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+def _dds_run(ros_process, node, executor, wait_until, path, mode) -> dict:
+    """One capture over DDS in ``mode``; both processes stopped at the end."""
     from diagnostic_msgs.msg import DiagnosticArray
     from nav_msgs.msg import Odometry
-    from rclpy.executors import SingleThreadedExecutor
     from std_msgs.msg import Float64MultiArray
 
-    path = _scenario(tmp_path / 'tumbling.yaml')
-    node = rclpy.create_node('capture_probe', context=rclpy_context)
-    executor = SingleThreadedExecutor(context=rclpy_context)
-    executor.add_node(node)
     events, target, base, momentum = [], [], [], []
     subs = [
         node.create_subscription(DiagnosticArray, 'scene_events', events.append, 100),
@@ -91,51 +95,116 @@ def test_capture_over_dds(ros_process, rclpy_context, wait_until, tmp_path) -> N
         node.create_subscription(Odometry, 'base_odom', base.append, 100),
         node.create_subscription(Float64MultiArray, 'momentum', momentum.append, 100),
     ]
-    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', f'scenario:={path}'], name='sim')
+    from std_srvs.srv import SetBool
+
+    sim = ros_process(
+        'ffsim_ros.simulator',
+        ros_args=['-p', f'scenario:={path}', '-p', 'start_paused:=true'],
+        name='sim',
+    )
     ctrl = ros_process(
         'ffsim_ros.reactionless_controller',
-        ros_args=['-p', f'capture.scenario:={path}', '-p', 'use_sim_time:=true'],
+        ros_args=[
+            '-p',
+            f'capture.scenario:={path}',
+            '-p',
+            f'capture.detumble_mode:={mode}',
+            '-p',
+            'use_sim_time:=true',
+        ],
         name='ctrl',
     )
-    assert wait_until(lambda: all(s.get_publisher_count() for s in subs[1:]), 60, executor), (
+    # both up (the controller subscribed to the target's odometry, the probe too): resume
+    assert wait_until(
+        lambda: (
+            all(s.get_publisher_count() for s in subs[1:])
+            and node.count_subscribers('targets/sat/odom') >= 2
+        ),
+        60,
+        executor,
+    ), sim.describe() + ctrl.describe()
+    pause = node.create_client(SetBool, '/ffsim_simulator/pause')
+    assert wait_until(pause.service_is_ready, 60, executor)
+    future = pause.call_async(SetBool.Request(data=False))
+    assert wait_until(future.done, 30, executor) and future.result().success
+    node.destroy_client(pause)
+
+    def capture_time():
+        for e in events:
+            s = e.status[0]
+            if s.name == 'capture' and {kv.key: kv.value for kv in s.values}['captured'] == 'true':
+                return _stamp(e)
+        return None
+
+    assert wait_until(lambda: capture_time() is not None, 60, executor), (
         sim.describe() + ctrl.describe()
     )
-
-    def captured():
-        return any(
-            s.name == 'capture' and {kv.key: kv.value for kv in s.values}['captured'] == 'true'
-            for e in events
-            for s in e.status
-        )
-
-    assert wait_until(captured, 60, executor), sim.describe() + ctrl.describe()
-
-    def relative_rate(t_msg, b_msg):
-        wt = quat_to_matrix(_quat(t_msg)) @ _vec(t_msg.twist.twist.angular)
-        wb = quat_to_matrix(_quat(b_msg)) @ _vec(b_msg.twist.twist.angular)
-        return float(np.degrees(np.linalg.norm(wt - wb)))
-
-    def detumbled():  # well under the 0.1 deg/s of the acceptance: the release has ended
-        return len(target) > 50 and len(base) > 50 and relative_rate(target[-1], base[-1]) < 0.01
-
-    assert wait_until(detumbled, 60, executor), (
-        f'relative rate {relative_rate(target[-1], base[-1]):.4f} deg/s'
-        + sim.describe()
-        + ctrl.describe()
+    t_cap = capture_time()
+    assert wait_until(lambda: base and _stamp(base[-1]) >= t_cap + WINDOW, 60, executor), (
+        sim.describe() + ctrl.describe()
     )
+    ctrl.stop()
+    sim.stop()
+    for sub in subs:
+        node.destroy_subscription(sub)
+    end = t_cap + WINDOW
+    by_stamp = {_stamp(m): m for m in target}
+    pairs = [(b, by_stamp.get(_stamp(b))) for b in base if _stamp(b) <= end]
+    pairs = [(b, t) for b, t in pairs if t is not None]
+    assert pairs and _stamp(pairs[-1][0]) > end - 0.1
+    q_cap = next(_quat(b) for b in base if _stamp(b) >= t_cap)
+    q_end = next(_quat(b) for b in base if _stamp(b) >= end)
     h = np.array([m.data[:6] for m in momentum])
-    assert len(h) > 100 and np.abs(h - h[0]).max() < 1e-9
-    t_cap = next(
-        e.header.stamp.sec + e.header.stamp.nanosec * 1e-9
-        for e in events
-        if e.status[0].name == 'capture'
-    )
-    att = np.degrees(2 * np.arccos(min(1.0, abs(float(_quat(base[0]) @ _quat(base[-1]))))))
-    print(
-        f'DDS capture at {t_cap:.3f} s, relative rate at the end '
-        f'{relative_rate(target[-1], base[-1]):.2e} deg/s, base attitude change {att:.3f} deg, '
-        f'momentum drift {np.abs(h - h[0]).max():.1e}'
-    )
+    return {
+        't_cap': t_cap,
+        'final_rate': _relative_rate(*pairs[-1][::-1]),
+        'attitude': _angle(q_cap, q_end),
+        'drift': float(np.abs(h - h[0]).max()),
+        'messages': len(h),
+    }
+
+
+def _relative_rate(t_msg, b_msg) -> float:
+    """Target rate relative to the base [deg/s], both odometry twists rotated to world."""
+    wt = quat_to_matrix(_quat(t_msg)) @ _vec(t_msg.twist.twist.angular)
+    wb = quat_to_matrix(_quat(b_msg)) @ _vec(b_msg.twist.twist.angular)
+    return float(np.degrees(np.linalg.norm(wt - wb)))
+
+
+def _angle(q0, q1) -> float:
+    """Rotation angle between two unit quaternions (x, y, z, w) [deg]."""
+    v0, w0, v1, w1 = -q0[:3], q0[3], q1[:3], q1[3]
+    r_v = w0 * v1 + w1 * v0 + np.cross(v0, v1)
+    return float(np.degrees(2.0 * np.arctan2(np.linalg.norm(r_v), abs(w0 * w1 - v0 @ v1))))
+
+
+def test_capture_over_dds(ros_process, rclpy_context, wait_until, tmp_path) -> None:
+    """Both detumbling modes over DDS from the same start: captured, detumbled under
+    0.1 deg/s, momentum constant; the base attitude change over the same window after the
+    capture smaller under momentum distribution (the factor is printed)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    path = _scenario(tmp_path / 'tumbling.yaml')
+    node = rclpy.create_node('capture_probe', context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    runs = {
+        mode: _dds_run(ros_process, node, executor, wait_until, path, mode)
+        for mode in ('momentum_distribution', 'gjm')
+    }
+    for mode, r in runs.items():
+        print(
+            f'DDS {mode}: capture at {r["t_cap"]:.3f} s, relative rate at the end '
+            f'{r["final_rate"]:.2e} deg/s, base attitude change over {WINDOW:g} s after the '
+            f'capture {r["attitude"]:.4f} deg, momentum drift {r["drift"]:.1e}'
+        )
+        assert r['final_rate'] < 0.1
+        assert r['messages'] > 100 and r['drift'] < 1e-9
+        assert 3.0 < r['t_cap'] < 10.0
+    ratio = runs['gjm']['attitude'] / runs['momentum_distribution']['attitude']
+    print(f'DDS base attitude change, gjm / momentum distribution: {ratio:.2f}')
+    assert ratio > 1.0
     executor.remove_node(node)
     node.destroy_node()
 
