@@ -14,6 +14,8 @@ detumbling by momentum distribution vs plain generalized-Jacobian braking
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -201,3 +203,16 @@ def test_welded_model_of_the_loop_matches_the_scene(runs):
         D.momentum(loop.detumbler.model, q, v), loop.scene.momentum(), atol=1e-10
     )
     assert welded_model is not None
+
+
+def test_bad_capture_loop_input_is_refused_naming_it():
+    scene, target = tumbling_target_scene()
+    with pytest.raises(ValueError, match="unknown handle 'knob'"):
+        CaptureLoop(scene, target, handle='knob')
+    with pytest.raises(ValueError, match="detumble mode: expected one of .*got 'spin'"):
+        CaptureLoop(scene, target, mode='spin')
+    with pytest.raises(ValueError, match='gain store_time: expected a finite value >= 0'):
+        CaptureGains(store_time=-1.0)
+    other, _ = tumbling_target_scene()
+    with pytest.raises(ValueError, match="expected free target 'moon'"):
+        CaptureLoop(other, dataclasses.replace(target, name='moon'))

@@ -223,7 +223,10 @@ def point_generalized_jacobian(
 
 
 def limit_rates(phidot: np.ndarray, vmax: np.ndarray) -> np.ndarray:
-    """``phidot`` scaled down (direction kept) to within ``vmax`` (n,) [rad/s | m/s]."""
+    """``phidot`` scaled down (direction kept) to within ``vmax`` (n,) [rad/s | m/s].
+
+    With momentum (``c != 0`` in relation (1)) a scaled-down rate no longer gives the base
+    rate asked for: the base then takes the difference (the limits win over the attitude)."""
     ratio = float(np.max(np.abs(phidot) / vmax))
     return phidot / ratio if ratio > 1.0 else phidot
 

@@ -144,7 +144,7 @@ class CaptureLoop:
     ------
     ValueError
         A target not in the scene or held, a target without handles, an unknown handle or
-        mode (named).
+        mode, a handle on a link other than the target's root link (named).
     """
 
     def __init__(
@@ -178,6 +178,11 @@ class CaptureLoop:
         self.scene = scene
         self.target = target
         self.handle = next(h for h in target.handles if h.name == name)
+        if self.handle.link != target.model.base_link:
+            raise ValueError(
+                f'handle {name!r} on link {self.handle.link!r}: the interception reads the '
+                f'odometry of the root link {target.model.base_link!r} only'
+            )
         self.gains = gains or CaptureGains()
         self.steps = max(1, int(round(control_dt / scene.dt)))
         self.control_dt = self.steps * scene.dt
@@ -199,11 +204,6 @@ class CaptureLoop:
     def _handle_point(self, snap) -> tuple[np.ndarray, np.ndarray]:
         """The handle's grasp point and velocity from the target's odometry (root link)."""
         root = snap.targets[self.target.name].root
-        if self.handle.link != self.target.model.base_link:
-            raise ValueError(
-                f'handle {self.handle.name!r} on link {self.handle.link!r}: the interception '
-                f'reads the root link {self.target.model.base_link!r} odometry only'
-            )
         gp = grasp_point(
             root.position,
             root.orientation,
