@@ -20,7 +20,9 @@ the figures are simulated seconds per wall second:
 
 Reported as ratios in one run: batched / one-by-one (and per core: batched on one thread /
 one-by-one), batched / dynamics-only, ray 2 / ray 1, and per core (wall time x cores used),
-each row with the machine's 1-minute load average (a shared machine gives pessimistic rates).
+each row with the machine's 1-minute load average (a shared machine gives pessimistic rates)
+and the simulated seconds per CPU second this process used (all its threads; spinning
+included): a per-core rate that the other jobs of a shared machine do not lower.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+import math
 import os
 import resource
 import tempfile
@@ -75,17 +78,27 @@ def sim_seconds(results) -> float:
     return float(sum(r.t for r in results))
 
 
-def batched(s: Scenario) -> tuple[float, float]:
+class Timer:
+    """Wall time and this process's CPU time (all its threads) since it was made."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def __call__(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def batched(s: Scenario) -> tuple[float, float, float]:
     c = Campaign(s)
     list(BatchRunner(c, range(min(4, s.runs)), batch_size=4))  # warm
-    t0 = time.perf_counter()
+    timer = Timer()
     results = list(BatchRunner(c, range(s.runs)))
-    wall = time.perf_counter() - t0
+    wall, cpu = timer()
     assert not any(r.failure for r in results)
-    return sim_seconds(results), wall
+    return sim_seconds(results), wall, cpu
 
 
-def batched_one_thread(s: Scenario) -> tuple[float, float]:
+def batched_one_thread(s: Scenario) -> tuple[float, float, float]:
     """:func:`batched` with numba's parallel loops on one thread: the throughput of one core
     (what a Ray worker runs), free of the waits between threads of a shared machine."""
     threads = numba.get_num_threads()
@@ -96,11 +109,11 @@ def batched_one_thread(s: Scenario) -> tuple[float, float]:
         numba.set_num_threads(threads)
 
 
-def one_by_one(s: Scenario, runs: int) -> tuple[float, float]:
+def one_by_one(s: Scenario, runs: int) -> tuple[float, float, float]:
     c = Campaign(s)
     t = s.timing
     sim = 0.0
-    t0 = time.perf_counter()
+    timer = Timer()
     for i in range(runs):
         inputs = sample_inputs(s, c.model, i)
         law = ReactionlessController(c.model, s.ee_link, mode=s.mode, gains=s.gains)
@@ -115,10 +128,10 @@ def one_by_one(s: Scenario, runs: int) -> tuple[float, float]:
         goal = loop.ee_position() + inputs.goal_offsets[0]
         loop.run_goal(goal, timeout=t.run_goal_timeout, settle=t.settle)
         sim += loop.t
-    return sim, time.perf_counter() - t0
+    return (sim, *timer())
 
 
-def dynamics_only(s: Scenario) -> tuple[float, float]:
+def dynamics_only(s: Scenario) -> tuple[float, float, float]:
     c = Campaign(s)
     B = s.runs
     Q = np.stack([sample_inputs(s, c.model, i).q0 for i in range(B)])
@@ -126,13 +139,13 @@ def dynamics_only(s: Scenario) -> tuple[float, float]:
     tau = np.zeros((B, c.model.n))
     periods = int(round(s.timing.run_goal_timeout / s.timing.control_dt))
     D.step(c.model, Q[:2], V[:2], tau[:2], 0.001, steps=2)
-    t0 = time.perf_counter()
+    timer = Timer()
     for _ in range(periods):
         Q, V = D.step(c.model, Q, V, tau, c.physics_dt, steps=c.steps)
-    return B * periods * s.timing.control_dt, time.perf_counter() - t0
+    return (B * periods * s.timing.control_dt, *timer())
 
 
-def ray_rate(s: Scenario, workers: int, batch: int) -> tuple[float, float]:
+def ray_rate(s: Scenario, workers: int, batch: int) -> tuple[float, float, float]:
     ray = import_ray(local=True)  # before any `import ray`: the local Ray on loopback only
     try:
         list(
@@ -145,7 +158,7 @@ def ray_rate(s: Scenario, workers: int, batch: int) -> tuple[float, float]:
         )  # start the workers, load the caches
         t0 = time.perf_counter()
         results = list(run_ray(s, list(range(s.runs)), workers=workers, batch_size=batch))
-        return sim_seconds(results), time.perf_counter() - t0
+        return sim_seconds(results), time.perf_counter() - t0, math.nan  # CPU: in workers
     finally:
         ray.shutdown()
 
@@ -196,8 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     s = scenario(args.batch, args.seconds, args.batch)
     rows = []
 
-    def add(name, n, sim, wall, used):
-        rows.append((name, n, sim, wall, used, os.getloadavg()[0]))
+    def add(name, n, sim, wall, cpu, used):
+        rows.append((name, n, sim, wall, cpu, used, os.getloadavg()[0]))
 
     add('batched', args.batch, *batched(s), cores)
     add('batched, 1 thread', args.batch, *batched_one_thread(s), 1)
@@ -210,14 +223,16 @@ def main(argv: list[str] | None = None) -> None:
         f'\ncampaign throughput: 7-DoF servicer, reactionless, RK4 1 kHz, controller 100 Hz, '
         f'{args.seconds:g} s per run, {cores} cores (load: 1-min load average after the row)'
     )
-    print('| executor | runs | sim s | wall s | sim s / wall s | per core | load |')
-    print('|---|---|---|---|---|---|---|')
-    rate = {}
-    for name, n, sm, wl, used, load in rows:
-        rate[name] = sm / wl
+    print(
+        '| executor | runs | sim s | wall s | sim s / wall s | per core | sim s / CPU s | load |'
+    )
+    print('|---|---|---|---|---|---|---|---|')
+    rate, per_cpu = {}, {}
+    for name, n, sm, wl, cpu, used, load in rows:
+        rate[name], per_cpu[name] = sm / wl, sm / cpu
         print(
             f'| {name} | {n} | {sm:.0f} | {wl:.2f} | {sm / wl:.1f} | {sm / wl / used:.1f} '
-            f'| {load:.1f} |'
+            f'| {sm / cpu:.1f} | {load:.1f} |'
         )
     one, single = rate['one by one'], rate['batched, 1 thread']
     print(
@@ -225,6 +240,11 @@ def main(argv: list[str] | None = None) -> None:
         f'{single / one:.1f}x; batched per core {rate["batched"] / cores:.0f}x real time, on '
         f'one thread {single:.0f}x (>= 50); batched / dynamics only '
         f'{rate["batched"] / rate["dynamics only"]:.2f}'
+    )
+    cpu_ratio = per_cpu['batched'] / per_cpu['one by one']
+    print(
+        f'ratios in CPU time: batched / one by one {cpu_ratio:.1f}x, batched '
+        f'{per_cpu["batched"]:.0f}x real time per CPU second (>= 50)'
     )
     if not args.no_ray:
         r2 = rate['ray 2 worker(s)'] / rate['ray 1 worker(s)']
