@@ -111,7 +111,7 @@ from ffsim_ros.control import (
     ReachSupervisor,
     ReactionlessController,
 )
-from ffsim_ros.control.capture import DETUMBLE_MODES
+from ffsim_ros.control.capture import DETUMBLE_MODES, CaptureGains
 from ffsim_ros.control.trajectory import (
     Tolerances,
     TrackingGains,
@@ -373,6 +373,19 @@ PARAMETERS = ParameterTable(
             one_of(DETUMBLE_MODES),
         ),
         ParameterSpec(
+            'capture.store_time',
+            CaptureGains().store_time,
+            'momentum distribution: time the base rate is held at zero after the grasp while '
+            'the arm stores the momentum [s]',
+            interval(0.0, 3600.0),
+        ),
+        ParameterSpec(
+            'capture.base_acceleration_deg',
+            float(np.degrees(CaptureGains().base_acceleration)),
+            'momentum distribution: largest commanded base angular acceleration [deg/s^2]',
+            interval(1e-6, 1e3),
+        ),
+        ParameterSpec(
             'capture.grasp_service',
             '/ffsim_simulator/grasp',
             "the simulator's grasp service (std_srvs/Trigger)",
@@ -481,7 +494,16 @@ class ReactionlessControllerNode(Node):
         if capture_target is not None:
             self.capture = CaptureInterfaces(
                 self,
-                CaptureControl(model, ee_link, capture_target[0], values['capture.detumble_mode']),
+                CaptureControl(
+                    model,
+                    ee_link,
+                    capture_target[0],
+                    values['capture.detumble_mode'],
+                    CaptureGains(
+                        store_time=values['capture.store_time'],
+                        base_acceleration=math.radians(values['capture.base_acceleration_deg']),
+                    ),
+                ),
                 values['capture.grasp_service'],
                 self._measured,
                 self._log_throttle,
