@@ -4,7 +4,9 @@ files (exit 2), the Ray executor against the local one."""
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -336,9 +338,60 @@ def test_wilson_interval_and_percentiles():
     assert s['percentiles']['final_error'][100] == pytest.approx(0.019)
 
 
+def listening_addresses_of_descendants() -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The local addresses of the listening TCP sockets of this process's descendants (from
+    /proc: sockets by inode, their owners by file descriptor, owners' parents by stat)."""
+    listening = {}
+    for name in ('tcp', 'tcp6'):
+        for line in Path(f'/proc/net/{name}').read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] != '0A':  # TCP_LISTEN
+                continue
+            raw = bytes.fromhex(f[1].split(':')[0])
+            words = b''.join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            listening[f[9]] = ipaddress.ip_address(words)
+    parents = {}
+    for proc in Path('/proc').iterdir():
+        if proc.name.isdigit():
+            try:
+                parents[int(proc.name)] = int(
+                    (proc / 'stat').read_text().rsplit(')', 1)[1].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
+                continue
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    out = []
+    for pid in filter(descends, list(parents)):
+        try:
+            fds = list(Path(f'/proc/{pid}/fd').iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith('socket:[') and target[8:-1] in listening:
+                out.append(listening[target[8:-1]])
+    return out
+
+
+def loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    mapped = getattr(address, 'ipv4_mapped', None)
+    return (mapped or address).is_loopback
+
+
 @pytest.mark.skipif(importlib.util.find_spec('ray') is None, reason='Ray is not installed')
 def test_ray_executor_gives_the_local_table():
-    """A local Ray of two workers (on the loopback address only) gives the local table."""
+    """A local Ray of two workers gives the local table; every socket its processes listen on
+    is on the loopback address."""
     from ffsim_ros.campaign.scenario import Scenario
 
     s = Scenario.from_dict(
@@ -357,12 +410,15 @@ def test_ray_executor_gives_the_local_table():
         remote = {r.index: run_row(r) for r in run_ray(s, list(range(4)), workers=2)}
         ray = sys.modules['ray']  # imported by run_ray, with its local environment
         nodes, resources = ray.nodes(), ray.cluster_resources()
+        addresses = listening_addresses_of_descendants()
     finally:
         if 'ray' in sys.modules:
             sys.modules['ray'].shutdown()
     assert same_rows([remote[k] for k in range(4)], [local[k] for k in range(4)])
     assert [n['NodeManagerAddress'] for n in nodes] == ['127.0.0.1']
     assert resources['CPU'] == 2
+    # the GCS, the raylet (2 servers), the workers... all on loopback
+    assert len(addresses) >= 3 and all(map(loopback, addresses)), addresses
 
 
 def test_results_rows_have_the_table_columns(tmp_path):
