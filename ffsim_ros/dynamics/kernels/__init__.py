@@ -37,6 +37,8 @@ Modules, from the bottom up (each imports only those above it):
 ``aba_derivatives``       forward-dynamics derivatives (``-H^-1`` times the above), entry point
 ``step_derivatives``      linearization ``(A, B)`` of the RK4 step, entry point
 ``velocity_derivatives``  derivatives of ``J* phidot`` (generalized Jacobian), entry point
+``cut_hinges``            cut-hinge rows of closed chains as wrenches at O, their rank (Jacobi SVD)
+``constrained``           closed chains at ABA cost: test-force passes, Delassus system, RK4 step
 ========================  =========================================================================
 
 The kernels assume bodies numbered so that ``parent[i] < i`` (regular labeling, [M sec. 2]).

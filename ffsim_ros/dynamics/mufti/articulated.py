@@ -16,18 +16,19 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..algorithms import body_wrenches
+from ..algorithms import body_wrenches, mass_matrix, momentum
 from ..inputs import ArrayLike, generalized_force, is_ready
+from ..integration import integrate
 from ..kernels.constrained import (
-    LOOP_BALL,
-    LOOP_REVOLUTE,
-    LOOP_WELD,
     e_closed_chain,
     e_closed_chain_step,
     e_loop_projection,
     e_transmitted_wrenches,
 )
+from ..kernels.cut_hinges import LOOP_BALL, LOOP_REVOLUTE, LOOP_WELD
+from ..lie import cross
 from ..model import Model
+from .tree import Bodies, Rows, actuation, effective_efforts, joint_frames
 
 KIND_CODES = {'ball': LOOP_BALL, 'revolute': LOOP_REVOLUTE, 'weld': LOOP_WELD}
 
@@ -46,6 +47,7 @@ class LoopKernel:
     def __init__(self, model: Model, loops: Sequence, rtol: float) -> None:
         nl = len(loops)
         self.model = model
+        self.loops = tuple(loops)
         self.rtol = float(rtol)
         self.loop_i = np.zeros((nl, 3), dtype=np.int64)
         self.loop_f = np.zeros((nl, 24))
@@ -131,7 +133,37 @@ class LoopKernel:
             return None
         gen = self._gen
         gen[gen.size - shape_tau[0] :] = tau
-        return self.accelerations(q, v, gen, self.empty_fext, alpha, beta)  # type: ignore[arg-type]
+        entry = self._entries.get(e_closed_chain)
+        if entry is None:  # first call: typed and compiled by accelerations
+            return self.accelerations(q, v, gen, self.empty_fext, alpha, beta)  # type: ignore[arg-type]
+        a = np.empty(shape_v)
+        idata, fdata = self.model.packed
+        empty = self.empty_fext
+        if (
+            entry(  # type: ignore[operator]
+                idata,
+                fdata,
+                q,
+                v,
+                gen,
+                empty,
+                self.model.joint_dynamics,
+                self.loop_i,
+                self.loop_f,
+                alpha,
+                beta,
+                self.rtol,
+                a,
+                self._lam,
+                empty,
+            )
+            < 0
+        ):
+            raise np.linalg.LinAlgError(
+                f'{self.names}: the closed-chain system gave non-finite accelerations (a '
+                'singular configuration or a non-finite state)'
+            )
+        return a
 
     def step(
         self,
@@ -249,6 +281,96 @@ class LoopKernel:
             acc,
         )
         return a, lam, acc, int(rank), fext
+
+    def project(
+        self, q: np.ndarray, v: np.ndarray, h_target: np.ndarray | None, tol: float, max_iter: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`~.closed.ClosedChain.project` through the compiled solver: the same
+        Gauss-Newton steps and velocity projection, ``M^-1 C^T`` and ``C M^-1 C^T`` from the
+        articulated-body passes. The loop rows have no base columns (the base is an ancestor
+        of both sides), so the momentum rows decouple in the kinetic-energy metric: the loop
+        correction leaves the momentum, and the momentum correction
+        (``-H_bb^-1 (H_b v - X^-1 h)``, the base velocity only) leaves the loop rows."""
+        model = self.model
+        err = np.inf
+        for _ in range(max_iter + 1):
+            err, dq, dv = self.projection(q, v)
+            if not np.isfinite(err):
+                raise ValueError(f'project: {self.names}: non-finite state')
+            if err <= tol:
+                break
+            q = integrate(model, q, dq)
+        else:
+            raise RuntimeError(
+                f'project: {self.names}: no convergence in {max_iter} iterations (max |xi| = '
+                f'{err:.3e})'
+            )
+        v = v + dv
+        if h_target is not None:
+            dh = momentum(model, q, v) - h_target  # X H_b v - h, X = [[E, 0], [r0~, E]]
+            dh[3:] -= cross(q[:3], dh[:3])  # X^-1
+            v[:6] -= np.linalg.solve(mass_matrix(model, q)[:6, :6], dh)
+        return q, v
+
+    def recover(
+        self,
+        q: np.ndarray,
+        bd: Bodies,
+        rows: Rows,
+        ob: np.ndarray,
+        tau: np.ndarray,
+        lam: np.ndarray,
+        acc: np.ndarray,
+        fext: np.ndarray,
+    ) -> tuple[np.ndarray, dict, dict, np.ndarray, np.ndarray]:
+        """The other fields of a :class:`~.closed.ClosedChainSolution` from :meth:`solve`.
+
+        Parameters
+        ----------
+        q : (nq,) ;  bd : Bodies at the state;  rows, ob : the maximal cut-hinge rows and
+        hinge points on body b (:meth:`~.closed.ClosedChain.loop_rows`);  tau : (n,) joint
+        efforts;  lam, acc, fext : from :meth:`solve`.
+
+        Returns
+        -------
+        X : (nb, 6) ``[r''_i; w'_i]``;  multipliers, loop_wrenches : dicts by cut hinge;
+        hinge_forces, constraint_torques : (n, 3) (a backward sum of each subtree's
+        Newton-Euler residual, minus the actuation).
+        """
+        model = self.model
+        nb = model.arrays.parent.shape[0]
+        A = acc.copy()
+        A[:, :3] += model.gravity  # spatial accelerations at O
+        X = np.concatenate(
+            (A[:, :3] + cross(A[:, 3:], bd.c) + cross(bd.w, bd.rdot), A[:, 3:]), axis=1
+        )
+        loads = np.zeros((nb, 6))
+        if fext.shape[0]:
+            loads += fext
+        mult, wrenches = {}, {}
+        r0 = 0
+        for i, lp in enumerate(self.loops):
+            sl = slice(r0, r0 + lp.rows)
+            lk = lam[sl].copy()
+            for G, body in ((rows.Ga[sl], rows.a[r0]), (rows.Gb[sl], rows.b[r0])):
+                about_c = G.T @ lk  # on the body, moment about its CoM
+                loads[body, :3] += about_c[:3]
+                loads[body, 3:] += about_c[3:] + cross(bd.c[body], about_c[:3])
+                if body == rows.b[r0]:
+                    F = about_c[:3]
+                    wrenches[lp.name] = np.r_[F, about_c[3:] - cross(ob[i] - bd.c[body], F)]
+            mult[lp.name] = lk
+            r0 += lp.rows
+        n = nb - 1
+        f = np.zeros((n, 3))
+        g = np.zeros((n, 3))
+        if n:
+            F = self.transmitted_wrenches(q, bd.v, acc, loads)[1:]
+            force, torque = actuation(model, bd, effective_efforts(model, bd.v, tau))
+            o, _ = joint_frames(model, bd)
+            f = force - F[:, :3]
+            g = torque - (F[:, 3:] - cross(o, F[:, :3]))
+        return X, mult, wrenches, f, g
 
     def transmitted_wrenches(
         self, q: np.ndarray, v: np.ndarray, acc: np.ndarray, loads: np.ndarray

@@ -5,8 +5,10 @@ A closed-chain system is the tree of a :class:`~ffsim_ros.dynamics.model.Model` 
 the cut arc) to a frame on link ``b`` (its final vertex). The incidence matrix of the closed
 system is ``C_c = (C, C*)`` [M eq. 62] and the Lagrangian system keeps the form of
 [M eqs. 10, 49] with the cut-hinge rows appended ([M eq. 63], ``lambda_c`` the multipliers); it
-is solved exactly like the tree (:mod:`.linalg`). The seed's other route, the tree reduced to
-``(r''_1, w')`` with the cut-hinge constraints appended [M eqs. 67-73], is not implemented.
+is solved exactly like the tree (:mod:`.linalg`, methods ``'kkt'``, ``'nullspace'``,
+``'multipliers'``). The seed's other route, the tree's own equations with the cut-hinge
+constraints appended [M eqs. 72-73], is the default ``'aba'`` (:mod:`.articulated`), in the
+tree's joint coordinates rather than the seed's ``(r''_1, w')`` [M eqs. 67-71].
 
 Rows of a cut hinge ("a minus b", inertial frame; ``o_a``, ``o_b`` the hinge frame origins
 on each body, ``l = o - r`` from the body's CoM):
@@ -53,7 +55,6 @@ from .tree import (
     METHODS,
     Bodies,
     Rows,
-    actuation,
     applied_forces,
     bodies,
     body_velocity_jacobian,
@@ -61,7 +62,6 @@ from .tree import (
     effective_efforts,
     hinge_wrenches,
     joint_accelerations,
-    joint_frames,
     root_rows,
     tree_rows,
 )
@@ -494,44 +494,13 @@ class ClosedChain:
         body accelerations, loop wrenches and tree hinge forces recovered from its result."""
         model = self.model
         a, lam, acc, k, fext = self._checked_solution(q, v, tau, bw, link_wrenches, stabilize)
-        nb = model.arrays.parent.shape[0]
-        n_tree = 6 * nb - model.nv  # 6 - nv_j per joint, 6 for a fixed root
+        n_tree = 6 * model.arrays.parent.shape[0] - model.nv  # 6 - nv_j a joint, 6 a fixed root
         n_rows = n_tree + self.n_loop_rows
         if k < self.n_loop_rows:
             self._warn_redundant(n_tree + k, n_rows)
         bd = bodies(model, q, v)
-        A = acc.copy()
-        A[:, :3] += model.gravity  # spatial accelerations at O
-        X = np.concatenate(
-            (A[:, :3] + cross(A[:, 3:], bd.c) + cross(bd.w, bd.rdot), A[:, 3:]), axis=1
-        )
         rows, _, ob = self.loop_rows(bd)
-        loads = np.zeros((nb, 6))
-        if fext.shape[0]:
-            loads += fext
-        mult, wrenches = {}, {}
-        r0 = 0
-        for i, lp in enumerate(self.loops):
-            sl = slice(r0, r0 + lp.rows)
-            lk = lam[sl].copy()
-            for G, body in ((rows.Ga[sl], rows.a[r0]), (rows.Gb[sl], rows.b[r0])):
-                about_c = G.T @ lk  # on the body, moment about its CoM
-                loads[body, :3] += about_c[:3]
-                loads[body, 3:] += about_c[3:] + cross(bd.c[body], about_c[:3])
-                if body == rows.b[r0]:
-                    F = about_c[:3]
-                    wrenches[lp.name] = np.r_[F, about_c[3:] - cross(ob[i] - bd.c[body], F)]
-            mult[lp.name] = lk
-            r0 += lp.rows
-        n = nb - 1
-        f = np.zeros((n, 3))
-        g = np.zeros((n, 3))
-        if n:
-            F = self._kernel.transmitted_wrenches(q, v, acc, loads)[1:]
-            force, torque = actuation(model, bd, effective_efforts(model, v, tau))
-            o, _ = joint_frames(model, bd)
-            f = force - F[:, :3]
-            g = torque - (F[:, 3:] - cross(o, F[:, :3]))
+        X, mult, wrenches, f, g = self._kernel.recover(q, bd, rows, ob, tau, lam, acc, fext)
         return ClosedChainSolution(a, X, mult, wrenches, f, g, n_tree + k, n_rows)
 
     def acceleration(
@@ -662,37 +631,6 @@ class ClosedChain:
         v[free] -= HiGt @ (np.linalg.pinv(Gf @ HiGt, rcond=1e-10) @ (Gq @ v))
         return q, v
 
-    def _project_compiled(
-        self, q: np.ndarray, v: np.ndarray, h_target: np.ndarray | None, tol: float, max_iter: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`project` through the compiled solver: the same Gauss-Newton steps and
-        velocity projection, ``M^-1 C^T`` and ``C M^-1 C^T`` from the articulated-body passes.
-        The loop rows have no base columns (the base is an ancestor of both sides), so the
-        momentum rows decouple in the kinetic-energy metric: the loop correction leaves the
-        momentum, and the momentum correction (``-H_bb^-1 (H_b v - X^-1 h)``, the base
-        velocity only) leaves the loop rows."""
-        model = self.model
-        kernel = self._kernel
-        err = np.inf
-        for _ in range(max_iter + 1):
-            err, dq, dv = kernel.projection(q, v)
-            if not np.isfinite(err):
-                raise ValueError(f'project: {self._names()}: non-finite state')
-            if err <= tol:
-                break
-            q = integrate(model, q, dq)
-        else:
-            raise RuntimeError(
-                f'project: {self._names()}: no convergence in {max_iter} iterations (max |xi| = '
-                f'{err:.3e})'
-            )
-        v = v + dv
-        if h_target is not None:
-            dh = momentum_of(model, q, v) - h_target  # X H_b v - h, X = [[E, 0], [r0~, E]]
-            dh[3:] -= cross(q[:3], dh[:3])  # X^-1
-            v[:6] -= np.linalg.solve(mass_matrix(model, q)[:6, :6], dh)
-        return q, v
-
     def _velocity_rows(self, bd: Bodies) -> np.ndarray:
         """The independent loop rows on the tree's velocities, ``U^T G B`` (K, nv): their
         velocity errors, and in the kinetic-energy metric the directions of loop impulses."""
@@ -748,7 +686,7 @@ class ClosedChain:
                 else momentum_of(model, q, v)
             )
         if self.method == 'aba':
-            return self._project_compiled(q, v, h_target, tol, max_iter)
+            return self._kernel.project(q, v, h_target, tol, max_iter)
         zero = np.zeros(model.nv)
         err = np.inf
         for _ in range(max_iter):

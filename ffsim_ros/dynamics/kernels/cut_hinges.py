@@ -1,0 +1,284 @@
+"""Cut-hinge rows of a closed chain for the compiled solver (:mod:`.constrained`): their
+spatial-wrench form at O, right-hand sides and errors (:func:`loop_rows`), their restriction
+to the velocities of the loop's path (:func:`hinge_velocity_rows`), and the small one-sided
+Jacobi SVD that decides their rank (:func:`jacobi_svd`). The rows are those of
+:class:`ffsim_ros.dynamics.mufti.ClosedChain` ([M eqs. 6-9, 48, 63-66], seed 001); see
+:mod:`.constrained` for their form.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+from ..lie import qlog
+from .layout import ModelArrays
+
+#: Cut-hinge kind codes (``loop_i[:, 2]``) and their row counts.
+LOOP_BALL = 0
+LOOP_REVOLUTE = 1
+LOOP_WELD = 2
+
+
+@njit
+def loop_row_count(kind: int) -> int:
+    """Rows of a cut hinge of kind ``kind`` (ball 3, revolute 5, weld 6)."""
+    if kind == LOOP_BALL:
+        return 3
+    if kind == LOOP_REVOLUTE:
+        return 5
+    return 6
+
+
+@njit
+def jacobi_svd(X: np.ndarray, V: np.ndarray, sv: np.ndarray) -> None:
+    """One-sided Jacobi SVD (Hestenes) of the small ``X`` (L, n), in place: on return
+    ``X = U diag(sv)`` (columns orthogonal), ``V`` (n, n) the right singular vectors, so that
+    ``X_in = U diag(sv) V^T``; ``sv`` (n,) in descending order (columns of ``X`` and ``V``
+    sorted alike). Singular values come out with high relative accuracy: exactly dependent
+    columns give round-off-sized values, as LAPACK's SVD does."""
+    L, n = X.shape
+    for i in range(n):
+        for j in range(n):
+            V[i, j] = 1.0 if i == j else 0.0
+    for _sweep in range(60):
+        rotated = False
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                a = 0.0
+                b = 0.0
+                g = 0.0
+                for r in range(L):
+                    a += X[r, i] * X[r, i]
+                    b += X[r, j] * X[r, j]
+                    g += X[r, i] * X[r, j]
+                if g == 0.0 or abs(g) <= 1e-15 * np.sqrt(a * b):
+                    continue
+                rotated = True
+                zeta = (b - a) / (2.0 * g)
+                t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                c = 1.0 / np.sqrt(1.0 + t * t)
+                sn = c * t
+                for r in range(L):
+                    xi = X[r, i]
+                    xj = X[r, j]
+                    X[r, i] = c * xi - sn * xj
+                    X[r, j] = sn * xi + c * xj
+                for r in range(n):
+                    vi = V[r, i]
+                    vj = V[r, j]
+                    V[r, i] = c * vi - sn * vj
+                    V[r, j] = sn * vi + c * vj
+        if not rotated:
+            break
+    for j in range(n):
+        s = 0.0
+        for r in range(L):
+            s += X[r, j] * X[r, j]
+        sv[j] = np.sqrt(s)
+    for i in range(n):  # selection sort, descending (n <= 6 here)
+        k = i
+        for j in range(i + 1, n):
+            if sv[j] > sv[k]:
+                k = j
+        if k != i:
+            sv[i], sv[k] = sv[k], sv[i]
+            for r in range(L):
+                X[r, i], X[r, k] = X[r, k], X[r, i]
+            for r in range(n):
+                V[r, i], V[r, k] = V[r, k], V[r, i]
+
+
+@njit
+def _rotation_vector(E: np.ndarray) -> tuple:
+    """Rotation vector of the rotation matrix ``E`` (3, 3): the compiled form of
+    :func:`ffsim_ros.dynamics.lie.matrix_log` (Shepperd's quaternion, then
+    :func:`~ffsim_ros.dynamics.lie.qlog`)."""
+    tr = E[0, 0] + E[1, 1] + E[2, 2]
+    quat = np.empty(4)
+    if tr > 0.0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        quat[0] = (E[2, 1] - E[1, 2]) / s
+        quat[1] = (E[0, 2] - E[2, 0]) / s
+        quat[2] = (E[1, 0] - E[0, 1]) / s
+        quat[3] = 0.25 * s
+    else:
+        i = 0
+        if E[1, 1] > E[i, i]:
+            i = 1
+        if E[2, 2] > E[i, i]:
+            i = 2
+        j = (i + 1) % 3
+        k = (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + E[i, i] - E[j, j] - E[k, k])
+        quat[i] = 0.25 * s
+        quat[j] = (E[j, i] + E[i, j]) / s
+        quat[k] = (E[k, i] + E[i, k]) / s
+        quat[3] = (E[k, j] - E[j, k]) / s
+    return qlog(quat[0], quat[1], quat[2], quat[3])
+
+
+@njit
+def loop_rows(
+    m: ModelArrays,
+    R: np.ndarray,
+    p: np.ndarray,
+    vel: np.ndarray,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    W: np.ndarray,
+    rhs: np.ndarray,
+    xi: np.ndarray,
+    verr: np.ndarray,
+    ob: np.ndarray,
+) -> None:
+    """Cut-hinge rows as spatial wrenches at O (module docstring), their right-hand sides
+    (no Baumgarte terms), position errors and velocity errors.
+
+    Parameters
+    ----------
+    R, p : (nb, 3, 3), (nb, 3) body poses;  vel : (nb, 6) body velocities ``[v_O; w]``.
+    loop_i : (nl, 3) int64 ``[body_a, body_b, kind]``.
+    loop_f : (nl, 24) hinge frames in the body frames: ``rot_a`` (9, row-major), ``trans_a``
+        (3), ``rot_b`` (9), ``trans_b`` (3) [m].
+    W : (nrows, 6) output rows;  rhs, xi, verr : (nrows,) outputs ``gamma`` [m/s^2, rad/s^2],
+    ``xi`` [m, rad] and ``W . (V_a - V_b)`` [m/s, rad/s];  ob : (nl, 3) output hinge points
+    on body b [m].
+    """
+    r0 = 0
+    Ra = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    oa = np.empty(3)
+    obb = np.empty(3)
+    for lp in range(loop_i.shape[0]):
+        ia = loop_i[lp, 0]
+        ib = loop_i[lp, 1]
+        kind = loop_i[lp, 2]
+        for side in range(2):
+            i = ia if side == 0 else ib
+            Rs = Ra if side == 0 else Rb
+            os = oa if side == 0 else obb
+            f0 = 12 * side
+            for r in range(3):
+                s = p[i, r]
+                for c in range(3):
+                    s += R[i, r, c] * loop_f[lp, f0 + 9 + c]
+                    t = 0.0
+                    for k in range(3):
+                        t += R[i, r, k] * loop_f[lp, f0 + 3 * k + c]
+                    Rs[r, c] = t
+                os[r] = s
+        for r in range(3):
+            ob[lp, r] = obb[r]
+        # hinge point velocities v_o = v_O + w x o, and the midpoint
+        wa0, wa1, wa2 = vel[ia, 3], vel[ia, 4], vel[ia, 5]
+        wb0, wb1, wb2 = vel[ib, 3], vel[ib, 4], vel[ib, 5]
+        va0 = vel[ia, 0] + wa1 * oa[2] - wa2 * oa[1]
+        va1 = vel[ia, 1] + wa2 * oa[0] - wa0 * oa[2]
+        va2 = vel[ia, 2] + wa0 * oa[1] - wa1 * oa[0]
+        vb0 = vel[ib, 0] + wb1 * obb[2] - wb2 * obb[1]
+        vb1 = vel[ib, 1] + wb2 * obb[0] - wb0 * obb[2]
+        vb2 = vel[ib, 2] + wb0 * obb[1] - wb1 * obb[0]
+        # w_a x v_oa - w_b x v_ob
+        c0 = (wa1 * va2 - wa2 * va1) - (wb1 * vb2 - wb2 * vb1)
+        c1 = (wa2 * va0 - wa0 * va2) - (wb2 * vb0 - wb0 * vb2)
+        c2 = (wa0 * va1 - wa1 * va0) - (wb0 * vb1 - wb1 * vb0)
+        m0 = 0.5 * (oa[0] + obb[0])
+        m1 = 0.5 * (oa[1] + obb[1])
+        m2 = 0.5 * (oa[2] + obb[2])
+        dv0 = vel[ia, 0] - vel[ib, 0]
+        dv1 = vel[ia, 1] - vel[ib, 1]
+        dv2 = vel[ia, 2] - vel[ib, 2]
+        dw0, dw1, dw2 = wa0 - wb0, wa1 - wb1, wa2 - wb2
+        for k in range(3):  # d_k: axis k of hinge frame a
+            d0, d1, d2 = Ra[0, k], Ra[1, k], Ra[2, k]
+            r = r0 + k
+            W[r, 0] = d0
+            W[r, 1] = d1
+            W[r, 2] = d2
+            W[r, 3] = m1 * d2 - m2 * d1
+            W[r, 4] = m2 * d0 - m0 * d2
+            W[r, 5] = m0 * d1 - m1 * d0
+            rhs[r] = -(d0 * c0 + d1 * c1 + d2 * c2)
+            xi[r] = d0 * (oa[0] - obb[0]) + d1 * (oa[1] - obb[1]) + d2 * (oa[2] - obb[2])
+            verr[r] = (
+                W[r, 0] * dv0
+                + W[r, 1] * dv1
+                + W[r, 2] * dv2
+                + W[r, 3] * dw0
+                + W[r, 4] * dw1
+                + W[r, 5] * dw2
+            )
+        if kind != LOOP_BALL:
+            nrot = 2 if kind == LOOP_REVOLUTE else 3
+            x0 = wa1 * wb2 - wa2 * wb1
+            x1 = wa2 * wb0 - wa0 * wb2
+            x2 = wa0 * wb1 - wa1 * wb0
+            if kind == LOOP_REVOLUTE:  # k_b x k_a (z axes)
+                e0 = Rb[1, 2] * Ra[2, 2] - Rb[2, 2] * Ra[1, 2]
+                e1 = Rb[2, 2] * Ra[0, 2] - Rb[0, 2] * Ra[2, 2]
+                e2 = Rb[0, 2] * Ra[1, 2] - Rb[1, 2] * Ra[0, 2]
+            else:  # rotation vector of R_a R_b^T
+                E = np.empty((3, 3))
+                for r in range(3):
+                    for c in range(3):
+                        E[r, c] = Ra[r, 0] * Rb[c, 0] + Ra[r, 1] * Rb[c, 1] + Ra[r, 2] * Rb[c, 2]
+                e0, e1, e2 = _rotation_vector(E)
+            for k in range(nrot):
+                d0, d1, d2 = Ra[0, k], Ra[1, k], Ra[2, k]
+                r = r0 + 3 + k
+                W[r, 0] = 0.0
+                W[r, 1] = 0.0
+                W[r, 2] = 0.0
+                W[r, 3] = d0
+                W[r, 4] = d1
+                W[r, 5] = d2
+                rhs[r] = -(d0 * x0 + d1 * x1 + d2 * x2)
+                xi[r] = d0 * e0 + d1 * e1 + d2 * e2
+                verr[r] = d0 * dw0 + d1 * dw1 + d2 * dw2
+        r0 += loop_row_count(kind)
+
+
+@njit
+def hinge_velocity_rows(
+    m: ModelArrays,
+    S: np.ndarray,
+    W: np.ndarray,
+    r0: int,
+    nr: int,
+    ia: int,
+    ib: int,
+    flag: np.ndarray,
+) -> np.ndarray:
+    """``C_k^T`` (L, nr): rows ``r0 : r0 + nr`` of ``W`` on the velocities of the joints
+    between bodies ``ia`` and ``ib`` (the tree path of the loop; the common ancestors cancel),
+    ``L`` their velocity count; ``flag`` (nb,) int64 scratch."""
+    for i in range(flag.shape[0]):
+        flag[i] = 0
+    i = ia
+    while i >= 0:
+        flag[i] = 1
+        i = m.parent[i]
+    i = ib
+    while i >= 0:
+        flag[i] = 2 if flag[i] == 1 else 3
+        i = m.parent[i]
+    L = 0
+    for i in range(flag.shape[0]):
+        if flag[i] == 1 or flag[i] == 3:
+            L += m.nvj[i]
+    C = np.zeros((L, nr))
+    col = 0
+    for i in range(flag.shape[0]):
+        if flag[i] != 1 and flag[i] != 3:
+            continue
+        sgn = 1.0 if flag[i] == 1 else -1.0
+        for a in range(m.nvj[i]):
+            c = m.iv[i] + a
+            for r in range(nr):
+                s = 0.0
+                for k in range(6):
+                    s += W[r0 + r, k] * S[k, c]
+                C[col, r] = sgn * s
+            col += 1
+    return C
