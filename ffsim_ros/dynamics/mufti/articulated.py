@@ -62,8 +62,7 @@ class LoopKernel:
                 self.loop_f[k, o + 9 : o + 12] = fr.translation + fr.rotation @ tr
         self.n_rows = sum(lp.rows for lp in loops)
         self.empty_fext = np.empty((0, 6))
-        self._lam = np.empty(self.n_rows)
-        self._gen = np.zeros(model.nv)
+        self._lam = np.empty(self.n_rows)  # multipliers of the fast paths: written, never read
         #: The cut hinges, for error messages.
         self.names = 'loop closure ' + ', '.join(repr(lp.name) for lp in loops)
         self._entries: dict[object, object] = {}
@@ -131,7 +130,7 @@ class LoopKernel:
         shape_q, shape_v, shape_tau = self.model.shapes
         if not (is_ready(q, shape_q) and is_ready(v, shape_v) and is_ready(tau, shape_tau)):
             return None
-        gen = self._gen
+        gen = np.zeros(shape_v)  # per call: a chain may be shared between threads
         gen[gen.size - shape_tau[0] :] = tau
         entry = self._entries.get(e_closed_chain)
         if entry is None:  # first call: typed and compiled by accelerations
