@@ -233,20 +233,29 @@ def reduced_responses(
     nv = S.shape[1]
     nl = loop_i.shape[0]
     nrows = W.shape[0]
-    Wr = np.empty((nrows, 6))
-    br = np.empty(nrows)
-    rows_a = np.empty(nrows, dtype=np.int64)
-    rows_b = np.empty(nrows, dtype=np.int64)
-    flag = np.empty(nb, dtype=np.int64)
-    Vk = np.empty((6, 6))
-    svk = np.empty(6)
+    # two allocations for all the scratch (each costs about as much as a short pass)
+    iw = np.empty(2 * nrows + nb, dtype=np.int64)
+    rows_a = iw[:nrows]
+    rows_b = iw[nrows : 2 * nrows]
+    flag = iw[2 * nrows :]
+    fw = np.empty(7 * nrows + 42 + 6 * nv + nrows * nv + 6 * nrows * nb + 12 * nb + nrows * nrows)
+    Wr = carve(fw, 0, (nrows, 6))
+    o = 6 * nrows
+    br = fw[o : o + nrows]
+    o += nrows
+    Vk = carve(fw, o, (6, 6))
+    o += 36
+    svk = fw[o : o + 6]
+    o += 6
+    cbuf = fw[o : o + 6 * nv]
+    o += 6 * nv
     K = 0
     r0 = 0
     for lp in range(nl):
         nr = loop_row_count(loop_i[lp, 2])
         ia = loop_i[lp, 0]
         ib = loop_i[lp, 1]
-        Ct = hinge_velocity_rows(m, S, W, r0, nr, ia, ib, flag)
+        Ct = hinge_velocity_rows(m, S, W, r0, nr, ia, ib, flag, cbuf)
         kk = 0
         if Ct.shape[0] > 0:
             # C_k = V diag(sv) U^T: its left singular vectors are the V of C_k^T
@@ -276,13 +285,17 @@ def reduced_responses(
             rows_b[K + j] = ib
         K += kk
         r0 += nr
-    Mq = np.empty((K, nv))
-    Ma = np.empty((K, nb, 6))
-    pz = np.empty((nb, 6))
-    uz = np.empty((nb, 6))
+    Mq = carve(fw, o, (K, nv))
+    o += K * nv
+    Ma = carve(fw, o, (K, nb, 6))
+    o += 6 * K * nb
+    pz = carve(fw, o, (nb, 6))
+    o += 6 * nb
+    uz = carve(fw, o, (nb, 6))
+    o += 6 * nb
     for j in range(K):
         unit_response(m, S, U, Dinv, Wr[j], rows_a[j], rows_b[j], pz, uz, Mq[j], Ma[j])
-    A = np.empty((K, K))
+    A = carve(fw, o, (K, K))
     for j in range(K):
         for k in range(j + 1):
             s = 0.0
@@ -343,6 +356,22 @@ def _tree_sweep(
 
 
 @njit
+def _row_arrays(nrows: int, nl: int):
+    """``W`` (nrows, 6), ``rhs``, ``xi``, ``verr`` (nrows,), ``ob`` (nl, 3) and a zeroed
+    ``basis`` (nrows, 6), carved from one allocation."""
+    fw = np.empty(15 * nrows + 3 * nl)
+    W = carve(fw, 0, (nrows, 6))
+    rhs = fw[6 * nrows : 7 * nrows]
+    xi = fw[7 * nrows : 8 * nrows]
+    verr = fw[8 * nrows : 9 * nrows]
+    basis = carve(fw, 9 * nrows, (nrows, 6))
+    for r in range(6 * nrows):
+        fw[9 * nrows + r] = 0.0
+    ob = carve(fw, 15 * nrows, (nl, 3))
+    return W, rhs, xi, verr, ob, basis
+
+
+@njit
 def closed_chain_dynamics(
     m: ModelArrays,
     q: np.ndarray,
@@ -389,15 +418,10 @@ def closed_chain_dynamics(
     with_acc = acc.shape[0] > 0
     acc_free = acc if with_acc else np.empty((nb, 6))
     R, p, S, vel, U, Dinv = _tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free)
-    W = np.empty((nrows, 6))
-    rhs = np.empty(nrows)
-    xi = np.empty(nrows)
-    verr = np.empty(nrows)
-    ob = np.empty((nl, 3))
+    W, rhs, xi, verr, ob, basis = _row_arrays(nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     for r in range(nrows):
         rhs[r] -= alpha * verr[r] + beta * xi[r]
-    basis = np.zeros((nrows, 6))
     keep = np.empty(nl, dtype=np.int64)
     Wr, br, ra, rb, Mq, Ma, A = reduced_responses(m, S, U, Dinv, W, rhs, loop_i, rtol, basis, keep)
     K = br.shape[0]
@@ -461,16 +485,11 @@ def loop_projection(
     qdd = np.empty(nv)
     acc = np.empty((nb, 6))
     R, p, S, vel, U, Dinv = _tree_sweep(m, q, v, np.zeros(nv), np.empty((0, 6)), False, qdd, acc)
-    W = np.empty((nrows, 6))
-    rhs = np.empty(nrows)
-    xi = np.empty(nrows)
-    verr = np.empty(nrows)
-    ob = np.empty((nl, 3))
+    W, rhs, xi, verr, ob, basis = _row_arrays(nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     err = 0.0
     for r in range(nrows):
         err = max(err, abs(xi[r]))
-    basis = np.zeros((nrows, 6))
     keep = np.empty(nl, dtype=np.int64)
     Wr, xr, ra, rb, Mq, Ma, A = reduced_responses(m, S, U, Dinv, W, xi, loop_i, rtol, basis, keep)
     K = xr.shape[0]

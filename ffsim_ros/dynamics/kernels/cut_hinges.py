@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import carve, njit
 from ..lie import qlog
 from .layout import ModelArrays
 
@@ -146,10 +146,11 @@ def loop_rows(
     on body b [m].
     """
     r0 = 0
-    Ra = np.empty((3, 3))
-    Rb = np.empty((3, 3))
-    oa = np.empty(3)
-    obb = np.empty(3)
+    scratch = np.empty((3, 3, 3))  # one allocation: R_a, R_b, and the two hinge points
+    Ra = scratch[0]
+    Rb = scratch[1]
+    oa = scratch[2, 0]
+    obb = scratch[2, 1]
     for lp in range(loop_i.shape[0]):
         ia = loop_i[lp, 0]
         ib = loop_i[lp, 1]
@@ -249,10 +250,11 @@ def hinge_velocity_rows(
     ia: int,
     ib: int,
     flag: np.ndarray,
+    buf: np.ndarray,
 ) -> np.ndarray:
     """``C_k^T`` (L, nr): rows ``r0 : r0 + nr`` of ``W`` on the velocities of the joints
     between bodies ``ia`` and ``ib`` (the tree path of the loop; the common ancestors cancel),
-    ``L`` their velocity count; ``flag`` (nb,) int64 scratch."""
+    ``L`` their velocity count; a view on ``buf`` (>= 6 nv,); ``flag`` (nb,) int64 scratch."""
     for i in range(flag.shape[0]):
         flag[i] = 0
     i = ia
@@ -267,7 +269,7 @@ def hinge_velocity_rows(
     for i in range(flag.shape[0]):
         if flag[i] == 1 or flag[i] == 3:
             L += m.nvj[i]
-    C = np.zeros((L, nr))
+    C = carve(buf, 0, (L, nr))
     col = 0
     for i in range(flag.shape[0]):
         if flag[i] != 1 and flag[i] != 3:
