@@ -117,6 +117,14 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
             'target at start.',
         ),
         DeclareLaunchArgument(
+            'capture',
+            default_value='true',
+            choices=['true', 'false'],
+            description='With a scenario: the controller intercepts, grasps and detumbles its '
+            'first target (its capture.scenario parameter set to the same scenario); false: '
+            'the controller follows ee_goal as without targets.',
+        ),
+        DeclareLaunchArgument(
             'params_file',
             default_value='',
             description='Extra parameter YAML applied to both nodes after the package configs '
@@ -191,6 +199,8 @@ def robot_actions(context: LaunchContext) -> list:
         ee_link = ls.default_ee_link(urdf_text)  # 'ee_link' itself when the robot has one
     if ee_link:
         ctl_params['ee_link'] = ee_link
+    if scenario and ls.as_bool(_arg(context, 'capture'), 'capture'):
+        ctl_params['capture.scenario'] = sim_params['scenario']
 
     actions = [
         # before the processes start: they inherit the environment

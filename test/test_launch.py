@@ -51,6 +51,7 @@ FFSIM_ARGUMENTS = {
     'record',
     'bag_path',
     'scenario',
+    'capture',
 }
 SAMPLES = sorted(p.stem for p in (ROOT / 'urdf').glob('*.urdf'))
 
@@ -816,11 +817,15 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
     assert _parameters(nodes['robot_state_publisher'])['frame_prefix'] == ''
     assert 'initial_base_position' not in _parameters(sim)  # the YAML's value
     assert 'scenario' not in _parameters(sim)  # no target
-    sim = _nodes(_run(module, 'robot_actions', scenario='capture'))['simulator']
-    assert _parameters(sim)['scenario'] == 'capture'  # a shipped name: resolved by the node
+    assert 'capture.scenario' not in _parameters(ctl)
+    captured = _nodes(_run(module, 'robot_actions', scenario='capture'))
+    # a shipped name: resolved by each node; the controller captures the same scenario's target
+    assert _parameters(captured['simulator'])['scenario'] == 'capture'
+    assert _parameters(captured['reactionless_controller'])['capture.scenario'] == 'capture'
     own = tmp_path / 'mine.yaml'
-    sim = _nodes(_run(module, 'robot_actions', scenario=str(own)))['simulator']
-    assert _parameters(sim)['scenario'] == str(own.resolve())
+    captured = _nodes(_run(module, 'robot_actions', scenario=str(own), capture='false'))
+    assert _parameters(captured['simulator'])['scenario'] == str(own.resolve())
+    assert 'capture.scenario' not in _parameters(captured['reactionless_controller'])
     assert _parameters(ctl)['mode'] == 'reactionless' and _parameters(ctl)['ee_link'] == 'ee_link'
     assert nodes['rviz2'].kwargs['arguments'] == ['-d', str(RVIZ)]
     assert not _of_type(_run(module, 'robot_actions'), 'RegisterEventHandler')  # no temp file
