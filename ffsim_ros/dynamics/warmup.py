@@ -110,6 +110,7 @@ def warm_up_closed_chains() -> None:
         chain.dynamics(q, v, tau, link_wrenches={link_a: np.ones(6)})
         chain.acceleration(q, v, tau)
         chain.step(q, v, tau, 1e-3)
+        chain.project(q, v)
 
 
 if __name__ == '__main__':
