@@ -137,3 +137,51 @@ def test_scenario_base_pose_and_joints_apply_where_parameters_are_left_default(t
     got = setup.initial_values(chosen)
     assert got['initial_base_position'] == [0.0, 0.0, 5.0]
     assert got['initial_base_orientation'] == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_grasp_wrench_message_is_the_weld_force_at_the_gripper_link() -> None:
+    """``grasp_wrench``: the scene's weld wrench (about the weld point, world axes) moved to the
+    gripper link's origin and axes, with a grasp frame offset from the link (rotation and
+    translation); the link pose taken independently (``link_pose`` of the robot state). Newton
+    on the held 40 kg target: the force equals its mass times its CoM acceleration (central
+    differences of its velocity over the welded steps)."""
+    import copy
+
+    import yaml
+
+    from ffsim_ros.dynamics.lie import rpy_to_matrix
+    from ffsim_ros.node_support.scene_support import resolve_scenario
+    from ffsim_ros.scene import scene_from_dict
+
+    path = resolve_scenario('capture')
+    data = copy.deepcopy(yaml.safe_load(path.read_text()))
+    data['robot']['gripper'] = {'link': 'ee_link', 'translation': [0.02, 0.0, 0.03],
+                                'rpy': [0.0, 0.0, 0.3]}  # fmt: skip
+    data['robot']['joint_positions'] = [0.1, -0.2, 0.3, 0.4, -0.1, 0.2, 0.0]
+    scene = scene_from_dict(data, path.parent)
+    grasp = scene.snapshot().gripper
+    R_g = quat_to_matrix(grasp.orientation)
+    scene.set_target_state(
+        'client',
+        position=grasp.position - R_g @ np.array([-0.25, 0.0, 0.0]),
+        orientation=grasp.orientation,
+    )
+    assert scene.grasp().captured
+    scene.set_effort([3.0, -2.0, 1.5, 2.5, -1.0, 0.8, 0.5])
+    snaps = [scene.advance(1) for _ in range(3)]
+    snap = snaps[1]
+    msg = TargetMessages('world', 'r1/').grasp_wrench(snap, scene.gripper, None)
+    assert msg.header.frame_id == 'r1/ee_link'
+    robot = scene.robot_model
+    p_link, R_link = D.link_pose(robot, snap.robot_q, 'ee_link')
+    R_grasp = quat_to_matrix(snap.gripper.orientation)
+    np.testing.assert_allclose(R_link @ rpy_to_matrix([0, 0, 0.3]), R_grasp, atol=1e-12)
+    f = R_link @ _vec(msg.wrench.force)
+    n_link = R_link @ _vec(msg.wrench.torque)
+    np.testing.assert_allclose(f, snap.grasp_wrench[:3], rtol=0, atol=1e-12)
+    n_point = n_link - np.cross(snap.grasp_point - p_link, f)
+    np.testing.assert_allclose(n_point, snap.grasp_wrench[3:], rtol=0, atol=1e-11)
+    assert np.linalg.norm(f) > 1.0  # the arm pushes the target
+    h = scene.dt
+    accel = snaps[2].targets['client'].momentum[:3] - snaps[0].targets['client'].momentum[:3]
+    np.testing.assert_allclose(f, accel / (2 * h), rtol=1e-3, atol=1e-3 * np.linalg.norm(f))

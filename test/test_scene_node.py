@@ -27,6 +27,7 @@ class Probe:
 
     def __init__(self, node, executor, wait_until) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import WrenchStamped
         from nav_msgs.msg import Odometry
         from rosgraph_msgs.msg import Clock
         from std_msgs.msg import Float64MultiArray
@@ -34,6 +35,7 @@ class Probe:
         self.node, self.executor, self.wait_until = node, executor, wait_until
         executor.add_node(node)
         self.clock, self.momentum, self.odom, self.events = [], [], [], []
+        self.wrench = []
         self.subs = [
             node.create_subscription(Clock, '/clock', lambda m: self.clock.append(_ns(m)), 100),
             node.create_subscription(Float64MultiArray, 'momentum', self.momentum.append, 1000),
@@ -41,6 +43,7 @@ class Probe:
         self.extra = [
             node.create_subscription(Odometry, 'targets/client/odom', self.odom.append, 1000),
             node.create_subscription(DiagnosticArray, 'scene_events', self.events.append, 100),
+            node.create_subscription(WrenchStamped, 'grasp_wrench', self.wrench.append, 1000),
         ]
         self.clients: dict[str, object] = {}
 
@@ -199,6 +202,16 @@ def test_capture_scenario_odometry_grasp_and_momentum(ros_process, probe) -> Non
     assert probe.call(Trigger, 'release').success
     probe.step(50)
     assert probe.spin_until(lambda: any(e.status[0].name == 'release' for e in probe.events))
+    # the weld's force while held, and only then (the unpowered arm turns with the tumbling
+    # target: the weld carries the target's share of the motion)
+    t_capture = max(_ns(e) for e in probe.events if e.status[0].name == 'capture')
+    t_release = max(_ns(e) for e in probe.events if e.status[0].name == 'release')
+    assert probe.spin_until(lambda: len(probe.wrench) >= 2)
+    held = [_ns(m) for m in probe.wrench]
+    assert t_capture <= min(held) and max(held) <= t_release, (t_capture, held, t_release)
+    assert {m.header.frame_id for m in probe.wrench} == {'ee_link'}
+    forces = [[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z] for m in probe.wrench]
+    assert np.all(np.isfinite(forces)) and np.abs(forces).max() > 1e-6
     h = np.array([m.data[:6] for m in probe.momentum[count - 1 :]])
     assert len(h) >= 4, len(h)
     drift = np.abs(h - h[0]).max()

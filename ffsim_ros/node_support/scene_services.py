@@ -1,7 +1,8 @@
 """The simulator's target interfaces (ROS wiring; the physics stays in its thread).
 
 Publishes what :mod:`.scene_support` builds (target TF, ``targets/<name>/odom``,
-``scene_events``, ``scene_markers``), serves ``~/grasp`` and ``~/release`` (std_srvs/Trigger:
+``scene_events``, ``scene_markers``, ``grasp_wrench``), serves ``~/grasp`` and ``~/release``
+(std_srvs/Trigger:
 :meth:`ffsim_ros.scene.Scene.grasp` / ``release``; a refused grasp answers ``success`` false
 with the reason, e.g. ``client/bar outside its capture envelope: distance 0.155 > 0.05``, and
 changes nothing), and gives :mod:`.sim_interfaces` the target entities: their names, states,
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -195,6 +197,7 @@ class SceneInterfaces:
         reliable = QoSProfile(depth=EVENT_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_events = node.create_publisher(DiagnosticArray, 'scene_events', reliable)
         self.pub_markers = node.create_publisher(MarkerArray, 'scene_markers', 10)
+        self.pub_wrench = node.create_publisher(WrenchStamped, 'grasp_wrench', 10)
         self._odom: dict[str, object] = {}
         self._shown = False  # target markers on display
         for name in node.engine.world.targets:
@@ -230,6 +233,9 @@ class SceneInterfaces:
             pub = self._odom.get(name)
             if pub is not None:
                 pub.publish(self.messages.odometry(name, scene, stamp))
+        if scene.holding:
+            gripper = world.scene.gripper
+            self.pub_wrench.publish(self.messages.grasp_wrench(scene, gripper, stamp))
         if markers:
             inside = {(c.target, c.handle) for c in world.scene.envelope_checks() if c.inside}
             self.pub_markers.publish(self.messages.markers(scene, specs, inside, stamp))

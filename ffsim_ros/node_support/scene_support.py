@@ -20,6 +20,9 @@ Messages (all stamped with the simulated time, frames prefixed by ``frame_prefix
   twist of that frame in its own axes (REP 105: the child frame);
 * ``scene_events`` (diagnostic_msgs/DiagnosticArray, one message per event, stamped at the
   event's simulated time): :func:`event_status`;
+* ``grasp_wrench`` (geometry_msgs/WrenchStamped, while a target is held): the weld's
+  constraint force on the target at the gripper link's origin, in its axes
+  (:meth:`TargetMessages.grasp_wrench`);
 * ``scene_markers`` (visualization_msgs/MarkerArray): target shapes, the capture envelope of
   each handle (a sphere of its radius: green when the gripper is inside it, grey else, blue
   while held), contact points with impulse arrows (2 s lifetime).
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point, TransformStamped
+from geometry_msgs.msg import Point, TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -338,6 +341,25 @@ class TargetMessages:
         _set_point(odom.twist.twist.linear, R.T @ root.linear_velocity)
         _set_point(odom.twist.twist.angular, R.T @ root.angular_velocity)
         return odom
+
+    def grasp_wrench(self, scene: SceneSnapshot, gripper: Gripper, stamp: Any) -> WrenchStamped:
+        """``grasp_wrench``: the wrench the robot exerts on the held target (the weld's
+        constraint force, [M eqs. 62-66]) as a wrist force-torque sensor reads it: about the
+        origin of the gripper's link frame (``<prefix><gripper.link>``), in its axes [N, N m].
+
+        ``scene.grasp_wrench`` is ``[f; n]`` about the weld point, world axes; the grasp frame
+        ``scene.gripper`` is the link frame moved by ``gripper.rotation`` and
+        ``gripper.translation``."""
+        R_grasp = quat_to_matrix(scene.gripper.orientation)
+        R_link = R_grasp @ gripper.rotation.T
+        p_link = scene.gripper.position - R_link @ gripper.translation
+        f = np.asarray(scene.grasp_wrench[:3], dtype=float)
+        n = scene.grasp_wrench[3:] + np.cross(scene.grasp_point - p_link, f)
+        msg = WrenchStamped()
+        msg.header.stamp, msg.header.frame_id = stamp, f'{self.prefix}{gripper.link}'
+        _set_point(msg.wrench.force, R_link.T @ f)
+        _set_point(msg.wrench.torque, R_link.T @ n)
+        return msg
 
     def markers(
         self, scene: SceneSnapshot | None, targets: dict[str, Target], inside: set, stamp: Any
