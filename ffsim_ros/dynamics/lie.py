@@ -12,7 +12,8 @@ Conventions used everywhere in the package:
 
 Two layers share the formulas:
 
-* scalar kernels on tuples of floats (``qmul``, ``qexp``, ``qlog``, ``so3_chart_rate``) and
+* scalar kernels on tuples of floats (``qmul``, ``qexp``, ``qlog``, ``qfrom_matrix``,
+  ``so3_chart_rate``) and
   in-place writers on stacks of matrices (``quat_to_matrix_into``, ``axis_angle_into``),
   compiled with numba and inlined into the recursive algorithms of :mod:`.kernels`;
 * array functions for the rest of the package (``quat_to_matrix``, ``matrix_to_quat``,
@@ -83,6 +84,29 @@ def qlog(x: float, y: float, z: float, w: float) -> tuple:
     else:
         scale = 2.0 * np.arctan2(s, w) / s
     return (scale * x, scale * y, scale * z)
+
+
+@njit_leaf
+def qfrom_matrix(E: np.ndarray) -> tuple:
+    """Quaternion ``(x, y, z, w)`` (4-tuple, not normalized, either sign) of the rotation
+    matrix ``E`` (3, 3), by Shepperd's method (the largest of trace and diagonal first)."""
+    tr = E[0, 0] + E[1, 1] + E[2, 2]
+    if tr > 0.0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        return ((E[2, 1] - E[1, 2]) / s, (E[0, 2] - E[2, 0]) / s, (E[1, 0] - E[0, 1]) / s, s / 4)
+    i = 0
+    if E[1, 1] > E[i, i]:
+        i = 1
+    if E[2, 2] > E[i, i]:
+        i = 2
+    j = (i + 1) % 3
+    k = (i + 2) % 3
+    s = 2.0 * np.sqrt(1.0 + E[i, i] - E[j, j] - E[k, k])
+    q = [0.0, 0.0, 0.0, (E[k, j] - E[j, k]) / s]
+    q[i] = s / 4
+    q[j] = (E[j, i] + E[i, j]) / s
+    q[k] = (E[k, i] + E[i, k]) / s
+    return (q[0], q[1], q[2], q[3])
 
 
 @njit_leaf
@@ -224,24 +248,9 @@ def quat_to_matrix(quat: ArrayLike) -> np.ndarray:
 
 
 def matrix_to_quat(R: np.ndarray) -> np.ndarray:
-    """Unit quaternion (4,) ``(x, y, z, w)`` of a rotation matrix (Shepperd's method), with
-    ``w >= 0``."""
-    R = np.asarray(R, dtype=float)
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
-    if tr > 0.0:
-        s = 2.0 * np.sqrt(1.0 + tr)
-        quat = np.array(
-            [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, s / 4]
-        )
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        quat = np.empty(4)
-        quat[i] = s / 4
-        quat[j] = (R[j, i] + R[i, j]) / s
-        quat[k] = (R[k, i] + R[i, k]) / s
-        quat[3] = (R[k, j] - R[j, k]) / s
+    """Unit quaternion (4,) ``(x, y, z, w)`` of a rotation matrix (Shepperd's method,
+    :func:`qfrom_matrix`), with ``w >= 0``."""
+    quat = np.array(qfrom_matrix(np.ascontiguousarray(R, dtype=float)))
     quat /= np.linalg.norm(quat)
     return -quat if quat[3] < 0 else quat
 

@@ -40,7 +40,7 @@ from . import (
     step_derivatives,
     with_joint_dynamics,
 )
-from .lie import matrix_exp, quat_exp, quat_log, quat_multiply, quat_to_matrix
+from .lie import matrix_exp, matrix_to_quat, quat_exp, quat_log, quat_multiply, quat_to_matrix
 from .random_urdf import random_urdf
 
 
@@ -87,7 +87,7 @@ def warm_up() -> float:
     warm_up_closed_chains()
     quat = quat_exp([0.1, 0.2, 0.3])
     quat_log(quat_multiply(quat, quat))
-    quat_to_matrix(quat)
+    matrix_to_quat(quat_to_matrix(quat))
     matrix_exp([0.1, 0.2, 0.3])
     return time.perf_counter() - t0
 

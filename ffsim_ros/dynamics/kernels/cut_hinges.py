@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import carve, njit
-from ..lie import qlog
+from ..lie import qfrom_matrix, qlog
 from .layout import ModelArrays
 
 #: Cut-hinge kind codes (``loop_i[:, 2]``) and their row counts.
@@ -92,30 +92,9 @@ def jacobi_svd(X: np.ndarray, V: np.ndarray, sv: np.ndarray) -> None:
 @njit
 def _rotation_vector(E: np.ndarray) -> tuple:
     """Rotation vector of the rotation matrix ``E`` (3, 3): the compiled form of
-    :func:`ffsim_ros.dynamics.lie.matrix_log` (Shepperd's quaternion, then
-    :func:`~ffsim_ros.dynamics.lie.qlog`)."""
-    tr = E[0, 0] + E[1, 1] + E[2, 2]
-    quat = np.empty(4)
-    if tr > 0.0:
-        s = 2.0 * np.sqrt(1.0 + tr)
-        quat[0] = (E[2, 1] - E[1, 2]) / s
-        quat[1] = (E[0, 2] - E[2, 0]) / s
-        quat[2] = (E[1, 0] - E[0, 1]) / s
-        quat[3] = 0.25 * s
-    else:
-        i = 0
-        if E[1, 1] > E[i, i]:
-            i = 1
-        if E[2, 2] > E[i, i]:
-            i = 2
-        j = (i + 1) % 3
-        k = (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + E[i, i] - E[j, j] - E[k, k])
-        quat[i] = 0.25 * s
-        quat[j] = (E[j, i] + E[i, j]) / s
-        quat[k] = (E[k, i] + E[i, k]) / s
-        quat[3] = (E[k, j] - E[j, k]) / s
-    return qlog(quat[0], quat[1], quat[2], quat[3])
+    :func:`ffsim_ros.dynamics.lie.matrix_log`."""
+    x, y, z, w = qfrom_matrix(E)
+    return qlog(x, y, z, w)
 
 
 @njit
