@@ -132,3 +132,21 @@ def test_readonly_first_call_keeps_the_one_signature(compiled: dict) -> None:
     for robot, results in compiled.items():
         for what, ref in results.items():
             np.testing.assert_array_equal(got[robot][what], ref, err_msg=f'{robot} {what}')
+
+
+def test_arrays_made_by_the_kernels_take_the_fast_path() -> None:
+    """The state a compiled step returns goes straight back into the next step: ``is_ready``
+    accepts it (its float64 dtype equals numpy's without being the same object), and it
+    refuses what must be converted first."""
+    import ffsim_ros.dynamics as D
+    from ffsim_ros.dynamics.inputs import is_ready
+    from ffsim_ros.resources import sample_robot
+
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof').read_text())
+    q, v = D.step(model, D.neutral(model), np.zeros(model.nv), np.ones(model.n), 1e-3)
+    assert is_ready(q, (model.nq,)) and is_ready(v, (model.nv,))
+    assert not is_ready(q.astype(np.float32), (model.nq,))
+    assert not is_ready(q.astype('>f8'), (model.nq,))
+    assert not is_ready(np.repeat(q, 2)[::2], (model.nq,))  # strided
+    assert not is_ready(list(q), (model.nq,))
+    assert not is_ready(q, (model.nq + 1,))

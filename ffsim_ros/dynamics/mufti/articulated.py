@@ -31,19 +31,6 @@ from ..model import Model
 from .tree import Bodies, Rows, actuation, effective_efforts, joint_frames
 
 KIND_CODES = {'ball': LOOP_BALL, 'revolute': LOOP_REVOLUTE, 'weld': LOOP_WELD}
-_F8 = np.dtype(np.float64)
-
-
-def _ready(x: object, shape: tuple[int]) -> bool:
-    """:func:`~ffsim_ros.dynamics.inputs.is_ready`, also for arrays made by the compiled
-    kernels (their float64 dtype is equal to numpy's, not the same object)."""
-    return (
-        is_ready(x, shape)
-        or x.__class__ is np.ndarray
-        and x.shape == shape  # type: ignore[attr-defined]
-        and x.strides == (8,)  # type: ignore[attr-defined]
-        and x.dtype == _F8  # type: ignore[attr-defined]
-    )
 
 
 class LoopKernel:
@@ -141,7 +128,7 @@ class LoopKernel:
         """:meth:`accelerations` of joint efforts alone when ``q``, ``v``, ``tau`` can go to
         the kernel as they are (float64, contiguous, the model's sizes); None otherwise."""
         shape_q, shape_v, shape_tau = self.model.shapes
-        if not (_ready(q, shape_q) and _ready(v, shape_v) and _ready(tau, shape_tau)):
+        if not (is_ready(q, shape_q) and is_ready(v, shape_v) and is_ready(tau, shape_tau)):
             return None
         gen = np.zeros(shape_v)  # per call: a chain may be shared between threads
         gen[gen.size - shape_tau[0] :] = tau
