@@ -15,7 +15,7 @@ from .aba import fd_ws_size, forward_dynamics_into
 from .crba import crba
 from .kinematics import kinematics, kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import unpack
-from .lie_group import integrate, rk4_step
+from .lie_group import integrate, rk4_step_into, rk4_ws_size
 from .momentum import spatial_momentum
 from .rnea import id_ws_size, inverse_dynamics_into
 
@@ -74,10 +74,13 @@ def _integrate_row(idata, fdata, q, v, dt):
 
 
 @njit
-def _rk4_row(idata, fdata, q, v, tau, with_friction, dt):
+def _rk4_rows(idata, fdata, Q, V, T, with_friction, dt, Qn, Vn, lo, hi):
     m = unpack(idata, fdata)
+    ws = np.empty(rk4_ws_size(m.parent.shape[0], Q.shape[1], V.shape[1]))
     none = np.empty(0)
-    return rk4_step(m, q, v, tau, np.empty((0, 6)), with_friction, dt, none, none)
+    fext = np.empty((0, 6))
+    for k in range(lo, hi):
+        rk4_step_into(m, Q[k], V[k], T[k], fext, with_friction, dt, none, none, ws, Qn[k], Vn[k])
 
 
 @njit_parallel
@@ -139,10 +142,10 @@ def b_integrate(idata, fdata, Q, V, dt):
 @njit_parallel
 def b_rk4_step(idata, fdata, Q, V, T, with_friction, dt):
     """One RK4 step of ``B`` states under constant generalized forces T (B, nv)."""
+    B = Q.shape[0]
     Qn = np.empty_like(Q)
     Vn = np.empty_like(V)
-    for k in prange(Q.shape[0]):
-        qn, vn = _rk4_row(idata, fdata, Q[k], V[k], T[k], with_friction, dt)
-        Qn[k] = qn
-        Vn[k] = vn
+    for c in prange((B + CHUNK - 1) // CHUNK):
+        lo = c * CHUNK
+        _rk4_rows(idata, fdata, Q, V, T, with_friction, dt, Qn, Vn, lo, min(lo + CHUNK, B))
     return Qn, Vn

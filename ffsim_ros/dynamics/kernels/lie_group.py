@@ -16,7 +16,7 @@ import numpy as np
 
 from ..jit import njit
 from ..lie import qexp, qmul, qnormalize, quat_to_matrix_into, so3_chart_rate
-from .aba import forward_dynamics
+from .aba import fd_ws_size, forward_dynamics_into
 from .layout import ROOT_FIXED, ROOT_FREE, SPHERICAL, ModelArrays
 
 #: Stage nodes ``c_s`` of the classical RK4 tableau (fractions of the step).
@@ -34,7 +34,18 @@ def integrate(m: ModelArrays, q: np.ndarray, v: np.ndarray, dt: float) -> np.nda
     joint turns by its child-frame ``w dt`` (right multiplication, ``Q <- Q * exp(w dt)``);
     the other joint coordinates add ``phidot dt``.
     """
-    out = q.copy()
+    out = np.empty_like(q)
+    integrate_into(m, q, v, dt, out)
+    return out
+
+
+@njit
+def integrate_into(
+    m: ModelArrays, q: np.ndarray, v: np.ndarray, dt: float, out: np.ndarray
+) -> None:
+    """:func:`integrate` into ``out`` (nq,), which must not be ``q``."""
+    for r in range(q.shape[0]):
+        out[r] = q[r]
     nb = m.parent.shape[0]
     for i in range(nb):
         jt = m.jtype[i]
@@ -60,7 +71,6 @@ def integrate(m: ModelArrays, q: np.ndarray, v: np.ndarray, dt: float) -> np.nda
         elif jt != ROOT_FIXED:
             for a in range(m.nvj[i]):
                 out[m.iq[i] + a] = q[m.iq[i] + a] + v[m.iv[i] + a] * dt
-    return out
 
 
 @njit
@@ -72,7 +82,16 @@ def chart_rate(m: ModelArrays, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
     see :func:`ffsim_ros.dynamics.lie.so3_chart_rate`. This is what makes :func:`rk4_step` a
     4th-order Runge-Kutta-Munthe-Kaas method.
     """
-    out = v.copy()
+    out = np.empty_like(v)
+    chart_rate_into(m, theta, v, out)
+    return out
+
+
+@njit
+def chart_rate_into(m: ModelArrays, theta: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """:func:`chart_rate` into ``out`` (nv,), which must not be ``theta``."""
+    for c in range(v.shape[0]):
+        out[c] = v[c]
     nb = m.parent.shape[0]
     for i in range(nb):
         jt = m.jtype[i]
@@ -85,7 +104,6 @@ def chart_rate(m: ModelArrays, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
             out[c] = rx
             out[c + 1] = ry
             out[c + 2] = rz
-    return out
 
 
 @njit
@@ -125,6 +143,12 @@ def add_body_wrench(q: np.ndarray, gen: np.ndarray, wrench_body: np.ndarray, out
 
 
 @njit
+def rk4_ws_size(nb: int, nq: int, nv: int) -> int:
+    """Workspace of :func:`rk4_step_into`: ABA's, seven (nv,) and one (nq,) vectors."""
+    return fd_ws_size(nb, nv) + 7 * nv + nq
+
+
+@njit
 def rk4_step(
     m: ModelArrays,
     q: np.ndarray,
@@ -151,24 +175,79 @@ def rk4_step(
     -------
     q_next : (nq,) ;  v_next : (nv,)
     """
-    nv = v.shape[0]
-    d = np.zeros(nv)
-    a = np.zeros(nv)
-    theta = np.zeros(nv)
-    v_sum = np.zeros(nv)
-    force = gen.copy()
-    qs, vs, ths = q, v, d
+    nq, nv = q.shape[0], v.shape[0]
+    ws = np.empty(rk4_ws_size(m.parent.shape[0], nq, nv))
+    q_next = np.empty(nq)
+    v_next = np.empty(nv)
+    rk4_step_into(
+        m, q, v, gen, fext, with_friction, dt, wrench_body, first_acceleration, ws, q_next, v_next
+    )
+    return q_next, v_next
+
+
+@njit
+def rk4_step_into(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    fext: np.ndarray,
+    with_friction: bool,
+    dt: float,
+    wrench_body: np.ndarray,
+    first_acceleration: np.ndarray,
+    ws: np.ndarray,
+    q_next: np.ndarray,
+    v_next: np.ndarray,
+) -> None:
+    """:func:`rk4_step` into ``q_next`` (nq,) and ``v_next`` (nv,), with the scratch ``ws``
+    (:func:`rk4_ws_size`): no allocation, so that a batch of rows shares one workspace.
+
+    Each stage: ``theta_s = c_s dt d``, ``q_s = integrate(q, theta_s)``, ``v_s = v + c_s dt a``
+    (:func:`rk4_stage`), then ``a`` (ABA) and ``d`` (:func:`chart_rate`) at the stage.
+    """
+    nq, nv = q.shape[0], v.shape[0]
+    o = fd_ws_size(m.parent.shape[0], nv)
+    fd_ws = ws[:o]
+    d = ws[o : o + nv]
+    a = ws[o + nv : o + 2 * nv]
+    theta = ws[o + 2 * nv : o + 3 * nv]
+    v_sum = ws[o + 3 * nv : o + 4 * nv]
+    force = ws[o + 4 * nv : o + 5 * nv]
+    ths = ws[o + 5 * nv : o + 6 * nv]
+    vs = ws[o + 6 * nv : o + 7 * nv]
+    qs = ws[o + 7 * nv : o + 7 * nv + nq]
+    for c in range(nv):
+        d[c] = 0.0
+        a[c] = 0.0
+        theta[c] = 0.0
+        v_sum[c] = 0.0
+        force[c] = gen[c]
     for s in range(4):
-        if s > 0:
-            qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
+        if s == 0:
+            for c in range(nv):
+                ths[c] = 0.0
+                vs[c] = v[c]
+            for c in range(nq):
+                qs[c] = q[c]
+        else:
+            h = RK4_NODES[s] * dt
+            for c in range(nv):
+                ths[c] = h * d[c]
+                vs[c] = v[c] + h * a[c]
+            integrate_into(m, q, ths, 1.0, qs)
         if s == 0 and first_acceleration.shape[0] > 0:
-            a = first_acceleration
+            for c in range(nv):
+                a[c] = first_acceleration[c]
         else:
             if wrench_body.shape[0] > 0:
                 add_body_wrench(qs, gen, wrench_body, force)
-            a = forward_dynamics(m, qs, vs, force, fext, with_friction)
-        d = chart_rate(m, ths, vs)
+            forward_dynamics_into(m, qs, vs, force, fext, with_friction, a, fd_ws)
+        chart_rate_into(m, ths, vs, d)
         b = RK4_WEIGHTS[s] * dt
-        theta += b * d
-        v_sum += b * a
-    return integrate(m, q, theta, 1.0), v + v_sum
+        for c in range(nv):
+            theta[c] += b * d[c]
+            v_sum[c] += b * a[c]
+    integrate_into(m, q, theta, 1.0, q_next)
+    for c in range(nv):
+        v_next[c] = v[c] + v_sum[c]
