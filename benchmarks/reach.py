@@ -10,8 +10,8 @@ the efforts held over each 10 ms control period), the :class:`ReachSupervisor` a
 Per robot, mode and seed: the share of goals reached, the time to reach them (from the goal
 to the outcome), the base attitude change (largest during a goal and when a goal ended: from
 the held reference in reactionless mode, from the goal's start attitude in gjm_tracking mode)
-the goals during which a joint went beyond its URDF position limit (the law does not know the
-limits and this loop has no stops, as the simulator without ``position_limits``) and the
+the goals during which a joint went beyond its URDF position limit (the law clamps the joints
+near their limits; this loop has no stops, as the simulator without ``position_limits``) and the
 aborted goals with their reasons. The acceptance line checks the issue's criterion on
 reactionless mode: >= 98 % reached, the attitude never beyond the budget, back under the
 tolerance after every goal, every other goal aborted with a reason.
@@ -134,7 +134,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--budget-deg', type=float, default=ReachSettings().attitude_budget_deg)
     parser.add_argument('--k-null', type=float, default=Gains().k_null)
     parser.add_argument(
-        '--no-recovery', action='store_true', help='max_plans 0: plain tracking, a stall aborts'
+        '--no-recovery',
+        action='store_true',
+        help='max_plans 0 and max_cycles 0: plain tracking, a stall aborts',
+    )
+    parser.add_argument(
+        '--cycles',
+        type=int,
+        default=ReachSettings().max_cycles,
+        help='max_cycles: spend-and-restore cycles per goal',
     )
     parser.add_argument('--plan-steps', type=int, default=ReachSettings().plan_max_steps)
     parser.add_argument('--jobs', type=int, default=2, help='worker processes')
@@ -148,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
         'k_null': args.k_null,
         'attitude_budget_deg': args.budget_deg,
         'max_plans': plans,
+        'max_cycles': 0 if args.no_recovery else args.cycles,
         'plan_max_steps': args.plan_steps,
     }
     jobs = [
@@ -164,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f'# reach over chained random goals: {args.seeds} seeds x {args.goals} goals, 0.1-0.45 m '
         f'each; budget {args.budget_deg:g} deg, tolerance {tol:g} deg, k_null {args.k_null:g}, '
-        f'max_plans {plans}, plan_max_steps {args.plan_steps}'
+        f'max_plans {plans}, max_cycles {options["max_cycles"]}, plan_max_steps {args.plan_steps}'
     )
     header = (
         '| robot / mode / seed | reached | time to reach [s] median / p90 / max | '

@@ -35,7 +35,7 @@ from ffsim_ros.dynamics.lie import qexp, qlog, qmul, qnormalize
 
 from .modes import ControlMode
 from .reactionless import ReactionlessController
-from .rns import RANK_TOL, reactionless_rates
+from .rns import RANK_TOL, TaskTerms, near_limits, reactionless_rates
 
 
 class BatchTerms(NamedTuple):
@@ -257,14 +257,40 @@ class BatchedLaw:
         Jt = J_star[:, :3]
         xdot = _saturate(g.kp_task * (targets - position), g.max_ee_speed)
         if self.mode is ControlMode.GJM_TRACKING:
-            return self._limit_rates(_mv(_dls_pinv(Jt, g.damping), xdot))
+            rates = self._limit_rates(_mv(_dls_pinv(Jt, g.damping), xdot))
+            return self._clamped(Q, position, J_star, Bm, targets, None, rates)
         A = Bm[:, 3:6]
         e_att = np.zeros((Q.shape[0], 3))
         if references is not None:
             held = ~np.isnan(references).any(axis=1)
             if np.any(held):
                 e_att[held] = attitude_errors(Q[held, 3:7], references[held])
-        return self._limit_rates(self._reactionless(Jt, A, xdot, g.kp_attitude * e_att))
+        rates = self._limit_rates(self._reactionless(Jt, A, xdot, g.kp_attitude * e_att))
+        return self._clamped(Q, position, J_star, Bm, targets, references, rates)
+
+    def _clamped(
+        self,
+        Q: np.ndarray,
+        position: np.ndarray,
+        J_star: np.ndarray,
+        Bm: np.ndarray,
+        targets: np.ndarray,
+        references: np.ndarray | None,
+        rates: np.ndarray,
+    ) -> np.ndarray:
+        """``rates`` with the rows near a joint position limit replaced by the law's own
+        (:meth:`ReactionlessController.desired_rates`, its joint clamping), one by one."""
+        model = self.model
+        near = np.any(near_limits(Q[:, 7:], model.lower, model.upper), axis=1)
+        for k in np.flatnonzero(near):
+            ref = None if references is None else references[k]
+            if ref is not None and np.isnan(ref).any():
+                ref = None
+            terms = TaskTerms(position[k], np.eye(3), J_star[k], Bm[k])
+            rates[k] = self.law.desired_rates(
+                Q[k], terms, targets[k], attitude_reference=ref, self_motion=False
+            )
+        return rates
 
     def _reactionless(
         self, J: np.ndarray, A: np.ndarray, xdot: np.ndarray, w0_d: np.ndarray

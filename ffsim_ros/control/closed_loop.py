@@ -37,8 +37,8 @@ class GoalRecord:
     final_offset : float, that offset when the goal ended (after settling) [rad].
     plans : int;  planner_steps : int.
     limit_excess : float, largest excursion of a joint beyond its URDF position limits during
-        the goal and its settling [rad | m] (0: always within; the law does not know the limits
-        and this loop has no stops, as the simulator without ``position_limits``).
+        the goal and its settling [rad | m] (0: always within; the law clamps the joints near
+        their limits, this loop has no stops, as the simulator without ``position_limits``).
     """
 
     goal: np.ndarray

@@ -28,6 +28,13 @@ The law has three layers, each with its source:
    ``c* = c_m - H0m^T H0^-1 c_b``. The desired acceleration is
    ``phiddot_d = K_v (phidot_d - phidot)``. Efforts are clipped to the joint limits.
 
+Joint position limits (the URDF's ``lower``/``upper``) are kept by **joint clamping**
+(Baerlocher & Boulic 2004) in layers 1-2: a joint closer than ``LIMIT_ZONE`` to the limit its
+rate heads to has its rate weight scaled down, to zero at ``LIMIT_STOP`` from the limit
+(:func:`~.rns.limit_scales`), and the law is solved again by the other joints -- in
+``reactionless`` mode the clamped joint leaves the reaction null space too, so the base
+attitude stays held. Away from the limits the rates are unchanged.
+
 Modes: ``reactionless`` (1+2+3), ``gjm_tracking`` (1+3, no reactionless constraint: the base
 rotates) and ``joint_pd`` (baseline: the goal is turned into joint angles by fixed-base
 inverse kinematics that ignores the base reaction, tracked by a computed-torque PD).
@@ -60,8 +67,11 @@ from .rns import (
     attitude_error,
     budget_rates,
     dls_pinv,
+    limit_scales,
+    near_limits,
     rate_weights,
     reactionless_rates,
+    restore_rates,
     rns_manipulability,
     saturate,
     self_motion,
@@ -70,6 +80,10 @@ from .rns import (
 
 #: Step along the self-motion for the one-sided difference of the RNS manipulability [rad].
 SELF_MOTION_STEP = 1e-4
+#: Largest number of re-solves of the joint clamping (:func:`~.rns.limit_scales`) per update.
+LIMIT_ITERATIONS = 4
+#: Marker of the restoring law in place of an attitude budget (internal to :meth:`_rates`).
+RESTORE = -1.0
 
 
 @dataclass(frozen=True)
@@ -289,6 +303,7 @@ class ReactionlessController:
         *,
         attitude_budget: float | None = None,
         self_motion: bool = True,
+        restore: bool = False,
     ) -> ControlOutput:
         """One control update.
 
@@ -306,6 +321,10 @@ class ReactionlessController:
             instead of the attitude first. Needs ``attitude_reference``.
         self_motion : bool
             Reactionless mode: add the RNS-manipulability self-motion (gain ``k_null``).
+        restore : bool
+            Reactionless mode: the end effector first and the base turned back toward
+            ``attitude_reference`` inside the end-effector null space
+            (:func:`~.rns.restore_rates`; overrides ``attitude_budget``).
 
         Returns
         -------
@@ -348,6 +367,7 @@ class ReactionlessController:
                     attitude_reference,
                     attitude_budget=attitude_budget,
                     self_motion=self_motion,
+                    restore=restore,
                 )
             phiddot = g.kv_joint * (phidot_d - phidot)
         tau = ff.H_star @ phiddot + ff.c_star
@@ -384,17 +404,58 @@ class ReactionlessController:
         *,
         attitude_budget: float | None = None,
         self_motion: bool = True,
+        restore: bool = False,
     ) -> np.ndarray:
         """The commanded joint rates (n,) [rad/s | m/s] of the ``reactionless`` and
         ``gjm_tracking`` modes at ``q`` (``terms`` evaluated there), scaled to the joint
         velocity limits: the outer loop of :meth:`compute`, without the torques.
 
+        Joint position limits: a joint closer than ``LIMIT_ZONE`` to a limit has its rate
+        toward it weighted down to zero at ``LIMIT_STOP`` (:func:`~.rns.limit_scales`) and the
+        law solved again by the other joints (at most ``LIMIT_ITERATIONS`` times); away from
+        the limits the rates are the law's unchanged.
+
         Arguments as :meth:`compute`. Raises ValueError in ``joint_pd`` mode (its rates come
         from a joint goal, see :meth:`compute`).
         """
-        g = self.gains
         if self.mode is ControlMode.JOINT_PD:
             raise ValueError('desired_rates: expected reactionless or gjm_tracking mode')
+        model = self.model
+        if restore:
+            attitude_budget = RESTORE
+        args = (q, terms, goal_position, goal_rotation, attitude_reference, attitude_budget)
+        base = np.ones(model.n) if self.mode is ControlMode.GJM_TRACKING else self.weights
+        rates = self._rates(*args, None, self_motion)
+        phi = q[7:]
+        if not np.any(near_limits(phi, model.lower, model.upper)):
+            return self._limit_rates(rates)
+        # joint clamping: the joints heading into a position limit are weighted down (to
+        # zero at LIMIT_STOP from it) and the task solved again by the others
+        weights = base
+        for _ in range(LIMIT_ITERATIONS):
+            scales = limit_scales(phi, model.lower, model.upper, rates)
+            clamped = np.minimum(weights, base * scales)
+            if np.array_equal(clamped, weights):
+                break
+            weights = clamped
+            rates = self._rates(*args, weights, False)
+        return self._limit_rates(rates)
+
+    def _rates(
+        self,
+        q: np.ndarray,
+        terms: TaskTerms,
+        goal_position: np.ndarray,
+        goal_rotation: np.ndarray | None,
+        attitude_reference: np.ndarray | None,
+        attitude_budget: float | None,
+        weights: np.ndarray | None,
+        self_motion: bool,
+    ) -> np.ndarray:
+        """The rates of :meth:`desired_rates` before scaling, with the rate weights ``weights``
+        (None: the law's own, and the ``gjm_tracking`` mode unweighted); ``attitude_budget``
+        ``RESTORE``: :func:`~.rns.restore_rates`."""
+        g = self.gains
         Jt = terms.J_star[self._rows]
         e_p = np.asarray(goal_position, float) - terms.position
         xdot = saturate(g.kp_task * e_p, g.max_ee_speed)
@@ -404,30 +465,27 @@ class ReactionlessController:
             e_o = matrix_log(R_goal @ R_ee.T)
             xdot = np.r_[xdot, saturate(g.kp_orientation * e_o, g.max_ee_angular_speed)]
         if self.mode is ControlMode.GJM_TRACKING:
-            return self._limit_rates(dls_pinv(Jt, g.damping) @ xdot)
+            if weights is None:
+                return dls_pinv(Jt, g.damping) @ xdot
+            return weights * (dls_pinv(Jt * weights, g.damping) @ xdot)
+        W = self.weights if weights is None else weights
         A = terms.B[3:6]
         e_att = np.zeros(3)
         if attitude_reference is not None:
             e_att = attitude_error(q[3:7], np.asarray(attitude_reference, float))
+        if attitude_budget is RESTORE:
+            return restore_rates(Jt, A, xdot, g.kp_attitude * e_att, W, g.damping)
         if attitude_budget is not None:
             if attitude_reference is None:
                 raise ValueError('attitude_budget: expected an attitude_reference')
             offset = float(np.linalg.norm(e_att))
-            rates = budget_rates(
-                Jt,
-                A,
-                xdot,
-                g.kp_attitude * e_att,
-                self.weights,
-                g.damping,
-                offset,
-                float(attitude_budget),
+            return budget_rates(
+                Jt, A, xdot, g.kp_attitude * e_att, W, g.damping, offset, float(attitude_budget)
             )
-            return self._limit_rates(rates)
-        rates, JN = reactionless_rates(Jt, A, xdot, g.kp_attitude * e_att, self.weights, g.damping)
+        rates, JN = reactionless_rates(Jt, A, xdot, g.kp_attitude * e_att, W, g.damping)
         if self_motion and g.k_null > 0.0 and not self.track_orientation:
             rates = rates + self._self_motion_rates(q, Jt, A, JN, rates)
-        return self._limit_rates(rates)
+        return rates
 
     def _self_motion_rates(
         self, q: np.ndarray, Jt: np.ndarray, A: np.ndarray, JN: np.ndarray, task: np.ndarray

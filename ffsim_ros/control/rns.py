@@ -11,6 +11,9 @@ limits normalized to a maximum of 1), so that each joint moves in proportion to 
                             in its null space by damped least squares (task priority)
 :func:`budget_rates`        end-effector task first, the attitude task weighted by a barrier
                             that grows without bound as the attitude offset nears a budget
+:func:`restore_rates`       end-effector task first, the attitude task inside its null space
+                            (the spent attitude given back with the end effector held)
+:func:`limit_scales`        joint clamping factors near the position limits
 :func:`rns_manipulability`  ``sqrt(det(J_N J_N^T))`` of the reactionless Jacobian
                             ``J_N = J* W N`` (``N``: orthonormal basis of ``null(A W)``)
 :func:`self_motion`         the joint-rate direction that moves neither the end effector nor
@@ -42,8 +45,16 @@ from ffsim_ros.dynamics.lie import quat_conjugate, quat_log, quat_multiply
 BUDGET_WEIGHT = 1.0
 #: Floor of ``1 - offset / budget`` in the barrier of :func:`budget_rates` (caps the weight).
 BUDGET_BARRIER_FLOOR = 1e-3
+#: Damping of the attitude task inside the end-effector null space in :func:`restore_rates`
+#: [rad/s per rad/s] (the singular values of ``A W N_J`` are ~1e-2 on the servicer).
+RESTORE_DAMPING = 1e-3
 #: Relative threshold of the singular values counted in a rank.
 RANK_TOL = 1e-10
+#: Joint-limit zone [rad | m]: closer than this to a position limit, a joint's rate toward that
+#: limit is scaled down (:func:`limit_scales`), linearly to zero at ``LIMIT_STOP``.
+LIMIT_ZONE = 0.25
+#: Distance from a position limit [rad | m] where a joint's rate toward it is zero.
+LIMIT_STOP = 0.03
 
 
 class TaskTerms(NamedTuple):
@@ -173,6 +184,41 @@ def budget_rates(
     return weights * xi
 
 
+def restore_rates(
+    J: np.ndarray,
+    A: np.ndarray,
+    xdot: np.ndarray,
+    w0_d: np.ndarray,
+    weights: np.ndarray,
+    damping: float,
+) -> np.ndarray:
+    """End-effector-first rates that turn the base back: the task ``J phidot = xdot`` first
+    (damped least squares), the base angular velocity ``w0 = -A phidot = w0_d`` inside the
+    null space of the task: ``xi = J_W^+ xdot + N_J (A W N_J)^+ (-w0_d - A W J_W^+ xdot)``,
+    ``phidot = W xi`` (``N_J``: orthonormal basis of ``null(J W)``).
+
+    The converse priority of :func:`reactionless_rates`: with ``xdot`` holding the end effector
+    the arm moves in its self-motion manifold (4 dimensions for a 7-joint arm and a position
+    task) and the base is turned by the reaction of that motion: where ``A W N_J`` has full
+    rank (3), any attitude error is corrected at first order with the end effector held -- the
+    attitude spent by :func:`budget_rates` to cross a fold of the reaction null space is given
+    back without undoing the crossing. ``(A W N_J)^+`` is the damped inverse with
+    ``RESTORE_DAMPING``.
+
+    Arguments as :func:`reactionless_rates` (``damping``: of the end-effector task). Returns
+    the (n,) joint rates.
+    """
+    JW = J * weights
+    AW = A * weights
+    xi_task = dls_pinv(JW, damping) @ xdot
+    _, NJ = _null_basis(JW)
+    if NJ.shape[1] == 0:
+        return weights * xi_task
+    M = AW @ NJ
+    xi_att = NJ @ (dls_pinv(M, RESTORE_DAMPING) @ (-w0_d - AW @ xi_task))
+    return weights * (xi_task + xi_att)
+
+
 def rns_manipulability(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> float:
     """``sqrt(det(J_N J_N^T))`` of the reactionless Jacobian ``J_N = J W N`` (m <= k).
 
@@ -199,6 +245,31 @@ def self_motion(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> np.ndarray
     _, _, vt = np.linalg.svd(np.vstack((J * weights, A * weights)))
     d = weights * vt[-1]
     return d / np.linalg.norm(d)
+
+
+def near_limits(phi: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """(n,) bool: the joints closer than ``LIMIT_ZONE`` to a position limit (or beyond it).
+
+    Parameters
+    ----------
+    phi : (n,) joint positions;  lower, upper : (n,) position limits [rad | m].
+    """
+    return (phi > upper - LIMIT_ZONE) | (phi < lower + LIMIT_ZONE)
+
+
+def limit_scales(
+    phi: np.ndarray, lower: np.ndarray, upper: np.ndarray, rates: np.ndarray
+) -> np.ndarray:
+    """Joint clamping factors (n,) in [0, 1] for the rates ``rates`` (n,) at ``phi`` (n,).
+
+    1 for a joint at rest or farther than ``LIMIT_ZONE`` from the limit its rate heads to,
+    falling linearly to 0 at ``LIMIT_STOP`` from it (and beyond): multiplied into the rate
+    weights ``W`` of the laws (:func:`reactionless_rates`, :func:`budget_rates`), a clamped
+    joint stops while the others take over its share of the task (joint clamping, Baerlocher
+    & Boulic 2004). Moving away from a limit is never restricted.
+    """
+    room = np.where(rates > 0.0, upper - phi, np.where(rates < 0.0, phi - lower, np.inf))
+    return np.clip((room - LIMIT_STOP) / (LIMIT_ZONE - LIMIT_STOP), 0.0, 1.0)
 
 
 def saturate(x: np.ndarray, limit: float) -> np.ndarray:

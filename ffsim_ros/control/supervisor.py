@@ -7,10 +7,12 @@ efforts and a :class:`~ffsim_ros.control.goals.GoalStatus`.
 
 In ``reactionless`` mode a goal goes through these phases::
 
-    tracking --stall--> planning --plan--> detour --> approach --stall--> planning ...
-       |                   |                              |
-       +--reached--> holding                              +--reached--> holding
-                           +--no plan / max_plans / timeout--> restoring --> stopped
+    tracking --stall--> spend <--> restore --no progress--> planning --plan--> detour
+       |                  |           |                        |
+       |                  +--reached--+--> holding             +--no plan / max_plans /
+       +--reached--> holding                                      timeout--> restoring --> stopped
+    detour --> approach --stall--> (spend <--> restore, if cycles are left) --> planning ...
+                  +--reached--> holding
 
 * **tracking**: the reactionless law (attitude first, end effector in the reaction null
   space), with the self-motion that keeps the RNS manipulability up when ``Gains.k_null`` > 0
@@ -19,6 +21,17 @@ In ``reactionless`` mode a goal goes through these phases::
 * **stall** (a fold of the reaction null space, see :mod:`~ffsim_ros.control.rns`): the
   residual ``max(error / position_tolerance, attitude offset / attitude_tolerance)`` has not
   dropped by ``stall_progress`` for ``stall_time``.
+* **spend / restore** (recovery cycles, ``max_cycles``): *spend*, the budget law (end effector
+  first, the attitude within ``SPEND_MARGIN`` of the budget) toward the goal until the offset
+  reaches ``CYCLE_SPENT`` of that, the end effector is within the tolerance, or no progress;
+  *restore*, the attitude turned back below ``CYCLE_RESTORED`` of the tolerance with the end
+  effector held where spending left it (:func:`~ffsim_ros.control.rns.restore_rates`:
+  motion in the end effector's null space, whose reaction turns the base -- the 4-dimensional
+  self-motion manifold of a 7-joint arm's position task has room for the 3 attitude
+  coordinates). Each cycle moves the arm to another leaf of the reaction null space, closer
+  to the goal: the fold that stalled the reactionless law is crossed in steps the budget
+  allows. After ``CYCLE_PATIENCE`` cycles in a row without progress (or ``max_cycles`` in
+  all) the planner takes over.
 * **planning**: :class:`~ffsim_ros.control.planner.RnsPlanner` searches a detour through the
   reaction null space, ``plan_steps_per_update`` rollout steps per update and at most
   ``plan_max_steps`` in all, the arm held still meanwhile. Its first attempt is the budget
@@ -34,7 +47,11 @@ In ``reactionless`` mode a goal goes through these phases::
   (``attitude_budget_deg``, of which the laws spend at most ``SPEND_MARGIN``) and pulled back
   toward the reference (:func:`~.rns.budget_rates`).
 * **reached**: error within ``position_tolerance`` and attitude offset within
-  ``attitude_tolerance_deg`` -- the goal is then held with the law that reached it.
+  ``attitude_tolerance_deg`` -- the goal is then held with the law that reached it, except
+  after the budget law (approach, spend, restore): then with the restoring law
+  (:func:`~ffsim_ros.control.rns.restore_rates`: the goal held first, the spent attitude
+  turned back in the end effector's null space; with the budget law the offset could creep
+  back over the tolerance while held: 0.106 deg 1 s after a goal reached at 0.092 deg).
 * **aborted** (no plan, ``max_plans`` plans used, ``goal_timeout``): the reason names the
   figures; the attitude is restored below the tolerance if it was spent (``restoring``, at
   most ``restore_timeout``), then the arm is held still (``stopped``).
@@ -57,13 +74,23 @@ from .goals import GoalOutcome, GoalPhase, GoalStatus, ReachSettings
 from .modes import ControlMode
 from .planner import Approach, Plan, RnsPlanner, Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
-from .rns import attitude_error
+from .rns import attitude_error, near_limits
 
 #: Offset below which restoring after an abort stops, as a fraction of the tolerance.
 RESTORED = 0.5
 #: Share of the attitude budget the laws and the planner may spend: the rest is the margin for
 #: the dynamic closed loop (torque tracking, the control period) against the kinematic barrier.
 SPEND_MARGIN = 0.9
+#: A recovery cycle's spending ends when the attitude offset reaches this share of the spend
+#: budget (``SPEND_MARGIN`` of the budget): the barrier of the budget law is then close.
+CYCLE_SPENT = 0.8
+#: Its restoring ends when the offset is below this share of the attitude tolerance ...
+CYCLE_RESTORED = 0.2
+#: ... or has not dropped by this share of the tolerance in ``stall_time``.
+CYCLE_RESTORE_PROGRESS = 0.05
+#: Recovery cycles in a row without the end effector getting ``stall_progress`` closer to the
+#: goal (measured after each restoring) before the cycles give up.
+CYCLE_PATIENCE = 3
 
 
 class ReachSupervisor:
@@ -113,6 +140,10 @@ class ReachSupervisor:
         self._self_motion_dir: np.ndarray | None = None
         self._searched = self._nodes = 0  # over the searches since the last stall
         self._best_approach: Approach | None = None
+        self._cycles = 0  # spend-and-restore cycles of this goal
+        self._idle_cycles = 0  # cycles in a row without progress
+        self._cycled = False  # the cycles gave up since the last plan
+        self._cycle_error = self._cycle_offset = math.inf
 
     # ------------------------------------------------------------------------ properties
     @property
@@ -307,10 +338,15 @@ class ReachSupervisor:
             if t >= self._t_phase_end:
                 self._next_segment(t)
             return out
+        if phase is GoalPhase.RESTORE:
+            out = law.compute(q, v, self._hold_position, None, ref, restore=True)
+            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            return out
+        if phase is GoalPhase.HOLDING and self._hold_budget and ref is not None:
+            # reached with attitude spent: the goal held, the attitude turned back under it
+            return law.compute(q, v, self._goal, None, ref, restore=True)
         budget = None
-        if ref is not None and (
-            phase is GoalPhase.APPROACH or (phase is GoalPhase.HOLDING and self._hold_budget)
-        ):
+        if ref is not None and phase in (GoalPhase.APPROACH, GoalPhase.SPEND):
             budget = self._spend_budget()
         return law.compute(
             q,
@@ -319,7 +355,7 @@ class ReachSupervisor:
             self._goal_R,
             ref,
             attitude_budget=budget,
-            self_motion=phase is not GoalPhase.APPROACH,
+            self_motion=phase not in (GoalPhase.APPROACH, GoalPhase.SPEND),
         )
 
     def _self_motion_command(
@@ -368,7 +404,8 @@ class ReachSupervisor:
         """Reached, progress, stall (only while the arm works toward the goal)."""
         s = self.settings
         self._best_error = min(self._best_error, err)
-        if self._phase not in (GoalPhase.TRACKING, GoalPhase.DETOUR, GoalPhase.APPROACH):
+        working = (GoalPhase.TRACKING, GoalPhase.DETOUR, GoalPhase.APPROACH, GoalPhase.SPEND)
+        if self._phase not in (*working, GoalPhase.RESTORE):
             return
         r = self._residual(err, offset)
         if r <= 1.0:
@@ -378,15 +415,24 @@ class ReachSupervisor:
                 GoalPhase.TRACKING: 'directly',
                 GoalPhase.DETOUR: f'on detour {self._plans}',
                 GoalPhase.APPROACH: f'after {self._plans} plan(s)',
+                GoalPhase.SPEND: f'after {self._cycles} cycle(s), {self._plans} plan(s)',
+                GoalPhase.RESTORE: f'after {self._cycles + 1} cycle(s), {self._plans} plan(s)',
             }[self._phase]
             self._reason = (
                 f'reached {how} in {t - self._t0:.1f} s: {err * 1e3:.1f} mm, attitude '
                 f'{math.degrees(offset):.3f} deg (max {math.degrees(self._max_offset):.3f})'
             )
-            self._hold_budget = self._phase is GoalPhase.APPROACH
+            self._hold_budget = self._phase in (
+                GoalPhase.APPROACH,
+                GoalPhase.SPEND,
+                GoalPhase.RESTORE,
+            )
             self._phase = GoalPhase.HOLDING
             return
         if self._phase is GoalPhase.DETOUR:
+            return
+        if self._phase in (GoalPhase.SPEND, GoalPhase.RESTORE):
+            self._cycle(t, q, err, offset)
             return
         if r < self._best_residual - s.stall_progress / s.position_tolerance:
             self._best_residual = r
@@ -408,12 +454,70 @@ class ReachSupervisor:
         if self.law.track_orientation:
             self._abort(t, q, f'{what}; no recovery with track_orientation (position task only)')
             return
+        if self._cycles < s.max_cycles and not self._cycled:
+            self._idle_cycles = 0
+            self._cycle_error = err
+            self._spend(t)
+            return
+        self._plan_or_abort(t, q, what)
+
+    def _plan_or_abort(self, t: float, q: np.ndarray, what: str) -> None:
+        s = self.settings
         if self._plans >= s.max_plans:
-            self._abort(t, q, f'{what} after {self._plans} plan(s) (max_plans {s.max_plans})')
+            cycles = f', {self._cycles} cycle(s) (max_cycles {s.max_cycles})'
+            self._abort(
+                t, q, f'{what} after {self._plans} plan(s) (max_plans {s.max_plans}){cycles}'
+            )
             return
         self._searched = self._nodes = 0
         self._best_approach = None
         self._start_planner(q)
+
+    def _spend(self, t: float) -> None:
+        """Start the spending half of a recovery cycle."""
+        self._phase = GoalPhase.SPEND
+        self._best_residual = math.inf
+        self._t_progress = t
+
+    def _cycle(self, t: float, q: np.ndarray, err: float, offset: float) -> None:
+        """The recovery cycle's transitions (the goal not reached yet)."""
+        s = self.settings
+        if self._phase is GoalPhase.SPEND:
+            if err < self._best_residual - s.stall_progress:
+                self._best_residual = err
+                self._t_progress = t
+            spent = offset >= CYCLE_SPENT * (self._spend_budget() or 0.0)
+            if err <= s.position_tolerance or spent or t - self._t_progress >= s.stall_time:
+                if err <= s.position_tolerance:
+                    self._hold_position = self._goal.copy()
+                else:
+                    self._hold_position = self.law.task_terms(q).position
+                self._phase = GoalPhase.RESTORE
+                self._cycle_offset = offset
+                self._t_progress = t
+            return
+        if offset < self._cycle_offset - CYCLE_RESTORE_PROGRESS * s.attitude_tolerance:
+            self._cycle_offset = offset
+            self._t_progress = t
+        restored = offset <= CYCLE_RESTORED * s.attitude_tolerance
+        if not restored and t - self._t_progress < s.stall_time:
+            return
+        self._cycles += 1
+        if restored and err < self._cycle_error - s.stall_progress:
+            self._cycle_error = err
+            self._idle_cycles = 0
+        else:
+            self._idle_cycles += 1
+        if self._idle_cycles < CYCLE_PATIENCE and self._cycles < s.max_cycles:
+            self._spend(t)
+            return
+        self._cycled = True
+        self._t_progress = t
+        what = (
+            f'stalled {err * 1e3:.1f} mm short ({self._cycles} spend-and-restore cycle(s), '
+            f'the last {self._idle_cycles} without {s.stall_progress * 1e3:g} mm of progress)'
+        )
+        self._plan_or_abort(t, q, what)
 
     def _start_planner(self, q: np.ndarray) -> None:
         """Start search number ``plans + 1`` from ``q``, with its own seed."""
@@ -482,6 +586,7 @@ class ReachSupervisor:
 
     def _next_segment(self, t: float) -> None:
         self._segment += 1
+        self._cycled = False
         self._self_motion_dir = None
         if self._segment < len(self._plan.segments):
             self._phase = GoalPhase.DETOUR
@@ -493,7 +598,7 @@ class ReachSupervisor:
 
     def _abort(self, t: float, q: np.ndarray, reason: str) -> None:
         self._outcome = GoalOutcome.ABORTED
-        self._reason = reason
+        self._reason = reason + self._limits_note(q)
         self._t_end = t
         self._planner = self._plan = None
         restore = (
@@ -506,6 +611,22 @@ class ReachSupervisor:
             self._t_phase_end = t + self.settings.restore_timeout
         else:
             self._phase = GoalPhase.STOPPED
+
+    def _limits_note(self, q: np.ndarray) -> str:
+        """Which joints the law clamps at ``q`` (within ``LIMIT_ZONE`` of a position limit):
+        the goal may need them beyond it."""
+        model = self.law.model
+        phi = q[7:]
+        near = np.flatnonzero(near_limits(phi, model.lower, model.upper))
+        if near.size == 0:
+            return ''
+        names = model.joint_names if len(model.joint_names) == phi.size else None
+        joints = ', '.join(
+            f'{names[i] if names else f"coordinate {i}"} at {phi[i]:.2f} '
+            f'({model.lower[i]:g}..{model.upper[i]:g})'
+            for i in near
+        )
+        return f'; joints clamped at their position limits: {joints}'
 
     def _make_status(self, err: float, offset: float) -> GoalStatus:
         active = self._outcome is GoalOutcome.ACTIVE
