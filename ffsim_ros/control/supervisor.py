@@ -49,9 +49,10 @@ In ``reactionless`` mode a goal goes through these phases::
 * **reached**: error within ``position_tolerance`` and attitude offset within
   ``attitude_tolerance_deg`` -- the goal is then held with the law that reached it, except
   after the budget law (approach, spend, restore): then with the restoring law
-  (:func:`~ffsim_ros.control.rns.restore_rates`: the goal held first, the spent attitude
-  turned back in the end effector's null space; with the budget law the offset could creep
-  back over the tolerance while held: 0.106 deg 1 s after a goal reached at 0.092 deg).
+  (:func:`~ffsim_ros.control.rns.restore_rates`: the end effector held where it reached the
+  goal, ``HOLD_INSET`` closer to it, the spent attitude turned back in its null space;
+  holding with the budget law, or pulling the end effector onto the goal, could spend
+  attitude again: 0.106 and 0.113 deg 1 s after goals reached at 0.092 and 0.091 deg).
 * **aborted** (no plan, ``max_plans`` plans used, ``goal_timeout``): the reason names the
   figures; the attitude is restored below the tolerance if it was spent (``restoring``, at
   most ``restore_timeout``), then the arm is held still (``stopped``).
@@ -81,6 +82,9 @@ RESTORED = 0.5
 #: Share of the attitude budget the laws and the planner may spend: the rest is the margin for
 #: the dynamic closed loop (torque tracking, the control period) against the kinematic barrier.
 SPEND_MARGIN = 0.9
+#: A goal reached with spent attitude is held this far inside the point where it was reached,
+#: toward the goal [m] (margin for the closed loop's tracking error against the tolerance).
+HOLD_INSET = 1e-3
 #: A recovery cycle's spending ends when the attitude offset reaches this share of the spend
 #: budget (``SPEND_MARGIN`` of the budget): the barrier of the budget law is then close.
 CYCLE_SPENT = 0.8
@@ -343,8 +347,11 @@ class ReachSupervisor:
             out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
             return out
         if phase is GoalPhase.HOLDING and self._hold_budget and ref is not None:
-            # reached with attitude spent: the goal held, the attitude turned back under it
-            return law.compute(q, v, self._goal, None, ref, restore=True)
+            # reached with attitude spent: the end effector held where it reached the goal
+            # (pulling it onto the goal could spend attitude again), the attitude turned back
+            out = law.compute(q, v, self._hold_position, None, ref, restore=True)
+            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            return out
         budget = None
         if ref is not None and phase in (GoalPhase.APPROACH, GoalPhase.SPEND):
             budget = self._spend_budget()
@@ -427,6 +434,11 @@ class ReachSupervisor:
                 GoalPhase.SPEND,
                 GoalPhase.RESTORE,
             )
+            if self._hold_budget:
+                p = self.law.task_terms(q).position
+                step = self._goal - p
+                gap = float(np.linalg.norm(step))
+                self._hold_position = p + step * min(1.0, HOLD_INSET / gap) if gap > 0 else p
             self._phase = GoalPhase.HOLDING
             return
         if self._phase is GoalPhase.DETOUR:
