@@ -479,8 +479,10 @@ class ReactionlessControllerNode(Node):
         self._path_last_ns: int | None = None
         self.goal_status = GoalStatusPublisher(self, model.name)
         self.pub_status = self.create_publisher(Float64MultiArray, 'status', 10)
-        self.create_subscription(JointState, 'joint_states', self._on_joints, 10)
-        self.create_subscription(Odometry, 'base_odom', self._on_odom, 10)
+        # state feedback: only the newest message (depth 1), so that a controller running
+        # behind (a loaded machine) never closes its loop on a backlog of older states
+        self.create_subscription(JointState, 'joint_states', self._on_joints, 1)
+        self.create_subscription(Odometry, 'base_odom', self._on_odom, 1)
         self.create_subscription(PoseStamped, 'ee_goal', self._on_goal, 10)
         self.trajectories = TrajectoryInterfaces(
             self,
