@@ -120,7 +120,6 @@ def _state(
     return q, v
 
 
-
 def _unit_normal(normal: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """Unit contact normal from ``b`` into ``a``: coal's, else (shapes overlapping so deeply
     that coal gives none) the direction between the shapes' centres, else +z."""
@@ -129,6 +128,7 @@ def _unit_normal(normal: np.ndarray, centers: np.ndarray) -> np.ndarray:
         if n > 1e-12 and np.isfinite(n):
             return v / n
     return np.array([0.0, 0.0, 1.0])
+
 
 class Scene:
     """A free-floating robot and free-floating targets (module docstring).
