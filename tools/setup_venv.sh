@@ -128,6 +128,34 @@ import os, sys; _p = [p for p in os.environ.get('AMENT_PREFIX_PATH', '').split(o
 PTH
 fi
 
+# ------------------------------------------------------------------------------- ffsim_ros
+PKG_STAMP="$VENV_ABS/.ffsim-package.sha256"
+pkg_hash="$(hash_files setup.py setup.cfg package.xml)"
+if [[ "$FORCE" != 1 && "$(cat "$PKG_STAMP" 2>/dev/null || true)" == "$pkg_hash" ]] \
+  && vpy -c 'import ffsim_ros' >/dev/null 2>&1; then
+  log "ffsim_ros already installed (editable): skipping"
+else
+  log "installing ffsim_ros (editable, --no-deps)"
+  vpy -m pip install --disable-pip-version-check -q --no-deps -e "$ROOT"
+  echo "$pkg_hash" >"$PKG_STAMP"
+fi
+
+# ---------------------------------------------------------------- kernels, in the background
+# The numba kernels of ffsim_ros.dynamics compile in a process of their own (about 4 minutes of
+# one core when nothing is cached) while the interface packages build: when set-up ends, the
+# on-disk caches are there and the first node, test or demo starts in seconds (`make warmup`
+# then only loads them). Skipped with FFSIM_SKIP_WARMUP=1.
+WARMUP_LOG="$VENV_ABS/.ffsim-warmup.log"
+WARMUP_PID=""
+if [[ "${FFSIM_SKIP_WARMUP:-0}" != 1 ]]; then
+  log "compiling the dynamics kernels in the background (log: ${WARMUP_LOG#"$ROOT"/})"
+  (cd / && exec env -u _ROS_WHEELS_BOOTSTRAP_COMPLETE "$VPY" -m ffsim_ros.dynamics.warmup) \
+    >"$WARMUP_LOG" 2>&1 &
+  WARMUP_PID=$!
+  # a failed build below must not leave it running
+  trap '[[ -n "$WARMUP_PID" ]] && kill "$WARMUP_PID" 2>/dev/null; true' EXIT
+fi
+
 # ---------------------------------------------------------------------- interface packages
 # Built in this order (control_msgs needs trajectory_msgs, which comes as a wheel). Each entry:
 # "<package> <python statement that must succeed once it is installed>".
@@ -194,16 +222,13 @@ for entry in "${INTERFACES[@]}"; do
   fi
 done
 
-# ------------------------------------------------------------------------------- ffsim_ros
-PKG_STAMP="$VENV_ABS/.ffsim-package.sha256"
-pkg_hash="$(hash_files setup.py setup.cfg package.xml)"
-if [[ "$FORCE" != 1 && "$(cat "$PKG_STAMP" 2>/dev/null || true)" == "$pkg_hash" ]] \
-  && vpy -c 'import ffsim_ros' >/dev/null 2>&1; then
-  log "ffsim_ros already installed (editable): skipping"
-else
-  log "installing ffsim_ros (editable, --no-deps)"
-  vpy -m pip install --disable-pip-version-check -q --no-deps -e "$ROOT"
-  echo "$pkg_hash" >"$PKG_STAMP"
+if [[ -n "$WARMUP_PID" ]]; then
+  log "waiting for the kernel compilation"
+  status=0
+  wait "$WARMUP_PID" || status=$?
+  WARMUP_PID=""
+  [[ $status == 0 ]] || { cat "$WARMUP_LOG" >&2; die "kernel compilation failed ($status)"; }
+  log "$(tail -n 1 "$WARMUP_LOG")"
 fi
 
 # --------------------------------------------------------------------------------- check
