@@ -60,7 +60,8 @@ def as_vector(x: ArrayLike, size: int, what: str) -> np.ndarray:
 
 
 def as_rows(x: ArrayLike, size: int, what: str, lead: tuple[int, ...]) -> np.ndarray:
-    """``x`` (..., size) broadcast to ``lead + (size,)`` and flattened to (B, size).
+    """``x`` (..., size) broadcast to ``lead + (size,)`` and flattened to a C-contiguous,
+    writeable (B, size) array (the layout of the single-state vectors: one numba type).
 
     Raises
     ------
@@ -77,7 +78,12 @@ def as_rows(x: ArrayLike, size: int, what: str, lead: tuple[int, ...]) -> np.nda
         raise ValueError(
             f'{what}: expected batch shape {lead} (or broadcastable), got {arr.shape[:-1]}'
         ) from None
-    return np.ascontiguousarray(arr.reshape(-1, size))
+    rows = np.ascontiguousarray(arr.reshape(-1, size))
+    if not (rows.flags.writeable and rows.flags.aligned):
+        # a broadcast view is read-only: another numba type, so every kernel below the batched
+        # entry point would be compiled a second time (minutes at first start)
+        rows = rows.copy()
+    return rows
 
 
 def is_batch(q: ArrayLike) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import carve, njit, njit_leaf
-from .cholesky import cholesky_solve_inplace
+from .cholesky import cholesky_solve_inplace, spd_inverse_into
 from .friction import joint_friction
 from .kinematics import (
     joint_velocity,
@@ -150,7 +150,7 @@ def articulated_inertia_pass(
                 pA[k, r] += s
             continue
         if nj > 1:
-            Dinv[i, :nj, :nj] = np.linalg.inv(scratch[0, :nj, :nj])
+            spd_inverse_into(scratch[0], nj, Dinv[i])
         # Ia = IA - U Dinv U^T ;  pa = pA + Ia c + U Dinv u  (UD in scratch[1], Ia in [2])
         for r in range(6):
             for b in range(nj):
@@ -233,22 +233,16 @@ def acceleration_pass(
 
 
 @njit_leaf
-def aba_passes(
-    m: ModelArrays,
-    v: np.ndarray,
-    tau: np.ndarray,
-    fext: np.ndarray,
-    qdd: np.ndarray,
-    ws: np.ndarray,
-) -> None:
-    """The three passes of :func:`aba_into` on kinematics already in ``ws`` (its first
-    ``kinematics_ws_size`` entries, from :func:`.kinematics.kinematics_into`); arguments as
-    :func:`aba_into`."""
-    nb = m.parent.shape[0]
-    nv = v.shape[0]
-    # every array of the three passes is a view on the one workspace (allocation dominates
-    # the cost of this kernel for small trees otherwise)
-    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+def aba_views(ws: np.ndarray, nb: int, nv: int):
+    """The arrays of the three passes, views on ``ws`` after its kinematics: every array of
+    the passes lives in the one workspace (allocation dominates the cost of this kernel for
+    small trees otherwise).
+
+    Returns
+    -------
+    IA : (nb, 6, 6);  pA, cb, vel : (nb, 6);  U, Dinv : (nb, 6, 6);  u, acc : (nb, 6);
+    scratch : (3, 6, 6);  tail : (2, 6) -- as in the three passes.
+    """
     o = kinematics_ws_size(nb, nv)
     IA = carve(ws, o, (nb, 6, 6))
     o += 36 * nb
@@ -268,12 +262,45 @@ def aba_passes(
     o += 6 * nb
     scratch = carve(ws, o, (3, 6, 6))
     o += 108
+    return IA, pA, cb, vel, U, Dinv, u, acc, scratch, carve(ws, o, (2, 6))
+
+
+@njit_leaf
+def aba_passes(
+    m: ModelArrays,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    qdd: np.ndarray,
+    ws: np.ndarray,
+) -> None:
+    """The three passes of :func:`aba_into` on kinematics already in ``ws`` (its first
+    ``kinematics_ws_size`` entries, from :func:`.kinematics.kinematics_into`); arguments as
+    :func:`aba_into`."""
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    IA, pA, cb, vel, U, Dinv, u, acc, scratch, tail = aba_views(ws, nb, nv)
     velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
     articulated_inertia_pass(m, tau, S, cb, IA, pA, U, Dinv, u, scratch)
-    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, carve(ws, o, (2, 6)))
+    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, tail)
 
 
 @njit
+def aba_on_kinematics(
+    m: ModelArrays,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    qdd: np.ndarray,
+    ws: np.ndarray,
+) -> None:
+    """:func:`aba_passes` compiled once, for every caller (:func:`aba_into`, the fused first
+    stage of :func:`.conservation.corrected_first_stage`)."""
+    aba_passes(m, v, tau, fext, qdd, ws)
+
+
+@njit_leaf
 def aba_into(
     m: ModelArrays,
     q: np.ndarray,
@@ -300,10 +327,10 @@ def aba_into(
     nb = m.parent.shape[0]
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, v.shape[0])
     kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
-    aba_passes(m, v, tau, fext, qdd, ws)
+    aba_on_kinematics(m, v, tau, fext, qdd, ws)
 
 
-@njit
+@njit_leaf
 def forward_dynamics_into(
     m: ModelArrays,
     q: np.ndarray,

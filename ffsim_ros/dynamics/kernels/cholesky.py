@@ -52,3 +52,37 @@ def cholesky_solve_inplace(A: np.ndarray, x: np.ndarray) -> None:
         for k in range(i + 1, n):
             s -= A[k, i] * x[k]
         x[i] = s / A[i, i]
+
+
+@njit
+def spd_inverse_into(A: np.ndarray, n: int, out: np.ndarray) -> None:
+    """``out[:n, :n] = A[:n, :n]^-1`` for symmetric positive definite ``A`` by Cholesky.
+
+    For the small joint-space inertias ``D = S^T I^A S`` of ABA (n <= 6): loops, no LAPACK
+    call and no temporary. ``A``'s lower triangle is overwritten by its Cholesky factor; raises
+    ``ValueError`` if ``A`` is not positive definite (a degenerate model or a non-finite state).
+    """
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            raise ValueError('articulated inertia is not positive definite')
+        d = np.sqrt(s)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    for col in range(n):
+        for i in range(n):
+            s = 1.0 if i == col else 0.0
+            for k in range(i):
+                s -= A[i, k] * out[k, col]
+            out[i, col] = s / A[i, i]
+        for i in range(n - 1, -1, -1):
+            s = out[i, col]
+            for k in range(i + 1, n):
+                s -= A[k, i] * out[k, col]
+            out[i, col] = s / A[i, i]

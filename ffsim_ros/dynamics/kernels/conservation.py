@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit, njit_leaf
-from .aba import aba_passes, aba_ws_size
+from .aba import aba_on_kinematics, aba_ws_size
 from .cholesky import cholesky_solve_inplace
 from .friction import joint_friction
 from .kinematics import kinematics, kinematics_into, kinematics_views
@@ -130,7 +130,9 @@ def correct_momentum(m: ModelArrays, q: np.ndarray, v: np.ndarray, target: np.nd
     """
     h, mass, first, inertia = system_momentum(m, q, v)
     out = v.copy()
-    out[:6] += base_correction(q, target - h, mass, first, inertia)
+    dv = base_correction(q, target - h, mass, first, inertia)
+    for c in range(6):
+        out[c] += dv[c]
     return out, target.copy(), mass, first
 
 
@@ -163,7 +165,9 @@ def corrected_first_stage(
     mass, first, inertia = composite_inertia(mw, hw, Iw)
     if target.shape[0] > 0:
         v = v.copy()
-        v[:6] += base_correction(q, target - h, mass, first, inertia)
+        dv = base_correction(q, target - h, mass, first, inertia)
+        for c in range(6):
+            v[c] += dv[c]
         h = target.copy()
     force = gen
     if with_friction:
@@ -173,11 +177,11 @@ def corrected_first_stage(
         for c in range(nv):
             force[c] += friction[c]
     a = np.empty(nv)
-    aba_passes(m, v, force, np.empty((0, 6)), a, ws)
+    aba_on_kinematics(m, v, force, np.empty((0, 6)), a, ws)
     return v, a, h, mass, first
 
 
-@njit
+@njit_leaf
 def conserving_rk4_steps(
     m: ModelArrays,
     q: np.ndarray,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import njit, njit_leaf
 from ..lie import qexp, qmul, qnormalize, quat_to_matrix_into, so3_chart_rate
 from .aba import fd_ws_size, forward_dynamics_into
 from .layout import ROOT_FIXED, ROOT_FREE, SPHERICAL, ModelArrays
@@ -148,7 +148,7 @@ def rk4_ws_size(nb: int, nq: int, nv: int) -> int:
     return fd_ws_size(nb, nv) + 7 * nv + nq
 
 
-@njit
+@njit_leaf
 def rk4_step(
     m: ModelArrays,
     q: np.ndarray,

@@ -1,0 +1,71 @@
+"""The warm-up of ``make setup`` covers what the nodes use: after it, a process that runs the
+simulator's engine and the reactionless controller compiles nothing.
+
+numba compiles one specialization per argument type, down the whole call tree: a read-only
+array where the warm-up passed a writeable one (a broadcast batch, an engine's frozen state
+handed to a dispatcher) is another type, and a first start after set-up would compile for
+tens of seconds. The per-call fast paths call one native entry point whatever the flags of
+their inputs (``algorithms._Direct``); the batched paths make their rows writeable. The child
+process runs the warm-up (loaded from the on-disk cache that ``make test`` has just written),
+records every specialization of every compiled entry point, runs the workloads, and lists the
+specializations they added.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CHILD = r"""
+import importlib, json, pkgutil
+import numpy as np
+from numba.core.registry import CPUDispatcher
+import ffsim_ros.dynamics as D
+import ffsim_ros.dynamics.kernels as K
+from ffsim_ros.control import CONTROL_MODES, ReactionlessController
+from ffsim_ros.dynamics.warmup import warm_up
+from ffsim_ros.resources import sample_robot
+from ffsim_ros.sim import Engine
+
+names = [f'{K.__name__}.{m.name}' for m in pkgutil.iter_modules(K.__path__)]
+modules = [importlib.import_module(name) for name in names]
+modules.append(importlib.import_module('ffsim_ros.dynamics.lie'))
+
+def specializations():
+    out = set()
+    for mod in modules:
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == mod.__name__:
+                out |= {f'{name}{tuple(str(t) for t in sig)}' for sig in obj.overloads}
+    return out
+
+warm_up()
+before = specializations()
+for robot, ee in (('ffsim_servicer_7dof', 'ee_link'), ('dual_arm_servicer', 'left_ee_link')):
+    model = D.load_urdf(sample_robot(robot))
+    q = D.neutral(model)
+    q[7:] = np.linspace(-0.4, 0.4, model.n)
+    engine = Engine(model, q, np.zeros(model.nv), dt_ns=1_000_000)
+    for tau in (np.full(model.n, 0.5), np.full(model.n, 40.0)):  # quiet, then near the limits
+        engine.command_efforts(tau)
+        snap = engine.advance(20)
+        assert not snap.faulted, snap.fault
+    engine.set_base_wrench(np.ones(6), frame='base')
+    snap = engine.advance(3)
+    goal = D.link_pose(model, snap.q, ee)[0] + np.array([0.05, 0.05, -0.05])
+    for mode in CONTROL_MODES:
+        law = ReactionlessController(model, ee, mode=mode)
+        out = law.compute(snap.q, snap.v, goal, attitude_reference=snap.q[3:7])
+        assert np.all(np.isfinite(out.tau))
+print(json.dumps(sorted(specializations() - before)))
+"""
+
+
+def test_nodes_compile_nothing_after_the_warmup() -> None:
+    done = subprocess.run(
+        [sys.executable, '-c', CHILD], capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    added = json.loads(done.stdout.strip().splitlines()[-1])
+    assert added == [], 'specializations the warm-up does not compile:\n' + '\n'.join(added)
