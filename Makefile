@@ -34,6 +34,7 @@ bench: warmup
 	$(PY) benchmarks/reach.py
 	$(PY) benchmarks/conservation.py
 	$(PY) benchmarks/campaign.py
+	$(PY) benchmarks/first_start.py
 
 lint: setup
 	$(PY) -m ruff check .

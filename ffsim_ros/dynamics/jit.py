@@ -43,8 +43,11 @@ def njit_leaf(func: Callable[..., Any]) -> Callable[..., Any]:
     """Like :func:`njit`, inlined into every compiled caller (``inline='always'``, at numba-IR
     level), so that the call, and the reference counting of the arrays it is handed, go away.
 
-    For the small per-body helpers and for the three passes of ABA into ``aba_into``, where
-    it pays (forward dynamics 15 % faster per call). Each inlined copy is compiled again:
+    For the small per-body helpers, for the three passes of ABA into ``aba_on_kinematics``
+    (which every ABA caller then calls, so they are compiled once), where it pays (forward
+    dynamics 15 % faster per call), and for thin wrappers that would otherwise add one more
+    library -- and one more optimization of everything they link -- to the first compile.
+    Each inlined copy is compiled again:
     inlining the kinematics into its five callers doubled the first compile (114 s to 228 s),
     inlining every recursion into every entry point took it to 11 minutes; the kinematics
     passes, ``rnea`` and the ABA derivatives are plain :func:`njit` calls (measured: inlining
