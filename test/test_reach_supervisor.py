@@ -139,8 +139,9 @@ def test_goal_status_figures_follow_the_goal():
 def test_a_goal_that_makes_no_progress_is_aborted_with_its_reason(mode: str) -> None:
     """A law that cannot move toward the goal (kp_task = 0 / kp_joint = 0) stalls: the goal
     is aborted with the reason within a bounded time (planning included in reactionless mode),
-    never left active, and the arm is held still afterwards."""
-    settings = ReachSettings(plan_max_steps=300)
+    never left active, and the arm is held still afterwards (the detour searches only: the
+    loop searches after them are tested in test_reach_loops.py)."""
+    settings = ReachSettings(plan_max_steps=300, max_loop_plans=0)
     loop = loop_for(mode=mode, settings=settings, gains=Gains(kp_task=0.0, kp_joint=0.0))
     goal = loop.ee_position() + np.array([0.0, 0.2, 0.0])
     record = loop.run_goal(goal, timeout=60.0, settle=2.0)
@@ -289,7 +290,7 @@ def test_reset_attitude_reference_and_reset() -> None:
 
 def _fold_state():
     """Seed 0's goal 4 on the servicer: the state where plain reactionless tracking stalls."""
-    loop = loop_for(settings=ReachSettings(max_plans=0))
+    loop = loop_for(settings=ReachSettings(max_plans=0, max_loop_plans=0))
     rng = np.random.default_rng(0)
     chained_goals(loop, rng, 4)
     records = chained_goals(loop, rng, 1)

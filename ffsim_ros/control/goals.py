@@ -106,6 +106,11 @@ class ReachSettings:
         cycles reached 101, as many as without; at a fold of the reaction null space
         ``rank [J*; A] = 3 + rank(A N_J) = 3 + rank(J* N_A)``, so the restoring (end effector
         held) loses the very attitude direction the spending used.
+    max_loop_plans : int
+        Searches of Lie-bracket loops (:class:`~ffsim_ros.control.loops.LoopPlanner`) for one
+        goal once the ``max_plans`` detour searches found no path (0: off): cyclic joint
+        motions inside the reaction null space that move the arm to another leaf, from which
+        the budget approach reaches the goal.
     plan_dt : float
         Time step of the planner's rollouts [s].
     plan_radius : float
@@ -126,6 +131,7 @@ class ReachSettings:
     plan_steps_per_update: int = 20
     max_plans: int = 3
     max_cycles: int = 0
+    max_loop_plans: int = 4
     plan_dt: float = 0.1
     plan_radius: float = 1.0
     plan_seed: int = 0
@@ -137,7 +143,7 @@ class ReachSettings:
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise ValueError(f'{f.name}: expected an integer, got {value!r}')
                 low = 0 if f.name == 'plan_seed' else 1
-                if f.name in ('max_plans', 'max_cycles'):
+                if f.name in ('max_plans', 'max_cycles', 'max_loop_plans'):
                     low = 0
                 if value < low:
                     raise ValueError(f'{f.name}: expected an integer >= {low}, got {value}')

@@ -68,12 +68,18 @@ class Segment:
     """Steer toward ``target`` (3,) [m, inertial] for ``duration`` [s], with the reactionless
     law (attitude first), or with the budget law (end effector first) when ``spend``; or, when
     ``self_motion`` is +1 or -1, move along the self-motion in that sense
-    (:func:`self_motion_rates`) with the end effector held at ``target``."""
+    (:func:`self_motion_rates`) with the end effector held at ``target``; or, when ``joint``
+    >= 0, a leg of a Lie-bracket loop (:func:`~.loops.loop_rates`): joint ``joint`` turned by
+    ``sweep`` [rad | m] with the base reaction removed by the joints not ``frozen``
+    (``target``: where the leg starts)."""
 
     target: np.ndarray
     duration: float
     spend: bool = False
     self_motion: int = 0
+    joint: int = -1
+    sweep: float = 0.0
+    frozen: tuple[int, ...] = ()
 
 
 def self_motion_rates(

@@ -72,6 +72,7 @@ import numpy as np
 import ffsim_ros.dynamics as D
 
 from .goals import GoalOutcome, GoalPhase, GoalStatus, ReachSettings
+from .loops import LoopPlanner, loop_rates
 from .modes import ControlMode
 from .planner import Approach, Plan, RnsPlanner, Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
@@ -92,6 +93,8 @@ CYCLE_SPENT = 0.8
 CYCLE_RESTORED = 0.2
 #: ... or has not dropped by this share of the tolerance in ``stall_time``.
 CYCLE_RESTORE_PROGRESS = 0.05
+#: Rollout steps of a loop search, in units of ``plan_max_steps``.
+LOOP_STEPS = 6
 #: Recovery cycles in a row without the end effector getting ``stall_progress`` closer to the
 #: goal (measured after each restoring) before the cycles give up.
 CYCLE_PATIENCE = 3
@@ -148,6 +151,10 @@ class ReachSupervisor:
         self._idle_cycles = 0  # cycles in a row without progress
         self._cycled = False  # the cycles gave up since the last plan
         self._cycle_error = self._cycle_offset = math.inf
+        self._loop_plans = 0  # Lie-bracket loop searches of this goal
+        self._loops = 0  # loops planned for this goal
+        self._loop_delta = math.inf  # smallest attitude the goal was predicted to need [rad]
+        self._leg_start: float | None = None  # the loop leg's joint at its start
 
     # ------------------------------------------------------------------------ properties
     @property
@@ -332,6 +339,8 @@ class ReachSupervisor:
             if t >= self._t_phase_end:
                 self._next_segment(t)
             return out
+        if phase is GoalPhase.DETOUR and self._plan.segments[self._segment].joint >= 0:
+            return self._loop_command(t, q, v, self._plan.segments[self._segment], ref)
         if phase is GoalPhase.DETOUR:
             segment = self._plan.segments[self._segment]
             budget = self._spend_budget() if segment.spend else None
@@ -386,6 +395,31 @@ class ReachSupervisor:
         out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
         return out
 
+    def _loop_command(
+        self, t: float, q: np.ndarray, v: np.ndarray, segment: Segment, ref: np.ndarray | None
+    ) -> ControlOutput:
+        """A leg of a Lie-bracket loop: the rates of :func:`~ffsim_ros.control.loops.loop_rates`
+        through the law's inner loop, until the leg's joint has turned by its sweep (or twice
+        the predicted time has passed); the other figures from the law holding the arm."""
+        law = self.law
+        joint = segment.joint
+        if self._leg_start is None:
+            self._leg_start = float(q[7 + joint])
+        sign = 1.0 if segment.sweep > 0 else -1.0
+        out = law.compute(q, v, None)
+        rates = loop_rates(law, q, law.task_terms(q), joint, sign, ref, segment.frozen)
+        ff = D.free_floating_terms(law.model, q, v, law.ee_link)
+        tau = ff.H_star @ (law.gains.kv_joint * (rates - v[6:])) + ff.c_star
+        limit = law.model.effort_limit
+        out.tau = np.clip(tau, -limit, limit)
+        out.saturated = bool(np.any(out.tau != tau))
+        out.phidot_desired = rates
+        out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+        turned = sign * (float(q[7 + joint]) - self._leg_start)
+        if turned >= abs(segment.sweep) or t >= self._t_phase_end + segment.duration:
+            self._next_segment(t)
+        return out
+
     # ------------------------------------------------------------------------ the outcome
     def _spend_budget(self) -> float | None:
         """The attitude the laws may spend [rad] (None: spending off)."""
@@ -421,7 +455,8 @@ class ReachSupervisor:
             how = {
                 GoalPhase.TRACKING: 'directly',
                 GoalPhase.DETOUR: f'on detour {self._plans}',
-                GoalPhase.APPROACH: f'after {self._plans} plan(s)',
+                GoalPhase.APPROACH: f'after {self._plans} plan(s)'
+                + (f' and {self._loops} Lie-bracket loop(s)' if self._loops else ''),
                 GoalPhase.SPEND: f'after {self._cycles} cycle(s), {self._plans} plan(s)',
                 GoalPhase.RESTORE: f'after {self._cycles + 1} cycle(s), {self._plans} plan(s)',
             }[self._phase]
@@ -475,8 +510,12 @@ class ReachSupervisor:
 
     def _plan_or_abort(self, t: float, q: np.ndarray, what: str) -> None:
         s = self.settings
+        if self._plans >= s.max_plans and self._loop_plans < s.max_loop_plans:
+            self._start_loop_planner(q)
+            return
         if self._plans >= s.max_plans:
             cycles = f', {self._cycles} cycle(s) (max_cycles {s.max_cycles})'
+            cycles += self._loops_note()
             self._abort(
                 t, q, f'{what} after {self._plans} plan(s) (max_plans {s.max_plans}){cycles}'
             )
@@ -553,6 +592,37 @@ class ReachSupervisor:
         self._plan = None
         self._phase = GoalPhase.PLANNING
 
+    def _start_loop_planner(self, q: np.ndarray) -> None:
+        """Start a search of Lie-bracket loops (:class:`~.loops.LoopPlanner`) from ``q``."""
+        s = self.settings
+        self._loop_plans += 1
+        self._planner = LoopPlanner(
+            self.law,
+            q,
+            self._goal,
+            self._reference,
+            budget=self._spend_budget() or 0.0,
+            position_tolerance=s.position_tolerance,
+            attitude_tolerance=s.attitude_tolerance,
+            stall_time=s.stall_time,
+            stall_progress=s.stall_progress,
+            dt=s.plan_dt,
+            radius=s.plan_radius,
+            max_steps=LOOP_STEPS * s.plan_max_steps,
+            seed=s.plan_seed * 100003 + self._goal_id * 101 + 50 + self._loop_plans,
+        )
+        self._plan = None
+        self._phase = GoalPhase.PLANNING
+
+    def _loops_note(self) -> str:
+        if self._loop_plans == 0:
+            return ''
+        return (
+            f', {self._loop_plans} loop search(es) (max_loop_plans '
+            f'{self.settings.max_loop_plans}) planning {self._loops} Lie-bracket loop(s), the '
+            f'attitude the goal needs brought to {math.degrees(self._loop_delta):.3f} deg at best'
+        )
+
     def _advance_planner(self, t: float, q: np.ndarray) -> None:
         s = self.settings
         planner = self._planner
@@ -571,8 +641,14 @@ class ReachSupervisor:
             < self._best_approach.residual(s.position_tolerance, s.attitude_tolerance)
         ):
             self._best_approach = best
+        if isinstance(planner, LoopPlanner):
+            self._loops += planner.loops
+            self._loop_delta = min(self._loop_delta, planner.delta)
         if planner.plan is None and self._plans < s.max_plans:
             self._start_planner(q)  # multi-start: another seed, from where the arm is held
+            return
+        if planner.plan is None and self._loop_plans < s.max_loop_plans:
+            self._start_loop_planner(q)  # the detours failed: loops to another leaf
             return
         if planner.plan is None:
             best = self._best_approach
@@ -589,7 +665,7 @@ class ReachSupervisor:
                 q,
                 f'no path through the reaction null space: {self._plans} search(es) '
                 f'({self._plans} of max_plans {s.max_plans}) of {self._searched} steps, '
-                f'{self._nodes} nodes{figures}',
+                f'{self._nodes} nodes{figures}{self._loops_note()}',
             )
             return
         self._plan = planner.plan
@@ -598,6 +674,7 @@ class ReachSupervisor:
 
     def _next_segment(self, t: float) -> None:
         self._segment += 1
+        self._leg_start = None
         self._cycled = False
         self._self_motion_dir = None
         if self._segment < len(self._plan.segments):
