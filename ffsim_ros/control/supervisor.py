@@ -38,6 +38,14 @@ In ``reactionless`` mode a goal goes through these phases::
   approach from where the arm stands. A search that ends without a plan is followed by
   another with another seed (multi-start) as long as searches are left (``max_plans``
   counts every search of the goal); the abort reason then gives all of them.
+* **loops** (after the ``max_plans`` searches found no detour, at most ``max_loop_plans``
+  searches): :class:`~ffsim_ros.control.loops.LoopPlanner` searches Lie-bracket loops --
+  cyclic joint motions inside the reaction null space, the base untouched, that end on
+  another leaf -- until the budget approach is predicted to reach the goal; the loops' legs
+  are followed as a detour (:func:`~ffsim_ros.control.loops.loop_rates` through the law's
+  inner loop, each leg until its joint turned by its sweep), then the approach. A search
+  that only shrinks the attitude the goal needs returns its loops (a partial plan); the
+  approach's stall then starts the next search from there.
 * **detour**: the planned waypoints, each steered toward for the planned time with the
   reactionless law, or with the budget law on the legs where the plan spends attitude to
   restore it elsewhere (which moves the arm to another leaf of the reaction null space), or
@@ -58,6 +66,7 @@ In ``reactionless`` mode a goal goes through these phases::
   most ``restore_timeout``), then the arm is held still (``stopped``).
 
 Other modes (``gjm_tracking``, ``joint_pd``) have no recovery: a stall aborts the goal.
+A loop leg costs about twice the law per update (two more kinematics and inertia evaluations).
 Worst-case time to an outcome: ``goal_timeout`` (default 300 s; the longest goal of
 ``benchmarks/reach.py`` took 192 s, three plans). Cost of an update: the law's (~0.5 ms on the
 servicer), plus ``plan_steps_per_update`` rollout steps (~0.24 ms each) while planning.
