@@ -1,5 +1,6 @@
 """The warm-up of ``make setup`` covers what the nodes use: after it, a process that runs the
-simulator's engine and the reactionless controller compiles nothing.
+simulator's engine, the reactionless controller and the capture of a tumbling target compiles
+nothing.
 
 numba compiles one specialization per argument type, down the whole call tree: a read-only
 array where the warm-up passed a writeable one (a broadcast batch, an engine's frozen state
@@ -58,6 +59,10 @@ for robot, ee in (('ffsim_servicer_7dof', 'ee_link'), ('dual_arm_servicer', 'lef
         law = ReactionlessController(model, ee, mode=mode)
         out = law.compute(snap.q, snap.v, goal, attitude_reference=snap.q[3:7])
         assert np.all(np.isfinite(out.tau))
+from ffsim_ros.control.capture_loop import CaptureLoop, tumbling_target_scene
+scene, target = tumbling_target_scene()
+result = CaptureLoop(scene, target, mode='momentum_distribution').run(5.0)
+assert result.capture is not None  # the welded steps ran too
 print(json.dumps(sorted(specializations() - before)))
 """
 

@@ -55,6 +55,7 @@ def warm_up() -> float:
         forward_dynamics(model, q, v, tau, link_wrenches=wrench)
         forward_dynamics(model, q, v, tau, method='crba')
         inverse_dynamics(model, q, v, v, link_wrenches=wrench)
+        inverse_dynamics(model, q, v, v)
         bias_forces(model, q, v)
         mass_matrix(model, q)
         momentum(model, q, v, about='com')
