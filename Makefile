@@ -21,7 +21,7 @@ warmup: setup
 	$(PY) -m ffsim_ros.dynamics.warmup
 
 test: warmup
-	$(PY) -m pytest -q test
+	$(PY) -m pytest -q --durations=20 test
 
 demo: warmup
 	$(PY) -m ffsim_ros.cli demo

@@ -4,7 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import njit, njit_leaf
+
+
+@njit_leaf
+def cholesky_factor_inplace(A: np.ndarray, n: int) -> bool:
+    """The lower Cholesky factor of ``A[:n, :n]`` (symmetric positive definite) into its lower
+    triangle; ``False`` (``A`` partly overwritten) when a pivot is not positive."""
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    return True
 
 
 @njit
@@ -29,19 +49,8 @@ def cholesky_solve_inplace(A: np.ndarray, x: np.ndarray) -> None:
     raises ``ValueError`` like :func:`cholesky_solve`.
     """
     n = A.shape[0]
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not s > 0.0:
-            raise ValueError('mass matrix is not positive definite')
-        d = np.sqrt(s)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
+    if not cholesky_factor_inplace(A, n):
+        raise ValueError('mass matrix is not positive definite')
     for i in range(n):
         s = x[i]
         for k in range(i):
@@ -62,19 +71,8 @@ def spd_inverse_into(A: np.ndarray, n: int, out: np.ndarray) -> None:
     call and no temporary. ``A``'s lower triangle is overwritten by its Cholesky factor; raises
     ``ValueError`` if ``A`` is not positive definite (a degenerate model or a non-finite state).
     """
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not s > 0.0:
-            raise ValueError('articulated inertia is not positive definite')
-        d = np.sqrt(s)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
+    if not cholesky_factor_inplace(A, n):
+        raise ValueError('articulated inertia is not positive definite')
     for col in range(n):
         for i in range(n):
             s = 1.0 if i == col else 0.0
