@@ -133,14 +133,19 @@ class LoopPlanner(RnsPlanner):
     def _loop(self, q: np.ndarray, i: int, j: int, a: float):
         """A loop ``(i, j, a)``: (end configuration, its four segments) or (None, ()). The
         joints within ``LIMIT_ZONE`` of a position limit at its start are frozen (not ``i`` nor
-        ``j``: then no loop), the others stay out of that zone."""
+        ``j``: then no loop), the others stay out of that zone (the frozen ones are already
+        in it: they may not go closer)."""
         model = self.law.model
         frozen = tuple(
             int(k) for k in np.flatnonzero(near_limits(q[7:], model.lower, model.upper))
         )
         if i in frozen or j in frozen:
             return None, ()
-        bounds = (model.lower + LIMIT_ZONE, model.upper - LIMIT_ZONE)
+        phi = q[7:]  # frozen joints (already in the zone) stay where they are
+        bounds = (
+            np.minimum(model.lower + LIMIT_ZONE, phi),
+            np.maximum(model.upper - LIMIT_ZONE, phi),
+        )
         segments = []
         for joint, sweep in ((i, a), (j, a), (i, -a), (j, -a)):
             point = self.law.task_terms(q).position
