@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import carve, njit
-from .aba import aba_on_kinematics, aba_views, aba_ws_size
+from .aba import acceleration_pass, articulated_inertia_pass, velocity_pass
 from .conservation import correct_momentum, momentum_after, system_momentum
 from .cut_hinges import (
     hinge_velocity_rows,
@@ -317,15 +317,30 @@ def _tree_sweep(
     qdd: np.ndarray,
     acc: np.ndarray,
 ):
-    """Kinematics and one ABA sweep (:func:`.aba.aba_on_kinematics`, the passes compiled once
-    for every caller); returns ``(R, p, S, vel, U, Dinv)``, views on its workspace (the root's
-    ``Dinv`` holding its Cholesky factor), and the body accelerations in ``acc`` (nb, 6)."""
+    """Kinematics and one ABA sweep; returns ``(R, p, S, vel, U, Dinv)`` (the root's ``Dinv``
+    holding its Cholesky factor)."""
     nb = m.parent.shape[0]
     nv = v.shape[0]
-    o = aba_ws_size(nb, nv)
-    ws = np.empty(o + nv)
+    ws = np.empty(kinematics_ws_size(nb, nv) + 150 * nb + 108 + nv)
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    o = kinematics_ws_size(nb, nv)
+    IA = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    U = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    Dinv = carve(ws, o, (nb, 6, 6))
+    o += 36 * nb
+    pA = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    cb = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    vel = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    u = carve(ws, o, (nb, 6))
+    o += 6 * nb
+    scratch = carve(ws, o, (3, 6, 6))
+    o += 108
     g = ws[o : o + nv]
     for c in range(nv):
         g[c] = gen[c]
@@ -334,11 +349,9 @@ def _tree_sweep(
         joint_friction(m, v, f)
         for c in range(nv):
             g[c] += f[c]
-    aba_on_kinematics(m, v, g, fext, qdd, ws)
-    _, _, _, vel, U, Dinv, _, body_acc, _, _ = aba_views(ws, nb, nv)
-    for i in range(nb):
-        for r in range(6):
-            acc[i, r] = body_acc[i, r]
+    velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
+    articulated_inertia_pass(m, g, S, cb, IA, pA, U, Dinv, u, scratch)
+    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, scratch[0, :2])
     return R, p, S, vel, U, Dinv
 
 
