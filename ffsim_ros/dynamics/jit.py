@@ -43,7 +43,7 @@ def njit_leaf(func: Callable[..., Any]) -> Callable[..., Any]:
     """Like :func:`njit`, inlined into every compiled caller (``inline='always'``, at numba-IR
     level), so that the call, and the reference counting of the arrays it is handed, go away.
 
-    For the small per-body helpers, for the three passes of ABA into ``aba_on_kinematics``
+    For the small per-body helpers, for the three passes of ABA into ``aba_passes``
     (which every ABA caller then calls, so they are compiled once), where it pays (forward
     dynamics 15 % faster per call), and for thin wrappers that would otherwise add one more
     library -- and one more optimization of everything they link -- to the first compile.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit, njit_leaf
-from .aba import aba_on_kinematics, aba_ws_size
+from .aba import aba_passes, aba_ws_size
 from .cholesky import cholesky_solve_inplace
 from .friction import joint_friction
 from .kinematics import kinematics, kinematics_into, kinematics_views
@@ -177,7 +177,7 @@ def corrected_first_stage(
         for c in range(nv):
             force[c] += friction[c]
     a = np.empty(nv)
-    aba_on_kinematics(m, v, force, np.empty((0, 6)), a, ws)
+    aba_passes(m, v, force, np.empty((0, 6)), a, ws)
     return v, a, h, mass, first
 
 
