@@ -583,29 +583,23 @@ class ReachSupervisor:
         """Start search number ``plans + 1`` from ``q``, with its own seed."""
         s = self.settings
         self._plans += 1
-        self._planner = RnsPlanner(
-            self.law,
-            q,
-            self._goal,
-            self._reference,
-            budget=self._spend_budget() or 0.0,
-            position_tolerance=s.position_tolerance,
-            attitude_tolerance=s.attitude_tolerance,
-            stall_time=s.stall_time,
-            stall_progress=s.stall_progress,
-            dt=s.plan_dt,
-            radius=s.plan_radius,
-            max_steps=s.plan_max_steps,
-            seed=s.plan_seed * 100003 + self._goal_id * 101 + self._plans,
-        )
-        self._plan = None
-        self._phase = GoalPhase.PLANNING
+        seed = s.plan_seed * 100003 + self._goal_id * 101 + self._plans
+        self._start_search(RnsPlanner, q, s.plan_max_steps, seed)
 
     def _start_loop_planner(self, q: np.ndarray) -> None:
         """Start a search of Lie-bracket loops (:class:`~.loops.LoopPlanner`) from ``q``."""
         s = self.settings
         self._loop_plans += 1
-        self._planner = LoopPlanner(
+        seed = s.plan_seed * 100003 + self._goal_id * 101 + 50 + self._loop_plans
+        self._start_search(LoopPlanner, q, LOOP_STEPS * s.plan_max_steps, seed)
+
+    def _start_search(
+        self, planner: type[RnsPlanner], q: np.ndarray, steps: int, seed: int
+    ) -> None:
+        """A search by ``planner`` (:class:`RnsPlanner` or its subclass :class:`LoopPlanner`)
+        from ``q`` toward the goal, of at most ``steps`` rollout steps."""
+        s = self.settings
+        self._planner = planner(
             self.law,
             q,
             self._goal,
@@ -617,8 +611,8 @@ class ReachSupervisor:
             stall_progress=s.stall_progress,
             dt=s.plan_dt,
             radius=s.plan_radius,
-            max_steps=LOOP_STEPS * s.plan_max_steps,
-            seed=s.plan_seed * 100003 + self._goal_id * 101 + 50 + self._loop_plans,
+            max_steps=steps,
+            seed=seed,
         )
         self._plan = None
         self._phase = GoalPhase.PLANNING
