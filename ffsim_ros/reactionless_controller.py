@@ -126,6 +126,7 @@ from ffsim_ros.node_support import (
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
+    count,
     destroy_on_failure,
     frame_id,
     interval,
@@ -211,7 +212,14 @@ def gains_from(values: dict) -> Gains:
 
 
 #: ``reach.*`` parameters: the :class:`ReachSettings` fields a user sets.
-REACH_FIELDS = ('position_tolerance', 'attitude_budget_deg', 'stall_time', 'goal_timeout')
+REACH_FIELDS = (
+    'position_tolerance',
+    'attitude_budget_deg',
+    'stall_time',
+    'goal_timeout',
+    'max_plans',
+    'max_loop_plans',
+)
 
 
 def reach_settings_from(values: dict) -> ReachSettings:
@@ -308,6 +316,20 @@ PARAMETERS = ParameterTable(
             300.0,
             'an ee_goal still not reached after this long is aborted [s]',
             interval(0.01, 1e6),
+        ),
+        ParameterSpec(
+            'reach.max_plans',
+            ReachSettings().max_plans,
+            'reactionless mode: searches for a detour through the reaction null space after a '
+            'stall, for one ee_goal (0: none)',
+            count(0, 100),
+        ),
+        ParameterSpec(
+            'reach.max_loop_plans',
+            ReachSettings().max_loop_plans,
+            'reactionless mode: searches for Lie-bracket loops (cyclic joint motions that '
+            'leave the base still) once the detour searches found no path (0: none)',
+            count(0, 100),
         ),
         ParameterSpec(
             'trajectory.kp',

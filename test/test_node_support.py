@@ -85,6 +85,36 @@ def test_controller_rejects_an_unknown_ee_link(rclpy_context) -> None:
         )
 
 
+def test_controller_reach_parameters_set_the_supervisor(rclpy_context) -> None:
+    """``reach.*`` (doubles and the integer search counts) reach the supervisor's settings;
+    the defaults are ReachSettings' own."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.control import ReachSettings
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    defaults = ReachSettings()
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        s = node.supervisor.settings
+        assert (s.max_plans, s.max_loop_plans) == (defaults.max_plans, defaults.max_loop_plans)
+        assert node.get_parameter('reach.max_loop_plans').type_ == Parameter.Type.INTEGER
+    finally:
+        node.destroy_node()
+    overrides = [
+        Parameter('reach.max_plans', value=0),
+        Parameter('reach.max_loop_plans', value=7),
+        Parameter('reach.stall_time', value=3),  # an integer where a double is meant
+    ]
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=overrides)
+    try:
+        s = node.supervisor.settings
+        assert (s.max_plans, s.max_loop_plans, s.stall_time) == (0, 7, 3.0)
+        assert type(s.stall_time) is float and type(s.max_loop_plans) is int
+    finally:
+        node.destroy_node()
+
+
 def test_robot_file_is_read_safely(tmp_path: Path) -> None:
     """A regular UTF-8 text file of at most the cap, opened without blocking: /dev/zero, a
     FIFO (no writer: it would block), a directory, a binary, a non-UTF-8 or a too large file

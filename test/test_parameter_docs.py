@@ -99,6 +99,7 @@ def test_descriptors_come_from_the_table(module: str) -> None:
     table = tables()[module]
     types = {
         bool: ParameterType.PARAMETER_BOOL,
+        int: ParameterType.PARAMETER_INTEGER,
         float: ParameterType.PARAMETER_DOUBLE,
         str: ParameterType.PARAMETER_STRING,
     }
@@ -148,6 +149,7 @@ def test_checks() -> None:
         ParameterSpec,
         ParameterTable,
         ParameterValueError,
+        count,
         finite_values,
         interval,
         one_of,
@@ -176,6 +178,18 @@ def test_checks() -> None:
         finite_values().test([0.0, math.inf])
     with pytest.raises(ValueError, match="expected one of \\('a', 'b'\\), got 'c'"):
         one_of(['a', 'b']).test('c')
+    plans = count(0, 100)
+    assert plans.text == 'integer in [0, 100]'
+    assert plans.test(0) == 0 and plans.test(100) == 100
+    for bad in (-1, 101, True, 2.0, '3'):
+        with pytest.raises(ValueError, match=f'expected an integer in \\[0, 100\\], got {bad!r}'):
+            plans.test(bad)
+    spec = ParameterSpec('n', 3, 'searches', plans)
+    assert spec.type_name == 'int' and spec.coerce(4) == 4
+    with pytest.raises(ParameterValueError, match=r'n: expected an int, got 4.0 \(a double\)'):
+        spec.coerce(4.0)  # an integer parameter takes no double (ROS types are strict)
+    with pytest.raises(ParameterValueError, match=r'n: expected an integer in \[0, 100\], got -2'):
+        spec.validate(-2)
 
     def ordered(values) -> None:
         if values['low'] > values['high']:

@@ -146,6 +146,9 @@ def bad_values(files: dict[str, str]) -> list[tuple[str, list[str], str]]:
         (CTL, ['ee_link:=tool0'], "ee_link: expected one of ['base_link'"),
         (CTL, ["world_frame:='bad frame'"], "world_frame: expected '' or a frame id"),
         (CTL, ['track_orientation:=1'], 'track_orientation: expected a bool, got 1'),
+        (CTL, ['reach.max_plans:=-1'], 'reach.max_plans: expected an integer in [0, 100]'),
+        (CTL, ['reach.max_loop_plans:=2.5'], 'reach.max_loop_plans: expected an int, got 2.5'),
+        (CTL, ['reach.max_loop_plans:=true'], 'reach.max_loop_plans: expected an int, got True'),
         (CTL, ['robot_file:=/dev/zero'], "robot_file: expected a regular file, got '/dev/zero'"),
         (CTL, [f'robot_file:={files["binary"]}'], 'robot_file: expected a URDF (XML text)'),
     ]

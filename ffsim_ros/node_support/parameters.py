@@ -107,6 +107,18 @@ def interval(
     return Check(f'finite, {text}' if text else 'finite', test)
 
 
+def count(low: int, high: int) -> Check:
+    """An integer in ``[low, high]`` (an integer parameter: the type is checked before)."""
+    text = f'integer in [{low}, {high}]'
+
+    def test(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f'expected an {text}, got {value!r}')
+        return int(value)
+
+    return Check(text, test)
+
+
 def zero_or_interval(low: float, high: float) -> Check:
     """0, or a finite number in ``[low, high]`` (``low`` > 0): a switch-off value next to a
     range that keeps the arithmetic sane (``real_time_factor``: 0 = as fast as possible)."""
