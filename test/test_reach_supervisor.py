@@ -194,7 +194,8 @@ def test_a_goal_beyond_the_budget_is_aborted_and_the_attitude_restored() -> None
     assert offset > 0.6 * TOLERANCE, 'the recovery should spend attitude on this goal'
     status = sup.stop(loop.t, loop.q, 'stopped by the test')
     assert status.outcome is GoalOutcome.ABORTED and status is sup.status
-    assert sup.status.reason == 'stopped by the test'
+    # the reason given, and the joints the law clamps at their limits there, if any
+    assert sup.status.reason.split('; joints clamped at')[0] == 'stopped by the test'
     assert sup.status.phase is GoalPhase.RESTORING
     t_abort = loop.t
     while sup.status.phase is GoalPhase.RESTORING:

@@ -108,7 +108,8 @@ class ReachSettings:
         held) loses the very attitude direction the spending used.
     max_loop_plans : int
         Searches of Lie-bracket loops (:class:`~ffsim_ros.control.loops.LoopPlanner`) for one
-        goal once the ``max_plans`` detour searches found no path (0: off): cyclic joint
+        goal once the ``max_plans`` detour searches found no path (0: off, also the search
+        for a complete loop plan at the first stall, which is not counted): cyclic joint
         motions inside the reaction null space that move the arm to another leaf, from which
         the budget approach reaches the goal.
     plan_dt : float

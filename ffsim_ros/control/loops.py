@@ -13,7 +13,8 @@ arm by at most 0.007 deg of leaf (measured as the attitude of the straight joint
 but the shift grows faster than the loop's area, and 1 rad loops of the wrist pairs
 (``arm_joint_4``-``_6``) shift it by 0.05-0.18 deg each.
 
-:class:`LoopPlanner` uses them where :class:`~.planner.RnsPlanner` found no detour: the goal
+:class:`LoopPlanner` uses them at a goal's first stall (complete plans only) and where
+:class:`~.planner.RnsPlanner` found no detour: the goal
 lies beyond a fold of the leaf the arm is on, and the budget law would need more attitude than
 the budget (``delta``, the attitude a greedy approach with a large probe budget ends with:
 0.3-1.1 deg on the servicer's aborted goals). It evaluates every candidate loop (ordered joint
@@ -97,6 +98,8 @@ class LoopPlanner(RnsPlanner):
     loops: int = 0
     delta: float = math.inf
     initial_delta: float = math.inf
+    #: Whether a search that only shrinks ``delta`` returns its loops as a partial plan.
+    partial_plans: bool = True
 
     _partial: Plan | None = None
 
@@ -106,7 +109,7 @@ class LoopPlanner(RnsPlanner):
         partial plan: followed, then the approach, whose stall starts the next search from
         where the arm is then)."""
         done = super().advance(steps)
-        if done and self.plan is None and self._partial is not None:
+        if done and self.plan is None and self._partial is not None and self.partial_plans:
             if self.delta < PARTIAL * self.initial_delta:
                 self.plan = self._partial
         return done

@@ -32,15 +32,21 @@ In ``reactionless`` mode a goal goes through these phases::
   to the goal: the fold that stalled the reactionless law is crossed in steps the budget
   allows. After ``CYCLE_PATIENCE`` cycles in a row without progress (or ``max_cycles`` in
   all) the planner takes over.
-* **planning**: :class:`~ffsim_ros.control.planner.RnsPlanner` searches a detour through the
-  reaction null space, ``plan_steps_per_update`` rollout steps per update and at most
+* **planning**: at the first stall of a goal (``max_loop_plans`` > 0), a search of
+  Lie-bracket loops for a *complete* plan (see **loops**; not counted in ``max_loop_plans``):
+  the detours' budget edges change the leaf too, often for the worse (seed 0's goal 11 of
+  ``benchmarks/reach.py`` needs 0.27 deg of attitude where it first stalls, 1.7 deg where the
+  detour searches ended), so the loops get the arm where it first stalled. Then, or when that
+  search finds none, :class:`~ffsim_ros.control.planner.RnsPlanner` searches a detour
+  through the reaction null space, ``plan_steps_per_update`` rollout steps per update and at most
   ``plan_max_steps`` in all, the arm held still meanwhile. Its first attempt is the budget
   approach from where the arm stands. A search that ends without a plan is followed by
   another with another seed (multi-start) as long as searches are left (``max_plans``
   counts every search of the goal); the abort reason then gives all of them.
-* **loops** (after the ``max_plans`` searches found no detour, at most ``max_loop_plans``
-  searches): :class:`~ffsim_ros.control.loops.LoopPlanner` searches Lie-bracket loops --
-  cyclic joint motions inside the reaction null space, the base untouched, that end on
+* **loops** (at the first stall, complete plans only; after the ``max_plans`` searches
+  found no detour, at most ``max_loop_plans`` searches):
+  :class:`~ffsim_ros.control.loops.LoopPlanner` searches Lie-bracket loops -- cyclic joint
+  motions inside the reaction null space, the base untouched, that end on
   another leaf -- until the budget approach is predicted to reach the goal; the loops' legs
   are followed as a detour (:func:`~ffsim_ros.control.loops.loop_rates` through the law's
   inner loop, each leg until its joint turned by its sweep), then the approach. A search
@@ -161,6 +167,7 @@ class ReachSupervisor:
         self._cycled = False  # the cycles gave up since the last plan
         self._cycle_error = self._cycle_offset = math.inf
         self._loop_plans = 0  # Lie-bracket loop searches of this goal
+        self._first_loops = False  # the search for complete loop plans at the first stall ran
         self._loops = 0  # loops planned for this goal
         self._loop_delta = math.inf  # smallest attitude the goal was predicted to need [rad]
         self._leg_start: float | None = None  # the loop leg's joint at its start
@@ -519,6 +526,12 @@ class ReachSupervisor:
 
     def _plan_or_abort(self, t: float, q: np.ndarray, what: str) -> None:
         s = self.settings
+        if not self._first_loops and self._plans == 0 and s.max_loop_plans > 0:
+            self._first_loops = True  # loops from the first stall, before any detour
+            self._searched = self._nodes = 0
+            self._best_approach = None
+            self._start_loop_planner(q, partial=False)
+            return
         if self._plans >= s.max_plans and self._loop_plans < s.max_loop_plans:
             self._start_loop_planner(q)
             return
@@ -586,12 +599,15 @@ class ReachSupervisor:
         seed = s.plan_seed * 100003 + self._goal_id * 101 + self._plans
         self._start_search(RnsPlanner, q, s.plan_max_steps, seed)
 
-    def _start_loop_planner(self, q: np.ndarray) -> None:
-        """Start a search of Lie-bracket loops (:class:`~.loops.LoopPlanner`) from ``q``."""
+    def _start_loop_planner(self, q: np.ndarray, partial: bool = True) -> None:
+        """Start a search of Lie-bracket loops (:class:`~.loops.LoopPlanner`) from ``q``;
+        ``partial``: a search that only shrinks the attitude the goal needs returns its loops
+        (else it returns complete plans only, and is not counted in ``max_loop_plans``)."""
         s = self.settings
-        self._loop_plans += 1
+        self._loop_plans += partial
         seed = s.plan_seed * 100003 + self._goal_id * 101 + 50 + self._loop_plans
         self._start_search(LoopPlanner, q, LOOP_STEPS * s.plan_max_steps, seed)
+        self._planner.partial_plans = partial
 
     def _start_search(
         self, planner: type[RnsPlanner], q: np.ndarray, steps: int, seed: int
@@ -618,12 +634,14 @@ class ReachSupervisor:
         self._phase = GoalPhase.PLANNING
 
     def _loops_note(self) -> str:
-        if self._loop_plans == 0:
+        if self._loop_plans == 0 and not self._first_loops:
             return ''
+        first = ' and 1 for complete plans at the first stall' if self._first_loops else ''
         return (
             f', {self._loop_plans} loop search(es) (max_loop_plans '
-            f'{self.settings.max_loop_plans}) planning {self._loops} Lie-bracket loop(s), the '
-            f'attitude the goal needs brought to {math.degrees(self._loop_delta):.3f} deg at best'
+            f'{self.settings.max_loop_plans}){first} planning {self._loops} Lie-bracket '
+            f'loop(s), the attitude the goal needs brought to '
+            f'{math.degrees(self._loop_delta):.3f} deg at best'
         )
 
     def _advance_planner(self, t: float, q: np.ndarray) -> None:
