@@ -165,3 +165,35 @@ def test_a_goal_no_loop_helps_is_aborted_naming_the_loop_searches() -> None:
     ) in record.reason
     assert record.planner_steps <= 301 + 3 * (LOOP_STEPS * 300 + 1)
     assert record.max_offset <= settings.attitude_budget
+
+
+def test_a_loop_leg_heading_into_a_joint_limit_is_dropped_for_the_approach() -> None:
+    """A loop leg followed in the closed loop is watched: once a joint it moves is over half
+    way into the ``LIMIT_ZONE`` of a position limit and heads on to it, the loop's remaining
+    legs are dropped and the approach (with the law's joint clamping) takes over; the joint
+    never reaches its limit. Here a leg that would turn arm_joint_4 by -1.5 rad from 0.3 rad
+    inside its lower limit (-2 rad)."""
+    from ffsim_ros.control import GoalPhase
+    from ffsim_ros.control.planner import Approach, Plan, Segment
+    from ffsim_ros.control.rns import LIMIT_ZONE
+
+    law = ReactionlessController(SERVICER, 'ee_link')
+    q0 = start()
+    q0[7 + 3] = SERVICER.lower[3] + 0.3
+    sup = ReachSupervisor(law, SETTINGS)
+    loop = ClosedLoop(sup, q0)
+    p = loop.ee_position()
+    sup.set_goal(loop.t, loop.q, p + np.array([0.0, 0.0, 0.1]))
+    legs = tuple(
+        Segment(p, 10.0, joint=j, sweep=a) for j, a in ((3, -1.5), (5, -1.5), (3, 1.5), (5, 1.5))
+    )
+    sup.follow(loop.t, Plan(legs, Approach(0.0, 0.0, 0.0, 0.0), 0, 1))
+    lowest, phases = math.inf, []
+    while loop.t < 3.0:
+        status = loop.update()
+        lowest = min(lowest, float(loop.q[7 + 3]))
+        phases.append(status.phase)
+    dropped = phases.index(GoalPhase.APPROACH)  # the leg dropped, the approach on
+    assert dropped > 10 and all(ph is GoalPhase.DETOUR for ph in phases[:dropped])
+    assert SERVICER.lower[3] < lowest < SERVICER.lower[3] + 0.5 * LIMIT_ZONE
+    assert GoalPhase.DETOUR not in phases[dropped:]

@@ -91,7 +91,7 @@ from .loops import LoopPlanner, loop_rates
 from .modes import ControlMode
 from .planner import Approach, Plan, RnsPlanner, Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
-from .rns import attitude_error, near_limits
+from .rns import LIMIT_ZONE, attitude_error, near_limits
 
 #: Offset below which restoring after an abort stops, as a fraction of the tolerance.
 RESTORED = 0.5
@@ -432,9 +432,29 @@ class ReachSupervisor:
         out.phidot_desired = rates
         out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
         turned = sign * (float(q[7 + joint]) - self._leg_start)
-        if turned >= abs(segment.sweep) or t >= self._t_phase_end + segment.duration:
+        if self._leaving_limits(q[7:], rates, segment.frozen):
+            # the loop went elsewhere than predicted: its remaining legs are dropped, the
+            # approach (with the law's joint clamping) takes over from here
+            self._segment = len(self._plan.segments) - 1
+            self._next_segment(t)
+        elif turned >= abs(segment.sweep) or t >= self._t_phase_end + segment.duration:
             self._next_segment(t)
         return out
+
+    def _leaving_limits(self, phi: np.ndarray, rates: np.ndarray, frozen: tuple) -> bool:
+        """Whether a joint a loop leg moves (not ``frozen``) is over half-way into the
+        ``LIMIT_ZONE`` of a position limit and heads on to it. The loop search keeps those
+        joints out of the zone, but on the servicer a leg followed in the closed loop once
+        carried ``arm_joint_4`` 1.26 rad beyond its limit (seed 5, goal 12 of
+        ``benchmarks/reach.py``), the leg's field ill-conditioned where the search had not
+        gone."""
+        model = self.law.model
+        margin = 0.5 * LIMIT_ZONE
+        heading = ((phi < model.lower + margin) & (rates < 0.0)) | (
+            (phi > model.upper - margin) & (rates > 0.0)
+        )
+        heading[list(frozen)] = False
+        return bool(np.any(heading))
 
     # ------------------------------------------------------------------------ the outcome
     def _spend_budget(self) -> float | None:
