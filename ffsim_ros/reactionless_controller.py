@@ -107,7 +107,6 @@ from ffsim_ros.control import (
     CONTROL_MODES,
     ControlMode,
     Gains,
-    ReachSettings,
     ReachSupervisor,
     ReactionlessController,
 )
@@ -126,7 +125,6 @@ from ffsim_ros.node_support import (
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
-    count,
     destroy_on_failure,
     frame_id,
     interval,
@@ -141,7 +139,11 @@ from ffsim_ros.node_support.capture_control import (
     CaptureInterfaces,
     scenario_target,
 )
-from ffsim_ros.node_support.goal_status import GoalStatusPublisher
+from ffsim_ros.node_support.goal_status import (
+    GoalStatusPublisher,
+    reach_settings_from,
+    reach_specs,
+)
 from ffsim_ros.node_support.trajectory_action import (
     ERROR_CODES,
     STATUSES,
@@ -211,25 +213,6 @@ def gains_from(values: dict) -> Gains:
         raise ParameterValueError(f'gains: {exc}') from None
 
 
-#: ``reach.*`` parameters: the :class:`ReachSettings` fields a user sets.
-REACH_FIELDS = (
-    'position_tolerance',
-    'attitude_budget_deg',
-    'stall_time',
-    'goal_timeout',
-    'max_plans',
-    'max_loop_plans',
-)
-
-
-def reach_settings_from(values: dict) -> ReachSettings:
-    """The :class:`ReachSettings` of the checked parameter values ``reach.*``."""
-    try:
-        return ReachSettings(**{name: values[f'reach.{name}'] for name in REACH_FIELDS})
-    except ValueError as exc:  # e.g. a budget not above the attitude tolerance
-        raise ParameterValueError(f'reach.{exc}') from None
-
-
 def _cross_check(values: dict) -> None:
     gains_from(values)
     reach_settings_from(values)
@@ -291,46 +274,7 @@ PARAMETERS = ParameterTable(
             interval(1e-6, 1e3),
         ),
         *_gain_specs(),
-        ParameterSpec(
-            'reach.position_tolerance',
-            0.005,
-            'an ee_goal is reached when the end effector is this close [m]',
-            interval(1e-6, 1.0),
-        ),
-        ParameterSpec(
-            'reach.attitude_budget_deg',
-            0.2,
-            'base attitude offset [deg] reactionless mode may spend to leave a stall, then '
-            'restore; 0: none (more than the 0.1 deg attitude tolerance otherwise)',
-            interval(0.0, 180.0),
-        ),
-        ParameterSpec(
-            'reach.stall_time',
-            2.0,
-            'an ee_goal that has not progressed by 1 mm for this long has stalled: recovery '
-            '(reactionless mode) or abort [s]',
-            interval(0.01, 3600.0),
-        ),
-        ParameterSpec(
-            'reach.goal_timeout',
-            300.0,
-            'an ee_goal still not reached after this long is aborted [s]',
-            interval(0.01, 1e6),
-        ),
-        ParameterSpec(
-            'reach.max_plans',
-            ReachSettings().max_plans,
-            'reactionless mode: searches for a detour through the reaction null space after a '
-            'stall, for one ee_goal (0: none)',
-            count(0, 100),
-        ),
-        ParameterSpec(
-            'reach.max_loop_plans',
-            ReachSettings().max_loop_plans,
-            'reactionless mode: searches for Lie-bracket loops (cyclic joint motions that '
-            'leave the base still) once the detour searches found no path (0: none)',
-            count(0, 100),
-        ),
+        *reach_specs(),
         ParameterSpec(
             'trajectory.kp',
             100.0,

@@ -7,6 +7,9 @@ reached, WARN when it is aborted (the node works; the goal did not); ``message``
 phase and reason (``'aborted (stopped): no plan ...'``); ``values`` every field of
 :class:`ffsim_ros.control.GoalStatus` (SI units, angles in rad), as ``ros2 topic echo`` shows
 them.
+
+Also the ``reach.*`` parameters of the controller (:func:`reach_specs`) and the
+:class:`ffsim_ros.control.ReachSettings` they give (:func:`reach_settings_from`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from ffsim_ros.control import GoalOutcome, GoalStatus
+from ffsim_ros.control import GoalOutcome, GoalStatus, ReachSettings
+
+from .common import ParameterValueError
+from .parameters import ParameterSpec, count, interval
 
 
 def goal_status_message(status: GoalStatus, name: str, hardware_id: str) -> DiagnosticStatus:
@@ -63,3 +69,68 @@ class GoalStatusPublisher:
         self._last = key
         self.publisher.publish(goal_status_message(status, self.name, self.hardware_id))
         return True
+
+
+#: ``reach.*`` parameters: the :class:`ReachSettings` fields a user sets.
+REACH_FIELDS = (
+    'position_tolerance',
+    'attitude_budget_deg',
+    'stall_time',
+    'goal_timeout',
+    'max_plans',
+    'max_loop_plans',
+)
+
+
+def reach_settings_from(values: dict) -> ReachSettings:
+    """The :class:`ReachSettings` of the checked parameter values ``reach.*``."""
+    try:
+        return ReachSettings(**{name: values[f'reach.{name}'] for name in REACH_FIELDS})
+    except ValueError as exc:  # e.g. a budget not above the attitude tolerance
+        raise ParameterValueError(f'reach.{exc}') from None
+
+
+def reach_specs() -> list[ParameterSpec]:
+    """The controller's ``reach.*`` parameters (the :class:`ReachSettings` a user sets)."""
+    return [
+        ParameterSpec(
+            'reach.position_tolerance',
+            0.005,
+            'an ee_goal is reached when the end effector is this close [m]',
+            interval(1e-6, 1.0),
+        ),
+        ParameterSpec(
+            'reach.attitude_budget_deg',
+            0.2,
+            'base attitude offset [deg] reactionless mode may spend to leave a stall, then '
+            'restore; 0: none (more than the 0.1 deg attitude tolerance otherwise)',
+            interval(0.0, 180.0),
+        ),
+        ParameterSpec(
+            'reach.stall_time',
+            2.0,
+            'an ee_goal that has not progressed by 1 mm for this long has stalled: recovery '
+            '(reactionless mode) or abort [s]',
+            interval(0.01, 3600.0),
+        ),
+        ParameterSpec(
+            'reach.goal_timeout',
+            300.0,
+            'an ee_goal still not reached after this long is aborted [s]',
+            interval(0.01, 1e6),
+        ),
+        ParameterSpec(
+            'reach.max_plans',
+            ReachSettings().max_plans,
+            'reactionless mode: searches for a detour through the reaction null space after a '
+            'stall, for one ee_goal (0: none)',
+            count(0, 100),
+        ),
+        ParameterSpec(
+            'reach.max_loop_plans',
+            ReachSettings().max_loop_plans,
+            'reactionless mode: searches for Lie-bracket loops (cyclic joint motions that '
+            'leave the base still) once the detour searches found no path (0: none)',
+            count(0, 100),
+        ),
+    ]
