@@ -146,7 +146,8 @@ def test_batch_with_planner_and_chained_goals_equals_single_closed_loops(model):
         runs=2,
         seed=4,
         timing={'settle': 0.1, 'run_goal_timeout': 1.2},
-        reach={'stall_time': 0.15, 'stall_progress': 0.03, 'max_plans': 1},
+        # detours only: no Lie-bracket loop search at the first stall (max_loop_plans 0)
+        reach={'stall_time': 0.15, 'stall_progress': 0.03, 'max_plans': 1, 'max_loop_plans': 0},
         goals={'kind': 'chained', 'count': 2, 'near': 0.1, 'far': 0.2},
         dispersions={'joint_positions': {'dist': 'uniform', 'low': -0.05, 'high': 0.05}},
     )
