@@ -232,23 +232,17 @@ def acceleration_pass(
             acc[i, r] = s
 
 
-@njit  # compiled once, called by every ABA caller (aba_into, conservation's fused first stage)
-def aba_passes(
-    m: ModelArrays,
-    v: np.ndarray,
-    tau: np.ndarray,
-    fext: np.ndarray,
-    qdd: np.ndarray,
-    ws: np.ndarray,
-) -> None:
-    """The three passes of :func:`aba_into` on kinematics already in ``ws`` (its first
-    ``kinematics_ws_size`` entries, from :func:`.kinematics.kinematics_into`); arguments as
-    :func:`aba_into`."""
-    nb = m.parent.shape[0]
-    nv = v.shape[0]
-    # every array of the three passes is a view on the one workspace (allocation dominates
-    # the cost of this kernel for small trees otherwise)
-    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+@njit_leaf
+def aba_views(ws: np.ndarray, nb: int, nv: int):
+    """The arrays of the three passes, views on ``ws`` after its kinematics: every array of
+    the passes lives in the one workspace (allocation dominates the cost of this kernel for
+    small trees otherwise). For :func:`aba_passes` and the closed-chain sweep.
+
+    Returns
+    -------
+    IA : (nb, 6, 6);  pA, cb, vel : (nb, 6);  U, Dinv : (nb, 6, 6);  u, acc : (nb, 6);
+    scratch : (3, 6, 6);  tail : (2, 6) -- as in the three passes.
+    """
     o = kinematics_ws_size(nb, nv)
     IA = carve(ws, o, (nb, 6, 6))
     o += 36 * nb
@@ -268,9 +262,28 @@ def aba_passes(
     o += 6 * nb
     scratch = carve(ws, o, (3, 6, 6))
     o += 108
+    return IA, pA, cb, vel, U, Dinv, u, acc, scratch, carve(ws, o, (2, 6))
+
+
+@njit  # compiled once, called by every ABA caller (aba_into, conservation's fused first stage)
+def aba_passes(
+    m: ModelArrays,
+    v: np.ndarray,
+    tau: np.ndarray,
+    fext: np.ndarray,
+    qdd: np.ndarray,
+    ws: np.ndarray,
+) -> None:
+    """The three passes of :func:`aba_into` on kinematics already in ``ws`` (its first
+    ``kinematics_ws_size`` entries, from :func:`.kinematics.kinematics_into`); arguments as
+    :func:`aba_into`."""
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    IA, pA, cb, vel, U, Dinv, u, acc, scratch, tail = aba_views(ws, nb, nv)
     velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
     articulated_inertia_pass(m, tau, S, cb, IA, pA, U, Dinv, u, scratch)
-    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, carve(ws, o, (2, 6)))
+    acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, tail)
 
 
 @njit_leaf
