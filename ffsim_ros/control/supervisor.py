@@ -624,7 +624,8 @@ class ReachSupervisor:
         ``partial``: a search that only shrinks the attitude the goal needs returns its loops
         (else it returns complete plans only, and is not counted in ``max_loop_plans``)."""
         s = self.settings
-        self._loop_plans += partial
+        if partial:  # the search at the first stall is not counted
+            self._loop_plans += 1
         seed = s.plan_seed * 100003 + self._goal_id * 101 + 50 + self._loop_plans
         self._start_search(LoopPlanner, q, LOOP_STEPS * s.plan_max_steps, seed)
         self._planner.partial_plans = partial
