@@ -378,7 +378,10 @@ def test_base_wrench_in_the_base_link_frame_turns_with_the_base(ros_process, pro
         )
         return stamp_ns(probe.msgs['odom'][-1])
 
-    assert probe.spin_until(lambda: len(probe.msgs['js']) >= 2, 20)
+    # an instant of which both joint_states and base_odom arrived (they come separately)
+    assert probe.spin_until(
+        lambda: len(probe.msgs['js']) >= 2 and momentum_at(probe.msgs['js'][-2]) is not None, 20
+    )
     P0 = momentum_at(probe.msgs['js'][-2])[:3]
     assert np.linalg.norm(P0) > 1.0  # the base link origin at rest: its CoM moves
     pub.publish(_wrench_msg('base_link', f))
