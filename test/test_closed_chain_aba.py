@@ -214,6 +214,49 @@ def test_simulation_follows_the_reference_solver() -> None:
     assert np.linalg.norm(V[-1] - V[0]) > 0.01  # it moved
 
 
+def test_compiled_run_equals_its_steps() -> None:
+    """``simulate`` with constant efforts runs all its steps in one compiled call: the same
+    trajectory, bit for bit, as ``step`` called once per step and as ``simulate`` with the
+    efforts given as a function (the per-step path), with and without the projection."""
+    chain, q, v = S.tumbling_platform()
+    tau = np.linspace(-1, 1, chain.model.n)
+    for kw in ({}, {'project': False, 'stabilize': True}):
+        t, Q, V = chain.simulate(q, v, tau, 0.015, 1e-3, **kw)
+        _, Qf, Vf = chain.simulate(q, v, lambda _t, _q, _v: tau, 0.015, 1e-3, **kw)
+        assert t.shape == (16,) and t[-1] == pytest.approx(0.015)
+        qs, vs = q, v
+        for k in range(15):
+            qs, vs = chain.step(qs, vs, tau, 1e-3, **kw)
+            assert np.array_equal(Q[k + 1], qs) and np.array_equal(V[k + 1], vs), k
+        assert np.array_equal(Q, Qf) and np.array_equal(V, Vf)
+        assert np.array_equal(Q[0], q) and np.linalg.norm(V[-1] - V[0]) > 1e-3
+    _, Q0, V0 = chain.simulate(q, v, tau, 0.0, 1e-3)
+    assert Q0.shape == (1, q.size) and np.array_equal(Q0[0], q) and np.array_equal(V0[0], v)
+    for bad, match in (
+        ({'dt': 0.0}, 'dt: expected a finite positive step'),
+        ({'dt': float('nan')}, 'dt: expected a finite positive step'),
+        ({'t_final': -1.0}, 't_final: expected a finite duration'),
+        ({'t_final': float('inf')}, 't_final: expected a finite duration'),
+    ):
+        args = {'t_final': 0.01, 'dt': 1e-3, **bad}
+        with pytest.raises(ValueError, match=match):
+            chain.simulate(q, v, tau, **args)
+    with pytest.raises(ValueError, match='tau'):
+        chain.simulate(q, v, np.ones(chain.model.n + 1), 0.01, 1e-3)
+
+
+def test_compiled_run_stops_at_the_failing_step() -> None:
+    """A run that cannot go on raises, naming the step and its time, instead of returning a
+    trajectory with a tail that was never integrated: steps of 0.5 s leave the loops too far
+    apart for the projection's 10 Gauss-Newton iterations within a few steps."""
+    chain, q, v = S.tumbling_platform()
+    tau = np.linspace(-1, 1, chain.model.n)
+    with pytest.raises(RuntimeError, match=r'no convergence .* \(step \d+ of 20, t = '):
+        chain.simulate(q, v, tau, 10.0, 0.5)
+    _, Q, _ = chain.simulate(q, v, tau, 1.0, 0.5)  # the first steps themselves are fine
+    assert np.all(np.isfinite(Q))
+
+
 def test_method_is_checked() -> None:
     chain, q, v = S.tumbling_fourbar('revolute')
     assert chain.method == 'aba'
@@ -297,3 +340,42 @@ def test_floating_platform_matches_pinocchio_constraint_dynamics() -> None:
         R_a = D.link_pose(model, q, lp.link_a)[1]
         lam = twin.pd.lambda_c[3 * k : 3 * k + 3]
         assert rel_err(sol.loop_wrenches[lp.name][:3], -R_a @ lam) < 1e-9
+
+
+def test_rank_certificate_agrees_with_the_svd() -> None:
+    """``clearly_independent`` (the Gram-Cholesky bound that spares the per-hinge SVD) never
+    certifies columns whose singular-value ratio is below ``CERTIFIED_RATIO`` -- dependent
+    columns above all -- and certifies well-conditioned ones; ``jacobi_svd`` gives NumPy's
+    singular values."""
+    from ffsim_ros.dynamics.kernels.cut_hinges import (
+        CERTIFIED_RATIO,
+        clearly_independent,
+        jacobi_svd,
+    )
+
+    rng = np.random.default_rng(7)
+    certified = refused = 0
+    for trial in range(600):
+        n = int(rng.integers(1, 7))
+        L = int(rng.integers(n, 14))
+        U, _ = np.linalg.qr(rng.normal(size=(L, n)))
+        V, _ = np.linalg.qr(rng.normal(size=(n, n)))
+        sv = np.sort(10.0 ** rng.uniform(-9 if trial % 3 == 0 else -5, 1, n))[::-1]
+        if trial % 5 == 0 and n > 1:
+            sv[-1] = 0.0  # exactly dependent columns
+        X = np.ascontiguousarray((U * sv) @ V.T)
+        ratio = sv[-1] / sv[0]
+        got = clearly_independent(X.copy())
+        if got:
+            certified += 1
+            assert ratio >= CERTIFIED_RATIO * (1 - 1e-9), (trial, ratio)
+        else:
+            refused += 1
+        if ratio > 3.0 * n * CERTIFIED_RATIO:  # the bound is within sqrt(n) of the truth
+            assert got, (trial, ratio)
+        Xs, Vs, s = X.copy(), np.empty((n, n)), np.empty(n)
+        jacobi_svd(Xs, Vs, s)
+        assert np.allclose(s, np.linalg.svd(X, compute_uv=False), rtol=1e-12, atol=1e-14 * sv[0])
+    assert certified > 100 and refused > 100, (certified, refused)
+    assert not clearly_independent(np.zeros((4, 3)))
+    assert not clearly_independent(np.ones((2, 3)))  # fewer rows than columns

@@ -44,6 +44,7 @@ from .aba import (
 )
 from .conservation import correct_momentum, momentum_after, system_momentum
 from .cut_hinges import (
+    clearly_independent,
     hinge_velocity_rows,
     jacobi_svd,
     loop_row_count,
@@ -263,7 +264,12 @@ def reduced_responses(
         ib = loop_i[lp, 1]
         Ct = hinge_velocity_rows(m, S, W, r0, nr, ia, ib, flag, cbuf)
         kk = 0
-        if Ct.shape[0] > 0:
+        if clearly_independent(Ct):
+            kk = nr  # the SVD would keep every row (its decision, without it)
+            for j in range(nr):
+                for r in range(nr):
+                    basis[r0 + r, j] = 1.0 if r == j else 0.0
+        elif Ct.shape[0] > 0:
             # C_k = V diag(sv) U^T: its left singular vectors are the V of C_k^T
             jacobi_svd(Ct, Vk, svk)
             big = max(svk[0], 1e-300)
@@ -335,8 +341,11 @@ def _tree_sweep(
     # step measured about 5 % slower); its own ``acc`` view is left unused (``acc`` is given)
     IA, pA, cb, vel, U, Dinv, u, _, scratch, tail = aba_views(ws, nb, nv)
     g = ws[o : o + nv]
-    for c in range(nv):
-        g[c] = gen[c]
+    off = nv - gen.shape[0]  # joint efforts alone: the base's part zero
+    for c in range(off):
+        g[c] = 0.0
+    for c in range(off, nv):
+        g[c] = gen[c - off]
     if with_friction:
         f = np.empty(nv)
         joint_friction(m, v, f)
@@ -386,8 +395,8 @@ def closed_chain_dynamics(
     Parameters
     ----------
     q : (nq,) ;  v : (nv,) tree state.
-    gen : (nv,) generalized force ``[F_b; tau]`` (joint friction added when
-        ``with_friction``).
+    gen : (nv,) generalized force ``[F_b; tau]``, or (n,) joint efforts alone (``F_b``
+        zero); joint friction added when ``with_friction``.
     fext : (nb, 6) body wrenches about O, or an empty (0, 6) array.
     loop_i, loop_f : cut hinges (:func:`loop_rows`).
     alpha, beta : Baumgarte gains [1/s, 1/s^2] (zero for the plain ``xi'' = 0``).
@@ -729,11 +738,9 @@ def e_loop_projection(
 
 
 @njit
-def e_closed_chain_step(
+def e_closed_chain_steps(
     idata: np.ndarray,
     fdata: np.ndarray,
-    q: np.ndarray,
-    v: np.ndarray,
     gen: np.ndarray,
     with_friction: bool,
     loop_i: np.ndarray,
@@ -742,21 +749,35 @@ def e_closed_chain_step(
     nrows: int,
     dt: float,
     settings: np.ndarray,
-):
-    """Entry point: :func:`closed_chain_step` on the packed model."""
-    return closed_chain_step(
-        unpack(idata, fdata),
-        q,
-        v,
-        gen,
-        with_friction,
-        loop_i,
-        loop_f,
-        gains,
-        nrows,
-        dt,
-        settings,
-    )
+    Q: np.ndarray,
+    V: np.ndarray,
+) -> tuple:
+    """Entry point: ``k`` steps of :func:`closed_chain_step` on the packed model, the
+    efforts held, from ``Q[0]``, ``V[0]``.
+
+    Parameters
+    ----------
+    Q : (k + 1, nq) ;  V : (k + 1, nv) the trajectory, row 0 the initial state (read), rows
+        1.. written step by step (other arguments as :func:`closed_chain_step`).
+
+    Returns
+    -------
+    status : int
+        0, or the status of the step that failed (1 non-finite accelerations, 2 projection
+        without convergence); the rows after the last good step are left unwritten.
+    done : int
+        Steps completed.
+    """
+    m = unpack(idata, fdata)
+    for s in range(Q.shape[0] - 1):
+        qn, vn, status = closed_chain_step(
+            m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings
+        )
+        if status != 0:
+            return status, s
+        Q[s + 1] = qn
+        V[s + 1] = vn
+    return 0, Q.shape[0] - 1
 
 
 @njit

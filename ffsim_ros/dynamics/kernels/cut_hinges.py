@@ -30,6 +30,59 @@ def loop_row_count(kind: int) -> int:
     return 6
 
 
+#: Smallest ratio ``sigma_min / sigma_max`` that :func:`clearly_independent` certifies: far
+#: above the rank threshold and above the ~1e-8 below which the Gram matrix loses it.
+CERTIFIED_RATIO = 1e-4
+
+
+@njit
+def clearly_independent(X: np.ndarray) -> bool:
+    """Whether the columns of ``X`` (L, n), n <= 6, are certainly independent with
+    ``sigma_min / sigma_max >= CERTIFIED_RATIO`` -- the common case, decided without the SVD.
+
+    With the Gram matrix ``G = X^T X = L L^T`` (Cholesky), ``sigma_min^2 = 1 / |G^-1|_2 >=
+    1 / |L^-1|_F^2`` and ``sigma_max^2 <= trace G``. False (the caller then takes
+    :func:`jacobi_svd`) when the bound is not met, without saying the columns are dependent.
+    """
+    L, n = X.shape
+    if n == 0 or L < n:
+        return False
+    G = np.empty((6, 6))
+    trace = 0.0
+    for i in range(n):
+        for j in range(i + 1):
+            s = 0.0
+            for r in range(L):
+                s += X[r, i] * X[r, j]
+            G[i, j] = s
+        trace += G[i, i]
+    if not trace > 0.0:
+        return False
+    for j in range(n):  # Cholesky in place (lower triangle)
+        s = G[j, j]
+        for k in range(j):
+            s -= G[j, k] * G[j, k]
+        if not s > 1e-12 * trace:
+            return False
+        d = np.sqrt(s)
+        G[j, j] = d
+        for i in range(j + 1, n):
+            t = G[i, j]
+            for k in range(j):
+                t -= G[i, k] * G[j, k]
+            G[i, j] = t / d
+    inv = np.empty(6)  # a column of L^-1 by forward substitution, its squares summed
+    frob = 0.0
+    for c in range(n):
+        for i in range(c, n):
+            t = 1.0 if i == c else 0.0
+            for k in range(c, i):
+                t -= G[i, k] * inv[k]
+            inv[i] = t / G[i, i]
+            frob += inv[i] * inv[i]
+    return frob * trace * CERTIFIED_RATIO * CERTIFIED_RATIO <= 1.0
+
+
 @njit
 def jacobi_svd(X: np.ndarray, V: np.ndarray, sv: np.ndarray) -> None:
     """One-sided Jacobi SVD (Hestenes) of the small ``X`` (L, n), in place: on return

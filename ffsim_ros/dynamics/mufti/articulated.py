@@ -21,7 +21,7 @@ from ..inputs import ArrayLike, generalized_force, is_ready
 from ..integration import integrate
 from ..kernels.constrained import (
     e_closed_chain,
-    e_closed_chain_step,
+    e_closed_chain_steps,
     e_loop_projection,
     e_transmitted_wrenches,
 )
@@ -130,10 +130,10 @@ class LoopKernel:
         shape_q, shape_v, shape_tau = self.model.shapes
         if not (is_ready(q, shape_q) and is_ready(v, shape_v) and is_ready(tau, shape_tau)):
             return None
-        gen = np.zeros(shape_v)  # per call: a chain may be shared between threads
-        gen[gen.size - shape_tau[0] :] = tau
         entry = self._entries.get(e_closed_chain)
         if entry is None:  # first call: typed and compiled by accelerations
+            gen = np.zeros(shape_v)
+            gen[gen.size - shape_tau[0] :] = tau
             return self.accelerations(q, v, gen, self.empty_fext, alpha, beta)  # type: ignore[arg-type]
         a = np.empty(shape_v)
         idata, fdata = self.model.packed
@@ -144,7 +144,7 @@ class LoopKernel:
                 fdata,
                 q,
                 v,
-                gen,
+                tau,  # the joint efforts alone: the kernel takes F_b zero
                 empty,
                 self.model.joint_dynamics,
                 self.loop_i,
@@ -164,47 +164,67 @@ class LoopKernel:
             )
         return a
 
-    def step(
+    def steps(
         self,
         q: np.ndarray,
         v: np.ndarray,
         gen: np.ndarray,
         dt: float,
-        alpha: float,
-        beta: float,
+        k: int,
+        gains: tuple[float, float],
         settings: tuple[bool, bool, float, int],
-    ) -> tuple[np.ndarray, np.ndarray, int]:
-        """One compiled RK4 step with the projection
-        (:func:`~ffsim_ros.dynamics.kernels.constrained.closed_chain_step`).
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``k`` compiled RK4 steps with the projection, the efforts held
+        (:func:`~ffsim_ros.dynamics.kernels.constrained.e_closed_chain_steps`).
 
         Parameters
         ----------
-        q : (nq,) ;  v : (nv,) checked state;  gen : (nv,) generalized force, held.
-        dt : float [s];  alpha, beta : Baumgarte gains in the stages [1/s, 1/s^2].
+        q : (nq,) ;  v : (nv,) checked initial state;  gen : (nv,) generalized force, held.
+        dt : float [s];  k : int steps;  gains : ``(alpha, beta)`` Baumgarte gains in the
+            stages [1/s, 1/s^2].
         settings : ``(project, conserve, tol, max_iter)``: project onto the manifold after
-            the step, correct the momentum to its gravity-only value, the projection's
+            each step, correct the momentum to its gravity-only value, the projection's
             tolerance [m, rad] and iteration limit.
 
         Returns
         -------
-        q_next : (nq,) ;  v_next : (nv,) ;  status : 0, 1 (non-finite accelerations) or 2
-        (projection without convergence).
+        Q : (k + 1, nq) ;  V : (k + 1, nv) the trajectory, row 0 the initial state.
+
+        Raises
+        ------
+        numpy.linalg.LinAlgError
+            Non-finite accelerations; RuntimeError: a projection without convergence (both
+            naming the step when ``k > 1``).
         """
-        out = self._call(
-            e_closed_chain_step,
+        Q = np.empty((k + 1, q.size))
+        V = np.empty((k + 1, v.size))
+        Q[0], V[0] = q, v
+        status, done = self._call(
+            e_closed_chain_steps,
             *self.model.packed,
-            q,
-            v,
             gen,
             self.model.joint_dynamics,
             self.loop_i,
             self.loop_f,
-            np.array((alpha, beta, self.rtol)),
+            np.array((gains[0], gains[1], self.rtol)),
             self.n_rows,
             float(dt),
             np.array(settings, dtype=float),
-        )
-        return out  # type: ignore[return-value]
+            Q,
+            V,
+        )  # type: ignore[misc]
+        at = f' (step {done + 1} of {k}, t = {done * dt:.6g} s)' if k > 1 else ''
+        if status == 1:
+            raise np.linalg.LinAlgError(
+                f'{self.names}: the closed-chain system gave non-finite accelerations (a '
+                f'singular configuration or a non-finite state){at}'
+            )
+        if status == 2:
+            raise RuntimeError(
+                f'project: {self.names}: no convergence in {settings[3]} iterations after the '
+                f'step{at}'
+            )
+        return Q, V
 
     def projection(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Kinetic-energy-metric corrections toward the manifold at ``(q, v)``.

@@ -776,27 +776,8 @@ class ClosedChain:
         v = as_v(model, v)
 
         if self.method == 'aba' and not link_wrenches:  # the whole step compiled
-            tau_c, bw = checked_inputs(model, q, v, tau, base_wrench)[2:]
-            on = stabilize and bool(self.alpha or self.beta)
-            q_next, v_next, status = self._kernel.step(
-                q,
-                v,
-                generalized_force(model, tau_c, bw),
-                dt,
-                self.alpha if on else 0.0,
-                self.beta if on else 0.0,
-                (project, project and model.floating_base and bw is None, 1e-13, 10),
-            )
-            if status == 1:
-                raise np.linalg.LinAlgError(
-                    f'{self._names()}: the closed-chain system gave non-finite accelerations '
-                    '(a singular configuration or a non-finite state)'
-                )
-            if status == 2:
-                raise RuntimeError(
-                    f'project: {self._names()}: no convergence in 10 iterations after the step'
-                )
-            return q_next, v_next
+            Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, stabilize, project)
+            return Q[1], V[1]
         if self.method == 'aba':  # the compiled solver, inputs converted once per step
             gen = generalized_force(
                 model, checked_inputs(model, q, v, tau, base_wrench)[2], base_wrench
@@ -833,6 +814,22 @@ class ClosedChain:
             q_next, v_next = self.project(q_next, v_next, momentum=target)
         return q_next, v_next
 
+    def _compiled_steps(self, q, v, tau, base_wrench, dt, k, stabilize, project):
+        """``k`` steps of :meth:`step` in one compiled call, ``tau`` and ``base_wrench``
+        held; ``q``, ``v`` checked. Returns ``Q`` (k + 1, nq), ``V`` (k + 1, nv)."""
+        model = self.model
+        tau_c, bw = checked_inputs(model, q, v, tau, base_wrench)[2:]
+        on = stabilize and bool(self.alpha or self.beta)
+        return self._kernel.steps(
+            q,
+            v,
+            generalized_force(model, tau_c, bw),
+            dt,
+            k,
+            (self.alpha, self.beta) if on else (0.0, 0.0),
+            (project, project and model.floating_base and bw is None, 1e-13, 10),
+        )
+
     def simulate(
         self,
         q0: ArrayLike,
@@ -855,8 +852,16 @@ class ClosedChain:
         -------
         t : (k + 1,) [s];  q : (k + 1, nq);  v : (k + 1, nv)
         """
-        steps = int(round(float(t_final) / float(dt)))
+        dt, t_final = float(dt), float(t_final)
+        if not np.isfinite(dt) or dt <= 0.0:
+            raise ValueError(f'dt: expected a finite positive step, got {dt}')
+        if not np.isfinite(t_final) or t_final < 0.0:
+            raise ValueError(f't_final: expected a finite duration >= 0, got {t_final}')
+        steps = int(round(t_final / dt))
         q, v = as_q(self.model, q0), as_v(self.model, v0)
+        if self.method == 'aba' and not callable(tau):  # the whole run compiled
+            Q, V = self._compiled_steps(q, v, tau, None, dt, steps, stabilize, project)
+            return np.arange(steps + 1) * dt, Q, V
         Q = np.empty((steps + 1, q.size))
         V = np.empty((steps + 1, v.size))
         Q[0], V[0] = q, v
