@@ -1,10 +1,82 @@
 """ament_python build script for ffsim_ros (works with colcon and with plain pip)."""
 
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
 from glob import glob
+from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+from setuptools.command.develop import develop
 
 package_name = 'ffsim_ros'
+HERE = Path(__file__).resolve().parent
+
+
+def _compile_kernels(root: Path) -> None:
+    """Compile the numba kernels of the ``ffsim_ros`` package found under ``root`` into its
+    ``__pycache__`` folders, so that an installed package starts without compiling.
+
+    The caches the source tree already holds (``make setup`` compiled them) are copied first:
+    numba keys them on each module's modification time and size, which the build keeps, so
+    only what they lack is compiled (about a second when nothing is; a few minutes on 2 cores
+    when everything is). ``FFSIM_BUILD_KERNELS=0`` skips this; without numba there is nothing
+    to compile.
+    """
+    if os.environ.get('FFSIM_BUILD_KERNELS', '1') == '0':
+        print('ffsim_ros: FFSIM_BUILD_KERNELS=0, the kernels compile on first use')
+        return
+    if importlib.util.find_spec('numba') is None:
+        print('ffsim_ros: numba not installed, no kernels to compile')
+        return
+    root = root.resolve()
+    if root != HERE:
+        for cached in HERE.glob(f'{package_name}/**/__pycache__/*.nb[ic]'):
+            target = root / cached.relative_to(HERE)
+            if target.parent.parent.is_dir():
+                target.parent.mkdir(exist_ok=True)
+                shutil.copy2(cached, target)
+    env = {k: v for k, v in os.environ.items() if k != 'NUMBA_CACHE_DIR'}
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, (str(root), env.get('PYTHONPATH'))))
+    print(f'ffsim_ros: compiling the numba kernels into {root} (FFSIM_BUILD_KERNELS=0 skips)')
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, '-m', f'{package_name}.dynamics.warmup'], cwd=root, env=env
+    )
+    if done.returncode:
+        print(
+            f'ffsim_ros: WARNING: the kernel warm-up failed (exit {done.returncode}); the '
+            'kernels compile on first use'
+        )
+    else:
+        print(f'ffsim_ros: kernels compiled and cached in {time.monotonic() - t0:.0f} s')
+
+
+class BuildPyWithKernels(build_py):
+    """``build_py``, then the kernels compiled into the build tree (installed with it)."""
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, 'editable_mode', False):  # pip install -e: nothing copied
+            return
+        if 'bdist_wheel' in self.distribution.commands:
+            # a wheel keeps no modification times, so numba would not load the caches
+            print('ffsim_ros: building a wheel, the kernels compile on first use')
+            return
+        _compile_kernels(Path(self.build_lib))
+
+
+class DevelopWithKernels(develop):
+    """``develop`` (colcon's ``--symlink-install``), then the kernels compiled in place."""
+
+    def run(self) -> None:
+        super().run()
+        if not self.uninstall:
+            _compile_kernels(HERE)
 
 
 def _share(folder: str, pattern: str = '*') -> tuple[str, list[str]]:
@@ -26,7 +98,8 @@ setup(
         _share('models', '*.yaml'),
     ],
     install_requires=['setuptools'],
-    zip_safe=True,
+    zip_safe=False,  # the kernels' caches live next to the modules
+    cmdclass={'build_py': BuildPyWithKernels, 'develop': DevelopWithKernels},
     maintainer='ffsim_ros developers',
     maintainer_email='ffsim-ros@example.org',
     description='Free-floating space robot simulator and reactionless controller for ROS 2.',

@@ -854,7 +854,8 @@ class Simulator(Node):
         self._last_published = snap.step
         markers = self._publish_count % 10 == 0  # for the eye: a tenth of the rate
         self._publish_count += 1
-        clock, joints, transform, odom, momentum, marker_array = self.messages(snap, markers)
+        wire = self._messages.serialized(snap, markers)  # bytes for the fixed-layout topics
+        clock, joints, transform, odom, momentum, marker_array = wire
         if clock is not None:
             self.pub_clock.publish(clock)
         self.pub_joints.publish(joints)

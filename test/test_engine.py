@@ -96,7 +96,17 @@ def test_snapshot_is_the_dynamics_api_and_immutable() -> None:
     # [P; L_g] conserved without inputs (RK4 truncation only)
     h0, _ = D.momentum_and_com(MODEL, q0, v0)
     assert np.abs(h - h0).max() < 1e-9
-    for field in ('q', 'v', 'effort', 'base_position', 'momentum', 'com'):
+    for field in (
+        'q',
+        'v',
+        'effort',
+        'base_position',
+        'base_orientation',
+        'base_linear_velocity',
+        'base_angular_velocity',
+        'momentum',
+        'com',
+    ):
         with pytest.raises(ValueError, match='read-only'):
             getattr(snap, field)[0] = 1.0
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -19,6 +19,7 @@ from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.sim import Snapshot
 
 from .common import to_stamp
+from .wire import WireTemplate
 
 
 class StateMessages:
@@ -38,6 +39,7 @@ class StateMessages:
         self.joint_names = tuple(joint_names)
         self.world, self.base_frame = world, base_frame
         self._messages = self._new_messages(clock)
+        self._wire = self._new_templates(clock)
 
     def fill(self, snap: Snapshot, markers: bool = True) -> tuple:
         """The messages of one instant, all stamped with its simulated time.
@@ -84,6 +86,83 @@ class StateMessages:
         momentum.data = np.r_[snap.momentum, snap.com].tolist()
         marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
         return clock, joints, transform, odom, momentum, marker_array
+
+    def serialized(self, snap: Snapshot, markers: bool = True) -> tuple:
+        """:meth:`fill`'s messages of one instant, those of a fixed layout already serialized
+        (:class:`~ffsim_ros.node_support.wire.WireTemplate`: the same bytes rclpy would send
+        for them, what ``Publisher.publish`` takes raw).
+
+        Returns
+        -------
+        tuple
+            ``(bytes or None, bytes, TransformStamped, bytes, bytes, MarkerArray or None)``:
+            ``/clock``, ``joint_states``, the base transform (a message: TF takes it with the
+            targets' transforms), ``base_odom``, ``momentum``, the markers.
+        """
+        clock, joints, odom, momentum = self._wire
+        sec, nsec = divmod(int(snap.time_ns), 1_000_000_000)
+        clock_bytes = None
+        if clock is not None:
+            clock.pack('clock', sec, nsec)
+            clock_bytes = clock.payload()
+        joints.pack('stamp', sec, nsec)
+        joints.pack_arrays('position', snap.q[7:])
+        joints.pack_arrays('velocity', snap.v[6:])
+        joints.pack_arrays('effort', snap.effort)
+        pose = (*snap.base_position.tolist(), *snap.base_orientation.tolist())
+        odom.pack('stamp', sec, nsec)
+        odom.pack('pose', *pose)
+        Rt = quat_to_matrix(snap.base_orientation).T  # world -> base link axes
+        odom.pack_arrays('twist', Rt @ snap.base_linear_velocity, Rt @ snap.base_angular_velocity)
+        momentum.pack_arrays('data', snap.momentum, snap.com)
+
+        transform = self._messages[2]
+        stamp = to_stamp(snap.time_ns)
+        transform.header.stamp = stamp
+        tr = transform.transform.translation
+        tr.x, tr.y, tr.z = pose[:3]
+        ro = transform.transform.rotation
+        ro.x, ro.y, ro.z, ro.w = pose[3:]
+        marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
+        return (
+            clock_bytes,
+            joints.payload(),
+            transform,
+            odom.payload(),
+            momentum.payload(),
+            marker_array,
+        )
+
+    def _new_templates(self, clock: bool) -> tuple:
+        """The :class:`WireTemplate` of ``/clock`` (or None), ``joint_states``, ``base_odom``
+        and ``momentum``, from messages built as :meth:`_new_messages` builds them."""
+        _, joints, _, odom, momentum = self._new_messages(False)
+        n = len(self.joint_names)
+        xyz = ('x', 'y', 'z')
+        pose = [f'pose.pose.position.{a}' for a in xyz]
+        pose += [f'pose.pose.orientation.{a}' for a in (*xyz, 'w')]
+        twist = [f'twist.twist.{part}.{a}' for part in ('linear', 'angular') for a in xyz]
+        return (
+            WireTemplate(Clock(), {'clock': ('time', ('clock',))}) if clock else None,
+            WireTemplate(
+                joints,
+                {
+                    'stamp': ('time', ('header.stamp',)),
+                    'position': ('f64[]', ('position', n)),
+                    'velocity': ('f64[]', ('velocity', n)),
+                    'effort': ('f64[]', ('effort', n)),
+                },
+            ),
+            WireTemplate(
+                odom,
+                {
+                    'stamp': ('time', ('header.stamp',)),
+                    'pose': ('f64', pose),
+                    'twist': ('f64', twist),
+                },
+            ),
+            WireTemplate(momentum, {'data': ('f64[]', ('data', 9))}),
+        )
 
     def _new_messages(self, clock: bool) -> tuple:
         """The message objects :meth:`fill` fills (their constant fields set once)."""

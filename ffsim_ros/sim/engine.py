@@ -81,6 +81,13 @@ def _frozen(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _sealed(x: np.ndarray) -> np.ndarray:
+    """``x`` made read-only in place: for the views of an array made for the caller alone
+    (the state summary's), where :func:`_frozen`'s copy would buy nothing."""
+    x.setflags(write=False)
+    return x
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One instant of a simulation (read-only arrays; world = the inertial frame).
@@ -312,19 +319,20 @@ class Engine:
         if self._world is not None and self._world.active:
             scene = self._world.snapshot()
             totals = self._world.totals(scene)
-            momentum, com, kinetic = totals.momentum, totals.com, totals.kinetic_energy
+            momentum, com = _frozen(totals.momentum), _frozen(totals.com)
+            kinetic = totals.kinetic_energy
         return Snapshot(
             step=self._step,
             time_ns=self.time_ns,
             q=q,
             v=v,
             effort=_frozen(self._effort),
-            base_position=_frozen(summary.base_position),
-            base_orientation=_frozen(summary.base_orientation),
-            base_linear_velocity=_frozen(summary.base_linear_velocity),
-            base_angular_velocity=_frozen(summary.base_angular_velocity),
-            momentum=_frozen(momentum),
-            com=_frozen(com),
+            base_position=_sealed(summary.base_position),
+            base_orientation=_sealed(summary.base_orientation),
+            base_linear_velocity=_sealed(summary.base_linear_velocity),
+            base_angular_velocity=_sealed(summary.base_angular_velocity),
+            momentum=_sealed(momentum),
+            com=_sealed(com),
             kinetic_energy=kinetic,
             paused=self._paused,
             fault=self._fault,
