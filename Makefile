@@ -34,7 +34,7 @@ bench: warmup
 	$(PY) benchmarks/reach.py
 	$(PY) benchmarks/conservation.py
 	$(PY) benchmarks/campaign.py
-	$(PY) benchmarks/first_start.py
+	$(PY) benchmarks/first_start.py --colcon
 
 lint: setup
 	$(PY) -m ruff check .

@@ -14,7 +14,14 @@ The workloads: the simulator's engine (the sample servicer, ten momentum-preserv
 steps) and the reactionless controller's first update (the generalized Jacobian, the reaction
 null space and the task), each alone in a cold cache, then both in one cache.
 
-Run with ``python benchmarks/first_start.py [--full]`` (part of ``make bench``).
+With ``--colcon``, a fresh clone instead: ``git clone`` of this repository (no cache: a clone
+carries none) into a temporary colcon workspace, ``colcon build`` (which compiles the kernels
+into the install), then both workloads in one process run from the install after sourcing it
+(``install/setup.sh``), with the install's numba cache files counted before and after (equal:
+nothing compiled). About 5 minutes on a 2-core machine.
+
+Run with ``python benchmarks/first_start.py [--full] [--colcon]`` (``make bench`` runs
+``--colcon``).
 """
 
 from __future__ import annotations
@@ -70,9 +77,58 @@ def timed(code: str, cache_dir: str) -> tuple[float, float]:
     return wall, cpu
 
 
+def fresh_clone_colcon() -> None:
+    """Print the ``--colcon`` rows (module docstring)."""
+    with tempfile.TemporaryDirectory(prefix='ffsim-colcon-') as tmp:
+        ws = Path(tmp)
+        subprocess.run(
+            ['git', 'clone', '--quiet', str(ROOT), str(ws / 'src' / 'ffsim_ros')], check=True
+        )
+        env = {k: v for k, v in os.environ.items() if k != 'NUMBA_CACHE_DIR'}
+        env['AMENT_PREFIX_PATH'] = ''
+        colcon = 'import sys; from colcon_core.command import main; sys.exit(main())'
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, '-c', colcon, 'build'],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode:
+            raise RuntimeError(f'colcon build failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}')
+        build_wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        build_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        site = next((ws / 'install' / 'ffsim_ros' / 'lib').glob('python3*/site-packages'))
+        caches = sorted(site.rglob('__pycache__/*.nb[ic]'))
+        script = f'. ./install/setup.sh && exec "{sys.executable}" -c "$FFSIM_CODE"'
+        t0 = time.perf_counter()
+        subprocess.run(
+            ['sh', '-c', script],
+            cwd=ws,
+            env={**env, 'FFSIM_CODE': ENGINE + CONTROLLER},
+            check=True,
+        )
+        first = time.perf_counter() - t0
+        compiled = len(sorted(site.rglob('__pycache__/*.nb[ic]'))) - len(caches)
+    print(
+        f'fresh clone, `colcon build` (kernels compiled into the install): {build_wall:.1f} s '
+        f'wall, {build_cpu:.1f} s CPU; {len(caches)} cache files installed'
+    )
+    print(
+        f'then engine + controller in one process from the install: {first:.1f} s wall, '
+        f'{compiled} cache files written (0: nothing compiled)'
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--full', action='store_true', help='also the whole warm-up, cold')
+    parser.add_argument(
+        '--colcon', action='store_true', help='also a fresh clone built with colcon (~5 min)'
+    )
     args = parser.parse_args(argv)
     print(f'# first start ({machine()}; load {os.getloadavg()[0]:.1f})')
     print(f'{"workload":<34} {"cold wall":>10} {"cold CPU":>9} {"cached wall":>12}')
@@ -85,6 +141,8 @@ def main(argv: list[str] | None = None) -> None:
             cold_wall, cold_cpu = timed(code, cache)
             cached_wall, _ = timed(code, cache)
         print(f'{name:<34} {cold_wall:>9.1f}s {cold_cpu:>8.1f}s {cached_wall:>11.1f}s')
+    if args.colcon:
+        fresh_clone_colcon()
 
 
 if __name__ == '__main__':
