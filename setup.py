@@ -22,8 +22,9 @@ def _compile_kernels(root: Path) -> None:
     ``__pycache__`` folders, so that an installed package starts without compiling.
 
     The caches the source tree already holds (``make setup`` compiled them) are copied first:
-    numba keys them on each module's modification time and size, which the build keeps, so
-    only what they lack is compiled (about a second when nothing is; a few minutes on 2 cores
+    numba keys them on each module's source (its content since numba 0.6x, its modification
+    time and size before: the build keeps both) and on the CPU, so only what they lack is
+    compiled (about a second when nothing is; a few minutes on 2 cores
     when everything is). ``FFSIM_BUILD_KERNELS=0`` skips this; without numba there is nothing
     to compile.
     """
@@ -64,7 +65,8 @@ class BuildPyWithKernels(build_py):
         if getattr(self, 'editable_mode', False):  # pip install -e: nothing copied
             return
         if 'bdist_wheel' in self.distribution.commands:
-            # a wheel keeps no modification times, so numba would not load the caches
+            # a wheel is installed elsewhere (the caches are per CPU) and keeps no modification
+            # times (older numba keys the caches on them)
             print('ffsim_ros: building a wheel, the kernels compile on first use')
             return
         _compile_kernels(Path(self.build_lib))

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..jit import carve, njit
 from ..lie import qfrom_matrix, qlog
+from .cholesky import cholesky_factor_inplace
 from .layout import ModelArrays
 
 #: Cut-hinge kind codes (``loop_i[:, 2]``) and their row counts.
@@ -56,21 +57,8 @@ def clearly_independent(X: np.ndarray) -> bool:
                 s += X[r, i] * X[r, j]
             G[i, j] = s
         trace += G[i, i]
-    if not trace > 0.0:
+    if not (trace > 0.0 and cholesky_factor_inplace(G, n)):
         return False
-    for j in range(n):  # Cholesky in place (lower triangle)
-        s = G[j, j]
-        for k in range(j):
-            s -= G[j, k] * G[j, k]
-        if not s > 1e-12 * trace:
-            return False
-        d = np.sqrt(s)
-        G[j, j] = d
-        for i in range(j + 1, n):
-            t = G[i, j]
-            for k in range(j):
-                t -= G[i, k] * G[j, k]
-            G[i, j] = t / d
     inv = np.empty(6)  # a column of L^-1 by forward substitution, its squares summed
     frob = 0.0
     for c in range(n):
