@@ -15,6 +15,7 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
 
 import ffsim_ros.dynamics as D  # noqa: E402
 from ffsim_ros.dynamics.lie import quat_normalize  # noqa: E402
@@ -43,6 +44,8 @@ def test_serialized_state_equals_rclpy_serialization(robot: str) -> None:
         # the transform is the message fill() fills again: compared through a copy
         wire[2] = deserialize_message(serialize_message(wire[2]), TransformStamped)
         objects = messages.fill(snap, markers=k % 2 == 0)
+        base_tf = deserialize_message(wire.pop(), TFMessage)  # the base's /tf message
+        assert base_tf == TFMessage(transforms=[objects[2]])
         for got, msg in zip(wire, objects, strict=True):
             if isinstance(got, bytes):  # the same fields, the same length (CDR's padding
                 # bytes are left as they come: rclpy's own differ from one call to the next)

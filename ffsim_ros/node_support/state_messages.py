@@ -13,6 +13,7 @@ from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ffsim_ros.dynamics.lie import quat_to_matrix
@@ -95,11 +96,12 @@ class StateMessages:
         Returns
         -------
         tuple
-            ``(bytes or None, bytes, TransformStamped, bytes, bytes, MarkerArray or None)``:
-            ``/clock``, ``joint_states``, the base transform (a message: TF takes it with the
-            targets' transforms), ``base_odom``, ``momentum``, the markers.
+            ``(bytes or None, bytes, TransformStamped, bytes, bytes, MarkerArray or None,
+            bytes)``: ``/clock``, ``joint_states``, the base transform (a message: TF takes it
+            with the targets' transforms), ``base_odom``, ``momentum``, the markers, and a
+            ``tf2_msgs/TFMessage`` of the base transform alone.
         """
-        clock, joints, odom, momentum = self._wire
+        clock, joints, odom, momentum, tf = self._wire
         sec, nsec = divmod(int(snap.time_ns), 1_000_000_000)
         clock_bytes = None
         if clock is not None:
@@ -116,6 +118,8 @@ class StateMessages:
         odom.pack_arrays('twist', Rt @ snap.base_linear_velocity, Rt @ snap.base_angular_velocity)
         momentum.pack_arrays('data', snap.momentum, snap.com)
 
+        tf.pack('stamp', sec, nsec)
+        tf.pack('transform', *pose)
         transform = self._messages[2]
         stamp = to_stamp(snap.time_ns)
         transform.header.stamp = stamp
@@ -131,17 +135,20 @@ class StateMessages:
             odom.payload(),
             momentum.payload(),
             marker_array,
+            tf.payload(),
         )
 
     def _new_templates(self, clock: bool) -> tuple:
-        """The :class:`WireTemplate` of ``/clock`` (or None), ``joint_states``, ``base_odom``
-        and ``momentum``, from messages built as :meth:`_new_messages` builds them."""
-        _, joints, _, odom, momentum = self._new_messages(False)
+        """The :class:`WireTemplate` of ``/clock`` (or None), ``joint_states``, ``base_odom``,
+        ``momentum`` and ``/tf`` (the base alone), from messages built as
+        :meth:`_new_messages` builds them."""
+        _, joints, transform, odom, momentum = self._new_messages(False)
         n = len(self.joint_names)
         xyz = ('x', 'y', 'z')
         pose = [f'pose.pose.position.{a}' for a in xyz]
         pose += [f'pose.pose.orientation.{a}' for a in (*xyz, 'w')]
         twist = [f'twist.twist.{part}.{a}' for part in ('linear', 'angular') for a in xyz]
+        place = [f'translation.{a}' for a in xyz] + [f'rotation.{a}' for a in (*xyz, 'w')]
         return (
             WireTemplate(Clock(), {'clock': ('time', ('clock',))}) if clock else None,
             WireTemplate(
@@ -162,6 +169,13 @@ class StateMessages:
                 },
             ),
             WireTemplate(momentum, {'data': ('f64[]', ('data', 9))}),
+            WireTemplate(
+                TFMessage(transforms=[transform]),
+                {
+                    'stamp': ('time', ('transforms.0.header.stamp',)),
+                    'transform': ('f64', tuple(f'transforms.0.transform.{p}' for p in place)),
+                },
+            ),
         )
 
     def _new_messages(self, clock: bool) -> tuple:

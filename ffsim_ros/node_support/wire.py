@@ -25,9 +25,10 @@ _CDR_LE = b'\x00\x01'
 
 
 def _set_path(msg: object, path: str, value: object) -> None:
+    """``msg.<path> = value``; a numeric part of ``path`` indexes a sequence field."""
     *parents, name = path.split('.')
     for part in parents:
-        msg = getattr(msg, part)
+        msg = msg[int(part)] if part.isdigit() else getattr(msg, part)  # type: ignore[index]
     setattr(msg, name, value)
 
 

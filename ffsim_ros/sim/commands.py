@@ -88,6 +88,8 @@ class EffortCommands:
         self._tau = np.zeros(model.n)
         self._received = np.zeros(model.n, dtype=np.int64)  # when each effort was given [ns]
         self._given = np.zeros(model.n, dtype=bool)  # efforts given since the last clear
+        self._none = np.zeros(model.n)  # the efforts when none holds (shared: read-only)
+        self._none.setflags(write=False)
         self.timeout_ns = timeout_ns
 
     @property
@@ -162,18 +164,25 @@ class EffortCommands:
     def efforts_at(self, now_ns: int) -> np.ndarray:
         """Efforts (n,) applied at simulated time ``now_ns``: each joint's command clipped to
         its limit while it is at most ``timeout_ns`` old, else zero."""
-        tau = np.where(self._holding(now_ns), self._tau, 0.0)
-        return np.clip(tau, -self._limit, self._limit)
+        return self.held(now_ns, 1, 1)[0]
 
     def steps_held(self, now_ns: int, dt_ns: int, count: int) -> int:
         """How many of the ``count`` steps of ``dt_ns`` from ``now_ns`` start while the
         efforts applied stay those at ``now_ns`` (0 when no effort holds): the steps to
         integrate under them before the first of them times out."""
+        return self.held(now_ns, dt_ns, count)[1]
+
+    def held(self, now_ns: int, dt_ns: int, count: int) -> tuple[np.ndarray, int]:
+        """:meth:`efforts_at` and :meth:`steps_held` together, which efforts hold decided
+        once (the engine asks both before every batch of steps). The efforts are read-only
+        when none holds."""
         holding = self._holding(now_ns)
         if not holding.any():
-            return 0
+            return self._none, 0
+        tau = np.where(holding, self._tau, 0.0)
+        np.clip(tau, -self._limit, self._limit, out=tau)
         last_ns = int(self._received[holding].min()) + self._timeout_ns  # first to time out
-        return min(count, (last_ns - now_ns) // dt_ns + 1)
+        return tau, min(count, (last_ns - now_ns) // dt_ns + 1)
 
 
 @dataclass(frozen=True)

@@ -547,9 +547,9 @@ class Engine:
         remaining = n
         while remaining > 0 and not ((self._paused and not stepping) or self._fault):
             now = self.time_ns
-            held = self._commands.steps_held(now, self._dt_ns, remaining)
+            tau, held = self._commands.held(now, self._dt_ns, remaining)
             count = held if held > 0 else remaining
-            work += self._integrate(self._commands.efforts_at(now), count)
+            work += self._integrate(tau, count)
             remaining -= count
         snap = self.snapshot()
         if self._step > start:
