@@ -57,7 +57,7 @@ class StateMessages:
             MarkerArray or None)``: ``/clock`` only with ``publish_clock``, markers only when
             asked.
         """
-        clock, joints, transform, odom, momentum = self._messages
+        clock, joints, _, odom, momentum = self._messages
         stamp = to_stamp(snap.time_ns)
         if clock is not None:
             clock.clock = stamp
@@ -66,23 +66,18 @@ class StateMessages:
         joints.velocity = snap.v[6:].tolist()
         joints.effort = snap.effort.tolist()
 
-        px, py, pz = snap.base_position.tolist()
-        qx, qy, qz, qw = snap.base_orientation.tolist()
-        transform.header.stamp = stamp
-        tr = transform.transform.translation
-        tr.x, tr.y, tr.z = px, py, pz
-        ro = transform.transform.rotation
-        ro.x, ro.y, ro.z, ro.w = qx, qy, qz, qw
+        pose = (*snap.base_position.tolist(), *snap.base_orientation.tolist())
+        transform = self._base_transform(stamp, pose)
 
         odom.header.stamp = stamp
         pos = odom.pose.pose.position
-        pos.x, pos.y, pos.z = px, py, pz
+        pos.x, pos.y, pos.z = pose[:3]
         o = odom.pose.pose.orientation
-        o.x, o.y, o.z, o.w = qx, qy, qz, qw
-        R = quat_to_matrix(snap.base_orientation)  # base link axes -> world
+        o.x, o.y, o.z, o.w = pose[3:]
+        linear, angular = _base_twist(snap)
         tw = odom.twist.twist
-        tw.linear.x, tw.linear.y, tw.linear.z = (R.T @ snap.base_linear_velocity).tolist()
-        tw.angular.x, tw.angular.y, tw.angular.z = (R.T @ snap.base_angular_velocity).tolist()
+        tw.linear.x, tw.linear.y, tw.linear.z = linear.tolist()
+        tw.angular.x, tw.angular.y, tw.angular.z = angular.tolist()
 
         momentum.data = np.r_[snap.momentum, snap.com].tolist()
         marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
@@ -114,19 +109,13 @@ class StateMessages:
         pose = (*snap.base_position.tolist(), *snap.base_orientation.tolist())
         odom.pack('stamp', sec, nsec)
         odom.pack('pose', *pose)
-        Rt = quat_to_matrix(snap.base_orientation).T  # world -> base link axes
-        odom.pack_arrays('twist', Rt @ snap.base_linear_velocity, Rt @ snap.base_angular_velocity)
+        odom.pack_arrays('twist', *_base_twist(snap))
         momentum.pack_arrays('data', snap.momentum, snap.com)
 
         tf.pack('stamp', sec, nsec)
         tf.pack('transform', *pose)
-        transform = self._messages[2]
         stamp = to_stamp(snap.time_ns)
-        transform.header.stamp = stamp
-        tr = transform.transform.translation
-        tr.x, tr.y, tr.z = pose[:3]
-        ro = transform.transform.rotation
-        ro.x, ro.y, ro.z, ro.w = pose[3:]
+        transform = self._base_transform(stamp, pose)
         marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
         return (
             clock_bytes,
@@ -137,6 +126,17 @@ class StateMessages:
             marker_array,
             tf.payload(),
         )
+
+    def _base_transform(self, stamp: Time, pose: tuple) -> TransformStamped:
+        """The base's transform message (the same object at every call) at ``stamp``,
+        ``pose`` the base link's position (3) and orientation (x, y, z, w) in the world."""
+        transform = self._messages[2]
+        transform.header.stamp = stamp
+        tr = transform.transform.translation
+        tr.x, tr.y, tr.z = pose[:3]
+        ro = transform.transform.rotation
+        ro.x, ro.y, ro.z, ro.w = pose[3:]
+        return transform
 
     def _new_templates(self, clock: bool) -> tuple:
         """The :class:`WireTemplate` of ``/clock`` (or None), ``joint_states``, ``base_odom``,
@@ -228,3 +228,10 @@ class StateMessages:
             ]
             out.markers.append(arrow)
         return out
+
+
+def _base_twist(snap: Snapshot) -> tuple[np.ndarray, np.ndarray]:
+    """The base link's linear and angular velocity (3,) each, in its own axes [m/s, rad/s]
+    (``base_odom``'s twist, REP 105)."""
+    Rt = quat_to_matrix(snap.base_orientation).T  # world -> base link axes
+    return Rt @ snap.base_linear_velocity, Rt @ snap.base_angular_velocity

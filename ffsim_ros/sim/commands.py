@@ -161,21 +161,19 @@ class EffortCommands:
         """Which joints' efforts hold at ``now_ns`` (n,) bool."""
         return self._given & (now_ns - self._received <= self._timeout_ns)
 
-    def efforts_at(self, now_ns: int) -> np.ndarray:
-        """Efforts (n,) applied at simulated time ``now_ns``: each joint's command clipped to
-        its limit while it is at most ``timeout_ns`` old, else zero."""
-        return self.held(now_ns, 1, 1)[0]
-
-    def steps_held(self, now_ns: int, dt_ns: int, count: int) -> int:
-        """How many of the ``count`` steps of ``dt_ns`` from ``now_ns`` start while the
-        efforts applied stay those at ``now_ns`` (0 when no effort holds): the steps to
-        integrate under them before the first of them times out."""
-        return self.held(now_ns, dt_ns, count)[1]
-
     def held(self, now_ns: int, dt_ns: int, count: int) -> tuple[np.ndarray, int]:
-        """:meth:`efforts_at` and :meth:`steps_held` together, which efforts hold decided
-        once (the engine asks both before every batch of steps). The efforts are read-only
-        when none holds."""
+        """The efforts applied at simulated time ``now_ns`` and how long they stay.
+
+        Returns
+        -------
+        tau : (n,) ndarray
+            Each joint's command clipped to its limit while it is at most ``timeout_ns``
+            old, else zero (a read-only array when no effort holds).
+        steps : int
+            How many of the ``count`` steps of ``dt_ns`` from ``now_ns`` start while
+            ``tau`` stays the efforts applied (0 when no effort holds): the steps to
+            integrate under them before the first of them times out.
+        """
         holding = self._holding(now_ns)
         if not holding.any():
             return self._none, 0
