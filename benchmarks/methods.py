@@ -145,19 +145,46 @@ def pinocchio_loop(urdf: str, chain, q: np.ndarray, v: np.ndarray, tau: np.ndarr
 
     model = chain.model
     floating = model.floating_base
-    pm = (
-        pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
-        if floating
-        else pin.buildModelFromXML(urdf)
-    )
-    pm.gravity.linear[:] = model.gravity
-    pd = pm.createData()
+    pm, pd, cms, cds, prox = pinocchio_constraints(urdf, chain)
+    offv = 6 if floating else 0
+    qp, vp, tp, perm = pinocchio_state(pm, model, q, v, tau)
+    R = np.eye(3)
+    c0 = np.zeros(3)
+    if floating:
+        c0 = pm.inertias[1].lever.copy()
+        R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
+
+    def call() -> np.ndarray:
+        return pin.constraintDynamics(pm, pd, qp, vp, tp, cms, cds, prox)
+
+    def ours_a(ap: np.ndarray) -> np.ndarray:
+        a = np.zeros(model.nv)
+        if floating:
+            wp = ap[3:6]
+            a[3:6] = R @ wp
+            a[:3] = R @ (ap[:3] - np.cross(c0, wp)) + np.cross(v[3:6], v[:3])
+        for k, pk in enumerate(perm):
+            a[offv + k] = ap[offv + pk]
+        return a
+
+    return call, ours_a
+
+
+def pinocchio_state(pm, model, q: np.ndarray, v: np.ndarray, tau: np.ndarray):
+    """Our state and efforts in Pinocchio's coordinates (its joint order; a floating base at
+    its root joint, twist in the base frame about the joint origin).
+
+    Returns
+    -------
+    qp : (pm.nq,);  vp, tp : (pm.nv,);  perm : our joint k -> Pinocchio's velocity index.
+    """
+    import pinocchio as pin
+
+    floating = model.floating_base
     offv = 6 if floating else 0
     off = 7 if floating else 0
     perm = [pm.joints[pm.getJointId(nm)].idx_v - offv for nm in model.joint_names]
     qp, vp, tp = np.zeros(pm.nq), np.zeros(pm.nv), np.zeros(pm.nv)
-    R = np.eye(3)
-    c0 = np.zeros(3)
     if floating:
         c0 = pm.inertias[1].lever.copy()
         R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
@@ -166,6 +193,28 @@ def pinocchio_loop(urdf: str, chain, q: np.ndarray, v: np.ndarray, tau: np.ndarr
         vp[:3] = R.T @ v[:3] + np.cross(c0, R.T @ v[3:6])
     for k, pk in enumerate(perm):
         qp[off + pk], vp[offv + pk], tp[offv + pk] = q[off + k], v[offv + k], tau[k]
+    return qp, vp, tp, perm
+
+
+def pinocchio_constraints(urdf: str, chain):
+    """Pinocchio's model and data of ``urdf`` (free flyer when ``chain``'s model floats, its
+    gravity) and every cut hinge of ``chain`` as a ``RigidConstraintModel`` (ball:
+    CONTACT_3D, weld: CONTACT_6D), initialized for ``constraintDynamics``.
+
+    Returns
+    -------
+    (model, data, constraint models, constraint datas, proximal settings)
+    """
+    import pinocchio as pin
+
+    floating = chain.model.floating_base
+    pm = (
+        pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+        if floating
+        else pin.buildModelFromXML(urdf)
+    )
+    pm.gravity.linear[:] = chain.model.gravity
+    pd = pm.createData()
     cms = pin.StdVec_RigidConstraintModel()
     cds = pin.StdVec_RigidConstraintData()
     for lp in chain.loops:
@@ -188,22 +237,7 @@ def pinocchio_loop(urdf: str, chain, q: np.ndarray, v: np.ndarray, tau: np.ndarr
         )
         cds.append(cms[len(cms) - 1].createData())
     pin.initConstraintDynamics(pm, pd, cms, cds)
-    prox = pin.ProximalSettings(1e-12, 1e-10, 100)
-
-    def call() -> np.ndarray:
-        return pin.constraintDynamics(pm, pd, qp, vp, tp, cms, cds, prox)
-
-    def ours_a(ap: np.ndarray) -> np.ndarray:
-        a = np.zeros(model.nv)
-        if floating:
-            wp = ap[3:6]
-            a[3:6] = R @ wp
-            a[:3] = R @ (ap[:3] - np.cross(c0, wp)) + np.cross(v[3:6], v[:3])
-        for k, pk in enumerate(perm):
-            a[offv + k] = ap[offv + pk]
-        return a
-
-    return call, ours_a
+    return pm, pd, cms, cds, pin.ProximalSettings(1e-12, 1e-10, 100)
 
 
 def time_alternating(calls: dict, budget: float, rounds: int = 15) -> dict[str, float]:

@@ -77,6 +77,9 @@ def run(robot: str, mode: str, seed: int, goals: int, options: dict) -> dict:
                 'plans': r.plans,
                 'planner_steps': r.planner_steps,
                 'limit_excess': r.limit_excess,
+                'goal': r.goal.tolist(),
+                'start': r.start.tolist(),
+                'reference': None if r.reference is None else r.reference.tolist(),
             }
             for r in records
         ],

@@ -33,6 +33,8 @@ from ffsim_ros.control import CONTROL_MODES, ReactionlessController
 from ffsim_ros.resources import sample_robot
 from ffsim_ros.sim import Engine
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def _rss_mib(pid: int) -> float:
     """Resident set size of a process [MiB] (Linux /proc)."""
@@ -138,6 +140,50 @@ def pinocchio_rk4_rate(urdf: str, steps: int) -> float:
     return steps * dt / (time.perf_counter() - t0)
 
 
+def pinocchio_closed_rk4_rate(steps: int) -> float:
+    """Sim seconds per wall second of the same RK4 loop on Pinocchio's ``constraintDynamics``
+    (the floating platform's two ball loops as ``RigidConstraintModel``s, no projection: a
+    bare loop) from Python."""
+    import pinocchio as pin
+    from methods import pinocchio_constraints, pinocchio_state
+
+    from ffsim_ros.dynamics.mufti.samples import platform_urdf_plus, tumbling_platform
+
+    chain, q0, v0 = tumbling_platform()  # assembled: the loops closed, as the node starts
+    pm, pd, cms, cds, prox = pinocchio_constraints(platform_urdf_plus(), chain)
+    q, v, tau, _ = pinocchio_state(pm, chain.model, q0, v0, np.zeros(chain.model.n))
+    dt = 1e-3
+
+    def f(q, v):
+        return pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, prox).copy()
+
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        k1v, k1a = v, f(q, v)
+        q2, v2 = pin.integrate(pm, q, k1v * dt / 2), v + k1a * dt / 2
+        k2a = f(q2, v2)
+        q3, v3 = pin.integrate(pm, q, v2 * dt / 2), v + k2a * dt / 2
+        k3a = f(q3, v3)
+        q4, v4 = pin.integrate(pm, q, v3 * dt), v + k3a * dt
+        k4a = f(q4, v4)
+        q = pin.integrate(pm, q, (k1v + 2 * v2 + 2 * v3 + v4) * dt / 6)
+        v = v + (k1a + 2 * k2a + 2 * k3a + k4a) * dt / 6
+    return steps * dt / (time.perf_counter() - t0)
+
+
+def platform_parameters() -> tuple[str, ...]:
+    """The simulator's parameters for the floating platform as ``ffsim.launch.py`` starts it
+    (its sample config: the joints where the loops close, the base tumbling)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / 'config' / 'floating_platform.yaml').read_text())
+    values = config['/**/ffsim_simulator']['ros__parameters']
+    return (
+        f'robot_file:={sample_robot("floating_platform")}',
+        *(f'{k}:={list(v)}' for k, v in values.items()),
+    )
+
+
 def controller_update_time(updates: int) -> dict[str, float]:
     """Median seconds of one control-law update per mode on the sample servicer."""
     model = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
@@ -234,10 +280,19 @@ def main(argv: list[str] | None = None) -> None:
     urdf = sample_robot('ffsim_servicer_7dof').read_text()
     rate, samples = simulator_rate(args.seconds)
     ref = pinocchio_rk4_rate(urdf, 3000)
-    print(f'\n# simulator node, servicer, 1 kHz RK4, 100 Hz publishing, {args.seconds:g} s')
-    print('| ffsim node [sim s / wall s] | Pinocchio RK4 loop, no ROS [sim s / wall s] | ratio |')
-    print('|---|---|---|')
-    print(f'| {rate:.1f} | {ref:.1f} | {rate / ref:.2f} |')
+    closed, _ = simulator_rate(args.seconds, platform_parameters())
+    closed_ref = pinocchio_closed_rk4_rate(1000)
+    print(f'\n# simulator node, 1 kHz RK4, 100 Hz publishing, {args.seconds:g} s each')
+    print(
+        '| robot | ffsim node [sim s / wall s] | Pinocchio RK4 loop, no ROS [sim s / wall s] '
+        '| ratio |'
+    )
+    print('|---|---|---|---|')
+    print(f'| servicer (aba) | {rate:.1f} | {ref:.1f} | {rate / ref:.2f} |')
+    print(
+        f'| floating platform, 2 ball loops (projected steps; Pinocchio constraintDynamics) '
+        f'| {closed:.1f} | {closed_ref:.1f} | {closed / closed_ref:.2f} |'
+    )
     t = np.array([s[0] for s in samples])
     rss = np.array([s[1] for s in samples])
     half = t >= t[-1] / 2  # the second half: after start-up allocations have settled

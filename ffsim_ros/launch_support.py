@@ -201,6 +201,12 @@ def link_names(urdf_text: str) -> list[str]:
     return [link.get('name', '') for link in root.findall('link')]
 
 
+def has_loops(urdf_text: str) -> bool:
+    """Whether a URDF closes kinematic loops (URDF+ ``<loop>`` elements, read by the simulator
+    with :func:`ffsim_ros.dynamics.loop_closures_from_urdf`; the controller takes trees only)."""
+    return ET.fromstring(urdf_text).find('loop') is not None
+
+
 def default_ee_link(urdf_text: str, preferred: str = 'ee_link') -> str:
     """End-effector link for the controller when the launch does not name one.
 

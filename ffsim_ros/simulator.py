@@ -46,14 +46,15 @@ topic                      type                                 content
 
 ``momentum``: linear momentum ``P`` [kg m/s], angular momentum about the system CoM ``L_g``
 [kg m^2/s] [S0 eqs. 9, 12-16] and the CoM ``r_g`` [m], all in world_frame (with targets: of
-robot and targets together, about their common CoM). ROS has
-no standard message for a momentum plus a point, and misusing Wrench/Twist would mislabel the
-units; a Float64MultiArray with a labeled layout (dims ``quantity`` = ``P,L_g,com`` x
-``axis`` = ``x,y,z``) is explicit and plots directly.
+robot and targets together, about their common CoM); no standard message holds a momentum and
+a point: a labeled Float64MultiArray (``quantity`` = ``P,L_g,com`` x ``axis`` = ``x,y,z``).
 
 ``base_wrench``: held until the next message. In world_frame it stays fixed in the world; in
 the base link frame it turns with the base, as a thruster's force does (re-expressed at every
 evaluation of the dynamics).
+
+Closed chains: a robot whose URDF has URDF+ ``<loop>`` elements is integrated with its loops
+closed (:func:`ffsim_ros.node_support.initial_state.initial_state`; no targets then).
 
 Targets (``scenario``, spawning, TF, ``targets/<name>/odom``, ``scene_events``,
 ``scene_markers``, ``~/grasp``, ``~/release``): :mod:`ffsim_ros.node_support.scene_support`.
@@ -88,7 +89,6 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
@@ -127,6 +127,7 @@ from ffsim_ros.node_support import (
     vector,
     zero_or_interval,
 )
+from ffsim_ros.node_support.initial_state import initial_state
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
 from ffsim_ros.node_support.scene_services import SceneInterfaces
 from ffsim_ros.node_support.scene_support import SHIPPED_SCENARIOS, world_setup
@@ -342,55 +343,6 @@ def _ns(seconds: float) -> int:
     return max(1, int(round(seconds * 1e9)))
 
 
-def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
-    """A joint-sized vector parameter: ``[]`` or ``[0.0]`` mean zeros."""
-    if len(values) == 0 or values == [0.0]:
-        return np.zeros(size)
-    if len(values) != size:
-        raise ParameterValueError(f'{name}: expected {size} finite values, got {values}')
-    return np.asarray(values, dtype=float)
-
-
-def _initial_state(model: D.Model, values: dict) -> tuple[np.ndarray, np.ndarray]:
-    """``(q0, v0)`` from the ``initial_*`` parameters, checked against the robot's limits
-    where they are enforced.
-
-    Raises
-    ------
-    ParameterValueError
-        A joint vector of the wrong size, a joint beyond its position limits with
-        ``position_limits``, or faster than its speed limit with ``velocity_limits``.
-    """
-    n = model.n
-    positions = _joint_vector('initial_joint_positions', values['initial_joint_positions'], n)
-    rates = _joint_vector('initial_joint_velocities', values['initial_joint_velocities'], n)
-    dof_names = [
-        name for name, dofs in zip(model.joint_names, model.nvs, strict=True) for _ in range(dofs)
-    ]
-    if values['position_limits']:
-        for j in np.flatnonzero((positions < model.lower) | (positions > model.upper)):
-            raise ParameterValueError(
-                f'initial_joint_positions: expected joint {dof_names[j]} within its position '
-                f'limits [{model.lower[j]:g}, {model.upper[j]:g}] (position_limits is on), '
-                f'got {positions[j]:g}'
-            )
-    if values['velocity_limits']:
-        limit = model.velocity_limit
-        driven = np.isfinite(limit) & (limit > 0.0) & (model.effort_limit > 0.0)
-        for j in np.flatnonzero(driven & (np.abs(rates) > limit)):
-            raise ParameterValueError(
-                f'initial_joint_velocities: expected joint {dof_names[j]} within its speed '
-                f'limit {limit[j]:g} (velocity_limits is on), got {rates[j]:g}'
-            )
-    q_base, v_base = D.base_state_from_link(
-        model,
-        values['initial_base_position'],
-        values['initial_base_orientation'],
-        *np.split(np.asarray(values['initial_base_twist']), 2),
-    )
-    return np.r_[q_base, positions], np.r_[v_base, rates]
-
-
 @dataclass
 class _Request:
     """Work for the physics thread: ``action(engine)`` returns a reply text or raises."""
@@ -427,7 +379,9 @@ class Simulator(Node):
         self.world = values['world_frame'] or 'world'
         self.base_frame = values['frame_prefix'] + model.base_link
         setup = world_setup(values['scenario'], model, self.urdf, dt_ns)
-        q0, v0 = _initial_state(model, setup.initial_values(values))
+        chain, q0, v0 = initial_state(model, self.urdf, setup.initial_values(values))
+        if chain is not None and setup.targets:
+            raise ParameterValueError('scenario: expected no targets with loop closures, got some')
         self.engine = Engine(
             model,
             q0,
@@ -440,6 +394,7 @@ class Simulator(Node):
             velocity_limits=values['velocity_limits'],
             position_limits=values['position_limits'],
             world=setup.world(model, q0, v0, dt_ns),
+            chain=chain,
         )
         self._pacer = Pacer(values['real_time_factor'], self.engine.dt, self.decimation)
         self._inbox: queue.SimpleQueue[_Request] = queue.SimpleQueue()
@@ -463,7 +418,8 @@ class Simulator(Node):
         PARAMETERS.watch(self, self._on_parameters)
         limits = self.engine.limits
         self.get_logger().info(
-            f'{model.name}: {model.n} joints, {model.total_mass:.1f} kg; physics {physics:g} Hz '
+            f'{model.name}: {model.n} joints, {model.total_mass:.1f} kg, '
+            f'{len(chain.loops) if chain else 0} loop closures; physics {physics:g} Hz '
             f'({self.engine.integrator}'
             f'{", momentum-preserving" if self.engine.conserve_momentum else ""}), '
             f'{int(limits.driven.sum())} speed-limited and {int(limits.bounded.sum())} '

@@ -69,7 +69,9 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
             'robot',
             default_value='ffsim_servicer_7dof',
             description='Sample robot name (ffsim_servicer_7dof, planar_2link, '
-            'dual_arm_servicer) or a path to a .urdf or .xacro file.',
+            'dual_arm_servicer, floating_platform) or a path to a .urdf or .xacro file. A robot '
+            'with loop closures (URDF+ <loop>, e.g. floating_platform) runs without the '
+            'controller.',
         ),
         DeclareLaunchArgument(
             'controller_mode',
@@ -195,20 +197,39 @@ def robot_actions(context: LaunchContext) -> list:
         'mode': _arg(context, 'controller_mode'),
     }
     ee_link = _arg(context, 'ee_link')
-    if not ee_link and not extra:
+    closed = ls.has_loops(urdf_text)  # a closed chain: simulated, no controller (trees only)
+    if not ee_link and not extra and not closed:
         ee_link = ls.default_ee_link(urdf_text)  # 'ee_link' itself when the robot has one
     if ee_link:
         ctl_params['ee_link'] = ee_link
     if scenario and ls.as_bool(_arg(context, 'capture'), 'capture'):
         ctl_params['capture.scenario'] = sim_params['scenario']
 
+    controller = (
+        []
+        if closed
+        else [
+            Node(
+                package=PACKAGE,
+                executable='reactionless_controller',
+                name='ffsim_reactionless_controller',
+                namespace=namespace,
+                parameters=[str(CONTROLLER_CONFIG), *extra, ctl_params],
+                remappings=clock,
+                output='screen',
+                emulate_tty=True,
+            )
+        ]
+    )
     actions = [
         # before the processes start: they inherit the environment
         *(SetEnvironmentVariable(name, value) for name, value in set_env.items()),
         *(UnsetEnvironmentVariable(name) for name in unset_env),
         LogInfo(
             msg=f'ffsim: robot {path} in namespace "/{ns}", TF frames "{prefix}<link>", '
-            f'use_sim_time={use_sim_time}' + (f', DDS discovery {set_env}' if set_env else '')
+            f'use_sim_time={use_sim_time}'
+            + (f', DDS discovery {set_env}' if set_env else '')
+            + (', loop closures: no reactionless controller (trees only)' if closed else '')
         ),
         Node(
             package=PACKAGE,
@@ -220,16 +241,7 @@ def robot_actions(context: LaunchContext) -> list:
             output='screen',
             emulate_tty=True,
         ),
-        Node(
-            package=PACKAGE,
-            executable='reactionless_controller',
-            name='ffsim_reactionless_controller',
-            namespace=namespace,
-            parameters=[str(CONTROLLER_CONFIG), *extra, ctl_params],
-            remappings=clock,
-            output='screen',
-            emulate_tty=True,
-        ),
+        *controller,
         # TF of the links from joint_states (the simulator publishes world -> base link). It
         # republishes robot_description (transient local) with the same text as the simulator.
         Node(

@@ -54,6 +54,9 @@ FFSIM_ARGUMENTS = {
     'capture',
 }
 SAMPLES = sorted(p.stem for p in (ROOT / 'urdf').glob('*.urdf'))
+#: The samples the controller runs (trees with an end effector; floating_platform closes
+#: loops and runs without it).
+ARMS = [s for s in SAMPLES if s != 'floating_platform']
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -447,7 +450,7 @@ def test_simulator_accepts_its_config_under_a_namespace(rclpy_context, tmp_path:
 
 
 @pytest.mark.ros
-@pytest.mark.parametrize('robot', SAMPLES)
+@pytest.mark.parametrize('robot', ARMS)
 def test_controller_accepts_its_config_for_every_sample(rclpy_context, robot: str) -> None:
     from rclpy.parameter import Parameter
 
@@ -565,7 +568,7 @@ def test_rviz_config_for_namespaced_robots(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------- robots and helpers
-@pytest.mark.parametrize('robot', SAMPLES)
+@pytest.mark.parametrize('robot', ARMS)
 def test_sample_robots_load_and_have_an_end_effector(robot: str) -> None:
     from ffsim_ros.dynamics import load_urdf
 
@@ -579,7 +582,15 @@ def test_sample_robots_load_and_have_an_end_effector(robot: str) -> None:
 
 
 def test_sample_robot_set() -> None:
-    assert SAMPLES == ['dual_arm_servicer', 'ffsim_servicer_7dof', 'planar_2link']
+    assert SAMPLES == [
+        'dual_arm_servicer',
+        'ffsim_servicer_7dof',
+        'floating_platform',
+        'planar_2link',
+    ]
+    assert [s for s in SAMPLES if ls.has_loops(sample_robot(s).read_text())] == [
+        'floating_platform'
+    ]
     assert ls.default_ee_link(sample_robot('dual_arm_servicer').read_text()) == 'left_ee_link'
 
 
@@ -1010,7 +1021,7 @@ def test_xacro_robot_gets_the_default_end_effector(stub_launch, tmp_path, monkey
 
 
 @pytest.mark.ros
-@pytest.mark.parametrize('robot', SAMPLES)
+@pytest.mark.parametrize('robot', ARMS)
 def test_samples_start_away_from_singularities(rclpy_context, robot: str, stub_launch) -> None:
     """The initial pose the launch file gives each sample (config/<sample>.yaml after
     simulator.yaml, loaded by the real node) has a finite, moderate condition number of the
@@ -1046,6 +1057,46 @@ def test_samples_start_away_from_singularities(rclpy_context, robot: str, stub_l
         assert list(q0[7:]) == [-0.5, 1.2]
         stretched = law.compute(D.neutral(model), np.zeros(model.nv), None).condition
         assert not np.isfinite(stretched) or stretched > 1e8  # why it needs a pose
+
+
+@pytest.mark.ros
+def test_the_closed_chain_sample_launches_without_controller_and_starts_closed(
+    rclpy_context, stub_launch
+) -> None:
+    """robot:=floating_platform: simulator, robot_state_publisher and RViz, no controller
+    (it takes trees only); the simulator gets config/floating_platform.yaml, whose joint
+    positions close both loops: the real node starts there (to 1e-12) with the base turning."""
+    import numpy as np
+
+    import ffsim_ros.dynamics as D
+    from ffsim_ros.simulator import Simulator
+
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    actions = _run(module, 'robot_actions', robot='floating_platform')
+    nodes = _nodes(actions)
+    assert set(nodes) == {'simulator', 'robot_state_publisher', 'rviz2'}
+    files = [p for p in nodes['simulator'].kwargs['parameters'] if isinstance(p, str)]
+    assert files == [str(SIMULATOR_YAML), str(ROOT / 'config' / 'floating_platform.yaml')]
+    (info,) = _of_type(actions, 'LogInfo')
+    assert 'no reactionless controller' in info.kwargs['msg']
+    urdf = sample_robot('floating_platform').read_text()
+    node = Simulator(
+        context=rclpy_context,
+        cli_args=['--ros-args'] + [a for f in files for a in ('--params-file', f)],
+        parameter_overrides=[_parameter('robot_description', urdf)],
+    )
+    try:
+        q0, v0 = node.engine.initial_state
+        chain = node.engine.chain
+    finally:
+        node.destroy_node()
+    positions = node_sections(ROOT / 'config' / 'floating_platform.yaml')
+    given = next(iter(positions.values()))['initial_joint_positions']
+    assert np.abs(q0[7:] - given).max() < 1e-12  # the configured joints are closed as given
+    xi, dxi = chain.constraint_error(q0, v0)
+    assert max(np.abs(xi).max(), np.abs(dxi).max()) < 1e-12
+    assert np.linalg.norm(v0[3:6]) > 0.1  # tumbling
+    assert [lp.name for lp in chain.loops] == [lp.name for lp in D.loop_closures_from_urdf(urdf)]
 
 
 def _parameter(name: str, value: Any):

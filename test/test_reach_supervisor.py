@@ -95,10 +95,18 @@ def test_chained_goals_from_non_home_poses_reached_with_the_attitude_held(servic
 def test_attitude_reference_is_kept_across_goals(servicer_chain):
     """The held attitude is the one captured when reactionless mode started, for the whole
     chain (not re-captured at each goal: the base cannot drift by a tolerance per goal)."""
-    _, _, reference = servicer_chain
+    _, records, reference = servicer_chain
     q0 = D.neutral(SERVICER)
     for ref in reference:
         assert angle(ref, q0[3:7]) < 1e-12
+    # each record keeps where its goal was given from (a replay starts there) and the held
+    # reference then: the end effector was the recorded distance from the goal
+    assert np.array_equal(records[0].start, q0)
+    for r, ref in zip(records, reference, strict=True):
+        ee = D.link_pose(SERVICER, r.start, 'ee_link')[0]
+        assert abs(float(np.linalg.norm(r.goal - ee)) - r.distance) < 1e-12
+        assert np.array_equal(r.reference, ref)
+    assert not np.array_equal(records[1].start, records[2].start)  # chained: moved between
 
 
 def test_goal_status_figures_follow_the_goal():

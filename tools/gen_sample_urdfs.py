@@ -50,6 +50,7 @@ import numpy as np
 import ffsim_ros.dynamics as D
 from ffsim_ros.control import ControlMode, ReactionlessController, reactionless_basis
 from ffsim_ros.dynamics.lie import quat_angle, quat_to_matrix, rpy_to_matrix
+from ffsim_ros.dynamics.mufti import samples
 
 REPO = Path(__file__).resolve().parent.parent
 URDF_DIR = REPO / 'urdf'
@@ -588,11 +589,16 @@ ROBOTS = {
     'planar_2link.urdf': planar_2link,
     'dual_arm_servicer.urdf': dual_arm_servicer,
 }
+#: Closed-chain samples (URDF+ ``<loop>`` elements): file name -> URDF text.
+CLOSED_ROBOTS = {'floating_platform.urdf': samples.platform_urdf_plus}
 
 
 def generate() -> dict[str, str]:
-    """File name -> URDF text of every sample robot."""
-    return {fname: urdf_xml(*build()) for fname, build in ROBOTS.items()}
+    """File name -> URDF text of every sample robot (the closed-chain samples of
+    :mod:`ffsim_ros.dynamics.mufti.samples` as they write themselves: URDF+ ``<loop>``
+    elements, no arm, so none of this script's arm checks)."""
+    out = {fname: urdf_xml(*build()) for fname, build in ROBOTS.items()}
+    return out | {fname: build() for fname, build in CLOSED_ROBOTS.items()}
 
 
 def write(out_dir: Path) -> list[Path]:
@@ -949,8 +955,39 @@ def check_robot(path: Path, verbose: bool = True) -> list[ArmFigures]:
 
 
 def check_all(urdf_dir: Path, verbose: bool = True) -> list[ArmFigures]:
-    """:func:`check_robot` for every sample robot in ``urdf_dir``."""
+    """:func:`check_robot` for every arm sample in ``urdf_dir``, :func:`check_closed` for the
+    closed-chain samples."""
+    for fname in CLOSED_ROBOTS:
+        check_closed(urdf_dir / fname, verbose)
     return [fig for fname in ROBOTS for fig in check_robot(urdf_dir / fname, verbose)]
+
+
+def check_closed(path: Path, verbose: bool = True) -> None:
+    """A closed-chain sample: loads strictly, bodies and mass matrix as an arm's, its loops
+    read back and closed (to 1e-12) at the placement configuration of
+    :func:`ffsim_ros.dynamics.mufti.samples.platform_chain`, with the same accelerations as
+    that chain (1e-12)."""
+    model = load(path)
+    check_bodies(model)
+    lowest = check_mass_matrix(model, np.random.default_rng(0))
+    loops = D.loop_closures_from_urdf(path)
+    chain = D.ClosedChain(model, loops)
+    reference, q0 = samples.platform_chain()
+    xi, _ = chain.constraint_error(q0, np.zeros(model.nv))
+    require(float(np.abs(xi).max()) < 1e-12, f'{path.name}: loops open at the placement')
+    v = np.random.default_rng(1).normal(size=model.nv)
+    q, v = chain.assemble(q0, v)
+    tau = np.random.default_rng(2).normal(size=model.n)
+    gap = float(np.abs(chain.acceleration(q, v, tau) - reference.acceleration(q, v, tau)).max())
+    require(gap < 1e-12, f'{path.name}: accelerations differ from the sample chain by {gap:.3g}')
+    if verbose:
+        print(
+            f'{path.name}: robot "{model.name}", root "{model.base_link}", {model.n} dof, '
+            f'mass {model.total_mass:.3f} kg - loads strictly; mass matrix PD (smallest '
+            f'eigenvalue {lowest:.4g}); {len(loops)} loop closures '
+            f'({", ".join(f"{lp.name} {lp.kind}" for lp in loops)}) closed at the placement, '
+            f'accelerations as the sample chain (max difference {gap:.1e})'
+        )
 
 
 # --------------------------------------------------------------------------------------

@@ -39,6 +39,10 @@ class GoalRecord:
     limit_excess : float, largest excursion of a joint beyond its URDF position limits during
         the goal and its settling [rad | m] (0: always within; the law clamps the joints near
         their limits, this loop has no stops, as the simulator without ``position_limits``).
+    start : (nq,) configuration the goal was given from (replays start there at rest: the
+        chains run at zero momentum and every goal starts after its predecessor settled).
+    reference : (4,) the held base attitude (x, y, z, w) when the goal was given (None
+        outside ``reactionless`` mode or before any reference).
     """
 
     goal: np.ndarray
@@ -52,6 +56,8 @@ class GoalRecord:
     plans: int
     planner_steps: int
     limit_excess: float = 0.0
+    start: np.ndarray | None = None
+    reference: np.ndarray | None = None
 
 
 class ClosedLoop:
@@ -104,7 +110,9 @@ class ClosedLoop:
         ``goal_timeout`` normally ends it first)."""
         sup = self.supervisor
         distance = float(np.linalg.norm(np.asarray(goal, float) - self.ee_position()))
+        start = self.q.copy()
         sup.set_goal(self.t, self.q, goal)
+        reference = sup.attitude_reference
         t_end = self.t + timeout
         status = sup.status
         excess = self.limit_excess()
@@ -130,6 +138,8 @@ class ClosedLoop:
             plans=status.plans,
             planner_steps=status.planner_steps,
             limit_excess=excess,
+            start=start,
+            reference=None if reference is None else np.array(reference, float),
         )
 
     def limit_excess(self) -> float:

@@ -69,7 +69,13 @@ from .model import (
     with_gravity,
     with_joint_dynamics,
 )
-from .mufti import ClosedChain, LoopClosure, joint_reactions, maximal_dynamics
+from .mufti import (
+    ClosedChain,
+    LoopClosure,
+    joint_reactions,
+    loop_closures_from_urdf,
+    maximal_dynamics,
+)
 from .urdf import load_urdf
 
 __all__ = [
@@ -108,6 +114,7 @@ __all__ = [
     'link_pose',
     'link_pose_and_jacobian',
     'load_urdf',
+    'loop_closures_from_urdf',
     'LoopClosure',
     'mass_matrix',
     'maximal_dynamics',

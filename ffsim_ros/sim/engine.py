@@ -44,6 +44,15 @@ contacts, a held target's weld), and a snapshot's momentum, CoM and kinetic ener
 of robot and targets together (the watchdog checks the total). Without targets the robot is
 integrated alone, exactly as without a world.
 
+Closed chains: with a :class:`~ffsim_ros.dynamics.ClosedChain` given (loop closures on the
+model, seed 001), every step is the chain's (:meth:`~ffsim_ros.dynamics.ClosedChain.step`,
+the compiled solver, RK4 then the projection onto the constraint manifold that also keeps the
+momentum), every state given (initial, :meth:`Engine.set_state`) is assembled onto the
+manifold first (:meth:`~ffsim_ros.dynamics.ClosedChain.assemble`: the joints move, the base
+pose is kept, the velocity is projected in the kinetic-energy metric), and a drive's braking
+at a speed limit is followed by the projection. Targets are not supported with one (a world
+may be given, without targets; adding one is refused).
+
 Single-threaded by design: the caller serializes access (the simulator node calls it from
 its physics thread only).
 """
@@ -171,11 +180,14 @@ class Engine:
     world : TargetWorld, optional
         Targets around the robot (:mod:`.world`; its scene on ``model`` with the step
         ``dt_ns``, its robot at ``(q0, v0)``).
+    chain : ClosedChain, optional
+        Loop closures on ``model`` (module docstring); its RK4 step replaces ``integrator``.
 
     Raises
     ------
     ValueError
-        A fixed-base model, a bad state, step, integrator or timeout.
+        A fixed-base model, a bad state (or one the loops cannot be closed at), step,
+        integrator or timeout; a chain on another model, or with a world holding targets.
     """
 
     def __init__(
@@ -192,6 +204,7 @@ class Engine:
         velocity_limits: bool = True,
         position_limits: bool = False,
         world: TargetWorld | None = None,
+        chain: D.ClosedChain | None = None,
     ) -> None:
         if not model.floating_base:
             raise ValueError('model: expected a floating-base model, got a fixed-base one')
@@ -199,7 +212,14 @@ class Engine:
             raise ValueError(f'integrator: expected one of {D.STEP_METHODS}, got {integrator!r}')
         if int(dt_ns) != dt_ns or dt_ns <= 0:
             raise ValueError(f'dt_ns: expected an integer > 0, got {dt_ns}')
+        if chain is not None and chain.model is not model:
+            raise ValueError("chain: expected loop closures on the engine's model")
+        if chain is not None and integrator != 'rk4':
+            raise ValueError(f"integrator: expected 'rk4' with a closed chain, got {integrator!r}")
+        if chain is not None and world is not None and world.active:
+            raise ValueError('world: targets are not supported with a closed chain (loops)')
         self._model = model
+        self._chain = chain
         self._dt_ns = int(dt_ns)
         self._integrator = integrator
         self._q0, self._v0 = self._checked_state(q0, v0)
@@ -240,6 +260,11 @@ class Engine:
     def dt(self) -> float:
         """Physics step [s]."""
         return self._dt_ns * 1e-9
+
+    @property
+    def chain(self) -> D.ClosedChain | None:
+        """The loop closures the steps keep (None: a tree)."""
+        return self._chain
 
     @property
     def integrator(self) -> str:
@@ -399,6 +424,8 @@ class Engine:
         world = self._world
         if world is None:
             raise ValueError('change_world: the engine has no target world')
+        if self._chain is not None:
+            raise ValueError('targets: not supported with a closed chain (loops)')
         if self._wrenches.acting:
             raise ValueError('targets: remove the base and link wrenches first')
         world.sync(self._q, self._v, self.time_ns)
@@ -426,6 +453,11 @@ class Engine:
         if v.shape != (model.nv,) or not np.all(np.isfinite(v)):
             raise ValueError(f'v: expected {model.nv} finite values, got {v.tolist()}')
         q[3:7] = quat_normalize(q[3:7], 'q[3:7] (base quaternion)')
+        if self._chain is not None:
+            try:
+                q, v = self._chain.assemble(q, v)
+            except RuntimeError as exc:
+                raise ValueError(f'q: the loops cannot be closed from it ({exc})') from None
         return _frozen(q), _frozen(v)
 
     # ---------------------------------------------------------------------------- inputs
@@ -631,7 +663,10 @@ class Engine:
                 R = quat_to_matrix(q[3:7])
                 base = np.concatenate((R @ w.base[:3], R @ w.base[3:]))
         try:
-            a = D.aba(self._model, q, v, tau, base_wrench=base, link_wrenches=w.links)
+            if self._chain is not None:
+                a = self._chain.acceleration(q, v, tau, base_wrench=base, link_wrenches=w.links)
+            else:
+                a = D.aba(self._model, q, v, tau, base_wrench=base, link_wrenches=w.links)
         except DYNAMICS_ERRORS:
             return False
         return limits.quiet(tau, q, v, a, count * self.dt)
@@ -652,6 +687,8 @@ class Engine:
                     self._fault = f'non-finite state in the step from t = {at:.6f} s'
                     return work
                 v1, impulse = limits.brake(q1, v1, dt)
+                if self._chain is not None and np.any(impulse):
+                    q1, v1 = self._chain.project(q1, v1)
             except DYNAMICS_ERRORS as exc:
                 self._fault = f'non-finite state: the dynamics failed at t = {at:.6f} s ({exc})'
                 return work
@@ -669,6 +706,8 @@ class Engine:
         self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int
     ) -> tuple[np.ndarray, np.ndarray]:
         wrenches = self._wrenches.step_arguments()
+        if self._chain is not None:
+            return self._chain_steps(q, v, tau, count, wrenches)
         return D.step(
             self._model,
             q,
@@ -680,6 +719,25 @@ class Engine:
             conserve_momentum=self._conserve and not wrenches,
             **wrenches,
         )
+
+    def _chain_steps(
+        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int, wrenches: dict
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` steps of the closed chain: one compiled run without wrenches, else step
+        by step (a base wrench in the base frame turns with the base)."""
+        chain, dt = self._chain, self.dt
+        if not wrenches:
+            _, Q, V = chain.simulate(q, v, tau, count * dt, dt)
+            return Q[-1], V[-1]
+        for _ in range(count):
+            base = wrenches.get('base_wrench')
+            if 'base_wrench_body' in wrenches:
+                R, w = quat_to_matrix(q[3:7]), wrenches['base_wrench_body']
+                base = np.concatenate((R @ w[:3], R @ w[3:]))
+            q, v = chain.step(
+                q, v, tau, dt, base_wrench=base, link_wrenches=wrenches.get('link_wrenches')
+            )
+        return q, v
 
     def _commit(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int) -> None:
         self._q, self._v = _frozen(q), _frozen(v)

@@ -28,6 +28,7 @@ from .tree import (
     prescribed_base_dynamics,
     simulate_prescribed_base,
 )
+from .urdf_loops import loop_closures_from_urdf
 
 __all__ = [
     'barycentric',
@@ -42,6 +43,7 @@ __all__ = [
     'RedundantConstraintWarning',
     'incidence_matrix',
     'joint_reactions',
+    'loop_closures_from_urdf',
     'maximal_dynamics',
     'path_matrix',
     'prescribed_base_dynamics',
