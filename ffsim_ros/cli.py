@@ -457,6 +457,16 @@ def demo(args: argparse.Namespace) -> int:
         from ffsim_ros.capture_demo import run_demo
 
         return run_demo(Path(args.output), short=args.short)
+    from ffsim_ros.launch_support import has_loops, resolve_robot
+
+    if has_loops(resolve_robot(args.robot).read_text(encoding='utf-8')):
+        print(
+            f'ffsim demo: --robot expected a tree, got {args.robot!r} with loop closures (URDF+ '
+            '<loop>): the demo drives the reactionless controller, which takes trees; simulate '
+            'it with `ros2 launch ffsim_ros ffsim.launch.py robot:=...` or the simulator node',
+            file=sys.stderr,
+        )
+        return 2
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
     lease = DomainLease()

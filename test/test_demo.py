@@ -156,3 +156,13 @@ def test_domain_leases_are_private_and_never_follow_links(tmp_path: Path, monkey
     private.symlink_to(tmp_path / 'elsewhere')
     with pytest.raises(RuntimeError, match='expected a directory owned by uid'):
         cli.lock_directory()
+
+
+def test_demo_refuses_a_closed_chain_robot(tmp_path: Path, capsys) -> None:
+    """The demo drives the reactionless controller, which takes trees: a robot with loop
+    closures is refused at once (exit 2, saying why), before any process starts."""
+    from ffsim_ros.cli import main
+
+    assert main(['demo', '--robot', 'floating_platform', '--output', str(tmp_path)]) == 2
+    assert 'expected a tree' in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing started, nothing written
