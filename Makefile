@@ -31,7 +31,8 @@ bench: warmup
 	$(PY) benchmarks/simulator.py
 	$(PY) benchmarks/methods.py
 	$(PY) benchmarks/derivatives.py
-	$(PY) benchmarks/reach.py
+	mkdir -p build && $(PY) benchmarks/reach.py --json build/reach.json
+	$(PY) benchmarks/reach_gap.py build/reach.json
 	$(PY) benchmarks/conservation.py
 	$(PY) benchmarks/campaign.py
 	$(PY) benchmarks/first_start.py --colcon
