@@ -121,7 +121,7 @@ def test_a_fixed_loop_is_a_weld() -> None:
         (
             '<loop name="cut" type="ball"><predecessor link="rocker"><origin xyz="1 nan 0"/>'
             '</predecessor><successor link="ground"/></loop>',
-            'expected 3 finite numbers',
+            "loop 'cut' predecessor origin xyz: expected finite numbers",
         ),
         (_fourbar_loop('revolute', '<axis xyz="0 0 0"/>'), "loop 'cut': axis expected a non-zero"),
     ],

@@ -24,7 +24,9 @@ _SUPPORTED = ('revolute', 'continuous', 'prismatic', 'fixed')
 _UNSUPPORTED = ('planar', 'floating')
 
 
-def _floats(text: str | None, count: int, default: Sequence[float], where: str) -> np.ndarray:
+def parse_floats(text: str | None, count: int, default: Sequence[float], where: str) -> np.ndarray:
+    """``count`` finite numbers (``count``,) from an attribute's text (``default`` when it is
+    absent); a ValueError naming ``where`` otherwise."""
     if text is None:
         return np.array(default, dtype=float)
     try:
@@ -68,11 +70,13 @@ def _limit_value(
     return value
 
 
-def _origin(elem: ET.Element | None, where: str) -> tuple[np.ndarray, np.ndarray]:
+def parse_origin(elem: ET.Element | None, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rotation (3, 3) and translation (3,) [m] of an ``<origin xyz rpy>`` element (identity
+    and zero when absent); a ValueError naming ``where`` for malformed values."""
     if elem is None:
         return np.eye(3), np.zeros(3)
-    xyz = _floats(elem.get('xyz'), 3, (0, 0, 0), f'{where} origin xyz')
-    rpy = _floats(elem.get('rpy'), 3, (0, 0, 0), f'{where} origin rpy')
+    xyz = parse_floats(elem.get('xyz'), 3, (0, 0, 0), f'{where} origin xyz')
+    rpy = parse_floats(elem.get('rpy'), 3, (0, 0, 0), f'{where} origin rpy')
     return rpy_to_matrix(rpy), xyz
 
 
@@ -109,7 +113,7 @@ def _parse_link(elem: ET.Element, strict_inertia: bool) -> _Link:
     inertial = elem.find('inertial')
     if inertial is None:
         return _Link(name, 0.0, np.zeros(3), np.zeros((3, 3)))
-    rot, xyz = _origin(inertial.find('origin'), where)
+    rot, xyz = parse_origin(inertial.find('origin'), where)
     mass_el = inertial.find('mass')
     mass = 0.0 if mass_el is None else _attr_float(mass_el, 'value', 0.0, f'{where} mass')
     ie = inertial.find('inertia')
@@ -145,9 +149,11 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     child = None if child_el is None else child_el.get('link')
     if not parent or not child:
         raise ValueError(f'{where}: needs <parent link=...> and <child link=...>')
-    rot, trans = _origin(elem.find('origin'), where)
+    rot, trans = parse_origin(elem.find('origin'), where)
     axis_el = elem.find('axis')
-    axis = _floats(None if axis_el is None else axis_el.get('xyz'), 3, (1, 0, 0), where + ' axis')
+    axis = parse_floats(
+        None if axis_el is None else axis_el.get('xyz'), 3, (1, 0, 0), where + ' axis'
+    )
     if jtype != 'fixed' and np.linalg.norm(axis) < 1e-12:
         raise ValueError(f'{where}: axis must be non-zero, got {axis.tolist()}')
     lower, upper, effort, velocity = -np.inf, np.inf, np.inf, np.inf

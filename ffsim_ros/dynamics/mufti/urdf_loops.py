@@ -30,8 +30,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..lie import perpendicular_basis, rpy_to_matrix
-from ..urdf import read_urdf_xml
+from ..lie import perpendicular_basis
+from ..urdf import parse_floats, parse_origin, read_urdf_xml
 from .closed import LoopClosure
 
 #: URDF+ loop joint types and the cut hinge each becomes.
@@ -44,18 +44,6 @@ LOOP_TYPES = {
 }
 
 
-def _numbers(text: str | None, default: tuple[float, float, float], where: str) -> np.ndarray:
-    if text is None:
-        return np.array(default, dtype=float)
-    try:
-        values = np.array([float(t) for t in text.split()])
-    except ValueError:
-        raise ValueError(f'{where}: expected 3 numbers, got {text!r}') from None
-    if values.shape != (3,) or not np.all(np.isfinite(values)):
-        raise ValueError(f'{where}: expected 3 finite numbers, got {text!r}')
-    return values
-
-
 def _side(loop: ET.Element, tag: str, where: str) -> tuple[str, np.ndarray, np.ndarray]:
     """(link, rotation (3, 3), translation (3,)) of the ``predecessor`` or ``successor``."""
     found = loop.findall(tag)
@@ -65,12 +53,8 @@ def _side(loop: ET.Element, tag: str, where: str) -> tuple[str, np.ndarray, np.n
     link = elem.get('link') or elem.get('name')
     if not link:
         raise ValueError(f'{where}: <{tag}> expected a link="..." attribute, got none')
-    origin = elem.find('origin')
-    if origin is None:
-        return link, np.eye(3), np.zeros(3)
-    xyz = _numbers(origin.get('xyz'), (0.0, 0.0, 0.0), f'{where} {tag} origin xyz')
-    rpy = _numbers(origin.get('rpy'), (0.0, 0.0, 0.0), f'{where} {tag} origin rpy')
-    return link, rpy_to_matrix(rpy), xyz
+    rotation, translation = parse_origin(elem.find('origin'), f'{where} {tag}')
+    return link, rotation, translation
 
 
 def loop_closures_from_urdf(source: str | os.PathLike[str]) -> tuple[LoopClosure, ...]:
@@ -113,11 +97,8 @@ def loop_closures_from_urdf(source: str | os.PathLike[str]) -> tuple[LoopClosure
         hinge = LOOP_TYPES[kind]
         if hinge == 'revolute':
             axis_elem = elem.find('axis')
-            axis = _numbers(
-                None if axis_elem is None else axis_elem.get('xyz'),
-                (1.0, 0.0, 0.0),
-                where + ' axis',
-            )
+            text = None if axis_elem is None else axis_elem.get('xyz')
+            axis = parse_floats(text, 3, (1.0, 0.0, 0.0), where + ' axis')
             if np.linalg.norm(axis) < 1e-12:
                 raise ValueError(f'{where}: axis expected a non-zero vector, got {axis.tolist()}')
             z = axis / np.linalg.norm(axis)
