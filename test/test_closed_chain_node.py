@@ -124,6 +124,15 @@ def test_a_fixed_loop_is_a_weld() -> None:
             "loop 'cut' predecessor origin xyz: expected finite numbers",
         ),
         (_fourbar_loop('revolute', '<axis xyz="0 0 0"/>'), "loop 'cut': axis expected a non-zero"),
+        (
+            '<loop name="cut"><predecessor link="rocker"/><successor link="ground"/></loop>',
+            "loop 'cut': type expected one of",
+        ),
+        (
+            '<loop name="cut" type="ball"><predecessor link="rocker"/><predecessor link="crank"/>'
+            '<successor link="ground"/></loop>',
+            "loop 'cut': expected one <predecessor>, got 2",
+        ),
     ],
 )
 def test_malformed_loops_are_refused_by_name(loop: str, expected: str) -> None:
@@ -132,9 +141,12 @@ def test_malformed_loops_are_refused_by_name(loop: str, expected: str) -> None:
     assert expected in str(info.value)
 
 
-def test_a_loop_on_a_missing_link_is_refused_by_the_chain() -> None:
+def test_a_loop_on_a_missing_link_or_within_one_body_is_refused_by_the_chain() -> None:
     text = _fourbar_plus(_fourbar_loop('ball').replace('link="ground"', 'link="moon"'))
     with pytest.raises(ValueError, match='moon'):
+        D.ClosedChain(D.load_urdf(text), D.loop_closures_from_urdf(text))
+    text = _fourbar_plus(_fourbar_loop('ball').replace('link="ground"', 'link="rocker"'))
+    with pytest.raises(ValueError, match='same body'):
         D.ClosedChain(D.load_urdf(text), D.loop_closures_from_urdf(text))
 
 
