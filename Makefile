@@ -20,8 +20,12 @@ $(STAMP): $(SETUP_INPUTS)
 warmup: setup
 	$(PY) -m ffsim_ros.dynamics.warmup
 
+# The tests without DDS on every core (a test file per worker: module fixtures run once), then
+# the DDS tests one at a time (each starts its own nodes; in parallel they would compete for
+# the cores they pace in real time).
 test: warmup
-	$(PY) -m pytest -q --durations=20 test
+	$(PY) -m pytest -q -n auto --dist loadfile -m 'not ros' --durations=20 test
+	$(PY) -m pytest -q -m ros --durations=20 test
 
 demo: warmup
 	$(PY) -m ffsim_ros.cli demo

@@ -1,6 +1,6 @@
 """The warm-up of ``make setup`` covers what the nodes use: after it, a process that runs the
-simulator's engine, the reactionless controller and the capture of a tumbling target compiles
-nothing.
+simulator's engine (a tree and a closed chain), the reactionless controller and the capture of
+a tumbling target compiles nothing.
 
 numba compiles one specialization per argument type, down the whole call tree: a read-only
 array where the warm-up passed a writeable one (a broadcast batch, an engine's frozen state
@@ -59,6 +59,14 @@ for robot, ee in (('ffsim_servicer_7dof', 'ee_link'), ('dual_arm_servicer', 'lef
         law = ReactionlessController(model, ee, mode=mode)
         out = law.compute(snap.q, snap.v, goal, attitude_reference=snap.q[3:7])
         assert np.all(np.isfinite(out.tau))
+# a closed chain in the engine: frozen (read-only) states, per-step batches at the drives
+from ffsim_ros.dynamics.mufti.samples import tumbling_platform
+chain, q, v = tumbling_platform()
+model = chain.model
+engine = Engine(model, q, 3.0 * v, dt_ns=1_000_000, chain=chain)
+engine.command_efforts(np.full(model.n, 1.0))
+snap = engine.advance(30)
+assert not snap.faulted, snap.fault
 from ffsim_ros.control.capture_loop import CaptureLoop, tumbling_target_scene
 scene, target = tumbling_target_scene()
 result = CaptureLoop(scene, target, mode='momentum_distribution').run(5.0)

@@ -98,6 +98,8 @@ class LoopKernel:
         (nv,) ndarray [m/s^2, rad/s^2 | per joint].
         """
         a = np.empty(self.model.nv)
+        if e_closed_chain not in self._entries:  # the typing call: the warm-up's array types
+            q, v = np.array(q), np.array(v)  # (an engine's frozen state is read-only)
         rank = self._call(
             e_closed_chain,
             *self.model.packed,
