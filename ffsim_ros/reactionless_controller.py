@@ -384,17 +384,8 @@ class ReactionlessControllerNode(Node):
 
     def _build(self) -> None:
         values = PARAMETERS.declare(self)
-        model, urdf = load_robot(values['robot_description'], values['robot_file'])
-        source = 'robot_description' if values['robot_description'] else 'robot_file'
-        try:
-            loops = D.loop_closures_from_urdf(urdf)
-        except ValueError as exc:
-            raise ParameterValueError(f'{source}: invalid loop closure: {exc}') from None
-        if loops:
-            raise ParameterValueError(
-                f'{source}: expected a tree, got a robot with loop closures (URDF+ <loop>): '
-                'the reactionless laws and the generalized Jacobian are for trees'
-            )
+        # the reactionless laws and the generalized Jacobian are for trees
+        model, _, _ = load_robot(values['robot_description'], values['robot_file'], tree_only=True)
         self.model = model
         ee_link = values['ee_link']
         if ee_link not in model.link_names:

@@ -366,7 +366,7 @@ class Simulator(Node):
 
     def _build(self) -> None:
         values = PARAMETERS.declare(self)
-        model, self.urdf = load_robot(values['robot_description'], values['robot_file'])
+        model, self.urdf, loops = load_robot(values['robot_description'], values['robot_file'])
         model = D.with_gravity(model, values['gravity'])
         model = D.with_joint_dynamics(model, values['joint_dynamics'])
         self.model = model
@@ -379,7 +379,7 @@ class Simulator(Node):
         self.world = values['world_frame'] or 'world'
         self.base_frame = values['frame_prefix'] + model.base_link
         setup = world_setup(values['scenario'], model, self.urdf, dt_ns)
-        chain, q0, v0 = initial_state(model, self.urdf, setup.initial_values(values))
+        chain, q0, v0 = initial_state(model, loops, setup.initial_values(values))
         if chain is not None and setup.targets:
             raise ParameterValueError('scenario: expected no targets with loop closures, got some')
         self.engine = Engine(

@@ -343,8 +343,8 @@ targets:
 @pytest.mark.parametrize(
     'case, node, expected',
     [
-        ('tree only', 'ffsim_ros.reactionless_controller', 'robot_file: expected a tree'),
-        ('missing link', 'ffsim_ros.simulator', 'robot_file: invalid loop closure'),
+        ('tree only', 'ffsim_ros.reactionless_controller', '): expected a tree, got a robot'),
+        ('missing link', 'ffsim_ros.simulator', '): invalid loop closure'),
         ('integrator', 'ffsim_ros.simulator', "integrator: expected 'rk4' with loop closures"),
         ('targets', 'ffsim_ros.simulator', 'scenario: expected no targets with loop closures'),
     ],
@@ -369,3 +369,5 @@ def test_nodes_refuse_what_they_cannot_run_with_exit_2(
         time.sleep(0.1)  # waiting for the process to exit, not for DDS
     assert proc.returncode == 2, proc.describe()
     assert expected in proc.stderr(), proc.describe()
+    if expected.startswith(')'):  # the parameter named, with the file
+        assert f'robot_file ({path})' in proc.stderr(), proc.describe()

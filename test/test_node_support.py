@@ -16,13 +16,13 @@ def test_load_robot_sources_and_errors(tmp_path: Path) -> None:
     from ffsim_ros.node_support import DEFAULT_ROBOT, ParameterValueError, load_robot
 
     planar = sample_robot('planar_2link').read_text()
-    model, text = load_robot(planar, '/no/such/file.urdf')  # the description wins
-    assert text == planar and model.n == 2
+    model, text, loops = load_robot(planar, '/no/such/file.urdf')  # the description wins
+    assert text == planar and model.n == 2 and loops == ()
     path = tmp_path / 'robot.urdf'
     path.write_text(planar)
-    model, text = load_robot('', str(path))
+    model, text, _ = load_robot('', str(path))
     assert text == planar and model.n == 2
-    model, text = load_robot('', '')
+    model, text, _ = load_robot('', '')
     assert model.joint_names == D.load_urdf(sample_robot(DEFAULT_ROBOT)).joint_names
     with pytest.raises(ParameterValueError, match=r"^robot_file: cannot read '/no/such'"):
         load_robot('', '/no/such')
@@ -32,6 +32,23 @@ def test_load_robot_sources_and_errors(tmp_path: Path) -> None:
     bad.write_text('<robot name="r"></robot>')
     with pytest.raises(ParameterValueError, match=r'^robot_file \(.*bad.urdf\): invalid robot'):
         load_robot('', str(bad))
+
+
+def test_load_robot_reads_and_checks_loop_closures(tmp_path: Path) -> None:
+    from ffsim_ros.node_support import ParameterValueError, load_robot
+
+    platform = sample_robot('floating_platform')
+    model, _, loops = load_robot('', str(platform))
+    assert [lp.name for lp in loops] == ['b_tip', 'c_tip'] and model.n == 10
+    with pytest.raises(ParameterValueError, match=r'^robot_file \(.*\): expected a tree, got'):
+        load_robot('', str(platform), tree_only=True)
+    text = platform.read_text()
+    moon = text.replace('<successor link="platform">', '<successor link="moon">', 1)
+    with pytest.raises(ParameterValueError, match='^robot_description: invalid loop closure'):
+        load_robot(moon, '')
+    within = text.replace('<successor link="platform">', '<successor link="b3">', 1)
+    with pytest.raises(ParameterValueError, match='same body'):
+        load_robot(within, '')
 
 
 def test_stamps_round_trip() -> None:

@@ -47,16 +47,23 @@ class FatalNodeError(RuntimeError):
     """A node cannot go on (e.g. its physics thread failed): ``main`` exits with a message."""
 
 
-def load_robot(robot_description: str, robot_file: str) -> tuple[D.Model, str]:
-    """Model and URDF text from the ``robot_description`` / ``robot_file`` parameters.
+def load_robot(
+    robot_description: str, robot_file: str, *, tree_only: bool = False
+) -> tuple[D.Model, str, tuple[D.LoopClosure, ...]]:
+    """Model, URDF text and loop closures from the ``robot_description`` / ``robot_file``
+    parameters.
 
     ``robot_description`` (URDF XML) wins; else ``robot_file`` (a path, read by
-    :func:`read_robot_file`); else the sample robot :data:`DEFAULT_ROBOT`.
+    :func:`read_robot_file`); else the sample robot :data:`DEFAULT_ROBOT`. The loop closures
+    are the URDF+ ``<loop>`` elements (:func:`ffsim_ros.dynamics.loop_closures_from_urdf`),
+    checked against the model (their links exist, on two different bodies); empty for a
+    tree.
 
     Raises
     ------
     ParameterValueError
-        An unreadable file or an invalid URDF, naming the parameter it came from.
+        An unreadable file, an invalid URDF or loop closure, or (``tree_only``) a robot with
+        loop closures, naming the parameter it came from.
     """
     text = robot_description
     source = 'robot_description'
@@ -65,9 +72,21 @@ def load_robot(robot_description: str, robot_file: str) -> tuple[D.Model, str]:
         source = f'robot_file ({path})'
         text = read_robot_file(path)
     try:
-        return D.load_urdf(text), text
+        model = D.load_urdf(text)
     except (ValueError, NotImplementedError) as exc:
         raise ParameterValueError(f'{source}: invalid robot: {exc}') from None
+    try:
+        loops = D.loop_closures_from_urdf(text)
+        if loops:
+            D.ClosedChain(model, loops)  # the links exist, each loop joins two bodies
+    except ValueError as exc:  # UnknownNameError is one
+        raise ParameterValueError(f'{source}: invalid loop closure: {exc}') from None
+    if loops and tree_only:
+        raise ParameterValueError(
+            f'{source}: expected a tree, got a robot with loop closures (URDF+ <loop> '
+            f'{[lp.name for lp in loops]})'
+        )
+    return model, text, loops
 
 
 def read_robot_file(path: str, max_bytes: int = MAX_ROBOT_BYTES) -> str:

@@ -1,12 +1,14 @@
 """The simulator's initial state from its parameters, and the robot's loop closures (no node).
 
 :func:`initial_state` reads the ``initial_*`` parameters (checked against the robot's limits
-where they are enforced) and the URDF+ ``<loop>`` elements of the robot description
-(:func:`ffsim_ros.dynamics.loop_closures_from_urdf`); with loops, the state is assembled on
-them (the joints moved onto the loops' manifold, the base kept, the velocity projected).
+where they are enforced); with the robot's loop closures (URDF+ ``<loop>`` elements, read by
+:func:`~.common.load_robot`), the state is assembled on them (the joints moved onto the
+loops' manifold, the base kept, the velocity projected).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,22 +18,37 @@ from .common import ParameterValueError
 
 
 def initial_state(
-    model: D.Model, urdf: str, values: dict
+    model: D.Model, loops: Sequence[D.LoopClosure], values: dict
 ) -> tuple[D.ClosedChain | None, np.ndarray, np.ndarray]:
-    """``(chain, q0, v0)``: the loop closures of ``urdf`` on ``model`` (None for a tree) and
-    the initial configuration (nq,) and velocity (nv,) from the parameter ``values``.
+    """``(chain, q0, v0)``: the closed chain of ``loops`` (checked by
+    :func:`~.common.load_robot`) on ``model`` (None for a tree) and the initial configuration
+    (nq,) and velocity (nv,) from the parameter ``values``, assembled on the loops.
 
     Raises
     ------
     ParameterValueError
         Naming the parameter: a joint vector of the wrong size, a joint beyond its position
         limits with ``position_limits`` or faster than its speed limit with
-        ``velocity_limits`` (``initial_joint_*``); a malformed loop or one naming a link the
-        robot lacks (``robot_description``); joint positions the loops cannot be closed from.
+        ``velocity_limits`` (``initial_joint_*``); with loops, an integrator other than
+        ``rk4`` or joint positions the loops cannot be closed from.
     """
     q0, v0 = _tree_state(model, values)
-    source = 'robot_description' if values.get('robot_description') else 'robot_file'
-    return _closed(model, urdf, q0, v0, values, source)
+    if not loops:
+        return None, q0, v0
+    if values['integrator'] != 'rk4':
+        raise ParameterValueError(
+            f"integrator: expected 'rk4' with loop closures (the closed chain's projected RK4 "
+            f'step), got {values["integrator"]!r}'
+        )
+    chain = D.ClosedChain(model, loops)
+    try:
+        q, v = chain.assemble(q0, v0)
+    except RuntimeError as exc:
+        raise ParameterValueError(
+            f'initial_joint_positions: the loops {[lp.name for lp in loops]} cannot be closed '
+            f'from them ({exc})'
+        ) from None
+    return chain, q, v
 
 
 def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
@@ -81,39 +98,3 @@ def _tree_state(model: D.Model, values: dict) -> tuple[np.ndarray, np.ndarray]:
         *np.split(np.asarray(values['initial_base_twist']), 2),
     )
     return np.r_[q_base, positions], np.r_[v_base, rates]
-
-
-def _closed(
-    model: D.Model, urdf: str, q0: np.ndarray, v0: np.ndarray, values: dict, source: str
-) -> tuple[D.ClosedChain | None, np.ndarray, np.ndarray]:
-    """The loop closures of the robot's URDF+ ``<loop>`` elements on ``model``
-    (:func:`ffsim_ros.dynamics.loop_closures_from_urdf`; None for a tree), and the initial
-    state ``(q0, v0)`` assembled on them (the joints moved onto the loops, the base kept).
-
-    Raises
-    ------
-    ParameterValueError
-        A malformed ``<loop>`` or one naming a link the robot lacks (``source``: the
-        parameter the robot came from), an integrator other than ``rk4``, or initial joint
-        positions the loops cannot be closed from (``initial_joint_positions``).
-    """
-    try:
-        loops = D.loop_closures_from_urdf(urdf)
-        chain = D.ClosedChain(model, loops) if loops else None
-    except ValueError as exc:  # UnknownNameError is one
-        raise ParameterValueError(f'{source}: invalid loop closure: {exc}') from None
-    if chain is None:
-        return None, q0, v0
-    if values['integrator'] != 'rk4':
-        raise ParameterValueError(
-            f"integrator: expected 'rk4' with loop closures (the closed chain's projected RK4 "
-            f'step), got {values["integrator"]!r}'
-        )
-    try:
-        q, v = chain.assemble(q0, v0)
-    except RuntimeError as exc:
-        raise ParameterValueError(
-            f'initial_joint_positions: the loops {[lp.name for lp in loops]} cannot be closed '
-            f'from them ({exc})'
-        ) from None
-    return chain, q, v

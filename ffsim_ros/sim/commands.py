@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_to_matrix
 
 #: Frames a base wrench can be given in: the inertial frame, or the base body's own frame
 #: (then it turns with the base, as a thruster's force does).
@@ -207,6 +208,16 @@ class ExternalWrenches:
     def acting(self) -> bool:
         """Whether a non-zero wrench acts (an all-zero wrench is no wrench)."""
         return bool(self.step_arguments())
+
+    def base_in_world(self, q: np.ndarray) -> np.ndarray | None:
+        """The base wrench (6,) in the inertial frame at configuration ``q`` (nq,) (turned by
+        the base attitude when given in the base frame); None when none acts."""
+        if self.base is None or not np.any(self.base):
+            return None
+        if self.base_frame != 'base':
+            return self.base
+        R = quat_to_matrix(q[3:7])
+        return np.concatenate((R @ self.base[:3], R @ self.base[3:]))
 
     def step_arguments(self) -> dict[str, object]:
         """Keyword arguments of :func:`ffsim_ros.dynamics.step` for these wrenches (none for

@@ -66,7 +66,7 @@ from typing import TypeVar
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import quat_normalize, quat_to_matrix
+from ffsim_ros.dynamics.lie import quat_normalize
 from ffsim_ros.scene import SceneSnapshot
 
 from .commands import WRENCH_FRAMES, EffortCommands, ExternalWrenches, check_wrench
@@ -656,12 +656,7 @@ class Engine:
         """Whether no limit can act over ``count`` steps from now (with a margin)."""
         q, v, limits = self._q, self._v, self._limits
         w = self._wrenches
-        base = None
-        if w.base is not None:
-            base = w.base
-            if w.base_frame == 'base':
-                R = quat_to_matrix(q[3:7])
-                base = np.concatenate((R @ w.base[:3], R @ w.base[3:]))
+        base = w.base_in_world(q)
         try:
             if self._chain is not None:
                 a = self._chain.acceleration(q, v, tau, base_wrench=base, link_wrenches=w.links)
@@ -729,14 +724,10 @@ class Engine:
         if not wrenches:
             _, Q, V = chain.simulate(q, v, tau, count * dt, dt)
             return Q[-1], V[-1]
+        links = wrenches.get('link_wrenches')
         for _ in range(count):
-            base = wrenches.get('base_wrench')
-            if 'base_wrench_body' in wrenches:
-                R, w = quat_to_matrix(q[3:7]), wrenches['base_wrench_body']
-                base = np.concatenate((R @ w[:3], R @ w[3:]))
-            q, v = chain.step(
-                q, v, tau, dt, base_wrench=base, link_wrenches=wrenches.get('link_wrenches')
-            )
+            base = self._wrenches.base_in_world(q)
+            q, v = chain.step(q, v, tau, dt, base_wrench=base, link_wrenches=links)
         return q, v
 
     def _commit(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int) -> None:

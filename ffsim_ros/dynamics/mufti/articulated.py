@@ -69,10 +69,17 @@ class LoopKernel:
 
     def _call(self, kernel: object, *args: object) -> object:
         """``kernel(*args)``; after the first call through the compiled entry point itself
-        (numba's argument typing skipped: the arguments keep their types call after call)."""
+        (numba's argument typing skipped: the arguments keep their types call after call).
+        The first call types read-only arrays (a model's packed data, an engine's frozen
+        state) as writeable copies, so that one specialization serves every caller, the
+        warm-up's included, whatever the flags of its inputs (the kernels write only into
+        their output arrays, which are writeable)."""
         entry = self._entries.get(kernel)
         if entry is not None:
             return entry(*args)  # type: ignore[operator]
+        args = tuple(
+            np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args
+        )
         out = kernel(*args)  # type: ignore[operator]
         try:
             sig = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
@@ -98,8 +105,6 @@ class LoopKernel:
         (nv,) ndarray [m/s^2, rad/s^2 | per joint].
         """
         a = np.empty(self.model.nv)
-        if e_closed_chain not in self._entries:  # the typing call: the warm-up's array types
-            q, v = np.array(q), np.array(v)  # (an engine's frozen state is read-only)
         rank = self._call(
             e_closed_chain,
             *self.model.packed,
