@@ -444,12 +444,15 @@ class Simulator(Node):
         self.pub_clock = self.create_publisher(Clock, '/clock', 10) if publish_clock else None
         # the ROS convention: one /diagnostics topic for all (absolute, also under a namespace)
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        # with tf2_ros, its broadcaster; else our own publisher, which also takes the base's
+        # transform alone as bytes (no targets in the scene)
+        self._tf_broadcast = TransformBroadcaster is not None
         if TransformBroadcaster is not None:
             self._tf = TransformBroadcaster(self)
-            self._send_tf = lambda ts, _raw: self._tf.sendTransform(ts)
+            self._send_tf = self._tf.sendTransform
         else:  # same topic and QoS as tf2_ros.TransformBroadcaster (depth 100, reliable)
             self._tf = self.create_publisher(TFMessage, '/tf', QoSProfile(depth=100))
-            self._send_tf = lambda ts, raw: self._tf.publish(raw or TFMessage(transforms=ts))
+            self._send_tf = lambda ts: self._tf.publish(TFMessage(transforms=ts))
         self.create_subscription(Float64MultiArray, 'joint_effort_commands', self._on_command, 10)
         self.create_subscription(JointState, 'joint_commands', self._on_joint_command, 10)
         self.create_subscription(WrenchStamped, 'base_wrench', self._on_base_wrench, 10)
@@ -811,16 +814,19 @@ class Simulator(Node):
         markers = self._publish_count % 10 == 0  # for the eye: a tenth of the rate
         self._publish_count += 1
         wire = self._messages.serialized(snap, markers)  # bytes for the fixed-layout topics
-        clock, joints, transform, odom, momentum, marker_array, base_tf = wire
+        clock, joints, odom, momentum, marker_bytes, base_tf = wire
         if clock is not None:
             self.pub_clock.publish(clock)
         self.pub_joints.publish(joints)
-        targets = self.scene_interfaces.publish(snap, transform.header.stamp, markers)
-        self._send_tf([transform, *targets], None if targets else base_tf)
+        targets = self.scene_interfaces.publish(snap, markers)
+        if targets or self._tf_broadcast:
+            self._send_tf([self._messages.base_transform(snap), *targets])
+        else:
+            self._tf.publish(base_tf)
         self.pub_odom.publish(odom)
         self.pub_momentum.publish(momentum)
-        if marker_array is not None:
-            self.pub_markers.publish(marker_array)
+        if marker_bytes is not None:
+            self.pub_markers.publish(marker_bytes)
 
     def messages(self, snap: Snapshot, markers: bool = True) -> tuple:
         """The messages of one instant, all stamped with its simulated time

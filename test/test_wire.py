@@ -18,7 +18,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 import ffsim_ros.dynamics as D  # noqa: E402
-from ffsim_ros.dynamics.lie import quat_normalize  # noqa: E402
+from ffsim_ros.dynamics.lie import quat_normalize, quat_to_matrix  # noqa: E402
 from ffsim_ros.node_support.state_messages import StateMessages  # noqa: E402
 from ffsim_ros.node_support.wire import WireTemplate  # noqa: E402
 from ffsim_ros.resources import sample_robot  # noqa: E402
@@ -40,28 +40,53 @@ def test_serialized_state_equals_rclpy_serialization(robot: str) -> None:
         engine.command_efforts(rng.normal(size=model.n))
         snap = engine.advance(int(rng.integers(1, 5)))
         snap = type(snap)(**{**vars(snap), 'time_ns': int(rng.integers(0, 2**31 - 1)) * 10**9 + k})
-        wire = list(messages.serialized(snap, markers=k % 2 == 0))
-        # the transform is the message fill() fills again: compared through a copy
-        wire[2] = deserialize_message(serialize_message(wire[2]), TransformStamped)
-        objects = messages.fill(snap, markers=k % 2 == 0)
+        markers = k % 2 == 0
+        wire = list(messages.serialized(snap, markers=markers))
+        objects = messages.fill(snap, markers=markers)
+        clock, joints, transform, odom, momentum, marker_array = objects
         base_tf = deserialize_message(wire.pop(), TFMessage)  # the base's /tf message
-        assert base_tf == TFMessage(transforms=[objects[2]])
-        for got, msg in zip(wire, objects, strict=True):
-            if isinstance(got, bytes):  # the same fields, the same length (CDR's padding
-                # bytes are left as they come: rclpy's own differ from one call to the next)
-                assert deserialize_message(got, type(msg)) == msg, (k, type(msg).__name__)
-                assert len(got) == len(serialize_message(msg))
-            elif got is not None:  # the transform and the markers stay messages
-                assert got == msg
+        assert base_tf == TFMessage(transforms=[transform])
+        copy = deserialize_message(serialize_message(transform), TransformStamped)
+        assert messages.base_transform(snap) == copy  # the message, where TF needs one
+        tr = copy.transform
+        assert [
+            tr.translation.x,
+            tr.translation.y,
+            tr.translation.z,
+        ] == snap.base_position.tolist()
+        assert [tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w] == (
+            snap.base_orientation.tolist()
+        )
+        assert copy.header.stamp.sec * 10**9 + copy.header.stamp.nanosec == snap.time_ns
+        assert (wire[4] is None) == (marker_array is None) == (not markers)
+        for got, msg in zip(wire, (clock, joints, odom, momentum, marker_array), strict=True):
+            # the same fields, the same length (CDR's padding bytes are left as they come:
+            # rclpy's own differ from one call to the next)
+            # (float32 fields -- the markers' colours -- compared as they travel)
+            if got is not None:
+                sent = serialize_message(msg)
+                expected = deserialize_message(sent, type(msg))
+                assert deserialize_message(got, type(msg)) == expected, (k, type(msg).__name__)
+                assert len(got) == len(sent)
         joints = deserialize_message(wire[1], JointState)
         assert list(joints.name) == list(model.joint_names)
         assert np.array_equal(joints.position, snap.q[7:])
         assert np.array_equal(joints.effort, snap.effort)
         assert joints.header.stamp.sec * 10**9 + joints.header.stamp.nanosec == snap.time_ns
-        odom = deserialize_message(wire[3], Odometry)
+        odom = deserialize_message(wire[2], Odometry)
         assert odom.child_frame_id == 'robot/base_link'
         assert odom.pose.pose.orientation.w == snap.base_orientation[3]
-        data = deserialize_message(wire[4], Float64MultiArray).data
+        # the twist in the base link's axes (REP 105), against the rotation matrix
+        Rt = quat_to_matrix(snap.base_orientation).T
+        tw = odom.twist.twist
+        for got, world in (
+            (tw.linear, snap.base_linear_velocity),
+            (tw.angular, snap.base_angular_velocity),
+        ):
+            expected = Rt @ world
+            scale = max(1.0, float(np.abs(world).max()))
+            assert np.allclose([got.x, got.y, got.z], expected, rtol=0, atol=1e-14 * scale)
+        data = deserialize_message(wire[3], Float64MultiArray).data
         assert np.array_equal(data, np.r_[snap.momentum, snap.com])
 
 

@@ -212,10 +212,11 @@ class SceneInterfaces:
             self._odom[name] = self.node.create_publisher(Odometry, f'targets/{name}/odom', 10)
 
     # --------------------------------------------------------------- physics thread
-    def publish(self, snap, stamp, markers: bool) -> list:
+    def publish(self, snap, markers: bool) -> list:
         """Publish the targets' odometry, the events and (``markers``) the markers of
         ``snap``; return the targets' transforms (sent with the robot's)."""
         world = self.node.engine.world
+        stamp = to_stamp(snap.time_ns)
         events = world.take_events()
         for time_ns, event in events:
             self.pub_events.publish(event_message(time_ns, event))

@@ -16,11 +16,15 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ffsim_ros.dynamics.lie import quat_to_matrix
+from ffsim_ros.dynamics.lie import quat_rotate_inverse
 from ffsim_ros.sim import Snapshot
 
 from .common import to_stamp
 from .wire import WireTemplate
+
+#: Length of the momentum markers' arrows per unit of momentum [m / (N s) and m / (N m s)]:
+#: 1 m per 10 units, drawn from the CoM.
+MOMENTUM_ARROW_SCALE = 0.1
 
 
 class StateMessages:
@@ -74,29 +78,30 @@ class StateMessages:
         pos.x, pos.y, pos.z = pose[:3]
         o = odom.pose.pose.orientation
         o.x, o.y, o.z, o.w = pose[3:]
-        linear, angular = _base_twist(snap)
+        twist = _base_twist(snap)
         tw = odom.twist.twist
-        tw.linear.x, tw.linear.y, tw.linear.z = linear.tolist()
-        tw.angular.x, tw.angular.y, tw.angular.z = angular.tolist()
+        tw.linear.x, tw.linear.y, tw.linear.z = twist[:3]
+        tw.angular.x, tw.angular.y, tw.angular.z = twist[3:]
 
         momentum.data = np.r_[snap.momentum, snap.com].tolist()
         marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
         return clock, joints, transform, odom, momentum, marker_array
 
     def serialized(self, snap: Snapshot, markers: bool = True) -> tuple:
-        """:meth:`fill`'s messages of one instant, those of a fixed layout already serialized
+        """:meth:`fill`'s messages of one instant serialized
         (:class:`~ffsim_ros.node_support.wire.WireTemplate`: the same bytes rclpy would send
-        for them, what ``Publisher.publish`` takes raw).
+        for them, what ``Publisher.publish`` takes raw). The base's transform as a message
+        (for TF with the targets' transforms, or tf2_ros's broadcaster) is
+        :meth:`base_transform`, built only where it is needed.
 
         Returns
         -------
-        tuple
-            ``(bytes or None, bytes, TransformStamped, bytes, bytes, MarkerArray or None,
-            bytes)``: ``/clock``, ``joint_states``, the base transform (a message: TF takes it
-            with the targets' transforms), ``base_odom``, ``momentum``, the markers, and a
+        tuple of bytes
+            ``(/clock or None, joint_states, base_odom, momentum, markers or None, /tf)``:
+            ``/clock`` only with ``publish_clock``, the markers only when asked, ``/tf`` a
             ``tf2_msgs/TFMessage`` of the base transform alone.
         """
-        clock, joints, odom, momentum, tf = self._wire
+        clock, joints, odom, momentum, tf, marks = self._wire
         sec, nsec = divmod(int(snap.time_ns), 1_000_000_000)
         clock_bytes = None
         if clock is not None:
@@ -109,23 +114,38 @@ class StateMessages:
         pose = (*snap.base_position.tolist(), *snap.base_orientation.tolist())
         odom.pack('stamp', sec, nsec)
         odom.pack('pose', *pose)
-        odom.pack_arrays('twist', *_base_twist(snap))
+        odom.pack('twist', *_base_twist(snap))
         momentum.pack_arrays('data', snap.momentum, snap.com)
-
         tf.pack('stamp', sec, nsec)
         tf.pack('transform', *pose)
-        stamp = to_stamp(snap.time_ns)
-        transform = self._base_transform(stamp, pose)
-        marker_array = self._markers(stamp, snap.momentum, snap.com) if markers else None
+        marker_bytes = None
+        if markers:
+            for k in range(3):
+                marks.pack(f'stamp{k}', sec, nsec)
+            com = snap.com.tolist()
+            marks.pack('com', *com)
+            h = snap.momentum.tolist()
+            for k in (1, 2):
+                vec = h[3 * k - 3 : 3 * k]
+                marks.pack(
+                    f'arrow{k}',
+                    *com,
+                    *(c + MOMENTUM_ARROW_SCALE * x for c, x in zip(com, vec, strict=True)),
+                )
+            marker_bytes = marks.payload()
         return (
             clock_bytes,
             joints.payload(),
-            transform,
             odom.payload(),
             momentum.payload(),
-            marker_array,
+            marker_bytes,
             tf.payload(),
         )
+
+    def base_transform(self, snap: Snapshot) -> TransformStamped:
+        """The base's transform message of ``snap`` (the same object at every call)."""
+        pose = (*snap.base_position.tolist(), *snap.base_orientation.tolist())
+        return self._base_transform(to_stamp(snap.time_ns), pose)
 
     def _base_transform(self, stamp: Time, pose: tuple) -> TransformStamped:
         """The base's transform message (the same object at every call) at ``stamp``,
@@ -140,8 +160,8 @@ class StateMessages:
 
     def _new_templates(self, clock: bool) -> tuple:
         """The :class:`WireTemplate` of ``/clock`` (or None), ``joint_states``, ``base_odom``,
-        ``momentum`` and ``/tf`` (the base alone), from messages built as
-        :meth:`_new_messages` builds them."""
+        ``momentum``, ``/tf`` (the base alone) and ``markers``, from messages built as
+        :meth:`_new_messages` and :meth:`_markers` build them."""
         _, joints, transform, odom, momentum = self._new_messages(False)
         n = len(self.joint_names)
         xyz = ('x', 'y', 'z')
@@ -174,6 +194,20 @@ class StateMessages:
                 {
                     'stamp': ('time', ('transforms.0.header.stamp',)),
                     'transform': ('f64', tuple(f'transforms.0.transform.{p}' for p in place)),
+                },
+            ),
+            WireTemplate(
+                self._markers(Time(), np.zeros(6), np.zeros(3)),
+                {
+                    **{f'stamp{k}': ('time', (f'markers.{k}.header.stamp',)) for k in range(3)},
+                    'com': ('f64', tuple(f'markers.0.pose.position.{a}' for a in xyz)),
+                    **{
+                        f'arrow{k}': (
+                            'f64',
+                            tuple(f'markers.{k}.points.{i}.{a}' for i in range(2) for a in xyz),
+                        )
+                        for k in (1, 2)
+                    },
                 },
             ),
         )
@@ -220,8 +254,7 @@ class StateMessages:
             arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.04, 0.08, 0.1
             arrow.color.r, arrow.color.g, arrow.color.b = rgb
             arrow.color.a = 1.0
-            # arrow length 1 m per 10 units of momentum, from the CoM
-            tip = com + 0.1 * vec
+            tip = com + MOMENTUM_ARROW_SCALE * vec
             arrow.points = [
                 Point(x=float(com[0]), y=float(com[1]), z=float(com[2])),
                 Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2])),
@@ -230,8 +263,11 @@ class StateMessages:
         return out
 
 
-def _base_twist(snap: Snapshot) -> tuple[np.ndarray, np.ndarray]:
-    """The base link's linear and angular velocity (3,) each, in its own axes [m/s, rad/s]
+def _base_twist(snap: Snapshot) -> tuple[float, ...]:
+    """The base link's linear and angular velocity, in its own axes (6 floats) [m/s, rad/s]
     (``base_odom``'s twist, REP 105)."""
-    Rt = quat_to_matrix(snap.base_orientation).T  # world -> base link axes
-    return Rt @ snap.base_linear_velocity, Rt @ snap.base_angular_velocity
+    quat = snap.base_orientation.tolist()
+    return (
+        *quat_rotate_inverse(quat, snap.base_linear_velocity.tolist()),
+        *quat_rotate_inverse(quat, snap.base_angular_velocity.tolist()),
+    )

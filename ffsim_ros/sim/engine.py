@@ -59,6 +59,7 @@ its physics thread only).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -88,6 +89,15 @@ def _frozen(x: np.ndarray) -> np.ndarray:
     out = np.array(x, dtype=float)
     out.setflags(write=False)
     return out
+
+
+def _finite(q: np.ndarray, v: np.ndarray) -> bool:
+    """Whether every value of ``q`` and ``v`` is finite (a finite sum says so at once: a NaN
+    or an infinity makes it non-finite; only an overflowing sum of finite values needs the
+    element-wise check)."""
+    if math.isfinite(q.sum() + v.sum()):
+        return True
+    return bool(np.isfinite(q).all() and np.isfinite(v).all())
 
 
 def _sealed(x: np.ndarray) -> np.ndarray:
@@ -612,7 +622,7 @@ class Engine:
             q1, v1 = self._step_from(q, v, tau, count)
         except DYNAMICS_ERRORS:
             return self._step_each(tau, count)
-        if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
+        if not _finite(q1, v1):
             return self._step_each(tau, count)
         if limits.active and not limits.quiet(tau, q1, v1):
             return self._step_each(tau, count)  # a limit was reached within: again, per step
@@ -678,7 +688,7 @@ class Engine:
                 stops = limits.stop_efforts(q, v, dt)
                 applied = tau if stops is None else tau + stops
                 q1, v1 = self._step_from(q, v, applied, 1)
-                if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
+                if not _finite(q1, v1):
                     self._fault = f'non-finite state in the step from t = {at:.6f} s'
                     return work
                 v1, impulse = limits.brake(q1, v1, dt)

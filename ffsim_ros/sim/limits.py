@@ -187,15 +187,15 @@ class JointLimits:
         would carry the joints): then steps under ``tau`` can be integrated in one call."""
         rate = np.abs(v[6:])
         change = 0.0 if a is None else 2.0 * span * np.abs(a[6:])
-        if self._any_driven and np.any(rate + change >= self.threshold(tau)):
+        if self._any_driven and (rate + change >= self.threshold(tau)).any():
             return False
         if self._any_bounded:
             pos = self.joint_positions(q)
             reach = 0.0 if a is None else 2.0 * (rate * span + np.abs(a[6:]) * span**2)
             b = self.bounded
-            if np.any((pos - reach)[b] <= self.lower[b]) or np.any(
+            if ((pos - reach)[b] <= self.lower[b]).any() or (
                 (pos + reach)[b] >= self.upper[b]
-            ):
+            ).any():
                 return False
         return True
 

@@ -133,9 +133,8 @@ class Watchdog:
         the kinetic energy when the caller has it)."""
         if kinetic is None:
             kinetic = D.kinetic_energy(self.model, q, v)
-        return kinetic - self._mass * sum(
-            gi * float(ri) for gi, ri in zip(self._gravity, com, strict=True)
-        )
+        g, r = self._gravity, com.tolist()
+        return kinetic - self._mass * (g[0] * r[0] + g[1] * r[1] + g[2] * r[2])
 
     def anchor(
         self,
@@ -190,7 +189,8 @@ class Watchdog:
             L = Lg
         hP, hL = _about_origin(momentum, com)
         energy = self.energy(q, v, com, kinetic)
-        kinetic = energy + M * sum(gi * ri for gi, ri in zip(g, com, strict=True))
+        r = com.tolist()
+        kinetic = energy + M * (g[0] * r[0] + g[1] * r[1] + g[2] * r[2])
         carried = math.sqrt(2.0 * M * max(kinetic, 0.0))
         scale_P = math.hypot(*P) + carried
         scale_L = math.hypot(*L) + carried * (self._gyration + math.hypot(*c) / M)
@@ -259,9 +259,10 @@ class Watchdog:
 
 def _about_origin(momentum: np.ndarray, com: np.ndarray) -> tuple[tuple, tuple]:
     """``(P, L_O)`` (3-tuples) from ``[P; L_g]`` and the CoM: ``L_O = L_g + r_g x P``."""
-    P = (float(momentum[0]), float(momentum[1]), float(momentum[2]))
-    rP = _cross3((float(com[0]), float(com[1]), float(com[2])), P)
-    return P, tuple(float(momentum[3 + i]) + rP[i] for i in range(3))
+    h = momentum.tolist()
+    P = (h[0], h[1], h[2])
+    rP = _cross3(com.tolist(), P)
+    return P, (h[3] + rP[0], h[4] + rP[1], h[5] + rP[2])
 
 
 def _cross3(a: tuple, b: tuple) -> tuple[float, float, float]:
