@@ -545,3 +545,57 @@ def test_a_failing_physics_thread_ends_the_node(rclpy_context, ros_executor, mon
         assert not sim.running
     finally:
         sim.destroy_node()
+
+
+def test_tf_goes_through_tf2_ros_broadcaster_where_installed(
+    rclpy_context, ros_executor, wait_until, monkeypatch
+) -> None:
+    """On a ROS install tf2_ros is importable and the base's transform goes through its
+    ``TransformBroadcaster`` (a list of ``TransformStamped`` per publish period), not the
+    node's own ``/tf`` bytes. tf2_ros is not on PyPI: a recording stand-in with its interface
+    (constructed with the node, ``sendTransform(transforms)``) takes its place."""
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    import ffsim_ros.simulator as simulator_module
+
+    sent: list[list] = []
+
+    class Broadcaster:
+        def __init__(self, node) -> None:
+            self.node = node
+
+        def sendTransform(self, transforms) -> None:  # noqa: N802 - tf2_ros's name
+            # copies: the node fills the same message object at every publish
+            sent.append(
+                [deserialize_message(serialize_message(t), TransformStamped) for t in transforms]
+            )
+
+    monkeypatch.setattr(simulator_module, 'TransformBroadcaster', Broadcaster)
+    sim = _in_process(
+        rclpy_context,
+        ('real_time_factor', 0.0),
+        ('initial_base_twist', [0.05, 0.0, 0.0, 0.0, 0.0, 0.2]),
+    )
+    try:
+        ros_executor.add_node(sim)
+        sim.start()
+        assert wait_until(lambda: len(sent) >= 20, 30, ros_executor)
+        sim.run_physics(lambda engine: engine.pause(), publish=True)
+        snap = sim.engine.snapshot()
+    finally:
+        sim.destroy_node()
+    assert all(len(batch) == 1 for batch in sent)  # the base alone: no targets
+    transforms = [batch[0] for batch in sent]
+    stamps = [t.header.stamp.sec * 10**9 + t.header.stamp.nanosec for t in transforms]
+    assert stamps[0] == 0 and all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
+    assert all((t.header.frame_id, t.child_frame_id) == ('world', 'base_link') for t in transforms)
+    last = transforms[-1].transform  # the state the pause published
+    assert stamps[-1] == snap.time_ns
+    assert [last.translation.x, last.translation.y, last.translation.z] == (
+        snap.base_position.tolist()
+    )
+    assert [last.rotation.x, last.rotation.y, last.rotation.z, last.rotation.w] == (
+        snap.base_orientation.tolist()
+    )
+    assert snap.base_position[0] > 0.0  # the base moved (and so did what was sent)
