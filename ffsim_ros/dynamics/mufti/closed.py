@@ -762,7 +762,9 @@ class ClosedChain:
             then the velocity projection onto the loop rows and the momentum the step must end
             with). Baumgarte alone leaves RK4's own error on the manifold (measured on the
             planar four-bar in gravity, 10 s at 4 ms: 8e-8; at 2 ms: 5e-9); with the
-            projection it stays at round-off.
+            projection it stays within its tolerance, 1e-13 (the compiled step, without link
+            wrenches, spares the projection where the loops' position and velocity errors are
+            already within it, and still corrects the momentum).
 
         Returns
         -------
