@@ -669,6 +669,165 @@ def test_batched_api_matches_single_states(servicer: D.Model) -> None:
         D.forward_dynamics(servicer, Q, V, T, link_wrenches={'ee_link': np.ones(6)})
 
 
+_I = '<inertia ixx="0.01" iyy="0.02" izz="0.03" ixy="0" ixz="0" iyz="0"/>'
+_LIM = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
+
+
+def _robot(body: str) -> str:
+    return f'<robot name="r">{body}</robot>'
+
+
+def test_a_robot_without_joints_gets_every_algorithm() -> None:
+    """A lone rigid body (a satellite; no joint: empty arrays, stride 0): single and batched
+    calls agree with Euler's equations, on a fixed and a floating base."""
+    sat = _robot(f'<link name="b"><inertial><mass value="2"/>{_I}</inertial></link>')
+    fixed = D.load_urdf(sat, floating_base=False)
+    empty = np.zeros(0)
+    for out in (
+        D.bias_forces(fixed, empty, empty),
+        D.inverse_dynamics(fixed, empty, empty, empty),
+        D.forward_dynamics(fixed, empty, empty, empty),
+        D.mass_matrix(fixed, np.zeros((3, 0))),
+        D.bias_forces(fixed, np.zeros((3, 0)), np.zeros((3, 0))),
+        D.forward_dynamics(fixed, np.zeros((3, 0)), np.zeros((3, 0)), np.zeros((3, 0))),
+    ):
+        assert out.size == 0
+    free = D.load_urdf(sat)
+    rng = np.random.default_rng(7)
+    Q = np.tile(D.neutral(free), (5, 1))
+    V = rng.normal(size=(5, 6))
+    W = rng.normal(size=(5, 6))
+    A = D.forward_dynamics(free, Q, V, np.zeros((5, 0)), base_wrench=W)
+    Qn, Vn = D.step(free, Q, V, np.zeros((5, 0)), 1e-3, base_wrench=W)
+    inertia = np.diag([0.01, 0.02, 0.03])
+    for k in range(5):
+        w = V[k, 3:]
+        dw = np.linalg.solve(inertia, W[k, 3:] - np.cross(w, inertia @ w))
+        assert A[k] == pytest.approx(np.r_[W[k, :3] / 2.0, dw], rel=1e-13, abs=1e-13)
+        qn, vn = D.step(free, Q[k], V[k], [], 1e-3, base_wrench=W[k])
+        assert np.abs(Qn[k] - qn).max() < 1e-15 and np.abs(Vn[k] - vn).max() < 1e-14
+
+
+def test_non_finite_states_and_zero_quaternions_are_named() -> None:
+    """A batched call checks its rows before its parallel loops (a kernel failing there could
+    not report it); a single call names the bad argument when its kernel fails (a NaN that
+    only propagates comes out as NaN: the per-call fast paths do not scan their inputs)."""
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof').read_text())
+    rng = np.random.default_rng(8)
+    Q = np.array([random_state(model, rng)[0] for _ in range(4)])
+    V = rng.normal(size=(4, model.nv))
+    T = rng.normal(size=(4, model.n))
+    Q[2, 8] = np.nan
+    with pytest.raises(ValueError, match=r'q: expected finite values, got nan in row 2 \(index 8'):
+        D.forward_dynamics(model, Q, V, T)
+    Q[2, 8] = 0.1
+    T[3, 1] = np.inf
+    with pytest.raises(ValueError, match='tau: expected finite values, got inf in row 3'):
+        D.step(model, Q, V, T, 1e-3)
+    Q[1, 3:7] = 0.0
+    for call in (
+        lambda: D.mass_matrix(model, Q),
+        lambda: D.integrate(model, Q, V, 0.1),
+        lambda: D.bias_forces(model, Q, V),
+    ):
+        with pytest.raises(ValueError, match=r'non-zero quaternion .* at index 3, got .* row 1'):
+            call()
+    q, v, tau = Q[1].copy(), V[1].copy(), rng.normal(size=model.n)
+    for call in (
+        lambda: D.forward_dynamics(model, q, v, tau),
+        lambda: D.mass_matrix(model, q),
+        lambda: D.integrate(model, q, v, 0.1),
+        lambda: D.step(model, q, v, tau, 1e-3),
+    ):
+        with pytest.raises(ValueError, match='non-zero quaternion'):
+            call()
+    q[3:7] = Q[0, 3:7]
+    q[8] = np.nan  # the kernel's Cholesky fails: the argument is named, not the symptom
+    with pytest.raises(ValueError, match='q: expected finite values, got nan at index 8'):
+        D.forward_dynamics(model, q, v, tau)
+
+
+@pytest.mark.parametrize(
+    ('body', 'floating', 'joint'),
+    [
+        (  # a point mass on the joint's own axis: the joint turns nothing
+            '<link name="b"><inertial><mass value="2"/>' + _I + '</inertial></link>'
+            '<link name="c"><inertial><origin xyz="0 0 0.2"/><mass value="1"/><inertia '
+            'ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="j" type="revolute"><parent link="b"/><child link="c"/>'
+            '<axis xyz="0 0 1"/>' + _LIM + '</joint>',
+            False,
+            'j',
+        ),
+        (  # two collinear joints with a massless link between: one rate is redundant
+            '<link name="b"><inertial><mass value="2"/>' + _I + '</inertial></link>'
+            '<link name="m"/><link name="c"><inertial><origin xyz="0.3 0 0"/>'
+            '<mass value="1"/>' + _I + '</inertial></link>'
+            '<joint name="j1" type="revolute"><parent link="b"/><child link="m"/>'
+            '<axis xyz="0 0 1"/>' + _LIM + '</joint>'
+            '<joint name="j2" type="revolute"><parent link="m"/><child link="c"/>'
+            '<origin xyz="0 0 0.1"/><axis xyz="0 0 1"/>' + _LIM + '</joint>',
+            False,
+            'j2',
+        ),
+        (  # a massless floating base under one joint: base and joint turn the same body
+            '<link name="r"/><link name="c"><inertial><origin xyz="0.3 0 0"/>'
+            '<mass value="1"/>' + _I + '</inertial></link>'
+            '<joint name="j" type="revolute"><parent link="r"/><child link="c"/>'
+            '<origin xyz="0.1 0.2 0.3"/><axis xyz="0 0 1"/>' + _LIM + '</joint>',
+            True,
+            'j',
+        ),
+    ],
+)
+def test_a_joint_that_moves_no_inertia_is_refused_at_load(
+    body: str, floating: bool, joint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of these models has a singular inertia matrix at every configuration (checked by
+    numpy's rank of H at a random state, with the load-time check switched off)."""
+    import ffsim_ros.dynamics.model as model_module
+
+    with pytest.raises(ValueError, match=f'joint {joint}: its motion .* moves no inertia'):
+        D.load_urdf(_robot(body), floating_base=floating)
+    monkeypatch.setattr(model_module, '_check_inertia_rank', lambda *args: None)
+    model = D.load_urdf(_robot(body), floating_base=floating)
+    q = random_state(model, np.random.default_rng(3))[0]
+    H = D.mass_matrix(model, q)
+    s = np.linalg.svd(H, compute_uv=False)
+    assert s[-1] <= 1e-12 * s[0]
+
+
+def test_a_posture_singular_alone_still_loads() -> None:
+    """Two joint axes aligned at zero through a massless link (iCub's neck): singular at the
+    neutral posture only, so the model loads and its dynamics are defined elsewhere."""
+    body = (
+        '<link name="b"><inertial><mass value="2"/>' + _I + '</inertial></link>'
+        '<link name="m"/><link name="c"><inertial><origin xyz="0 0 0.2"/><mass value="1"/>'
+        '<inertia ixx="0.01" iyy="0.01" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        '<joint name="j1" type="revolute"><parent link="b"/><child link="m"/>'
+        '<axis xyz="0 0 1"/>' + _LIM + '</joint>'
+        '<joint name="j2" type="revolute"><parent link="m"/><child link="c"/>'
+        '<axis xyz="1 0 0"/>' + _LIM + '</joint>'
+    )
+    model = D.load_urdf(_robot(body), floating_base=False)
+    H0 = D.mass_matrix(model, np.zeros(2))
+    assert np.linalg.svd(H0, compute_uv=False)[-1] < 1e-14
+    H = D.mass_matrix(model, np.array([0.0, 0.4]))
+    assert np.linalg.svd(H, compute_uv=False)[-1] > 1e-4
+
+
+def test_infinite_joint_damping_is_refused() -> None:
+    joint = (
+        '<link name="b"><inertial><mass value="2"/>' + _I + '</inertial></link>'
+        '<link name="c"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>' + _I + '</inertial>'
+        '</link><joint name="j" type="revolute"><parent link="b"/><child link="c"/>'
+        '<axis xyz="0 0 1"/>' + _LIM + '<dynamics {}/></joint>'
+    )
+    for attr in ('damping="inf"', 'friction="1e400"', 'damping="nan"'):
+        with pytest.raises(ValueError, match='joint j: damping and friction must be finite'):
+            D.load_urdf(_robot(joint.format(attr)))
+
+
 def test_triangle_inequality_tolerates_printed_rounding_only() -> None:
     """A CAD inertia printed to 7 digits loads; a violation beyond rounding is rejected
     (strict) or loaded as given with a warning naming the link (default, as Pinocchio)."""

@@ -17,6 +17,7 @@ import numpy as np
 from .inputs import (
     ArrayLike,
     as_q,
+    as_q_rows,
     as_rows,
     as_v,
     as_vector,
@@ -28,6 +29,7 @@ from .inputs import (
     is_ready,
     no_batched_wrenches,
     require_floating,
+    state_error,
 )
 from .kernels.batched import b_forward_dynamics, b_inverse_dynamics, b_mass_matrix, b_momentum
 from .kernels.entry import (
@@ -158,7 +160,7 @@ def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
     """System CoM ``r_g`` (defined after [S0 eq. 10]), (3,) inertial frame [m]."""
     if is_batch(q):
         lead = batch_shape(q)
-        Q = as_rows(q, model.nq, 'q', lead)
+        Q = as_q_rows(model, q, lead)
         _, com = b_momentum(*model.packed, Q, np.zeros((Q.shape[0], model.nv)))
         return com.reshape(lead + (3,))
     R, p = body_poses(model, q)
@@ -232,7 +234,7 @@ def link_pose_and_jacobian(
     """
     frame = model.frame(link)
     lead = batch_shape(q)
-    Q = as_rows(q, model.nq, 'q', lead) if is_batch(q) else as_q(model, q)[None, :]
+    Q = as_q_rows(model, q, lead) if is_batch(q) else as_q(model, q)[None, :]
     mask = _support_mask(model, frame.body)
     p, R, J = b_link_frame(
         *model.packed,
@@ -262,11 +264,14 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
     if not is_ready(q, model.shapes[0]):
         if is_batch(q):
             lead = batch_shape(q)
-            H = b_mass_matrix(*model.packed, as_rows(q, model.nq, 'q', lead))
+            H = b_mass_matrix(*model.packed, as_q_rows(model, q, lead))
             return H.reshape(lead + (model.nv, model.nv))
         q = as_q(model, q)
     H = np.empty((model.nv, model.nv))
-    _CRBA.entry(*model.packed, q, H)
+    try:
+        _CRBA.entry(*model.packed, q, H)
+    except (ValueError, ZeroDivisionError) as e:
+        raise state_error(model, e, q=q) from e
     return H
 
 
@@ -289,7 +294,10 @@ def bias_forces(
     shape_q, shape_v, _ = model.shapes
     if link_wrenches is None and is_ready(q, shape_q) and is_ready(v, shape_v):
         out = np.empty(shape_v)  # the common case, without any conversion
-        _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+        try:
+            _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q, v=v) from e
         return out
     return _rnea(model, q, v, None, link_wrenches)
 
@@ -325,7 +333,10 @@ def inverse_dynamics(
         and is_ready(a, shape_v)
     ):
         out = np.empty(shape_v)  # the common case, without any conversion
-        _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+        try:
+            _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q, v=v, a=a) from e
         return out
     return _rnea(model, q, v, a, link_wrenches)
 
@@ -344,7 +355,7 @@ def _rnea(
     if is_batch(q):
         no_batched_wrenches(link_wrenches)
         lead = batch_shape(q)
-        Q = as_rows(q, model.nq, 'q', lead)
+        Q = as_q_rows(model, q, lead)
         out = b_inverse_dynamics(
             *model.packed,
             Q,
@@ -357,8 +368,16 @@ def _rnea(
     v = as_v(model, v)
     if a is not None:
         a = as_v(model, a, 'a')
-    if not link_wrenches:  # converted: now the public functions' fast paths take them
-        return bias_forces(model, q, v) if a is None else inverse_dynamics(model, q, v, a)
+    if not link_wrenches:  # converted: the entry points of the fast paths take them
+        out = np.empty(nv)
+        try:
+            if a is None:
+                _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+            else:
+                _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q, v=v, a=v if a is None else a) from e
+        return out
     fext = body_wrenches(model, q, link_wrenches)
     acc = v[:0] if a is None else a  # an empty a: a = 0
     return e_inverse_dynamics(*model.packed, q, v, acc, fext, model.joint_dynamics)
@@ -404,14 +423,17 @@ def aba(
         and is_ready(tau, shape_tau)
     ):  # the common case, without any conversion
         out = np.empty(shape_v)
-        _ABA.entry(*model.packed, q, v, tau, model.joint_dynamics, out)
+        try:
+            _ABA.entry(*model.packed, q, v, tau, model.joint_dynamics, out)
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q, v=v, tau=tau) from e
         return out
     if is_batch(q):
         no_batched_wrenches(link_wrenches)
         lead = batch_shape(q)
         out = b_forward_dynamics(
             *model.packed,
-            as_rows(q, model.nq, 'q', lead),
+            as_q_rows(model, q, lead),
             as_rows(v, model.nv, 'v', lead),
             generalized_forces(model, tau, base_wrench, lead),
             model.joint_dynamics,
@@ -449,7 +471,10 @@ def _forward(
     v = as_v(model, v)
     gen = generalized_force(model, tau, base_wrench)
     fext = body_wrenches(model, q, link_wrenches)
-    return e_forward_dynamics(*model.packed, q, v, gen, fext, model.joint_dynamics, use_aba)
+    try:
+        return e_forward_dynamics(*model.packed, q, v, gen, fext, model.joint_dynamics, use_aba)
+    except (ValueError, ZeroDivisionError) as e:
+        raise state_error(model, e, q=q, v=v, tau=gen) from e
 
 
 def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin') -> np.ndarray:
@@ -468,7 +493,7 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
     check_point(about)
     if is_batch(q):
         lead = batch_shape(q)
-        Q = as_rows(q, model.nq, 'q', lead)
+        Q = as_q_rows(model, q, lead)
         h, com = b_momentum(*model.packed, Q, as_rows(v, model.nv, 'v', lead))
     else:
         Q = as_q(model, q)

@@ -32,12 +32,13 @@ def is_ready(x: object, shape: tuple[int]) -> bool:
     write their inputs, and the entry points read any 8-byte-strided float64 buffer the same
     way. The arrays the compiled kernels return carry a float64 dtype equal to numpy's but
     not the same object: compared by value after the identity test misses.
+    An empty array (a robot without joints) has stride 0 and passes too.
     """
     return (
         x.__class__ is np.ndarray
         and (x.dtype is _F8 or x.dtype == _F8)  # type: ignore[attr-defined]
         and x.shape == shape  # type: ignore[attr-defined]
-        and x.strides == _UNIT_STRIDE  # type: ignore[attr-defined]
+        and (x.strides == _UNIT_STRIDE or x.size == 0)  # type: ignore[attr-defined]
     )
 
 
@@ -78,12 +79,82 @@ def as_rows(x: ArrayLike, size: int, what: str, lead: tuple[int, ...]) -> np.nda
         raise ValueError(
             f'{what}: expected batch shape {lead} (or broadcastable), got {arr.shape[:-1]}'
         ) from None
-    rows = np.ascontiguousarray(arr.reshape(-1, size))
+    rows = np.ascontiguousarray(arr.reshape(int(np.prod(lead, dtype=np.int64)), size))
     if not (rows.flags.writeable and rows.flags.aligned):
         # a broadcast view is read-only: another numba type, so every kernel below the batched
         # entry point would be compiled a second time (minutes at first start)
         rows = rows.copy()
+    if not np.isfinite(rows.sum()) and not np.isfinite(rows).all():
+        # checked here because a kernel raising inside the parallel loop of a batched entry
+        # point cannot report it (numba returns garbage or a SystemError)
+        r, c = np.argwhere(~np.isfinite(rows))[0]
+        raise ValueError(
+            f'{what}: expected finite values, got {rows[r, c]} in row {r} (index {c})'
+        )
     return rows
+
+
+def quaternion_starts(model: Model) -> tuple[int, ...]:
+    """The configuration indices where the unit quaternions (x, y, z, w) of ``model`` start:
+    the floating base's attitude, then every spherical joint's."""
+    base = (3,) if model.floating_base else ()
+    return base + tuple(
+        model.idx_q[k] for k, kind in enumerate(model.joint_types) if kind == 'spherical'
+    )
+
+
+def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
+    """:func:`as_rows` of configurations, each quaternion checked non-zero (the kernels
+    normalize it).
+
+    Raises
+    ------
+    ValueError
+        As :func:`as_rows`, or ``'q: expected a non-zero quaternion at index <i>, got ...'``.
+    """
+    Q = as_rows(q, model.nq, 'q', lead)
+    for i in quaternion_starts(model):
+        norms = np.einsum('bi,bi->b', Q[:, i : i + 4], Q[:, i : i + 4])
+        if not (norms > 0.0).all():
+            r = int(np.flatnonzero(~(norms > 0.0))[0])
+            raise ValueError(
+                f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
+                f'{Q[r, i : i + 4].tolist()} in row {r}'
+            )
+    return Q
+
+
+def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Exception:
+    """The exception to raise when a kernel failed on one state: a ``ValueError`` naming the
+    argument that is not finite, or the zero quaternion of ``q``, when there is one; else a
+    ``ValueError`` saying the model is degenerate there, for the kernels' own failures (a
+    division by zero, a matrix not positive definite); else ``error`` itself.
+
+    Parameters
+    ----------
+    error : the kernel's exception.
+    **arrays : the state's arguments by name, as passed to the kernel.
+    """
+    for name, x in arrays.items():
+        x = np.asarray(x, dtype=float).ravel()
+        if not np.isfinite(x).all():
+            i = int(np.flatnonzero(~np.isfinite(x))[0])
+            return ValueError(f'{name}: expected finite values, got {x[i]} at index {i}')
+    q = np.asarray(arrays.get('q', ()), dtype=float)
+    if q.shape == (model.nq,):
+        for i in quaternion_starts(model):
+            if not q[i : i + 4] @ q[i : i + 4] > 0.0:
+                return ValueError(
+                    f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
+                    f'{q[i : i + 4].tolist()}'
+                )
+    if isinstance(error, ZeroDivisionError) or 'positive definite' in str(error):
+        why = str(error) or 'division by zero'
+        return ValueError(
+            f'the dynamics of {model.name!r} are not defined at this state ({why}): a '
+            'degenerate model, e.g. a joint whose motion moves no inertia'
+        )
+    return error
 
 
 def is_batch(q: ArrayLike) -> bool:

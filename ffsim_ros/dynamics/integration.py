@@ -19,6 +19,7 @@ from .algorithms import body_wrenches
 from .inputs import (
     ArrayLike,
     as_q,
+    as_q_rows,
     as_rows,
     as_v,
     as_vector,
@@ -28,6 +29,7 @@ from .inputs import (
     is_batch,
     no_batched_wrenches,
     require_floating,
+    state_error,
 )
 from .kernels.batched import b_integrate, b_rk4_step
 from .kernels.entry import (
@@ -69,12 +71,17 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
         lead = batch_shape(q)
         out = b_integrate(
             *model.packed,
-            as_rows(q, model.nq, 'q', lead),
+            as_q_rows(model, q, lead),
             as_rows(v, model.nv, 'v', lead),
             float(dt),
         )
         return out.reshape(lead + (model.nq,))
-    return e_integrate(*model.packed, as_q(model, q), as_v(model, v), float(dt))
+    q = as_q(model, q)
+    v = as_v(model, v)
+    try:
+        return e_integrate(*model.packed, q, v, float(dt))
+    except ZeroDivisionError as e:
+        raise state_error(model, e, q=q, v=v) from e
 
 
 def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
@@ -177,7 +184,7 @@ def step(
                 f'{method!r}' + (' with base_wrench_body' if base_wrench_body is not None else '')
             )
         lead = batch_shape(q)
-        qn = as_rows(q, model.nq, 'q', lead)
+        qn = as_q_rows(model, q, lead)
         vn = as_rows(v, model.nv, 'v', lead)
         gen = generalized_forces(model, tau, base_wrench, lead)
         for _ in range(steps):
@@ -190,15 +197,39 @@ def step(
     if base_wrench_body is not None:
         require_floating(model, 'base_wrench_body')
         body = as_vector(base_wrench_body, 6, 'base_wrench_body')
-    packed, fric = model.packed, model.joint_dynamics
-    if conserve_momentum:
-        _check_conservable(model, base_wrench, base_wrench_body, link_wrenches)
-        if method == 'rk4':
-            return e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
-    elif method == 'rk4' and not link_wrenches:
-        return e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
     if method not in STEP_METHODS:
         raise ValueError(f'method: expected one of {STEP_METHODS}, got {method!r}')
+    if conserve_momentum:
+        _check_conservable(model, base_wrench, base_wrench_body, link_wrenches)
+    try:
+        return _steps(
+            model, q, v, gen, body, link_wrenches, method, dt, steps, rtol, atol, conserve_momentum
+        )
+    except (ValueError, ZeroDivisionError) as e:
+        raise state_error(model, e, q=q, v=v, tau=gen) from e
+
+
+def _steps(
+    model: Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    body: np.ndarray,
+    link_wrenches: Mapping[str, ArrayLike] | None,
+    method: str,
+    dt: float,
+    steps: int,
+    rtol: float,
+    atol: float,
+    conserve_momentum: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The single-state loop of :func:`step`, on checked arguments (``body`` the base-frame
+    wrench, or an empty array)."""
+    packed, fric = model.packed, model.joint_dynamics
+    if conserve_momentum and method == 'rk4':
+        return e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
+    if not conserve_momentum and method == 'rk4' and not link_wrenches:
+        return e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
     for _ in range(steps):
         target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
         fext = body_wrenches(model, q, link_wrenches)

@@ -32,6 +32,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .kernels.entry import e_mass_matrix
 from .kernels.layout import (
     PRISMATIC,
     REVOLUTE,
@@ -550,7 +551,7 @@ def build_model(
         )
         for k, f in frames.items()
     }
-    return Model(
+    model = Model(
         name=name,
         floating_base=bool(floating_base),
         nq=nq,
@@ -572,6 +573,60 @@ def build_model(
         nvs=tuple(int(x) for x in nvj[1:]),
         _joint_index=MappingProxyType({nm: k for k, nm in enumerate(joint_names)}),
     )
+    _check_inertia_rank(model, bodies)
+    return model
+
+
+#: A pivot of the inertia matrix below this fraction of its diagonal entry: a degenerate DoF.
+DEGENERATE_PIVOT = 1e-12
+
+
+def _check_inertia_rank(model: Model, bodies: Sequence[BodySpec]) -> None:
+    """Raise a ``ValueError`` naming the joint (or the floating base) whose motion moves no
+    inertia that the joints before it do not already move: a point mass on its own axis, two
+    collinear joints with nothing between them, a massless base under one joint. The inertia
+    matrix ``H`` would be singular (the accelerations undefined) wherever the dynamics are
+    evaluated, so it is checked here by the pivots of its ``L D L^T`` factorization (each
+    against its diagonal entry) at two configurations: a posture can be singular alone (iCub's
+    neck at zero, two axes aligned through a massless link), a structure is at both."""
+    q = neutral(model)
+    dof = None
+    for config in (q, _turned(model, q)):  # degenerate at both: structural, not a posture's
+        H = np.empty((model.nv, model.nv))
+        e_mass_matrix(*model.packed, config, H)
+        dof = _degenerate_dof(H)
+        if dof is None:
+            return
+    a = model.arrays
+    body = int(np.flatnonzero((a.iv <= dof) & (dof < a.iv + a.nvj))[-1])
+    what = f'floating base {bodies[0].name}' if body == 0 else f'joint {bodies[body].joint_name}'
+    raise ValueError(
+        f'{what}: its motion (velocity coordinate {dof}) moves no inertia that the others do '
+        'not: the inertia matrix is singular (a point mass on its axis, collinear joints with '
+        'no inertia between them, a massless link it turns?)'
+    )
+
+
+def _turned(model: Model, q: np.ndarray) -> np.ndarray:
+    """``q`` with every one-coordinate joint turned by a fixed, irregular angle."""
+    q = q.copy()
+    for k, (start, size) in enumerate(zip(model.idx_q, model.nqs, strict=True)):
+        if size == 1:
+            q[start] = 0.37 + 0.23 * k
+    return q
+
+
+def _degenerate_dof(H: np.ndarray) -> int | None:
+    """The first index whose ``L D L^T`` pivot of the symmetric ``H`` (n, n) is not above
+    :data:`DEGENERATE_PIVOT` times its diagonal entry, or None."""
+    A = np.array(H, dtype=float)
+    for j in range(A.shape[0]):
+        d = A[j, j]
+        if not d > DEGENERATE_PIVOT * H[j, j] or not d > 0.0:
+            return j
+        col = A[j + 1 :, j]
+        A[j + 1 :, j + 1 :] -= np.outer(col, col) / d
+    return None
 
 
 def neutral(model: Model) -> np.ndarray:

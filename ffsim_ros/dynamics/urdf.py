@@ -173,8 +173,11 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     if dyn is not None:
         damping = _attr_float(dyn, 'damping', 0.0, where + ' dynamics')
         friction = _attr_float(dyn, 'friction', 0.0, where + ' dynamics')
-        if damping < 0 or friction < 0:
-            raise ValueError(f'{where}: damping and friction must be >= 0')
+        if not (0 <= damping < np.inf and 0 <= friction < np.inf):
+            raise ValueError(
+                f'{where}: damping and friction must be finite and >= 0, got damping '
+                f'{damping}, friction {friction}'
+            )
     return _Joint(
         name,
         jtype,
