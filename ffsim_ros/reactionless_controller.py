@@ -144,6 +144,7 @@ from ffsim_ros.node_support.goal_status import (
     reach_settings_from,
     reach_specs,
 )
+from ffsim_ros.node_support.state_messages import joint_state_values
 from ffsim_ros.node_support.trajectory_action import (
     ERROR_CODES,
     STATUSES,
@@ -411,7 +412,6 @@ class ReactionlessControllerNode(Node):
         )
         # the ee_goal, its outcome and the attitude held: the supervisor's (issue 15)
         self.supervisor = ReachSupervisor(self.law, reach_settings_from(values))
-        self._index = {name: k for k, name in enumerate(model.joint_names)}
         self._joints: tuple[np.ndarray, np.ndarray, Time] | None = None
         self._base: tuple[np.ndarray, np.ndarray, Time] | None = None
         self._pending_goal: PoseStamped | None = None
@@ -591,27 +591,14 @@ class ReactionlessControllerNode(Node):
     # ------------------------------------------------------------------------- callbacks
     def _on_joints(self, msg: JointState) -> None:
         now = self._now()
-        n = self.model.n
-        pos = np.full(n, np.nan)
-        vel = np.zeros(n)
-        for k, name in enumerate(msg.name):
-            j = self._index.get(name)
-            if j is None:
-                continue
-            if k < len(msg.position):
-                pos[j] = msg.position[k]
-            if k < len(msg.velocity):
-                vel[j] = msg.velocity[k]
-        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
-            missing = [
-                nm for nm, x in zip(self.model.joint_names, pos, strict=True) if not np.isfinite(x)
-            ]
-            self.get_logger().error(
-                f'joint_states: expected finite values for joints {list(self.model.joint_names)}; '
-                f'missing or invalid: {missing}; no command',
-                throttle_duration_sec=LOG_PERIOD,
+        try:
+            pos, vel = joint_state_values(
+                self.model.joint_names, msg.name, msg.position, msg.velocity
             )
-            self._joints = None
+        except ValueError as exc:  # (the last good state is kept, as for base_odom)
+            self.get_logger().error(
+                f'joint_states: {exc}; ignored', throttle_duration_sec=LOG_PERIOD
+            )
             return
         stamp = stamp_ns(msg.header.stamp) * 1e-9
         previous, self._previous_joints = self._previous_joints, (stamp, pos, vel)

@@ -597,6 +597,7 @@ class Simulator(Node):
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response):
         def reset(engine: Engine) -> str:
             snap = engine.reset()
+            self.end_step_jobs('ended by ~/reset')
             return f'reset to the initial state at sim time {snap.time:.6f} s'
 
         response.success, response.message = self._call(reset, publish=True)
@@ -717,6 +718,17 @@ class Simulator(Node):
             job.progress(job.completed, job.steps - job.completed)
         if finished:
             self._end_job((job.completed, False, snap.time_ns))
+
+    def end_step_jobs(self, why: str) -> None:
+        """End the step jobs (physics thread): each replies ``why`` and how far it got."""
+        while self._jobs:
+            job = self._jobs[0]
+            self._end_job(
+                RequestError(
+                    Result.RESULT_OPERATION_FAILED,
+                    f'{why} after {job.completed} of {job.steps} steps',
+                )
+            )
 
     def _end_job(self, outcome: tuple | Exception) -> None:
         job = self._jobs.popleft()

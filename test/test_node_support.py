@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ffsim_ros.dynamics as D
@@ -226,3 +227,57 @@ def test_parameter_types_are_coerced_or_refused() -> None:
     for bad in ([0.0] * 4, [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [float('nan'), 0, 0, 1]):
         with pytest.raises(ValueError, match='expected a unit quaternion'):
             quaternion.test(bad)
+
+
+def test_joint_state_values_refuse_a_bad_message_whole() -> None:
+    """A ``joint_states`` message read in joint order (others ignored, no velocity: 0) or
+    refused whole, naming the joints without a position and the non-finite values."""
+    from ffsim_ros.node_support.state_messages import joint_state_values
+
+    joints = ('a', 'b', 'c')
+    pos, vel = joint_state_values(joints, ['c', 'x', 'a', 'b'], [3.0, 9.0, 1.0, 2.0], [0.3])
+    assert pos.tolist() == [1.0, 2.0, 3.0] and vel.tolist() == [0.0, 0.0, 0.3]
+    for names, positions, velocities, text in (
+        (['a', 'b'], [1.0, 2.0], [], "no position for ['c']"),
+        (['a', 'b', 'c'], [1.0, 2.0], [], "no position for ['c']"),
+        (['a', 'b', 'c'], [1.0, float('nan'), 3.0], [], "non-finite values {'b.position': nan}"),
+        (['a', 'b', 'c'], [1.0, 2.0, 3.0], [0.0, float('inf')], "{'b.velocity': inf}"),
+    ):
+        with pytest.raises(ValueError) as info:
+            joint_state_values(joints, names, positions, velocities)
+        assert text in str(info.value)
+        assert str(info.value).startswith(
+            "expected a finite position (and velocity, if given) for each joint of ['a', 'b', 'c']"
+        )
+
+
+def test_controller_keeps_its_last_good_joint_state(rclpy_context) -> None:
+    """One malformed ``joint_states`` message (a NaN) is logged and ignored: the controller
+    keeps the last good state (it used to drop it and stop commanding until the next good
+    message), as it does for ``base_odom``."""
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        callbacks = {s.topic_name: s.callback for s in node.subscriptions}
+        names = list(node.model.joint_names)
+        good = JointState(name=names, position=[0.1] * len(names), velocity=[0.0] * len(names))
+        odom = Odometry()
+        odom.pose.pose.orientation.w = 1.0
+        callbacks['/joint_states'](good)
+        callbacks['/base_odom'](odom)
+        measured = node._measured()
+        assert not isinstance(measured, str), measured
+        bad = JointState(name=names, position=[float('nan')] * len(names))
+        callbacks['/joint_states'](bad)
+        again = node._measured()
+        assert not isinstance(again, str), again  # still fresh: the last good state
+        np.testing.assert_array_equal(again[0], measured[0])
+        short = JointState(name=names[:2], position=[0.5, 0.5])  # joints missing: refused
+        callbacks['/joint_states'](short)
+        np.testing.assert_array_equal(node._measured()[0], measured[0])
+    finally:
+        node.destroy_node()

@@ -185,3 +185,132 @@ def test_grasp_wrench_message_is_the_weld_force_at_the_gripper_link() -> None:
     h = scene.dt
     accel = snaps[2].targets['client'].momentum[:3] - snaps[0].targets['client'].momentum[:3]
     np.testing.assert_allclose(f, accel / (2 * h), rtol=1e-3, atol=1e-3 * np.linalg.norm(f))
+
+
+def _spawn_request(uri: str = '', text: str = '', x: float = 5.0):
+    from simulation_interfaces.srv import SpawnEntity
+
+    request = SpawnEntity.Request(name='t', uri=uri, resource_string=text)
+    request.initial_pose.pose.position.x = x
+    request.initial_pose.pose.orientation.w = 1.0
+    return request
+
+
+def test_spawn_pose_within_the_bound_of_set_entity_state() -> None:
+    """A finite but absurd position (1e9 m) used to be spawned and then stop the simulation
+    (a mass matrix not positive definite): spawn takes the bound of set_entity_state, with
+    the same check and message."""
+    from simulation_interfaces.srv import SpawnEntity
+
+    from ffsim_ros.node_support import sim_interfaces
+    from ffsim_ros.node_support.scene_services import MAX_POSITION, EntityError
+
+    ball = '{shape: {type: sphere, radius: 0.2}, mass: 40}'
+    assert sim_interfaces.MAX_POSITION is MAX_POSITION == 1e6
+    for x in (1e9, -1e6 - 1.0):
+        with pytest.raises(EntityError) as info:
+            parse_spawn(_spawn_request(text=ball, x=x), 't', 'world')
+        assert info.value.code == SpawnEntity.Response.INVALID_POSE
+        assert str(info.value) == (
+            f"expected values of magnitude <= 1e+06, got {{'initial_pose.pose.position.x': {x!r}}}"
+        )
+    target = parse_spawn(_spawn_request(text=ball, x=-1e6), 't', 'world')
+    np.testing.assert_allclose(target.q[:3], [-1e6, 0.0, 0.0])  # at the bound: taken
+
+
+def test_spawn_resource_errors_say_what_was_expected_and_what_came(tmp_path) -> None:
+    """A directory, a device, a FIFO, a missing file and a URI of another scheme are named as
+    such (they all read "no such file" before, the http URI with a slash lost); YAML 1.1's
+    strings that are numbers (``1e-1``) are numbers, a huge radius is refused with the bound."""
+    import os
+
+    from simulation_interfaces.srv import SpawnEntity
+
+    from ffsim_ros.node_support.scene_services import EntityError
+
+    R = SpawnEntity.Response
+    fifo = tmp_path / 'target.yaml'
+    os.mkfifo(fifo)
+    for request, code, text in (
+        (_spawn_request(uri=str(tmp_path)), R.NO_RESOURCE, f"got '{tmp_path}' (a directory)"),
+        (
+            _spawn_request(uri='/dev/zero'),
+            R.NO_RESOURCE,
+            "uri: expected a regular file, got '/dev/zero' (a character device)",
+        ),
+        (_spawn_request(uri=f'file://{fifo}'), R.NO_RESOURCE, f"got '{fifo}' (a FIFO)"),
+        (
+            _spawn_request(uri=f'file://{tmp_path}/missing.urdf'),
+            R.NO_RESOURCE,
+            f"uri: cannot read '{tmp_path}/missing.urdf': No such file or directory",
+        ),
+        (
+            _spawn_request(uri='http://example.com/x.urdf'),
+            R.NO_RESOURCE,
+            "uri: expected a file path or a file:// URI, got 'http://example.com/x.urdf' "
+            '(a http:// URI: not fetched)',
+        ),
+        (
+            _spawn_request(text='{shape: {type: sphere, radius: 1e300}, mass: 1}'),
+            R.RESOURCE_PARSE_ERROR,
+            'resource.shape: sphere radius: expected at most 1e+06 m, got 1e+300',
+        ),
+        (
+            _spawn_request(text='{shape: {type: sphere, radius: 1e0x}, mass: 1}'),
+            R.RESOURCE_PARSE_ERROR,
+            "resource.shape.radius: expected a number, got the string '1e0x' (not a number)",
+        ),
+    ):
+        with pytest.raises(EntityError) as info:
+            parse_spawn(request, 't', 'world')
+        assert info.value.code == code and text in str(info.value), str(info.value)
+    target = parse_spawn(
+        _spawn_request(text='{shape: {type: sphere, radius: 1e-1}, mass: 4e1}'), 't', 'world'
+    )
+    assert target.shapes[0].shape.radius == 0.1 and target.model.total_mass == 40.0
+    good = tmp_path / 'good.yaml'
+    good.write_text('{shape: {type: sphere, radius: 0.2}, mass: 40}')
+    assert parse_spawn(_spawn_request(uri=f'file://{good}'), 't', 'world').name == 't'
+
+
+#: A robot whose last link (a camera) is on the base body, and one that is only a base.
+CAMERA_ROBOT = """<robot name="r">
+  <link name="base"><inertial><mass value="10"/>
+    <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="arm"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/><origin xyz="0.5 0 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+  <link name="camera"><inertial><mass value="0.1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="cam_joint" type="fixed"><parent link="base"/><child link="camera"/>
+    <origin xyz="0 0.5 0"/></joint>
+</robot>"""
+BASE_ONLY_ROBOT = """<robot name="r">
+  <link name="base"><inertial><mass value="10"/>
+    <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+</robot>"""
+
+
+def test_default_gripper_is_on_a_moving_body_or_none() -> None:
+    """Without a scenario the gripper is a link on a moving body (not the last link, a camera
+    on the base here); a robot that is only a base has none: its world builds and a grasp is
+    refused, saying why."""
+    from ffsim_ros.node_support.scene_support import default_gripper_link
+
+    servicer = D.load_urdf(share_path('urdf', 'ffsim_servicer_7dof.urdf'))
+    assert default_gripper_link(servicer) == 'ee_link'
+    for urdf, link, reason in (
+        (CAMERA_ROBOT, 'arm', 'no handle to grasp'),
+        (BASE_ONLY_ROBOT, None, "robot 'r' has no gripper: no link on a moving body"),
+    ):
+        model = D.load_urdf(urdf)
+        assert default_gripper_link(model) == link
+        q0 = np.r_[D.base_state_from_link(model, np.zeros(3), [0, 0, 0, 1])[0], np.zeros(model.n)]
+        world = world_setup('', model, urdf, 1_000_000).world(
+            model, q0, np.zeros(model.nv), 1_000_000
+        )
+        event = world.scene.grasp()
+        assert not event.captured and event.reason == reason
+        assert world.scene.envelope_checks() == []

@@ -9,6 +9,7 @@ nothing depends on the machine's speed."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -255,3 +256,41 @@ def test_bad_scenario_exits_2_naming_it(ros_process, tmp_path, case: str) -> Non
         time.sleep(0.1)  # waiting for the process to exit, not for DDS
     assert sim.returncode == 2, sim.describe()
     assert expected in sim.stderr(), sim.describe()
+
+
+@pytest.mark.parametrize('robot', ['camera', 'base_only'])
+def test_robots_without_a_gripper_link_start_and_refuse_grasps(
+    rclpy_context, tmp_path, robot: str
+) -> None:
+    """A robot whose last link is on the base (a camera), or that is only a base, starts
+    without a scenario (it used to exit 2: "gripper link 'camera' is on the base body",
+    though no scenario was set); the grasp service refuses, saying why."""
+    from rclpy.parameter import Parameter
+    from std_srvs.srv import Trigger
+    from test_scene_messages import BASE_ONLY_ROBOT, CAMERA_ROBOT
+
+    from ffsim_ros.simulator import Simulator
+
+    path = tmp_path / f'{robot}.urdf'
+    path.write_text(CAMERA_ROBOT if robot == 'camera' else BASE_ONLY_ROBOT)
+    sim = Simulator(
+        context=rclpy_context, parameter_overrides=[Parameter('robot_file', value=str(path))]
+    )
+    try:
+        sim.start()
+        assert sim.running
+        grasp = next(s.callback for s in sim.services if s.srv_name.endswith('/grasp'))
+        reply = grasp(Trigger.Request(), Trigger.Response())
+        assert not reply.success
+        assert reply.message == 'grasp refused: ' + (
+            'no handle to grasp'
+            if robot == 'camera'
+            else "robot 'r' has no gripper: no link on a moving body"
+        )
+        step = sim.engine.step
+        deadline = time.monotonic() + 30
+        while sim.engine.step <= step + 10:  # the physics runs
+            assert sim.running and time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        sim.destroy_node()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 
 import numpy as np
 import pytest
@@ -103,6 +104,125 @@ def test_name_keyed_commands_are_checked_whole() -> None:
         with pytest.raises(JointCommandError) as info:
             decoder.decode(names, efforts, others)
         assert text in str(info.value)
+
+
+def test_name_keyed_commands_refuse_huge_messages_up_front() -> None:
+    """More names than joints is refused before any per-name work (100000 copies of one name
+    used to freeze the simulator's callbacks: a quadratic duplicate check); repeated names in
+    a message of a plausible size are still named."""
+    from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
+
+    decoder = JointCommands(MODEL)
+    for names in (['arm_joint_1'] * 100_000, [f'j{k}' for k in range(100_000)]):
+        start = time.perf_counter()
+        with pytest.raises(JointCommandError) as info:
+            decoder.decode(names, [0.0] * len(names), ((), ()))
+        assert str(info.value) == f'expected at most {N} joint names (each joint once), got 100000'
+        assert time.perf_counter() - start < 1.0  # (microseconds: nothing per name)
+    names = ['arm_joint_3', 'arm_joint_1', 'arm_joint_3', 'arm_joint_1', 'arm_joint_2']
+    with pytest.raises(JointCommandError, match=re.escape("['arm_joint_1', 'arm_joint_3']")):
+        decoder.decode(names, [0.0] * 5, ((), ()))
+    assert decoder.decode(list(MODEL.joint_names), [1.0] * N, ((), ()))[0].tolist() == list(
+        range(N)
+    )
+
+
+# ------------------------------------------------------ the node in-process (no discovery)
+def _service(node, name: str):
+    """The callback of the node's service ``~/<name>`` (what the executor calls)."""
+    return next(s.callback for s in node.services if s.srv_name.endswith(f'/{name}'))
+
+
+@pytest.mark.ros
+def test_one_step_job_at_a_time_and_the_node_stays_commandable(rclpy_context) -> None:
+    """A huge StepSimulation (2**62 steps: 146 million years) is refused at once; one of the
+    largest allowed runs while a second request is refused at once (one executor thread
+    waits at most, the node serves the rest), and set_simulation_state
+    answers and ends the running job, which says how far it got; a reset ends one too."""
+    import threading
+
+    from rclpy.parameter import Parameter
+    from simulation_interfaces.msg import Result, SimulationState
+    from simulation_interfaces.srv import (
+        GetSimulationState,
+        ResetSimulation,
+        SetSimulationState,
+        StepSimulation,
+    )
+
+    from ffsim_ros.node_support.sim_interfaces import MAX_STEPS
+    from ffsim_ros.simulator import Simulator
+
+    sim = Simulator(
+        context=rclpy_context, parameter_overrides=[Parameter('start_paused', value=True)]
+    )
+    try:
+        sim.start()
+        step = _service(sim, 'step_simulation')
+        set_state = _service(sim, 'set_simulation_state')
+
+        def stepping(steps: int):
+            return step(StepSimulation.Request(steps=steps), StepSimulation.Response())
+
+        reply = stepping(2**62)
+        assert reply.result.result == Result.RESULT_OPERATION_FAILED
+        assert reply.result.error_message == (
+            f'steps: expected 1 to {MAX_STEPS} (more: in several requests), got {2**62}'
+        )
+        assert sim.engine.step == 0  # no step made
+
+        def run_in_thread(steps: int) -> tuple[threading.Thread, list]:
+            out: list = []
+            thread = threading.Thread(target=lambda: out.append(stepping(steps)), daemon=True)
+            thread.start()
+            deadline = time.monotonic() + 30
+            while sim.engine.step < 50:  # the job runs
+                assert thread.is_alive() and time.monotonic() < deadline, out
+                time.sleep(0.01)
+            return thread, out
+
+        thread, first = run_in_thread(MAX_STEPS)
+        second = stepping(5)
+        assert second.result.result == Result.RESULT_OPERATION_FAILED
+        text = second.result.error_message
+        assert text.startswith('expected no step job running, got one (')
+        assert 'of 1000000000 steps done)' in text
+        assert 'end it with set_simulation_state or reset_simulation; no step made' in text
+        state = _service(sim, 'get_simulation_state')(
+            GetSimulationState.Request(), GetSimulationState.Response()
+        )
+        assert state.result.result == Result.RESULT_OK
+        assert state.state.state == SimulationState.STATE_PAUSED
+        playing = SetSimulationState.Request(state=SimulationState(state=1))
+        reply = set_state(playing, SetSimulationState.Response())
+        assert reply.result.result == Result.RESULT_OK, reply.result.error_message
+        thread.join(30)
+        assert not thread.is_alive()
+        ended = first[0].result
+        assert ended.result == Result.RESULT_OPERATION_FAILED
+        assert re.search(
+            r'the simulation is playing: stepping needs it paused .*; after \d+ of 1000000000 '
+            r'steps',
+            ended.error_message,
+        ), ended.error_message
+        # the slot is free again; a reset ends a job too
+        paused = SetSimulationState.Request(state=SimulationState(state=2))
+        assert set_state(paused, SetSimulationState.Response()).result.result == Result.RESULT_OK
+        thread, first = run_in_thread(MAX_STEPS)
+        reset = _service(sim, 'reset_simulation')(
+            ResetSimulation.Request(scope=ResetSimulation.Request.SCOPE_STATE),
+            ResetSimulation.Response(),
+        )
+        assert reset.result.result == Result.RESULT_OK, reset.result.error_message
+        thread.join(30)
+        assert not thread.is_alive()
+        assert re.match(
+            r'ended by reset_simulation after \d+ of 1000000000 steps$',
+            first[0].result.error_message,
+        ), first[0].result.error_message
+        assert stepping(3).result.result == Result.RESULT_OK
+    finally:
+        sim.destroy_node()
 
 
 # --------------------------------------------------------------------------- over DDS
@@ -242,7 +362,9 @@ def test_features_run_states_stepping_and_resets(ros_process, probe) -> None:
     assert step(1).result.error_message.endswith('1.001000000 s') and now() == 1_001_000_000
     reply = step(0)
     assert reply.result.result == Result.RESULT_OPERATION_FAILED
-    assert 'steps: expected at least 1, got 0' in reply.result.error_message
+    assert 'steps: expected 1 to 1000000000 (more: in several requests), got 0' in (
+        reply.result.error_message
+    )
 
     # the action: feedback, result, cancel
     from rclpy.qos import QoSProfile
@@ -525,7 +647,13 @@ def test_entities_state_round_trip_and_bad_input(ros_process, probe) -> None:
     assert reply.result.result == Result.RESULT_NOT_FOUND and "'x'" in reply.result.error_message
     spawn = SpawnEntity.Request(name='target_1', uri='file:///nonexistent/target.urdf')
     for srv, name, request, code, text in (
-        (SpawnEntity, 'spawn_entity', spawn, SpawnEntity.Response.NO_RESOURCE, 'no such file'),
+        (
+            SpawnEntity,
+            'spawn_entity',
+            spawn,
+            SpawnEntity.Response.NO_RESOURCE,
+            "uri: cannot read '/nonexistent/target.urdf': No such file",
+        ),
         (
             DeleteEntity,
             'delete_entity',

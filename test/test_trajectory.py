@@ -119,6 +119,23 @@ def test_bad_trajectories_are_refused_naming_the_culprit(kwargs, kind, text) -> 
     assert text in str(info.value)
 
 
+def test_huge_joint_name_lists_are_refused_up_front() -> None:
+    """More names than joints is refused before any per-name work (40000 copies of one name
+    used to stop the controller: a quadratic duplicate check); repeats of a plausible list
+    are still named."""
+    for names in ([NAMES[0]] * 100_000, [f'j{k}' for k in range(100_000)]):
+        with pytest.raises(TrajectoryError) as info:
+            check_waypoints(MODEL, names, [1.0], [[0.0] * len(names)], [[]], [[]])
+        assert info.value.kind == 'joints'
+        assert str(info.value) == (
+            f'joint_names: expected at most {N} names (each joint once), got 100000'
+        )
+    names = [NAMES[2], NAMES[0], NAMES[2], NAMES[0], NAMES[1]]
+    with pytest.raises(TrajectoryError) as info:
+        check_waypoints(MODEL, names, [1.0], [[0.1] * 5], [[]], [[]])
+    assert "more than once: ['arm_joint_1', 'arm_joint_3']" in str(info.value)
+
+
 def test_tolerances_read_as_jtc_does() -> None:
     base = Tolerances.uniform(N, 0.05, 0.01, 0.02, 1.0)
     assert base.path[:, 0].tolist() == [0.05] * N and base.goal[:, 1].tolist() == [0.02] * N

@@ -4,7 +4,8 @@ What ``ffsim_reactionless_controller`` runs for ``control_msgs/FollowJointTrajec
 and ``trajectory_msgs/JointTrajectory`` messages, with the semantics of ros2_controllers'
 ``joint_trajectory_controller`` (JTC) wherever it has them:
 
-* **Checks** (:func:`check_waypoints`): known joints, each once (any subset of the arm: the
+* **Checks** (:func:`check_waypoints`): no more names than the robot has joints (checked
+  before any name is looked at), known joints, each once (any subset of the arm: the
   others hold their position); at least one point; ``time_from_start`` strictly increasing
   and not negative; per point, one position per joint, velocities and accelerations empty or
   one per joint, no effort (the law computes the torques), every value finite, positions
@@ -44,6 +45,7 @@ and ``trajectory_msgs/JointTrajectory`` messages, with the semantics of ros2_con
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -124,16 +126,24 @@ def check_waypoints(
         ``'joints'``: no joint, an unknown, repeated or multi-DoF joint; ``'goal'``: anything
         else, naming the point, the field and the joint.
     """
+    known = list(model.joint_names)
+    if len(joint_names) > len(known):
+        # before any per-name work: a huge message costs no more than a short one
+        raise TrajectoryError(
+            'joints',
+            f'joint_names: expected at most {len(known)} names (each joint once), '
+            f'got {len(joint_names)}',
+        )
     names = list(joint_names)
     if not names:
         raise TrajectoryError('joints', 'joint_names: expected at least one joint, got none')
-    known = list(model.joint_names)
-    unknown = [n for n in names if n not in known]
+    known_set = set(known)
+    unknown = [n for n in names if n not in known_set]
     if unknown:
         raise TrajectoryError(
             'joints', f'joint_names: unknown joints {unknown}; expected names among {known}'
         )
-    repeated = sorted({n for n in names if names.count(n) > 1})
+    repeated = sorted(n for n, times in Counter(names).items() if times > 1)
     if repeated:
         raise TrajectoryError('joints', f'joint_names: joints named more than once: {repeated}')
     multi = [n for n in names if model.nvs[model.joint_index(n)] != 1]

@@ -89,7 +89,13 @@ def load_robot(
     return model, text, loops
 
 
-def read_robot_file(path: str, max_bytes: int = MAX_ROBOT_BYTES) -> str:
+def read_robot_file(
+    path: str,
+    max_bytes: int = MAX_ROBOT_BYTES,
+    what: str = 'robot_file',
+    content: str = 'a URDF',
+    text: str = 'XML text',
+) -> str:
     """The text of the URDF file ``path`` (the ``robot_file`` parameter), read safely.
 
     The file is opened without blocking (a FIFO would otherwise wait for a writer), must be a
@@ -97,25 +103,36 @@ def read_robot_file(path: str, max_bytes: int = MAX_ROBOT_BYTES) -> str:
     (at most ``max_bytes + 1`` are ever read, so a file growing meanwhile cannot exhaust the
     memory) and UTF-8 text without NUL bytes (not a binary).
 
+    Parameters
+    ----------
+    path : str
+        The file.
+    max_bytes : int
+        Largest size taken.
+    what : str
+        The field named in the errors (``uri`` for a spawned target's file).
+    content, text : str
+        What the file should hold, in the errors: ``expected {content} ({text}), got binary
+        data``.
+
     Raises
     ------
     ParameterValueError
-        ``'robot_file: ...'`` saying which of these failed.
+        ``'robot_file: ...'`` (``what``) saying which of these failed.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise ParameterValueError(f'robot_file: cannot read {path!r}: {exc.strerror}') from None
+        raise ParameterValueError(f'{what}: cannot read {path!r}: {exc.strerror}') from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ParameterValueError(
-                f'robot_file: expected a regular file, got {path!r} ({_file_kind(info.st_mode)})'
+                f'{what}: expected a regular file, got {path!r} ({_file_kind(info.st_mode)})'
             )
         if info.st_size > max_bytes:
             raise ParameterValueError(
-                f'robot_file: expected at most {max_bytes} bytes, got {path!r} of '
-                f'{info.st_size} bytes'
+                f'{what}: expected at most {max_bytes} bytes, got {path!r} of {info.st_size} bytes'
             )
         chunks, size = [], 0
         while size <= max_bytes:
@@ -125,21 +142,21 @@ def read_robot_file(path: str, max_bytes: int = MAX_ROBOT_BYTES) -> str:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as exc:
-        raise ParameterValueError(f'robot_file: cannot read {path!r}: {exc.strerror}') from None
+        raise ParameterValueError(f'{what}: cannot read {path!r}: {exc.strerror}') from None
     finally:
         os.close(fd)
     data = b''.join(chunks)
     if len(data) > max_bytes:
-        raise ParameterValueError(f'robot_file: expected at most {max_bytes} bytes, {path!r} grew')
+        raise ParameterValueError(f'{what}: expected at most {max_bytes} bytes, {path!r} grew')
     if b'\x00' in data:
         raise ParameterValueError(
-            f'robot_file: expected a URDF (XML text), got binary data in {path!r}'
+            f'{what}: expected {content} ({text}), got binary data in {path!r}'
         )
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as exc:
         raise ParameterValueError(
-            f'robot_file: expected a URDF (UTF-8 XML text), got {path!r} with a non-UTF-8 '
+            f'{what}: expected {content} (UTF-8 {text}), got {path!r} with a non-UTF-8 '
             f'byte at offset {exc.start}'
         ) from None
 

@@ -3,16 +3,18 @@
 What ros2_control's topic-based hardware interfaces (``joint_state_topic_hardware_interface``,
 ``topic_based_ros2_control``) and Isaac Sim's articulation bridge send: joint names with
 their efforts in the ``effort`` field, for any subset of the joints. A command is refused
-whole -- nothing applied, the previous efforts kept -- when it names no joint, an unknown or
-repeated joint, a joint with several DoFs, has a number of efforts other than of names, or a
-NaN/inf among them; the error names the culprits. ``position`` and ``velocity`` are not
-commands here (the simulated joints are effort-driven): they are ignored, and a message that
-carries only them is refused.
+whole -- nothing applied, the previous efforts kept -- when it names no joint, more names
+than the robot has joints (refused before looking at any name: a huge message costs no
+more than a short one), an unknown or repeated joint, a joint with several DoFs, has a
+number of efforts other than of names, or a NaN/inf among them; the error names the
+culprits. ``position`` and ``velocity`` are not commands here (the simulated joints are
+effort-driven): they are ignored, and a message that carries only them is refused.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,6 +64,12 @@ class JointCommands:
         JointCommandError
             See the module docstring.
         """
+        if len(names) > len(self.joint_names):
+            # before any per-name work: a huge message costs no more than a short one
+            raise JointCommandError(
+                f'expected at most {len(self.joint_names)} joint names (each joint once), '
+                f'got {len(names)}'
+            )
         names = list(names)
         if not names:
             raise JointCommandError('expected joint names with their efforts, got no name')
@@ -70,7 +78,7 @@ class JointCommands:
             raise JointCommandError(
                 f'unknown joints {unknown}: expected names among {list(self.joint_names)}'
             )
-        repeated = sorted({n for n in names if names.count(n) > 1})
+        repeated = sorted(n for n, times in Counter(names).items() if times > 1)
         if repeated:
             raise JointCommandError(f'joints named more than once: {repeated}')
         multi = [n for n in names if n in self._multi]

@@ -25,7 +25,9 @@ answers the reason.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import yaml
@@ -42,11 +44,15 @@ from visualization_msgs.msg import MarkerArray
 import ffsim_ros.dynamics as D
 from ffsim_ros.scene import ContactEvent, ScenarioError, Target, target_from_dict, urdf_target
 
-from .common import to_stamp
+from .common import ParameterValueError, read_robot_file, to_stamp
 from .scene_support import TargetMessages, event_message
 
 #: Depth of the ``scene_events`` queue (events come in bursts at impacts).
 EVENT_QUEUE_DEPTH = 100
+#: Largest position [m] and twist [m/s, rad/s] of an entity set or spawned (the bounds of the
+#: simulator's ``initial_base_*`` parameters): beyond them the pose is outside the simulated
+#: world (the dynamics lose their precision, then fail).
+MAX_POSITION, MAX_TWIST = 1e6, 1e3
 
 
 class EntityError(Exception):
@@ -57,14 +63,39 @@ class EntityError(Exception):
         self.code = int(code)
 
 
+def check_values(values: dict[str, float], bound: float, code: int) -> None:
+    """Refuse values that are not finite or of magnitude beyond ``bound``.
+
+    Parameters
+    ----------
+    values : dict
+        The values, by the name of their field (named in the error).
+    bound : float
+        Largest magnitude taken.
+    code : int
+        The result code of the refusal.
+
+    Raises
+    ------
+    EntityError
+        With ``code``, naming the values that are not finite, else those beyond ``bound``.
+    """
+    bad = {k: v for k, v in values.items() if not math.isfinite(v)}
+    if bad:
+        raise EntityError(code, f'expected finite values, got {bad}')
+    far = {k: v for k, v in values.items() if abs(v) > bound}
+    if far:
+        raise EntityError(code, f'expected values of magnitude <= {bound:g}, got {far}')
+
+
 def _finite_pose(pose, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """Position (3,) and unit quaternion (4,) of a ``geometry_msgs/Pose``."""
+    """Position (3,) and unit quaternion (4,) of a ``geometry_msgs/Pose``, the position
+    within ``MAX_POSITION``."""
     invalid = SpawnEntity.Response.INVALID_POSE
     p = {f'{where}.position.{k}': getattr(pose.position, k) for k in 'xyz'}
     o = {f'{where}.orientation.{k}': getattr(pose.orientation, k) for k in 'xyzw'}
-    bad = {k: v for k, v in (p | o).items() if not math.isfinite(v)}
-    if bad:
-        raise EntityError(invalid, f'expected finite values, got {bad}')
+    check_values(p | o, math.inf, invalid)
+    check_values(p, MAX_POSITION, invalid)
     quat = np.array(list(o.values()))
     norm = float(np.linalg.norm(quat))
     if abs(norm - 1.0) > 1e-3:
@@ -74,6 +105,33 @@ def _finite_pose(pose, where: str) -> tuple[np.ndarray, np.ndarray]:
             f'{quat.tolist()} of norm {norm:.6g}',
         )
     return np.array(list(p.values())), quat / norm
+
+
+def uri_path(uri: str) -> str:
+    """The file path of a ``SpawnEntity.uri``: a path, or a ``file://`` URI.
+
+    Raises
+    ------
+    EntityError
+        NO_RESOURCE for a URI of another scheme (``http://``, ``package://``: not fetched)
+        or a ``file://`` URI of another host.
+    """
+    scheme = re.match(r'([A-Za-z][A-Za-z0-9+.-]*)://', uri)
+    if scheme is None:
+        return uri
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != 'file':
+        raise EntityError(
+            SpawnEntity.Response.NO_RESOURCE,
+            f'uri: expected a file path or a file:// URI, got {uri!r} (a {scheme.group(1)}:// '
+            'URI: not fetched)',
+        )
+    if parts.netloc not in ('', 'localhost'):
+        raise EntityError(
+            SpawnEntity.Response.NO_RESOURCE,
+            f'uri: expected a file:// URI of this host (file:///path), got {uri!r}',
+        )
+    return unquote(parts.path)
 
 
 def parse_spawn(request, name: str, world_frame: str) -> Target:
@@ -103,21 +161,25 @@ def parse_spawn(request, name: str, world_frame: str) -> Target:
         )
     base = Path.cwd()
     if uri:
-        path = Path(uri[len('file://') :] if uri.startswith('file://') else uri)
-        if not path.is_file():
-            raise EntityError(R.NO_RESOURCE, f'uri: no such file {str(path)!r}')
+        path = Path(uri_path(uri))
+        try:
+            source = read_robot_file(
+                str(path), what='uri', content='a URDF or YAML description', text='text'
+            )
+        except ParameterValueError as exc:
+            raise EntityError(R.NO_RESOURCE, str(exc)) from None
         if path.suffix not in ('.urdf', '.yaml', '.yml'):
             raise EntityError(
                 R.UNSUPPORTED_FORMAT, f'uri: expected a .urdf or .yaml file, got {uri!r}'
             )
         base = path.parent
-        is_urdf, source = path.suffix == '.urdf', str(path)
+        is_urdf = path.suffix == '.urdf'
     else:
         is_urdf, source = text.lstrip().startswith('<'), text
     try:
         if is_urdf:
             return urdf_target(name, source, position=position, orientation=quat)
-        desc = yaml.safe_load(Path(source).read_text() if uri else source)
+        desc = yaml.safe_load(source)
     except (ValueError, yaml.YAMLError) as exc:  # UnknownNameError is a ValueError
         raise EntityError(R.RESOURCE_PARSE_ERROR, f'resource: {exc}') from None
     if not isinstance(desc, dict):
@@ -284,9 +346,13 @@ class SceneInterfaces:
 
 __all__ = [
     'EVENT_QUEUE_DEPTH',
+    'MAX_POSITION',
+    'MAX_TWIST',
     'EntityError',
     'SceneInterfaces',
+    'check_values',
     'entity_state',
+    'uri_path',
     'move_target',
     'parse_spawn',
 ]

@@ -8,7 +8,9 @@ stepped); it gives the gripper, the links without collision shapes and, when the
 ``initial_joint_*`` parameters are left at their default, the initial joint positions and
 rates. Its ``dt``, when given, must equal the physics step. Without a scenario the simulator
 still has a (target-less) world, so targets can be spawned at run time: the gripper is then
-``ee_link`` (or the first link named ``*ee_link``, else the last link), the robot's
+:func:`default_gripper_link` (``ee_link``, or the first link named ``*ee_link``, on a moving
+body, else the last link of the deepest moving body; none for a robot that is only a base:
+``~/grasp`` then refuses, saying so), the robot's
 ``<collision>`` primitives come from its URDF (meshes ignored), the contact law is
 :class:`~ffsim_ros.scene.ImpactLaw` with its defaults (restitution 0.5, no friction).
 
@@ -80,11 +82,34 @@ def resolve_scenario(text: str) -> Path:
     return Path(text)
 
 
-def _gripper_link(model: D.Model) -> str:
-    names = list(model.link_names)
-    if 'ee_link' in names:
-        return 'ee_link'
-    return next((n for n in names if n.endswith('ee_link')), names[-1])
+def default_gripper_link(model: D.Model) -> str | None:
+    """The gripper of a simulation without a scenario: a link on a moving body (the grasp
+    welds a target to it), ``ee_link`` if it is one, else the first ``*ee_link``, else the last
+    link of the deepest moving body (the end of the longest chain; the last of them at equal
+    depth).
+
+    Parameters
+    ----------
+    model : Model
+        The robot.
+
+    Returns
+    -------
+    str or None
+        The link; None when the robot has no moving body (only its base: no grasp).
+    """
+    moving = [n for n in model.link_names if model.frame(n).body != 0]
+    if not moving:
+        return None
+    for name in ('ee_link', *(n for n in moving if n.endswith('ee_link'))):
+        if name in moving:
+            return name
+    parent = model.arrays.parent
+    depth = [0] * len(parent)
+    for body in range(1, len(parent)):  # (a parent's index is below its child's)
+        depth[body] = depth[parent[body]] + 1
+    deepest = max(range(len(parent)), key=lambda body: (depth[body], body))
+    return [n for n in moving if model.frame(n).body == deepest][-1]
 
 
 @dataclass
@@ -95,7 +120,7 @@ class WorldSetup:
     ``base_position`` / ``base_orientation``: its base link frame pose in the world (None: not
     given)."""
 
-    gripper: Gripper
+    gripper: Gripper | None
     shapes: tuple
     contact: object
     targets: tuple[Target, ...]
@@ -154,7 +179,9 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
     """
     if not scenario:
         shapes = shapes_from_urdf(urdf, model=model, meshes='ignore')
-        return WorldSetup(Gripper(_gripper_link(model)), shapes, ImpactLaw(), ())
+        link = default_gripper_link(model)
+        gripper = None if link is None else Gripper(link)
+        return WorldSetup(gripper, shapes, ImpactLaw(), ())
     path = resolve_scenario(scenario)
     where = f'scenario: {str(path)!r}'
     try:
@@ -445,6 +472,7 @@ __all__ = [
     'SHIPPED_SCENARIOS',
     'TargetMessages',
     'WorldSetup',
+    'default_gripper_link',
     'event_message',
     'event_status',
     'resolve_scenario',

@@ -39,7 +39,12 @@ target.
 
 **Time and run states.** Stepping (``step_simulation``, ``simulate_steps``) needs the
 simulation paused, as the standard says, and integrates exactly the steps asked for: after
-``k`` steps from ``t``, the simulated time is ``t + k dt`` to the nanosecond. Steps are not
+``k`` steps from ``t``, the simulated time is ``t + k dt`` to the nanosecond. One step job
+runs at a time (a request while one runs, service or action, is refused at once with
+``RESULT_OPERATION_FAILED``, naming the job running), of at most ``MAX_STEPS`` steps (more
+is refused: ask in several requests); while it runs the node serves everything else, and
+``set_simulation_state`` (playing or stopped), ``reset_simulation`` and ``~/reset`` end it
+(it answers how far it got), as does canceling the action. Steps are not
 paced by ``real_time_factor`` (they run as fast as the machine allows) and are published as
 when playing (every publish period, and the last step). ``STATE_STOPPED`` is a reset of
 everything (the initial state at time 0) and a pause; from it, playing or pausing keeps the
@@ -57,8 +62,8 @@ runs in the physics thread, which applies it between two batches of steps and al
 
 from __future__ import annotations
 
-import math
 import re
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -89,7 +94,15 @@ from simulation_interfaces.srv import (
 import ffsim_ros.dynamics as D
 
 from .common import to_stamp
-from .scene_services import EntityError, entity_state, move_target, parse_spawn
+from .scene_services import (
+    MAX_POSITION,
+    MAX_TWIST,
+    EntityError,
+    check_values,
+    entity_state,
+    move_target,
+    parse_spawn,
+)
 
 #: What this simulator supports (``GetSimulatorFeatures``), and only that.
 FEATURES = (
@@ -119,9 +132,9 @@ STATE_NAMES = {
     SimulationState.STATE_NO_WORLD: 'no world',
     SimulationState.STATE_LOADING_WORLD: 'loading world',
 }
-#: Largest base position [m] and twist [m/s, rad/s] ``set_entity_state`` takes (the bounds of
-#: the ``initial_base_*`` parameters): beyond them the pose is outside the simulated world.
-MAX_POSITION, MAX_TWIST = 1e6, 1e3
+#: Most steps one ``step_simulation`` or ``simulate_steps`` request may ask for (11.6 days of
+#: simulated time at 1 kHz); a request for more is refused.
+MAX_STEPS = 10**9
 #: Tolerance on the norm of a quaternion taken as a unit one (then normalized).
 QUATERNION_TOLERANCE = 1e-3
 _RESET_SCOPES = (
@@ -166,16 +179,6 @@ def _result(code: int = Result.RESULT_OK, message: str = '') -> Result:
     return Result(result=int(code), error_message=message)
 
 
-def _finite(values: dict[str, float], bound: float, code: int) -> None:
-    """Raise ``RequestError(code)`` naming the values that are not finite or beyond ``bound``."""
-    bad = {k: v for k, v in values.items() if not math.isfinite(v)}
-    if bad:
-        raise RequestError(code, f'expected finite values, got {bad}')
-    far = {k: v for k, v in values.items() if abs(v) > bound}
-    if far:
-        raise RequestError(code, f'expected values of magnitude <= {bound:g}, got {far}')
-
-
 class SimulationInterfaces:
     """Serves ``simulation_interfaces`` for a simulator node (module docstring).
 
@@ -185,13 +188,17 @@ class SimulationInterfaces:
         The simulator node, which also provides (duck-typed, the physics-thread protocol of
         ``ffsim_ros.simulator.Simulator``): ``run_physics(action, publish)`` (run
         ``action(engine)`` in the physics thread and return its value), ``submit_steps(job)``
-        (a :class:`StepJob`), and for the actions run there, ``engine``, ``stopped`` and
-        ``reset_clock()``; ``model`` and ``world`` (frame id).
+        (a :class:`StepJob`), and for the actions run there, ``engine``, ``stopped``,
+        ``reset_clock()`` and ``end_step_jobs(why)`` (end the running step job, its reply
+        saying why); ``model`` and ``world`` (frame id).
     """
 
     def __init__(self, node: Node) -> None:
         self.node = node
         self.entity = node.model.name
+        # one step job at a time: the one running holds this (and is kept to describe it)
+        self._step_slot = threading.Lock()
+        self._running_job: StepJob | None = None
         group = ReentrantCallbackGroup()  # the callbacks wait for the physics thread
         services = (
             (GetSimulatorFeatures, 'get_simulator_features', self._features),
@@ -233,7 +240,7 @@ class SimulationInterfaces:
         def serve(request, response):
             try:
                 return callback(request, response)
-            except RequestError as exc:
+            except (RequestError, EntityError) as exc:  # (both carry a result code)
                 response.result = _result(exc.code, str(exc))
             except RuntimeError as exc:  # the physics thread is gone or did not answer
                 response.result = _result(Result.RESULT_OPERATION_FAILED, str(exc))
@@ -372,6 +379,7 @@ class SimulationInterfaces:
             if scope & req.SCOPE_TIME:
                 self.node.reset_clock()
                 what.append('time')
+            self.node.end_step_jobs('ended by reset_simulation')
             return f'reset {" and ".join(what)}: sim time {engine.time:.9f} s'
 
         response.result = _result(message=self._physics(reset, publish=True))
@@ -379,22 +387,42 @@ class SimulationInterfaces:
 
     # ------------------------------------------------------------------------- stepping
     def _checked_steps(self, steps: int) -> None:
-        if steps < 1:
+        if not 1 <= steps <= MAX_STEPS:
             raise RequestError(
-                Result.RESULT_OPERATION_FAILED, f'steps: expected at least 1, got {steps}'
+                Result.RESULT_OPERATION_FAILED,
+                f'steps: expected 1 to {MAX_STEPS} (more: in several requests), got {steps}',
             )
 
     def _wait(self, job: StepJob) -> tuple[int, bool, int]:
         """Hand ``job`` to the physics thread and wait for it (as long as it takes, while the
-        node lives)."""
-        self.node.submit_steps(job)
-        context = self.node.context
-        while True:
-            try:
-                return job.reply.result(timeout=0.5)
-            except FutureTimeout:
-                if not rclpy.ok(context=context):
-                    raise RuntimeError('the simulator is shutting down') from None
+        node lives); refused at once while another job runs (one executor thread waits at
+        most, the others serve the node)."""
+        if not self._step_slot.acquire(blocking=False):
+            running = self._running_job
+            what = (
+                f' ({running.completed} of {running.steps} steps done)'
+                if running is not None
+                else ''
+            )
+            raise RequestError(
+                Result.RESULT_OPERATION_FAILED,
+                f'expected no step job running, got one{what}: wait for its end, cancel it '
+                '(simulate_steps), or end it with set_simulation_state or reset_simulation; '
+                'no step made',
+            )
+        try:
+            self._running_job = job
+            self.node.submit_steps(job)
+            context = self.node.context
+            while True:
+                try:
+                    return job.reply.result(timeout=0.5)
+                except FutureTimeout:
+                    if not rclpy.ok(context=context):
+                        raise RuntimeError('the simulator is shutting down') from None
+        finally:
+            self._running_job = None
+            self._step_slot.release()
 
     def _step(self, request, response):
         self._checked_steps(request.steps)
@@ -511,9 +539,9 @@ class SimulationInterfaces:
         quaternion = {f'state.pose.orientation.{k}': getattr(o, k) for k in 'xyzw'}
         twist = {f'state.twist.linear.{k}': getattr(lin, k) for k in 'xyz'}
         twist |= {f'state.twist.angular.{k}': getattr(ang, k) for k in 'xyz'}
-        _finite(position, MAX_POSITION, invalid)
-        _finite(quaternion, 2.0, invalid)
-        _finite(twist, MAX_TWIST, invalid)
+        check_values(position, MAX_POSITION, invalid)  # (the bound of spawn_entity too)
+        check_values(quaternion, 2.0, invalid)
+        check_values(twist, MAX_TWIST, invalid)
         quat = np.array(list(quaternion.values()))
         norm = float(np.linalg.norm(quat))
         if abs(norm - 1.0) > QUATERNION_TOLERANCE:

@@ -1,10 +1,14 @@
 """The simulator's state messages of one instant, filled from a :class:`~ffsim_ros.sim.Snapshot`.
 
 ``joint_states``, ``/tf``, ``base_odom``, ``momentum``, ``markers`` and ``/clock`` (see
-``ffsim_ros.simulator``), all stamped with the snapshot's simulated time.
+``ffsim_ros.simulator``), all stamped with the snapshot's simulated time; and, on the
+receiving side, :func:`joint_state_values` (a ``joint_states`` message checked whole).
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -25,6 +29,69 @@ from .wire import WireTemplate
 #: Length of the momentum markers' arrows per unit of momentum [m / (N s) and m / (N m s)]:
 #: 1 m per 10 units, drawn from the CoM.
 MOMENTUM_ARROW_SCALE = 0.1
+
+
+def joint_state_values(
+    joint_names: Sequence[str],
+    names: Sequence[str],
+    positions: Sequence[float],
+    velocities: Sequence[float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and velocities in joint order from the fields of a ``JointState``.
+
+    Names of other joints are ignored; a joint without a velocity has velocity 0.
+
+    Parameters
+    ----------
+    joint_names : sequence of str
+        The robot's joints, in its order.
+    names, positions, velocities : sequence
+        The message's ``name``, ``position`` and ``velocity`` fields.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(positions (n,), velocities (n,))``.
+
+    Raises
+    ------
+    ValueError
+        A joint without a position, or with a non-finite position or velocity (the message
+        is refused whole; the error names the joints).
+    """
+    index = {name: j for j, name in enumerate(joint_names)}
+    pos = np.full(len(index), np.nan)
+    vel = np.zeros(len(index))
+    given = [False] * len(index)
+    for k, name in enumerate(names):
+        j = index.get(name)
+        if j is None:
+            continue
+        if k < len(positions):
+            pos[j], given[j] = positions[k], True
+        if k < len(velocities):
+            vel[j] = velocities[k]
+    missing = [name for name, seen in zip(joint_names, given, strict=True) if not seen]
+    bad = {
+        f'{name}.{field}': float(values[j])
+        for j, name in enumerate(joint_names)
+        for field, values in (('position', pos), ('velocity', vel))
+        if given[j] and not math.isfinite(values[j])
+    }
+    if missing or bad:
+        raise ValueError(
+            f'expected a finite position (and velocity, if given) for each joint of '
+            f'{list(joint_names)}, got '
+            + '; '.join(
+                part
+                for part in (
+                    f'no position for {missing}' if missing else '',
+                    f'non-finite values {bad}' if bad else '',
+                )
+                if part
+            )
+        )
+    return pos, vel
 
 
 class StateMessages:

@@ -142,7 +142,7 @@ class SceneSnapshot:
     step : int  physics steps since the start;  time : float [s].
     robot_q, robot_v : the robot's state (its own model's conventions).
     robot_base : BodyState of the robot's root link frame.
-    gripper : BodyState of the grasp frame.
+    gripper : BodyState of the grasp frame (None: the robot has no gripper).
     targets : mapping name -> TargetSnapshot (held targets included).
     momentum : (6,) total ``[P; L]`` about the world origin [kg m/s, kg m^2/s].
     kinetic_energy : float [J].
@@ -158,7 +158,7 @@ class SceneSnapshot:
     robot_q: np.ndarray
     robot_v: np.ndarray
     robot_base: BodyState
-    gripper: BodyState
+    gripper: BodyState | None
     targets: Mapping[str, TargetSnapshot]
     momentum: np.ndarray
     kinetic_energy: float

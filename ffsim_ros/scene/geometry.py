@@ -34,10 +34,17 @@ from ffsim_ros.dynamics.urdf import read_urdf_xml
 MESH_POLICIES = ('error', 'ignore', 'bounding_box')
 
 
+#: Largest dimension of a shape [m] (the size of the simulated world; beyond it the inertia
+#: of the shape overflows).
+MAX_SHAPE_SIZE = 1e6
+
+
 def _positive(value: float, what: str) -> float:
     x = float(value)
     if not np.isfinite(x) or x <= 0.0:
         raise ValueError(f'{what}: expected a finite value > 0, got {value!r}')
+    if x > MAX_SHAPE_SIZE:
+        raise ValueError(f'{what}: expected at most {MAX_SHAPE_SIZE:g} m, got {value!r}')
     return x
 
 
@@ -391,6 +398,7 @@ class PlacedShapes:
 
 __all__ = [
     'MESH_POLICIES',
+    'MAX_SHAPE_SIZE',
     'Box',
     'Capsule',
     'CollisionShape',

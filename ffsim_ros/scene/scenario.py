@@ -85,6 +85,13 @@ def _vec(value: Any, size: int, where: str) -> np.ndarray:
 
 
 def _num(value: Any, where: str) -> float:
+    if isinstance(value, str):  # YAML 1.1 reads 1e300 or 1e-3 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            raise ScenarioError(
+                f'{where}: expected a number, got the string {value!r} (not a number)'
+            ) from None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScenarioError(f'{where}: expected a number, got {value!r}')
     return float(value)

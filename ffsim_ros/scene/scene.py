@@ -137,8 +137,9 @@ class Scene:
     ----------
     robot : Model
         Floating-base robot model.
-    gripper : Gripper
-        The robot's grasp frame (its link must be on a moving body).
+    gripper : Gripper or None
+        The robot's grasp frame (its link must be on a moving body); None: the robot has
+        none (no link on a moving body): no envelope check, :meth:`grasp` refused.
     shapes : sequence of CollisionShape
         The robot's collision shapes (:func:`~.geometry.shapes_from_urdf`).
     dt : float
@@ -162,7 +163,7 @@ class Scene:
         self,
         robot: D.Model,
         *,
-        gripper: Gripper,
+        gripper: Gripper | None,
         shapes: Sequence[CollisionShape] = (),
         dt: float = 1e-3,
         contact: ImpactLaw | CompliantLaw | None = None,
@@ -172,9 +173,9 @@ class Scene:
     ) -> None:
         if not robot.floating_base:
             raise ValueError(f'robot {robot.name!r}: expected a floating base, got a fixed one')
-        if not isinstance(gripper, Gripper):
-            raise ValueError(f'gripper: expected a Gripper, got {type(gripper).__name__}')
-        if robot.frame(gripper.link).body == 0:
+        if gripper is not None and not isinstance(gripper, Gripper):
+            raise ValueError(f'gripper: expected a Gripper or None, got {type(gripper).__name__}')
+        if gripper is not None and robot.frame(gripper.link).body == 0:
             raise ValueError(
                 f'gripper link {gripper.link!r} is on the base body of {robot.name!r}; expected '
                 'a link moved by the arm'
@@ -691,6 +692,8 @@ class Scene:
 
     def envelope_checks(self) -> list:
         """:class:`~.grasp.EnvelopeCheck` of every handle of every free target."""
+        if self.gripper is None:
+            return []
         grip = self._gripper_state()
         out = []
         for name in sorted(self._targets):
@@ -718,6 +721,9 @@ class Scene:
                     f'target {target!r}: unknown handle {handle!r}; it has '
                     f'{[h.name for h in spec.handles]}'
                 )
+        if self.gripper is None:
+            why = f'robot {self.robot_model.name!r} has no gripper: no link on a moving body'
+            return self._capture_failed(why, None)
         if self._held is not None:
             return self._capture_failed(f'already holding {self.holding!r}', None)
         checks = [
@@ -876,7 +882,7 @@ class Scene:
             robot_q=frozen(r.q[: robot.nq]),
             robot_v=frozen(r.v[: robot.nv]),
             robot_base=BodyState(frozen(p), frozen(quat), frozen(lin), frozen(ang)),
-            gripper=_body(*self._gripper_state()),
+            gripper=None if self.gripper is None else _body(*self._gripper_state()),
             targets={k: targets[k] for k in self._specs if k in targets},
             momentum=frozen(self.momentum()),
             kinetic_energy=self.kinetic_energy(),
