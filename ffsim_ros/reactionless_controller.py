@@ -393,6 +393,12 @@ class ReactionlessControllerNode(Node):
             raise ParameterValueError(
                 f'ee_link: expected one of {list(model.link_names)}, got {ee_link!r}'
             )
+        if model.frame(ee_link).body == 0:
+            moving = [n for n in model.link_names if model.frame(n).body != 0]
+            raise ParameterValueError(
+                f'ee_link: expected a link the joints move (one of {moving}), got {ee_link!r} '
+                'on the base body'
+            )
         capture_target = None
         if values['capture.scenario']:  # checked before any ROS entity exists
             try:

@@ -298,7 +298,20 @@ BAD = [
     ({'dispersions': {'joint_rates': {'dist': 'normal', 'std': -1}}}, 'std: expected values >= 0'),
     ({'dispersions': {'joint_rates': {'dist': 'uniform', 'low': 1, 'high': 0}}}, 'low <= high'),
     ({'dispersions': {'joint_rates': float('nan')}}, 'expected a finite number, got nan'),
+    ({'dispersions': {'joint_rates': 'nan'}}, "expected a finite number, got 'nan'"),
+    ({'dispersions': {'joint_rates': 'fast'}}, "expected a finite number, got 'fast'"),
 ]
+
+
+def test_numbers_yaml_reads_as_strings_are_numbers():
+    """YAML 1.1 reads ``1e-3`` or ``1e308`` (no dot) as strings: they are the numbers."""
+    s = scenario(
+        timing={'physics_dt': '1e-3', 'control_dt': '1e-2'},
+        reach={'goal_timeout': '1e2'},
+        gains={'kp_task': '1e1'},
+    )
+    assert (s.timing.physics_dt, s.timing.control_dt) == (1e-3, 1e-2)
+    assert (s.reach.goal_timeout, s.gains.kp_task) == (100.0, 10.0)
 
 
 @pytest.mark.parametrize(('change', 'message'), BAD)
@@ -313,6 +326,7 @@ def test_bad_scenario_is_rejected_naming_the_field(change, message):
     [
         ({'robot': 'no_such_robot'}, "robot: unknown sample robot 'no_such_robot'"),
         ({'ee_link': 'nose'}, 'ee_link:'),
+        ({'ee_link': 'base_link'}, "ee_link: expected a link the joints move (one of ['"),
         (
             {'dispersions': {'joint_positions': {'dist': 'normal', 'std': [0.1, 0.2]}}},
             'dispersions.joint_positions.std: expected one value or 7 (one per component), got 2',

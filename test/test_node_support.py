@@ -101,6 +101,15 @@ def test_controller_rejects_an_unknown_ee_link(rclpy_context) -> None:
         ReactionlessControllerNode(
             context=rclpy_context, parameter_overrides=[Parameter('ee_link', value='tool0')]
         )
+    # a link on the base body: no joint moves it, every goal would be unreachable
+    with pytest.raises(
+        ParameterValueError,
+        match=r"^ee_link: expected a link the joints move \(one of \[.*'ee_link'.*\]\), got "
+        "'base_link' on the base body",
+    ):
+        ReactionlessControllerNode(
+            context=rclpy_context, parameter_overrides=[Parameter('ee_link', value='base_link')]
+        )
 
 
 def test_controller_reach_parameters_set_the_supervisor(rclpy_context) -> None:

@@ -327,6 +327,13 @@ def _string(x: Any, what: str) -> str:
 
 
 def _number(x: Any, what: str) -> float:
+    if isinstance(x, str):  # YAML 1.1 reads 1e-3 or 1e300 (no dot) as a string
+        try:
+            value = float(x)
+        except ValueError:
+            raise ScenarioError(f'{what}: expected a finite number, got {x!r}') from None
+        if math.isfinite(value):
+            return value
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         raise ScenarioError(f'{what}: expected a finite number, got {x!r}')
     return float(x)
@@ -345,24 +352,35 @@ def _dataclass(cls: type, x: Any, what: str) -> Any:
     if unknown:
         raise ScenarioError(f'{what}: unknown fields {unknown}; expected some of {sorted(names)}')
     try:
-        return cls(**x)
+        return cls(**{k: _yaml_number(v) for k, v in x.items()})
     except (TypeError, ValueError) as exc:
         raise ScenarioError(f'{what}: {exc}') from None
 
 
+def _yaml_number(x: Any) -> Any:
+    """``x``, or the number of a string YAML 1.1 left unparsed (``1e-3``, ``1e2``: no dot)."""
+    if isinstance(x, str):
+        try:
+            return float(x)
+        except ValueError:
+            return x
+    return x
+
+
 def _timing(x: Any) -> Timing:
-    t = _dataclass(Timing, x, 'timing')
+    raw = _dataclass(Timing, x, 'timing')
     for f in dataclasses.fields(Timing):
-        value = _number(getattr(t, f.name), f'timing.{f.name}')
+        value = _number(getattr(raw, f.name), f'timing.{f.name}')
         if value <= 0.0 and f.name != 'settle' or value < 0.0:
             raise ScenarioError(f'timing.{f.name}: expected a value > 0, got {value}')
+    t = Timing(*(_number(getattr(raw, f.name), f.name) for f in dataclasses.fields(Timing)))
     ratio = t.control_dt / t.physics_dt
     if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
         raise ScenarioError(
             f'timing: control_dt ({t.control_dt}) must be a whole multiple of physics_dt '
             f'({t.physics_dt})'
         )
-    return Timing(*(float(getattr(t, f.name)) for f in dataclasses.fields(Timing)))
+    return t
 
 
 def _goals(x: Any) -> Goals:

@@ -222,7 +222,12 @@ class ReactionlessController:
     ) -> None:
         if not model.floating_base:
             raise ValueError('ReactionlessController: expected a floating-base model')
-        model.frame(ee_link)  # raises naming the known links
+        if model.frame(ee_link).body == 0:  # (frame() raises naming the known links)
+            moving = [n for n in model.link_names if model.frame(n).body != 0]
+            raise ValueError(
+                f'ee_link: expected a link the joints move (one of {moving}), got {ee_link!r} '
+                'on the base body'
+            )
         self.model = model
         self.ee_link = ee_link
         self.mode = ControlMode(mode)
