@@ -68,7 +68,9 @@ still, once fresh state arrives on the new clock. The same happens (the measurem
 when the measured state jumps: the ``joint_states`` or ``base_odom`` stamps go back (a time
 reset seen by a wall-clock controller), or a joint or base position lands farther than
 ``jump_threshold`` from where the previous message and the velocities lead (a reset of the
-state, a moved base: ``continuity_gap``) -- then the arm is held still from the state after
+state, a moved base: ``continuity_gap``; messages more than ``JUMP_WINDOW`` = 0.1 s apart are
+not compared, since the prediction's error grows with the square of the interval) -- then the
+goal ends as aborted saying why and the arm is held still from the state after
 the jump, zero joint rates, so no torque spike. The base attitude held in reactionless mode
 is captured from the measurement when a goal is accepted, so a restarted controller picks up
 where the robot is. Every log line that can repeat (bad messages, goals accepted or rejected,
@@ -172,6 +174,8 @@ EE_PATH_PERIOD = 0.1
 MAX_GAIN = 1e6
 #: Seconds between two repeats of a log line that can repeat (bad input, goals).
 LOG_PERIOD = 1.0
+#: Largest interval [s] between two measurements compared for a jump (``jump_threshold``).
+JUMP_WINDOW = 0.1
 
 #: One line per field of :class:`ffsim_ros.control.Gains` (the ``gains.*`` parameters).
 GAIN_DESCRIPTIONS = {
@@ -271,7 +275,8 @@ PARAMETERS = ParameterTable(
             'jump_threshold',
             0.1,
             'a measured joint or base position this far [rad | m] from where the previous '
-            'message and the velocities lead is a jump (a reset): goals and trajectory dropped',
+            'message (at most 0.1 s earlier) and the velocities lead is a jump (a reset): goals '
+            'and trajectory dropped',
             interval(1e-6, 1e3),
         ),
         *_gain_specs(),
@@ -535,7 +540,9 @@ class ReactionlessControllerNode(Node):
         """Drop the goals (pending and active), the trajectory (aborted, saying ``reason``),
         the held attitude and the path: the arm is then held still."""
         self._pending_goal = None
-        self.supervisor.reset()  # (goal, its clock and the held attitude: the arm held still)
+        # goal (ended as aborted, saying why), its clock and the held attitude: arm held still
+        self.supervisor.reset(f'dropped: {reason} (a reset of the simulation?)')
+        self.goal_status.update(self.supervisor.status)
         self._path_poses.clear()
         self._path_last_ns = None
         self._drop_trajectories(f'aborted: {reason} (a reset of the simulation?)')
@@ -551,10 +558,12 @@ class ReactionlessControllerNode(Node):
     def _check_jump(self, topic: str, stamps: tuple[float, float], gap: float) -> bool:
         """Whether the measured state jumped between two messages of ``topic`` (stamps
         ``(previous, now)`` [s], ``gap`` from :func:`continuity_gap`); if so, drop goals and
-        trajectory (the arm is held still)."""
+        trajectory (the arm is held still). Messages more than :data:`JUMP_WINDOW` apart (a
+        stalled executor, dropped messages) are not compared: the prediction's error grows
+        with the square of the interval, so the robot's own motion would read as a jump."""
         if stamps[1] < stamps[0]:
             what = f'{topic} stamps went back from {stamps[0]:.3f} s to {stamps[1]:.3f} s'
-        elif gap > self.jump_threshold:
+        elif gap > self.jump_threshold and stamps[1] - stamps[0] <= JUMP_WINDOW:
             what = f'{topic} jumped by {gap:.4g} (jump_threshold {self.jump_threshold:g})'
         else:
             return False

@@ -290,3 +290,61 @@ def test_controller_keeps_its_last_good_joint_state(rclpy_context) -> None:
         np.testing.assert_array_equal(node._measured()[0], measured[0])
     finally:
         node.destroy_node()
+
+
+def test_a_jump_ends_the_goal_as_aborted_and_only_close_messages_are_compared(
+    rclpy_context,
+) -> None:
+    """A jump of the measured state drops the ee_goal as *aborted* with the reason (it used to
+    go back to 'none', the reason empty); two messages more than ``JUMP_WINDOW`` apart (a
+    stalled executor) are not compared, since the arm's own motion then reads as a jump."""
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import JUMP_WINDOW, ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        model = node.model
+        q = D.neutral(model)
+        goal = D.link_pose(model, q, 'ee_link')[0] + np.array([0.05, 0.0, 0.05])
+        node.supervisor.set_goal(0.0, q, goal)
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        assert not node._check_jump('joint_states', (1.0, 1.0 + 2 * JUMP_WINDOW), 0.5)
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        assert node._check_jump('joint_states', (1.0, 1.01), 0.5)
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED
+        assert status.reason.startswith('dropped: joint_states jumped by 0.5'), status.reason
+        out, after = node.supervisor.update(1.02, q, np.zeros(model.nv))
+        assert after.outcome is GoalOutcome.ABORTED and after.reason == status.reason
+        assert node._check_jump('joint_states', (2.0, 1.5), 0.0)  # stamps back: always a jump
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize('shut_down', [True, False])
+def test_run_node_exit_status_when_a_callback_fails(
+    shut_down: bool, ros_domain_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A callback failing because Ctrl-C shut the context down under it (rcl's "context is
+    invalid") is the shutdown asked for: exit 0, nothing printed; the same failure with the
+    context alive is a bug: exit 1 with the traceback."""
+    import rclpy
+    from rclpy.node import Node
+
+    from ffsim_ros.node_support.common import EXIT_FATAL, run_node
+
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(ros_domain_id))
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+
+    def factory() -> Node:
+        node = Node('exit_status_probe')
+
+        def tick() -> None:
+            if shut_down:
+                rclpy.shutdown()  # what the SIGINT handler does
+            raise RuntimeError("publisher's context is invalid")
+
+        node.create_timer(0.01, tick)
+        return node
+
+    assert run_node(factory, 'probe', args=[]) == (0 if shut_down else EXIT_FATAL)

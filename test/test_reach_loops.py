@@ -10,6 +10,7 @@ law would need 0.37 deg of attitude, the budget is 0.2 deg).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ from ffsim_ros.control import (
 )
 from ffsim_ros.control.closed_loop import ClosedLoop
 from ffsim_ros.control.loops import LOOP_SPEED, LoopPlanner, loop_rates
-from ffsim_ros.control.rns import zero_momentum_step
+from ffsim_ros.control.rns import scaled_to_limits, zero_momentum_step
 from ffsim_ros.control.supervisor import LOOP_STEPS
 from ffsim_ros.resources import sample_robot
 
@@ -197,3 +198,23 @@ def test_a_loop_leg_heading_into_a_joint_limit_is_dropped_for_the_approach() -> 
     assert dropped > 10 and all(ph is GoalPhase.DETOUR for ph in phases[:dropped])
     assert SERVICER.lower[3] < lowest < SERVICER.lower[3] + 0.5 * LIMIT_ZONE
     assert GoalPhase.DETOUR not in phases[dropped:]
+
+
+def test_rates_scale_to_limits_also_without_finite_limits() -> None:
+    """Joints without a velocity limit (``inf``: a URDF without ``<limit>``) count with the
+    largest finite limit, 1 where none is: loop legs then stay finite (a division by zero
+    stopped the law, and the base turned 7 deg)."""
+    x = np.array([0.2, -0.4, 0.1])
+    np.testing.assert_allclose(scaled_to_limits(x, np.full(3, np.inf), 0.8), 2.0 * x)
+    np.testing.assert_allclose(
+        scaled_to_limits(x, np.array([1.0, np.inf, 2.0]), 0.5), x * 0.5 / 0.2
+    )
+    assert not scaled_to_limits(np.zeros(3), np.ones(3), 0.5).any()
+    urdf = sample_robot('ffsim_servicer_7dof').read_text()
+    continuous = urdf.replace('type="revolute"', 'type="continuous"')
+    unlimited = D.load_urdf(re.sub(r'<limit[^>]*/>', '', continuous))
+    assert np.isinf(unlimited.velocity_limit).all()
+    law = ReactionlessController(unlimited, 'ee_link')
+    q0 = start()
+    rates = loop_rates(law, q0, law.task_terms(q0), 3, 1.0, None)
+    assert np.isfinite(rates).all() and np.abs(rates).max() == pytest.approx(LOOP_SPEED)

@@ -444,3 +444,23 @@ def test_acceptance_on_a_sample_of_chained_goals() -> None:
             assert r.final_offset < TOLERANCE
         share = np.mean([r.outcome is GoalOutcome.REACHED for r in records])
         assert share >= floor, (ee, share, [r.reason for r in records])
+
+
+def test_reset_ends_an_active_goal_as_aborted_with_its_reason() -> None:
+    """``reset(reason)`` (the controller's response to a jump or a clock reset) ends an active
+    goal as aborted saying why, and keeps that outcome through the next updates (the arm held
+    still); without an active goal it leaves no outcome."""
+    law = ReactionlessController(SERVICER, 'ee_link')
+    sup = ReachSupervisor(law, ReachSettings())
+    q = D.neutral(SERVICER)
+    goal = D.link_pose(SERVICER, q, 'ee_link')[0] + np.array([0.05, 0.02, 0.0])
+    sup.set_goal(0.0, q, goal)
+    sup.reset('dropped: joint_states jumped by 0.3')
+    assert sup.status.outcome is GoalOutcome.ABORTED
+    assert sup.status.reason == 'dropped: joint_states jumped by 0.3'
+    for k in range(3):
+        out, status = sup.update(0.01 * (k + 1), q, np.zeros(SERVICER.nv))
+        assert status.outcome is GoalOutcome.ABORTED and not status.active
+        assert status.reason == 'dropped: joint_states jumped by 0.3'
+    sup.reset('dropped again')  # no active goal: nothing to abort
+    assert sup.status.outcome is GoalOutcome.NONE and sup.status.reason == ''

@@ -112,6 +112,13 @@ def test_gains_and_goals_are_validated() -> None:
         law.check_goal(q, [np.nan, 0, 0])
     with pytest.raises(ValueError, match='unreachable'):
         law.check_goal(q, [12.0, 0, 0])
+    # just beyond the bound the check uses (98 % of the reach): the message states that bound
+    shoulder = law.shoulder_position(q)
+    far = shoulder + np.array([0.99 * law.reach, 0.0, 0.0])
+    with pytest.raises(ValueError) as err:
+        law.check_goal(q, far)
+    assert f'expected at most {0.98 * law.reach:.3f} m' in str(err.value)
+    law.check_goal(q, shoulder + np.array([0.97 * law.reach, 0.0, 0.0]))
     with pytest.raises(ValueError, match='unknown link'):
         ReactionlessController(MODEL, 'no_such_link')
 

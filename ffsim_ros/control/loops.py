@@ -35,7 +35,14 @@ import numpy as np
 
 from .planner import Approach, Plan, RnsPlanner, Segment
 from .reactionless import ReactionlessController
-from .rns import LIMIT_ZONE, TaskTerms, attitude_error, near_limits, zero_momentum_step
+from .rns import (
+    LIMIT_ZONE,
+    TaskTerms,
+    attitude_error,
+    near_limits,
+    scaled_to_limits,
+    zero_momentum_step,
+)
 
 #: Joint turn of each leg of a loop [rad].
 LOOP_AMPLITUDE = 1.0
@@ -79,7 +86,7 @@ def loop_rates(
     x[joint] += 1.0
     x *= sign
     vmax = law.gains.max_joint_speed * law.model.velocity_limit
-    rates = LOOP_SPEED / float(np.max(np.abs(x) / vmax)) * x
+    rates = scaled_to_limits(x, vmax, LOOP_SPEED)
     if attitude_reference is not None:
         e_att = attitude_error(q[3:7], np.asarray(attitude_reference, float))
         rates -= Ap @ (law.gains.kp_attitude * e_att)

@@ -38,7 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .reactionless import ReactionlessController
-from .rns import TaskTerms, attitude_error, reactionless_rates, self_motion, zero_momentum_step
+from .rns import (
+    TaskTerms,
+    attitude_error,
+    reactionless_rates,
+    scaled_to_limits,
+    self_motion,
+    zero_momentum_step,
+)
 
 #: The strict law stops steering toward a waypoint closer than this [m].
 WAYPOINT_REACHED = 1e-3
@@ -117,8 +124,7 @@ def self_motion_rates(
     elif float(d @ previous) < 0.0:
         d = -d
     vmax = g.max_joint_speed * law.model.velocity_limit
-    scale = SELF_MOTION_SPEED / float(np.max(np.abs(d) / vmax))
-    return scale * d + hold_rates, d
+    return scaled_to_limits(d, vmax, SELF_MOTION_SPEED) + hold_rates, d
 
 
 @dataclass(frozen=True)

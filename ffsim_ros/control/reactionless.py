@@ -292,9 +292,10 @@ class ReactionlessController:
         if goal_position.shape != (3,) or not np.all(np.isfinite(goal_position)):
             raise ValueError(f'goal: expected 3 finite coordinates, got {goal_position}')
         dist = float(np.linalg.norm(goal_position - self.shoulder_position(q)))
-        if dist > 0.98 * self.reach:
+        if dist > 0.98 * self.reach:  # (the arm fully stretched is a singular pose)
             raise ValueError(
-                f'goal unreachable: {dist:.3f} m from the shoulder, reach {self.reach:.3f} m'
+                f'goal unreachable: {dist:.3f} m from the shoulder, expected at most '
+                f'{0.98 * self.reach:.3f} m (98 % of the reach, {self.reach:.3f} m)'
             )
 
     # ------------------------------------------------------------------------------------------

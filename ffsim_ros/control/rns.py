@@ -80,6 +80,22 @@ def task_terms(model: D.Model, q: np.ndarray, link: str) -> TaskTerms:
     return TaskTerms(p, R, J[:, 6:] - J[:, :6] @ B, B)
 
 
+def scaled_to_limits(rates: np.ndarray, vmax: np.ndarray, fraction: float) -> np.ndarray:
+    """``rates`` (n,) scaled (direction kept) so that the joint nearest its speed limit runs
+    at ``fraction`` of it; a joint without a finite limit (``vmax`` inf, a URDF without
+    ``<limit>``) counts with the largest finite limit, 1 rad/s or m/s where none is. Zero
+    rates stay zero.
+
+    Parameters
+    ----------
+    rates : (n,) joint rates;  vmax : (n,) their limits [rad/s | m/s];  fraction : float.
+    """
+    finite = np.isfinite(vmax) & (vmax > 0)
+    limits = np.where(finite, vmax, np.max(vmax[finite]) if np.any(finite) else 1.0)
+    ratio = float(np.max(np.abs(rates) / limits)) if rates.size else 0.0
+    return rates * (fraction / ratio) if ratio > 0.0 else rates
+
+
 def rate_weights(model: D.Model) -> np.ndarray:
     """``W`` (n,): the joint velocity limits normalized to a maximum of 1 (1 where unlimited)."""
     vmax = model.velocity_limit

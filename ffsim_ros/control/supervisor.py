@@ -292,12 +292,27 @@ class ReachSupervisor:
         self._status = self._make_status(err, self._offset(q))
         return self._status
 
-    def reset(self) -> None:
+    def reset(self, reason: str = '') -> None:
         """Forget the goal, the clock and the attitude reference (e.g. after the clock went
-        back): the arm is held still and the reference is captured at the next update."""
+        back): the arm is held still and the reference is captured at the next update.
+
+        A goal still active ends as aborted with ``reason`` (when given), never silently: its
+        status stays until the next goal."""
+        active = self._outcome is GoalOutcome.ACTIVE
         self._clear()
         self._reference = None
-        self._status = GoalStatus(goal_id=self._goal_id, mode=self.law.mode.value)
+        if active and reason:
+            self._outcome = GoalOutcome.ABORTED
+            self._phase = GoalPhase.STOPPED
+            self._reason = reason
+        self._status = GoalStatus(
+            goal_id=self._goal_id,
+            outcome=self._outcome,
+            phase=self._phase,
+            reason=self._reason,
+            mode=self.law.mode.value,
+            attitude_budget=self.settings.attitude_budget,
+        )
 
     # ----------------------------------------------------------------------------- update
     def update(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[ControlOutput, GoalStatus]:

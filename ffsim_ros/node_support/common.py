@@ -239,8 +239,9 @@ def run_node(
     Returns
     -------
     int
-        0 after Ctrl-C or an external shutdown; :data:`EXIT_INVALID_PARAMETER` (2) when the
-        arguments cannot be parsed or the node rejects a parameter at start-up (its
+        0 after Ctrl-C or an external shutdown (also when the shutdown makes a running
+        callback fail: rcl errors on the invalid context); :data:`EXIT_INVALID_PARAMETER` (2)
+        when the arguments cannot be parsed or the node rejects a parameter at start-up (its
         :class:`ParameterValueError`, or rclpy's own parameter errors); :data:`EXIT_FATAL` (1)
         on a :class:`FatalNodeError` raised while spinning (a worker thread failed) or any
         other error. The reason goes to stderr, prefixed with ``label``.
@@ -273,8 +274,11 @@ def run_node(
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:  # noqa: BLE001 - a bug: say so and exit, never hang half-alive
-        print(f'{label}: failed:\n{traceback.format_exc()}', file=sys.stderr)
-        code = EXIT_FATAL
+        if rclpy.ok():
+            print(f'{label}: failed:\n{traceback.format_exc()}', file=sys.stderr)
+            code = EXIT_FATAL
+        # else Ctrl-C shut the context down under a running callback (a publisher's
+        # "context is invalid", a wait set that cannot be made): the shutdown asked for
     finally:
         if node is not None:
             node.destroy_node()  # (first: it releases the callbacks that wait on the node)
