@@ -195,6 +195,56 @@ def discovery_environment(
     ]
 
 
+def check_robot_xml(urdf_text: str, path: str | Path) -> None:
+    """Raise a ``ValueError`` naming the ``robot`` argument when its file is not XML with a
+    ``<robot>`` root (the launch would otherwise fail on a bare parser message).
+
+    Parameters
+    ----------
+    urdf_text : str
+        The robot file's text (xacro already expanded).
+    path : str or Path
+        The file, for the message.
+    """
+    try:
+        root = ET.fromstring(urdf_text)
+    except ET.ParseError as exc:
+        raise ValueError(f'robot: expected a URDF (XML) file, got {str(path)!r}: {exc}') from None
+    if root.tag != 'robot':
+        raise ValueError(
+            f'robot: expected a URDF with a <robot> root, got <{root.tag}> in {str(path)!r}'
+        )
+
+
+def check_params_file(path: str) -> None:
+    """Raise a ``ValueError`` naming ``params_file`` unless ``path`` is empty (none) or an
+    existing file (launch_ros would only warn and start the nodes without it)."""
+    if path and not Path(path).is_file():
+        raise ValueError(f'params_file: expected a YAML parameter file, got {path!r} (not a file)')
+
+
+def missing_packages(packages: Sequence[str]) -> list[str]:
+    """The ROS packages among ``packages`` that the ament index does not know (none when the
+    index cannot be read: launch_ros then resolves them itself).
+
+    Parameters
+    ----------
+    packages : sequence of str
+        Package names (e.g. ``robot_state_publisher``, ``rviz2``).
+    """
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError:  # no ament index: nothing to check against
+        return []
+    missing = []
+    for package in packages:
+        try:
+            get_package_prefix(package)
+        except (PackageNotFoundError, KeyError, ValueError):
+            missing.append(package)
+    return missing
+
+
 def link_names(urdf_text: str) -> list[str]:
     """Names of the ``<link>`` elements of a URDF document (document order)."""
     root = ET.fromstring(urdf_text)

@@ -44,6 +44,7 @@ from launch.actions import (
     OpaqueFunction,
     RegisterEventHandler,
     SetEnvironmentVariable,
+    Shutdown,
     UnsetEnvironmentVariable,
 )
 from launch.event_handlers import OnShutdown
@@ -169,8 +170,10 @@ def robot_actions(context: LaunchContext) -> list:
     path = ls.resolve_robot(robot)
     # a xacro robot is expanded once, here: its links are known (the default end effector)
     urdf_text = ls.expand_xacro(path) if ls.is_xacro(path) else path.read_text(encoding='utf-8')
+    ls.check_robot_xml(urdf_text, path)  # (an error naming the argument, not the parser's)
     # value_type=str: keep the XML a string (launch_ros would otherwise parse it as YAML)
     description = ParameterValue(urdf_text, value_type=str)
+    ls.check_params_file(_arg(context, 'params_file'))
     extra = [p for p in [_arg(context, 'params_file')] if p]
     sample = ls.sample_config(robot)  # e.g. planar_2link's non-singular initial pose
     sim_files = [str(SIMULATOR_CONFIG), *([str(sample)] if sample else []), *extra]
@@ -218,6 +221,8 @@ def robot_actions(context: LaunchContext) -> list:
                 remappings=clock,
                 output='screen',
                 emulate_tty=True,
+                # a bad parameter exits 2 naming it: the launch ends too, nothing left running
+                on_exit=Shutdown(reason='ffsim_reactionless_controller exited'),
             )
         ]
     )
@@ -240,21 +245,37 @@ def robot_actions(context: LaunchContext) -> list:
             remappings=clock,
             output='screen',
             emulate_tty=True,
+            on_exit=Shutdown(reason='ffsim_simulator exited'),
         ),
         *controller,
+    ]
+    rviz = ls.as_bool(_arg(context, 'rviz'), 'rviz')
+    # packages of other repositories (exec_depend): where one is not installed (a pip or wheel
+    # environment) it is left out with a warning, not started after the simulator and failed
+    missing = ls.missing_packages(['robot_state_publisher', *(['rviz2'] if rviz else [])])
+    if missing:
+        actions.append(
+            LogInfo(
+                msg=f'ffsim: WARNING: {missing} not installed: not started (without '
+                'robot_state_publisher no TF of the links, only world -> base link; install '
+                'ros-$ROS_DISTRO-robot-state-publisher / ros-$ROS_DISTRO-rviz2)'
+            )
+        )
+    if 'robot_state_publisher' not in missing:
         # TF of the links from joint_states (the simulator publishes world -> base link). It
         # republishes robot_description (transient local) with the same text as the simulator.
-        Node(
-            package='robot_state_publisher',
-            executable='robot_state_publisher',
-            name='robot_state_publisher',
-            namespace=namespace,
-            parameters=[{**common, 'robot_description': description, 'frame_prefix': prefix}],
-            remappings=clock,
-            output='screen',
-        ),
-    ]
-    if ls.as_bool(_arg(context, 'rviz'), 'rviz'):
+        actions.append(
+            Node(
+                package='robot_state_publisher',
+                executable='robot_state_publisher',
+                name='robot_state_publisher',
+                namespace=namespace,
+                parameters=[{**common, 'robot_description': description, 'frame_prefix': prefix}],
+                remappings=clock,
+                output='screen',
+            )
+        )
+    if rviz and 'rviz2' not in missing:
         # with a namespace: a temporary copy of ffsim.rviz with its topics and prefix
         rviz_config = ls.write_rviz_config([ns], RVIZ_CONFIG)
         actions.append(

@@ -22,6 +22,7 @@ from launch.actions import (
     ExecuteProcess,
     GroupAction,
     IncludeLaunchDescription,
+    LogInfo,
     OpaqueFunction,
     RegisterEventHandler,
     SetEnvironmentVariable,
@@ -162,7 +163,10 @@ def shared_actions(context: LaunchContext) -> list:
         *(SetEnvironmentVariable(name, value) for name, value in set_env.items()),
         *(UnsetEnvironmentVariable(name) for name in unset_env),
     ]
-    if ls.as_bool(LaunchConfiguration('rviz').perform(context), 'rviz'):
+    rviz = ls.as_bool(LaunchConfiguration('rviz').perform(context), 'rviz')
+    if rviz and ls.missing_packages(['rviz2']):
+        actions.append(LogInfo(msg='ffsim: WARNING: rviz2 not installed: not started'))
+    elif rviz:
         use_sim_time = ls.as_bool(
             LaunchConfiguration('use_sim_time').perform(context), 'use_sim_time'
         )

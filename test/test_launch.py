@@ -740,6 +740,7 @@ def _stub_modules() -> dict[str, Any]:
             'IncludeLaunchDescription',
             'RegisterEventHandler',
             'SetEnvironmentVariable',
+            'Shutdown',
             'UnsetEnvironmentVariable',
         )
     }
@@ -775,6 +776,8 @@ def stub_launch(monkeypatch) -> None:
         pytest.skip('the real launch API is installed: test_launch_descriptions_load_and_evaluate')
     for name, mod in _stub_modules().items():
         monkeypatch.setitem(sys.modules, name, mod)
+    # as on a ROS install: robot_state_publisher and rviz2 there (see the test without them)
+    monkeypatch.setattr(ls, 'missing_packages', lambda packages: [])
 
 
 def _run(module, function: str, **arguments: str) -> list:
@@ -887,6 +890,47 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
         _run(module, 'robot_actions', initial_base_position='[1, 2]')
     with pytest.raises(FileNotFoundError):
         _run(module, 'robot_actions', robot='no_such_robot')
+
+
+def test_ffsim_launch_without_the_other_packages_and_with_bad_files(
+    stub_launch, tmp_path: Path, monkeypatch
+) -> None:
+    """Where robot_state_publisher and rviz2 are not installed (a wheel environment) they are
+    left out with a warning naming them, instead of failing the launch after the simulator
+    and controller started (left running as orphans); the simulator and the controller end
+    the launch when they exit (a bad parameter: exit 2); a robot file that is not a URDF or a
+    params_file that does not exist is an error naming its argument before anything starts."""
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    nodes = _nodes(_run(module, 'robot_actions'))
+    for name in ('simulator', 'reactionless_controller'):
+        assert type(nodes[name].kwargs['on_exit']).__name__ == 'Shutdown'
+    monkeypatch.setattr(
+        ls, 'missing_packages', lambda packages: [p for p in packages if p != 'rclpy']
+    )
+    actions = _run(module, 'robot_actions')
+    assert set(_nodes(actions)) == {'simulator', 'reactionless_controller'}
+    warnings = [
+        a.kwargs['msg'] for a in _of_type(actions, 'LogInfo') if 'WARNING' in a.kwargs['msg']
+    ]
+    assert len(warnings) == 1 and "['robot_state_publisher', 'rviz2'] not installed" in warnings[0]
+    not_urdf = tmp_path / 'notes.urdf'
+    not_urdf.write_text('# not XML')
+    with pytest.raises(ValueError, match=r"^robot: expected a URDF \(XML\) file, got '.*notes"):
+        _run(module, 'robot_actions', robot=str(not_urdf))
+    not_robot = tmp_path / 'sdf.urdf'
+    not_robot.write_text('<sdf version="1.6"/>')
+    with pytest.raises(ValueError, match='^robot: expected a URDF with a <robot> root, got <sdf>'):
+        _run(module, 'robot_actions', robot=str(not_robot))
+    with pytest.raises(ValueError, match="^params_file: expected a YAML parameter file, got '/no"):
+        _run(module, 'robot_actions', params_file='/nonexistent.yaml')
+
+
+def test_missing_packages_reads_the_ament_index() -> None:
+    """rclpy is in the index (wheel environment or ROS install), a made-up package is not."""
+    pytest.importorskip('ament_index_python')
+    assert ls.missing_packages(['rclpy', 'no_such_package_of_ffsim']) == [
+        'no_such_package_of_ffsim'
+    ]
 
 
 def test_multi_robot_launch_actions(stub_launch) -> None:
