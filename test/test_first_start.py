@@ -17,6 +17,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+from ffsim_ros.dynamics.warmup import PARTS, warm_up
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import importlib, json, pkgutil
@@ -82,3 +89,13 @@ def test_nodes_compile_nothing_after_the_warmup() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     added = json.loads(done.stdout.strip().splitlines()[-1])
     assert added == [], 'specializations the warm-up does not compile:\n' + '\n'.join(added)
+
+
+def test_warm_up_parts_are_named_and_checked() -> None:
+    """``make setup`` compiles the parts in two processes; together they are every part, and
+    a part that does not exist is an error naming it (not a silent no-op)."""
+    assert set(PARTS) == {'algorithms', 'derivatives', 'closed'}
+    setup = (ROOT / 'tools' / 'setup_venv.sh').read_text()
+    assert 'warmup \\\n    algorithms)' in setup and 'warmup \\\n    derivatives closed)' in setup
+    with pytest.raises(ValueError, match=r"parts: expected some of .*, got \['algebra'\]"):
+        warm_up(('algebra',))

@@ -145,15 +145,24 @@ fi
 # one core when nothing is cached) while the interface packages build: when set-up ends, the
 # on-disk caches are there and the first node, test or demo starts in seconds (`make warmup`
 # then only loads them). Skipped with FFSIM_SKIP_WARMUP=1.
+# Two processes, one per core (the parts of ffsim_ros.dynamics.warmup: the algorithms; the
+# derivatives and the closed chains): with the interface build they keep both cores busy
+# (one process left the second core idle for minutes once the build was done). A cache entry
+# lost to their concurrent writes is compiled again by `make warmup`.
 WARMUP_LOG="$VENV_ABS/.ffsim-warmup.log"
+WARMUP_LOG2="$VENV_ABS/.ffsim-warmup-2.log"
 WARMUP_PID=""
+WARMUP_PID2=""
 if [[ "${FFSIM_SKIP_WARMUP:-0}" != 1 ]]; then
-  log "compiling the dynamics kernels in the background (log: ${WARMUP_LOG#"$ROOT"/})"
-  (cd / && exec env -u _ROS_WHEELS_BOOTSTRAP_COMPLETE "$VPY" -m ffsim_ros.dynamics.warmup) \
-    >"$WARMUP_LOG" 2>&1 &
+  log "compiling the dynamics kernels in the background (logs: ${WARMUP_LOG#"$ROOT"/}, ${WARMUP_LOG2#"$ROOT"/})"
+  (cd / && exec env -u _ROS_WHEELS_BOOTSTRAP_COMPLETE "$VPY" -m ffsim_ros.dynamics.warmup \
+    algorithms) >"$WARMUP_LOG" 2>&1 &
   WARMUP_PID=$!
-  # a failed build below must not leave it running
-  trap '[[ -n "$WARMUP_PID" ]] && kill "$WARMUP_PID" 2>/dev/null; true' EXIT
+  (cd / && exec env -u _ROS_WHEELS_BOOTSTRAP_COMPLETE "$VPY" -m ffsim_ros.dynamics.warmup \
+    derivatives closed) >"$WARMUP_LOG2" 2>&1 &
+  WARMUP_PID2=$!
+  # a failed build below must not leave them running
+  trap 'for p in "$WARMUP_PID" "$WARMUP_PID2"; do [[ -n "$p" ]] && kill "$p" 2>/dev/null; done; true' EXIT
 fi
 
 # ---------------------------------------------------------------------- interface packages
@@ -229,6 +238,11 @@ if [[ -n "$WARMUP_PID" ]]; then
   WARMUP_PID=""
   [[ $status == 0 ]] || { cat "$WARMUP_LOG" >&2; die "kernel compilation failed ($status)"; }
   log "$(tail -n 1 "$WARMUP_LOG")"
+  status=0
+  wait "$WARMUP_PID2" || status=$?
+  WARMUP_PID2=""
+  [[ $status == 0 ]] || { cat "$WARMUP_LOG2" >&2; die "kernel compilation failed ($status)"; }
+  log "$(tail -n 1 "$WARMUP_LOG2")"
 fi
 
 # --------------------------------------------------------------------------------- check

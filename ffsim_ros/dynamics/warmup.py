@@ -2,12 +2,13 @@
 
 numba compiles a kernel on its first call and caches the machine code next to the source;
 ``make setup`` runs this once so that nodes, tests and the demo start without paying the
-compile time (about two minutes on a 2-core machine when nothing is cached, under a
-second when everything is).
+compile time (several minutes of one core when nothing is cached, a second when everything
+is), in two processes (one per core: :data:`PARTS` split between them).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 
@@ -16,6 +17,7 @@ import numpy as np
 from . import (
     ClosedChain,
     LoopClosure,
+    Model,
     aba,
     base_link_state,
     base_velocity_from_momentum,
@@ -43,54 +45,85 @@ from . import (
 from .lie import matrix_exp, matrix_to_quat, quat_exp, quat_log, quat_multiply, quat_to_matrix
 from .random_urdf import random_urdf
 
+#: The parts of :func:`warm_up`, each callable alone (``python -m ffsim_ros.dynamics.warmup
+#: derivatives closed``): ``make setup`` compiles them in two processes, one per core.
+PARTS = ('algorithms', 'derivatives', 'closed')
 
-def warm_up() -> float:
-    """Call every kernel once, single-state and batched; returns the seconds it took."""
+
+def warm_up(parts: tuple[str, ...] = PARTS) -> float:
+    """Call every kernel of ``parts`` once, single-state and batched; returns the seconds it
+    took.
+
+    Raises
+    ------
+    ValueError
+        An unknown part.
+    """
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise ValueError(f'parts: expected some of {PARTS}, got {unknown}')
     t0 = time.perf_counter()
     for floating in (True, False):
         model = with_joint_dynamics(load_urdf(random_urdf(0, 3), floating_base=floating))
-        q, v = neutral(model), np.zeros(model.nv)
-        tau = np.zeros(model.n)
-        wrench = {model.link_names[-1]: np.ones(6)}
-        forward_dynamics(model, q, v, tau, link_wrenches=wrench)
-        forward_dynamics(model, q, v, tau, method='crba')
-        inverse_dynamics(model, q, v, v, link_wrenches=wrench)
-        inverse_dynamics(model, q, v, v)
-        bias_forces(model, q, v)
-        mass_matrix(model, q)
-        momentum(model, q, v, about='com')
-        center_of_mass(model, q)
-        link_jacobian(model, q, model.link_names[-1])
-        integrate(model, q, v, 0.1)
-        for method in ('rk4', 'euler', 'RK45'):
-            step(model, q, v, tau, 1e-3, method=method)
-        step(model, q, v, tau, 1e-3, steps=2)
-        rk4_step(model, q, v, 1e-3, lambda t, qq, vv, m=model, u=tau: aba(m, qq, vv, u))
-        forward_dynamics_derivatives(model, q, v, tau)
-        inverse_dynamics_derivatives(model, q, v, v)
-        step_derivatives(model, q, v, tau, 1e-3)
-        Q, V, T = np.stack([q, q]), np.stack([v, v]), np.stack([tau, tau])
-        forward_dynamics(model, Q, V, T)
-        mass_matrix(model, Q)
-        bias_forces(model, Q, V)
-        link_pose_and_jacobian(model, Q, model.link_names[-1])
-        momentum(model, Q, V)
-        integrate(model, Q, V, 0.1)
-        step(model, Q, V, T, 1e-3)
-        if floating:
-            base_velocity_from_momentum(model, q, tau)
-            base_link_state(model, q, v)
-            state_summary(model, q, v)
-            step(model, q, v, tau, 1e-3, steps=2, conserve_momentum=True)
-            step(model, q, v, tau, 1e-3, method='euler', conserve_momentum=True)
-            generalized_velocity_derivatives(model, q, tau, model.link_names[-1])
-            step(model, q, v, tau, 1e-3, base_wrench_body=np.ones(6))
-    warm_up_closed_chains()
+        if 'algorithms' in parts:
+            warm_up_algorithms(model)
+        if 'derivatives' in parts:
+            warm_up_derivatives(model)
+    if 'closed' in parts:
+        warm_up_closed_chains()
+    return time.perf_counter() - t0
+
+
+def warm_up_algorithms(model: Model) -> None:
+    """The algorithms, single-state and batched, the integrators and the rotation helpers."""
+    q, v = neutral(model), np.zeros(model.nv)
+    tau = np.zeros(model.n)
+    wrench = {model.link_names[-1]: np.ones(6)}
+    forward_dynamics(model, q, v, tau, link_wrenches=wrench)
+    forward_dynamics(model, q, v, tau, method='crba')
+    inverse_dynamics(model, q, v, v, link_wrenches=wrench)
+    inverse_dynamics(model, q, v, v)
+    bias_forces(model, q, v)
+    mass_matrix(model, q)
+    momentum(model, q, v, about='com')
+    center_of_mass(model, q)
+    link_jacobian(model, q, model.link_names[-1])
+    integrate(model, q, v, 0.1)
+    for method in ('rk4', 'euler', 'RK45'):
+        step(model, q, v, tau, 1e-3, method=method)
+    step(model, q, v, tau, 1e-3, steps=2)
+    rk4_step(model, q, v, 1e-3, lambda t, qq, vv, m=model, u=tau: aba(m, qq, vv, u))
+    Q, V, T = np.stack([q, q]), np.stack([v, v]), np.stack([tau, tau])
+    forward_dynamics(model, Q, V, T)
+    mass_matrix(model, Q)
+    bias_forces(model, Q, V)
+    link_pose_and_jacobian(model, Q, model.link_names[-1])
+    momentum(model, Q, V)
+    integrate(model, Q, V, 0.1)
+    step(model, Q, V, T, 1e-3)
+    if model.floating_base:
+        base_velocity_from_momentum(model, q, tau)
+        base_link_state(model, q, v)
+        state_summary(model, q, v)
+        step(model, q, v, tau, 1e-3, steps=2, conserve_momentum=True)
+        step(model, q, v, tau, 1e-3, method='euler', conserve_momentum=True)
+        step(model, q, v, tau, 1e-3, base_wrench_body=np.ones(6))
     quat = quat_exp([0.1, 0.2, 0.3])
     quat_log(quat_multiply(quat, quat))
     matrix_to_quat(quat_to_matrix(quat))
     matrix_exp([0.1, 0.2, 0.3])
-    return time.perf_counter() - t0
+
+
+def warm_up_derivatives(model: Model) -> None:
+    """The derivatives: forward and inverse dynamics, the RK4 step's (A, B), and the
+    generalized Jacobian's end-effector velocity."""
+    q, v = neutral(model), np.zeros(model.nv)
+    tau = np.zeros(model.n)
+    forward_dynamics_derivatives(model, q, v, tau)
+    inverse_dynamics_derivatives(model, q, v, v)
+    step_derivatives(model, q, v, tau, 1e-3)
+    if model.floating_base:
+        generalized_velocity_derivatives(model, q, tau, model.link_names[-1])
 
 
 def warm_up_closed_chains() -> None:
@@ -114,5 +147,16 @@ def warm_up_closed_chains() -> None:
         chain.project(q, v)
 
 
+def main(argv: list[str] | None = None) -> None:
+    """``python -m ffsim_ros.dynamics.warmup [part ...]`` (default: every part)."""
+    parts = tuple(sys.argv[1:] if argv is None else argv) or PARTS
+    try:
+        seconds = warm_up(parts)
+    except ValueError as exc:
+        print(f'ffsim_ros.dynamics.warmup: {exc}', file=sys.stderr)
+        sys.exit(2)
+    print(f'ffsim_ros.dynamics kernels ready ({seconds:.1f} s; {" ".join(parts)})')
+
+
 if __name__ == '__main__':
-    print(f'ffsim_ros.dynamics kernels ready ({warm_up():.1f} s)')
+    main()
