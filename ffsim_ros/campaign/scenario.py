@@ -327,16 +327,10 @@ def _string(x: Any, what: str) -> str:
 
 
 def _number(x: Any, what: str) -> float:
-    if isinstance(x, str):  # YAML 1.1 reads 1e-3 or 1e300 (no dot) as a string
-        try:
-            value = float(x)
-        except ValueError:
-            raise ScenarioError(f'{what}: expected a finite number, got {x!r}') from None
-        if math.isfinite(value):
-            return value
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+    value = _yaml_number(x)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ScenarioError(f'{what}: expected a finite number, got {x!r}')
-    return float(x)
+    return float(value)
 
 
 def _integer(x: Any, what: str, low: int) -> int:
@@ -369,11 +363,13 @@ def _yaml_number(x: Any) -> Any:
 
 def _timing(x: Any) -> Timing:
     raw = _dataclass(Timing, x, 'timing')
+    values = {}
     for f in dataclasses.fields(Timing):
         value = _number(getattr(raw, f.name), f'timing.{f.name}')
         if value <= 0.0 and f.name != 'settle' or value < 0.0:
             raise ScenarioError(f'timing.{f.name}: expected a value > 0, got {value}')
-    t = Timing(*(_number(getattr(raw, f.name), f.name) for f in dataclasses.fields(Timing)))
+        values[f.name] = value
+    t = Timing(**values)
     ratio = t.control_dt / t.physics_dt
     if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
         raise ScenarioError(

@@ -376,7 +376,8 @@ def _rnea(
             else:
                 _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
         except (ValueError, ZeroDivisionError) as e:
-            raise state_error(model, e, q=q, v=v, a=v if a is None else a) from e
+            given = {'q': q, 'v': v} if a is None else {'q': q, 'v': v, 'a': a}
+            raise state_error(model, e, **given) from e
         return out
     fext = body_wrenches(model, q, link_wrenches)
     acc = v[:0] if a is None else a  # an empty a: a = 0

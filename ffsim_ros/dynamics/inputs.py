@@ -103,9 +103,18 @@ def quaternion_starts(model: Model) -> tuple[int, ...]:
     )
 
 
+def zero_quaternion(model: Model, Q: np.ndarray) -> tuple[int, int] | None:
+    """``(row, index)`` of the first zero quaternion (x, y, z, w) in the configurations ``Q``
+    (B, nq) (the kernels normalize each: a zero one divides by zero), or None."""
+    for i in quaternion_starts(model):
+        norms = np.einsum('bi,bi->b', Q[:, i : i + 4], Q[:, i : i + 4])
+        if not (norms > 0.0).all():
+            return int(np.flatnonzero(~(norms > 0.0))[0]), i
+    return None
+
+
 def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
-    """:func:`as_rows` of configurations, each quaternion checked non-zero (the kernels
-    normalize it).
+    """:func:`as_rows` of configurations, each quaternion checked non-zero.
 
     Raises
     ------
@@ -113,14 +122,13 @@ def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
         As :func:`as_rows`, or ``'q: expected a non-zero quaternion at index <i>, got ...'``.
     """
     Q = as_rows(q, model.nq, 'q', lead)
-    for i in quaternion_starts(model):
-        norms = np.einsum('bi,bi->b', Q[:, i : i + 4], Q[:, i : i + 4])
-        if not (norms > 0.0).all():
-            r = int(np.flatnonzero(~(norms > 0.0))[0])
-            raise ValueError(
-                f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
-                f'{Q[r, i : i + 4].tolist()} in row {r}'
-            )
+    zero = zero_quaternion(model, Q)
+    if zero is not None:
+        r, i = zero
+        raise ValueError(
+            f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
+            f'{Q[r, i : i + 4].tolist()} in row {r}'
+        )
     return Q
 
 
@@ -141,13 +149,13 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
             i = int(np.flatnonzero(~np.isfinite(x))[0])
             return ValueError(f'{name}: expected finite values, got {x[i]} at index {i}')
     q = np.asarray(arrays.get('q', ()), dtype=float)
-    if q.shape == (model.nq,):
-        for i in quaternion_starts(model):
-            if not q[i : i + 4] @ q[i : i + 4] > 0.0:
-                return ValueError(
-                    f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
-                    f'{q[i : i + 4].tolist()}'
-                )
+    zero = zero_quaternion(model, q[None, :]) if q.shape == (model.nq,) else None
+    if zero is not None:
+        i = zero[1]
+        return ValueError(
+            f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
+            f'{q[i : i + 4].tolist()}'
+        )
     if isinstance(error, ZeroDivisionError) or 'positive definite' in str(error):
         why = str(error) or 'division by zero'
         return ValueError(

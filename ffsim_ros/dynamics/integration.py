@@ -201,53 +201,34 @@ def step(
         raise ValueError(f'method: expected one of {STEP_METHODS}, got {method!r}')
     if conserve_momentum:
         _check_conservable(model, base_wrench, base_wrench_body, link_wrenches)
-    try:
-        return _steps(
-            model, q, v, gen, body, link_wrenches, method, dt, steps, rtol, atol, conserve_momentum
-        )
+    packed, fric = model.packed, model.joint_dynamics
+    try:  # a kernel failing on the state: the argument that is not finite, named
+        if conserve_momentum and method == 'rk4':
+            return e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
+        if not conserve_momentum and method == 'rk4' and not link_wrenches:
+            return e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
+        for _ in range(steps):
+            target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
+            fext = body_wrenches(model, q, link_wrenches)
+            if method == 'rk4':
+                q, v = e_rk4_steps(*packed, q, v, gen, fext, fric, dt, body, 1)
+                continue
+
+            def acceleration(
+                qt: np.ndarray, vel: np.ndarray, fext: np.ndarray = fext
+            ) -> np.ndarray:
+                force = gen if body.size == 0 else _with_body_wrench(model, qt, gen, body)
+                return e_forward_dynamics(*packed, qt, vel, force, fext, fric, True)
+
+            if method == 'euler':
+                v = v + dt * acceleration(q, v)
+                q = e_integrate(*packed, q, v, dt)
+            else:
+                q, v = _solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
+            if target is not None:
+                v = e_correct_momentum(*packed, q, v, target)
     except (ValueError, ZeroDivisionError) as e:
         raise state_error(model, e, q=q, v=v, tau=gen) from e
-
-
-def _steps(
-    model: Model,
-    q: np.ndarray,
-    v: np.ndarray,
-    gen: np.ndarray,
-    body: np.ndarray,
-    link_wrenches: Mapping[str, ArrayLike] | None,
-    method: str,
-    dt: float,
-    steps: int,
-    rtol: float,
-    atol: float,
-    conserve_momentum: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The single-state loop of :func:`step`, on checked arguments (``body`` the base-frame
-    wrench, or an empty array)."""
-    packed, fric = model.packed, model.joint_dynamics
-    if conserve_momentum and method == 'rk4':
-        return e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
-    if not conserve_momentum and method == 'rk4' and not link_wrenches:
-        return e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
-    for _ in range(steps):
-        target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
-        fext = body_wrenches(model, q, link_wrenches)
-        if method == 'rk4':
-            q, v = e_rk4_steps(*packed, q, v, gen, fext, fric, dt, body, 1)
-            continue
-
-        def acceleration(qt: np.ndarray, vel: np.ndarray, fext: np.ndarray = fext) -> np.ndarray:
-            force = gen if body.size == 0 else _with_body_wrench(model, qt, gen, body)
-            return e_forward_dynamics(*packed, qt, vel, force, fext, fric, True)
-
-        if method == 'euler':
-            v = v + dt * acceleration(q, v)
-            q = e_integrate(*packed, q, v, dt)
-        else:
-            q, v = _solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
-        if target is not None:
-            v = e_correct_momentum(*packed, q, v, target)
     return q, v
 
 
