@@ -57,7 +57,9 @@ separated field names of ``STATUS_FIELDS`` (tracking error [m], base angular rat
 of J*, mode index into ``MODES``, goal active 0/1): numeric, so it plots and records directly.
 
 Guards: goals with NaN/inf, in a frame other than world_frame, or out of reach are rejected
-with an error and the arm is held still (zero commanded joint rates: a computed-torque brake);
+with an error, reported on ``goal_status`` as aborted with the reason ``rejected: ...`` (a goal
+of its own, replacing the current one), and the arm is held still (zero commanded joint
+rates: a computed-torque brake);
 without fresh ``joint_states`` and ``base_odom`` -- received at most ``state_timeout`` ago on
 the node's clock, and not "in the future" (received at a later time than now: the clock went
 back) -- no command is published, so the simulator's command timeout zeroes the efforts. When
@@ -107,6 +109,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 import ffsim_ros.dynamics as D
 from ffsim_ros.control import (
     CONTROL_MODES,
+    REJECTED,
     ControlMode,
     Gains,
     ReachSupervisor,
@@ -695,7 +698,7 @@ class ReactionlessControllerNode(Node):
             line = self._log_throttle.admit(f'ee_goal rejected ({exc}); holding the arm still')
             if line:
                 self.get_logger().error(line)
-            self.supervisor.stop(t, q, f'replaced by a rejected goal ({exc})')
+            self.supervisor.reject(t, q, str(exc), goal)
             return
         line = self._log_throttle.admit(
             f'ee_goal accepted: {np.round(goal, 4).tolist()} in {self.world}'
@@ -783,9 +786,11 @@ class ReactionlessControllerNode(Node):
             1.0 if goal_status.active else 0.0,
         ]
         self.pub_status.publish(status)
-        if self.goal_status.update(goal_status) and goal_status.outcome.value in (
-            'reached',
-            'aborted',
+        published = self.goal_status.update(goal_status)
+        if (
+            published
+            and goal_status.outcome.value in ('reached', 'aborted')
+            and not goal_status.reason.startswith(REJECTED)  # (logged when rejected)
         ):
             line = self._log_throttle.admit(
                 f'ee_goal {goal_status.outcome.value}: {goal_status.reason}'

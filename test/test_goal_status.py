@@ -1,6 +1,7 @@
 """The controller node's ee_goal outcome (issue 15, node side): ``goal_status`` over DDS.
 
-A goal reached and a goal aborted with its reason, read by a real subscriber from the node's
+A goal reached, a goal aborted with its reason and a goal rejected at acceptance, read by a
+real subscriber from the node's
 ``goal_status`` (diagnostic_msgs/DiagnosticStatus), and the message built from a
 :class:`~ffsim_ros.control.GoalStatus` field by field.
 """
@@ -124,4 +125,14 @@ def test_goal_outcomes_over_dds(ros_process, ros_node, ros_executor, wait_until)
     assert values['outcome'] == 'aborted' and float(values['position_error']) > 0.05
     logged = f'ee_goal aborted: timeout: not reached after {timeout:g} s'
     assert wait_until(lambda: logged in ctl.stderr(), 10, ros_executor), ctl.describe()
+
+    # a goal out of reach is rejected at acceptance: a goal of its own, aborted with the reason
+    send(np.array([10.0, 0.0, 0.0]))
+    rejected = outcome(3, 'aborted')
+    assert rejected.level == DiagnosticStatus.WARN
+    assert 'rejected: ' in rejected.message and 'unreachable' in rejected.message, rejected.message
+    assert not any(
+        {kv.key: kv.value for kv in s.values}.get('goal_id') == '3' and 'active' in s.message
+        for s in statuses
+    )
     assert sim.is_running() and ctl.is_running()

@@ -32,6 +32,8 @@ from ffsim_ros.control.rns import (
     LIMIT_STOP,
     LIMIT_ZONE,
     limit_scales,
+    limit_zones,
+    near_limits,
     reactionless_rates,
     restore_rates,
     saturate,
@@ -67,6 +69,31 @@ def test_limit_scales_closed_form() -> None:
     )
     np.testing.assert_array_equal(limit_scales(phi, lower, upper, -rates), [1, 1, 1, 1, 1])
     np.testing.assert_array_equal(limit_scales(phi, lower, upper, 0.0 * rates), np.ones(5))
+
+
+def test_limit_zones_of_short_locked_and_unlimited_joints() -> None:
+    """A gripper finger's 0.04 m: zone 0.01 m and stop 0.0012 m (the same 0.12 ratio), so it
+    moves freely at mid-range (with the 0.25 / 0.03 of the arm joints it could not move at
+    all: 0.03 from both ends covers the whole range) and stops 1.2 mm short of a limit; a 1 rad
+    joint and the servicer's are unchanged; a locked joint (no range) never moves toward its
+    limit and gives no NaN; an unlimited one is never clamped."""
+    lower = np.array([0.0, -0.5, -2.0, 0.3, -np.inf])
+    upper = np.array([0.04, 0.5, 2.0, 0.3, np.inf])
+    zone, stop = limit_zones(lower, upper)
+    np.testing.assert_allclose(zone, [0.01, LIMIT_ZONE, LIMIT_ZONE, 0.0, LIMIT_ZONE], atol=1e-15)
+    np.testing.assert_allclose(stop, zone * LIMIT_STOP / LIMIT_ZONE, atol=1e-15)
+    phi = np.array([0.02, 0.0, 0.0, 0.3, 1e9])
+    for sign in (1.0, -1.0):
+        scales = limit_scales(phi, lower, upper, sign * np.ones(5))
+        np.testing.assert_array_equal(scales, [1, 1, 1, 0, 1])
+    assert near_limits(phi, lower, upper).tolist() == [False, False, False, True, False]
+    finger = np.array([0.04 - 0.0012, 0.04 - 0.5 * (0.01 + 0.0012), 0.025, 0.005, 0.0])
+    scales = limit_scales(finger, np.zeros(5), np.full(5, 0.04), np.ones(5))
+    np.testing.assert_allclose(scales, [0.0, 0.5, 1.0, 1.0, 1.0], atol=1e-12)
+    near = near_limits(finger, np.zeros(5), np.full(5, 0.04))
+    assert near.tolist() == [True, True, False, True, True]
+    servicer = limit_zones(SERVICER.lower, SERVICER.upper)
+    assert np.all(servicer[0] == LIMIT_ZONE) and np.all(servicer[1] == LIMIT_STOP)
 
 
 def test_rates_unchanged_away_from_the_limits_and_clamped_near_them() -> None:

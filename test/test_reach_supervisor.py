@@ -239,6 +239,40 @@ def test_a_rejected_goal_leaves_the_current_one() -> None:
     assert sup.status.goal_id == 1 and np.array_equal(sup.goal, goal)
 
 
+def test_a_goal_rejected_at_acceptance_is_reported_as_aborted() -> None:
+    """``reject``: the goal refused replaces the active one (aborted, "replaced by a rejected
+    goal"), gets its own id and ends aborted with ``rejected: <why>`` at once; the arm is held
+    still from there, and the next goal is accepted as usual."""
+    loop = loop_for()
+    sup = loop.supervisor
+    first = loop.ee_position() + np.array([0.0, 0.1, 0.0])
+    sup.set_goal(loop.t, loop.q, first)
+    for _ in range(50):
+        loop.update()
+    assert sup.status.outcome is GoalOutcome.ACTIVE and sup.status.goal_id == 1
+    far = np.array([20.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match='unreachable') as info:
+        sup.set_goal(loop.t, loop.q, far)
+    status = sup.reject(loop.t, loop.q, str(info.value), far)
+    assert status.goal_id == 2 and status.outcome is GoalOutcome.ABORTED
+    assert status.reason == f'rejected: {info.value}' and not status.active
+    here = loop.ee_position()
+    assert status.position_error == pytest.approx(np.linalg.norm(far - here), rel=1e-12)
+    for _ in range(100):  # held still, the outcome kept
+        loop.update()
+    assert sup.status.goal_id == 2 and sup.status.outcome is GoalOutcome.ABORTED
+    assert sup.status.reason.startswith('rejected: ')
+    assert np.linalg.norm(loop.ee_position() - here) < 0.01
+    # no position (a NaN goal): the status has no position error, and nothing breaks
+    status = sup.reject(loop.t, loop.q, 'goal: expected finite', np.array([np.nan, 0, 0]))
+    assert status.goal_id == 3 and status.position_error == 0.0
+    for _ in range(10):
+        loop.update()
+    assert sup.status.outcome is GoalOutcome.ABORTED and sup.status.goal_id == 3
+    record = loop.run_goal(loop.ee_position() + np.array([0.0, 0.0, 0.05]))
+    assert record.outcome is GoalOutcome.REACHED
+
+
 # ------------------------------------------------------------------------------ the modes
 
 

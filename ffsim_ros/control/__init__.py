@@ -11,6 +11,7 @@ from ffsim_ros.dynamics import generalized_inertia
 from .goals import (
     GOAL_OUTCOMES,
     GOAL_PHASES,
+    REJECTED,
     GoalOutcome,
     GoalPhase,
     GoalStatus,
@@ -50,6 +51,7 @@ __all__ = [
     'GoalStatus',
     'JointTrajectory',
     'Plan',
+    'REJECTED',
     'ReachSettings',
     'ReachSupervisor',
     'ReactionlessController',

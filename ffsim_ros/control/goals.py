@@ -32,6 +32,9 @@ class GoalOutcome(str, Enum):
 #: The values of :class:`GoalOutcome`, in order (an index for numeric status fields).
 GOAL_OUTCOMES = tuple(o.value for o in GoalOutcome)
 
+#: How the reason of a goal refused at acceptance begins (``'rejected: unreachable ...'``).
+REJECTED = 'rejected'
+
 
 class GoalPhase(str, Enum):
     """What the supervisor is doing for the current goal.

@@ -36,9 +36,9 @@ import numpy as np
 from .planner import Approach, Plan, RnsPlanner, Segment
 from .reactionless import ReactionlessController
 from .rns import (
-    LIMIT_ZONE,
     TaskTerms,
     attitude_error,
+    limit_zones,
     near_limits,
     scaled_to_limits,
     zero_momentum_step,
@@ -142,9 +142,9 @@ class LoopPlanner(RnsPlanner):
 
     def _loop(self, q: np.ndarray, i: int, j: int, a: float):
         """A loop ``(i, j, a)``: (end configuration, its four segments) or (None, ()). The
-        joints within ``LIMIT_ZONE`` of a position limit at its start are frozen (not ``i`` nor
-        ``j``: then no loop), the others stay out of that zone (the frozen ones are already
-        in it: they may not go closer)."""
+        joints within the zone of a position limit (:func:`~.rns.limit_zones`) at its start
+        are frozen (not ``i`` nor ``j``: then no loop), the others stay out of that zone (the
+        frozen ones are already in it: they may not go closer)."""
         model = self.law.model
         frozen = tuple(
             int(k) for k in np.flatnonzero(near_limits(q[7:], model.lower, model.upper))
@@ -152,9 +152,10 @@ class LoopPlanner(RnsPlanner):
         if i in frozen or j in frozen:
             return None, ()
         phi = q[7:]  # frozen joints (already in the zone) stay where they are
+        zone, _ = limit_zones(model.lower, model.upper)
         bounds = (
-            np.minimum(model.lower + LIMIT_ZONE, phi),
-            np.maximum(model.upper - LIMIT_ZONE, phi),
+            np.minimum(model.lower + zone, phi),
+            np.maximum(model.upper - zone, phi),
         )
         segments = []
         for joint, sweep in ((i, a), (j, a), (i, -a), (j, -a)):

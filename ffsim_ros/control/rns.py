@@ -55,6 +55,24 @@ RANK_TOL = 1e-10
 LIMIT_ZONE = 0.25
 #: Distance from a position limit [rad | m] where a joint's rate toward it is zero.
 LIMIT_STOP = 0.03
+#: Largest share of a joint's range its zone takes (:func:`limit_zones`): a short joint (a
+#: gripper finger's 0.04 m) gets ``LIMIT_ZONE`` and ``LIMIT_STOP`` scaled down to its range.
+LIMIT_ZONE_SHARE = 0.25
+
+
+def limit_zones(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The joint-limit zone and stop (n,), (n,) [rad | m] of each joint: ``LIMIT_ZONE`` and
+    ``LIMIT_STOP``, both scaled down by the same factor where the zone would take more than
+    ``LIMIT_ZONE_SHARE`` of the joint's range ``upper - lower`` (so a 0.04 m finger keeps
+    0.01 m zones and can still move; joints of 1 rad or more are unaffected).
+
+    Parameters
+    ----------
+    lower, upper : (n,) position limits [rad | m] (``-inf``/``inf`` for none).
+    """
+    span = np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float)
+    zone = np.minimum(LIMIT_ZONE, LIMIT_ZONE_SHARE * span)
+    return zone, zone * (LIMIT_STOP / LIMIT_ZONE)
 
 
 class TaskTerms(NamedTuple):
@@ -264,13 +282,15 @@ def self_motion(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> np.ndarray
 
 
 def near_limits(phi: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """(n,) bool: the joints closer than ``LIMIT_ZONE`` to a position limit (or beyond it).
+    """(n,) bool: the joints inside the zone of a position limit (``LIMIT_ZONE``, or less on a
+    short joint: :func:`limit_zones`), or beyond it.
 
     Parameters
     ----------
     phi : (n,) joint positions;  lower, upper : (n,) position limits [rad | m].
     """
-    return (phi > upper - LIMIT_ZONE) | (phi < lower + LIMIT_ZONE)
+    zone, _ = limit_zones(lower, upper)
+    return (phi >= upper - zone) | (phi <= lower + zone)  # (>=: a locked joint is in)
 
 
 def limit_scales(
@@ -279,13 +299,16 @@ def limit_scales(
     """Joint clamping factors (n,) in [0, 1] for the rates ``rates`` (n,) at ``phi`` (n,).
 
     1 for a joint at rest or farther than ``LIMIT_ZONE`` from the limit its rate heads to,
-    falling linearly to 0 at ``LIMIT_STOP`` from it (and beyond): multiplied into the rate
-    weights ``W`` of the laws (:func:`reactionless_rates`, :func:`budget_rates`), a clamped
-    joint stops while the others take over its share of the task (joint clamping, Baerlocher
-    & Boulic 2004). Moving away from a limit is never restricted.
+    falling linearly to 0 at ``LIMIT_STOP`` from it (and beyond; both scaled down on a short
+    joint, :func:`limit_zones`): multiplied into the rate weights ``W`` of the laws
+    (:func:`reactionless_rates`, :func:`budget_rates`), a clamped joint stops while the others
+    take over its share of the task (joint clamping, Baerlocher & Boulic 2004). Moving away
+    from a limit is never restricted.
     """
+    zone, stop = limit_zones(lower, upper)
     room = np.where(rates > 0.0, upper - phi, np.where(rates < 0.0, phi - lower, np.inf))
-    return np.clip((room - LIMIT_STOP) / (LIMIT_ZONE - LIMIT_STOP), 0.0, 1.0)
+    width = np.maximum(zone - stop, np.finfo(float).tiny)  # (a locked joint: no range)
+    return np.clip((room - stop) / width, 0.0, 1.0)
 
 
 def saturate(x: np.ndarray, limit: float) -> np.ndarray:

@@ -86,12 +86,12 @@ import numpy as np
 
 import ffsim_ros.dynamics as D
 
-from .goals import GoalOutcome, GoalPhase, GoalStatus, ReachSettings
+from .goals import REJECTED, GoalOutcome, GoalPhase, GoalStatus, ReachSettings
 from .loops import LoopPlanner, loop_rates
 from .modes import ControlMode
 from .planner import Approach, Plan, RnsPlanner, Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
-from .rns import LIMIT_ZONE, attitude_error, near_limits
+from .rns import attitude_error, limit_zones, near_limits
 
 #: Offset below which restoring after an abort stops, as a fraction of the tolerance.
 RESTORED = 0.5
@@ -292,6 +292,45 @@ class ReachSupervisor:
         self._status = self._make_status(err, self._offset(q))
         return self._status
 
+    def reject(
+        self, t: float, q: np.ndarray, reason: str, position: np.ndarray | None = None
+    ) -> GoalStatus:
+        """A goal refused at acceptance (e.g. the ``ValueError`` of :meth:`set_goal`): it
+        replaces the current goal, which ends as aborted if active ("replaced by a rejected
+        goal"), gets its own ``goal_id`` and ends at once as aborted with the reason
+        ``'rejected: ' + reason``, so that a client watching the status sees it; the arm is
+        held still (after restoring the attitude spent, as after any abort).
+
+        Parameters
+        ----------
+        t : float, time [s];  q : (7 + n,) measured configuration;  reason : str, why;
+        position : (3,) the goal, inertial frame [m], optional (kept if finite, for the
+            status's position error).
+        """
+        t = float(t)
+        q = np.asarray(q, dtype=float)
+        if self._outcome is GoalOutcome.ACTIVE:
+            self._abort(t, q, 'replaced by a rejected goal')
+        elif self._phase is not GoalPhase.RESTORING:
+            self._phase = GoalPhase.STOPPED
+            self._hold_position = None
+        goal = None if position is None else np.asarray(position, dtype=float)
+        if goal is not None and not (goal.shape == (3,) and np.all(np.isfinite(goal))):
+            goal = None
+        self._goal_id += 1
+        self._goal, self._goal_R = goal, None
+        self._outcome = GoalOutcome.ABORTED
+        self._reason = f'{REJECTED}: {reason}'
+        self._t0 = self._t_last = self._t_end = t
+        self._planner = self._plan = None
+        self._max_offset = 0.0
+        err = 0.0
+        if goal is not None:
+            err = float(np.linalg.norm(goal - self.law.task_terms(q).position))
+        self._initial_error = self._best_error = err
+        self._status = self._make_status(err, self._offset(q))
+        return self._status
+
     def reset(self, reason: str = '') -> None:
         """Forget the goal, the clock and the attitude reference (e.g. after the clock went
         back): the arm is held still and the reference is captured at the next update.
@@ -363,7 +402,8 @@ class ReachSupervisor:
             return out
         if phase is GoalPhase.RESTORING:
             out = law.compute(q, v, self._hold_position, None, ref, self_motion=False)
-            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            if self._goal is not None:  # (None after a goal rejected without a position)
+                out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
             return out
         if phase is GoalPhase.DETOUR and self._plan.segments[self._segment].self_motion:
             out = self._self_motion_command(q, v, self._plan.segments[self._segment], ref)
@@ -457,14 +497,14 @@ class ReachSupervisor:
         return out
 
     def _leaving_limits(self, phi: np.ndarray, rates: np.ndarray, frozen: tuple) -> bool:
-        """Whether a joint a loop leg moves (not ``frozen``) is over half-way into the
-        ``LIMIT_ZONE`` of a position limit and heads on to it. The loop search keeps those
-        joints out of the zone, but on the servicer a leg followed in the closed loop once
+        """Whether a joint a loop leg moves (not ``frozen``) is over half-way into the zone of
+        a position limit (:func:`~.rns.limit_zones`) and heads on to it. The loop search keeps
+        those joints out of the zone, but on the servicer a leg followed in the closed loop once
         carried ``arm_joint_4`` 1.26 rad beyond its limit (seed 5, goal 12 of
         ``benchmarks/reach.py``), the leg's field ill-conditioned where the search had not
         gone."""
         model = self.law.model
-        margin = 0.5 * LIMIT_ZONE
+        margin = 0.5 * limit_zones(model.lower, model.upper)[0]
         heading = ((phi < model.lower + margin) & (rates < 0.0)) | (
             (phi > model.upper - margin) & (rates > 0.0)
         )
@@ -759,8 +799,8 @@ class ReachSupervisor:
             self._phase = GoalPhase.STOPPED
 
     def _limits_note(self, q: np.ndarray) -> str:
-        """Which joints the law clamps at ``q`` (within ``LIMIT_ZONE`` of a position limit):
-        the goal may need them beyond it."""
+        """Which joints the law clamps at ``q`` (within the zone of a position limit,
+        :func:`~.rns.limit_zones`): the goal may need them beyond it."""
         model = self.law.model
         phi = q[7:]
         near = np.flatnonzero(near_limits(phi, model.lower, model.upper))
