@@ -41,7 +41,7 @@ CHAINS = S.TUMBLING_LOOPS
 def _net_loop_wrench(chain: M.ClosedChain, q: np.ndarray, v: np.ndarray, sol) -> np.ndarray:
     """Sum over both sides of every cut hinge of the wrench its multipliers exert, about O."""
     bd = M.tree.bodies(chain.model, q, v)
-    rows, _, _ = chain.loop_rows(bd)
+    rows, _, _, _ = chain.loop_rows(bd)
     lam = np.concatenate([sol.multipliers[lp.name] for lp in chain.loops])
     net = np.zeros(6)
     for idx, coef in ((rows.a, rows.Ga), (rows.b, rows.Gb)):

@@ -301,6 +301,47 @@ def test_bad_inputs_raise_value_error() -> None:
         M.maximal_dynamics(model, q, v, np.zeros(3), link_wrenches={'nope': np.ones(6)})
 
 
+def test_closed_chain_bad_inputs_name_what_is_wrong() -> None:
+    """A non-finite anchor is refused (it was accepted, then its rows dropped as redundant:
+    the loop silently open); a NaN in the state is named by argument in every entry (it came
+    back as "articulated inertia is not positive definite"); a run that diverges names the
+    step; a non-LoopClosure item is refused before its name is read."""
+    from ffsim_ros.dynamics.builder import random_configuration, random_model
+
+    with pytest.raises(ValueError, match=r"loop 'bad' translation_a: expected 3 finite"):
+        M.LoopClosure('bad', 'body_1', 'body_4', 'ball', translation_a=[np.nan, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r'translation_b: expected 3 finite values \[m\]'):
+        M.LoopClosure('bad', 'body_1', 'body_4', 'weld', translation_b=[0.0, np.inf, 0.0])
+    model = random_model(
+        3, 5, joint_types=('revolute', 'spherical'), floating_base=True, gravity=(0, 0, -9.81)
+    )
+    q = random_configuration(model, np.random.default_rng(0))
+    v, tau = np.zeros(model.nv), np.zeros(model.n)
+    pa, _ = D.link_pose(model, q, 'body_2')
+    pb, Rb = D.link_pose(model, q, 'body_5')
+    loop = M.LoopClosure('L', 'body_2', 'body_5', 'ball', translation_b=Rb.T @ (pa - pb))
+    chain = M.ClosedChain(model, [loop])
+    chain.acceleration(q, v, tau)  # compiled and typed: the fast path from here on
+    qn = q.copy()
+    qn[8] = np.nan
+    named = "loop closure 'L': {}: expected finite values, got nan at index 8"
+    for call, arg in (
+        (lambda: chain.acceleration(qn, v, tau), 'q'),
+        (lambda: chain.acceleration(q, qn[: model.nv], tau), 'v'),
+        (lambda: chain.step(qn, v, tau, 1e-3), 'q'),
+        (lambda: chain.project(qn, v), 'q'),
+        (lambda: chain.simulate(qn, v, tau, 0.01, 1e-3), 'q0'),
+    ):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == named.format(arg)
+    far = M.LoopClosure('far', 'body_2', 'body_5', 'ball', translation_a=[50.0, 0, 0])
+    with pytest.raises(np.linalg.LinAlgError, match=r"in loop closure 'far'.*\(step \d+ of 200"):
+        M.ClosedChain(model, [far]).simulate(q, v, tau, 0.2, 1e-3, stabilize=True, project=False)
+    with pytest.raises(ValueError, match='expected LoopClosure items, got tuple'):
+        M.ClosedChain(model, [loop, ('a', 'b')])
+
+
 def test_closed_form_block_inverse_and_multiplier_solver() -> None:
     """The per-body closed-form ``J^-1`` of eqs. 12-13 and the eq. 14 solve on a tiny system."""
     from ffsim_ros.dynamics.mufti import linalg as LA
@@ -709,6 +750,65 @@ def test_baumgarte_keeps_the_fourbar_assembled_for_10_s() -> None:
         )
     assert drifts[True] <= 1e-8, drifts
     assert drifts[False] > 10 * drifts[True], drifts
+
+
+def spinning_two_arm_chain(gap: float) -> tuple[M.ClosedChain, np.ndarray]:
+    """A floating base with two 2-link arms (revolute, then ball) whose tips are joined by a
+    ball cut hinge, opened by ``gap`` [m] along the first tip's x axis; the configuration."""
+    from ffsim_ros.dynamics.builder import ModelBuilder
+
+    b = ModelBuilder('two_arms', floating_base=True)
+    b.add_base('base', mass=20.0, inertia=[2, 0, 0, 3, 0, 2.5])
+    link = dict(mass=1.0, com=(0.2, 0, 0), inertia=[0.01, 0, 0, 0.02, 0, 0.02])
+    for arm, y in (('a', 0.2), ('b', -0.2)):
+        b.add_body(
+            f'{arm}1', parent='base', joint=f'{arm}j1', joint_type='revolute',
+            xyz=(0.3, y, 0), axis=(0, 0, 1), **link,
+        )  # fmt: skip
+        b.add_body(
+            f'{arm}2', parent=f'{arm}1', joint=f'{arm}j2', joint_type='spherical',
+            xyz=(0.4, 0, 0), **link,
+        )  # fmt: skip
+    model = b.build()
+    q = D.neutral(model)
+    q[model.idx_q[0]], q[model.idx_q[2]] = 0.5, -0.5
+    pa, Ra = D.link_pose(model, q, 'a2')
+    pb, Rb = D.link_pose(model, q, 'b2')
+    tip = np.array([0.4, 0.0, 0.0])
+    meet = pa + Ra @ tip
+    loop = M.LoopClosure(
+        'tips', 'a2', 'b2', 'ball', translation_a=tip + [gap, 0, 0],
+        translation_b=Rb.T @ (meet - pb),
+    )  # fmt: skip
+    return M.ClosedChain(model, [loop]), q
+
+
+@pytest.mark.parametrize('spin', [0.0, 40.0])
+def test_baumgarte_closes_a_gap_at_any_spin(spin: float) -> None:
+    """Baumgarte alone (no projection) on a chain spinning rigidly at 40 rad/s, above
+    ``omega = sqrt(beta) = 20 rad/s``, with its loop 1 mm open: the gap closes (4e-8 m after
+    1 s; 4.3e-11 without spin, the documented critically damped law). The translational rows
+    are along axes fixed in body a, so their right-hand sides carry the axes' turning; without
+    it the gap grew to 0.2 m in 1 s at 40 rad/s. And ``constraint_error``'s rates are the
+    exact time derivative of the errors off the manifold (central differences along the
+    motion)."""
+    chain, q = spinning_two_arm_chain(1e-3)
+    model = chain.model
+    axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+    v = np.zeros(model.nv)
+    v[3:6] = spin * axis
+    v[6:] = 0.3 * np.sin(np.arange(model.nv - 6))  # joints moving too: a relative motion
+    h = 1e-6
+    xi_p = chain.constraint_error(D.integrate(model, q, v, h), v)[0]
+    xi_m = chain.constraint_error(D.integrate(model, q, v, -h), v)[0]
+    xi, xi_dot = chain.constraint_error(q, v)
+    assert np.linalg.norm(xi) == pytest.approx(1e-3, rel=1e-9)
+    np.testing.assert_allclose(xi_dot, (xi_p - xi_m) / (2 * h), rtol=0, atol=1e-8)
+    v[6:] = 0.0  # rigid rotation: no relative velocity at the hinge
+    _, Q, V = chain.simulate(q, v, np.zeros(model.n), 1.0, 5e-4, stabilize=True, project=False)
+    gap = [np.linalg.norm(chain.constraint_error(Q[k], V[k])[0]) for k in (0, -1)]
+    assert gap[0] == pytest.approx(1e-3, rel=1e-9)
+    assert gap[1] <= (1e-10 if spin == 0.0 else 1e-6), gap
 
 
 def test_default_stabilization_keeps_the_fourbar_at_round_off_in_full_gravity() -> None:

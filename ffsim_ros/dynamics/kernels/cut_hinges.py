@@ -162,8 +162,10 @@ def loop_rows(
     loop_f : (nl, 24) hinge frames in the body frames: ``rot_a`` (9, row-major), ``trans_a``
         (3), ``rot_b`` (9), ``trans_b`` (3) [m].
     W : (nrows, 6) output rows;  rhs, xi, verr : (nrows,) outputs ``gamma`` [m/s^2, rad/s^2],
-    ``xi`` [m, rad] and ``W . (V_a - V_b)`` [m/s, rad/s];  ob : (nl, 3) output hinge points
-    on body b [m].
+    ``xi`` [m, rad] and ``xi'`` [m/s, rad/s] (as ``ClosedChain.loop_rows``: the translational
+    rows' right-hand sides and rates carry the turning of the axes ``d_k`` with body a, exact
+    off the manifold; the angular rates ``d_k . (w_a - w_b)``);  ob : (nl, 3) output hinge
+    points on body b [m].
     """
     r0 = 0
     scratch = np.empty((3, 3, 3))  # one allocation: R_a, R_b, and the two hinge points
@@ -207,10 +209,9 @@ def loop_rows(
         m0 = 0.5 * (oa[0] + obb[0])
         m1 = 0.5 * (oa[1] + obb[1])
         m2 = 0.5 * (oa[2] + obb[2])
-        dv0 = vel[ia, 0] - vel[ib, 0]
-        dv1 = vel[ia, 1] - vel[ib, 1]
-        dv2 = vel[ia, 2] - vel[ib, 2]
         dw0, dw1, dw2 = wa0 - wb0, wa1 - wb1, wa2 - wb2
+        g0, g1, g2 = oa[0] - obb[0], oa[1] - obb[1], oa[2] - obb[2]  # o_a - o_b
+        u0, u1, u2 = va0 - vb0, va1 - vb1, va2 - vb2  # o_a' - o_b'
         for k in range(3):  # d_k: axis k of hinge frame a
             d0, d1, d2 = Ra[0, k], Ra[1, k], Ra[2, k]
             r = r0 + k
@@ -220,16 +221,18 @@ def loop_rows(
             W[r, 3] = m1 * d2 - m2 * d1
             W[r, 4] = m2 * d0 - m0 * d2
             W[r, 5] = m0 * d1 - m1 * d0
-            rhs[r] = -(d0 * c0 + d1 * c1 + d2 * c2)
-            xi[r] = d0 * (oa[0] - obb[0]) + d1 * (oa[1] - obb[1]) + d2 * (oa[2] - obb[2])
-            verr[r] = (
-                W[r, 0] * dv0
-                + W[r, 1] * dv1
-                + W[r, 2] * dv2
-                + W[r, 3] * dw0
-                + W[r, 4] * dw1
-                + W[r, 5] * dw2
+            # d_k turns with body a: d_k' = w_a x d_k, d_k'' = w_a x (w_a x d_k) + w'_a x d_k
+            t0 = wa1 * d2 - wa2 * d1
+            t1 = wa2 * d0 - wa0 * d2
+            t2 = wa0 * d1 - wa1 * d0
+            s0 = wa1 * t2 - wa2 * t1
+            s1 = wa2 * t0 - wa0 * t2
+            s2 = wa0 * t1 - wa1 * t0
+            rhs[r] = -(d0 * c0 + d1 * c1 + d2 * c2) - (
+                2.0 * (t0 * u0 + t1 * u1 + t2 * u2) + (s0 * g0 + s1 * g1 + s2 * g2)
             )
+            xi[r] = d0 * g0 + d1 * g1 + d2 * g2
+            verr[r] = (d0 * u0 + d1 * u1 + d2 * u2) + (t0 * g0 + t1 * g1 + t2 * g2)
         if kind != LOOP_BALL:
             nrot = 2 if kind == LOOP_REVOLUTE else 3
             x0 = wa1 * wb2 - wa2 * wb1

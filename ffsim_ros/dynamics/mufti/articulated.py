@@ -75,12 +75,19 @@ class LoopKernel:
         warm-up's included, whatever the flags of its inputs (the kernels write only into
         their output arrays, which are writeable)."""
         entry = self._entries.get(kernel)
-        if entry is not None:
-            return entry(*args)  # type: ignore[operator]
-        args = tuple(
-            np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args
-        )
-        out = kernel(*args)  # type: ignore[operator]
+        try:
+            if entry is not None:
+                return entry(*args)  # type: ignore[operator]
+            args = tuple(
+                np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
+                for a in args
+            )
+            out = kernel(*args)  # type: ignore[operator]
+        except (ValueError, ZeroDivisionError) as exc:  # the kernels' own failures
+            raise np.linalg.LinAlgError(
+                f'{self.names}: the closed-chain system failed ({exc}): a singular '
+                'configuration or a non-finite state'
+            ) from exc
         try:
             sig = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
             self._entries[kernel] = kernel.overloads[sig].entry_point  # type: ignore[attr-defined]
@@ -145,30 +152,38 @@ class LoopKernel:
         a = np.empty(shape_v)
         idata, fdata = self.model.packed
         empty = self.empty_fext
-        if (
-            entry(  # type: ignore[operator]
-                idata,
-                fdata,
-                q,
-                v,
-                tau,  # the joint efforts alone: the kernel takes F_b zero
-                empty,
-                self.model.joint_dynamics,
-                self.loop_i,
-                self.loop_f,
-                alpha,
-                beta,
-                self.rtol,
-                a,
-                self._lam,
-                empty,
-            )
-            < 0
-        ):
+        try:
+            if (
+                entry(  # type: ignore[operator]
+                    idata,
+                    fdata,
+                    q,
+                    v,
+                    tau,  # the joint efforts alone: the kernel takes F_b zero
+                    empty,
+                    self.model.joint_dynamics,
+                    self.loop_i,
+                    self.loop_f,
+                    alpha,
+                    beta,
+                    self.rtol,
+                    a,
+                    self._lam,
+                    empty,
+                )
+                < 0
+            ):
+                raise np.linalg.LinAlgError(
+                    f'{self.names}: the closed-chain system gave non-finite accelerations (a '
+                    'singular configuration or a non-finite state)'
+                )
+        except (ValueError, ZeroDivisionError) as exc:  # the kernel's own failures
+            if isinstance(exc, np.linalg.LinAlgError):
+                raise
             raise np.linalg.LinAlgError(
-                f'{self.names}: the closed-chain system gave non-finite accelerations (a '
-                'singular configuration or a non-finite state)'
-            )
+                f'{self.names}: the closed-chain system failed ({exc}): a singular '
+                'configuration or a non-finite state'
+            ) from exc
         return a
 
     def steps(
@@ -203,23 +218,31 @@ class LoopKernel:
             Non-finite accelerations; RuntimeError: a projection without convergence (both
             naming the step when ``k > 1``).
         """
-        Q = np.empty((k + 1, q.size))
+        Q = np.full((k + 1, q.size), np.nan)  # (rows not reached stay NaN: see below)
         V = np.empty((k + 1, v.size))
         Q[0], V[0] = q, v
-        status, done = self._call(
-            e_closed_chain_steps,
-            *self.model.packed,
-            gen,
-            self.model.joint_dynamics,
-            self.loop_i,
-            self.loop_f,
-            np.array((gains[0], gains[1], self.rtol)),
-            self.n_rows,
-            float(dt),
-            np.array(settings, dtype=float),
-            Q,
-            V,
-        )  # type: ignore[misc]
+        try:
+            status, done = self._call(
+                e_closed_chain_steps,
+                *self.model.packed,
+                gen,
+                self.model.joint_dynamics,
+                self.loop_i,
+                self.loop_f,
+                np.array((gains[0], gains[1], self.rtol)),
+                self.n_rows,
+                float(dt),
+                np.array(settings, dtype=float),
+                Q,
+                V,
+            )  # type: ignore[misc]
+        except np.linalg.LinAlgError as exc:  # a kernel's own failure in a step
+            done = int(np.argmax(~np.isfinite(Q).all(axis=1))) - 1  # the last finite row
+            at = f' (step {done + 1} of {k}, t = {done * dt:.6g} s)' if k > 1 else ''
+            raise np.linalg.LinAlgError(
+                f'{exc.__cause__ or exc} in {self.names}: a singular configuration, or a '
+                f'state that diverged{at}'
+            ) from exc
         at = f' (step {done + 1} of {k}, t = {done * dt:.6g} s)' if k > 1 else ''
         if status == 1:
             raise np.linalg.LinAlgError(

@@ -13,10 +13,14 @@ tree's joint coordinates rather than the seed's ``(r''_1, w')`` [M eqs. 67-71].
 Rows of a cut hinge ("a minus b", inertial frame; ``o_a``, ``o_b`` the hinge frame origins
 on each body, ``l = o - r`` from the body's CoM):
 
-* ``'ball'`` (3 rows): ``d . (r''_a + w'_a x l_a - r''_b - w'_b x l_b)
-  = -d . (w_a x (w_a x l_a) - w_b x (w_b x l_b))`` for ``d = x, y, z`` -- [M eqs. 6-9] with the
-  two hinge points kept distinct, so that the rows are the exact second derivative of the
-  position error ``xi = o_a - o_b`` [M eq. 6, Remark 4] even off the constraint manifold;
+* ``'ball'`` (3 rows): ``d . (r''_a + w'_a x m_a - r''_b - w'_b x m_b)
+  = -d . (w_a x (w_a x l_a) - w_b x (w_b x l_b)) - 2 d' . (o_a' - o_b') - d'' . xi`` for the
+  axes ``d`` of hinge frame a (``d' = w_a x d``, ``d''`` its part without ``w'_a``), ``m`` the
+  lever arms to the midpoint of ``o_a`` and ``o_b`` -- [M eqs. 6-9] with the two hinge points
+  kept distinct in the velocity products, so that the rows are the second derivative of the
+  position error ``xi_d = d . (o_a - o_b)`` [M eq. 6, Remark 4] off the constraint manifold
+  too, up to ``d . ((w'_b - w'_a) x xi / 2)`` (the common point of application's price,
+  second order: it vanishes on the manifold and for a rigid spin), at any spin of the chain;
 * ``'revolute'`` (5 rows): the ball rows and ``q_k . (w'_a - w'_b) = -q_k . (w_a x w_b)``
   for ``q_1, q_2 _|_ k_a`` ([M eq. 48] with ``q_k`` fixed in body a), ``k`` the z axis of the
   hinge frames; the angular error is ``q_k . (k_b x k_a)``;
@@ -124,9 +128,10 @@ class LoopClosure:
             )
         for side in 'ab':
             rot = _matrix(getattr(self, f'rotation_{side}'), f'loop {self.name!r} rotation_{side}')
-            tr = as_vector(
-                getattr(self, f'translation_{side}'), 3, f'loop {self.name!r} translation_{side}'
-            )
+            what = f'loop {self.name!r} translation_{side}'
+            tr = as_vector(getattr(self, f'translation_{side}'), 3, what)
+            if not np.all(np.isfinite(tr)):
+                raise ValueError(f'{what}: expected 3 finite values [m], got {tr.tolist()}')
             object.__setattr__(self, f'rotation_{side}', rot)
             object.__setattr__(self, f'translation_{side}', tr)
 
@@ -197,12 +202,13 @@ class ClosedChain:
         loops = tuple(loops)
         if not loops:
             raise ValueError('loops: expected at least one LoopClosure, got none')
+        for lp in loops:
+            if not isinstance(lp, LoopClosure):
+                raise ValueError(f'loops: expected LoopClosure items, got {type(lp).__name__}')
         names = [lp.name for lp in loops]
         if len(set(names)) != len(names):
             raise ValueError(f'loops: expected unique names, got {names}')
         for lp in loops:
-            if not isinstance(lp, LoopClosure):
-                raise ValueError(f'loops: expected LoopClosure items, got {type(lp).__name__}')
             if model.frame(lp.link_a).body == model.frame(lp.link_b).body:
                 raise ValueError(
                     f'loop {lp.name!r}: links {lp.link_a!r} and {lp.link_b!r} are on the same '
@@ -222,6 +228,20 @@ class ClosedChain:
     def _names(self) -> str:
         """The cut hinges, for error messages."""
         return 'loop closure ' + ', '.join(repr(lp.name) for lp in self.loops)
+
+    def _check_finite(self, **arrays: object) -> None:
+        """Raise a ValueError naming the first of ``arrays`` (by argument name) with a
+        non-finite value; None entries and callables are skipped."""
+        for name, x in arrays.items():
+            if x is None or callable(x):
+                continue
+            x = np.asarray(x, dtype=float).ravel()
+            bad = np.flatnonzero(~np.isfinite(x))
+            if bad.size:
+                i = int(bad[0])
+                raise ValueError(
+                    f'{self._names()}: {name}: expected finite values, got {x[i]} at index {i}'
+                )
 
     @property
     def _row_counts(self) -> list[int]:
@@ -249,21 +269,27 @@ class ClosedChain:
             out.append((i, Rw, o))
         return out
 
-    def loop_rows(self, bd: Bodies) -> tuple[Rows, np.ndarray, np.ndarray]:
-        """Rows of the cut hinges [M eqs. 63-66], position errors ``xi`` and hinge points ``o_b``.
+    def loop_rows(self, bd: Bodies) -> tuple[Rows, np.ndarray, np.ndarray, np.ndarray]:
+        """Rows of the cut hinges [M eqs. 63-66], position errors ``xi``, their rates ``xi'``
+        and hinge points ``o_b``.
 
         Rows are taken along the axes ``d_k`` of hinge frame ``a`` (fixed in body ``a``), and
         the translational rows of both sides act at one point, the midpoint of ``o_a`` and
         ``o_b``: a multiplier is then an equal and opposite wrench on ``a`` and ``b`` about
-        one point, internal whatever its value (module docstring).
+        one point, internal whatever its value (module docstring). The translational
+        right-hand sides carry the turning of ``d_k`` with body ``a``: the rows are then
+        ``xi_k'' `` of ``xi_k = d_k . (o_a - o_b)`` up to ``d_k . ((w'_b - w'_a) x xi / 2)``
+        only (the midpoint's price, second order off the manifold), so Baumgarte's error
+        dynamics hold at any spin of the chain.
 
         Returns
         -------
         rows : Rows (``n_loop_rows``);  xi : (n_loop_rows,) position/attitude errors along the
-        rows (``d_k . (o_a - o_b)`` [m] and angles [rad]);  o_b : (n_loops, 3) hinge points
-        on body b.
+        rows (``d_k . (o_a - o_b)`` [m] and angles [rad]);  xi_dot : (n_loop_rows,) their
+        rates [m/s, rad/s] (exact for the translational rows, ``d_k . (w_a - w_b)`` for the
+        angular ones);  o_b : (n_loops, 3) hinge points on body b.
         """
-        A, B, GA, GB, RHS, XI, OB = [], [], [], [], [], [], []
+        A, B, GA, GB, RHS, XI, XD, OB = [], [], [], [], [], [], [], []
         for lp in self.loops:
             (ia, Ra, oa), (ib, Rb, ob) = self._hinge_frames(bd, lp)
             wa, wb = bd.w[ia], bd.w[ib]
@@ -274,10 +300,14 @@ class ClosedChain:
             mid = 0.5 * (oa + ob)
             ma, mb = mid - bd.c[ia], mid - bd.c[ib]
             Dk = Ra.T  # rows d_k: the axes of hinge frame a
+            e = oa - ob
+            dv = bd.rdot[ia] + cross(wa, la) - bd.rdot[ib] - cross(wb, lb)  # o_a' - o_b'
+            turned = cross(wa[None, :], Dk)  # d_k' = w_a x d_k
             GA.append(np.hstack((Dk, cross(ma[None, :], Dk))))
             GB.append(-np.hstack((Dk, cross(mb[None, :], Dk))))
-            RHS.append(-Dk @ cent)
-            XI.append(Dk @ (oa - ob))
+            RHS.append(-Dk @ cent - 2.0 * turned @ dv - cross(wa[None, :], turned) @ e)
+            XI.append(Dk @ e)
+            XD.append(Dk @ dv + turned @ e)
             if lp.kind != 'ball':
                 # angular rows along d_k fixed in body a: d_k . (w'_a - w'_b) = -d_k . (w_a x w_b)
                 Qk = Dk[:2] if lp.kind == 'revolute' else Dk
@@ -285,6 +315,7 @@ class ClosedChain:
                 GA.append(np.hstack((Z, Qk)))
                 GB.append(np.hstack((Z, -Qk)))
                 RHS.append(-Qk @ cross(wa, wb))
+                XD.append(Qk @ (wa - wb))
                 if lp.kind == 'revolute':
                     XI.append(Qk @ cross(Rb[:, 2], Ra[:, 2]))
                 else:
@@ -299,7 +330,7 @@ class ClosedChain:
             np.vstack(GB),
             np.concatenate(RHS),
         )
-        return rows, np.concatenate(XI), np.array(OB)
+        return rows, np.concatenate(XI), np.concatenate(XD), np.array(OB)
 
     def independent_rows(self, bd: Bodies, rows: Rows) -> list[np.ndarray | None]:
         """Per cut hinge, an orthonormal basis ``U_k`` (rows_k, K_k) of its independent row
@@ -358,13 +389,13 @@ class ClosedChain:
         Returns
         -------
         xi : (n_loop_rows,) ``o_a - o_b`` [m] and angular errors [rad] (module docstring).
-        xi_dot : (n_loop_rows,) the rows applied to the body velocities [m/s, rad/s].
+        xi_dot : (n_loop_rows,) their rates [m/s, rad/s] (:meth:`loop_rows`).
         """
         q = as_q(self.model, q)
         v = as_v(self.model, v)
         bd = bodies(self.model, q, v)
-        rows, xi, _ = self.loop_rows(bd)
-        return xi, rows.times(bd.x_vel)
+        _, xi, xi_dot, _ = self.loop_rows(bd)
+        return xi, xi_dot
 
     # ------------------------------------------------------------------------------------------
     # dynamics
@@ -412,9 +443,9 @@ class ClosedChain:
         parts = [tree]
         if not model.floating_base:
             parts.append(root_rows(np.zeros(6)))
-        loops, xi, ob = self.loop_rows(bd)
+        loops, xi, xi_dot, ob = self.loop_rows(bd)
         if stabilize and (self.alpha or self.beta):
-            loops.rhs = loops.rhs - self.alpha * loops.times(bd.x_vel) - self.beta * xi
+            loops.rhs = loops.rhs - self.alpha * xi_dot - self.beta * xi
         bases = self.independent_rows(bd, loops)
         reduced, maps = self._reduced(loops, bases)
         parts.append(reduced)
@@ -499,7 +530,7 @@ class ClosedChain:
         if k < self.n_loop_rows:
             self._warn_redundant(n_tree + k, n_rows)
         bd = bodies(model, q, v)
-        rows, _, ob = self.loop_rows(bd)
+        rows, _, _, ob = self.loop_rows(bd)
         X, mult, wrenches, f, g = self._kernel.recover(q, bd, rows, ob, tau, lam, acc, fext)
         return ClosedChainSolution(a, X, mult, wrenches, f, g, n_tree + k, n_rows)
 
@@ -535,20 +566,24 @@ class ClosedChain:
         on = stabilize and bool(self.alpha or self.beta)
         alpha, beta = (self.alpha, self.beta) if on else (0.0, 0.0)
         kernel = self._kernel
-        if base_wrench is None and not link_wrenches:  # the per-call fast path
-            a = kernel.fast_accelerations(q, v, tau, alpha, beta)
-            if a is not None:
-                return a
-        model = self.model
-        q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
-        return kernel.accelerations(
-            q,
-            v,
-            generalized_force(model, tau, bw),
-            body_wrenches(model, q, link_wrenches) if link_wrenches else kernel.empty_fext,
-            alpha,
-            beta,
-        )
+        try:
+            if base_wrench is None and not link_wrenches:  # the per-call fast path
+                a = kernel.fast_accelerations(q, v, tau, alpha, beta)
+                if a is not None:
+                    return a
+            model = self.model
+            q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
+            return kernel.accelerations(
+                q,
+                v,
+                generalized_force(model, tau, bw),
+                body_wrenches(model, q, link_wrenches) if link_wrenches else kernel.empty_fext,
+                alpha,
+                beta,
+            )
+        except np.linalg.LinAlgError:  # (the inputs are scanned only when the kernel failed)
+            self._check_finite(q=q, v=v, tau=tau, base_wrench=base_wrench)
+            raise
 
     # ------------------------------------------------------------------------------------------
     # assembly
@@ -608,7 +643,7 @@ class ClosedChain:
         err = np.inf
         for _ in range(max_iter):
             bd = bodies(model, q, zero)
-            rows, xi, _ = self.loop_rows(bd)
+            rows, xi, _, _ = self.loop_rows(bd)
             err = float(np.max(np.abs(xi)))
             if not np.isfinite(err):
                 raise ValueError(f'assemble: {self._names()}: non-finite configuration')
@@ -634,7 +669,7 @@ class ClosedChain:
     def _velocity_rows(self, bd: Bodies) -> np.ndarray:
         """The independent loop rows on the tree's velocities, ``U^T G B`` (K, nv): their
         velocity errors, and in the kinetic-energy metric the directions of loop impulses."""
-        rows, _, _ = self.loop_rows(bd)
+        rows, _, _, _ = self.loop_rows(bd)
         reduced, _ = self._reduced(rows, self.independent_rows(bd, rows))
         nb = self.model.arrays.parent.shape[0]
         return reduced.matrix(nb).dense() @ body_velocity_jacobian(self.model, bd)
@@ -678,6 +713,7 @@ class ClosedChain:
         model = self.model
         q = as_q(model, q).copy()
         v = as_v(model, v).copy()
+        self._check_finite(q=q, v=v, momentum=momentum)
         h_target = None
         if model.floating_base:
             h_target = (
@@ -691,7 +727,7 @@ class ClosedChain:
         err = np.inf
         for _ in range(max_iter):
             bd = bodies(model, q, zero)
-            rows, xi, _ = self.loop_rows(bd)
+            rows, xi, _, _ = self.loop_rows(bd)
             err = float(np.max(np.abs(xi)))
             if not np.isfinite(err):
                 raise ValueError(f'project: {self._names()}: non-finite state')
@@ -776,7 +812,7 @@ class ClosedChain:
             raise ValueError(f'dt: expected a finite positive step, got {dt}')
         q = as_q(model, q)
         v = as_v(model, v)
-
+        self._check_finite(q=q, v=v, tau=tau, base_wrench=base_wrench)
         if self.method == 'aba' and not link_wrenches:  # the whole step compiled
             Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, stabilize, project)
             return Q[1], V[1]
@@ -861,6 +897,7 @@ class ClosedChain:
             raise ValueError(f't_final: expected a finite duration >= 0, got {t_final}')
         steps = int(round(t_final / dt))
         q, v = as_q(self.model, q0), as_v(self.model, v0)
+        self._check_finite(q0=q, v0=v, tau=tau)
         if self.method == 'aba' and not callable(tau):  # the whole run compiled
             Q, V = self._compiled_steps(q, v, tau, None, dt, steps, stabilize, project)
             return np.arange(steps + 1) * dt, Q, V
