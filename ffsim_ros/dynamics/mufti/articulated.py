@@ -67,6 +67,15 @@ class LoopKernel:
         self.names = 'loop closure ' + ', '.join(repr(lp.name) for lp in loops)
         self._entries: dict[object, object] = {}
 
+    def _failure(self, cause: Exception | None = None) -> np.linalg.LinAlgError:
+        """The error of a failed solve: the kernel's own exception ``cause``, or (None)
+        non-finite accelerations."""
+        what = 'gave non-finite accelerations' if cause is None else f'failed ({cause})'
+        return np.linalg.LinAlgError(
+            f'{self.names}: the closed-chain system {what}: a singular configuration or a '
+            'non-finite state'
+        )
+
     def _call(self, kernel: object, *args: object) -> object:
         """``kernel(*args)``; after the first call through the compiled entry point itself
         (numba's argument typing skipped: the arguments keep their types call after call).
@@ -84,10 +93,7 @@ class LoopKernel:
             )
             out = kernel(*args)  # type: ignore[operator]
         except (ValueError, ZeroDivisionError) as exc:  # the kernels' own failures
-            raise np.linalg.LinAlgError(
-                f'{self.names}: the closed-chain system failed ({exc}): a singular '
-                'configuration or a non-finite state'
-            ) from exc
+            raise self._failure(exc) from exc
         try:
             sig = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
             self._entries[kernel] = kernel.overloads[sig].entry_point  # type: ignore[attr-defined]
@@ -130,10 +136,7 @@ class LoopKernel:
             self.empty_fext,
         )
         if rank < 0:
-            raise np.linalg.LinAlgError(
-                f'{self.names}: the closed-chain system gave non-finite accelerations (a '
-                'singular configuration or a non-finite state)'
-            )
+            raise self._failure()
         return a
 
     def fast_accelerations(
@@ -173,17 +176,11 @@ class LoopKernel:
                 )
                 < 0
             ):
-                raise np.linalg.LinAlgError(
-                    f'{self.names}: the closed-chain system gave non-finite accelerations (a '
-                    'singular configuration or a non-finite state)'
-                )
+                raise self._failure()
         except (ValueError, ZeroDivisionError) as exc:  # the kernel's own failures
             if isinstance(exc, np.linalg.LinAlgError):
                 raise
-            raise np.linalg.LinAlgError(
-                f'{self.names}: the closed-chain system failed ({exc}): a singular '
-                'configuration or a non-finite state'
-            ) from exc
+            raise self._failure(exc) from exc
         return a
 
     def steps(

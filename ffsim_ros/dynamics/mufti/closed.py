@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model
 from .articulated import LoopKernel
+from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
 from .tree import (
     METHODS,
@@ -70,11 +71,9 @@ from .tree import (
     tree_rows,
 )
 
-LOOP_KINDS = ('ball', 'revolute', 'weld')
 #: Solvers of the closed-chain system: the compiled tree-coordinate form (default) and the
 #: maximal-coordinate references of :mod:`.linalg`.
 CHAIN_METHODS = ('aba',) + METHODS
-_ROWS = {'ball': 3, 'revolute': 5, 'weld': 6}
 #: Singular values of a cut hinge's ``C_k`` below this fraction of its largest are zero.
 _RANK_RTOL = 1e-9
 
@@ -82,63 +81,6 @@ _RANK_RTOL = 1e-9
 BAUMGARTE_OMEGA = 20.0
 DEFAULT_ALPHA = 2.0 * BAUMGARTE_OMEGA
 DEFAULT_BETA = BAUMGARTE_OMEGA**2
-
-
-def _matrix(x: ArrayLike, what: str) -> np.ndarray:
-    arr = np.asarray(x, dtype=float)
-    if arr.shape != (3, 3):
-        raise ValueError(f'{what}: expected a (3, 3) rotation matrix, got shape {arr.shape}')
-    if not np.allclose(arr @ arr.T, np.eye(3), atol=1e-9) or np.linalg.det(arr) < 0:
-        raise ValueError(f'{what}: expected a rotation matrix, got {arr.tolist()}')
-    return arr
-
-
-@dataclass(frozen=True)
-class LoopClosure:
-    """A cut hinge between a frame on link ``link_a`` and a frame on link ``link_b``.
-
-    Parameters
-    ----------
-    name : str
-    link_a, link_b : str
-        Links (any link of the model, merged ones included) carrying the two hinge frames;
-        ``a`` is the initial vertex of the cut arc (the multipliers act + on a, - on b).
-    kind : {'ball', 'revolute', 'weld'}
-        Ball (origins coincide), revolute (origins coincide and the z axes are aligned), weld
-        (frames coincide).
-    rotation_a, translation_a : (3, 3), (3,) array_like
-        Hinge frame in the link-a frame (default: the link frame itself) [m].
-    rotation_b, translation_b : (3, 3), (3,) array_like
-        Hinge frame in the link-b frame.
-    """
-
-    name: str
-    link_a: str
-    link_b: str
-    kind: str = 'ball'
-    rotation_a: np.ndarray = field(default_factory=lambda: np.eye(3))
-    translation_a: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    rotation_b: np.ndarray = field(default_factory=lambda: np.eye(3))
-    translation_b: np.ndarray = field(default_factory=lambda: np.zeros(3))
-
-    def __post_init__(self) -> None:
-        if self.kind not in LOOP_KINDS:
-            raise ValueError(
-                f'loop {self.name!r}: kind expected one of {LOOP_KINDS}, got {self.kind!r}'
-            )
-        for side in 'ab':
-            rot = _matrix(getattr(self, f'rotation_{side}'), f'loop {self.name!r} rotation_{side}')
-            what = f'loop {self.name!r} translation_{side}'
-            tr = as_vector(getattr(self, f'translation_{side}'), 3, what)
-            if not np.all(np.isfinite(tr)):
-                raise ValueError(f'{what}: expected 3 finite values [m], got {tr.tolist()}')
-            object.__setattr__(self, f'rotation_{side}', rot)
-            object.__setattr__(self, f'translation_{side}', tr)
-
-    @property
-    def rows(self) -> int:
-        """Number of constraint rows (3, 5 or 6)."""
-        return _ROWS[self.kind]
 
 
 @dataclass(frozen=True)
