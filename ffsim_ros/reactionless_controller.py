@@ -193,6 +193,8 @@ GAIN_DESCRIPTIONS = {
     'kp_joint': 'joint PD gain of the joint_pd baseline [1/s^2]',
     'kd_joint': 'joint PD gain of the joint_pd baseline [1/s]',
     'max_joint_speed': "fraction of each joint's velocity limit the law may command",
+    'rate_feedforward': "share of the commanded rates' time derivative fed forward in the "
+    'inner loop (0: off; 1 for a base light against the arm)',
 }
 
 
@@ -207,6 +209,8 @@ def _gain_specs() -> list[ParameterSpec]:
             GAIN_DESCRIPTIONS[name],
             interval(0.0, 1.0, low_open=True)
             if name == 'max_joint_speed'
+            else interval(0.0, 1.0)
+            if name == 'rate_feedforward'
             else interval(0.0, MAX_GAIN),
         )
         for name, value in defaults.__dict__.items()

@@ -13,8 +13,8 @@ inside a batch).
 Covered: the ``reactionless`` law (attitude first, end effector in the reaction null space) and
 ``gjm_tracking`` (damped least squares on J*), a position task, toward a target or braking
 (no goal). Not covered -- :func:`batch_supported` says why: ``joint_pd`` (fixed-base inverse
-kinematics per goal), orientation tracking, the self-motion (``Gains.k_null`` > 0) and the
-attitude budget of the supervisor's recovery phases; those run through the single-state
+kinematics per goal), orientation tracking, the self-motion (``Gains.k_null`` > 0), the rate
+feedforward (``Gains.rate_feedforward`` > 0) and the attitude budget of the supervisor's recovery phases; those run through the single-state
 :class:`~ffsim_ros.control.supervisor.ReachSupervisor`.
 
 The controller's model may differ per row (a model with mass and inertia errors per run, the
@@ -160,6 +160,8 @@ def batch_supported(law: ReactionlessController) -> str:
         return 'orientation tracking'
     if law.gains.k_null > 0.0:
         return f'the self-motion (k_null = {law.gains.k_null:g} > 0)'
+    if law.gains.rate_feedforward > 0.0:
+        return f'the rate feedforward (rate_feedforward = {law.gains.rate_feedforward:g} > 0)'
     return ''
 
 

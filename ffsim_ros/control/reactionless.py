@@ -54,6 +54,7 @@ stalls and recovers from them):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +85,9 @@ SELF_MOTION_STEP = 1e-4
 LIMIT_ITERATIONS = 4
 #: Marker of the restoring law in place of an attitude budget (internal to :meth:`_rates`).
 RESTORE = -1.0
+#: Time step [s] of the one-sided difference of the rate feedforward
+#: (:meth:`ReactionlessController.rate_feedforward`).
+FEEDFORWARD_STEP = 1e-3
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,11 @@ class Gains:
         Joint PD gains of the ``joint_pd`` baseline [1/s^2, 1/s].
     max_joint_speed : float
         Fraction of each joint's velocity limit the law may command (0, 1].
+    rate_feedforward : float
+        Share [0, 1] of the commanded rates' time derivative fed forward in the inner loop
+        (:meth:`ReactionlessController.rate_feedforward`; 0: off). Without it the joints lag
+        the commanded rates by about ``1 / kv_joint`` (50 ms), and in ``reactionless`` mode
+        the lag turns the base; this matters where the base is light against the arm.
     """
 
     kp_task: float = 1.5
@@ -130,6 +139,7 @@ class Gains:
     kp_joint: float = 16.0
     kd_joint: float = 8.0
     max_joint_speed: float = 0.9
+    rate_feedforward: float = 0.0
 
     def __post_init__(self) -> None:
         for name, value in self.__dict__.items():
@@ -137,6 +147,8 @@ class Gains:
                 raise ValueError(f'gain {name}: expected a finite value >= 0, got {value}')
         if not 0.0 < self.max_joint_speed <= 1.0:
             raise ValueError(f'max_joint_speed: expected (0, 1], got {self.max_joint_speed}')
+        if self.rate_feedforward > 1.0:
+            raise ValueError(f'rate_feedforward: expected [0, 1], got {self.rate_feedforward}')
 
 
 @dataclass
@@ -362,20 +374,22 @@ class ReactionlessController:
             phiddot = g.kp_joint * (phi_goal - q[7:]) - g.kd_joint * phidot
             phidot_d = phi_goal - q[7:]
         else:
+            options = dict(attitude_budget=attitude_budget, self_motion=self_motion)
+            args = (goal_position, goal_rotation, attitude_reference)
             if goal_position is None:
                 phidot_d = np.zeros(n)
             else:
-                phidot_d = self.desired_rates(
-                    q,
-                    terms,
-                    goal_position,
-                    goal_rotation,
-                    attitude_reference,
-                    attitude_budget=attitude_budget,
-                    self_motion=self_motion,
-                    restore=restore,
-                )
+                phidot_d = self.desired_rates(q, terms, *args, **options, restore=restore)
             phiddot = g.kv_joint * (phidot_d - phidot)
+            if goal_position is not None and g.rate_feedforward > 0.0:
+                phiddot += self.rate_feedforward(
+                    q,
+                    v,
+                    phidot_d,
+                    lambda qq: self.desired_rates(
+                        qq, self.task_terms(qq), *args, **options, restore=restore
+                    ),
+                )
         tau = ff.H_star @ phiddot + ff.c_star
         limit = model.effort_limit
         clipped = np.clip(tau, -limit, limit)
@@ -394,6 +408,33 @@ class ReactionlessController:
             saturated=bool(np.any(clipped != tau)),
             rns_manipulability=rns_manipulability(Jt, ff.B[3:6], self.weights),
         )
+
+    def rate_feedforward(
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        rates: np.ndarray,
+        field: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """The inner loop's feedforward joint acceleration (n,) [rad/s^2 | m/s^2]: the time
+        derivative of the commanded rates along the measured motion,
+        ``d phidot_d / dt = (d phidot_d / dq) qdot``, by a one-sided difference over
+        ``FEEDFORWARD_STEP`` along ``v`` on the Lie group, times ``Gains.rate_feedforward``.
+        It is capped per joint at ``kv_joint`` times the joint's commanded speed limit (what
+        the feedback asks for a full-speed error): where the field jumps (joint clamping
+        switching in) the jump is not differentiated into a kick.
+
+        Parameters
+        ----------
+        q : (nq,) ;  v : (nv,) the measured state;  rates : (n,) ``field(q)``, the commanded
+            rates [rad/s | m/s];  field : ``q -> (n,)`` the commanded rates at a configuration
+            (the goal, reference and options held).
+        """
+        g = self.gains
+        ahead = field(D.integrate(self.model, q, v, FEEDFORWARD_STEP))
+        cap = g.kv_joint * g.max_joint_speed * self.model.velocity_limit
+        acc = np.clip((ahead - rates) / FEEDFORWARD_STEP, -cap, cap)
+        return g.rate_feedforward * acc
 
     def task_terms(self, q: np.ndarray) -> TaskTerms:
         """:class:`~.rns.TaskTerms` of the end effector at ``q`` (kinematics and inertia only,

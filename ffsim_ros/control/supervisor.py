@@ -480,7 +480,17 @@ class ReachSupervisor:
         out = law.compute(q, v, None)
         rates = loop_rates(law, q, law.task_terms(q), joint, sign, ref, segment.frozen)
         ff = D.free_floating_terms(law.model, q, v, law.ee_link)
-        tau = ff.H_star @ (law.gains.kv_joint * (rates - v[6:])) + ff.c_star
+        phiddot = law.gains.kv_joint * (rates - v[6:])
+        if law.gains.rate_feedforward > 0.0:
+            phiddot += law.rate_feedforward(
+                q,
+                v,
+                rates,
+                lambda qq: loop_rates(
+                    law, qq, law.task_terms(qq), joint, sign, ref, segment.frozen
+                ),
+            )
+        tau = ff.H_star @ phiddot + ff.c_star
         limit = law.model.effort_limit
         out.tau = np.clip(tau, -limit, limit)
         out.saturated = bool(np.any(out.tau != tau))
