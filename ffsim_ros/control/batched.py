@@ -14,7 +14,8 @@ Covered: the ``reactionless`` law (attitude first, end effector in the reaction 
 ``gjm_tracking`` (damped least squares on J*), a position task, toward a target or braking
 (no goal). Not covered -- :func:`batch_supported` says why: ``joint_pd`` (fixed-base inverse
 kinematics per goal), orientation tracking, the self-motion (``Gains.k_null`` > 0), the rate
-feedforward (``Gains.rate_feedforward`` > 0) and the attitude budget of the supervisor's recovery phases; those run through the single-state
+feedforward (``Gains.rate_feedforward`` > 0) and the attitude budget of the supervisor's
+recovery phases; those run through the single-state
 :class:`~ffsim_ros.control.supervisor.ReachSupervisor`.
 
 The controller's model may differ per row (a model with mass and inertia errors per run, the
