@@ -271,16 +271,27 @@ def solve_impact(
     ImpactSolution
         Zero impulse when the bodies do not approach (``n . u >= 0``).
     """
+    e, mu = float(restitution), float(friction)
+    if not 0.0 <= e <= 1.0:
+        raise ValueError(f'solve_impact: restitution: expected a value in [0, 1], got {e}')
+    if not (np.isfinite(mu) and mu >= 0.0):
+        raise ValueError(f'solve_impact: friction: expected a finite value >= 0, got {mu}')
     n = np.asarray(n, dtype=float)
     n = n / np.linalg.norm(n)
     u = np.asarray(u, dtype=float)
     W = 0.5 * (np.asarray(W, dtype=float) + np.asarray(W, dtype=float).T)
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(u)) and np.all(np.isfinite(n))):
+        raise ValueError('solve_impact: expected finite W, u and n, got NaN/inf')
     t1, t2 = (x[0] for x in perpendicular_basis(n))
     B = np.vstack((n, t1, t2))
     Wc, uc = B @ W @ B.T, B @ u
     if uc[0] >= 0.0:
         return ImpactSolution(np.zeros(3), u.copy(), 0.0, 0.0, False, ())
-    e, mu = float(restitution), float(friction)
+    if not Wc[0, 0] > 0.0:
+        raise ValueError(
+            'solve_impact: W: expected a positive inverse inertia along the normal (a body that '
+            f'can move), got n^T W n = {Wc[0, 0]:g}'
+        )
     if mu == 0.0:
         p_c = -uc[0] / Wc[0, 0]
         P = np.array([(1.0 + e) * p_c, 0.0, 0.0])
@@ -290,10 +301,11 @@ def solve_impact(
     h_max = p_scale / _SLIDE_STEPS
     p_c: float | None = None
     target: float | None = None  # E at the end of restitution
+    slack = 0.0  # its tolerance: relative to the compression's work (target is 0 at e = 1)
     phases: list[str] = []
     sticking = False
     for _ in range(100000):
-        if p_c is not None and st.E >= target - _EVENT_RTOL * abs(target) - 1e-300:
+        if p_c is not None and st.E >= target - slack:
             break
         slipping = np.linalg.norm(st.u[1:]) > st.tiny
         if not slipping and st.stick_holds():
@@ -311,6 +323,7 @@ def solve_impact(
             if p_c is None:
                 st.u[0] = 0.0
                 p_c, target = _end_compression(st, e)
+                slack = _EVENT_RTOL * max(-st.E, abs(target)) + 1e-300
             continue
         if not phases or phases[-1] != 'slide':
             phases.append('slide')
@@ -333,6 +346,7 @@ def solve_impact(
         if p_c is None and st.u[0] >= -_EVENT_RTOL * st.scale:
             st.u[0] = max(st.u[0], 0.0)
             p_c, target = _end_compression(st, e)
+            slack = _EVENT_RTOL * max(-st.E, abs(target)) + 1e-300
     else:  # pragma: no cover - guarded by the step sizes
         raise RuntimeError('solve_impact: no convergence (degenerate inverse inertia?)')
     return _solution(B, Wc, uc, st.P, float(p_c), sticking, tuple(phases))
