@@ -7,6 +7,7 @@ import importlib.util
 import ipaddress
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -102,11 +103,34 @@ def test_cli_writes_resumes_and_summarizes(tmp_path, capsys):
         ('robot: ffsim_servicer_7dof\nruns: -1\ngoals: {kind: chained}\n', 'runs: expected'),
         ('robot: nobody\nruns: 2\ngoals: {kind: chained}\n', "unknown sample robot 'nobody'"),
         ('robot: [1\n', 'not valid YAML'),
+        (
+            'robot: ffsim_servicer_7dof\nruns: 100000000\ngoals: {kind: chained}\n',
+            'runs: expected an integer <= 10000000, got 100000000',
+        ),
+        (
+            'robot: ffsim_servicer_7dof\nruns: 2\ngoals: {kind: chained}\n'
+            'timing: {physics_dt: 1.0e-9, control_dt: 0.01}\n',
+            'timing.physics_dt: expected at least 1e-06 s',
+        ),
+        (
+            'robot: ffsim_servicer_7dof\nruns: 2\ngoals: {kind: chained}\n'
+            'initial: {joint_positions: 5}\n',
+            'initial.joint_positions: expected a list of joint positions, got 5',
+        ),
+        (
+            'robot: ffsim_servicer_7dof\nruns: 2\ngoals: {kind: chained}\ndispersions:\n'
+            '  joint_positions: {dist: uniform, low: 0.5, high: [0, 0, 0, 0, 0, 0, 0]}\n',
+            'dispersions.joint_positions: expected low <= high',
+        ),
+        (b'\xff\xfe robot', 'expected a YAML text file (UTF-8)'),
     ],
 )
 def test_cli_bad_scenario_exits_2_naming_it(tmp_path, capsys, text, message):
     file = tmp_path / 'bad.yaml'
-    file.write_text(text)
+    if isinstance(text, bytes):
+        file.write_bytes(text)
+    else:
+        file.write_text(text)
     assert main([str(file), '--output', str(tmp_path / 'o'), '--quiet']) == 2
     err = capsys.readouterr().err
     assert err.startswith('ffsim campaign: error:') and message in err
@@ -116,6 +140,42 @@ def test_cli_bad_scenario_exits_2_naming_it(tmp_path, capsys, text, message):
     capsys.readouterr()
     assert ffsim_main(['campaign', str(file), '--output', str(tmp_path / 'o'), '--quiet']) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_refusals_of_files_and_of_a_later_run(tmp_path, capsys):
+    """A directory as the scenario, an output path under a file: exit 2 naming the path
+    (tracebacks before). A run whose drawn inputs are impossible (a scale factor <= 0, run 25
+    here) ends the campaign with exit 2 and its reason, the runs written kept and no summary
+    (a summary of an earlier campaign in the folder removed, not left to read as this one's).
+    Chained goals no controller accepts (50-60 m away) fail their run with the reason instead
+    of drawing forever."""
+    (tmp_path / 'adir.yaml').mkdir()
+    assert main([str(tmp_path / 'adir.yaml'), '--quiet']) == 2
+    assert 'Is a directory' in capsys.readouterr().err
+    file = tmp_path / 'short.yaml'
+    file.write_text(SCENARIO)
+    (tmp_path / 'afile').write_text('')
+    assert main([str(file), '--output', str(tmp_path / 'afile' / 'sub'), '--quiet']) == 2
+    assert 'afile' in capsys.readouterr().err
+    wide = SCENARIO.replace('runs: 4', 'runs: 40').replace('std: 0.05}', 'std: 0.4}')
+    file.write_text(wide)
+    out = tmp_path / 'wide'
+    out.mkdir()
+    (out / 'summary.md').write_text('an old summary')
+    assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 2
+    err = capsys.readouterr().err
+    bad = re.search(r'dispersions.mass_scale: run (\d+) drew .*; factors must be > 0', err)
+    assert bad and 'runs written are kept' in err, err
+    assert not (out / 'summary.md').exists()
+    assert int(bad.group(1)) not in [r['run'] for r in read_rows(out)]
+    far = SCENARIO.replace(
+        'goals: {kind: offsets, offsets: [[0.05, 0.03, -0.04]]}',
+        'goals: {kind: chained, count: 2, near: 50.0, far: 60.0}',
+    ).replace('runs: 4', 'runs: 1')
+    file.write_text(far)
+    assert main([str(file), '--output', str(tmp_path / 'far'), '--quiet', '--no-plots']) == 0
+    (row,) = read_rows(tmp_path / 'far')
+    assert row['failure'].startswith('goals.near/far: no goal 50-60 m away accepted')
 
 
 def test_cli_replay_writes_the_trajectory(tmp_path):

@@ -373,7 +373,11 @@ class BatchRunner:
                 self.bank.adopt(k, sup.attitude_reference, sup.status.goal_id)
                 self.fallback[k] = False
                 slot.sup = None
-            goal = slot.source.next_goal(self.Q[k].copy(), self.c.law)
+            try:
+                goal = slot.source.next_goal(self.Q[k].copy(), self.c.law)
+            except ValueError as exc:  # no goal can be drawn (e.g. out of reach): the run fails
+                self._fail(k, str(exc))
+                return
             if goal is None:
                 self._finish(k)
                 return

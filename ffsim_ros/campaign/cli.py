@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             return _replay(campaign, args.replay, out, args.mcap)
         formats = FORMATS if args.format == 'both' else (args.format,)
         writer = ResultsWriter(out, campaign, formats)
-    except (ScenarioError, FileNotFoundError) as exc:
+        (out / 'summary.md').unlink(missing_ok=True)  # (written again when the runs end)
+    except (ScenarioError, OSError, UnicodeDecodeError) as exc:
         print(f'ffsim campaign: error: {exc}', file=sys.stderr)
         return 2
     todo = [i for i in range(scenario.runs) if i not in writer.done]
@@ -82,9 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         results = run_ray(scenario, todo, address=args.address, workers=args.workers)
     with writer:
-        for result in results:
-            writer.write(result)
-            progress.update()
+        try:
+            for result in results:
+                writer.write(result)
+                progress.update()
+        except ScenarioError as exc:  # a later run's inputs (e.g. a scale factor drawn <= 0)
+            print(
+                f'ffsim campaign: error: {exc}; the {len(writer.done)} runs written are kept '
+                f'in {out} (no summary)',
+                file=sys.stderr,
+            )
+            return 2
     rows = [r for r in read_rows(out) if r['run'] < scenario.runs]
     text = summary_markdown(scenario, summarize(rows))
     (out / 'summary.md').write_text(text)

@@ -133,7 +133,12 @@ def _draw(d: Distribution, rng: np.random.Generator, size: int, what: str) -> np
 def check_dispersions(scenario: Scenario, model: D.Model) -> None:
     """Draw run 0's inputs once: a size mismatch or an impossible value is a ScenarioError now,
     not in the middle of a campaign."""
-    sample_inputs(scenario, model, 0)
+    try:
+        sample_inputs(scenario, model, 0)
+    except (TypeError, ValueError) as exc:  # (numpy's own, e.g. a wrong shape of a value)
+        if isinstance(exc, ScenarioError):
+            raise
+        raise ScenarioError(f'the inputs of run 0 cannot be drawn: {exc}') from None
     if scenario.goals.kind != 'offsets' and scenario.dispersion('goal_offset') is not None:
         raise ScenarioError('dispersions.goal_offset: expected goals.kind offsets')
 

@@ -30,6 +30,9 @@ from ffsim_ros.control import ReactionlessController
 from .dispersions import GOALS, RunInputs, run_rng
 from .scenario import Scenario
 
+#: Draws of a chained goal before the run fails (goals out of the arm's reach).
+MAX_DRAWS = 10000
+
 
 class GoalSource(Protocol):
     """The goals of one run (see the module docstring)."""
@@ -68,14 +71,20 @@ class ChainedGoals:
         self.k += 1
         p = D.link_pose(law.model, q, law.ee_link)[0]
         rng = self.rng
-        while True:
+        refusal = ''
+        for _ in range(MAX_DRAWS):
             d = rng.normal(size=3)
             goal = p + rng.uniform(self.near, self.far) * d / np.linalg.norm(d)
             try:
                 law.check_goal(q, goal)
-            except ValueError:
+            except ValueError as exc:
+                refusal = str(exc)
                 continue
             return goal
+        raise ValueError(
+            f'goals.near/far: no goal {self.near:g}-{self.far:g} m away accepted by the '
+            f'controller in {MAX_DRAWS} draws (the last: {refusal})'
+        )
 
 
 def _offsets(scenario: Scenario, inputs: RunInputs, law: ReactionlessController) -> GoalSource:

@@ -148,6 +148,12 @@ class Distribution:
         return any(s > 0 for s in (std if isinstance(std, tuple) else (std,)))
 
 
+#: Largest number of runs of a campaign (the runs' list is built up front).
+MAX_RUNS = 10**7
+#: Smallest physics step [s] (the simulator node's bound too).
+MIN_PHYSICS_DT = 1e-6
+
+
 @dataclass(frozen=True)
 class Timing:
     """Time steps and per-goal bounds [s] (the loop of :class:`ffsim_ros.control.closed_loop.
@@ -223,6 +229,10 @@ class Scenario:
         if bad:
             raise ScenarioError(f'initial: unknown keys {bad}; expected joint_positions')
         q0 = initial.get('joint_positions')
+        if q0 is not None and not isinstance(q0, list | tuple):
+            raise ScenarioError(
+                f'initial.joint_positions: expected a list of joint positions, got {q0!r}'
+            )
         if q0 is not None:
             q0 = tuple(_number(x, f'initial.joint_positions[{k}]') for k, x in enumerate(q0))
         dispersions = _mapping(data.get('dispersions', {}) or {}, 'dispersions')
@@ -235,7 +245,7 @@ class Scenario:
             reach=_dataclass(ReachSettings, data.get('reach', {}), 'reach'),
             timing=_timing(data.get('timing', {})),
             goals=_goals(data['goals']),
-            runs=_integer(data['runs'], 'runs', 1),
+            runs=_integer(data['runs'], 'runs', 1, MAX_RUNS),
             seed=_integer(data.get('seed', 0), 'seed', 0),
             batch_size=_integer(data.get('batch_size', 256), 'batch_size', 1),
             initial_joint_positions=q0,
@@ -304,6 +314,8 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f'{path}: expected a YAML text file (UTF-8), got {exc}') from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f'{path}: not valid YAML ({exc})') from None
     if data is None:
@@ -333,9 +345,11 @@ def _number(x: Any, what: str) -> float:
     return float(value)
 
 
-def _integer(x: Any, what: str, low: int) -> int:
+def _integer(x: Any, what: str, low: int, high: int = 10**9) -> int:
     if isinstance(x, bool) or not isinstance(x, int) or x < low:
         raise ScenarioError(f'{what}: expected an integer >= {low}, got {x!r}')
+    if x > high:
+        raise ScenarioError(f'{what}: expected an integer <= {high}, got {x!r}')
     return int(x)
 
 
@@ -368,6 +382,11 @@ def _timing(x: Any) -> Timing:
         value = _number(getattr(raw, f.name), f'timing.{f.name}')
         if value <= 0.0 and f.name != 'settle' or value < 0.0:
             raise ScenarioError(f'timing.{f.name}: expected a value > 0, got {value}')
+        if f.name == 'physics_dt' and value < MIN_PHYSICS_DT:
+            raise ScenarioError(
+                f'timing.physics_dt: expected at least {MIN_PHYSICS_DT:g} s (as the simulator '
+                f'node), got {value}'
+            )
         values[f.name] = value
     t = Timing(**values)
     ratio = t.control_dt / t.physics_dt
@@ -455,8 +474,11 @@ def _distribution(name: str, spec: Any) -> Distribution:
         raise ScenarioError(f'{what}.std: expected values >= 0, got {d.param("std")}')
     if kind == 'uniform':
         lo, hi = _as_tuple(d.param('low')), _as_tuple(d.param('high'))
-        if len(lo) == len(hi) and any(a > b for a, b in zip(lo, hi, strict=True)):
-            raise ScenarioError(f'{what}: expected low <= high, got {lo} and {hi}')
+        n = max(len(lo), len(hi))  # (a single number applies to every component)
+        if len(lo) in (1, n) and len(hi) in (1, n):
+            pairs = zip(lo * (n // len(lo)), hi * (n // len(hi)), strict=True)
+            if any(a > b for a, b in pairs):
+                raise ScenarioError(f'{what}: expected low <= high, got {lo} and {hi}')
     return d
 
 
