@@ -86,6 +86,13 @@ def test_cli_writes_resumes_and_summarizes(tmp_path, capsys):
     again = csv_lines(out / 'runs.csv')
     assert again[:3] == lines[:3] and len(again) == 5
     assert {int(x.split(',')[0]): x for x in again[1:]} == by_run
+    # a row cut off mid-write (no line end): dropped, its run done again, the table sound
+    text = (out / 'runs.csv').read_bytes()
+    (out / 'runs.csv').write_bytes(text[: -len(lines[-1]) // 2 - 2])
+    assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 0
+    assert {int(x.split(',')[0]): x for x in csv_lines(out / 'runs.csv')[1:]} == by_run
+    assert len(read_rows(out)) == 4
+    again = csv_lines(out / 'runs.csv')
     # more runs extend the campaign
     assert main([str(file), '--output', str(out), '--quiet', '--no-plots', '--runs', '5']) == 0
     extended = csv_lines(out / 'runs.csv')

@@ -147,6 +147,21 @@ def parquet_schema(names: Sequence[str]):
     return pa.schema([(name, kinds.get(name, pa.float64())) for name in names])
 
 
+def _drop_cut_row(path: Path) -> None:
+    """Cut ``path`` after its last line end: a run interrupted while writing its row leaves
+    the row without one, and the next row would be appended onto it (that run is then run
+    again). A file left without a complete line (not even the header) is removed."""
+    data = path.read_bytes()
+    if not data or data.endswith(b'\n'):
+        return
+    end = data.rfind(b'\n')
+    if end < 0:
+        path.unlink()
+        return
+    with open(path, 'r+b') as handle:
+        handle.truncate(end + 1)
+
+
 class CsvTable:
     """``runs.csv``: rows appended and flushed one by one."""
 
@@ -154,11 +169,18 @@ class CsvTable:
         path = folder / RUNS
         self.done: set[int] = set()
         if path.is_file():
+            _drop_cut_row(path)
             with open(path, newline='') as handle:
                 reader = csv.DictReader(handle)
                 if reader.fieldnames != names:
                     raise ScenarioError(f"{path}: columns differ from this scenario's")
-                self.done = {int(r['run']) for r in reader}
+                for r in reader:
+                    if None in r or None in r.values():
+                        raise ScenarioError(
+                            f'{path}: line {reader.line_num}: expected {len(names)} fields, '
+                            'got another number (a damaged table: remove that line)'
+                        )
+                    self.done.add(int(r['run']))
         new = not path.is_file()
         self.handle = open(path, 'a', newline='')  # noqa: SIM115 - closed by close()
         self.writer = csv.DictWriter(self.handle, fieldnames=names)
