@@ -281,6 +281,13 @@ def test_bad_scene_calls(robot, shapes):
     np.testing.assert_allclose(scene.target_state('t')[0][:3], [0, 5, 0], atol=1e-15)
     with pytest.raises(ValueError, match='effort'):
         scene.set_effort([np.nan] * robot.n)
+    for n in (1.7, 0, True):  # 1.7 steps was run as 1
+        with pytest.raises(ValueError, match=r'n: expected an integer >= 1 \(steps\)'):
+            scene.advance(n)
+    inertia = np.diag([2.0, 3.0, 5.0])
+    for kwargs in ({'spin_axis': (0, 0, 0)}, {'momentum_direction': (0, 0, 0)}):
+        with pytest.raises(ValueError, match=f'{next(iter(kwargs))}: expected a non-zero'):
+            tumble(inertia, spin_rate=0.1, nutation=0.2, **kwargs)  # (a NaN tumble before)
 
 
 TARGET_URDF = """<robot name="sat">

@@ -647,9 +647,9 @@ class Scene:
         """Take ``n`` physics steps (``effort``: hold these robot joint efforts from now on,
         :meth:`set_effort`) and return the snapshot reached (``snapshot=False``: None, the
         events kept for the next snapshot; a snapshot costs more than a step)."""
+        if isinstance(n, bool) or int(n) != n or n < 1:
+            raise ValueError(f'n: expected an integer >= 1 (steps), got {n!r}')
         n = int(n)
-        if n < 1:
-            raise ValueError(f'n: expected an integer >= 1, got {n}')
         if effort is not None:
             self.set_effort(effort)
         compliant = isinstance(self.contact, CompliantLaw)

@@ -384,6 +384,8 @@ def tumble(
     if np.linalg.eigvalsh(J)[0] <= 0.0:
         raise ValueError(f'inertia: expected positive definite, got {J.tolist()}')
     k = _finite(spin_axis, 3, 'spin_axis')
+    if not np.linalg.norm(k) > 0.0:
+        raise ValueError(f'spin_axis: expected a non-zero vector, got {k.tolist()}')
     k = k / np.linalg.norm(k)
     Ik = float(k @ J @ k)
     if np.linalg.norm(J @ k - Ik * k) > 1e-9 * np.abs(J).max():
@@ -394,6 +396,8 @@ def tumble(
     if not (np.isfinite(s) and np.isfinite(ph)):
         raise ValueError(f'spin_rate, phase: expected finite values, got {spin_rate}, {phase}')
     d = _finite(momentum_direction, 3, 'momentum_direction')
+    if not np.linalg.norm(d) > 0.0:
+        raise ValueError(f'momentum_direction: expected a non-zero vector, got {d.tolist()}')
     d = d / np.linalg.norm(d)
     e1, e2 = (x[0] for x in perpendicular_basis(k))
     h_dir = np.cos(theta) * k + np.sin(theta) * (np.cos(ph) * e1 + np.sin(ph) * e2)
