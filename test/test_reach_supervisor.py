@@ -33,6 +33,7 @@ from ffsim_ros.control import (
 from ffsim_ros.control.closed_loop import ClosedLoop, chained_goals
 from ffsim_ros.control.rns import zero_momentum_step
 from ffsim_ros.control.supervisor import CYCLE_PATIENCE
+from ffsim_ros.dynamics.builder import random_model
 from ffsim_ros.resources import sample_robot
 
 SERVICER = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
@@ -237,6 +238,24 @@ def test_a_rejected_goal_leaves_the_current_one() -> None:
     with pytest.raises(ValueError, match='finite'):
         sup.set_goal(loop.t, loop.q, [np.nan, 0.0, 0.0])
     assert sup.status.goal_id == 1 and np.array_equal(sup.goal, goal)
+
+
+def test_reactionless_goals_refused_where_no_reactionless_motion_moves_the_arm() -> None:
+    """A 3-joint arm: the base reaction A (3 x 3) has full rank, no joint motion leaves the
+    base still, and a reactionless goal sat "active" with an empty reason until the timeout;
+    now refused at acceptance (gjm_tracking still takes it). A 6-joint arm is accepted."""
+    for n, refused in ((3, True), (6, False)):
+        model = random_model(7, n, joint_types=('revolute',), branching=0.0)
+        q = D.neutral(model)
+        ee = model.link_names[-1]
+        goal = D.link_pose(model, q, ee)[0] + np.array([0.0, 0.02, 0.0])
+        law = ReactionlessController(model, ee, mode='reactionless')
+        if refused:
+            with pytest.raises(ValueError, match=r'reaction null space of dimension 0'):
+                law.check_goal(q, goal)
+        else:
+            law.check_goal(q, goal)
+        ReactionlessController(model, ee, mode='gjm_tracking').check_goal(q, goal)
 
 
 def test_a_goal_rejected_at_acceptance_is_reported_as_aborted() -> None:

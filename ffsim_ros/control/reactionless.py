@@ -64,6 +64,7 @@ from ffsim_ros.dynamics.lie import matrix_log, matrix_to_quat
 
 from .modes import ControlMode
 from .rns import (
+    RANK_TOL,
     TaskTerms,
     attitude_error,
     budget_rates,
@@ -298,7 +299,9 @@ class ReactionlessController:
         Raises
         ------
         ValueError
-            Non-finite values, or a goal farther from the shoulder than the arm's reach.
+            Non-finite values, a goal farther from the shoulder than the arm's reach, or (in
+            ``reactionless`` mode) no joint motion that leaves the base still moves the end
+            effector (e.g. an arm of three joints or fewer: the reaction null space is empty).
         """
         goal_position = np.asarray(goal_position, dtype=float)
         if goal_position.shape != (3,) or not np.all(np.isfinite(goal_position)):
@@ -309,6 +312,15 @@ class ReactionlessController:
                 f'goal unreachable: {dist:.3f} m from the shoulder, expected at most '
                 f'{0.98 * self.reach:.3f} m (98 % of the reach, {self.reach:.3f} m)'
             )
+        if self.mode is ControlMode.REACTIONLESS:
+            N = reactionless_basis(self.model, q)
+            J = self.task_terms(q).J_star[self._rows]
+            if N.shape[1] == 0 or not np.any(np.abs(J @ N) > RANK_TOL * np.abs(J).max()):
+                raise ValueError(
+                    f'goal unreachable in reactionless mode: no motion of the {self.model.n} '
+                    f'joints leaves the base still and moves the end effector (reaction null '
+                    f'space of dimension {N.shape[1]}); use gjm_tracking'
+                )
 
     # ------------------------------------------------------------------------------------------
     def compute(
