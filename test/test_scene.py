@@ -241,6 +241,7 @@ def test_tumble_closed_form():
         ({'orientation': (0.0, 0.0, 0.0, 0.0)}, ['orientation']),
         ({'handles': [Handle('h', 'nowhere')]}, ['nowhere', 'unknown link']),
         ({'position': (0.0, 0.0, 0.0)}, ['overlaps', 'robot/base_link']),
+        ({'handles': ['x']}, ['handles expected Handle items', "'x'"]),
     ],
 )
 def test_bad_targets_are_refused_and_the_scene_keeps_running(robot, shapes, kwargs, words):
@@ -281,6 +282,11 @@ def test_bad_scene_calls(robot, shapes):
     np.testing.assert_allclose(scene.target_state('t')[0][:3], [0, 5, 0], atol=1e-15)
     with pytest.raises(ValueError, match='effort'):
         scene.set_effort([np.nan] * robot.n)
+    mirror = np.diag([1.0, 1.0, -1.0])  # orthogonal, but a reflection
+    with pytest.raises(ValueError, match=r'rotation expected a rotation matrix \(det \+1\)'):
+        Handle('h', 'body', rotation=mirror)
+    with pytest.raises(ValueError, match=r'rotation expected a rotation matrix \(det \+1\)'):
+        Gripper('ee_link', rotation=mirror)
     for n in (1.7, 0, True):  # 1.7 steps was run as 1
         with pytest.raises(ValueError, match=r'n: expected an integer >= 1 \(steps\)'):
             scene.advance(n)

@@ -138,6 +138,8 @@ _DELETE = object()
         (('contact', 'law'), 'glue', ['contact.law', 'glue']),
         (('dt',), -1.0, ['dt']),
         (('robot',), _DELETE, ['scenario', 'robot']),
+        (('targets', 0, 'inertia'), 'x', ['targets[0].inertia', "got 'x'"]),
+        (('targets', 0, 'handles'), ['x'], ['targets[0]']),
     ],
 )
 def test_bad_fields_are_named(path, value, words):
@@ -175,6 +177,9 @@ def test_bad_yaml_file(tmp_path):
         load_scenario(p)
     with pytest.raises(ScenarioError, match='nope.yaml'):
         load_scenario(tmp_path / 'nope.yaml')
+    p.write_bytes(b'\xff\xfe robot')
+    with pytest.raises(ScenarioError, match='expected UTF-8 text'):
+        load_scenario(p)
 
 
 def test_target_from_dict_alone():

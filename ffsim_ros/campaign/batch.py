@@ -166,6 +166,13 @@ class RunResult:
         return not self.failure and all(g['outcome'] == 'reached' for g in self.goals)
 
 
+def _peak_ratio(peak: np.ndarray, limit: np.ndarray) -> float:
+    """Largest ``peak / limit`` over the joints with a positive effort limit (a URDF effort
+    limit of 0 means none: 0/0 gave NaN); 0.0 when none has one."""
+    has = limit > 0.0
+    return float(np.max(peak[has] / limit[has])) if np.any(has) else 0.0
+
+
 class _Noise:
     """A run's measurement noise: standard normals in blocks from its own stream."""
 
@@ -669,7 +676,7 @@ class BatchRunner:
             'max_base_rate_deg_s': float(np.degrees(self.max_rate[k])),
             'momentum_error_linear': float(self.dP[k]),
             'momentum_error_angular': float(self.dL[k]),
-            'peak_effort_ratio': float(np.max(self.peak[k] / model.effort_limit)),
+            'peak_effort_ratio': _peak_ratio(self.peak[k], model.effort_limit),
             'peak_effort': dict(zip(model.joint_names, self.peak[k].tolist(), strict=True)),
         }
         trajectory = None

@@ -52,8 +52,15 @@ class Gripper:
     def __post_init__(self) -> None:
         R = np.array(self.rotation, dtype=float)
         t = np.array(self.translation, dtype=float).reshape(-1)
-        if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-9):
-            raise ValueError(f'gripper {self.link!r}: rotation expected a rotation matrix')
+        if (
+            R.shape != (3, 3)
+            or not np.allclose(R @ R.T, np.eye(3), atol=1e-9)
+            or np.linalg.det(R) < 0.0
+        ):
+            raise ValueError(
+                f'gripper {self.link!r}: rotation expected a rotation matrix (det +1), got '
+                f'{R.tolist()}'
+            )
         if t.shape != (3,) or not np.all(np.isfinite(t)):
             raise ValueError(f'gripper {self.link!r}: translation expected 3 finite values')
         object.__setattr__(self, 'rotation', R)

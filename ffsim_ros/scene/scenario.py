@@ -201,9 +201,14 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         mass = _num(d['mass'], f'{where}.mass')
         inertia = None
         if 'inertia' in d:
-            inertia = np.asarray(d['inertia'], dtype=float)
+            try:
+                inertia = np.asarray(d['inertia'], dtype=float)
+            except (TypeError, ValueError):
+                inertia = np.full(1, np.nan)
             if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
-                raise ScenarioError(f'{where}.inertia: expected a finite 3x3 matrix')
+                raise ScenarioError(
+                    f'{where}.inertia: expected a finite 3x3 matrix [kg m^2], got {d["inertia"]!r}'
+                )
         if 'tumble' in d:
             if not (np.isfinite(mass) and mass > 0.0):
                 raise ScenarioError(f'{where}.mass: expected a finite value > 0, got {mass!r}')
@@ -349,6 +354,8 @@ def load_scenario(path: str | os.PathLike[str]) -> Scene:
         data = yaml.safe_load(p.read_text())
     except OSError as exc:
         raise ScenarioError(f'scenario file {str(p)!r}: {exc.strerror}') from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f'scenario file {str(p)!r}: expected UTF-8 text, got {exc}') from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f'scenario file {str(p)!r}: malformed YAML: {exc}') from None
     return scene_from_dict(data, p.parent)

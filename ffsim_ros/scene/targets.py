@@ -93,8 +93,14 @@ class Handle:
     def __post_init__(self) -> None:
         where = f'handle {self.name!r}'
         R = np.array(self.rotation, dtype=float)
-        if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-9):
-            raise ValueError(f'{where}: rotation expected a rotation matrix, got {R.tolist()}')
+        if (
+            R.shape != (3, 3)
+            or not np.allclose(R @ R.T, np.eye(3), atol=1e-9)
+            or np.linalg.det(R) < 0.0
+        ):
+            raise ValueError(
+                f'{where}: rotation expected a rotation matrix (det +1), got {R.tolist()}'
+            )
         object.__setattr__(self, 'rotation', R)
         object.__setattr__(
             self, 'translation', _finite(self.translation, 3, f'{where} translation')
@@ -295,12 +301,13 @@ def _target(
     joint_velocities: Sequence[float] | None = None,
 ) -> Target:
     handles = tuple(handles)
+    for h in handles:
+        if not isinstance(h, Handle):
+            raise ValueError(f'target {name!r}: handles expected Handle items, got {h!r}')
     names = [h.name for h in handles]
     if len(set(names)) != len(names):
         raise ValueError(f'target {name!r}: handle names expected unique, got {names}')
     for h in handles:
-        if not isinstance(h, Handle):
-            raise ValueError(f'target {name!r}: handles expected Handle items, got {h!r}')
         frame = model.frames.get(h.link)
         if frame is None:
             raise D.UnknownNameError(
