@@ -366,3 +366,13 @@ def test_quat_rotate_inverse_matches_scipy() -> None:
             expected = Rotation.from_quat(quat).inv().apply(vec)
             assert np.allclose(got, expected, rtol=0.0, atol=1e-15 * np.linalg.norm(vec) * 4)
             assert all(isinstance(x, float) for x in got)
+
+
+def test_is_rotation_refuses_reflections_and_other_shapes() -> None:
+    from ffsim_ros.dynamics.lie import is_rotation, matrix_exp
+
+    R = matrix_exp([0.3, -1.2, 0.5])
+    assert is_rotation(R)
+    assert not is_rotation(R @ np.diag([1.0, 1.0, -1.0]))  # orthogonal, det -1
+    assert not is_rotation(1.01 * R)
+    assert not is_rotation(np.eye(2))

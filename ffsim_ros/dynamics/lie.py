@@ -327,6 +327,17 @@ def matrix_exp(rotvec: ArrayLike) -> np.ndarray:
     return out[0]
 
 
+def is_rotation(R: np.ndarray, atol: float = 1e-9) -> bool:
+    """Whether ``R`` is a (3, 3) rotation matrix: orthonormal to ``atol`` and proper
+    (determinant +1, not a reflection)."""
+    R = np.asarray(R, dtype=float)
+    return (
+        R.shape == (3, 3)
+        and bool(np.allclose(R @ R.T, np.eye(3), atol=atol))
+        and float(np.linalg.det(R)) > 0.0
+    )
+
+
 def matrix_log(R: np.ndarray) -> np.ndarray:
     """Rotation vector (3,) [rad], angle in ``[0, pi]``, of a rotation matrix (through its
     quaternion, accurate at every angle, ``pi`` included)."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import cross, matrix_log, matrix_to_quat
+from ffsim_ros.dynamics.lie import cross, is_rotation, matrix_log, matrix_to_quat
 
 from .impact import contact_jacobian
 from .targets import Handle
@@ -52,11 +52,7 @@ class Gripper:
     def __post_init__(self) -> None:
         R = np.array(self.rotation, dtype=float)
         t = np.array(self.translation, dtype=float).reshape(-1)
-        if (
-            R.shape != (3, 3)
-            or not np.allclose(R @ R.T, np.eye(3), atol=1e-9)
-            or np.linalg.det(R) < 0.0
-        ):
+        if not is_rotation(R):
             raise ValueError(
                 f'gripper {self.link!r}: rotation expected a rotation matrix (det +1), got '
                 f'{R.tolist()}'

@@ -28,6 +28,7 @@ import numpy as np
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.builder import ModelBuilder
 from ffsim_ros.dynamics.lie import (
+    is_rotation,
     matrix_to_quat,
     perpendicular_basis,
     quat_normalize,
@@ -93,11 +94,7 @@ class Handle:
     def __post_init__(self) -> None:
         where = f'handle {self.name!r}'
         R = np.array(self.rotation, dtype=float)
-        if (
-            R.shape != (3, 3)
-            or not np.allclose(R @ R.T, np.eye(3), atol=1e-9)
-            or np.linalg.det(R) < 0.0
-        ):
+        if not is_rotation(R):
             raise ValueError(
                 f'{where}: rotation expected a rotation matrix (det +1), got {R.tolist()}'
             )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..inputs import ArrayLike, as_vector
+from ..lie import is_rotation
 
 #: Kinds of cut hinge: ball (3 rows), revolute (5), weld (6).
 LOOP_KINDS = ('ball', 'revolute', 'weld')
@@ -21,7 +22,7 @@ def _matrix(x: ArrayLike, what: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.shape != (3, 3):
         raise ValueError(f'{what}: expected a (3, 3) rotation matrix, got shape {arr.shape}')
-    if not np.allclose(arr @ arr.T, np.eye(3), atol=1e-9) or np.linalg.det(arr) < 0:
+    if not is_rotation(arr):
         raise ValueError(f'{what}: expected a rotation matrix, got {arr.tolist()}')
     return arr
 
