@@ -7,7 +7,6 @@ import importlib.util
 import ipaddress
 import math
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -149,13 +148,12 @@ def test_cli_bad_scenario_exits_2_naming_it(tmp_path, capsys, text, message):
     assert message in capsys.readouterr().err
 
 
-def test_cli_refusals_of_files_and_of_a_later_run(tmp_path, capsys):
+def test_cli_refusals_of_files_and_runs_that_cannot_start(tmp_path, capsys):
     """A directory as the scenario, an output path under a file: exit 2 naming the path
-    (tracebacks before). A run whose drawn inputs are impossible (a scale factor <= 0, run 25
-    here) ends the campaign with exit 2 and its reason, the runs written kept and no summary
-    (a summary of an earlier campaign in the folder removed, not left to read as this one's).
-    Chained goals no controller accepts (50-60 m away) fail their run with the reason instead
-    of drawing forever."""
+    (tracebacks before). A run whose drawn inputs are impossible (a scale factor <= 0) is a
+    failed run with the reason and the campaign goes on (it stopped with a traceback), its
+    summary replacing an earlier one. Chained goals no controller accepts (50-60 m away) fail
+    their run with the reason instead of being drawn forever."""
     (tmp_path / 'adir.yaml').mkdir()
     assert main([str(tmp_path / 'adir.yaml'), '--quiet']) == 2
     assert 'Is a directory' in capsys.readouterr().err
@@ -169,12 +167,15 @@ def test_cli_refusals_of_files_and_of_a_later_run(tmp_path, capsys):
     out = tmp_path / 'wide'
     out.mkdir()
     (out / 'summary.md').write_text('an old summary')
-    assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 2
-    err = capsys.readouterr().err
-    bad = re.search(r'dispersions.mass_scale: run (\d+) drew .*; factors must be > 0', err)
-    assert bad and 'runs written are kept' in err, err
-    assert not (out / 'summary.md').exists()
-    assert int(bad.group(1)) not in [r['run'] for r in read_rows(out)]
+    assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 0
+    rows = read_rows(out)
+    assert [r['run'] for r in rows] == list(range(40))  # every run has its row
+    bad = [r for r in rows if r['failure'].startswith('inputs: dispersions.mass_scale: run')]
+    assert bad and all('factors must be > 0' in r['failure'] for r in bad)
+    assert all(r['goals'] == 0 and math.isnan(r['in.mass_scale.base_link']) for r in bad)
+    assert all(not r['failure'] for r in rows if r not in bad)  # the others ran
+    text = (out / 'summary.md').read_text()
+    assert f'{len(bad)} failed (non-finite state, controller error or inputs' in text
     far = SCENARIO.replace(
         'goals: {kind: offsets, offsets: [[0.05, 0.03, -0.04]]}',
         'goals: {kind: chained, count: 2, near: 50.0, far: 60.0}',

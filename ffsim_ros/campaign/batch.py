@@ -59,6 +59,7 @@ from ffsim_ros.resources import sample_robot
 
 from .dispersions import (
     NOISE,
+    NOISE_PARAMS,
     RunInputs,
     check_dispersions,
     controller_model,
@@ -286,13 +287,20 @@ class BatchRunner:
 
     # ------------------------------------------------------------------------ run starts
     def _fill(self, k: int) -> None:
-        """Start the next pending run in slot ``k`` (or leave it empty)."""
-        index = next(self.pending, None)
-        if index is None:
-            self.exhausted = True
-            return
+        """Start the next pending run in slot ``k`` (or leave it empty). A run whose inputs
+        cannot be drawn (a scale factor drawn <= 0) is a failed run with the reason, and the
+        next one takes the slot."""
         c, s = self.c, self.s
-        inputs = c.run_inputs(index)
+        while True:
+            index = next(self.pending, None)
+            if index is None:
+                self.exhausted = True
+                return
+            try:
+                inputs = c.run_inputs(index)
+                break
+            except ScenarioError as exc:
+                self.done.append(self._undrawn(index, str(exc)))
         model = controller_model(c.model, inputs)
         noise = None
         if inputs.noisy:
@@ -319,6 +327,32 @@ class BatchRunner:
         self.max_rate[k] = np.linalg.norm(inputs.v0[3:6])
         self.max_turn[k] = self.dP[k] = self.dL[k] = 0.0
         self.peak[k] = 0.0
+
+    def _undrawn(self, index: int, reason: str) -> RunResult:
+        """The result of run ``index`` whose inputs cannot be drawn: failed with ``reason``,
+        no goal, its input columns NaN, the nominal start state and zero metrics."""
+        model = self.c.model
+        q0, v0 = D.neutral(model), np.zeros(model.nv)
+        inputs = RunInputs(
+            index=index,
+            q0=q0,
+            v0=v0,
+            goal_offsets=None,
+            mass_scale=np.ones(1),
+            inertia_scale=np.ones(1),
+            noise=np.zeros(len(NOISE_PARAMS)),
+            plan_seed=0,
+            columns=dict.fromkeys(self.c.inputs, float('nan')),
+        )
+        metrics = {
+            'max_attitude_change_deg': 0.0,
+            'max_base_rate_deg_s': 0.0,
+            'momentum_error_linear': 0.0,
+            'momentum_error_angular': 0.0,
+            'peak_effort_ratio': 0.0,
+            'peak_effort': dict.fromkeys(model.joint_names, 0.0),
+        }
+        return RunResult(index, inputs, [], f'inputs: {reason}', metrics, q0, v0, 0.0)
 
     def _law(self, slot: _Slot) -> ReactionlessController:
         """The run's own controller (its model), made when first needed."""

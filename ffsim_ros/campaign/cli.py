@@ -83,17 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         results = run_ray(scenario, todo, address=args.address, workers=args.workers)
     with writer:
-        try:
-            for result in results:
-                writer.write(result)
-                progress.update()
-        except ScenarioError as exc:  # a later run's inputs (e.g. a scale factor drawn <= 0)
-            print(
-                f'ffsim campaign: error: {exc}; the {len(writer.done)} runs written are kept '
-                f'in {out} (no summary)',
-                file=sys.stderr,
-            )
-            return 2
+        for result in results:
+            writer.write(result)
+            progress.update()
     rows = [r for r in read_rows(out) if r['run'] < scenario.runs]
     text = summary_markdown(scenario, summarize(rows))
     (out / 'summary.md').write_text(text)

@@ -403,7 +403,8 @@ def summary_markdown(scenario: Scenario, summary: dict) -> str:
         f'{summary["runs"]} runs ({scenario.robot}, {scenario.mode}, seed {scenario.seed}): '
         f'{summary["reached"]} reached every goal, success rate '
         f'{100 * summary["success_rate"]:.1f} % (95 % CI {100 * lo:.1f}-{100 * hi:.1f} %, '
-        f'Wilson); {summary["failed"]} failed (non-finite state or controller error).',
+        f'Wilson); {summary["failed"]} failed (non-finite state, controller error or inputs '
+        'that cannot be drawn).',
         '',
         '| metric | ' + ' | '.join(f'p{p}' for p in PERCENTILES) + ' |',
         '|---|' + '---|' * len(PERCENTILES),
