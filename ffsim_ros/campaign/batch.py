@@ -167,11 +167,23 @@ class RunResult:
         return not self.failure and all(g['outcome'] == 'reached' for g in self.goals)
 
 
-def _peak_ratio(peak: np.ndarray, limit: np.ndarray) -> float:
-    """Largest ``peak / limit`` over the joints with a positive effort limit (a URDF effort
-    limit of 0 means none: 0/0 gave NaN); 0.0 when none has one."""
+def _run_metrics(
+    model: D.Model, turn: float, rate: float, dP: float, dL: float, peak: np.ndarray
+) -> dict:
+    """A run's outcome metrics (:class:`RunResult`): largest base attitude change and rate
+    [rad, rad/s; reported in degrees], momentum errors, peak efforts (n,); the peak ratio over
+    the joints with a positive effort limit (a URDF effort limit of 0 means none: 0/0 gave
+    NaN), 0.0 when none has one."""
+    limit = model.effort_limit
     has = limit > 0.0
-    return float(np.max(peak[has] / limit[has])) if np.any(has) else 0.0
+    return {
+        'max_attitude_change_deg': float(np.degrees(turn)),
+        'max_base_rate_deg_s': float(np.degrees(rate)),
+        'momentum_error_linear': float(dP),
+        'momentum_error_angular': float(dL),
+        'peak_effort_ratio': float(np.max(peak[has] / limit[has])) if np.any(has) else 0.0,
+        'peak_effort': dict(zip(model.joint_names, peak.tolist(), strict=True)),
+    }
 
 
 class _Noise:
@@ -344,14 +356,7 @@ class BatchRunner:
             plan_seed=0,
             columns=dict.fromkeys(self.c.inputs, float('nan')),
         )
-        metrics = {
-            'max_attitude_change_deg': 0.0,
-            'max_base_rate_deg_s': 0.0,
-            'momentum_error_linear': 0.0,
-            'momentum_error_angular': 0.0,
-            'peak_effort_ratio': 0.0,
-            'peak_effort': dict.fromkeys(model.joint_names, 0.0),
-        }
+        metrics = _run_metrics(model, 0.0, 0.0, 0.0, 0.0, np.zeros(model.n))
         return RunResult(index, inputs, [], f'inputs: {reason}', metrics, q0, v0, 0.0)
 
     def _law(self, slot: _Slot) -> ReactionlessController:
@@ -705,14 +710,9 @@ class BatchRunner:
     def _finish(self, k: int) -> None:
         slot = self.slots[k]
         model = self.c.model
-        metrics = {
-            'max_attitude_change_deg': float(np.degrees(self.max_turn[k])),
-            'max_base_rate_deg_s': float(np.degrees(self.max_rate[k])),
-            'momentum_error_linear': float(self.dP[k]),
-            'momentum_error_angular': float(self.dL[k]),
-            'peak_effort_ratio': _peak_ratio(self.peak[k], model.effort_limit),
-            'peak_effort': dict(zip(model.joint_names, self.peak[k].tolist(), strict=True)),
-        }
+        metrics = _run_metrics(
+            model, self.max_turn[k], self.max_rate[k], self.dP[k], self.dL[k], self.peak[k]
+        )
         trajectory = None
         if slot.trajectory is not None:
             trajectory = {

@@ -135,9 +135,9 @@ def check_dispersions(scenario: Scenario, model: D.Model) -> None:
     not in the middle of a campaign."""
     try:
         sample_inputs(scenario, model, 0)
+    except ScenarioError:
+        raise
     except (TypeError, ValueError) as exc:  # (numpy's own, e.g. a wrong shape of a value)
-        if isinstance(exc, ScenarioError):
-            raise
         raise ScenarioError(f'the inputs of run 0 cannot be drawn: {exc}') from None
     if scenario.goals.kind != 'offsets' and scenario.dispersion('goal_offset') is not None:
         raise ScenarioError('dispersions.goal_offset: expected goals.kind offsets')

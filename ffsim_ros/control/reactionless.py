@@ -313,13 +313,17 @@ class ReactionlessController:
                 f'{0.98 * self.reach:.3f} m (98 % of the reach, {self.reach:.3f} m)'
             )
         if self.mode is ControlMode.REACTIONLESS:
-            N = reactionless_basis(self.model, q)
-            J = self.task_terms(q).J_star[self._rows]
-            if N.shape[1] == 0 or not np.any(np.abs(J @ N) > RANK_TOL * np.abs(J).max()):
+            terms = self.task_terms(q)
+            J = terms.J_star[self._rows]
+            zero = np.zeros(J.shape[0])  # (only the reactionless Jacobian J W N is used)
+            _, JN = reactionless_rates(
+                J, terms.B[3:6], zero, np.zeros(3), self.weights, self.gains.damping
+            )
+            if not np.any(np.abs(JN) > RANK_TOL * np.abs(J).max()):
                 raise ValueError(
                     f'goal unreachable in reactionless mode: no motion of the {self.model.n} '
                     f'joints leaves the base still and moves the end effector (reaction null '
-                    f'space of dimension {N.shape[1]}); use gjm_tracking'
+                    f'space of dimension {JN.shape[1]}); use gjm_tracking'
                 )
 
     # ------------------------------------------------------------------------------------------

@@ -304,7 +304,7 @@ def solve_impact(
     h_max = p_scale / _SLIDE_STEPS
     p_c: float | None = None
     target: float | None = None  # E at the end of restitution
-    slack = 0.0  # its tolerance: relative to the compression's work (target is 0 at e = 1)
+    slack = 0.0  # its tolerance (_end_compression)
     phases: list[str] = []
     sticking = False
     for _ in range(100000):
@@ -325,8 +325,7 @@ def solve_impact(
             st.u[1:] = 0.0
             if p_c is None:
                 st.u[0] = 0.0
-                p_c, target = _end_compression(st, e)
-                slack = _EVENT_RTOL * max(-st.E, abs(target)) + 1e-300
+                p_c, target, slack = _end_compression(st, e)
             continue
         if not phases or phases[-1] != 'slide':
             phases.append('slide')
@@ -348,17 +347,19 @@ def solve_impact(
             st.u[1:] = 0.0  # the slip stopped (within the step's estimate)
         if p_c is None and st.u[0] >= -_EVENT_RTOL * st.scale:
             st.u[0] = max(st.u[0], 0.0)
-            p_c, target = _end_compression(st, e)
-            slack = _EVENT_RTOL * max(-st.E, abs(target)) + 1e-300
+            p_c, target, slack = _end_compression(st, e)
     else:  # pragma: no cover - guarded by the step sizes
         raise RuntimeError('solve_impact: no convergence (degenerate inverse inertia?)')
     return _solution(B, Wc, uc, st.P, float(p_c), sticking, tuple(phases))
 
 
-def _end_compression(st: _Impulse, e: float) -> tuple[float, float]:
-    """At ``u_n = 0``: the compression impulse and the normal work that ends restitution."""
+def _end_compression(st: _Impulse, e: float) -> tuple[float, float, float]:
+    """At ``u_n = 0``: the compression impulse, the normal work that ends restitution and
+    that end's tolerance, relative to the compression's work (the target is 0 at e = 1, which
+    the work reaches only to round-off)."""
     work = -st.E  # energy absorbed in compression (> 0)
-    return float(st.P[0]), -(1.0 - e * e) * work
+    target = -(1.0 - e * e) * work
+    return float(st.P[0]), target, _EVENT_RTOL * max(work, abs(target)) + 1e-300
 
 
 def _crossed(

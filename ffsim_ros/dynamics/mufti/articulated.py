@@ -156,31 +156,27 @@ class LoopKernel:
         idata, fdata = self.model.packed
         empty = self.empty_fext
         try:
-            if (
-                entry(  # type: ignore[operator]
-                    idata,
-                    fdata,
-                    q,
-                    v,
-                    tau,  # the joint efforts alone: the kernel takes F_b zero
-                    empty,
-                    self.model.joint_dynamics,
-                    self.loop_i,
-                    self.loop_f,
-                    alpha,
-                    beta,
-                    self.rtol,
-                    a,
-                    self._lam,
-                    empty,
-                )
-                < 0
-            ):
-                raise self._failure()
+            rank = entry(  # type: ignore[operator]
+                idata,
+                fdata,
+                q,
+                v,
+                tau,  # the joint efforts alone: the kernel takes F_b zero
+                empty,
+                self.model.joint_dynamics,
+                self.loop_i,
+                self.loop_f,
+                alpha,
+                beta,
+                self.rtol,
+                a,
+                self._lam,
+                empty,
+            )
         except (ValueError, ZeroDivisionError) as exc:  # the kernel's own failures
-            if isinstance(exc, np.linalg.LinAlgError):
-                raise
             raise self._failure(exc) from exc
+        if rank < 0:
+            raise self._failure()
         return a
 
     def steps(

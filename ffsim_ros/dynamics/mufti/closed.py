@@ -178,9 +178,8 @@ class ClosedChain:
             if x is None or callable(x):
                 continue
             x = np.asarray(x, dtype=float).ravel()
-            bad = np.flatnonzero(~np.isfinite(x))
-            if bad.size:
-                i = int(bad[0])
+            if not np.isfinite(x).all():
+                i = int(np.flatnonzero(~np.isfinite(x))[0])
                 raise ValueError(
                     f'{self._names()}: {name}: expected finite values, got {x[i]} at index {i}'
                 )
