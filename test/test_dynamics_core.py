@@ -738,8 +738,23 @@ def test_non_finite_states_and_zero_quaternions_are_named() -> None:
         lambda: D.mass_matrix(model, q),
         lambda: D.integrate(model, q, v, 0.1),
         lambda: D.step(model, q, v, tau, 1e-3),
+        # every entry point whose kernel normalizes the base quaternion names it too
+        lambda: D.momentum(model, q, v),
+        lambda: D.momentum_and_com(model, q, v),
+        lambda: D.center_of_mass(model, q),
+        lambda: D.link_pose(model, q, 'ee_link'),
+        lambda: D.link_jacobian(model, q, 'ee_link'),
+        lambda: D.link_pose_and_jacobian(model, q, 'ee_link'),
+        lambda: D.body_poses(model, q),
+        lambda: D.state_summary(model, q, v),
+        lambda: D.momentum_after(model, q, v, 0.1),
+        lambda: D.forward_dynamics_derivatives(model, q, v, tau),
+        lambda: D.inverse_dynamics_derivatives(model, q, v, v),
+        lambda: D.step_derivatives(model, q, v, tau, 1e-3),
+        lambda: D.generalized_velocity_derivatives(model, q, tau, 'ee_link'),
+        lambda: D.forward_dynamics(model, q, v, tau, link_wrenches={'ee_link': np.ones(6)}),
     ):
-        with pytest.raises(ValueError, match='non-zero quaternion'):
+        with pytest.raises(ValueError, match=r'q: expected a non-zero quaternion .* index 3'):
             call()
     q[3:7] = Q[0, 3:7]
     q[8] = np.nan  # the kernel's Cholesky fails: the argument is named, not the symptom
@@ -917,3 +932,77 @@ def test_fast_and_converting_paths_agree(servicer: D.Model) -> None:
         got = call(*(x.astype(np.float32) for x in (q, v, a, tau)))
         ref32 = call(*(x.astype(np.float32).astype(float) for x in (q, v, a, tau)))
         np.testing.assert_array_equal(got, ref32, err_msg=f'{name} float32')
+
+
+def test_urdf_sources_encodings_and_required_elements(tmp_path) -> None:
+    """A URDF file is read as bytes (its declared encoding honoured), bytes are XML, a path
+    is a path whatever characters it holds; an <inertial> without <mass value> or <inertia>
+    is refused (URDF spec), not read as zero; a huge axis is normalized without overflow."""
+    body = (
+        '<link name="base"><inertial><mass value="2"/>{i}</inertial></link>'
+        '<link name="arm\u00e9"><inertial><origin xyz="0.3 0 0"/><mass value="1"/>{i}'
+        '</inertial></link><joint name="j" type="revolute"><parent link="base"/>'
+        '<child link="arm\u00e9"/><axis xyz="0 {axis} 0"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+    )
+    inertia = '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>'
+    xml = '<robot name="r">' + body.format(i=inertia, axis='1') + '</robot>'
+    ref = D.load_urdf(xml)
+    files = {
+        'latin1.urdf': ('<?xml version="1.0" encoding="ISO-8859-1"?>' + xml, 'latin-1'),
+        'utf16.urdf': ('<?xml version="1.0" encoding="UTF-16"?>' + xml, 'utf-16'),
+        'a<b.urdf': (xml, 'utf-8'),  # a '<' in a path: still a path
+    }
+    for name, (text, encoding) in files.items():
+        path = tmp_path / name
+        path.write_bytes(text.encode(encoding))
+        for source in (path, str(path)):
+            model = D.load_urdf(source)
+            assert model.link_names == ref.link_names and 'arm\u00e9' in model.link_names
+    assert D.load_urdf(xml.encode()).link_names == ref.link_names
+    assert D.load_urdf('\n  ' + xml).link_names == ref.link_names  # XML after blank lines
+    with pytest.raises(ValueError, match=r'malformed URDF XML in .*bad\.urdf'):
+        (tmp_path / 'bad.urdf').write_text('<robot name="r"><link name="a"></robot>')
+        D.load_urdf(tmp_path / 'bad.urdf')
+    no_inertia = '<robot name="r">' + body.format(i='', axis='1') + '</robot>'
+    with pytest.raises(ValueError, match=r'link base: <inertial> needs an <inertia> element'):
+        D.load_urdf(no_inertia)
+    no_mass = xml.replace('<mass value="2"/>', '<mass/>')
+    with pytest.raises(ValueError, match=r'link base: <inertial> needs <mass value=\.\.\.>'):
+        D.load_urdf(no_mass)
+    huge = D.load_urdf('<robot name="r">' + body.format(i=inertia, axis='1e200') + '</robot>')
+    np.testing.assert_array_equal(huge.arrays.axis, ref.arrays.axis)
+
+
+def test_mimic_joints_load_as_independent_joints_with_a_warning() -> None:
+    """As Pinocchio's and MuJoCo's URDF parsers by default: a <mimic> joint is a joint of its
+    own (the coupling is not modelled), said by a MimicWarning naming it; a mimic of no
+    moving joint is refused."""
+    link = (
+        '<link name="{n}"><inertial><origin xyz="0.2 0 0"/><mass value="1"/><inertia '
+        'ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    )
+    joint = (
+        '<joint name="{n}" type="revolute"><parent link="palm"/><child link="{c}"/>'
+        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/>{m}</joint>'
+    )
+    xml = (
+        '<robot name="hand">'
+        + link.format(n='palm')
+        + link.format(n='f1')
+        + link.format(n='f2')
+        + joint.format(n='j1', c='f1', m='')
+        + joint.format(n='j2', c='f2', m='<mimic joint="{t}" multiplier="-1"/>')
+        + '</robot>'
+    )
+    with pytest.warns(D.MimicWarning, match=r'independent joints.*j2 \(mimics j1\)'):
+        model = D.load_urdf(xml.format(t='j1'), floating_base=False)
+    assert model.joint_names == ('j1', 'j2')
+    # independent: a torque on j1 alone does not move j2 (the fingers do not touch)
+    a = D.forward_dynamics(model, np.zeros(2), np.zeros(2), np.array([1.0, 0.0]))
+    assert a[1] == 0.0 and a[0] == pytest.approx(1.0 / 0.05, rel=1e-12)
+    for target in ('nope', 'j2'):
+        with pytest.raises(
+            ValueError, match=f"joint j2: <mimic joint=...> expected another .*'{target}'"
+        ):
+            D.load_urdf(xml.format(t=target), floating_base=False)

@@ -456,7 +456,7 @@ def test_load_model_delegates_urdf():
         (lambda d: d['bodies'][0].update(colour='red'), "unknown keys ['colour']"),
         (lambda d: d['bodies'][1]['joint'].update(lower=[1, 2, 3]), 'expected a scalar or 2'),
         (lambda d: d.pop('base'), "missing key 'base'"),
-        (lambda d: d['bodies'][2]['joint'].update(axis=[0, 0, 0]), 'non-zero 3-vector'),
+        (lambda d: d['bodies'][2]['joint'].update(axis=[0, 0, 0]), 'non-zero finite 3-vector'),
         (lambda d: d['bodies'][0].update(inertia=[1, 0, 0, 1, 0, 3]), 'triangle inequality'),
     ],
 )

@@ -63,6 +63,7 @@ from .integration import (
 from .model import (
     Frame,
     InertiaWarning,
+    MimicWarning,
     Model,
     UnknownNameError,
     neutral,
@@ -104,6 +105,7 @@ __all__ = [
     'generalized_velocity_derivatives',
     'inertia_blocks',
     'InertiaWarning',
+    'MimicWarning',
     'integrate',
     'inverse_dynamics',
     'inverse_dynamics_derivatives',

@@ -30,6 +30,7 @@ from .inputs import (
     no_batched_wrenches,
     require_floating,
     state_error,
+    zero_quaternion,
 )
 from .kernels.batched import b_forward_dynamics, b_inverse_dynamics, b_mass_matrix, b_momentum
 from .kernels.entry import (
@@ -115,7 +116,7 @@ def body_wrenches(
     nb = model.arrays.parent.shape[0]
     fext = np.zeros((nb, 6))
     if R is None or p is None:
-        R, p = e_poses(*model.packed, q)
+        R, p = body_poses(model, q)
     for link, wrench in link_wrenches.items():
         frame = model.frame(link)
         w = as_vector(wrench, 6, f'link_wrenches[{link!r}]')
@@ -139,7 +140,11 @@ def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     R : (nb, 3, 3) body orientations in the inertial frame.
     p : (nb, 3) body frame origins in the inertial frame [m].
     """
-    return e_poses(*model.packed, as_q(model, q))
+    q = as_q(model, q)
+    try:
+        return e_poses(*model.packed, q)
+    except ZeroDivisionError as e:  # a zero quaternion
+        raise state_error(model, e, q=q) from e
 
 
 def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
@@ -189,7 +194,11 @@ def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray,
         columns map its velocity coordinates to its spatial velocity [S0 eqs. 3-5]
         [M secs. 3.1-3.2].
     """
-    R, p, S, _, _, _ = e_kinematics(*model.packed, as_q(model, q))
+    q = as_q(model, q)
+    try:
+        R, p, S, _, _, _ = e_kinematics(*model.packed, q)
+    except ZeroDivisionError as e:  # a zero quaternion
+        raise state_error(model, e, q=q) from e
     return R, p, S
 
 
@@ -234,7 +243,12 @@ def link_pose_and_jacobian(
     """
     frame = model.frame(link)
     lead = batch_shape(q)
-    Q = as_q_rows(model, q, lead) if is_batch(q) else as_q(model, q)[None, :]
+    if is_batch(q):
+        Q = as_q_rows(model, q, lead)
+    else:  # a zero quaternion named here: the parallel kernel cannot raise a clear error
+        Q = as_q(model, q)[None, :]
+        if zero_quaternion(model, Q) is not None:
+            raise state_error(model, ZeroDivisionError(), q=Q[0])
     mask = _support_mask(model, frame.body)
     p, R, J = b_link_frame(
         *model.packed,
@@ -498,7 +512,7 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
         h, com = b_momentum(*model.packed, Q, as_rows(v, model.nv, 'v', lead))
     else:
         Q = as_q(model, q)
-        h, com = e_momentum(*model.packed, Q, as_v(model, v))
+        h, com = _momentum_kernel(model, Q, as_v(model, v))
     if about != 'origin':
         point = com if about == 'com' else _base_com(model, Q)
         h[..., 3:] -= cross(point, h[..., :3])
@@ -508,9 +522,16 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
 def momentum_and_com(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``[P; L_g]`` (6,) about the system CoM and the CoM ``r_g`` (3,) in one pass
     [S0 eqs. 9, 12-16], inertial frame [kg m/s, kg m^2/s, m]."""
-    h, com = e_momentum(*model.packed, as_q(model, q), as_v(model, v))
+    h, com = _momentum_kernel(model, as_q(model, q), as_v(model, v))
     h[3:] -= cross(com, h[:3])
     return h, com
+
+
+def _momentum_kernel(model: Model, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        return e_momentum(*model.packed, q, v)
+    except ZeroDivisionError as e:  # a zero quaternion
+        raise state_error(model, e, q=q, v=v) from e
 
 
 class StateSummary(NamedTuple):
@@ -534,7 +555,11 @@ def state_summary(model: Model, q: ArrayLike, v: ArrayLike) -> StateSummary:
     StateSummary
     """
     require_floating(model, 'state_summary')
-    out = e_state_summary(*model.packed, as_q(model, q), as_v(model, v))
+    q, v = as_q(model, q), as_v(model, v)
+    try:
+        out = e_state_summary(*model.packed, q, v)
+    except ZeroDivisionError as e:  # a zero quaternion
+        raise state_error(model, e, q=q, v=v) from e
     return StateSummary(
         out[0:3], out[3:7], out[7:10], out[10:13], out[13:19], out[19:22], float(out[22])
     )

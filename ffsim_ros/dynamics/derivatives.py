@@ -42,6 +42,7 @@ from .inputs import (
     generalized_force,
     is_ready,
     require_floating,
+    state_error,
 )
 from .kernels.aba_derivatives import e_dynamics_derivatives
 from .kernels.step_derivatives import e_step_derivatives
@@ -119,9 +120,8 @@ def forward_dynamics_derivatives(
         e_dynamics_derivatives(
             *model.packed, q, v, qdd, gen, model.joint_dynamics, qdd, minv, dq, dv
         )
-    except ValueError:
-        _require_finite(q=q, v=v, tau=gen)
-        raise
+    except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
+        raise state_error(model, e, q=q, v=v, tau=gen) from e
     off = nv - model.n
     return ForwardDynamicsDerivatives(
         dq, dv, minv[:, off:], minv[:, :6] if model.floating_base else None
@@ -156,9 +156,8 @@ def inverse_dynamics_derivatives(
         e_dynamics_derivatives(
             *model.packed, q, v, a, _NO_FORCE, model.joint_dynamics, tau, H, dq, dv
         )
-    except ValueError:
-        _require_finite(q=q, v=v, a=a)
-        raise
+    except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
+        raise state_error(model, e, q=q, v=v, a=a) from e
     return InverseDynamicsDerivatives(dq, dv, H)
 
 
@@ -205,9 +204,8 @@ def step_derivatives(
     B = np.empty((2 * nv, model.n))
     try:
         e_step_derivatives(*model.packed, q, v, gen, model.joint_dynamics, dt, A, B)
-    except ValueError:
-        _require_finite(q=q, v=v, tau=gen)
-        raise
+    except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
+        raise state_error(model, e, q=q, v=v, tau=gen) from e
     if not math.isfinite(float(np.sum(A))):
         _require_finite(q=q, v=v, tau=gen)
     return A, B
@@ -248,7 +246,10 @@ def generalized_velocity_derivatives(
     dq = np.empty((6, model.nv))
     dphi = np.empty((6, model.n))
     point = np.array(frame.translation, dtype=float)
-    e_generalized_velocity_derivatives(*model.packed, q, phidot, frame.body, point, dq, dphi)
+    try:
+        e_generalized_velocity_derivatives(*model.packed, q, phidot, frame.body, point, dq, dphi)
+    except ZeroDivisionError as e:  # a zero quaternion
+        raise state_error(model, e, q=q, phidot=phidot) from e
     if not math.isfinite(float(np.sum(dq))):
         _require_finite(q=q, phidot=phidot)
     return dq, dphi

@@ -237,7 +237,11 @@ def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.nd
     after ``dt`` seconds when gravity is the only external force (exact: ``P`` gains
     ``M g dt`` and the CoM follows its ballistic path); inertial frame [kg m/s, kg m^2/s]."""
     require_floating(model, 'momentum_after')
-    return e_momentum_target(*model.packed, as_q(model, q), as_v(model, v), float(dt))
+    q, v = as_q(model, q), as_v(model, v)
+    try:
+        return e_momentum_target(*model.packed, q, v, float(dt))
+    except ZeroDivisionError as e:  # a zero quaternion
+        raise state_error(model, e, q=q, v=v) from e
 
 
 def _check_conservable(

@@ -278,10 +278,12 @@ def with_joint_dynamics(model: Model, enabled: bool = True) -> Model:
 
 def _unit_axis(value: Sequence[float], what: str) -> np.ndarray:
     ax = np.asarray(value, dtype=float).reshape(-1)
-    norm = float(np.linalg.norm(ax)) if ax.shape == (3,) else float('nan')
-    if not np.isfinite(norm) or norm < 1e-12:
-        raise ValueError(f'{what}: expected a non-zero 3-vector, got {ax.tolist()}')
-    return ax / norm
+    # scaled by its largest component first: a huge axis (1e200) neither overflows nor fails
+    scale = float(np.max(np.abs(ax))) if ax.shape == (3,) else float('nan')
+    if not np.isfinite(scale) or scale < 1e-12:
+        raise ValueError(f'{what}: expected a non-zero finite 3-vector, got {ax.tolist()}')
+    ax = ax / scale
+    return ax / float(np.linalg.norm(ax))
 
 
 def _per_dof(value: float | Sequence[float], size: int, joint: str, what: str) -> list[float]:
@@ -308,6 +310,11 @@ def _vector(value: Sequence[float], size: int, what: str) -> np.ndarray:
 
 class InertiaWarning(UserWarning):
     """A link's inertia is physically inconsistent but was loaded as given (non-strict mode)."""
+
+
+class MimicWarning(UserWarning):
+    """A URDF ``<mimic>`` joint was loaded as an independent joint (the coupling is not
+    modelled), as Pinocchio's and MuJoCo's URDF parsers do by default."""
 
 
 def inertia_problem(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .lie import rpy_to_matrix
-from .model import BodySpec, Frame, Model, build_model, check_inertia
+from .model import BodySpec, Frame, MimicWarning, Model, build_model, check_inertia
 
 _SUPPORTED = ('revolute', 'continuous', 'prismatic', 'fixed')
 _UNSUPPORTED = ('planar', 'floating')
@@ -114,12 +115,17 @@ def _parse_link(elem: ET.Element, strict_inertia: bool) -> _Link:
     if inertial is None:
         return _Link(name, 0.0, np.zeros(3), np.zeros((3, 3)))
     rot, xyz = parse_origin(inertial.find('origin'), where)
+    # the URDF spec (and urdfdom) require both: a missing one is a typo, not a zero
     mass_el = inertial.find('mass')
-    mass = 0.0 if mass_el is None else _attr_float(mass_el, 'value', 0.0, f'{where} mass')
+    if mass_el is None or mass_el.get('value') is None:
+        raise ValueError(f'{where}: <inertial> needs <mass value=...> (URDF spec), got none')
+    mass = _attr_float(mass_el, 'value', 0.0, f'{where} mass')
     ie = inertial.find('inertia')
+    if ie is None:
+        raise ValueError(f'{where}: <inertial> needs an <inertia> element (URDF spec), got none')
     vals = {}
     for key in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'):
-        vals[key] = 0.0 if ie is None else _attr_float(ie, key, 0.0, f'{where} inertia')
+        vals[key] = _attr_float(ie, key, 0.0, f'{where} inertia')
     local = np.array(
         [
             [vals['ixx'], vals['ixy'], vals['ixz']],
@@ -154,7 +160,7 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     axis = parse_floats(
         None if axis_el is None else axis_el.get('xyz'), 3, (1, 0, 0), where + ' axis'
     )
-    if jtype != 'fixed' and np.linalg.norm(axis) < 1e-12:
+    if jtype != 'fixed' and not np.max(np.abs(axis)) >= 1e-12:
         raise ValueError(f'{where}: axis must be non-zero, got {axis.tolist()}')
     lower, upper, effort, velocity = -np.inf, np.inf, np.inf, np.inf
     limit = elem.find('limit')
@@ -195,31 +201,69 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     )
 
 
-def read_urdf_xml(source: str | os.PathLike[str]) -> ET.Element:
-    """The ``<robot>`` element of a URDF given as an XML string or a file path.
+def _check_mimics(root: ET.Element, types: dict[str, str]) -> None:
+    """Refuse a ``<mimic>`` naming no moving joint; warn (:class:`MimicWarning`) that the
+    mimic joints are loaded as independent joints: the coupling is not modelled."""
+    mimics = []
+    for el in root.findall('joint'):
+        mimic = el.find('mimic')
+        if mimic is None:
+            continue
+        name, target = el.get('name'), mimic.get('joint')
+        if types.get(name) == 'fixed':
+            continue
+        if types.get(target, 'fixed') == 'fixed' or target == name:
+            raise ValueError(
+                f'joint {name}: <mimic joint=...> expected another moving joint of the robot, '
+                f'got {target!r}'
+            )
+        mimics.append(f'{name} (mimics {target})')
+    if mimics:
+        warnings.warn(
+            f'URDF mimic joints loaded as independent joints, the coupling not modelled (as '
+            f"Pinocchio's and MuJoCo's parsers do by default): {', '.join(mimics)}; command "
+            'each joint yourself',
+            MimicWarning,
+            stacklevel=3,
+        )
+
+
+def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
+    """The ``<robot>`` element of a URDF given as XML (a string starting with ``<``, or
+    bytes) or a file path (read as bytes: the parser honours the encoding the XML declares).
 
     Raises
     ------
     ValueError
         A path that is not a file, malformed XML or another root element, naming what came.
     """
-    text = os.fspath(source)
-    if '<' not in text:
-        path = Path(text)
-        if not path.is_file():
-            raise ValueError(f'URDF source: expected an XML string or a file path, got {text!r}')
-        text = path.read_text()
+    where = ''
+    if isinstance(source, bytes | bytearray):
+        text: str | bytes = bytes(source)  # the XML itself, its encoding declared inside
+    else:
+        name = os.fspath(source)
+        xml = name.lstrip().lstrip('\ufeff') if isinstance(source, str) else ''
+        if xml.startswith('<'):
+            text = xml
+        else:
+            path = Path(name)
+            if not path.is_file():
+                raise ValueError(
+                    f'URDF source: expected an XML string or a file path, got {name!r}'
+                )
+            text = path.read_bytes()  # the parser reads the encoding the XML declares
+            where = f' in {path}'
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
-        raise ValueError(f'malformed URDF XML: {exc}') from None
+        raise ValueError(f'malformed URDF XML{where}: {exc}') from None
     if root.tag != 'robot':
         raise ValueError(f'URDF: expected a <robot> root element, got <{root.tag}>')
     return root
 
 
 def load_urdf(
-    source: str | os.PathLike[str],
+    source: str | bytes | os.PathLike[str],
     *,
     floating_base: bool = True,
     gravity: Sequence[float] = (0.0, 0.0, 0.0),
@@ -229,8 +273,9 @@ def load_urdf(
 
     Parameters
     ----------
-    source : str or path-like
-        A path to a ``.urdf`` file or the URDF XML itself.
+    source : str, bytes or path-like
+        A path to a ``.urdf`` file (a string not starting with ``<``) or the URDF XML itself
+        (a string starting with ``<``, or bytes).
     floating_base : bool
         Free-floating 6-DoF base (default) or a root link fixed at the inertial origin.
     gravity : (3,) array_like
@@ -284,6 +329,7 @@ def load_urdf(
         joints.append(joint)
     if len({j.name for j in joints}) != len(joints):
         raise ValueError('URDF: joint names must be unique')
+    _check_mimics(root, {j.name: j.type for j in joints})
     roots = [name for name in links if name not in child_of]
     if not roots:
         raise ValueError(
