@@ -12,7 +12,7 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.campaign.batch import BatchRunner, Campaign, Faults
 from ffsim_ros.campaign.dispersions import GOALS, run_rng, sample_inputs
 from ffsim_ros.campaign.scenario import Scenario, ScenarioError, load_scenario
-from ffsim_ros.control import ReachSupervisor, ReactionlessController
+from ffsim_ros.control import Gains, ReachSupervisor, ReactionlessController
 from ffsim_ros.control.batched import BatchedLaw
 from ffsim_ros.control.closed_loop import ClosedLoop, chained_goals
 from ffsim_ros.resources import sample_robot
@@ -44,9 +44,11 @@ def scenario(**changes) -> Scenario:
 
 
 # ------------------------------------------------------------------------------ the law
+@pytest.mark.parametrize('feedforward', [0.0, 1.0])
 @pytest.mark.parametrize('mode', ['reactionless', 'gjm_tracking'])
-def test_batched_law_equals_single_law(model, mode):
-    law = ReactionlessController(model, 'ee_link', mode=mode)
+def test_batched_law_equals_single_law(model, mode, feedforward):
+    gains = Gains(rate_feedforward=feedforward)
+    law = ReactionlessController(model, 'ee_link', mode=mode, gains=gains)
     batched = BatchedLaw(law)
     rng = np.random.default_rng(4)
     B = 6
@@ -68,6 +70,14 @@ def test_batched_law_equals_single_law(model, mode):
         np.testing.assert_allclose(terms.position[k], out.ee_position, rtol=0, atol=1e-14)
         scale = max(1.0, np.abs(out.tau).max())
         np.testing.assert_allclose(tau[k], out.tau, rtol=0, atol=1e-12 * scale)
+    if feedforward:  # the feedforward acts (the rows above would agree without it too)
+        plain = BatchedLaw(
+            ReactionlessController(model, 'ee_link', mode=mode, gains=Gains(rate_feedforward=0))
+        )
+        held = refs if mode == 'reactionless' else None
+        base = plain.efforts(Q, V, terms, targets, held)
+        assert np.abs(base - tau).max() > 1e-3 * np.abs(tau).max()
+        np.testing.assert_array_equal(base[2], tau[2])  # none on a braking row
     # a row alone gives the same bits as inside the batch
     one = batched.efforts(
         Q[4:5],

@@ -9,7 +9,9 @@ space (goals 4 and 5), so it exercises the recovery as well as plain tracking.
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,7 +136,7 @@ def test_goal_status_figures_follow_the_goal():
     for _ in range(100):
         later = loop.update()
     assert later.outcome is GoalOutcome.REACHED and later.elapsed == status.elapsed
-    assert later.position_error < 1e-3
+    assert later.position_error < 0.3 * status.position_error  # held: pulled on toward it
     d = later.as_dict()
     assert d['outcome'] == 'reached' and d['phase'] == 'holding' and d['mode'] == 'reactionless'
     assert GOAL_OUTCOMES.index(d['outcome']) == 2 and d['phase'] in GOAL_PHASES
@@ -330,6 +332,30 @@ def test_rate_feedforward_removes_the_lag_that_turns_the_base() -> None:
     assert np.abs(ff).max() > 1e-3
     with pytest.raises(ValueError, match=r'rate_feedforward: expected \[0, 1\], got 1.5'):
         Gains(rate_feedforward=1.5)
+
+
+def test_a_light_base_keeps_the_budget_with_the_default_feedforward() -> None:
+    """xArm7 floating on its own 0.89 kg ``link_base`` (the arm about 11 kg; example-robot-
+    data, a robot the controller was not tuned on): tracking a reactionless goal for 8 s, the
+    joints' lag without the feedforward turns the base beyond the 0.2 deg budget (measured
+    1.0 deg); with the default gains (``rate_feedforward`` 1) it stays within it (0.15 deg)."""
+    root = importlib.metadata.distribution('example-robot-data').locate_file(
+        'cmeel.prefix/share/example-robot-data/robots'
+    )
+    model = D.load_urdf(Path(str(root), 'xarm_description/urdf/xarm7.urdf').read_text())
+    assert Gains().rate_feedforward == 1.0
+    peaks = {}
+    for gains in (Gains(rate_feedforward=0.0), Gains()):
+        loop = loop_for(model, 'link7', gains=gains)
+        sup = loop.supervisor
+        ref = loop.q[3:7].copy()
+        sup.set_goal(loop.t, loop.q, loop.ee_position() + np.array([0.0, 0.15, 0.0]))
+        peak = 0.0
+        while loop.t < 8.0:
+            loop.update()
+            peak = max(peak, angle(loop.q[3:7], ref))
+        peaks[gains.rate_feedforward] = math.degrees(peak)
+    assert peaks[0.0] > 0.2 > peaks[1.0], peaks
 
 
 # ------------------------------------------------------------------------------ the modes

@@ -93,7 +93,13 @@ def test_law_torques_give_the_commanded_joint_accelerations(mode: str) -> None:
     goal = D.link_pose(MODEL, q, 'ee_link')[0] + np.array([0.05, -0.03, 0.02])
     out = law.compute(q, v, goal)
     assert not out.saturated
-    phiddot = law.gains.kv_joint * (out.phidot_desired - v[6:])
+    # the default feedforward: the commanded rates' derivative along the motion
+    assert law.gains.rate_feedforward == 1.0
+    feedforward = law.rate_feedforward(
+        q, v, out.phidot_desired, lambda qq: law.desired_rates(qq, law.task_terms(qq), goal)
+    )
+    assert np.linalg.norm(feedforward) > 1e-3
+    phiddot = law.gains.kv_joint * (out.phidot_desired - v[6:]) + feedforward
     assert np.linalg.norm(phiddot) > 1.0  # a real command
     a = D.forward_dynamics(MODEL, q, v, out.tau)
     assert np.linalg.norm(a[6:] - phiddot) < 1e-10 * np.linalg.norm(phiddot)

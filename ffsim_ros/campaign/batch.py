@@ -620,9 +620,12 @@ class BatchRunner:
             if at is not None and self.T[k] >= at:
                 raise InjectedFault(f'injected law error in run {slot.inputs.index}')
 
+    def _models(self, idx: np.ndarray) -> list[D.Model] | None:
+        """The controller's model of each slot of ``idx`` (None: the law's, shared)."""
+        return [self.slots[k].model for k in idx] if self.c.per_row_models else None
+
     def _terms(self, idx: np.ndarray, Qm: np.ndarray, Vm: np.ndarray) -> BatchTerms:
-        models = [self.slots[k].model for k in idx] if self.c.per_row_models else None
-        return self.c.batched.terms(Qm, Vm, models)
+        return self.c.batched.terms(Qm, Vm, self._models(idx))
 
     def _batched(
         self, idx: np.ndarray, Qm: np.ndarray, Vm: np.ndarray
@@ -651,7 +654,7 @@ class BatchRunner:
         t = self.T[idx]
         offset = bank.begin(idx, t, Qm, terms.position)
         targets, refs = bank.targets(idx)
-        tau = law.efforts(Qm, Vm, terms, targets, refs)
+        tau = law.efforts(Qm, Vm, terms, targets, refs, self._models(idx))
         planning = bank.finish(idx, t, terms.position, offset)
         if self.record:
             for j, k in enumerate(idx):

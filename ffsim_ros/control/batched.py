@@ -12,10 +12,10 @@ inside a batch).
 
 Covered: the ``reactionless`` law (attitude first, end effector in the reaction null space) and
 ``gjm_tracking`` (damped least squares on J*), a position task, toward a target or braking
-(no goal). Not covered -- :func:`batch_supported` says why: ``joint_pd`` (fixed-base inverse
-kinematics per goal), orientation tracking, the self-motion (``Gains.k_null`` > 0), the rate
-feedforward (``Gains.rate_feedforward`` > 0) and the attitude budget of the supervisor's
-recovery phases; those run through the single-state
+(no goal), with the rate feedforward (``Gains.rate_feedforward``). Not covered --
+:func:`batch_supported` says why: ``joint_pd`` (fixed-base inverse kinematics per goal),
+orientation tracking, the self-motion (``Gains.k_null`` > 0) and the attitude budget of the
+supervisor's recovery phases; those run through the single-state
 :class:`~ffsim_ros.control.supervisor.ReachSupervisor`.
 
 The controller's model may differ per row (a model with mass and inertia errors per run, the
@@ -35,7 +35,7 @@ from ffsim_ros.dynamics.jit import njit
 from ffsim_ros.dynamics.lie import qexp, qlog, qmul, qnormalize
 
 from .modes import ControlMode
-from .reactionless import ReactionlessController
+from .reactionless import FEEDFORWARD_STEP, ReactionlessController
 from .rns import RANK_TOL, TaskTerms, near_limits, reactionless_rates
 
 
@@ -153,6 +153,30 @@ def batch_terms(
     )
 
 
+def batch_task_terms(
+    models: D.Model | Sequence[D.Model], Q: np.ndarray, link: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The end-effector terms of :func:`~.rns.task_terms` for ``B`` configurations ``Q``
+    (B, nq): inertias and Jacobians only, no bias forces.
+
+    Returns
+    -------
+    position : (B, 3) end-effector position, inertial frame [m].
+    J_star : (B, 6, n) generalized Jacobian.
+    Bm : (B, 6, n) ``H0^-1 H0m``.
+    """
+    Q = np.ascontiguousarray(Q, dtype=float)
+    if isinstance(models, D.Model):
+        model = models
+        H = D.mass_matrix(model, Q)
+    else:
+        model = models[0]
+        H = np.stack([D.mass_matrix(m, Q[k]) for k, m in enumerate(models)])
+    p, _, J = D.link_pose_and_jacobian(model, Q, link)
+    Bm = _solve(H[:, :6, :6], H[:, :6, 6:])
+    return p, J[:, :, 6:] - J[:, :, :6] @ Bm, Bm
+
+
 def batch_supported(law: ReactionlessController) -> str:
     """Why ``law`` cannot be batched ('' when it can; see the module docstring)."""
     if law.mode is ControlMode.JOINT_PD:
@@ -161,8 +185,6 @@ def batch_supported(law: ReactionlessController) -> str:
         return 'orientation tracking'
     if law.gains.k_null > 0.0:
         return f'the self-motion (k_null = {law.gains.k_null:g} > 0)'
-    if law.gains.rate_feedforward > 0.0:
-        return f'the rate feedforward (rate_feedforward = {law.gains.rate_feedforward:g} > 0)'
     return ''
 
 
@@ -219,6 +241,7 @@ class BatchedLaw:
         terms: BatchTerms,
         targets: np.ndarray,
         references: np.ndarray | None = None,
+        models: Sequence[D.Model] | None = None,
     ) -> np.ndarray:
         """Joint efforts (B, n) [N m | N], clipped to the effort limits.
 
@@ -229,21 +252,58 @@ class BatchedLaw:
             arm held still: ``compute(q, v, None)``).
         references : (B, 4) base attitudes to hold (``reactionless``); a row of NaN or None:
             none (rate damping only).
+        models : the model of each row, as given to :meth:`terms` (None: the law's).
         """
         B = Q.shape[0]
         n = self.model.n
         brake = np.isnan(targets).any(axis=1)
         rates = np.zeros((B, n))
         steer = ~brake
+        feedforward = np.zeros((B, n))
         if np.any(steer):
             idx = np.flatnonzero(steer)
             refs = None if references is None else references[idx]
             rates[idx] = self.desired_rates(
                 Q[idx], terms.position[idx], terms.J_star[idx], terms.B[idx], targets[idx], refs
             )
-        phiddot = self.gains.kv_joint * (rates - V[:, 6:])
+            if self.gains.rate_feedforward > 0.0:
+                rows = None if models is None else [models[k] for k in idx]
+                feedforward[idx] = self.rate_feedforward(
+                    Q[idx], V[idx], rates[idx], targets[idx], refs, rows
+                )
+        phiddot = self.gains.kv_joint * (rates - V[:, 6:]) + feedforward
         tau = _mv(terms.H_star, phiddot) + terms.c_star
         return np.clip(tau, -self.limit, self.limit)
+
+    def rate_feedforward(
+        self,
+        Q: np.ndarray,
+        V: np.ndarray,
+        rates: np.ndarray,
+        targets: np.ndarray,
+        references: np.ndarray | None,
+        models: Sequence[D.Model] | None = None,
+    ) -> np.ndarray:
+        """Rows of :meth:`ReactionlessController.rate_feedforward` (B, n) [rad/s^2 | m/s^2]:
+        the time derivative of :meth:`desired_rates` along the measured motion, one-sided over
+        ``FEEDFORWARD_STEP`` on the Lie group, capped at ``kv_joint`` times each joint's
+        commanded speed limit, times ``Gains.rate_feedforward``.
+
+        Parameters
+        ----------
+        Q, V : (B, nq), (B, nv) the measured states;  rates : (B, n) their
+            :meth:`desired_rates` [rad/s | m/s];  targets, references : as in :meth:`efforts`
+            (no NaN target);  models : the model of each row (None: the law's).
+        """
+        g = self.gains
+        ahead = D.integrate(self.model, Q, V, FEEDFORWARD_STEP)
+        position, J_star, Bm = batch_task_terms(
+            self.model if models is None else models, ahead, self.law.ee_link
+        )
+        field = self.desired_rates(ahead, position, J_star, Bm, targets, references)
+        cap = g.kv_joint * g.max_joint_speed * self.model.velocity_limit
+        acc = np.clip((field - rates) / FEEDFORWARD_STEP, -cap, cap)
+        return g.rate_feedforward * acc
 
     def desired_rates(
         self,

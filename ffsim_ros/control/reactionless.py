@@ -140,7 +140,7 @@ class Gains:
     kp_joint: float = 16.0
     kd_joint: float = 8.0
     max_joint_speed: float = 0.9
-    rate_feedforward: float = 0.0
+    rate_feedforward: float = 1.0
 
     def __post_init__(self) -> None:
         for name, value in self.__dict__.items():
