@@ -150,6 +150,7 @@ from ffsim_ros.node_support.goal_status import (
     reach_specs,
 )
 from ffsim_ros.node_support.state_messages import joint_state_values
+from ffsim_ros.node_support.state_pairing import StatePairing
 from ffsim_ros.node_support.trajectory_action import (
     ERROR_CODES,
     STATUSES,
@@ -179,6 +180,8 @@ MAX_GAIN = 1e6
 LOG_PERIOD = 1.0
 #: Largest interval [s] between two measurements compared for a jump (``jump_threshold``).
 JUMP_WINDOW = 0.1
+#: An update later than this many control periods after the previous one is warned about.
+LATE_PERIODS = 2.5
 
 #: One line per field of :class:`ffsim_ros.control.Gains` (the ``gains.*`` parameters).
 GAIN_DESCRIPTIONS = {
@@ -430,8 +433,8 @@ class ReactionlessControllerNode(Node):
         )
         # the ee_goal, its outcome and the attitude held: the supervisor's (issue 15)
         self.supervisor = ReachSupervisor(self.law, reach_settings_from(values))
-        self._joints: tuple[np.ndarray, np.ndarray, Time] | None = None
-        self._base: tuple[np.ndarray, np.ndarray, Time] | None = None
+        # (positions or q_base, velocities or v_base, received at): paired by stamp
+        self._state: StatePairing[tuple[np.ndarray, np.ndarray, Time]] = StatePairing()
         self._pending_goal: PoseStamped | None = None
         self._last_now_ns: int | None = None  # the latest node-clock time seen
         self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
@@ -456,6 +459,7 @@ class ReactionlessControllerNode(Node):
         self._base_at_start: np.ndarray | None = None
         self._base_turned = 0.0
         self.control_period = 1.0 / values['control_rate_hz']
+        self._last_update_ns: int | None = None  # the node-clock time of the last update
 
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'joint_effort_commands', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'ee_pose', 10)
@@ -531,8 +535,9 @@ class ReactionlessControllerNode(Node):
     def _forget(self, before_ns: int, now_ns: int) -> None:
         """Drop the state, goals, trajectory, held attitude and path after the clock went
         back."""
-        self._joints = self._base = None
+        self._state.clear()
         self._previous_joints = self._previous_base = None
+        self._last_update_ns = None
         self._drop_goals(
             f'the clock went back from {before_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s'
         )
@@ -591,7 +596,7 @@ class ReactionlessControllerNode(Node):
 
     def _measured(self) -> tuple[np.ndarray, np.ndarray] | str:
         """``(q, v)`` of the latest fresh measurement, or why there is none (any thread)."""
-        joints, base = self._joints, self._base
+        joints, base = self._state.latest()
         now = self.get_clock().now()
         stale = [
             name
@@ -627,8 +632,8 @@ class ReactionlessControllerNode(Node):
         if previous is not None:
             gap = continuity_gap(previous, (stamp, pos, vel))
             if self._check_jump('joint_states', (previous[0], stamp), gap):
-                self._base = None  # (until the base's message of after the jump)
-        self._joints = (pos, vel, now)
+                self._state.clear_base()  # (until the base's message of after the jump)
+        self._state.add_joints(stamp_ns(msg.header.stamp), (pos, vel, now))
 
     def _on_odom(self, msg: Odometry) -> None:
         now = self._now()
@@ -675,8 +680,8 @@ class ReactionlessControllerNode(Node):
                 np.linalg.norm(w0) + np.linalg.norm(vb[3:])
             ) * abs(stamp - t0)
             if self._check_jump('base_odom', (t0, stamp), max(moved, turned)):
-                self._joints = None  # (until the joints' message of after the jump)
-        self._base = (qb, vb, now)
+                self._state.clear_joints()  # (until the joints' message of after the jump)
+        self._state.add_base(stamp_ns(msg.header.stamp), (qb, vb, now))
 
     def _on_goal(self, msg: PoseStamped) -> None:
         self._pending_goal = msg
@@ -711,6 +716,23 @@ class ReactionlessControllerNode(Node):
             self.get_logger().info(line)
 
     # ------------------------------------------------------------------------------ loop
+    def _check_period(self, now_ns: int) -> bool:
+        """Whether this update comes more than ``LATE_PERIODS`` control periods of the node's
+        clock after the previous one, warned (throttled): on simulated time, the simulation
+        runs faster than this controller keeps up, and the law (tuned for its period)
+        degrades."""
+        last, self._last_update_ns = self._last_update_ns, now_ns
+        gap = 0.0 if last is None else (now_ns - last) * 1e-9
+        late = gap > LATE_PERIODS * self.control_period
+        if late:
+            self.get_logger().warning(
+                f'control update {gap * 1e3:.1f} ms after the previous one on the node clock '
+                f'(period {self.control_period * 1e3:g} ms): the simulation runs faster than '
+                'this controller keeps up; lower the real_time_factor',
+                throttle_duration_sec=LOG_PERIOD,
+            )
+        return late
+
     def _fresh(self, item, now: Time) -> bool:
         """Received at most ``state_timeout`` before ``now``, and not after it."""
         if item is None:
@@ -720,13 +742,15 @@ class ReactionlessControllerNode(Node):
 
     def _on_timer(self) -> None:
         now = self._now()
-        if not (self._fresh(self._joints, now) and self._fresh(self._base, now)):
+        self._check_period(now.nanoseconds)
+        joints, base = self._state.latest()  # one instant where the stamps allow
+        if not (self._fresh(joints, now) and self._fresh(base, now)):
             self.get_logger().warning(
                 'no fresh joint_states/base_odom: not commanding', throttle_duration_sec=2.0
             )
             return
-        pos, vel, _ = self._joints
-        qb, vb, _ = self._base
+        pos, vel, _ = joints
+        qb, vb, _ = base
         q = np.r_[qb, pos]
         v = np.r_[vb, vel]
         t = now.nanoseconds * 1e-9

@@ -378,6 +378,12 @@ class Simulator(Node):
         self._batch = max(1, min(self.decimation, int(round(MAX_BATCH_SECONDS * physics))))
         self.world = values['world_frame'] or 'world'
         self.base_frame = values['frame_prefix'] + model.base_link
+        if self.base_frame == self.world:  # (URDFs rooted at a link 'world': UR5, xArm7)
+            raise ParameterValueError(
+                f"world_frame: expected a frame other than the robot's base link frame "
+                f'{self.base_frame!r} (TF would carry a transform from it to itself), got '
+                f"{self.world!r}; set world_frame (e.g. 'inertial') or frame_prefix"
+            )
         setup = world_setup(values['scenario'], model, self.urdf, dt_ns)
         chain, q0, v0 = initial_state(model, loops, setup.initial_values(values))
         if chain is not None and setup.targets:

@@ -61,7 +61,15 @@ def _files(folder: Path) -> dict[str, str]:
     negative.write_text(
         sample_robot('planar_2link').read_text().replace('effort="50"', 'effort="-10"', 1)
     )
+    world_root = folder / 'world_root.urdf'  # rooted at a link 'world', as UR5's URDF
+    world_root.write_text(
+        sample_robot('planar_2link')
+        .read_text()
+        .replace('name="base_link"', 'name="world"')
+        .replace('link="base_link"', 'link="world"')
+    )
     return {
+        'world_root': str(world_root),
         'binary': str(binary),
         'latin': str(latin),
         'big': str(big),
@@ -126,6 +134,11 @@ def bad_values(files: dict[str, str]) -> list[tuple[str, list[str], str]]:
         ),
         # strings and booleans
         (SIM, ['world_frame:=/world'], "world_frame: expected '' or a frame id"),
+        (
+            SIM,
+            [f'robot_file:={files["world_root"]}'],
+            "world_frame: expected a frame other than the robot's base link frame 'world'",
+        ),
         (SIM, ['frame_prefix:=robot1'], "frame_prefix: expected '' or a frame id prefix"),
         (SIM, ['start_paused:=maybe'], "start_paused: expected a bool, got 'maybe' (a string)"),
         (SIM, ['publish_clock:=1'], 'publish_clock: expected a bool, got 1 (an integer)'),

@@ -226,7 +226,7 @@ def step(
             else:
                 q, v = _solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
             if target is not None:
-                v = e_correct_momentum(*packed, q, v, target)
+                q, v = e_correct_momentum(*packed, q, v, target)
     except (ValueError, ZeroDivisionError) as e:
         raise state_error(model, e, q=q, v=v, tau=gen) from e
     return q, v
@@ -239,7 +239,7 @@ def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.nd
     require_floating(model, 'momentum_after')
     q, v = as_q(model, q), as_v(model, v)
     try:
-        return e_momentum_target(*model.packed, q, v, float(dt))
+        return e_momentum_target(*model.packed, q, v, float(dt))[:6]
     except ZeroDivisionError as e:  # a zero quaternion
         raise state_error(model, e, q=q, v=v) from e
 

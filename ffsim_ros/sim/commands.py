@@ -219,6 +219,20 @@ class ExternalWrenches:
         R = quat_to_matrix(q[3:7])
         return np.concatenate((R @ self.base[:3], R @ self.base[3:]))
 
+    def describe(self) -> str:
+        """The wrenches acting, for a fault message ('' when none acts)."""
+        parts = []
+        if self.base is not None and np.any(self.base):
+            force, torque = np.linalg.norm(self.base[:3]), np.linalg.norm(self.base[3:])
+            parts.append(
+                f'a base wrench of |f| = {force:.3g} N, |n| = {torque:.3g} N m '
+                f'({self.base_frame} frame)'
+            )
+        links = sorted(k for k, w in (self.links or {}).items() if np.any(w))
+        if links:
+            parts.append(f'link wrenches on {links}')
+        return ' and '.join(parts)
+
     def step_arguments(self) -> dict[str, object]:
         """Keyword arguments of :func:`ffsim_ros.dynamics.step` for these wrenches (none for
         an all-zero wrench, so that the momentum-preserving step still applies)."""

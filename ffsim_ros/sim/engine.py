@@ -656,11 +656,19 @@ class Engine:
             try:
                 q1, v1, _ = world.advance(applied, 1)
             except WorldStepError as exc:
-                self._fault = f'non-finite state in the step from t = {at:.6f} s: {exc}'
+                self._fault = (
+                    f'non-finite state in the step from t = {at:.6f} s: {exc}{self._under()}'
+                )
                 return work
             work += float(applied @ self._joint_motion(q, q1))
             self._commit(q1, v1, applied, 1)
         return work
+
+    def _under(self) -> str:
+        """For a fault message: the external wrenches acting, which a state diverging under
+        them most likely comes from ('' when none acts)."""
+        acting = self._wrenches.describe()
+        return f'; under {acting}: too large for the physics step?' if acting else ''
 
     def _quiet_ahead(self, tau: np.ndarray, count: int) -> bool:
         """Whether no limit can act over ``count`` steps from now (with a margin)."""
@@ -689,13 +697,18 @@ class Engine:
                 applied = tau if stops is None else tau + stops
                 q1, v1 = self._step_from(q, v, applied, 1)
                 if not _finite(q1, v1):
-                    self._fault = f'non-finite state in the step from t = {at:.6f} s'
+                    self._fault = (
+                        f'non-finite state in the step from t = {at:.6f} s{self._under()}'
+                    )
                     return work
                 v1, impulse = limits.brake(q1, v1, dt)
                 if self._chain is not None and np.any(impulse):
                     q1, v1 = self._chain.project(q1, v1)
             except DYNAMICS_ERRORS as exc:
-                self._fault = f'non-finite state: the dynamics failed at t = {at:.6f} s ({exc})'
+                self._fault = (
+                    f'non-finite state: the dynamics failed at t = {at:.6f} s ({exc})'
+                    + self._under()
+                )
                 return work
             work += float(applied @ self._joint_motion(q, q1))
             self._commit(q1, v1, tau + impulse / dt, 1)

@@ -9,6 +9,13 @@ smallest velocity change in the kinetic-energy metric: with ``A v = h`` the mome
 about the base CoM, ``H^-1 A^T`` selects the base columns: only the base velocity changes, by
 the rigid-body motion of the whole system that carries the missing momentum. That costs one
 kinematics pass and a 6x6 solve.
+
+The system CoM is known exactly too: it moves on the ballistic line (straight without
+gravity) that the exact momentum dictates. Before the velocity correction the base is shifted
+by the step's CoM error (:func:`recentered`, the whole system translated: loop closures and
+the joint coordinates unchanged, the accelerations translation invariant), so that the
+angular momentum about the CoM, ``L_g = L_O - r_g x P``, holds exactly as well when ``P`` is
+not zero (before: to RK4's position error times ``P``).
 """
 
 from __future__ import annotations
@@ -98,15 +105,19 @@ def base_correction(
 def momentum_after(
     m: ModelArrays, h: np.ndarray, mass: float, first: np.ndarray, dt: float
 ) -> np.ndarray:
-    """The momentum ``[P; L_O]`` after ``dt`` seconds under gravity alone, from ``h`` now.
+    """The momentum ``[P; L_O]`` and first moment ``M r_g`` after ``dt`` seconds under gravity
+    alone, from ``h`` (6,) and ``first`` (3,) now: a (9,) target ``[P; L_O; M r_g]``.
 
     ``P += M g dt``; the CoM follows the ballistic ``r_g + (P/M) t + g t^2/2``, so
     ``L_O += M dt r_g x g + dt^2/2 P x g`` (the ``g t^2/2`` term is parallel to ``g``).
     """
     g = m.gravity
-    out = h.copy()
+    out = np.empty(9)
+    for r in range(6):
+        out[r] = h[r]
     for r in range(3):
         out[r] += mass * g[r] * dt
+        out[6 + r] = first[r] + h[r] * dt + 0.5 * mass * g[r] * dt * dt
     P = h[:3]
     c = first  # M r_g
     out[3] += dt * (c[1] * g[2] - c[2] * g[1]) + 0.5 * dt * dt * (P[1] * g[2] - P[2] * g[1])
@@ -115,25 +126,71 @@ def momentum_after(
     return out
 
 
+@njit_leaf
+def recentered(
+    q: np.ndarray,
+    h: np.ndarray,
+    mass: float,
+    first: np.ndarray,
+    inertia: np.ndarray,
+    first_target: np.ndarray,
+):
+    """The whole system translated so that its first moment is ``first_target`` (3,)
+    ``M r_g`` [kg m]: the base position moved by ``d = (first_target - first) / M``, and the
+    momentum about O and composite inertia about O of the translated state.
+
+    Returns
+    -------
+    q : (nq,) ;  h : (6,) ``[P; L_O + d x P]`` ;  first : (3,) ``first_target`` ;
+    inertia : (3, 3) about O.
+    """
+    q = q.copy()
+    h = h.copy()
+    d = np.empty(3)
+    for r in range(3):
+        d[r] = (first_target[r] - first[r]) / mass
+        q[r] += d[r]
+    P = h[:3]
+    h[3] += d[1] * P[2] - d[2] * P[1]
+    h[4] += d[2] * P[0] - d[0] * P[2]
+    h[5] += d[0] * P[1] - d[1] * P[0]
+    # I_O = I_g + M (|c|^2 E - c c^T) with c = r_g: the parallel-axis terms moved to c + d
+    c0 = first / mass
+    c1 = first_target / mass
+    shifted = inertia.copy()
+    sq = (c1[0] * c1[0] + c1[1] * c1[1] + c1[2] * c1[2]) - (
+        c0[0] * c0[0] + c0[1] * c0[1] + c0[2] * c0[2]
+    )
+    for r in range(3):
+        shifted[r, r] += mass * sq
+        for c in range(3):
+            shifted[r, c] -= mass * (c1[r] * c1[c] - c0[r] * c0[c])
+    return q, h, first_target.copy(), shifted
+
+
 @njit
 def correct_momentum(m: ModelArrays, q: np.ndarray, v: np.ndarray, target: np.ndarray):
-    """``v`` with its base velocity changed so that the momentum about O is ``target``.
+    """``(q, v)`` with the base velocity changed so that the momentum about O is
+    ``target[:6]`` and, when ``target`` (9,) carries the first moment ``M r_g``, the whole
+    system first translated onto it (:func:`recentered`).
 
-    The change is the rigid motion of the whole system ``[v_O; w]`` at O with
+    The velocity change is the rigid motion of the whole system ``[v_O; w]`` at O with
     ``I_sys [v_O; w] = target - h`` (``I_sys`` the composite spatial inertia about O), i.e.
     the kinetic-energy-metric projection of the module docstring.
 
     Returns
     -------
-    v : (nv,) corrected velocity;  h : (6,) its momentum (``target``);  mass : float;
-    first_moment : (3,) ``M r_g`` at ``q``.
+    q : (nq,) ;  v : (nv,) corrected velocity;  h : (6,) its momentum (``target[:6]``);
+    mass : float;  first_moment : (3,) ``M r_g`` at the returned ``q``.
     """
     h, mass, first, inertia = system_momentum(m, q, v)
+    if target.shape[0] == 9:
+        q, h, first, inertia = recentered(q, h, mass, first, inertia, target[6:])
     out = v.copy()
-    dv = base_correction(q, target - h, mass, first, inertia)
+    dv = base_correction(q, target[:6] - h, mass, first, inertia)
     for c in range(6):
         out[c] += dv[c]
-    return out, target.copy(), mass, first
+    return q, out, target[:6].copy(), mass, first
 
 
 @njit
@@ -154,8 +211,9 @@ def corrected_first_stage(
 
     Returns
     -------
-    v : (nv,) corrected velocity;  a : (nv,) its accelerations;  h : (6,) its momentum;
-    mass : float;  first_moment : (3,)
+    q : (nq,) the configuration, translated onto the target's first moment;  v : (nv,)
+    corrected velocity;  a : (nv,) its accelerations;  h : (6,) its momentum;  mass : float;
+    first_moment : (3,)
     """
     nb = m.parent.shape[0]
     nv = v.shape[0]
@@ -164,11 +222,14 @@ def corrected_first_stage(
     h = spatial_momentum(m, v, S, mw, hw, Iw)
     mass, first, inertia = composite_inertia(mw, hw, Iw)
     if target.shape[0] > 0:
+        # the ABA below keeps the kinematics of the untranslated q: the accelerations
+        # ([dV0; dw0; phiddot]) of a translated system are the same
+        q, h, first, inertia = recentered(q, h, mass, first, inertia, target[6:])
         v = v.copy()
-        dv = base_correction(q, target - h, mass, first, inertia)
+        dv = base_correction(q, target[:6] - h, mass, first, inertia)
         for c in range(6):
             v[c] += dv[c]
-        h = target.copy()
+        h = target[:6].copy()
     force = gen
     if with_friction:
         force = gen.copy()
@@ -178,7 +239,7 @@ def corrected_first_stage(
             force[c] += friction[c]
     a = np.empty(nv)
     aba_passes(m, v, force, np.empty((0, 6)), a, ws)
-    return v, a, h, mass, first
+    return q, v, a, h, mass, first
 
 
 @njit_leaf
@@ -193,7 +254,8 @@ def conserving_rk4_steps(
 ):
     """``count`` RK4 steps of a floating-base system without external wrenches (joint efforts
     and gravity only), the momentum of each step's end state corrected to the momentum the
-    step must end with (:func:`momentum_after`): fused with the next step's first stage
+    step must end with (:func:`momentum_after`, the CoM on its ballistic line too): fused
+    with the next step's first stage
     (:func:`corrected_first_stage`), and once more after the last step.
 
     Returns
@@ -205,7 +267,8 @@ def conserving_rk4_steps(
     none = np.empty(0)
     target = none
     for _ in range(count):
-        v, a, h, mass, first = corrected_first_stage(m, q, v, gen, with_friction, target, ws)
+        q, v, a, h, mass, first = corrected_first_stage(m, q, v, gen, with_friction, target, ws)
         target = momentum_after(m, h, mass, first, dt)
         q, v = rk4_step(m, q, v, gen, fext, with_friction, dt, none, a)
-    return q, correct_momentum(m, q, v, target)[0]
+    q, v, _, _, _ = correct_momentum(m, q, v, target)
+    return q, v

@@ -589,7 +589,9 @@ def closed_chain_step(
     (:func:`_loop_errors`, from the kinematics alone: at 1 kHz the RK4 drift of most steps is
     ~1e-15 and the projection, an evaluation of the dynamics, is spared) and, when asked,
     the momentum correction to the momentum the step must end with under gravity alone
-    (:func:`.conservation.momentum_after`, :func:`.conservation.correct_momentum`).
+    (:func:`.conservation.momentum_after`, :func:`.conservation.correct_momentum`; the
+    momentum about O only: the CoM is not moved onto its ballistic line, as the Python
+    projection of the other methods does not).
 
     Parameters
     ----------
@@ -653,7 +655,7 @@ def closed_chain_step(
     # do: the RK4 drift is ~1e-15), needs no projection; the check costs the kinematics alone
     if _loop_errors(m, qn, vn, loop_i, loop_f, nrows) <= tol:
         if conserve:
-            vn = correct_momentum(m, qn, vn, target)[0]
+            vn = correct_momentum(m, qn, vn, target[:6])[1]
         return qn, vn, 0
     dq = np.empty(nv)
     dv = np.empty(nv)
@@ -668,7 +670,7 @@ def closed_chain_step(
         qn = integrate(m, qn, dq, 1.0)
     vn += dv
     if conserve:
-        vn = correct_momentum(m, qn, vn, target)[0]
+        vn = correct_momentum(m, qn, vn, target[:6])[1]
     return qn, vn, 0
 
 

@@ -315,8 +315,8 @@ def e_conserving_rk4_steps(
 def e_momentum_target(
     idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, dt: float
 ):
-    """The momentum about O (6,) the state ``(q, v)`` has after ``dt`` under gravity alone
-    (:func:`.conservation.momentum_after`)."""
+    """``[P; L_O; M r_g]`` (9,): the momentum about O and the first moment the state
+    ``(q, v)`` has after ``dt`` under gravity alone (:func:`.conservation.momentum_after`)."""
     m = unpack(idata, fdata)
     h, mass, first, _ = system_momentum(m, q, v)
     return momentum_after(m, h, mass, first, dt)
@@ -325,6 +325,8 @@ def e_momentum_target(
 @njit
 def e_correct_momentum(
     idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, target: np.ndarray
-) -> np.ndarray:
-    """Entry point of :func:`.conservation.correct_momentum`: the corrected velocity."""
-    return correct_momentum(unpack(idata, fdata), q, v, target)[0]
+):
+    """Entry point of :func:`.conservation.correct_momentum`: the translated configuration and
+    the corrected velocity."""
+    q, v, _, _, _ = correct_momentum(unpack(idata, fdata), q, v, target)
+    return q, v
