@@ -127,7 +127,7 @@ from ffsim_ros.node_support import (
     vector,
     zero_or_interval,
 )
-from ffsim_ros.node_support.initial_state import initial_state
+from ffsim_ros.node_support.initial_state import initial_state, outside_limits
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
 from ffsim_ros.node_support.scene_services import SceneInterfaces
 from ffsim_ros.node_support.scene_support import SHIPPED_SCENARIOS, world_setup
@@ -433,6 +433,13 @@ class Simulator(Node):
             f'factor {self._pacer.rtf:g}'
             f'{" (as fast as possible)" if self._pacer.rtf == 0 else ""}'
         )
+        outside = outside_limits(model, q0)
+        if outside:  # (with position_limits such a start is refused above)
+            self.get_logger().warning(
+                f'initial joint positions beyond their URDF position limits: {outside}; set '
+                'initial_joint_positions within them (a controller moves such joints only '
+                'back toward their range)'
+            )
 
     def _create_interfaces(self, publish_clock: bool) -> None:
         names = self.model.joint_names

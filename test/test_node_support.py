@@ -419,3 +419,22 @@ def test_run_node_exit_status_when_a_callback_fails(
         return node
 
     assert run_node(factory, 'probe', args=[]) == (0 if shut_down else EXIT_FATAL)
+
+
+def test_initial_joints_beyond_their_limits_are_named() -> None:
+    """Some URDFs' zero lies outside a joint's range (Kinova's j2s6s200_joint_2: 0.82..5.46
+    rad): the simulator names such joints at start (a warning) so that a controller that
+    then refuses to drive them farther out is not a mystery."""
+    from ffsim_ros.node_support.initial_state import outside_limits
+
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+    q = D.neutral(model)
+    assert outside_limits(model, q) == ''
+    q[7 + 1] = model.upper[1] + 0.5
+    q[7 + 3] = model.lower[3] - 0.25
+    text = outside_limits(model, q)
+    names = model.joint_names
+    assert text == (
+        f'{names[1]} = {q[8]:g} ({model.lower[1]:g}..{model.upper[1]:g}), '
+        f'{names[3]} = {q[10]:g} ({model.lower[3]:g}..{model.upper[3]:g})'
+    )

@@ -314,3 +314,26 @@ def test_default_gripper_is_on_a_moving_body_or_none() -> None:
         event = world.scene.grasp()
         assert not event.captured and event.reason == reason
         assert world.scene.envelope_checks() == []
+
+
+def test_left_out_robot_meshes_are_warned_about_once() -> None:
+    """A robot whose collision geometry is meshes (a CAD export): the simulator's contact
+    shapes are primitives only, said by one warning naming every link (one warning per mesh
+    before: dozens of lines for a real robot)."""
+    mesh = '<collision><geometry><mesh filename="package://x/{0}.dae"/></geometry></collision>'
+    urdf = TARGET_URDF.replace(
+        '<collision><geometry><box size="0.4 0.3 0.2"/></geometry></collision>',
+        mesh.format('hub'),
+    ).replace(
+        '<collision><geometry><cylinder radius="0.1" length="0.02"/></geometry></collision>',
+        mesh.format('panel') + mesh.format('panel2'),
+    )
+    model = D.load_urdf(urdf)
+    with pytest.warns(UserWarning) as caught:
+        setup = world_setup('', model, urdf, 1_000_000)
+    texts = [str(w.message) for w in caught]
+    assert texts == [
+        '3 collision mesh(es) left out (contact with targets uses the primitive shapes only): '
+        'link hub, link panel'
+    ], texts
+    assert len(setup.shapes) == 0  # no primitive left

@@ -51,6 +51,21 @@ def initial_state(
     return chain, q, v
 
 
+def outside_limits(model: D.Model, q: np.ndarray) -> str:
+    """The joints of the configuration ``q`` (nq,) beyond their URDF position limits, as
+    ``'name = value (lower..upper)'`` items ('' when none; one-DoF joints only: a ball
+    joint has no position limits). Some URDFs' zero lies outside the range (Kinova's
+    ``j2s6s200_joint_2``: 0.82..5.46 rad)."""
+    if model.nq != model.nv + (1 if model.floating_base else 0):
+        return ''
+    phi = q[model.nq - model.n :]
+    out = np.flatnonzero((phi < model.lower) | (phi > model.upper))
+    return ', '.join(
+        f'{model.joint_names[j]} = {phi[j]:g} ({model.lower[j]:g}..{model.upper[j]:g})'
+        for j in out
+    )
+
+
 def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
     """A joint-sized vector parameter: ``[]`` or ``[0.0]`` mean zeros."""
     if len(values) == 0 or values == [0.0]:

@@ -32,6 +32,7 @@ Messages (all stamped with the simulated time, frames prefixed by ``frame_prefix
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,29 @@ class WorldSetup:
             raise ParameterValueError(f'scenario: {self.source}: {exc}') from None
 
 
+def _robot_shapes(urdf: str, model: D.Model, exclude: Any = ()) -> Any:
+    """The robot's collision shapes of ``urdf`` (primitives; meshes left out), with one
+    warning naming every link whose mesh was left out (one per mesh before: a robot from a
+    CAD export printed dozens of lines)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        shapes = shapes_from_urdf(urdf, model=model, meshes='ignore', exclude=exclude)
+    meshes = []
+    for w in caught:
+        text = str(w.message)
+        if 'ignored' in text:
+            meshes.append(text.split(' <collision>')[0])
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if meshes:
+        warnings.warn(
+            f'{len(meshes)} collision mesh(es) left out (contact with targets uses the '
+            f'primitive shapes only): {", ".join(sorted(set(meshes)))}',
+            stacklevel=3,
+        )
+    return shapes
+
+
 def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSetup:
     """The world of the ``scenario`` parameter ('' : no target, the defaults of the module
     docstring).
@@ -178,7 +202,7 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
         Starting with ``scenario:`` and naming the file and field.
     """
     if not scenario:
-        shapes = shapes_from_urdf(urdf, model=model, meshes='ignore')
+        shapes = _robot_shapes(urdf, model)
         link = default_gripper_link(model)
         gripper = None if link is None else Gripper(link)
         return WorldSetup(gripper, shapes, ImpactLaw(), ())
@@ -215,7 +239,7 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
         )
     robot = data['robot']
     exclude = [str(x) for x in robot.get('exclude_links', [])]
-    shapes = shapes_from_urdf(urdf, model=model, meshes='ignore', exclude=exclude)
+    shapes = _robot_shapes(urdf, model, exclude)
     q, v = alone.robot_state
     return WorldSetup(
         alone.gripper,
