@@ -610,3 +610,22 @@ def test_watchdog_follows_gravity_and_pauses_under_a_wrench() -> None:
     assert sim.health.checked and sim.health.ok
     sim.advance(10)
     assert sim.health.checked and sim.health.ok and sim.health.momentum_drift <= 1e-12
+
+
+def test_watchdog_ignores_round_off_of_a_heavy_robot_at_rest() -> None:
+    """The 752 kg servicer at rest: a momentum change of 5e-11 kg m/s (its round-off; the
+    relative drift against a near-zero scale is large) is not a warning; 1e-6 is."""
+    from ffsim_ros.sim.watchdog import Watchdog
+
+    q, v = D.neutral(MODEL), np.zeros(MODEL.nv)
+    h, com = D.momentum_and_com(MODEL, q, v)
+    for change, warns in ((5e-11, False), (1e-6, True)):
+        dog = Watchdog(MODEL)
+        dog.anchor(q, v, h, com, 0.0)
+        moved = h.copy()
+        moved[0] += change
+        health = dog.observe(
+            q, v, moved, com, span_ns=10_000_000, work=0.0, checked=True, kinetic=0.0
+        )
+        assert health.checked and health.momentum_drift > 1e-9  # relative: large either way
+        assert bool(health.warnings) is warns, health.warnings

@@ -43,7 +43,8 @@ import ffsim_ros.dynamics as D
 MOMENTUM_TOLERANCE = 1e-9
 #: Energy gained beyond the work of the efforts, relative to its scale, beyond which it warns.
 ENERGY_TOLERANCE = 1e-6
-#: Absolute floors [kg m/s | kg m^2/s], [J] (a robot at rest has no scale).
+#: Absolute floors [kg m/s | kg m^2/s] (per kg of the robot's mass above 1 kg for the
+#: momentum warning), [J] (a robot at rest has no scale).
 MOMENTUM_FLOOR = 1e-12
 ENERGY_FLOOR = 1e-9
 
@@ -206,7 +207,9 @@ class Watchdog:
         scale_E = self._largest[0][1] + absolute_work
 
         warnings = []
-        if drift > self.momentum_tolerance and max(dP, dL) > MOMENTUM_FLOOR:
+        # (round-off grows with the mass: 1e-12 kg m/s was below a 752 kg robot's, which
+        # then warned at rest, |dP| 1e-12 against a near-zero scale)
+        if drift > self.momentum_tolerance and max(dP, dL) > MOMENTUM_FLOOR * max(1.0, M):
             warnings.append(
                 f'momentum drifted by {drift:.3g} of its scale (|dP| = {dP:.3g} kg m/s, '
                 f'|dL_O| = {dL:.3g} kg m^2/s; tolerance {self.momentum_tolerance:g}) with no '
