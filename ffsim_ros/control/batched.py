@@ -111,6 +111,18 @@ def _norms(x: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum('ij,ij->i', x, x))
 
 
+def _mass_matrices(
+    models: D.Model | Sequence[D.Model], Q: np.ndarray
+) -> tuple[D.Model, np.ndarray]:
+    """The model whose geometry serves the kinematics, and the mass matrices (B, nv, nv) of
+    ``Q`` (B, nq) with the model, or with each row's."""
+    if isinstance(models, D.Model):
+        return models, D.mass_matrix(models, Q)
+    if len(models) != Q.shape[0]:
+        raise ValueError(f'models: expected {Q.shape[0]} (one per row), got {len(models)}')
+    return models[0], np.stack([D.mass_matrix(m, Q[k]) for k, m in enumerate(models)])
+
+
 def batch_terms(
     models: D.Model | Sequence[D.Model], Q: np.ndarray, V: np.ndarray, link: str
 ) -> BatchTerms:
@@ -124,19 +136,11 @@ def batch_terms(
     """
     Q = np.ascontiguousarray(Q, dtype=float)
     V = np.ascontiguousarray(V, dtype=float)
+    model, H = _mass_matrices(models, Q)
     if isinstance(models, D.Model):
-        model = models
-        H = D.mass_matrix(model, Q)
         c = D.bias_forces(model, Q, V)
     else:
-        if len(models) != Q.shape[0]:
-            raise ValueError(f'models: expected {Q.shape[0]} (one per row), got {len(models)}')
-        model = models[0]
-        H = np.empty((Q.shape[0], model.nv, model.nv))
-        c = np.empty((Q.shape[0], model.nv))
-        for k, m in enumerate(models):
-            H[k] = D.mass_matrix(m, Q[k])
-            c[k] = D.bias_forces(m, Q[k], V[k])
+        c = np.stack([D.bias_forces(m, Q[k], V[k]) for k, m in enumerate(models)])
     p, _, J = D.link_pose_and_jacobian(model, Q, link)
     n = model.n
     H0m = H[:, :6, 6:]
@@ -166,12 +170,7 @@ def batch_task_terms(
     Bm : (B, 6, n) ``H0^-1 H0m``.
     """
     Q = np.ascontiguousarray(Q, dtype=float)
-    if isinstance(models, D.Model):
-        model = models
-        H = D.mass_matrix(model, Q)
-    else:
-        model = models[0]
-        H = np.stack([D.mass_matrix(m, Q[k]) for k, m in enumerate(models)])
+    model, H = _mass_matrices(models, Q)
     p, _, J = D.link_pose_and_jacobian(model, Q, link)
     Bm = _solve(H[:, :6, :6], H[:, :6, 6:])
     return p, J[:, :, 6:] - J[:, :, :6] @ Bm, Bm

@@ -30,7 +30,7 @@ from .inputs import (
     no_batched_wrenches,
     require_floating,
     state_error,
-    zero_quaternion,
+    zero_quaternion_error,
 )
 from .kernels.batched import b_forward_dynamics, b_inverse_dynamics, b_mass_matrix, b_momentum
 from .kernels.entry import (
@@ -247,8 +247,9 @@ def link_pose_and_jacobian(
         Q = as_q_rows(model, q, lead)
     else:  # a zero quaternion named here: the parallel kernel cannot raise a clear error
         Q = as_q(model, q)[None, :]
-        if zero_quaternion(model, Q) is not None:
-            raise state_error(model, ZeroDivisionError(), q=Q[0])
+        zero = zero_quaternion_error(model, Q, rows=False)
+        if zero is not None:
+            raise zero
     mask = _support_mask(model, frame.body)
     p, R, J = b_link_frame(
         *model.packed,

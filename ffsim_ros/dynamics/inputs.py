@@ -113,6 +113,19 @@ def zero_quaternion(model: Model, Q: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
+def zero_quaternion_error(model: Model, Q: np.ndarray, rows: bool = True) -> ValueError | None:
+    """The error naming the first zero quaternion of the configurations ``Q`` (B, nq) (its
+    row when ``rows``; a single state's is just at its index), or None when there is none."""
+    zero = zero_quaternion(model, Q)
+    if zero is None:
+        return None
+    r, i = zero
+    return ValueError(
+        f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
+        f'{Q[r, i : i + 4].tolist()}' + (f' in row {r}' if rows else '')
+    )
+
+
 def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
     """:func:`as_rows` of configurations, each quaternion checked non-zero.
 
@@ -122,13 +135,9 @@ def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
         As :func:`as_rows`, or ``'q: expected a non-zero quaternion at index <i>, got ...'``.
     """
     Q = as_rows(q, model.nq, 'q', lead)
-    zero = zero_quaternion(model, Q)
-    if zero is not None:
-        r, i = zero
-        raise ValueError(
-            f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
-            f'{Q[r, i : i + 4].tolist()} in row {r}'
-        )
+    error = zero_quaternion_error(model, Q)
+    if error is not None:
+        raise error
     return Q
 
 
@@ -149,13 +158,9 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
             i = int(np.flatnonzero(~np.isfinite(x))[0])
             return ValueError(f'{name}: expected finite values, got {x[i]} at index {i}')
     q = np.asarray(arrays.get('q', ()), dtype=float)
-    zero = zero_quaternion(model, q[None, :]) if q.shape == (model.nq,) else None
+    zero = zero_quaternion_error(model, q[None, :], rows=False) if q.shape == (model.nq,) else None
     if zero is not None:
-        i = zero[1]
-        return ValueError(
-            f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
-            f'{q[i : i + 4].tolist()}'
-        )
+        return zero
     if isinstance(error, ZeroDivisionError) or 'positive definite' in str(error):
         why = str(error) or 'division by zero'
         return ValueError(
