@@ -353,6 +353,52 @@ def wait_until_fixture() -> Callable[..., bool]:
     return wait_until
 
 
+def publish_until(
+    publish: Callable[[], object],
+    predicate: Callable[[], object],
+    timeout: float,
+    executor: Executor,
+    every: float = 0.2,
+) -> bool:
+    """Call ``publish()`` every ``every`` seconds until ``predicate()`` holds.
+
+    A publisher that sees a subscription (``get_subscription_count() > 0``) does not mean
+    the subscriber has matched that publisher yet: each side discovers the other on its own,
+    and a volatile reader drops what a writer sent before the reader matched it. A test that
+    publishes one message right after discovery can therefore lose it; a command stream
+    (what these topics carry) repeats anyway, so the test repeats too. Use it only for
+    messages whose repetition changes nothing (the same command again).
+
+    Returns
+    -------
+    bool
+        True if the predicate held within ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        publish()
+        if wait_until(predicate, min(every, max(0.0, deadline - time.monotonic())), executor):
+            return True
+    return bool(predicate())
+
+
+@pytest.fixture(name='publish_until')
+def publish_until_fixture(ros_executor) -> Callable[..., bool]:
+    """:func:`publish_until` on the test's executor: ``publish_until(publish, predicate,
+    timeout=20.0)``.
+
+    Returns
+    -------
+    callable
+        ``publish_until(publish, predicate, timeout=20.0) -> bool``.
+    """
+
+    def bound(publish, predicate, timeout: float = 20.0) -> bool:
+        return publish_until(publish, predicate, timeout, ros_executor)
+
+    return bound
+
+
 class RosProcess:
     """A ROS subprocess started by the ``ros_process`` fixture.
 

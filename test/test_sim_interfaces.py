@@ -682,7 +682,7 @@ def test_entities_state_round_trip_and_bad_input(ros_process, probe) -> None:
 
 
 @pytest.mark.ros
-def test_joint_state_commands_by_name(ros_process, probe) -> None:
+def test_joint_state_commands_by_name(ros_process, probe, publish_until) -> None:
     """Efforts by joint name, any subset, each joint timing out on its own; bad commands
     refused whole, with a throttled error naming the joints; the positional topic beside."""
     from sensor_msgs.msg import JointState
@@ -702,8 +702,10 @@ def test_joint_state_commands_by_name(ros_process, probe) -> None:
     def effort_is(expected) -> bool:
         return bool(probe.joints) and list(probe.joints[-1].effort) == list(expected)
 
-    send(['arm_joint_5', 'arm_joint_2'], [-10.0, 20.0])
-    assert probe.spin_until(lambda: effort_is([0, 20, 0, 0, -10, 0, 0])), sim.describe()
+    assert publish_until(
+        lambda: send(['arm_joint_5', 'arm_joint_2'], [-10.0, 20.0]),
+        lambda: effort_is([0, 20, 0, 0, -10, 0, 0]),
+    ), sim.describe()
     for names, efforts, positions, text in (
         (['arm_joint_1', 'gripper'], [1, 1], (), "unknown joints ['gripper']"),
         (['arm_joint_1', 'arm_joint_3'], [1, math.nan], (), "{'arm_joint_3': nan}"),

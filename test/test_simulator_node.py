@@ -23,7 +23,7 @@ N = MODEL.n
 class Probe:
     """Test-side client: subscriptions that store every message, a command publisher."""
 
-    def __init__(self, node, executor, wait_until) -> None:
+    def __init__(self, node, executor, wait_until, publish_until) -> None:
         from nav_msgs.msg import Odometry
         from rosgraph_msgs.msg import Clock
         from sensor_msgs.msg import JointState
@@ -32,6 +32,7 @@ class Probe:
         from visualization_msgs.msg import MarkerArray
 
         self.node, self.executor, self.wait_until = node, executor, wait_until
+        self.publish_until = publish_until
         executor.add_node(node)
         self.msgs: dict[str, list] = {k: [] for k in ('js', 'odom', 'tf', 'mom', 'clock', 'mk')}
 
@@ -67,6 +68,11 @@ class Probe:
 
         self.cmd.publish(Float64MultiArray(data=[float(x) for x in values]))
 
+    def send_until(self, values, predicate, timeout: float = 20.0) -> bool:
+        """Publish ``values`` until ``predicate()`` holds (conftest.publish_until: a first
+        message right after discovery can be lost)."""
+        return self.publish_until(lambda: self.send(values), predicate, timeout)
+
     def call(self, srv_type, name: str, request, timeout: float = 20.0):
         client = self.node.create_client(srv_type, name)
         assert self.spin_until(client.service_is_ready, timeout), f'{name} not available'
@@ -93,8 +99,8 @@ def state_from(js, odom) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.fixture
-def probe(ros_node, ros_executor, wait_until):
-    return Probe(ros_node('probe'), ros_executor, wait_until)
+def probe(ros_node, ros_executor, wait_until, publish_until):
+    return Probe(ros_node('probe'), ros_executor, wait_until, publish_until)
 
 
 def start_sim(ros_process, *params: str):
@@ -188,9 +194,8 @@ def test_published_state_matches_the_core(ros_process, probe) -> None:
     )
     probe.connect()
     tau = np.array([30.0, -20.0, 15.0, -10.0, 5.0, 4.0, -3.0])
-    probe.send(tau)
-    assert probe.spin_until(
-        lambda: probe.msgs['js'] and np.allclose(probe.msgs['js'][-1].effort, tau), 20
+    assert probe.send_until(
+        tau, lambda: probe.msgs['js'] and np.allclose(probe.msgs['js'][-1].effort, tau), 20
     ), sim.describe()
     for _ in range(5):
         probe.send(tau)
@@ -228,8 +233,7 @@ def test_commands_guarded_timeout_and_sign(ros_process, probe) -> None:
     def effort():
         return np.asarray(probe.msgs['js'][-1].effort) if probe.msgs['js'] else None
 
-    probe.send(tau)
-    assert probe.spin_until(lambda: effort() is not None and effort()[0] == 50.0, 20)
+    assert probe.send_until(tau, lambda: effort() is not None and effort()[0] == 50.0, 20)
     limit = MODEL.effort_limit[1]
     assert effort()[1] == limit
     # torque sign from rest: positive effort -> positive joint velocity
@@ -267,9 +271,8 @@ def test_pause_and_reset(ros_process, probe) -> None:
     start_sim(ros_process, 'real_time_factor:=2.0', 'command_timeout:=5.0')
     probe.connect()
     tau = np.full(N, 20.0)
-    probe.send(tau)
-    assert probe.spin_until(
-        lambda: probe.msgs['js'] and abs(probe.msgs['js'][-1].position[0]) > 1e-3, 20
+    assert probe.send_until(
+        tau, lambda: probe.msgs['js'] and abs(probe.msgs['js'][-1].position[0]) > 1e-3, 20
     )
     assert probe.call(SetBool, '/ffsim_simulator/pause', SetBool.Request(data=True)).success
     probe.spin_until(lambda: False, 0.3)  # let in-flight messages arrive
@@ -298,8 +301,9 @@ def test_non_finite_state_stops_integration(ros_process, probe) -> None:
     msg.header.frame_id = 'world'
     msg.wrench.force.x = 1e308
     msg.wrench.torque.y = 1e308
-    pub.publish(msg)
-    assert probe.spin_until(lambda: 'non-finite state' in sim.stderr(), 20), sim.describe()
+    assert probe.publish_until(
+        lambda: pub.publish(msg), lambda: 'non-finite state' in sim.stderr()
+    ), sim.describe()
     assert sim.is_running()
     for m in probe.msgs['js']:
         assert np.all(np.isfinite(m.position)) and np.all(np.isfinite(m.velocity))
@@ -384,8 +388,8 @@ def test_base_wrench_in_the_base_link_frame_turns_with_the_base(ros_process, pro
     )
     P0 = momentum_at(probe.msgs['js'][-2])[:3]
     assert np.linalg.norm(P0) > 1.0  # the base link origin at rest: its CoM moves
-    pub.publish(_wrench_msg('base_link', f))
-    assert probe.spin_until(pushed, 30), sim.describe()
+    body = _wrench_msg('base_link', f)
+    assert probe.publish_until(lambda: pub.publish(body), pushed, 30), sim.describe()
     body_start = stamp_ns(probe.msgs['js'][-2])
     body_end = run_for(1.5)  # published before the next wrench is sent, so before it applies
     pub.publish(_wrench_msg('world', f))
