@@ -190,8 +190,9 @@ PARAMETERS = ParameterTable(
         ParameterSpec(
             'robot_file',
             '',
-            f'path of a URDF file (a regular UTF-8 text file of at most {MAX_ROBOT_BYTES} '
-            f'bytes); empty: the sample robot {DEFAULT_ROBOT}',
+            f'path of a URDF file (a regular XML text file, UTF-8 or the encoding it '
+            f'declares, of at most {MAX_ROBOT_BYTES} bytes); empty: the sample robot '
+            f'{DEFAULT_ROBOT}',
             string(4096),
             in_config=False,
         ),

@@ -143,10 +143,14 @@ def test_controller_reach_parameters_set_the_supervisor(rclpy_context) -> None:
 
 
 def test_robot_file_is_read_safely(tmp_path: Path) -> None:
-    """A regular UTF-8 text file of at most the cap, opened without blocking: /dev/zero, a
-    FIFO (no writer: it would block), a directory, a binary, a non-UTF-8 or a too large file
-    is a clear error naming robot_file, never a hang or a memory blow-up."""
+    """A regular text file of at most the cap, opened without blocking, decoded as an XML
+    parser would (a byte-order mark, else the declared encoding, else UTF-8): /dev/zero, a
+    FIFO (no writer: it would block), a directory, a binary, an undeclared non-UTF-8, an
+    unknown encoding or a too large file is a clear error naming robot_file, never a hang or a
+    memory blow-up."""
+    import codecs
     import os
+    import xml.etree.ElementTree as ET
 
     from ffsim_ros.node_support import ParameterValueError, read_robot_file
 
@@ -164,6 +168,20 @@ def test_robot_file_is_read_safely(tmp_path: Path) -> None:
     binary.write_bytes(b'<robot>\x00\x01</robot>')
     latin = tmp_path / 'latin.urdf'
     latin.write_bytes('<robot name="caf\u00e9"/>'.encode('latin-1'))
+    # declared or marked encodings: the text the XML parser reads from the same bytes
+    declared = '<?xml version="1.0" encoding="ISO-8859-1"?>\n<robot name="caf\u00e9"/>'
+    for name, data in (
+        ('declared.urdf', declared.encode('latin-1')),
+        ('utf16.urdf', declared.replace('ISO-8859-1', 'UTF-16').encode('utf-16')),
+        ('bom8.urdf', codecs.BOM_UTF8 + declared.replace('ISO-8859-1', 'UTF-8').encode()),
+    ):
+        (tmp_path / name).write_bytes(data)
+        text = read_robot_file(str(tmp_path / name))
+        assert ET.fromstring(text).get('name') == ET.fromstring(data).get('name') == 'caf\u00e9'
+    unknown = tmp_path / 'unknown.urdf'
+    unknown.write_bytes(b'<?xml version="1.0" encoding="no-such-codec"?><robot name="r"/>')
+    wrong = tmp_path / 'wrong.urdf'  # declared ASCII, a byte beyond it
+    wrong.write_bytes('<?xml version="1.0" encoding="ascii"?><robot name="\u00e9"/>'.encode())
     for path, cap, text in (
         ('/dev/zero', 1 << 24, r"expected a regular file, got '/dev/zero' \(a character device\)"),
         (str(fifo), 1 << 24, r"expected a regular file, got '.*fifo' \(a FIFO\)"),
@@ -173,8 +191,11 @@ def test_robot_file_is_read_safely(tmp_path: Path) -> None:
         (
             str(latin),
             1 << 24,
-            r'expected a URDF \(UTF-8 XML text\), .* non-UTF-8 byte at offset 16',
+            r'expected a URDF \(XML text in UTF-8 or the encoding it declares\), .* '
+            r'non-UTF-8 byte at offset 16',
         ),
+        (str(unknown), 1 << 24, r".* declaring encoding 'no-such-codec'"),
+        (str(wrong), 1 << 24, r'.*wrong.urdf.* with a non-ascii byte at offset 51'),
         (str(tmp_path / 'missing.urdf'), 1 << 24, "cannot read '.*missing.urdf': No such file"),
     ):
         with pytest.raises(ParameterValueError, match=f'^robot_file: {text}'):

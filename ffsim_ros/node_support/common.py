@@ -6,6 +6,7 @@ Nothing here imports a node; the nodes import this module (and
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import stat
@@ -101,7 +102,9 @@ def read_robot_file(
     The file is opened without blocking (a FIFO would otherwise wait for a writer), must be a
     regular file (not ``/dev/zero``, a directory or a socket) of at most ``max_bytes`` bytes
     (at most ``max_bytes + 1`` are ever read, so a file growing meanwhile cannot exhaust the
-    memory) and UTF-8 text without NUL bytes (not a binary).
+    memory) and text without NUL characters (not a binary), decoded as an XML parser would
+    (:func:`xml_encoding`: a byte-order mark, else the encoding the XML declaration names,
+    else UTF-8) so that the text returned is what the parser of the bytes would have read.
 
     Parameters
     ----------
@@ -148,17 +151,60 @@ def read_robot_file(
     data = b''.join(chunks)
     if len(data) > max_bytes:
         raise ParameterValueError(f'{what}: expected at most {max_bytes} bytes, {path!r} grew')
-    if b'\x00' in data:
-        raise ParameterValueError(
-            f'{what}: expected {content} ({text}), got binary data in {path!r}'
-        )
+    codec = xml_encoding(data)
+    binary = ParameterValueError(
+        f'{what}: expected {content} ({text}), got binary data in {path!r}'
+    )
+    wide = codec.replace('_', '-').lower().startswith(('utf-16', 'utf-32'))
+    if b'\x00' in data and not wide:  # before decoding: a binary is named as one
+        raise binary
     try:
-        return data.decode('utf-8')
-    except UnicodeDecodeError as exc:
+        decoded = data.decode(codec)
+    except LookupError:
         raise ParameterValueError(
-            f'{what}: expected {content} (UTF-8 {text}), got {path!r} with a non-UTF-8 '
-            f'byte at offset {exc.start}'
+            f'{what}: expected {content} ({text} in UTF-8 or an encoding Python knows), got '
+            f'{path!r} declaring encoding {codec!r}'
         ) from None
+    except UnicodeDecodeError as exc:
+        name = 'UTF-8' if codec in ('utf-8', 'utf-8-sig') else codec
+        raise ParameterValueError(
+            f'{what}: expected {content} ({text} in UTF-8 or the encoding it declares), got '
+            f'{path!r} with a non-{name} byte at offset {exc.start}'
+        ) from None
+    if '\x00' in decoded:
+        raise binary
+    return decoded
+
+
+_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's
+    (codecs.BOM_UTF32_LE, 'utf-32'),
+    (codecs.BOM_UTF32_BE, 'utf-32'),
+    (codecs.BOM_UTF8, 'utf-8-sig'),
+    (codecs.BOM_UTF16_LE, 'utf-16'),
+    (codecs.BOM_UTF16_BE, 'utf-16'),
+)
+_DECLARED = re.compile(rb'<\?xml[^>]*?\sencoding\s*=\s*["\']([A-Za-z][A-Za-z0-9._-]*)["\']')
+
+
+def xml_encoding(data: bytes) -> str:
+    """The codec of an XML document's bytes, as an XML parser finds it (XML 1.0, appendix F):
+    a byte-order mark, else the ``encoding`` of the XML declaration, else UTF-8.
+
+    Parameters
+    ----------
+    data : bytes
+        The document.
+
+    Returns
+    -------
+    str
+        A Python codec name (``'utf-8'`` when nothing is declared).
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return codec
+    declared = _DECLARED.match(data[:256])
+    return declared.group(1).decode('ascii') if declared else 'utf-8'
 
 
 def _file_kind(mode: int) -> str:
