@@ -87,13 +87,20 @@ def fourbar_cut(kind: str, rotation_b: np.ndarray | None = None) -> LoopClosure:
 def _inertial(rng: np.random.Generator, m: float, com) -> str:
     Qr, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     inertia = Qr @ np.diag(rng.uniform(0.02, 0.05, 3)) @ Qr.T
-    f = [float(x) for x in (inertia[0, 0], inertia[1, 1], inertia[2, 2])]
-    o = [float(x) for x in (inertia[0, 1], inertia[0, 2], inertia[1, 2])]
+    # 12 significant digits: LAPACK's QR and BLAS's products round differently on different
+    # CPUs (last bits), and the sample files must be the same text everywhere
+    f = [_digits(x) for x in (inertia[0, 0], inertia[1, 1], inertia[2, 2])]
+    o = [_digits(x) for x in (inertia[0, 1], inertia[0, 2], inertia[1, 2])]
     return (
         f'<inertial><origin xyz="{com[0]} {com[1]} {com[2]}"/><mass value="{m}"/>'
-        f'<inertia ixx="{f[0]!r}" iyy="{f[1]!r}" izz="{f[2]!r}" ixy="{o[0]!r}" ixz="{o[1]!r}"'
-        f' iyz="{o[2]!r}"/></inertial>'
+        f'<inertia ixx="{f[0]}" iyy="{f[1]}" izz="{f[2]}" ixy="{o[0]}" ixz="{o[1]}"'
+        f' iyz="{o[2]}"/></inertial>'
     )
+
+
+def _digits(x: float, digits: int = 12) -> str:
+    """``x`` to ``digits`` significant digits, as the shortest text of that float."""
+    return repr(float(f'{float(x):.{digits}g}'))
 
 
 def spatial_loop_urdf(seed: int = 5) -> str:
@@ -230,7 +237,9 @@ def platform_chain(gravity=(0.0, 0.0, 0.0), **kwargs: object) -> tuple[ClosedCha
                 'platform',
                 'ball',
                 translation_a=tip,
-                translation_b=R_pl.T @ (p_t + R_t @ tip - p_pl),
+                # to 1e-12 m (closed to that at q0): the kinematics' last bits depend on
+                # the CPU, and the sample file must be the same text everywhere
+                translation_b=np.round(R_pl.T @ (p_t + R_t @ tip - p_pl), 12),
             )
         )
     return ClosedChain(model, loops, **kwargs), q0
