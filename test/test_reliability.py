@@ -233,6 +233,29 @@ def test_bad_parameter_process_exit_code(ros_process, module, param, expected) -
     assert expected in proc.stderr() and 'Traceback' not in proc.stderr()
 
 
+def test_simulator_inputs_have_no_qos_event_handlers(rclpy_context) -> None:
+    """The simulator's input subscriptions carry no QoS-event handlers (node_support.
+    without_qos_events): with rmw_fastrtps each handler's status condition keeps the
+    multi-threaded executor's wait returning while a message waits for a worker, which
+    spun a core and slowed the physics to 0.4 of real time beside the controller. A
+    subscription made the default way has them (so the check can fail)."""
+    from std_msgs.msg import Float64MultiArray
+
+    from ffsim_ros.simulator import Simulator
+
+    sim = Simulator(context=rclpy_context)
+    try:
+        inputs = {s.topic_name: s for s in sim.subscriptions}
+        names = ('/joint_effort_commands', '/joint_commands', '/base_wrench')
+        assert set(names) <= set(inputs), sorted(inputs)
+        for name in names:
+            assert inputs[name].event_handlers == [], name
+        plain = sim.create_subscription(Float64MultiArray, 'plain', lambda m: None, 10)
+        assert len(plain.event_handlers) >= 1
+    finally:
+        sim.destroy_node()
+
+
 def test_integers_are_taken_where_doubles_are_meant(rclpy_context) -> None:
     """What users type (``physics_rate_hz:=500``, ``control_rate_hz:=50``, ``gravity:=[0, 0,
     -9]``, ``ros2 param set ... real_time_factor 2``) works; the parameters stay doubles

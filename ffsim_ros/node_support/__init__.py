@@ -18,6 +18,7 @@ from .common import (
     run_node,
     stamp_ns,
     to_stamp,
+    without_qos_events,
 )
 from .parameters import (
     Check,
@@ -59,5 +60,6 @@ __all__ = [
     'string',
     'unit_quaternion',
     'vector',
+    'without_qos_events',
     'zero_or_interval',
 ]

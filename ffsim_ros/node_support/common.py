@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import rclpy
 from builtin_interfaces.msg import Time
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
@@ -88,6 +89,28 @@ def load_robot(
             f'{[lp.name for lp in loops]})'
         )
     return model, text, loops
+
+
+def without_qos_events() -> SubscriptionEventCallbacks:
+    """Event callbacks for a high-rate subscription of a node spun by a multi-threaded
+    executor: none (not even rclpy's default incompatible-QoS and incompatible-type
+    warnings).
+
+    With rmw_fastrtps, a subscription's QoS-event handlers put its reader's status condition
+    in the wait set, and that condition stays triggered while a message is waiting to be taken.
+    A multi-threaded executor takes the message in a worker thread, so until the worker gets
+    the GIL the main thread's wait returns at once with nothing to do: measured on the
+    simulator with 100 Hz of commands, 35 000 empty wake-ups in 12 s (a whole core, the
+    physics slowed to 0.4 of real time beside the controller) against 2 200 wake-ups without
+    the handlers. The cost: a publisher offering an incompatible QoS on that topic is not
+    reported.
+
+    Returns
+    -------
+    rclpy.event_handler.SubscriptionEventCallbacks
+        ``use_default_callbacks=False`` and no callback.
+    """
+    return SubscriptionEventCallbacks(use_default_callbacks=False)
 
 
 def read_robot_file(
