@@ -94,7 +94,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -114,6 +113,7 @@ from ffsim_ros.node_support import (
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
+    TopicsInlineExecutor,
     destroy_on_failure,
     finite_values,
     frame_id,
@@ -125,7 +125,6 @@ from ffsim_ros.node_support import (
     to_stamp,
     unit_quaternion,
     vector,
-    without_qos_events,
     zero_or_interval,
 )
 from ffsim_ros.node_support.initial_state import initial_state, outside_limits
@@ -468,15 +467,9 @@ class Simulator(Node):
         else:  # same topic and QoS as tf2_ros.TransformBroadcaster (depth 100, reliable)
             self._tf = self.create_publisher(TFMessage, '/tf', QoSProfile(depth=100))
             self._send_tf = lambda ts: self._tf.publish(TFMessage(transforms=ts))
-        # the inputs without QoS-event handlers: with them the multi-threaded executor spins
-        # on an empty wait while each message waits for a worker (without_qos_events)
-        quiet = without_qos_events()
-        for msg_type, topic, callback in (
-            (Float64MultiArray, 'joint_effort_commands', self._on_command),
-            (JointState, 'joint_commands', self._on_joint_command),
-            (WrenchStamped, 'base_wrench', self._on_base_wrench),
-        ):
-            self.create_subscription(msg_type, topic, callback, 10, event_callbacks=quiet)
+        self.create_subscription(Float64MultiArray, 'joint_effort_commands', self._on_command, 10)
+        self.create_subscription(JointState, 'joint_commands', self._on_joint_command, 10)
+        self.create_subscription(WrenchStamped, 'base_wrench', self._on_base_wrench, 10)
         # services wait for the physics thread: a group of their own, served concurrently by
         # the multi-threaded executor of main() while the subscriptions go on
         group = ReentrantCallbackGroup()
@@ -887,7 +880,7 @@ def main(args: list[str] | None = None) -> int:
         lambda: Simulator().start(),
         'ffsim_simulator',
         args,
-        executor=lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS),
+        executor=lambda: TopicsInlineExecutor(num_threads=EXECUTOR_THREADS),
     )
 
 

@@ -233,27 +233,65 @@ def test_bad_parameter_process_exit_code(ros_process, module, param, expected) -
     assert expected in proc.stderr() and 'Traceback' not in proc.stderr()
 
 
-def test_simulator_inputs_have_no_qos_event_handlers(rclpy_context) -> None:
-    """The simulator's input subscriptions carry no QoS-event handlers (node_support.
-    without_qos_events): with rmw_fastrtps each handler's status condition keeps the
-    multi-threaded executor's wait returning while a message waits for a worker, which
-    spun a core and slowed the physics to 0.4 of real time beside the controller. A
-    subscription made the default way has them (so the check can fail)."""
+def test_topics_inline_executor_takes_messages_in_the_spinning_thread(rclpy_context) -> None:
+    """The simulator's executor (node_support.TopicsInlineExecutor) runs a subscription's
+    callback in the thread that spins, before the next wait, and a service's in its pool (the
+    simulator's services wait for the physics thread). With rclpy's MultiThreadedExecutor a
+    message waited for a worker while rmw_fastrtps kept the wait returning at once: a core
+    spun and the physics ran at 0.11-0.40 of real time beside the controller."""
+    import threading
+
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
     from std_msgs.msg import Float64MultiArray
+    from std_srvs.srv import Trigger
 
-    from ffsim_ros.simulator import Simulator
+    from ffsim_ros.node_support import TopicsInlineExecutor
 
-    sim = Simulator(context=rclpy_context)
-    try:
-        inputs = {s.topic_name: s for s in sim.subscriptions}
-        names = ('/joint_effort_commands', '/joint_commands', '/base_wrench')
-        assert set(names) <= set(inputs), sorted(inputs)
-        for name in names:
-            assert inputs[name].event_handlers == [], name
-        plain = sim.create_subscription(Float64MultiArray, 'plain', lambda m: None, 10)
-        assert len(plain.event_handlers) >= 1
-    finally:
-        sim.destroy_node()
+    threads: dict[str, set[int]] = {}
+
+    def run(executor_type) -> None:
+        threads.clear()
+        node = rclpy.create_node('inline_probe', context=rclpy_context)
+        executor = executor_type(num_threads=2, context=rclpy_context)
+        executor.add_node(node)
+        try:
+
+            def mark(key):
+                def callback(*args):
+                    threads.setdefault(key, set()).add(threading.get_ident())
+                    return args[-1] if key == 'service' else None
+
+                return callback
+
+            node.create_subscription(Float64MultiArray, 'inline_probe', mark('topic'), 10)
+            node.create_service(Trigger, 'inline_probe_srv', mark('service'))
+            pub = node.create_publisher(Float64MultiArray, 'inline_probe', 10)
+            client = node.create_client(Trigger, 'inline_probe_srv')
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not (
+                pub.get_subscription_count() and client.service_is_ready()
+            ):
+                executor.spin_once(timeout_sec=0.05)
+            future = None
+            while time.monotonic() < deadline and not (
+                len(threads.get('topic', ())) and future is not None and future.done()
+            ):
+                pub.publish(Float64MultiArray(data=[1.0]))
+                if future is None:
+                    future = client.call_async(Trigger.Request())
+                executor.spin_once(timeout_sec=0.05)
+            assert threads.get('topic') and future is not None and future.done(), threads
+        finally:
+            executor.shutdown()
+            node.destroy_node()
+
+    me = threading.get_ident()
+    run(TopicsInlineExecutor)
+    assert threads['topic'] == {me}
+    assert me not in threads['service']
+    run(MultiThreadedExecutor)  # the check can fail: rclpy's runs both in its pool
+    assert me not in threads['topic']
 
 
 def test_integers_are_taken_where_doubles_are_meant(rclpy_context) -> None:

@@ -12,13 +12,13 @@ from .common import (
     FatalNodeError,
     LogThrottle,
     ParameterValueError,
+    TopicsInlineExecutor,
     destroy_on_failure,
     load_robot,
     read_robot_file,
     run_node,
     stamp_ns,
     to_stamp,
-    without_qos_events,
 )
 from .parameters import (
     Check,
@@ -46,6 +46,7 @@ __all__ = [
     'ParameterSpec',
     'ParameterTable',
     'ParameterValueError',
+    'TopicsInlineExecutor',
     'count',
     'destroy_on_failure',
     'finite_values',
@@ -60,6 +61,5 @@ __all__ = [
     'string',
     'unit_quaternion',
     'vector',
-    'without_qos_events',
     'zero_or_interval',
 ]

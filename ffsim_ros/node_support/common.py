@@ -18,10 +18,17 @@ from collections.abc import Callable
 
 import rclpy
 from builtin_interfaces.msg import Time
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
-from rclpy.executors import Executor, ExternalShutdownException
+from rclpy.executors import (
+    ConditionReachedException,
+    Executor,
+    ExternalShutdownException,
+    MultiThreadedExecutor,
+    ShutdownException,
+    TimeoutException,
+)
 from rclpy.node import Node
+from rclpy.subscription import Subscription
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.resources import sample_robot
@@ -91,26 +98,47 @@ def load_robot(
     return model, text, loops
 
 
-def without_qos_events() -> SubscriptionEventCallbacks:
-    """Event callbacks for a high-rate subscription of a node spun by a multi-threaded
-    executor: none (not even rclpy's default incompatible-QoS and incompatible-type
-    warnings).
+class TopicsInlineExecutor(MultiThreadedExecutor):
+    """A multi-threaded executor that runs subscription callbacks in the spinning thread.
 
-    With rmw_fastrtps, a subscription's QoS-event handlers put its reader's status condition
-    in the wait set, and that condition stays triggered while a message is waiting to be taken.
-    A multi-threaded executor takes the message in a worker thread, so until the worker gets
-    the GIL the main thread's wait returns at once with nothing to do: measured on the
-    simulator with 100 Hz of commands, 35 000 empty wake-ups in 12 s (a whole core, the
-    physics slowed to 0.4 of real time beside the controller) against 2 200 wake-ups without
-    the handlers. The cost: a publisher offering an incompatible QoS on that topic is not
-    reported.
-
-    Returns
-    -------
-    rclpy.event_handler.SubscriptionEventCallbacks
-        ``use_default_callbacks=False`` and no callback.
+    Services, actions and other waitables go to the thread pool as in rclpy's
+    ``MultiThreadedExecutor`` (the simulator's services wait for its physics thread); a
+    subscription's message is taken and handled at once, before the next wait. With rclpy's
+    executor a message waits for a worker thread, and meanwhile, with rmw_fastrtps, the
+    subscription's QoS-event status condition (rclpy gives every subscription an
+    incompatible-QoS and an incompatible-type handler) stays triggered: the main thread's
+    wait returned at once with nothing to do until the worker got the GIL. Measured on the
+    simulator (2026-11-26, 2-core AMD EPYC): 100 Hz of effort commands, 35 000 empty wake-ups
+    in 12 s and a whole core spun, the physics at 0.40 of real time beside the controller;
+    with ``use_sim_time`` (its own /clock subscription) 0.11-0.14.
     """
-    return SubscriptionEventCallbacks(use_default_callbacks=False)
+
+    def _spin_once_impl(
+        self,
+        timeout_sec: float | None = None,
+        wait_condition: Callable[[], bool] = lambda: False,
+    ) -> None:
+        try:
+            handler, entity, _ = self.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
+        except (
+            ConditionReachedException,
+            ExternalShutdownException,
+            ShutdownException,
+            TimeoutException,
+        ):
+            return
+        if isinstance(entity, Subscription):
+            handler()
+            exception = handler.exception()
+            if exception is not None:
+                raise exception
+            return
+        self._executor.submit(handler)
+        self._futures.append(handler)
+        for future in self._futures[:]:
+            if future.done():
+                self._futures.remove(future)
+                future.result()  # raise any exceptions
 
 
 def read_robot_file(
