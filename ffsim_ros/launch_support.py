@@ -103,7 +103,12 @@ def resolve_robot(robot: str) -> Path:
     if not value:
         raise FileNotFoundError('robot: expected a sample robot name or a URDF path, got ""')
     if '/' not in value and not value.endswith(('.urdf', *XACRO_SUFFIXES)):
-        return sample_robot(value)
+        try:
+            return sample_robot(value)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(
+                f'robot: {exc} (or a path to a .urdf or .xacro file)'
+            ) from None
     path = Path(value).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f'robot: no such file {value!r}')
@@ -376,6 +381,23 @@ def file_remover(path: str | Path) -> Callable[..., None]:
         target.unlink(missing_ok=True)
 
     return remove
+
+
+#: What ``ros2 bag record -s mcap`` needs: the ``ros2`` command, its bag verb, the MCAP storage.
+RECORDER_PACKAGES = ('ros2cli', 'ros2bag', 'rosbag2_storage_mcap')
+
+
+def recorder_warning() -> str | None:
+    """The warning to log instead of starting the bag recorder when a package of
+    :data:`RECORDER_PACKAGES` is not installed (a pip or wheel environment has no ``ros2``
+    command: starting it failed with a traceback and recorded nothing); None when all are."""
+    missing = missing_packages(RECORDER_PACKAGES)
+    if not missing:
+        return None
+    return (
+        f'ffsim: WARNING: {missing} not installed: record:=true ignored, nothing is recorded '
+        '(install ros-$ROS_DISTRO-rosbag2 and ros-$ROS_DISTRO-rosbag2-storage-mcap)'
+    )
 
 
 def bag_command(bag_path: str = '') -> list[str]:

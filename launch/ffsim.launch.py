@@ -295,7 +295,10 @@ def robot_actions(context: LaunchContext) -> list:
                 RegisterEventHandler(OnShutdown(on_shutdown=ls.file_remover(rviz_config)))
             )
     if ls.as_bool(_arg(context, 'record'), 'record'):
-        actions.append(bag_recorder(_arg(context, 'bag_path')))
+        warning = ls.recorder_warning()
+        actions.append(
+            LogInfo(msg=warning) if warning else bag_recorder(_arg(context, 'bag_path'))
+        )
     return actions
 
 

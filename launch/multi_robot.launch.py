@@ -186,9 +186,11 @@ def shared_actions(context: LaunchContext) -> list:
         ]
     if ls.as_bool(LaunchConfiguration('record').perform(context), 'record'):
         bag_path = LaunchConfiguration('bag_path').perform(context)
-        actions.append(
-            ExecuteProcess(cmd=ls.bag_command(bag_path), name='ros2_bag_record', output='screen')
+        warning = ls.recorder_warning()
+        recorder = ExecuteProcess(
+            cmd=ls.bag_command(bag_path), name='ros2_bag_record', output='screen'
         )
+        actions.append(LogInfo(msg=warning) if warning else recorder)
     return actions
 
 

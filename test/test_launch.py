@@ -602,8 +602,12 @@ def test_resolve_robot_paths_and_errors(tmp_path: Path) -> None:
     xacro.write_text('<robot/>')
     assert ls.is_xacro(ls.resolve_robot(str(xacro)))
     assert not ls.is_xacro(copy)
-    with pytest.raises(FileNotFoundError, match='planar_2link'):
-        ls.resolve_robot('no_such_robot')  # lists the samples
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"^robot: unknown sample robot 'no_such_robot'; expected one of \[.*'planar_2link'"
+        r'.*\] \(or a path to a \.urdf or \.xacro file\)$',
+    ):
+        ls.resolve_robot('no_such_robot')  # names the argument, lists the samples
     with pytest.raises(FileNotFoundError, match='no such file'):
         ls.resolve_robot(str(tmp_path / 'missing.urdf'))
     with pytest.raises(FileNotFoundError):
@@ -913,6 +917,15 @@ def test_ffsim_launch_without_the_other_packages_and_with_bad_files(
         a.kwargs['msg'] for a in _of_type(actions, 'LogInfo') if 'WARNING' in a.kwargs['msg']
     ]
     assert len(warnings) == 1 and "['robot_state_publisher', 'rviz2'] not installed" in warnings[0]
+    # record:=true without ros2 bag (a pip or wheel environment): a warning, no recorder (it
+    # failed with a traceback, FileNotFoundError 'ros2', found with the real launch system)
+    actions = _run(module, 'robot_actions', record='true', rviz='false')
+    assert not _of_type(actions, 'ExecuteProcess')
+    warnings = [a.kwargs['msg'] for a in _of_type(actions, 'LogInfo')]
+    assert any(
+        "['ros2cli', 'ros2bag', 'rosbag2_storage_mcap'] not installed: record:=true ignored" in w
+        for w in warnings
+    ), warnings
     not_urdf = tmp_path / 'notes.urdf'
     not_urdf.write_text('# not XML')
     with pytest.raises(ValueError, match=r"^robot: expected a URDF \(XML\) file, got '.*notes"):
@@ -966,6 +979,11 @@ def test_multi_robot_launch_actions(stub_launch) -> None:
     assert {'/robot1/markers', '/robot2/markers', '/robot1/ee_path', '/robot2/ee_path'} <= topics
     assert [type(a).__name__ for a in actions].count('ExecuteProcess') == 1
     assert _run(module, 'shared_actions', rviz='false') == []
+    # without ros2 bag: the warning instead of the recorder
+    ls.missing_packages = lambda packages: list(packages)  # stub_launch's monkeypatch restores
+    actions = _run(module, 'shared_actions', record='true', rviz='false')
+    assert [type(a).__name__ for a in actions] == ['LogInfo']
+    assert 'record:=true ignored' in actions[0].kwargs['msg']
 
 
 def _of_type(actions: list, name: str) -> list:
