@@ -946,7 +946,7 @@ def test_missing_packages_reads_the_ament_index() -> None:
     ]
 
 
-def test_multi_robot_launch_actions(stub_launch) -> None:
+def test_multi_robot_launch_actions(stub_launch, monkeypatch) -> None:
     module = _load_launch_module(ROOT / 'launch' / 'multi_robot.launch.py')
     groups = _run(module, 'robot_groups', robot2_position='1 2 3')
     assert len(groups) == 2
@@ -980,7 +980,7 @@ def test_multi_robot_launch_actions(stub_launch) -> None:
     assert [type(a).__name__ for a in actions].count('ExecuteProcess') == 1
     assert _run(module, 'shared_actions', rviz='false') == []
     # without ros2 bag: the warning instead of the recorder
-    ls.missing_packages = lambda packages: list(packages)  # stub_launch's monkeypatch restores
+    monkeypatch.setattr(ls, 'missing_packages', lambda packages: list(packages))
     actions = _run(module, 'shared_actions', record='true', rviz='false')
     assert [type(a).__name__ for a in actions] == ['LogInfo']
     assert 'record:=true ignored' in actions[0].kwargs['msg']
