@@ -133,6 +133,8 @@ class TopicsInlineExecutor(MultiThreadedExecutor):
             if exception is not None:
                 raise exception
             return
+        # the rest is MultiThreadedExecutor._spin_once_impl's own pool path (its thread pool
+        # and futures, the same attributes since Humble): only subscriptions are taken inline
         self._executor.submit(handler)
         self._futures.append(handler)
         for future in self._futures[:]:
