@@ -530,7 +530,69 @@ BAD_URDFS = {
         '<child link="a"/><axis xyz="0 0 0"/></joint></robot>',
         'joint jz.*axis',
     ),
+    # urdfdom refuses an <inertia> without its six attributes: a typo is not a zero
+    'misspelled_inertia_attribute': (
+        '<robot name="x"><link name="typo"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izzz="1" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>',
+        r'link typo: <inertia> needs .* missing izz \(unknown attributes: izzz\)',
+    ),
+    'diagonal_only_inertia': (
+        '<robot name="x"><link name="d"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izz="1"/></inertial></link></robot>',
+        'link d: <inertia> needs .* missing ixy, ixz, iyz$',
+    ),
+    # an indefinite link merged by a fixed joint into a body that stays indefinite
+    'indefinite_merged_body': (
+        '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="bad">'
+        '<inertial><mass value="1"/><inertia ixx="-5" iyy="1" izz="1" ixy="0" ixz="0" '
+        'iyz="0"/></inertial></link><joint name="jf" type="fixed"><parent link="r"/>'
+        '<child link="bad"/></joint></robot>',
+        r"body r: .*not positive semi-definite.*links merged by fixed joints: \['r', 'bad'\]",
+    ),
+    'overflowing_merge': (
+        '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="huge">'
+        '<inertial><origin xyz="1e200 0 0"/><mass value="1e200"/><inertia ixx="1" iyy="1" '
+        'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="jf" type="fixed">'
+        '<parent link="r"/><child link="huge"/></joint></robot>',
+        r"body r: the mass properties of its links \['r', 'huge'\] overflow",
+    ),
 }
+
+
+def test_a_tiny_axis_is_a_direction_and_indefinite_links_are_warned_honestly() -> None:
+    """An axis like (0, 0, 1e-13) is a direction (normalized, as Pinocchio does), not a zero;
+    an indefinite link merged into a positive definite body loads, its warning saying so."""
+    body = (
+        '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" '
+        'iyz="0"/></inertial>'
+    )
+    xml = (
+        f'<robot name="x"><link name="r">{body}</link><link name="a">{body}</link>'
+        '<joint name="j" type="continuous"><parent link="r"/><child link="a"/>'
+        '<axis xyz="0 0 1e-13"/></joint></robot>'
+    )
+    tiny = D.load_urdf(xml)
+    unit = D.load_urdf(xml.replace('1e-13', '1'))
+    q = D.neutral(unit)
+    q[7] = 0.4
+    v = np.linspace(-1.0, 1.0, unit.nv)
+    np.testing.assert_array_equal(D.mass_matrix(tiny, q), D.mass_matrix(unit, q))
+    np.testing.assert_allclose(
+        D.bias_forces(tiny, q, v), D.bias_forces(unit, q, v), rtol=0, atol=1e-15
+    )
+    # a slightly indefinite link on a heavy body: the merged body is positive definite
+    merged = (
+        '<robot name="x"><link name="r"><inertial><mass value="10"/><inertia ixx="10" '
+        'iyy="10" izz="10" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="cad">'
+        '<inertial><mass value="1"/><inertia ixx="-0.01" iyy="1" izz="1" ixy="0" ixz="0" '
+        'iyz="0"/></inertial></link><joint name="jf" type="fixed"><parent link="r"/>'
+        '<child link="cad"/></joint></robot>'
+    )
+    with pytest.warns(D.InertiaWarning, match='link cad: .*kept only if fixed joints merge'):
+        model = D.load_urdf(merged)
+    np.testing.assert_allclose(np.diag(model.arrays.inertia[0]), [9.99, 11.0, 11.0], rtol=1e-12)
 
 
 @pytest.mark.parametrize('case', sorted(BAD_URDFS))

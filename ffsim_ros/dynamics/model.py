@@ -280,7 +280,7 @@ def _unit_axis(value: Sequence[float], what: str) -> np.ndarray:
     ax = np.asarray(value, dtype=float).reshape(-1)
     # scaled by its largest component first: a huge axis (1e200) neither overflows nor fails
     scale = float(np.max(np.abs(ax))) if ax.shape == (3,) else float('nan')
-    if not np.isfinite(scale) or scale < 1e-12:
+    if not (np.isfinite(scale) and scale > 0.0):
         raise ValueError(f'{what}: expected a non-zero finite 3-vector, got {ax.tolist()}')
     ax = ax / scale
     return ax / float(np.linalg.norm(ax))
@@ -392,8 +392,14 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str, *, strict: bool 
         return
     if strict:
         raise ValueError(problem[1])
+    kept = (
+        'kept only if fixed joints merge it into a body whose inertia is positive '
+        'semi-definite (the body is checked next)'
+        if problem[0] == 'indefinite'
+        else 'kept as given'
+    )
     warnings.warn(
-        f'{problem[1]}: physically inconsistent, kept as given (strict_inertia=True rejects it)',
+        f'{problem[1]}: physically inconsistent, {kept} (strict_inertia=True rejects it)',
         InertiaWarning,
         stacklevel=3,
     )
@@ -505,13 +511,15 @@ def build_model(
         nqs.append(nqj)
         nq += nqj
         nv += nvj_i
-    for b in bodies:
+    for index, b in enumerate(bodies):
         # the composite inertia of a body (its links merged) must be physical; in non-strict
         # mode a triangle-inequality violation passes (each link was warned about already)
         atol = 1e-12 * b.mass * float(np.dot(b.com, b.com))
         problem = inertia_problem(b.mass, b.inertia, f'body {b.name}', atol=atol)
         if problem is not None and (strict_inertia or problem[0] == 'indefinite'):
-            raise ValueError(problem[1])
+            merged = [name for name, frame in frames.items() if frame.body == index]
+            links = f' (its links merged by fixed joints: {merged})' if len(merged) > 1 else ''
+            raise ValueError(problem[1] + links)
     mass = np.array([b.mass for b in bodies], dtype=float)
     subtree = mass.copy()
     for i in range(nb - 1, 0, -1):
@@ -601,6 +609,12 @@ def _check_inertia_rank(model: Model, bodies: Sequence[BodySpec]) -> None:
     for config in (q, _turned(model, q)):  # degenerate at both: structural, not a posture's
         H = np.empty((model.nv, model.nv))
         e_mass_matrix(*model.packed, config, H)
+        if not np.all(np.isfinite(H)):
+            raise ValueError(
+                f'robot {model.name}: its inertia matrix overflows (largest body mass '
+                f'{max(b.mass for b in bodies):.6g} kg): expected masses, inertias and '
+                'distances whose products stay within double range'
+            )
         dof = _degenerate_dof(H)
         if dof is None:
             return
@@ -632,7 +646,7 @@ def _degenerate_dof(H: np.ndarray) -> int | None:
         if not d > DEGENERATE_PIVOT * H[j, j] or not d > 0.0:
             return j
         col = A[j + 1 :, j]
-        A[j + 1 :, j + 1 :] -= np.outer(col, col) / d
+        A[j + 1 :, j + 1 :] -= np.outer(col / d, col)  # scaled first: no overflow
     return None
 
 

@@ -81,6 +81,10 @@ def parse_origin(elem: ET.Element | None, where: str) -> tuple[np.ndarray, np.nd
     return rpy_to_matrix(rpy), xyz
 
 
+#: The attributes of ``<inertia>``, all required (as urdfdom requires them).
+_INERTIA_KEYS = ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
+
+
 @dataclass
 class _Link:
     name: str
@@ -123,9 +127,15 @@ def _parse_link(elem: ET.Element, strict_inertia: bool) -> _Link:
     ie = inertial.find('inertia')
     if ie is None:
         raise ValueError(f'{where}: <inertial> needs an <inertia> element (URDF spec), got none')
-    vals = {}
-    for key in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'):
-        vals[key] = _attr_float(ie, key, 0.0, f'{where} inertia')
+    missing = [key for key in _INERTIA_KEYS if ie.get(key) is None]
+    if missing:  # urdfdom refuses it too: a misspelled izz is a typo, not a zero
+        unknown = sorted(set(ie.attrib) - set(_INERTIA_KEYS))
+        raise ValueError(
+            f'{where}: <inertia> needs the attributes {", ".join(_INERTIA_KEYS)} (URDF spec), '
+            f'missing {", ".join(missing)}'
+            + (f' (unknown attributes: {", ".join(unknown)})' if unknown else '')
+        )
+    vals = {key: _attr_float(ie, key, 0.0, f'{where} inertia') for key in _INERTIA_KEYS}
     local = np.array(
         [
             [vals['ixx'], vals['ixy'], vals['ixz']],
@@ -160,7 +170,7 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     axis = parse_floats(
         None if axis_el is None else axis_el.get('xyz'), 3, (1, 0, 0), where + ' axis'
     )
-    if jtype != 'fixed' and not np.max(np.abs(axis)) >= 1e-12:
+    if jtype != 'fixed' and not np.max(np.abs(axis)) > 0.0:
         raise ValueError(f'{where}: axis must be non-zero, got {axis.tolist()}')
     lower, upper, effort, velocity = -np.inf, np.inf, np.inf, np.inf
     limit = elem.find('limit')
@@ -354,9 +364,10 @@ def load_urdf(
             c = rot @ link.com + trans
             ic = rot @ link.inertia @ rot.T
             a = acc[body]
-            a[0] += link.mass
-            a[1] = a[1] + link.mass * c
-            a[2] = a[2] + ic + link.mass * (c @ c * np.eye(3) - np.outer(c, c))
+            with np.errstate(over='ignore', invalid='ignore'):  # checked once merged
+                a[0] += link.mass
+                a[1] = a[1] + link.mass * c
+                a[2] = a[2] + ic + link.mass * (c @ c * np.eye(3) - np.outer(c, c))
 
     def new_body(name: str, parent: int, joint: _Joint | None) -> int:
         idx = len(acc)
@@ -418,10 +429,18 @@ def load_urdf(
         raise ValueError(f'URDF: links {unreached} are not connected to root {roots[0]} (cycle)')
 
     specs: list[BodySpec] = []
-    for spec, (m, h, ib) in zip(bodies, acc, strict=True):
-        com = h / m if m > 0.0 else np.zeros(3)
-        ic = ib - m * (com @ com * np.eye(3) - np.outer(com, com))
-        ic = 0.5 * (ic + ic.T)
+    for index, (spec, (m, h, ib)) in enumerate(zip(bodies, acc, strict=True)):
+        with np.errstate(over='ignore', invalid='ignore'):
+            com = h / m if m > 0.0 else np.zeros(3)
+            ic = ib - m * (com @ com * np.eye(3) - np.outer(com, com))
+            ic = 0.5 * (ic + ic.T)
+        if not (np.isfinite(m) and np.all(np.isfinite(com)) and np.all(np.isfinite(ic))):
+            names = [name for name, frame in frames.items() if frame.body == index]
+            raise ValueError(
+                f'body {spec.name}: the mass properties of its links {names} overflow when '
+                'combined (mass times squared CoM distance beyond 1.8e308): expected masses, '
+                'CoM offsets and inertias whose products stay finite'
+            )
         specs.append(_replace_inertial(spec, m, com, ic))
     return build_model(
         specs,
