@@ -548,7 +548,7 @@ BAD_URDFS = {
         '<inertial><mass value="1"/><inertia ixx="-5" iyy="1" izz="1" ixy="0" ixz="0" '
         'iyz="0"/></inertial></link><joint name="jf" type="fixed"><parent link="r"/>'
         '<child link="bad"/></joint></robot>',
-        r"body r: .*not positive semi-definite.*links merged by fixed joints: \['r', 'bad'\]",
+        r"body r: .*not positive semi-definite.*links and frames on it: \['r', 'bad'\]",
     ),
     'overflowing_merge': (
         '<robot name="x"><link name="r"><inertial><mass value="1"/><inertia ixx="1" '

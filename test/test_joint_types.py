@@ -11,6 +11,7 @@ inertial-frame twist vs root origin and body twist), converted with the map ``v_
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 import numpy as np
@@ -458,6 +459,21 @@ def test_load_model_delegates_urdf():
         (lambda d: d.pop('base'), "missing key 'base'"),
         (lambda d: d['bodies'][2]['joint'].update(axis=[0, 0, 0]), 'non-zero finite 3-vector'),
         (lambda d: d['bodies'][0].update(inertia=[1, 0, 0, 1, 0, 3]), 'triangle inequality'),
+        # wrong types: named, never str()/bool()/float() of whatever came (an adversarial probe)
+        (lambda d: d.update(floating_base='false'), 'floating_base: expected true or false'),
+        (lambda d: d.update(name=None), 'name: expected a non-empty string, got a NoneType'),
+        (lambda d: d.update(bodies={'a': 1}), 'bodies: expected a list, got dict'),
+        (lambda d: d['base'].update(mass=True), 'mass: expected a finite number, got True'),
+        (lambda d: d['bodies'][0].update(mass=[1, 2]), 'mass: expected a finite number'),
+        (lambda d: d['bodies'][0].update(link=[1, 2]), 'bodies[0].link: expected a non-empty'),
+        (lambda d: d['bodies'][0].update(com='abc'), 'com: expected 3 finite values'),
+        (lambda d: d['bodies'][0].update(com=[[1], [2, 3], 4]), 'com: expected 3 finite'),
+        (lambda d: d['bodies'][0].update(inertia=None), 'inertia: expected [ixx'),
+        (lambda d: d['bodies'][1]['joint'].update(lower=None), 'lower expected a number'),
+        (lambda d: d['bodies'][1]['joint'].update(effort=True), 'effort expected a number'),
+        (lambda d: d['bodies'][1]['joint'].update(damping=math.inf), 'damping expected finite'),
+        (lambda d: d['bodies'][1]['joint'].update(upper=-math.inf), 'upper expected numbers'),
+        (lambda d: d['bodies'][1]['joint'].update(name=None), 'joint name: expected a non-empty'),
     ],
 )
 def test_model_format_errors_name_what_is_wrong(mutate, message):
@@ -470,11 +486,29 @@ def test_model_format_errors_name_what_is_wrong(mutate, message):
     assert message in str(info.value), str(info.value)
 
 
-def test_bad_yaml_text_is_a_clear_error():
+def test_bad_yaml_text_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match='expected a mapping'):
         load_model('just a string')
-    with pytest.raises(ValueError, match='cannot parse'):
+    with pytest.raises(ValueError, match='malformed YAML'):
         load_model('base: [1, 2')
+    with pytest.raises(ValueError, match=r"duplicated key 'mass' \(first on line 2\)"):
+        load_model('base:\n  mass: 1.0\n  mass: 99.0\n')
+    # files: missing, a directory, binary, each named
+    with pytest.raises(FileNotFoundError, match='no_such.yaml.*no such file'):
+        load_model(str(tmp_path / 'no_such.yaml'))
+    with pytest.raises(ValueError, match='expected a file'):
+        load_model(str(tmp_path))
+    binary = tmp_path / 'model.yaml'
+    binary.write_bytes(b'\xff\xfe\x00garbage')
+    with pytest.raises(ValueError, match=r'model.yaml.*expected UTF-8'):
+        load_model(str(binary))
+    # a 600-byte alias bomb in a name: refused before anything walks it
+    bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]']
+    for k in range(1, 8):
+        bomb.append(f'{chr(97 + k)}: &{chr(97 + k)} [' + ', '.join([f'*{chr(96 + k)}'] * 10) + ']')
+    bomb.append('name: *h')
+    with pytest.raises(ValueError, match='expected at most 1000000 values'):
+        load_model('\n'.join(bomb))
 
 
 # --------------------------------------------------------------------------------------------

@@ -139,6 +139,28 @@ def test_scenario_base_pose_and_joints_apply_where_parameters_are_left_default(t
     assert got['initial_base_orientation'] == [0.0, 0.0, 1.0, 0.0]
 
 
+def test_scenario_files_of_the_nodes_are_read_strictly(tmp_path) -> None:
+    """The simulator's ``scenario`` and the controller's ``capture.scenario`` refuse a
+    duplicated key (PyYAML keeps the last one silently) and undecodable bytes, naming the file:
+    the simulator with a ParameterValueError (exit 2 at start), the controller a ValueError."""
+    from ffsim_ros.node_support.capture_control import scenario_target
+    from ffsim_ros.node_support.parameters import ParameterValueError
+
+    urdf_path = share_path('urdf', 'ffsim_servicer_7dof.urdf')
+    model = D.load_urdf(urdf_path.read_text())
+    twice = tmp_path / 'twice.yaml'
+    twice.write_text('dt: 0.001\ndt: 0.5\n')
+    binary = tmp_path / 'binary.yaml'
+    binary.write_bytes(b'\xff\xfe\x00\x01')
+    for path, text in ((twice, "duplicated key 'dt'"), (binary, 'expected UTF-8')):
+        with pytest.raises(ParameterValueError, match=f'scenario:.*{path.name}') as info:
+            world_setup(str(path), model, urdf_path.read_text(), 1_000_000)
+        assert text in str(info.value), str(info.value)
+        with pytest.raises(ValueError, match=f'capture.scenario.*{path.name}') as info:
+            scenario_target(str(path))
+        assert text in str(info.value) or 'cannot read' in str(info.value), str(info.value)
+
+
 def test_grasp_wrench_message_is_the_weld_force_at_the_gripper_link() -> None:
     """``grasp_wrench``: the scene's weld wrench (about the weld point, world axes) moved to the
     gripper link's origin and axes, with a grasp frame offset from the link (rotation and
@@ -259,6 +281,11 @@ def test_spawn_resource_errors_say_what_was_expected_and_what_came(tmp_path) -> 
             _spawn_request(text='{shape: {type: sphere, radius: 1e0x}, mass: 1}'),
             R.RESOURCE_PARSE_ERROR,
             "resource.shape.radius: expected a number, got the string '1e0x' (not a number)",
+        ),
+        (
+            _spawn_request(text='{shape: {type: sphere, radius: 0.1}, mass: 1, mass: 900}'),
+            R.RESOURCE_PARSE_ERROR,
+            "resource: malformed YAML: duplicated key 'mass'",
         ),
     ):
         with pytest.raises(EntityError) as info:

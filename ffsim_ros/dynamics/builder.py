@@ -76,11 +76,46 @@ _FRAME_KEYS = {'name', 'parent', 'xyz', 'rpy'}
 _TOP_KEYS = {'name', 'floating_base', 'gravity', 'base', 'bodies', 'frames'}
 
 
+def _floats(value: Any, what: str, expected: str) -> np.ndarray:
+    """``value`` as a float array; a ValueError naming ``what`` for anything that is not
+    numbers (strings, None, booleans -- YAML's ``yes``/``on`` -- or ragged lists)."""
+
+    def numbers(x: Any) -> bool:
+        if isinstance(x, list | tuple):
+            return all(numbers(y) for y in x)
+        return isinstance(x, int | float | np.floating | np.integer) and not isinstance(
+            x, bool | np.bool_
+        )
+
+    if not (numbers(value) or isinstance(value, np.ndarray) and value.dtype.kind in 'iuf'):
+        raise ValueError(f'{what}: expected {expected}, got {value!r}')
+    try:
+        return np.asarray(value, dtype=float)
+    except ValueError:  # ragged
+        raise ValueError(f'{what}: expected {expected}, got {value!r}') from None
+
+
 def _vec3(value: Any, what: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    arr = _floats(value, what, '3 finite values')
     if arr.shape != (3,) or not np.all(np.isfinite(arr)):
         raise ValueError(f'{what}: expected 3 finite values, got {value!r}')
     return arr
+
+
+def _number(value: Any, what: str) -> float:
+    """A finite real number (not a bool); a ValueError naming ``what`` otherwise."""
+    arr = _floats(value, what, 'a finite number')
+    if arr.shape != () or not np.isfinite(arr):
+        raise ValueError(f'{what}: expected a finite number, got {value!r}')
+    return float(arr)
+
+
+def _name(value: Any, what: str) -> str:
+    """A non-empty string; a ValueError naming ``what`` otherwise (no ``str()`` of a list)."""
+    if not isinstance(value, str) or not value:
+        shown = f'a {type(value).__name__}' if not isinstance(value, str) else "''"
+        raise ValueError(f'{what}: expected a non-empty string, got {shown}')
+    return value
 
 
 def inertia_matrix(value: Any, what: str) -> np.ndarray:
@@ -91,7 +126,7 @@ def inertia_matrix(value: Any, what: str) -> np.ndarray:
     ValueError
         Any other shape (the message names ``what``).
     """
-    arr = np.asarray(value, dtype=float)
+    arr = _floats(value, what, '[ixx, ixy, ixz, iyy, iyz, izz] or a 3x3 matrix of numbers')
     if arr.shape == (6,):
         ixx, ixy, ixz, iyy, iyz, izz = arr
         return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
@@ -131,7 +166,9 @@ class ModelBuilder:
         floating_base: bool = True,
         gravity: Sequence[float] = (0.0, 0.0, 0.0),
     ) -> None:
-        self.name = str(name)
+        self.name = _name(name, 'name')
+        if not isinstance(floating_base, bool | np.bool_):
+            raise ValueError(f'floating_base: expected true or false, got {floating_base!r}')
         self.floating_base = bool(floating_base)
         self.gravity = _vec3(gravity, 'gravity')
         self._bodies: list[BodySpec] = []
@@ -152,16 +189,17 @@ class ModelBuilder:
             raise ValueError(
                 f'base {link!r}: the model already has a base ({self._bodies[0].name})'
             )
+        link = _name(link, 'base: link')
         self._add(
             BodySpec(
-                name=str(link),
+                name=link,
                 parent=-1,
                 joint_name='',
                 joint_type='root',
                 joint_rotation=np.eye(3),
                 joint_translation=np.zeros(3),
                 axis=np.array([1.0, 0.0, 0.0]),
-                mass=float(mass),
+                mass=_number(mass, f'base {link}: mass'),
                 com=_vec3(com, f'base {link}: com'),
                 inertia=inertia_matrix(inertia, f'base {link}: inertia'),
             )
@@ -212,22 +250,25 @@ class ModelBuilder:
         """
         if not self._bodies:
             raise ValueError(f'body {link!r}: add the base first')
-        if joint_type not in JOINT_TYPES:
+        link = _name(link, 'body: link')
+        joint = _name(joint, f'body {link}: joint name')
+        parent = _name(parent, f'body {link}: parent')
+        if not isinstance(joint_type, str) or joint_type not in JOINT_TYPES:
             raise ValueError(f'joint {joint}: expected one of {JOINT_TYPES}, got {joint_type!r}')
         host = self._frame_of(parent, f'body {link}')
         rot = host.rotation @ rpy_to_matrix(_vec3(rpy, f'joint {joint}: rpy'))
         trans = host.rotation @ _vec3(xyz, f'joint {joint}: xyz') + host.translation
         self._add(
             BodySpec(
-                name=str(link),
+                name=link,
                 parent=host.body,
-                joint_name=str(joint),
+                joint_name=joint,
                 joint_type=joint_type,
                 joint_rotation=rot,
                 joint_translation=trans,
                 axis=_vec3(axis, f'joint {joint}: axis'),
                 axis2=None if axis2 is None else _vec3(axis2, f'joint {joint}: axis2'),
-                mass=float(mass),
+                mass=_number(mass, f'body {link}: mass'),
                 com=_vec3(com, f'body {link}: com'),
                 inertia=inertia_matrix(inertia, f'body {link}: inertia'),
                 lower=lower,
@@ -249,6 +290,8 @@ class ModelBuilder:
         rpy: Sequence[float] = (0.0, 0.0, 0.0),
     ) -> ModelBuilder:
         """Add a massless frame rigidly attached to link ``parent`` (like a URDF fixed joint)."""
+        name = _name(name, 'frame: name')
+        parent = _name(parent, f'frame {name}: parent')
         if name in self._frames:
             raise ValueError(f'frame {name!r}: a link or frame of that name exists')
         host = self._frame_of(parent, f'frame {name}')
@@ -302,6 +345,16 @@ def _required(data: Mapping[str, Any], key: str, where: str) -> Any:
     return data[key]
 
 
+def _list(data: Mapping[str, Any], key: str) -> list:
+    """The list under ``key`` (empty when absent or null); a ValueError naming it otherwise."""
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ValueError(f'{key}: expected a list, got {type(value).__name__}')
+    return list(value)
+
+
 def model_from_dict(data: Mapping[str, Any]) -> Model:
     """Build a model from the mapping described in this module's docstring.
 
@@ -315,31 +368,31 @@ def model_from_dict(data: Mapping[str, Any]) -> Model:
     _check_keys(data, _TOP_KEYS, 'model')
     builder = ModelBuilder(
         data.get('name', 'robot'),
-        floating_base=bool(data.get('floating_base', True)),
+        floating_base=data.get('floating_base', True),
         gravity=data.get('gravity', (0.0, 0.0, 0.0)),
     )
     base = _required(data, 'base', 'model')
     _check_keys(base, _BASE_KEYS, 'base')
     builder.add_base(
-        str(_required(base, 'link', 'base')),
-        mass=float(_required(base, 'mass', 'base')),
+        _name(_required(base, 'link', 'base'), 'base: link'),
+        mass=_required(base, 'mass', 'base'),
         com=base.get('com', (0.0, 0.0, 0.0)),
         inertia=_required(base, 'inertia', 'base'),
     )
-    pending_frames = list(data.get('frames') or [])
-    for k, body in enumerate(data.get('bodies') or []):
+    pending_frames = _list(data, 'frames')
+    for k, body in enumerate(_list(data, 'bodies')):
         where = f'bodies[{k}]'
         _check_keys(body, _BODY_KEYS, where)
-        link = str(_required(body, 'link', where))
+        link = _name(_required(body, 'link', where), f'{where}.link')
         joint = _required(body, 'joint', f'body {link}')
         _check_keys(joint, _JOINT_KEYS, f'body {link}: joint')
         options = {key: joint[key] for key in joint if key not in ('name', 'type')}
         builder.add_body(
             link,
-            parent=str(_required(body, 'parent', f'body {link}')),
-            joint=str(_required(joint, 'name', f'body {link}: joint')),
-            joint_type=str(_required(joint, 'type', f'body {link}: joint')),
-            mass=float(_required(body, 'mass', f'body {link}')),
+            parent=_required(body, 'parent', f'body {link}'),
+            joint=_required(joint, 'name', f'body {link}: joint'),
+            joint_type=_required(joint, 'type', f'body {link}: joint'),
+            mass=_required(body, 'mass', f'body {link}'),
             com=body.get('com', (0.0, 0.0, 0.0)),
             inertia=_required(body, 'inertia', f'body {link}'),
             **options,
@@ -348,8 +401,8 @@ def model_from_dict(data: Mapping[str, Any]) -> Model:
         where = f'frames[{k}]'
         _check_keys(frame, _FRAME_KEYS, where)
         builder.add_frame(
-            str(_required(frame, 'name', where)),
-            parent=str(_required(frame, 'parent', where)),
+            _required(frame, 'name', where),
+            parent=_required(frame, 'parent', where),
             xyz=frame.get('xyz', (0.0, 0.0, 0.0)),
             rpy=frame.get('rpy', (0.0, 0.0, 0.0)),
         )
@@ -377,14 +430,20 @@ def load_model(source: str | os.PathLike[str] | Mapping[str, Any]) -> Model:
         from .urdf import load_urdf
 
         return load_urdf(source)
-    if path is not None and path.is_file():
-        text = path.read_text()
-    import yaml
+    where = 'model YAML'
+    if path is not None and (path.exists() or path.suffix in ('.yaml', '.yml')):
+        where = f'model file {text!r}'
+        if not path.exists():
+            raise FileNotFoundError(f'{where}: no such file')
+        if not path.is_file():
+            raise ValueError(f'{where}: expected a file, got a directory or special file')
+        try:
+            text = path.read_bytes().decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise ValueError(f'{where}: expected UTF-8 YAML text, got {exc}') from None
+    from ..yaml_input import load_yaml
 
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f'model YAML: cannot parse: {exc}') from None
+    data = load_yaml(text, where)
     if not isinstance(data, Mapping):
         raise ValueError(
             f'model YAML: expected a mapping at the top level, got {type(data).__name__} '

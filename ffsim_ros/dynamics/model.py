@@ -288,9 +288,16 @@ def _unit_axis(value: Sequence[float], what: str) -> np.ndarray:
 
 def _per_dof(value: float | Sequence[float], size: int, joint: str, what: str) -> list[float]:
     """``value`` for each of the joint's ``size`` DoFs (a scalar applies to all)."""
-    if np.ndim(value) == 0:
-        return [float(value)] * size
-    arr = np.asarray(value, dtype=float).reshape(-1)
+    expected = f'joint {joint}: {what} expected a number or {size} numbers (one per DoF)'
+    items = value if isinstance(value, list | tuple | np.ndarray) else [value]
+    if any(isinstance(x, bool | np.bool_ | str | bytes) or x is None for x in items):
+        raise ValueError(f'{expected}, got {value!r}')
+    try:
+        if np.ndim(value) == 0:
+            return [float(value)] * size  # type: ignore[arg-type]
+        arr = np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f'{expected}, got {value!r}') from None
     if arr.shape != (size,):
         raise ValueError(
             f'joint {joint}: {what} expected a scalar or {size} values (one per DoF), '
@@ -486,17 +493,23 @@ def build_model(
                 )
         for key, values in per_dof.items():
             values.extend(_per_dof(getattr(b, key), nvj_i, b.joint_name, key))
+            expected = {
+                'lower': 'numbers below +inf (-inf: no limit)',
+                'upper': 'numbers above -inf (+inf: no limit)',
+                'effort': 'values >= 0 (inf: no limit)',
+                'velocity': 'values >= 0 (inf: no limit)',
+            }.get(key, 'finite values >= 0')
             bad = [
                 x
                 for x in values[-nvj_i:]
-                if np.isnan(x) or (key not in ('lower', 'upper') and x < 0.0)
+                if np.isnan(x)
+                or (key == 'lower' and x == np.inf)
+                or (key == 'upper' and x == -np.inf)
+                or (key not in ('lower', 'upper') and x < 0.0)
+                or (key in ('damping', 'friction') and not np.isfinite(x))
             ]
             if bad:
-                raise ValueError(
-                    f'joint {b.joint_name}: {key} expected '
-                    + ('numbers' if key in ('lower', 'upper') else 'values >= 0')
-                    + f', got {bad}'
-                )
+                raise ValueError(f'joint {b.joint_name}: {key} expected {expected}, got {bad}')
         lows, highs = per_dof['lower'][-nvj_i:], per_dof['upper'][-nvj_i:]
         if any(lo > hi for lo, hi in zip(lows, highs, strict=True)):
             raise ValueError(f'joint {b.joint_name}: limit lower {b.lower} > upper {b.upper}')
@@ -518,7 +531,7 @@ def build_model(
         problem = inertia_problem(b.mass, b.inertia, f'body {b.name}', atol=atol)
         if problem is not None and (strict_inertia or problem[0] == 'indefinite'):
             merged = [name for name, frame in frames.items() if frame.body == index]
-            links = f' (its links merged by fixed joints: {merged})' if len(merged) > 1 else ''
+            links = f' (the links and frames on it: {merged})' if len(merged) > 1 else ''
             raise ValueError(problem[1] + links)
     mass = np.array([b.mass for b in bodies], dtype=float)
     subtree = mass.copy()

@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import yaml
 from nav_msgs.msg import Odometry
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -35,6 +34,7 @@ from ffsim_ros.control.capture import (
 from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.scene import Target, target_from_dict, welded_model
 
+from ..yaml_input import load_yaml
 from .scene_support import resolve_scenario
 
 #: Fraction of the handle's capture envelope (radius, speed) inside which the grasp is asked.
@@ -52,7 +52,10 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
         An unknown scenario or target, a target without handles (named).
     """
     path = resolve_scenario(scenario)
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = load_yaml(path.read_text(), f'capture.scenario {str(path)!r}')
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f'capture.scenario {str(path)!r}: cannot read it ({exc})') from None
     targets = data.get('targets', []) if isinstance(data, dict) else []
     names = [str(t.get('name', '')) for t in targets if isinstance(t, dict)]
     if not names:

@@ -30,7 +30,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
@@ -44,6 +43,7 @@ from visualization_msgs.msg import MarkerArray
 import ffsim_ros.dynamics as D
 from ffsim_ros.scene import ContactEvent, ScenarioError, Target, target_from_dict, urdf_target
 
+from ..yaml_input import load_yaml
 from .common import ParameterValueError, read_robot_file, to_stamp
 from .scene_support import TargetMessages, event_message
 
@@ -179,8 +179,8 @@ def parse_spawn(request, name: str, world_frame: str) -> Target:
     try:
         if is_urdf:
             return urdf_target(name, source, position=position, orientation=quat)
-        desc = yaml.safe_load(source)
-    except (ValueError, yaml.YAMLError) as exc:  # UnknownNameError is a ValueError
+        desc = load_yaml(source, 'resource')
+    except ValueError as exc:  # UnknownNameError and YamlInputError are ValueErrors
         raise EntityError(R.RESOURCE_PARSE_ERROR, f'resource: {exc}') from None
     if not isinstance(desc, dict):
         raise EntityError(

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
@@ -66,6 +65,7 @@ from ffsim_ros.scene import (
 )
 from ffsim_ros.sim import TargetWorld
 
+from ..yaml_input import YamlInputError, load_yaml
 from .common import ParameterValueError, to_stamp
 
 #: Scenarios shipped in ``config/scenarios`` (``scenario:=<name>``).
@@ -209,11 +209,13 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
     path = resolve_scenario(scenario)
     where = f'scenario: {str(path)!r}'
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text(), where)
     except OSError as exc:
         raise ParameterValueError(f'{where}: {exc.strerror}') from None
-    except yaml.YAMLError as exc:
-        raise ParameterValueError(f'{where}: malformed YAML: {exc}') from None
+    except UnicodeDecodeError as exc:
+        raise ParameterValueError(f'{where}: expected UTF-8 text, got {exc}') from None
+    except YamlInputError as exc:
+        raise ParameterValueError(str(exc)) from None
     if not isinstance(data, dict):
         raise ParameterValueError(f'{where}: expected a mapping, got {type(data).__name__}')
     targets = data.get('targets', [])
