@@ -91,6 +91,36 @@ def test_controller_mode_is_applied_after_the_set_only(rclpy_context) -> None:
         node.destroy_node()
 
 
+def test_unknown_parameters_are_named_with_a_suggestion(rclpy_context) -> None:
+    """A misspelled key of a parameter file (or ``-p``) is named at start with the parameter it
+    was probably meant for (rclpy ignores it without a word); ``validate`` names unknown
+    names instead of raising a KeyError."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.node_support import ParameterValueError
+    from ffsim_ros.reactionless_controller import PARAMETERS, ReactionlessControllerNode
+
+    with pytest.raises(ParameterValueError) as info:
+        PARAMETERS.validate({'control_rate_hx': 50.0})
+    assert str(info.value) == (
+        'ffsim_reactionless_controller: unknown parameters control_rate_hx '
+        '(did you mean control_rate_hz?)'
+    )
+    node = ReactionlessControllerNode(
+        context=rclpy_context,
+        parameter_overrides=[
+            Parameter('control_rate_hx', value=50.0),
+            Parameter('control_rate_hz', value=50.0),
+            Parameter('zzz', value=1),
+        ],
+    )
+    try:
+        assert PARAMETERS.unused_overrides(node) == ['control_rate_hx', 'zzz']
+        assert node.get_parameter('control_rate_hz').value == 50.0
+    finally:
+        node.destroy_node()
+
+
 def test_controller_rejects_an_unknown_ee_link(rclpy_context) -> None:
     from rclpy.parameter import Parameter
 

@@ -34,6 +34,7 @@ joint vectors, link names) are the node's, after loading it.
 from __future__ import annotations
 
 import array
+import difflib
 import json
 import math
 import re
@@ -451,6 +452,9 @@ class ParameterTable:
         ParameterValueError
             Naming the first parameter at fault.
         """
+        unknown = [name for name in values if name not in self._by_name]
+        if unknown:
+            raise ParameterValueError(self.unknown_message(unknown))
         out = {name: self._by_name[name].validate(value) for name, value in values.items()}
         if self.cross_check is not None and set(out) >= set(self._by_name):
             self.cross_check(out)
@@ -466,7 +470,31 @@ class ParameterTable:
         """
         for spec in self.specs:
             _declare(node, spec)
+        unused = self.unused_overrides(node)
+        if unused:  # e.g. a misspelled key in a parameter file: rclpy ignores it silently
+            node.get_logger().warning(self.unknown_message(unused) + ': ignored')
         return self.validate(self.current(node))
+
+    def unknown_message(self, names: Sequence[str]) -> str:
+        """``'<node>: unknown parameters ... (did you mean ...?)'`` for ``names``."""
+        hints = []
+        for name in names:
+            close = difflib.get_close_matches(name, self.names, n=1, cutoff=0.75)
+            hints.append(f'{name} (did you mean {close[0]}?)' if close else name)
+        return f'{self.node_name}: unknown parameters {", ".join(hints)}'
+
+    def unused_overrides(self, node: Node) -> list[str]:
+        """Names given to ``node`` at start (``--ros-args -p``, ``--params-file``, launch
+        ``parameters``) that it has not declared, in order: rclpy keeps them without a word.
+        ``qos_overrides.*`` (declared with their publishers) are not counted."""
+        # rclpy keeps the overrides in Node._parameter_overrides (every distro since Dashing;
+        # there is no public accessor)
+        overrides = getattr(node, '_parameter_overrides', None) or {}
+        return [
+            name
+            for name in overrides
+            if not node.has_parameter(name) and not name.startswith('qos_overrides.')
+        ]
 
     def current(self, node: Node) -> dict[str, Value]:
         """The node's current values of the table's parameters (unchecked)."""
