@@ -180,8 +180,13 @@ MAX_GAIN = 1e6
 LOG_PERIOD = 1.0
 #: Largest interval [s] between two measurements compared for a jump (``jump_threshold``).
 JUMP_WINDOW = 0.1
-#: An update later than this many control periods after the previous one is warned about.
+#: An update later than this many control periods after the previous one is late.
 LATE_PERIODS = 2.5
+#: Late updates are warned about when at least ``LATE_COUNT`` of the last ``LATE_WINDOW``
+#: were: a persistent overload, not one hiccup (the processes of a launch compete for the
+#: cores while they load, which used to give one or two warnings at every start).
+LATE_WINDOW = 20
+LATE_COUNT = 3
 
 #: One line per field of :class:`ffsim_ros.control.Gains` (the ``gains.*`` parameters).
 GAIN_DESCRIPTIONS = {
@@ -461,6 +466,7 @@ class ReactionlessControllerNode(Node):
         self._base_turned = 0.0
         self.control_period = 1.0 / values['control_rate_hz']
         self._last_update_ns: int | None = None  # the node-clock time of the last update
+        self._late: deque[bool] = deque(maxlen=LATE_WINDOW)  # the last updates: late or not
 
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'joint_effort_commands', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'ee_pose', 10)
@@ -539,6 +545,7 @@ class ReactionlessControllerNode(Node):
         self._state.clear()
         self._previous_joints = self._previous_base = None
         self._last_update_ns = None
+        self._late.clear()
         self._drop_goals(
             f'the clock went back from {before_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s'
         )
@@ -719,13 +726,14 @@ class ReactionlessControllerNode(Node):
     # ------------------------------------------------------------------------------ loop
     def _check_period(self, now_ns: int) -> bool:
         """Whether this update comes more than ``LATE_PERIODS`` control periods of the node's
-        clock after the previous one, warned (throttled): on simulated time, the simulation
-        runs faster than this controller keeps up, and the law (tuned for its period)
-        degrades."""
+        clock after the previous one; warned (throttled) when ``LATE_COUNT`` of the last
+        ``LATE_WINDOW`` updates were late: on simulated time, the simulation runs faster than
+        this controller keeps up, and the law (tuned for its period) degrades."""
         last, self._last_update_ns = self._last_update_ns, now_ns
         gap = 0.0 if last is None else (now_ns - last) * 1e-9
         late = gap > LATE_PERIODS * self.control_period
-        if late:
+        self._late.append(late)
+        if late and sum(self._late) >= LATE_COUNT:
             self.get_logger().warning(
                 f'control update {gap * 1e3:.1f} ms after the previous one on the node clock '
                 f'(period {self.control_period * 1e3:g} ms): the simulation runs faster than '
