@@ -889,3 +889,95 @@ def test_assembly_and_bad_loops() -> None:
         M.LoopClosure('x', 'crank', 'ground', rotation_a=np.ones((3, 3)))
     with pytest.raises(RuntimeError, match='no convergence'):
         chain.assemble([0.7, -0.5, -1.8], locked=['j1', 'j2', 'j3'], max_iter=3)
+
+
+# ---------------------------------------------------------------- URDF+ loops: typos refused
+PLATFORM_PLUS = sample_robot('floating_platform').read_text()
+B_PRED = '<predecessor link="b3">\n      <origin xyz="0.0 0.0 0.2" rpy="0 0 0" />'
+B_LOOP = '<loop name="b_tip" type="spherical">'
+
+
+def test_shipped_urdf_loops_still_load() -> None:
+    """The loops of ``urdf/floating_platform.urdf`` and of the text it is generated from."""
+    for text in (PLATFORM_PLUS, S.platform_urdf_plus()):
+        loops = D.loop_closures_from_urdf(text)
+        assert [(lp.name, lp.link_a, lp.link_b, lp.kind) for lp in loops] == [
+            ('b_tip', 'b3', 'platform', 'ball'),
+            ('c_tip', 'c3', 'platform', 'ball'),
+        ]
+        M.ClosedChain(D.load_urdf(text), loops)
+
+
+@pytest.mark.parametrize(
+    'old, new, words',
+    [  # a typo used to fall back to a default (a different loop) or be ignored
+        (B_PRED, B_PRED.replace('xyz=', 'xzy='), ['<origin>', "['xzy']", "['rpy', 'xyz']"]),
+        (B_PRED, B_PRED.replace('<origin', '<orgin'), ['unknown child element <orgin>']),
+        (B_LOOP, B_LOOP + '<axsi xyz="0 0 1"/>', ['<loop> unknown child element <axsi>']),
+        (
+            B_LOOP,
+            B_LOOP.replace('spherical', 'revolute') + '<axis xzy="0 0 1"/>',
+            ['<axis> unknown attributes', "['xzy']"],
+        ),
+        (B_LOOP, B_LOOP + '<axis xyz="0 0 1"/>', ['<axis> expected only on a revolute']),
+        (B_LOOP, B_LOOP.replace('type', 'tpye'), ["<loop> unknown attributes ['tpye']"]),
+        (B_PRED, B_PRED.replace('"b3"', '"b3" name="c3"'), ["got both ('b3', 'c3')"]),
+        (B_PRED, B_PRED.replace('"b3"', '"b3" lnik="b3"'), ['<predecessor> unknown attr']),
+        (B_PRED, B_PRED + '<origin/>', ['expected one <origin>, got 2']),
+        (B_PRED, B_PRED.replace(' />', '><x/></origin>'), ['<origin> unknown child element <x>']),
+        (B_PRED, B_PRED.replace('"b3"', '"b33"'), ["unknown link 'b33'", 'the URDF has']),
+    ],
+)
+def test_urdf_loop_typos_are_refused_naming_the_loop(old: str, new: str, words: list) -> None:
+    assert PLATFORM_PLUS.count(old) == 1
+    text = PLATFORM_PLUS.replace(old, new, 1)
+    with pytest.raises(ValueError) as info:
+        D.loop_closures_from_urdf(text)
+    for w in ["loop 'b_tip'", *words]:
+        assert w in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    'build, words',
+    [
+        (lambda m: M.ClosedChain(m, None), ['loops: expected a sequence', 'NoneType']),
+        (
+            lambda m: M.ClosedChain(m, M.LoopClosure('x', 'b3', 'platform')),
+            ['loops: expected a sequence', 'LoopClosure'],
+        ),
+        (
+            lambda m: M.ClosedChain(m, [M.LoopClosure('x', ['b3'], 'platform')]),
+            ["loop 'x': link_a: expected a link name", "list ['b3']"],
+        ),
+        (
+            lambda m: M.ClosedChain(m, [M.LoopClosure('x', 'b3', None)]),
+            ["loop 'x': link_b: expected a link name", 'NoneType None'],
+        ),
+        (
+            lambda m: M.ClosedChain(m, [M.LoopClosure(None, 'b3', 'platform')]),
+            ['loop name', 'None'],
+        ),
+        (
+            lambda m: M.ClosedChain(None, [M.LoopClosure('x', 'b3', 'platform')]),
+            ['model: expected a Model', 'NoneType'],
+        ),
+        (
+            lambda m: M.ClosedChain(m, [M.LoopClosure('x', 'b3', 'platform')], alpha='abc'),
+            ["alpha: expected a number, got 'abc'"],
+        ),
+        (
+            lambda m: M.ClosedChain(m, [M.LoopClosure('x', 'b3', 'platform')], beta=True),
+            ['beta: expected a number, got True'],
+        ),
+        (
+            lambda m: M.ClosedChain(m, [M.LoopClosure('my_loop', 'b33', 'platform')]),
+            ["loop 'my_loop': unknown link 'b33'"],
+        ),
+    ],
+)
+def test_closed_chain_arguments_are_checked_by_name(build, words: list) -> None:
+    model = D.load_urdf(PLATFORM_PLUS)
+    with pytest.raises(ValueError) as info:
+        build(model)
+    for w in words:
+        assert w in str(info.value), str(info.value)

@@ -132,7 +132,7 @@ _DELETE = object()
         (('robot', 'urdf'), 'missing.urdf', ['robot.urdf', 'missing.urdf']),
         (('robot', 'joint_positions'), [0.0, 1.0], ['robot.joint_positions']),
         (('robot', 'base_position'), [0.0, float('inf'), 0], ['robot.base_position']),
-        (('robot', 'base_orientation'), [0, 0, 0, 0], ['robot.base_orientation', 'non-zero']),
+        (('robot', 'base_orientation'), [0, 0, 0, 0], ['robot.base_orientation', 'norm 0']),
         (('robot', 'base_orientation'), [0, 0, 1], ['robot.base_orientation', '4']),
         (('contact', 'restitution'), 2.0, ['contact', 'restitution']),
         (('contact', 'law'), 'glue', ['contact.law', 'glue']),
@@ -140,6 +140,29 @@ _DELETE = object()
         (('robot',), _DELETE, ['scenario', 'robot']),
         (('targets', 0, 'inertia'), 'x', ['targets[0].inertia', "got 'x'"]),
         (('targets', 0, 'handles'), ['x'], ['targets[0]']),
+        # names are strings: null or a list is not turned into 'None' / '[1, 2]'
+        (('targets', 0, 'handles', 0, 'name'), None, ['targets[0].handles[0].name', 'None']),
+        (('targets', 0, 'handles', 0, 'name'), [1, 2], ['handles[0].name', 'list of length']),
+        (('targets', 0, 'handles', 0, 'link'), None, ['targets[0].handles[0].link', 'string']),
+        (('targets', 0, 'name'), [1, 2], ['targets[0].name', 'list of length 2']),
+        (('robot', 'gripper', 'link'), None, ['robot.gripper.link', 'string, got None']),
+        (('robot', 'exclude_links'), ['ee_link', None], ['robot.exclude_links[1]', 'None']),
+        # an unhashable type or law
+        (('targets', 0, 'shape', 'type'), ['box'], ['targets[0].shape.type', 'list']),
+        (('contact', 'law'), ['impact'], ['contact.law', 'list']),
+        # a YAML boolean is not a number
+        (('robot', 'joint_positions'), [True] * 7, ['robot.joint_positions', 'booleans']),
+        (('robot', 'base_position'), [0, False, 0], ['robot.base_position', 'booleans']),
+        (('targets', 0, 'inertia'), np.eye(3, dtype=bool).tolist(), ['targets[0].inertia']),
+        # quaternions: norm 1 within 1e-3 (as the simulator's parameters), not rescaled
+        (('robot', 'base_orientation'), [0, 0, 1, 1], ['robot.base_orientation', 'norm 1.41']),
+        (('targets', 1, 'orientation'), [0, 0, 0, 5], ['targets[1].orientation', 'norm 5']),
+        (('targets', 1, 'orientation'), [0, 0, 0, 1.0011], ['targets[1].orientation', '1.0011']),
+        # dt: the simulator's physics step range [1e-6, 1] s
+        (('dt',), 1e6, ['dt', '[1e-06, 1]', '1000000']),
+        (('dt',), 1.5, ['dt', '1.5']),
+        (('dt',), 5e-7, ['dt', '5e-07']),
+        (('dt',), float('nan'), ['dt', 'nan']),
     ],
 )
 def test_bad_fields_are_named(path, value, words):
@@ -164,10 +187,11 @@ def test_base_placed_by_its_link_frame():
     assert np.linalg.norm(scene.robot_state[0][:3]) > 0.01
     half = np.sqrt(0.5)
     data['robot']['base_position'] = [1.0, -2.0, 0.5]
-    data['robot']['base_orientation'] = [0.0, 0.0, 2 * half, 2 * half]  # normalized on read
+    data['robot']['base_orientation'] = [0.0, 0.0, 1.0009 * half, half]  # normalized on read
     pose = D.base_link_state(robot, *scene_from_dict(data, ROOT).robot_state)
     np.testing.assert_allclose(pose[0], [1.0, -2.0, 0.5], atol=1e-14)
-    np.testing.assert_allclose(pose[1], [0, 0, half, half], atol=1e-15)
+    n = np.hypot(1.0009 * half, half)
+    np.testing.assert_allclose(pose[1], [0, 0, 1.0009 * half / n, half / n], atol=1e-15)
 
 
 def test_bad_yaml_file(tmp_path):
@@ -188,3 +212,81 @@ def test_target_from_dict_alone():
     )
     assert t.model.total_mass == 3.0
     np.testing.assert_allclose(D.center_of_mass(t.model, t.q), 0.0, atol=1e-15)
+
+
+@pytest.mark.parametrize('dt', [1e-6, 1.0])
+def test_dt_range_ends_accepted(dt):
+    data = copy.deepcopy(SCENARIO)
+    data['dt'] = dt
+    assert scene_from_dict(data, ROOT).dt == dt
+
+
+def _urdf_target(tmp_path, **fields):
+    urdf = tmp_path / 'arm.urdf'
+    urdf.write_text(
+        '<robot name="t"><link name="hub"><inertial><mass value="5"/>'
+        '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>'
+        '<link name="tip"><inertial><mass value="1"/>'
+        '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>'
+        '<joint name="j" type="revolute"><parent link="hub"/><child link="tip"/>'
+        '<axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
+        '</robot>'
+    )
+    return {'name': 'u', 'urdf': str(urdf), **fields}
+
+
+@pytest.mark.parametrize(
+    'key, value, words',
+    [
+        ('joint_positions', 'abc', ['list of numbers', "'abc'"]),
+        ('joint_positions', {'a': 1}, ['list of numbers', 'dict']),
+        ('joint_positions', [True], ['booleans']),
+        ('joint_positions', [float('nan')], ['finite']),
+        ('joint_velocities', None, ['list of numbers', 'None']),
+        ('joint_velocities', [[0.1]], ['finite numbers']),
+    ],
+)
+def test_urdf_target_joint_values_are_named(tmp_path, key, value, words):
+    t = target_from_dict(_urdf_target(tmp_path, joint_positions=[0.5]), 'targets[0]')
+    assert t.q[-1] == 0.5
+    with pytest.raises(ScenarioError) as info:
+        target_from_dict(_urdf_target(tmp_path, **{key: value}), 'targets[0]')
+    for w in [f'targets[0].{key}', *words]:
+        assert w in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    'text, words',
+    [
+        ('dt: 0.001\ndt: 1000\n', ['duplicated key', "'dt'"]),
+        (
+            'a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n'
+            + ''.join(
+                f'a{k}: &a{k} [' + ', '.join([f'*a{k - 1}'] * 10) + ']\n' for k in range(1, 7)
+            ),
+            ['expected at most'],
+        ),
+        ('x: ' + '[' * 150 + ']' * 150 + '\n', ['nesting levels']),
+    ],
+)
+def test_strict_yaml_file(tmp_path, text, words):
+    """Duplicated keys, alias bombs and deep nesting are refused naming the file."""
+    p = tmp_path / 'hostile.yaml'
+    p.write_text(text)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    for w in ['hostile.yaml', *words]:
+        assert w in str(info.value), str(info.value)
+
+
+def test_aliased_name_not_expanded():
+    """A name given as a shared nested list (what a YAML alias bomb loads into) is refused by
+    its type, not turned into a string of millions of characters."""
+    bomb: list = ['lol'] * 10
+    for _ in range(5):
+        bomb = [bomb] * 10
+    data = copy.deepcopy(SCENARIO)
+    data['targets'][0]['handles'][0]['name'] = bomb
+    with pytest.raises(ScenarioError, match=r'handles\[0\]\.name: .*list of length 10$') as info:
+        scene_from_dict(data, ROOT)
+    assert len(str(info.value)) < 200

@@ -2,7 +2,7 @@
 
 A scenario (every key optional unless marked)::
 
-    dt: 0.001                      # physics step [s]
+    dt: 0.001                      # physics step [s], in [1e-6, 1] (the simulator's range)
     robot:
       urdf: urdf/ffsim_servicer_7dof.urdf     # required; relative to the file's folder
       gripper: {link: ee_link, translation: [0, 0, 0], rpy: [0, 0, 0]}   # link required
@@ -30,6 +30,11 @@ A scenario (every key optional unless marked)::
           - {name: bar, link: body, translation: [0, 0, -0.55], rpy: [0, 0, 0],
              radius: 0.05, max_angle: 0.3, max_speed: 0.05, max_rate: 0.05}
 
+Names (``name``, ``link``, ``exclude_links``) are non-empty strings; numbers are not YAML
+booleans; quaternions (x, y, z, w) have norm 1 within :data:`QUAT_TOLERANCE` (normalized on
+read, as the simulator's parameters); ``dt`` lies in [:data:`MIN_DT`, :data:`MAX_DT`] (the
+simulator's ``physics_rate_hz`` from 1 Hz to 1 MHz).
+
 Every error is a :class:`ScenarioError` (a ``ValueError``) naming the field, e.g.
 ``targets[1].mass: expected a finite value > 0, got -2``; unknown keys are refused by name.
 """
@@ -42,11 +47,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-import yaml
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import rpy_to_matrix
 
+from ..yaml_input import YamlInputError, load_yaml
 from .geometry import Box, Capsule, Cylinder, Sphere, shapes_from_urdf
 from .grasp import Gripper
 from .impact import CompliantLaw, ImpactLaw
@@ -54,6 +59,11 @@ from .scene import Scene
 from .targets import Handle, Target, locked_inertia, rigid_target, tumble, urdf_target
 
 T = TypeVar('T')
+
+#: Range of ``dt`` [s]: the simulator's physics step (``physics_rate_hz`` in [1 Hz, 1 MHz]).
+MIN_DT, MAX_DT = 1e-6, 1.0
+#: Largest departure of a quaternion's norm from 1 (as the simulator's parameters allow).
+QUAT_TOLERANCE = 1e-3
 
 
 class ScenarioError(ValueError):
@@ -65,7 +75,7 @@ def _keys(
 ) -> dict:
     if not isinstance(d, Mapping):
         raise ScenarioError(f'{where}: expected a mapping, got {type(d).__name__}')
-    unknown = sorted(set(d) - allowed)
+    unknown = sorted(set(d) - allowed, key=str)
     if unknown:
         raise ScenarioError(f'{where}: unknown keys {unknown}; expected some of {sorted(allowed)}')
     missing = sorted(required - set(d))
@@ -74,14 +84,56 @@ def _keys(
     return dict(d)
 
 
-def _vec(value: Any, size: int, where: str) -> np.ndarray:
+def _brief(value: Any) -> str:
+    """``repr`` of a scalar; only the type and length of a container (an aliased YAML
+    structure may expand to gigabytes)."""
+    if isinstance(value, list | tuple | Mapping):
+        return f'a {type(value).__name__} of length {len(value)}'
+    return repr(value)
+
+
+def _name(value: Any, where: str) -> str:
+    """A name field: a non-empty string (``null`` or a list is not a name)."""
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f'{where}: expected a non-empty string, got {_brief(value)}')
+    return value
+
+
+def _has_bool(value: Any) -> bool:
+    """Whether ``value`` (a number or a nested list of them) holds a boolean."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype == bool
+    return isinstance(value, list | tuple) and any(_has_bool(x) for x in value)
+
+
+def _vec(value: Any, size: int | None, where: str) -> np.ndarray:
+    """``size`` finite numbers (any count when None: a list of them), no booleans."""
+    what = 'a list of' if size is None else str(size)
+    if size is None and not isinstance(value, list | tuple):
+        raise ScenarioError(f'{where}: expected {what} numbers, got {_brief(value)}')
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ScenarioError(f'{where}: expected {size} numbers, got {value!r}') from None
-    if arr.shape != (size,) or not np.all(np.isfinite(arr)):
-        raise ScenarioError(f'{where}: expected {size} finite numbers, got {value!r}')
+        raise ScenarioError(f'{where}: expected {what} numbers, got {value!r}') from None
+    if arr.shape != (len(value) if size is None else size,) or not np.all(np.isfinite(arr)):
+        raise ScenarioError(f'{where}: expected {what} finite numbers, got {value!r}')
+    if _has_bool(value):
+        raise ScenarioError(f'{where}: expected {what} numbers, got booleans in {value!r}')
     return arr
+
+
+def _quat(value: Any, where: str) -> np.ndarray:
+    """A quaternion (x, y, z, w) of norm 1 within :data:`QUAT_TOLERANCE`, normalized."""
+    q = _vec(value, 4, where)
+    norm = float(np.linalg.norm(q))
+    if abs(norm - 1.0) > QUAT_TOLERANCE:
+        raise ScenarioError(
+            f'{where}: expected a unit quaternion (x, y, z, w) of norm 1 within '
+            f'{QUAT_TOLERANCE:g}, got {value!r} (norm {norm:.6g})'
+        )
+    return q / norm
 
 
 def _num(value: Any, where: str) -> float:
@@ -124,8 +176,8 @@ def _shape(d: Any, where: str) -> Sphere | Box | Cylinder | Capsule:
     kind = d.pop('type')
     fields = {'sphere': {'radius'}, 'box': {'size'}, 'cylinder': {'radius', 'length'}}
     fields['capsule'] = fields['cylinder']
-    if kind not in fields:
-        raise ScenarioError(f'{where}.type: expected one of {sorted(fields)}, got {kind!r}')
+    if not isinstance(kind, str) or kind not in fields:
+        raise ScenarioError(f'{where}.type: expected one of {sorted(fields)}, got {_brief(kind)}')
     _keys(d, where, fields[kind], fields[kind])
     if kind == 'box':
         return _wrap(where, Box, tuple(_vec(d['size'], 3, f'{where}.size')))
@@ -136,7 +188,10 @@ def _shape(d: Any, where: str) -> Sphere | Box | Cylinder | Capsule:
 def _handle(d: Any, where: str) -> Handle:
     keys = {'name', 'link', 'translation', 'rpy', 'radius', 'max_angle', 'max_speed', 'max_rate'}
     d = _keys(d, where, keys, {'name', 'link'})
-    kwargs: dict[str, Any] = {'name': str(d['name']), 'link': str(d['link'])}
+    kwargs: dict[str, Any] = {
+        'name': _name(d['name'], f'{where}.name'),
+        'link': _name(d['link'], f'{where}.link'),
+    }
     if 'translation' in d:
         kwargs['translation'] = _vec(d['translation'], 3, f'{where}.translation')
     if 'rpy' in d:
@@ -174,7 +229,7 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
     """
     base = Path.cwd() if base is None else Path(base)
     d = _keys(d, where, TARGET_KEYS, {'name'})
-    name = d['name']
+    name = _name(d['name'], f'{where}.name')
     handles = d.get('handles', [])
     if not isinstance(handles, list):
         raise ScenarioError(f'{where}.handles: expected a list, got {type(handles).__name__}')
@@ -184,7 +239,7 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         if k in d:
             state[k] = _vec(d[k], 3, f'{where}.{k}')
     if 'orientation' in d:
-        state['orientation'] = _vec(d['orientation'], 4, f'{where}.orientation')
+        state['orientation'] = _quat(d['orientation'], f'{where}.orientation')
     if 'tumble' in d and ('orientation' in d or 'angular_velocity' in d):
         raise ScenarioError(
             f'{where}.tumble: sets orientation and angular_velocity; give one or the other'
@@ -205,7 +260,11 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
                 inertia = np.asarray(d['inertia'], dtype=float)
             except (TypeError, ValueError):
                 inertia = np.full(1, np.nan)
-            if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+            if (
+                inertia.shape != (3, 3)
+                or not np.all(np.isfinite(inertia))
+                or _has_bool(d['inertia'])
+            ):
                 raise ScenarioError(
                     f'{where}.inertia: expected a finite 3x3 matrix [kg m^2], got {d["inertia"]!r}'
                 )
@@ -228,7 +287,7 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         raise ScenarioError(f'{where}: mass and inertia come from the URDF of a urdf target')
     for k in ('joint_positions', 'joint_velocities'):
         if k in d:
-            state[k] = np.asarray(d[k], dtype=float)
+            state[k] = _vec(d[k], None, f'{where}.{k}')
     urdf = _path(d['urdf'], base, f'{where}.urdf')
     target = _wrap(where, urdf_target, name, urdf, handles=hs, **state)
     if 'tumble' in d:
@@ -281,7 +340,7 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
     gripper = _wrap(
         'robot.gripper',
         Gripper,
-        str(g['link']),
+        _name(g['link'], 'robot.gripper.link'),
         rpy_to_matrix(_vec(g.get('rpy', (0, 0, 0)), 3, 'robot.gripper.rpy')),
         _vec(g.get('translation', (0, 0, 0)), 3, 'robot.gripper.translation'),
     )
@@ -296,7 +355,7 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
         shapes_from_urdf,
         urdf,
         model=robot,
-        exclude=[str(x) for x in exclude],
+        exclude=[_name(x, f'robot.exclude_links[{k}]') for k, x in enumerate(exclude)],
     )
     q = D.neutral(robot)
     v = np.zeros(robot.nv)
@@ -306,13 +365,18 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
         D.base_state_from_link,
         robot,
         _vec(r.get('base_position', (0, 0, 0)), 3, 'robot.base_position'),
-        _vec(r.get('base_orientation', (0, 0, 0, 1)), 4, 'robot.base_orientation'),
+        _quat(r.get('base_orientation', (0, 0, 0, 1)), 'robot.base_orientation'),
     )[0]
     if 'joint_positions' in r:
         q[7:] = _vec(r['joint_positions'], robot.nq - 7, 'robot.joint_positions')
     if 'joint_velocities' in r:
         v[6:] = _vec(r['joint_velocities'], robot.n, 'robot.joint_velocities')
     dt = _num(d.get('dt', 1e-3), 'dt')
+    if not MIN_DT <= dt <= MAX_DT:
+        raise ScenarioError(
+            f"dt: expected a step in [{MIN_DT:g}, {MAX_DT:g}] s (the simulator's "
+            f'physics_rate_hz range), got {dt!r}'
+        )
     law = _contact(d.get('contact', {'law': 'impact'}))
     scene = _wrap(
         'scenario', Scene, robot, gripper=gripper, shapes=shapes, dt=dt, contact=law, q=q, v=v
@@ -333,8 +397,8 @@ def _contact(d: Any) -> ImpactLaw | CompliantLaw:
     }
     d = _keys(d, 'contact', {'law'} | set().union(*(v[1] for v in laws.values())), {'law'})
     kind = d.pop('law')
-    if kind not in laws:
-        raise ScenarioError(f'contact.law: expected one of {sorted(laws)}, got {kind!r}')
+    if not isinstance(kind, str) or kind not in laws:
+        raise ScenarioError(f'contact.law: expected one of {sorted(laws)}, got {_brief(kind)}')
     cls, keys = laws[kind]
     _keys(d, f'contact ({kind})', keys)
     kwargs = {k: _num(v, f'contact.{k}') for k, v in d.items()}
@@ -347,17 +411,20 @@ def load_scenario(path: str | os.PathLike[str]) -> Scene:
     Raises
     ------
     ScenarioError
-        An unreadable file, malformed YAML, or a bad field (named).
+        An unreadable file, malformed YAML, a duplicated key, a document too large (aliases
+        expanded) or too deep (:func:`~ffsim_ros.yaml_input.load_yaml`), or a bad field
+        (named).
     """
     p = Path(path)
+    where = f'scenario file {str(p)!r}'
     try:
-        data = yaml.safe_load(p.read_text())
+        data = load_yaml(p.read_text(), where)
     except OSError as exc:
-        raise ScenarioError(f'scenario file {str(p)!r}: {exc.strerror}') from None
+        raise ScenarioError(f'{where}: {exc.strerror}') from None
     except UnicodeDecodeError as exc:
-        raise ScenarioError(f'scenario file {str(p)!r}: expected UTF-8 text, got {exc}') from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f'scenario file {str(p)!r}: malformed YAML: {exc}') from None
+        raise ScenarioError(f'{where}: expected UTF-8 text, got {exc}') from None
+    except YamlInputError as exc:
+        raise ScenarioError(str(exc)) from None
     return scene_from_dict(data, p.parent)
 
 

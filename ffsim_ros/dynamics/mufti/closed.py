@@ -42,7 +42,7 @@ returned (the redundant loop forces are statically indeterminate).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +52,7 @@ from ..algorithms import momentum as momentum_of
 from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force
 from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
-from ..model import Model
+from ..model import Model, UnknownNameError
 from .articulated import LoopKernel
 from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
@@ -141,21 +141,46 @@ class ClosedChain:
         method: str = 'aba',
     ) -> None:
         _check_chain_method(method)
+        if not isinstance(model, Model):
+            raise ValueError(f'model: expected a Model, got {type(model).__name__}')
+        if not isinstance(loops, Iterable) or isinstance(loops, str | bytes):
+            raise ValueError(
+                f'loops: expected a sequence of LoopClosure, got {type(loops).__name__}'
+            )
         loops = tuple(loops)
         if not loops:
             raise ValueError('loops: expected at least one LoopClosure, got none')
         for lp in loops:
             if not isinstance(lp, LoopClosure):
                 raise ValueError(f'loops: expected LoopClosure items, got {type(lp).__name__}')
+            if not isinstance(lp.name, str) or not lp.name:
+                raise ValueError(
+                    f'loops: expected a non-empty string as loop name, got {lp.name!r}'
+                )
+            for key in ('link_a', 'link_b'):
+                link = getattr(lp, key)
+                if not isinstance(link, str):
+                    raise ValueError(
+                        f'loop {lp.name!r}: {key}: expected a link name (a string), got '
+                        f'{type(link).__name__} {link!r}'
+                    )
         names = [lp.name for lp in loops]
         if len(set(names)) != len(names):
             raise ValueError(f'loops: expected unique names, got {names}')
         for lp in loops:
-            if model.frame(lp.link_a).body == model.frame(lp.link_b).body:
+            try:
+                body_a, body_b = model.frame(lp.link_a).body, model.frame(lp.link_b).body
+            except UnknownNameError as exc:
+                raise UnknownNameError(f'loop {lp.name!r}: {exc}') from None
+            if body_a == body_b:
                 raise ValueError(
                     f'loop {lp.name!r}: links {lp.link_a!r} and {lp.link_b!r} are on the same '
                     'body (a cut hinge must join two different bodies)'
                 )
+        for key, gain in (('alpha', alpha), ('beta', beta)):
+            real = isinstance(gain, int | float | np.integer | np.floating)
+            if isinstance(gain, bool) or not real:
+                raise ValueError(f'{key}: expected a number, got {gain!r}')
         alpha, beta = float(alpha), float(beta)
         if not (np.isfinite(alpha) and np.isfinite(beta)) or alpha < 0 or beta < 0:
             raise ValueError(f'alpha, beta: expected finite values >= 0, got {alpha}, {beta}')
