@@ -255,6 +255,22 @@ def test_log_throttle_one_line_a_second_per_kind(monkeypatch) -> None:
     for k in range(10):  # distinct kinds beyond the bound: the oldest are forgotten
         throttle.admit(f'kind {"x" * k}')
     assert len(throttle._kinds) == 3
+    # names holding both quotes (repr escapes one) are masked too, and distinct kinds are
+    # capped per period whatever the masking; very long lines are cut
+    now[0] += 10.0
+    throttle = LogThrottle(period=1.0, max_kinds=64, max_lines=4, max_chars=100)
+    quoted = [
+        throttle.admit(f'unknown joint {"a" + chr(39) + "b" + chr(34) + str(k)!r}')
+        for k in range(50)
+    ]
+    assert sum(line is not None for line in quoted) == 1
+    kinds = [throttle.admit(f'kind {"x" * k}: y') for k in range(50)]
+    assert sum(line is not None for line in kinds) == 3  # 4 lines a period in all
+    now[0] += 1.0
+    held = f'kind {"x" * 10}: y'  # held back by the cap: counted, shown with its count
+    assert throttle.admit(held) == held + ' (1 more like it not shown)'
+    long = throttle.admit('z' * 1000)
+    assert long == 'z' * 100 + '... (900 more characters)'
 
 
 def test_parameter_types_are_coerced_or_refused() -> None:

@@ -7,13 +7,14 @@ Nothing here imports a node; the nodes import this module (and
 from __future__ import annotations
 
 import codecs
+import math
 import os
 import re
 import stat
 import sys
 import time
 import traceback
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 import rclpy
@@ -282,15 +283,26 @@ class LogThrottle:
     masked, so a flood of one kind (100 bad goals a second) gives one line a second, with the
     count of the lines held back since, while a different kind still gets its own line. At
     most ``max_kinds`` kinds are remembered (the oldest forgotten): the memory is bounded
-    whatever the input.
+    whatever the input. Input that defeats the masking (a name holding both quote characters,
+    whose ``repr`` escapes one) cannot flood the log either: at most ``max_lines`` lines of all
+    kinds are logged per ``period``; and a line is cut to ``max_chars`` characters (a 1 MB
+    name in a message made a 1 MB log line).
     """
 
-    _VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|[-+]?(?:\d[\d_.]*(?:e[-+]?\d+)?|nan|inf)", re.I)
+    _VARIABLE = re.compile(
+        r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[-+]?(?:\d[\d_.]*(?:e[-+]?\d+)?|nan|inf)",
+        re.I,
+    )
 
-    def __init__(self, period: float = 1.0, max_kinds: int = 64) -> None:
+    def __init__(
+        self, period: float = 1.0, max_kinds: int = 64, max_lines: int = 10, max_chars: int = 2000
+    ) -> None:
         self.period = float(period)
         self.max_kinds = int(max_kinds)
+        self.max_lines = int(max_lines)
+        self.max_chars = int(max_chars)
         self._kinds: OrderedDict[str, list] = OrderedDict()  # kind -> [last wall time, held]
+        self._recent: deque[float] = deque()  # wall times of the lines of the last period
 
     def admit(self, text: str) -> str | None:
         """``text`` to log now -- with the count of the lines of its kind held back since the
@@ -299,18 +311,33 @@ class LogThrottle:
         The caller logs it (``if line := throttle.admit(text): logger.error(line)``), so each
         log call keeps one severity, as rclpy requires of a call site.
         """
+        if len(text) > self.max_chars:
+            text = f'{text[: self.max_chars]}... ({len(text) - self.max_chars} more characters)'
         kind = self._VARIABLE.sub('#', text)
         now = time.monotonic()
+        while self._recent and now - self._recent[0] >= self.period:
+            self._recent.popleft()
         entry = self._kinds.get(kind)
         if entry is not None and now - entry[0] < self.period:
             entry[1] += 1
             return None
+        if len(self._recent) >= self.max_lines:  # many kinds at once: held, counted
+            if entry is None:
+                entry = self._kinds[kind] = [-math.inf, 0]
+                self._trim()
+            entry[1] += 1
+            return None
+        self._recent.append(now)
         held = entry[1] if entry is not None else 0
         self._kinds[kind] = [now, 0]
         self._kinds.move_to_end(kind)
+        self._trim()
+        return text + (f' ({held} more like it not shown)' if held else '')
+
+    def _trim(self) -> None:
+        """Forget the oldest kinds beyond ``max_kinds``."""
         while len(self._kinds) > self.max_kinds:
             self._kinds.popitem(last=False)
-        return text + (f' ({held} more like it not shown)' if held else '')
 
 
 def to_stamp(ns: int) -> Time:
