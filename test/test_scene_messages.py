@@ -5,6 +5,8 @@ child frame, a state set through ``set_entity_state``'s path read back, events a
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -151,14 +153,23 @@ def test_scenario_files_of_the_nodes_are_read_strictly(tmp_path) -> None:
     twice = tmp_path / 'twice.yaml'
     twice.write_text('dt: 0.001\ndt: 0.5\n')
     binary = tmp_path / 'binary.yaml'
-    binary.write_bytes(b'\xff\xfe\x00\x01')
-    for path, text in ((twice, "duplicated key 'dt'"), (binary, 'expected UTF-8')):
+    binary.write_bytes(b'\x00\x01\x02\xff')
+    for path, text in ((twice, "duplicated key 'dt'"), (binary, 'got binary data')):
         with pytest.raises(ParameterValueError, match=f'scenario:.*{path.name}') as info:
             world_setup(str(path), model, urdf_path.read_text(), 1_000_000)
         assert text in str(info.value), str(info.value)
         with pytest.raises(ValueError, match=f'capture.scenario.*{path.name}') as info:
             scenario_target(str(path))
-        assert text in str(info.value) or 'cannot read' in str(info.value), str(info.value)
+    # not a regular file: refused at once, never read (a FIFO hung the node, /dev/zero filled
+    # the memory)
+    fifo = tmp_path / 'fifo.yaml'
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, 'a FIFO'), ('/dev/zero', 'a character device'), (tmp_path, 'a dir')):
+        with pytest.raises(
+            ParameterValueError, match='^scenario: expected a regular file'
+        ) as info:
+            world_setup(str(path), model, urdf_path.read_text(), 1_000_000)
+        assert kind in str(info.value), str(info.value)
 
 
 def test_grasp_wrench_message_is_the_weld_force_at_the_gripper_link() -> None:

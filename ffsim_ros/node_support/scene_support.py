@@ -66,7 +66,7 @@ from ffsim_ros.scene import (
 from ffsim_ros.sim import TargetWorld
 
 from ..yaml_input import YamlInputError, load_yaml
-from .common import ParameterValueError, to_stamp
+from .common import ParameterValueError, read_robot_file, to_stamp
 
 #: Scenarios shipped in ``config/scenarios`` (``scenario:=<name>``).
 SHIPPED_SCENARIOS = ('capture',)
@@ -208,12 +208,11 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
         return WorldSetup(gripper, shapes, ImpactLaw(), ())
     path = resolve_scenario(scenario)
     where = f'scenario: {str(path)!r}'
+    # read as robot_file is: a regular text file of at most 16 MiB, opened without blocking (a
+    # FIFO hung the node beyond SIGTERM, /dev/zero filled the memory)
+    text = read_robot_file(str(path), what='scenario', content='a scenario', text='YAML text')
     try:
-        data = load_yaml(path.read_text(), where)
-    except OSError as exc:
-        raise ParameterValueError(f'{where}: {exc.strerror}') from None
-    except UnicodeDecodeError as exc:
-        raise ParameterValueError(f'{where}: expected UTF-8 text, got {exc}') from None
+        data = load_yaml(text, where)
     except YamlInputError as exc:
         raise ParameterValueError(str(exc)) from None
     if not isinstance(data, dict):
