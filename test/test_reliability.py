@@ -294,6 +294,55 @@ def test_topics_inline_executor_takes_messages_in_the_spinning_thread(rclpy_cont
     assert me not in threads['topic']
 
 
+def test_a_negative_clock_message_is_dropped_not_fatal(rclpy_context) -> None:
+    """One ``/clock`` message with negative seconds ended any node with ``use_sim_time`` (the
+    launch default) with exit code 1: rclpy's own time source raises in its callback. Both of
+    the package's executors drop it and keep the last time; rclpy's raises (the check can
+    fail)."""
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+
+    from ffsim_ros.node_support import GuardedSingleThreadedExecutor, TopicsInlineExecutor
+
+    def run(executor) -> int:
+        """Send -5 s, then 3 s; the node's clock afterwards [ns]."""
+        node = rclpy.create_node(
+            'clock_probe',
+            context=rclpy_context,
+            parameter_overrides=[Parameter('use_sim_time', value=True)],
+        )
+        source = rclpy.create_node('clock_source', context=rclpy_context)
+        executor.add_node(node)
+        executor.add_node(source)
+        try:
+            pub = source.create_publisher(Clock, '/clock', 10)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not pub.get_subscription_count():
+                executor.spin_once(timeout_sec=0.05)
+            bad = Clock()
+            bad.clock.sec = -5
+            good = Clock()
+            good.clock.sec = 3
+            while time.monotonic() < deadline and node.get_clock().now().nanoseconds != 3e9:
+                pub.publish(bad)
+                executor.spin_once(timeout_sec=0.05)
+                pub.publish(good)
+                executor.spin_once(timeout_sec=0.05)
+            return node.get_clock().now().nanoseconds
+        finally:
+            executor.shutdown()
+            node.destroy_node()
+            source.destroy_node()
+
+    assert run(GuardedSingleThreadedExecutor(context=rclpy_context)) == 3_000_000_000
+    assert run(TopicsInlineExecutor(num_threads=2, context=rclpy_context)) == 3_000_000_000
+    with pytest.raises(ValueError, match='negative'):
+        run(SingleThreadedExecutor(context=rclpy_context))
+
+
 def test_integers_are_taken_where_doubles_are_meant(rclpy_context) -> None:
     """What users type (``physics_rate_hz:=500``, ``control_rate_hz:=50``, ``gravity:=[0, 0,
     -9]``, ``ros2 param set ... real_time_factor 2``) works; the parameters stay doubles

@@ -26,10 +26,12 @@ from rclpy.executors import (
     ExternalShutdownException,
     MultiThreadedExecutor,
     ShutdownException,
+    SingleThreadedExecutor,
     TimeoutException,
 )
 from rclpy.node import Node
 from rclpy.subscription import Subscription
+from rclpy.time_source import TimeSource
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.resources import sample_robot
@@ -99,6 +101,53 @@ def load_robot(
     return model, text, loops
 
 
+def dropped_clock_message(entity: object, exception: BaseException | None, node: object) -> bool:
+    """Whether ``exception`` came from rclpy's own ``/clock`` subscription refusing a message
+    (``Time.from_msg`` raises ValueError on negative seconds; any node with ``use_sim_time``
+    ended with exit code 1 on one such message): logged on ``node`` (throttled) and dropped.
+
+    Parameters
+    ----------
+    entity : the executed entity;  exception : what its handler raised, or None;
+    node : the node it belongs to (``wait_for_ready_callbacks``' third value).
+    """
+    if not (isinstance(exception, ValueError) and isinstance(entity, Subscription)):
+        return False
+    if not isinstance(getattr(entity.callback, '__self__', None), TimeSource):
+        return False
+    if isinstance(node, Node):
+        node.get_logger().warning(
+            f'/clock message dropped ({exception}); the clock keeps its last time',
+            throttle_duration_sec=1.0,
+        )
+    return True
+
+
+class GuardedSingleThreadedExecutor(SingleThreadedExecutor):
+    """rclpy's ``SingleThreadedExecutor`` that drops a ``/clock`` message rclpy's time source
+    cannot take (:func:`dropped_clock_message`) instead of ending the node; the default
+    executor of :func:`run_node`."""
+
+    def _spin_once_impl(
+        self,
+        timeout_sec: float | None = None,
+        wait_condition: Callable[[], bool] = lambda: False,
+    ) -> None:
+        try:
+            handler, entity, node = self.wait_for_ready_callbacks(
+                timeout_sec, None, wait_condition
+            )
+        except (ConditionReachedException, ShutdownException, TimeoutException):
+            return
+        handler()
+        exception = handler.exception()
+        if exception is not None:
+            if dropped_clock_message(entity, exception, node):
+                return
+            raise exception
+        handler.result()
+
+
 class TopicsInlineExecutor(MultiThreadedExecutor):
     """A multi-threaded executor that runs subscription callbacks in the spinning thread.
 
@@ -120,7 +169,9 @@ class TopicsInlineExecutor(MultiThreadedExecutor):
         wait_condition: Callable[[], bool] = lambda: False,
     ) -> None:
         try:
-            handler, entity, _ = self.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
+            handler, entity, node = self.wait_for_ready_callbacks(
+                timeout_sec, None, wait_condition
+            )
         except (
             ConditionReachedException,
             ExternalShutdownException,
@@ -131,7 +182,7 @@ class TopicsInlineExecutor(MultiThreadedExecutor):
         if isinstance(entity, Subscription):
             handler()
             exception = handler.exception()
-            if exception is not None:
+            if exception is not None and not dropped_clock_message(entity, exception, node):
                 raise exception
             return
         # the rest is MultiThreadedExecutor._spin_once_impl's own pool path (its thread pool
@@ -359,8 +410,8 @@ def run_node(
     """``main`` of a node: init, build with ``factory``, spin, clean up; the exit status.
 
     ``executor`` makes the executor to spin (after ``rclpy.init``; e.g. a
-    ``MultiThreadedExecutor`` for a node whose services or actions wait); default: rclpy's
-    single-threaded one.
+    ``MultiThreadedExecutor`` for a node whose services or actions wait); default:
+    :class:`GuardedSingleThreadedExecutor` (rclpy's single-threaded one, ``/clock`` guarded).
 
     Returns
     -------
@@ -388,7 +439,7 @@ def run_node(
     spinner = None
     code = 0
     try:
-        spinner = executor() if executor is not None else None
+        spinner = executor() if executor is not None else GuardedSingleThreadedExecutor()
         node = factory()
         rclpy.spin(node, spinner)
     except (ParameterValueError, ParameterException) as exc:
