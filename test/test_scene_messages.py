@@ -375,3 +375,79 @@ def test_left_out_robot_meshes_are_warned_about_once() -> None:
         'link hub, link panel'
     ], texts
     assert len(setup.shapes) == 0  # no primitive left
+
+
+def test_target_names_are_tokens_of_their_topics() -> None:
+    """``ball-1``, ``my ball`` or a name of 240 characters used to be added to the world, then
+    ``targets/<name>/odom`` could not be made (rclpy's InvalidTopicNameException), the
+    request never answered and the simulator ended (exit code 1): names are checked first,
+    rclpy's validator deciding on the very topics made, its length bound said."""
+    from rclpy.expand_topic_name import expand_topic_name
+    from rclpy.validate_full_topic_name import validate_full_topic_name
+
+    from ffsim_ros.node_support.scene_services import target_name_problem, target_topics
+
+    allowed = (
+        'name: expected ASCII letters, digits and underscores, not starting with a digit, at '
+        "most 233 characters (a token of the topic targets/<name>/odom in namespace '/', at "
+        'most 247 characters in all), got '
+    )
+    for name, got in (
+        ('ball-1', "'ball-1'"),
+        ('my ball', "'my ball'"),
+        ('1ball', "'1ball'"),
+        ('a/b', "'a/b'"),
+        ('{node}', "'{node}'"),  # (a substitution: a valid topic of another name)
+        ('~x', "'~x'"),
+        ('a\x00b', "'a\\x00b'"),  # (valid for rclpy: the C string ends at the NUL)
+        ('bäll', "'bäll'"),
+        ('', "''"),
+        ('b' * 234, f'{"b" * 60!r}... (234 characters)'),
+        ('n' * 100_000, f'{"n" * 60!r}... (100000 characters)'),
+    ):
+        assert target_name_problem(name) == allowed + got, name
+    for name in ('ball', 'ball_1', '_b', 'B9', 'b' * 233):
+        assert target_name_problem(name) is None, name
+    # the bound is rclpy's, in any namespace: the longest name taken makes valid topics, one
+    # character more does not
+    for namespace in ('/', '/a', '/robots/servicer_1'):
+        longest = max(n for n in range(1, 300) if target_name_problem('b' * n, namespace) is None)
+        for n, valid in ((longest, True), (longest + 1, False)):
+            (topic,) = target_topics('b' * n)
+            full = expand_topic_name(topic, 'ffsim_simulator', namespace)
+            try:
+                validate_full_topic_name(full)
+            except Exception:
+                assert not valid, full
+            else:
+                assert valid, full
+        assert f'at most {longest} characters' in target_name_problem('b' * 999, namespace)
+
+
+def test_spawned_urdf_of_a_yaml_description_takes_the_checks_of_uri(tmp_path) -> None:
+    """``{urdf: <path>}`` read its file whole (a sparse 1 GB file: 6-8 s and 1 GB of memory,
+    a FIFO named "no such file"): it takes the checks of ``uri``, refused as NO_RESOURCE."""
+    from simulation_interfaces.srv import SpawnEntity
+
+    from ffsim_ros.node_support.common import MAX_ROBOT_BYTES
+    from ffsim_ros.node_support.scene_services import EntityError
+
+    big, fifo = tmp_path / 'big.urdf', tmp_path / 'fifo.urdf'
+    with open(big, 'wb') as f:
+        f.truncate(MAX_ROBOT_BYTES + 1)  # (sparse: no disk used)
+    os.mkfifo(fifo)
+    for path, text in (
+        (big, f"expected at most {MAX_ROBOT_BYTES} bytes, got '{big}' of {MAX_ROBOT_BYTES + 1}"),
+        (fifo, f"expected a regular file, got '{fifo}' (a FIFO)"),
+        ('/dev/zero', "expected a regular file, got '/dev/zero' (a character device)"),
+        (tmp_path / 'missing.urdf', 'No such file or directory'),
+    ):
+        with pytest.raises(EntityError) as info:
+            parse_spawn(_spawn_request(text=f'{{urdf: {path}}}'), 't', 'world')
+        assert info.value.code == SpawnEntity.Response.NO_RESOURCE, str(info.value)
+        assert str(info.value).startswith('resource.urdf: ') and text in str(info.value)
+    # a good one, relative to the folder of a YAML uri, as before
+    (tmp_path / 'sat.urdf').write_text(TARGET_URDF)
+    (tmp_path / 'sat.yaml').write_text('{urdf: sat.urdf}')
+    target = parse_spawn(_spawn_request(uri=str(tmp_path / 'sat.yaml')), 't', 'world')
+    assert target.name == 't' and target.model.total_mass == 22.0

@@ -120,6 +120,10 @@ def test_bad_spawns_refused_nothing_applied_clock_runs(ros_process, probe) -> No
             "{'initial_pose.pose.position.x': nan}",
         ),
         (_spawn('robot', SPHERE, (5, 5, 5)), R.NAME_NOT_UNIQUE, "got 'robot'"),
+        # names that cannot make targets/<name>/odom: spawned, then the executor raised and
+        # the simulator ended (exit code 1) without answering
+        (_spawn('ball-1', SPHERE, (5, 5, 5)), R.NAME_INVALID, 'digit, at most 233 characters'),
+        (_spawn('b' * 240, SPHERE, (5, 5, 5)), R.NAME_INVALID, '... (240 characters)'),
     ):
         before = probe.clock[-1] if probe.clock else 0
         reply = probe.call(SpawnEntity, 'spawn_entity', request)
@@ -128,6 +132,12 @@ def test_bad_spawns_refused_nothing_applied_clock_runs(ros_process, probe) -> No
         entities = probe.call(GetEntities, 'get_entities').entities
         assert entities == ['ffsim_servicer_7dof'], entities  # nothing applied
         assert probe.spin_until(lambda b=before: probe.clock and probe.clock[-1] > b + 20_000_000)
+    # a filter of catastrophic backtracking (~70 s of frozen physics) refused at once
+    request = GetEntities.Request()
+    request.filters.filter = r'^(\w|\w|\w)*!'
+    reply = probe.call(GetEntities, 'get_entities', request)
+    assert reply.result.result == Result.RESULT_OPERATION_FAILED
+    assert 'use a character class' in reply.result.error_message, reply.result.error_message
     # a good one: listed, its state read back in world, then deleted
     reply = probe.call(SpawnEntity, 'spawn_entity', _spawn('ball', SPHERE, (5.0, 0.0, 1.0)))
     assert reply.result.result == Result.RESULT_OK and reply.entity_name == 'ball'

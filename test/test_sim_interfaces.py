@@ -127,6 +127,266 @@ def test_name_keyed_commands_refuse_huge_messages_up_front() -> None:
     )
 
 
+# ------------------------------------------------- requests without a node (fakes, no DDS)
+def _interfaces(targets=(), namespace: str = '/'):
+    """A ``SimulationInterfaces`` on a fake simulator: its physics actions recorded and run on
+    a fake engine whose world has ``targets`` (and ``added``, the targets spawned)."""
+    from types import SimpleNamespace
+
+    from ffsim_ros.node_support.sim_interfaces import SimulationInterfaces
+
+    actions: list = []
+    world = SimpleNamespace(targets=dict.fromkeys(targets), added=[])
+    world.add = world.added.append
+    engine = SimpleNamespace(
+        world=world, change_world=lambda change: (change(world), SimpleNamespace(time=0.5))
+    )
+    odometry: list[str] = []
+    interfaces = SimulationInterfaces.__new__(SimulationInterfaces)  # (no services made)
+    interfaces.entity = ENTITY
+    interfaces.node = SimpleNamespace(
+        world='world',
+        get_namespace=lambda: namespace,
+        scene_interfaces=SimpleNamespace(add_odometry=odometry.append),
+    )
+
+    def physics(action, publish: bool = False):
+        actions.append(action)
+        return action(engine)
+
+    interfaces._physics = physics
+    return interfaces, actions, odometry, world.added
+
+
+def test_spawn_names_refused_before_anything_changes() -> None:
+    """A name that cannot make the target's topics (``ball-1``, ``my ball``, 240 characters)
+    used to be spawned, then ``targets/<name>/odom`` raised in the executor (no answer, the
+    simulator ended with exit code 1): NAME_INVALID, nothing added, no topic made."""
+    from simulation_interfaces.msg import Result
+    from simulation_interfaces.srv import SpawnEntity
+
+    from ffsim_ros.node_support.sim_interfaces import RequestError
+
+    ball = '{shape: {type: sphere, radius: 0.2}, mass: 40}'
+
+    def request(name: str, rename: bool = False):
+        r = SpawnEntity.Request(name=name, resource_string=ball, allow_renaming=rename)
+        r.initial_pose.pose.position.x = 5.0
+        r.initial_pose.pose.orientation.w = 1.0
+        return r
+
+    for name, namespace, most in (
+        ('ball-1', '/', 233),
+        ('my ball', '/', 233),
+        ('b' * 240, '/', 233),
+        ('b' * 231, '/sim', 229),
+        ('1ball', '/', 233),
+    ):
+        interfaces, actions, odometry, added = _interfaces(['sat'], namespace)
+        for rename in (False, True):
+            with pytest.raises(RequestError) as info:
+                interfaces._spawn(request(name, rename), SpawnEntity.Response())
+            assert info.value.code == SpawnEntity.Response.NAME_INVALID
+            assert str(info.value).startswith(
+                'name: expected ASCII letters, digits and underscores, not starting with a '
+                f'digit, at most {most} characters (a token of the topic targets/<name>/odom in '
+                f'namespace {namespace!r}'
+            ), str(info.value)
+        assert len(actions) == 2 and added == [] and odometry == []  # (the names read: all)
+    interfaces, actions, odometry, added = _interfaces(['sat'])
+    for name, rename, spawned in (('ball_1', False, 'ball_1'), ('sat', True, 'sat_1')):
+        response = interfaces._spawn(request(name, rename), SpawnEntity.Response())
+        assert response.entity_name == spawned and response.result.result == Result.RESULT_OK
+    assert [t.name for t in added] == odometry == ['ball_1', 'sat_1']
+
+
+#: Filters refused, with a part of their message: the probe's (8 s and ~70 s of frozen
+#: physics), nested or alternated repetitions, backreferences, too many choices in sequence.
+COSTLY_FILTERS = (
+    (r'^\w{2}(\w|\w|\w)*!', r'repeated group holding a quantifier or an alternation (it '),
+    (r'^(\w|\w|\w)*!', r"got '(\\w|\\w|\\w)*' at 1 in"),
+    ('(a+)+', "got '(a+)+' at 0"),
+    ('(a|b)*', 'use a character class, e.g. [ab]* for (a|b)*'),
+    (r'(?:\w|\w)*', r"got '(?:\\w|\\w)*'"),
+    ('x((a|b))+?', "got '((a|b))+?' at 1"),
+    ('(a?){2,}', "got '(a?){2,}'"),
+    ('(?:a{1,3}){5}', "got '(?:a{1,3}){5}'"),
+    ('(?=a*)+', "got '(?=a*)+'"),
+    ('(a)(?#c)*b', None),  # (fine: the group holds no choice)
+    (r'(a)\1', r"expected no backreference, got '\\1' at 3"),
+    ('(?P<n>a)(?P=n)', "expected no backreference, got '(?P='"),
+    ('(a)?(?(1)b|c)', "expected no backreference, got '(?(1'"),
+    ('(?x)a b', "expected no verbose flag (x), got '(?x)'"),
+    ('a(?ix: b)', "expected no verbose flag (x), got '(?ix:'"),
+    ('x' * 257, 'expected at most 256 characters, got 257'),
+    ('x' * 1_000_000, 'expected at most 256 characters, got 1000000'),
+    (r'.*.*.*\d', 'expected at most 2 unbounded quantifiers (*, +, {m,}: they backtrack'),
+    (r'a+b{3,}c*', 'got 3 in'),
+    ('b?' * 20 + 'b{20}!', 'expected a backtracking estimate of at most 16384'),
+    ('(b|b)' * 16 + '!', 'got 65536 for'),
+    (r'.*b{0,64}b{0,64}\d', 'got 262144 for'),  # (64 a quantifier at most)
+    ('(unclosed', "expected a regular expression, got '(unclosed' (missing ), unterminated"),
+)
+#: Filters taken (names matched as by ``re.search``), metacharacters in classes, escaped or
+#: in comments not read as such.
+EVERYDAY_FILTERS = (
+    '',
+    '^ball',
+    r'target_\d+',
+    '.*arm.*',
+    'servicer_[0-9]dof$',
+    r'^(ball|sat)_\d{1,3}$',
+    '(?i)^BALL',
+    '[(|*+?{]+',
+    r'[]|*]',
+    r'\(a\|b\)*x',
+    '(?#(a+|*)ball',
+    'a{}',
+    'x{,}',
+    r'\101+',
+    '(ab)+',
+    '(?:a{2})+',
+    r'(?P<side>left|right)_arm',
+    '^(?!robot).*',
+    '(?<=_)arm',
+)
+
+
+def test_name_filters_of_costly_backtracking_are_refused() -> None:
+    """GetEntities' filter ran as given in Python's ``re``, holding the GIL:
+    ``^\\w{2}(\\w|\\w|\\w)*!`` froze the physics for 8 s. Filters that backtrack
+    exponentially or polynomially are refused by a scanner of their text, with the reason;
+    every-day filters match as before."""
+    from ffsim_ros.node_support.name_filter import name_filter_problem
+
+    for pattern, text in COSTLY_FILTERS:
+        problem = name_filter_problem(pattern)
+        if text is None:
+            assert problem is None, (pattern, problem)
+        else:
+            assert problem is not None and text in problem, (pattern, problem)
+            assert len(problem) < 800  # (the pattern quoted only when short)
+    for pattern in EVERYDAY_FILTERS:
+        assert name_filter_problem(pattern) is None, (pattern, name_filter_problem(pattern))
+
+
+def test_get_entities_filters_refused_or_matching_as_before() -> None:
+    """Through GetEntities' request path: a costly filter answers OPERATION_FAILED naming
+    ``filters.filter`` (the names not even asked for); the every-day ones list the names
+    ``re.search`` finds."""
+    from simulation_interfaces.msg import EntityFilters, Result
+
+    from ffsim_ros.node_support.sim_interfaces import RequestError
+
+    names = ['ball', 'ball_2', 'target_12', 'target_x', 'left_arm', 'sat', 'BALL_big']
+    interfaces, actions, _, _ = _interfaces(names)
+    with pytest.raises(RequestError) as info:
+        interfaces._matching(EntityFilters(filter=r'^\w{2}(\w|\w|\w)*!'))
+    assert info.value.code == Result.RESULT_OPERATION_FAILED
+    assert str(info.value).startswith(
+        'filters.filter: expected no repeated group holding a quantifier or an alternation'
+    )
+    assert actions == []
+    for pattern in EVERYDAY_FILTERS:
+        expected = [n for n in (ENTITY, *names) if re.search(pattern, n)]
+        assert interfaces._matching(EntityFilters(filter=pattern)) == expected, pattern
+    assert interfaces._matching(EntityFilters(filter=r'target_\d+')) == ['target_12']
+    assert interfaces._matching(EntityFilters(filter='.*arm.*')) == ['left_arm']
+
+
+def test_name_filter_scanner_reads_patterns_as_re_does() -> None:
+    """The scanner (not ``re``'s private parser) against that parser on random valid patterns
+    with the tricky parts (classes with ``]`` and quantifier characters, escapes, comments,
+    ``{}``, lookarounds, named groups, inline flags): the same quantifiers (bounds), and no
+    repeated subpattern holding a choice left unrefused."""
+    import random
+    import warnings
+
+    from ffsim_ros.node_support.name_filter import _scan_filter
+
+    try:  # Python >= 3.11
+        from re import _constants as constants
+        from re import _parser as parser
+    except ImportError:  # Python 3.10 (ROS Humble): the same modules under their old names
+        import sre_constants as constants  # type: ignore[no-redef]
+        import sre_parse as parser  # type: ignore[no-redef]
+    repeats = {constants.MAX_REPEAT, constants.MIN_REPEAT}
+    repeats.add(getattr(constants, 'POSSESSIVE_REPEAT', constants.MAX_REPEAT))
+
+    def subpatterns(op, av) -> list:
+        if op in repeats:
+            return [av[2]]
+        if op == constants.SUBPATTERN:
+            return [av[-1]]
+        if op == constants.BRANCH:
+            return list(av[1])
+        if op in (constants.ASSERT, constants.ASSERT_NOT):
+            return [av[1]]
+        return [av] if op == getattr(constants, 'ATOMIC_GROUP', None) else []
+
+    def quantifiers(items) -> list:
+        out = []
+        for op, av in items:
+            if op in repeats:
+                out.append((av[0], None if av[1] == constants.MAXREPEAT else av[1]))
+            for sub in subpatterns(op, av):
+                out += quantifiers(sub)
+        return out
+
+    def has_choice(items) -> bool:
+        return any(
+            op == constants.BRANCH
+            or (op in repeats and av[0] != av[1])
+            or any(has_choice(sub) for sub in subpatterns(op, av))
+            for op, av in items
+        )
+
+    def repeated_choice(items) -> bool:
+        return any(
+            (op in repeats and av[1] > 1 and has_choice(av[2]))
+            or any(repeated_choice(sub) for sub in subpatterns(op, av))
+            for op, av in items
+        )
+
+    atoms = ['a', '.', r'\w', '[a-c]', '[]*]', r'[^]+?]', r'[\]{2}]', r'\*', r'\?', '{', '}']
+    atoms += ['{}', 'x{', '{,}', r'\N{DIGIT ONE}', r'\x41', r'\0', r'\101', '(?#a*+{3})', '^']
+    quants = ['', '', '*', '+', '?', '*?', '??', '*+', '?+', '{2}', '{2,}', '{,3}', '{1,3}']
+    quants += ['{,}', '{0}', '{2}?', '{1,2}+']
+    opens = ['(', '(?:', '(?P<n>', '(?=', '(?!', '(?<=', '(?<!', '(?>', '(?i:', '(?s-i:']
+    rng = random.Random(7)
+
+    def pattern(depth: int = 0) -> str:
+        out = []
+        for _ in range(rng.randint(1, 4)):
+            r = rng.random()
+            if r < 0.25 and depth < 3:
+                opening = rng.choice(opens).replace('<n>', f'<n{rng.randrange(10**9)}>')
+                out.append(opening + pattern(depth + 1) + ')' + rng.choice(quants))
+            elif r < 0.32:
+                out.append('|')
+            else:
+                out.append(rng.choice(atoms) + rng.choice(quants))
+        return ''.join(out)
+
+    read = refused = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # (FutureWarning of possible set operations)
+        while read < 4000:
+            text = pattern()
+            try:
+                parsed = parser.parse(text)
+            except (re.error, OverflowError, RecursionError):
+                continue
+            read += 1
+            scan = _scan_filter(text)
+            if scan.problem is not None:
+                refused += 1
+                continue
+            assert sorted(scan.quantifiers, key=str) == sorted(quantifiers(parsed), key=str), text
+            assert not repeated_choice(parsed), text
+    assert 0 < refused < read
+
+
 # ------------------------------------------------------ the node in-process (no discovery)
 def _service(node, name: str):
     """The callback of the node's service ``~/<name>`` (what the executor calls)."""

@@ -20,6 +20,11 @@ description's (``position``/``orientation`` there are refused; with ``tumble`` t
 orientation comes from the tumble and ``initial_pose`` must leave it at identity). A spawn
 that overlaps the robot or another target, or is otherwise refused, changes nothing and
 answers the reason.
+
+**Names.** A target's name is a token of its topics (:func:`target_topics`:
+``targets/<name>/odom``): ASCII letters, digits and underscores, not starting with a digit,
+short enough for those topics to be valid ROS names (:func:`target_name_problem`); a spawn
+under another name is refused (``NAME_INVALID``) before anything changes.
 """
 
 from __future__ import annotations
@@ -34,7 +39,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import NameValidationException
+from rclpy.expand_topic_name import expand_topic_name
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.validate_full_topic_name import validate_full_topic_name
 from simulation_interfaces.msg import EntityState
 from simulation_interfaces.srv import SpawnEntity
 from std_srvs.srv import Trigger
@@ -53,6 +61,14 @@ EVENT_QUEUE_DEPTH = 100
 #: simulator's ``initial_base_*`` parameters): beyond them the pose is outside the simulated
 #: world (the dynamics lose their precision, then fail).
 MAX_POSITION, MAX_TWIST = 1e6, 1e3
+#: Longest fully qualified ROS topic name (rmw's ``RMW_TOPIC_MAX_NAME_LENGTH``, 255 - 8); the
+#: decision is rclpy's validator, this bound only words its refusal.
+MAX_TOPIC_LENGTH = 247
+#: The topics of a target, relative to the simulator's namespace (``{name}``: its name).
+TARGET_TOPICS = ('targets/{name}/odom',)
+#: A target name: a token of a ROS topic name (ASCII letters, digits, underscores; no digit
+#: first).
+_TARGET_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 
 class EntityError(Exception):
@@ -86,6 +102,82 @@ def check_values(values: dict[str, float], bound: float, code: int) -> None:
     far = {k: v for k, v in values.items() if abs(v) > bound}
     if far:
         raise EntityError(code, f'expected values of magnitude <= {bound:g}, got {far}')
+
+
+def _brief(text: str, keep: int = 60) -> str:
+    """``repr(text)``, cut to ``keep`` characters (its length said) when longer."""
+    if len(text) <= keep:
+        return repr(text)
+    return f'{text[:keep]!r}... ({len(text)} characters)'
+
+
+def target_topics(name: str) -> tuple[str, ...]:
+    """The topics the simulator creates for target ``name``, relative to its namespace.
+
+    Parameters
+    ----------
+    name : str
+        The target's name.
+
+    Returns
+    -------
+    tuple of str
+        :data:`TARGET_TOPICS` for ``name``: ``('targets/<name>/odom',)``.
+    """
+    return tuple(template.format(name=name) for template in TARGET_TOPICS)
+
+
+def target_name_problem(name: str, namespace: str = '/') -> str | None:
+    """Why ``name`` cannot name a target of a simulator in ``namespace``, or None if it can.
+
+    A target's name is a token of its topics (:data:`TARGET_TOPICS`), so it must be one: ASCII
+    letters, digits and underscores, not starting with a digit (no ``-``, space, ``/``, ``~``
+    or ``{}`` substitution), and the topics, expanded in ``namespace``, must be valid ROS topic
+    names. rclpy's own validator (``validate_full_topic_name``) decides the latter, which
+    bounds their length to :data:`MAX_TOPIC_LENGTH` characters: at most 233 characters of
+    name in the root namespace (``/targets/<name>/odom``), fewer in a longer one.
+
+    Parameters
+    ----------
+    name : str
+        The name asked for (a ``SpawnEntity`` request's, or a scenario target's).
+    namespace : str
+        The simulator node's namespace (``node.get_namespace()``): a valid ROS namespace.
+
+    Returns
+    -------
+    str or None
+        The problem, ``name: expected ..., got <the name>`` (the name cut beyond 60
+        characters, its length said), or None.
+
+    Examples
+    --------
+    >>> target_name_problem('ball_1') is None
+    True
+    >>> print(target_name_problem('ball-1'))
+    name: expected ASCII letters, digits and underscores, not starting with a digit, at most \
+233 characters (a token of the topic targets/<name>/odom in namespace '/', at most 247 \
+characters in all), got 'ball-1'
+    """
+    base = len(namespace.rstrip('/')) + 1  # the namespace and the slash after it
+    shown = TARGET_TOPICS[0].format(name='<name>')
+    most = MAX_TOPIC_LENGTH - base - max(len(t.format(name='')) for t in TARGET_TOPICS)
+    allowed = (
+        f'ASCII letters, digits and underscores, not starting with a digit, at most {most} '
+        f'characters (a token of the topic {shown} in namespace {namespace!r}, at most '
+        f'{MAX_TOPIC_LENGTH} characters in all)'
+    )
+    if not isinstance(name, str) or not name:
+        return f'name: expected {allowed}, got {name!r}'
+    if _TARGET_NAME.fullmatch(name) is None or len(name) > most:
+        return f'name: expected {allowed}, got {_brief(name)}'
+    for topic in target_topics(name):  # rclpy's word on the topics made
+        try:
+            validate_full_topic_name(expand_topic_name(topic, 'ffsim_simulator', namespace))
+        except (NameValidationException, ValueError) as exc:
+            reason = str(exc).splitlines()[0]
+            return f'name: expected {allowed}, got {_brief(name)} ({reason})'
+    return None
 
 
 def _finite_pose(pose, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -141,8 +233,10 @@ def parse_spawn(request, name: str, world_frame: str) -> Target:
     Raises
     ------
     EntityError
-        With the ``SpawnEntity.Response`` code: NO_RESOURCE, UNSUPPORTED_FORMAT,
-        RESOURCE_PARSE_ERROR (naming the field: ``resource.mass: ...``), INVALID_POSE.
+        With the ``SpawnEntity.Response`` code: NO_RESOURCE (also for the ``urdf`` file of a
+        YAML description, which takes the checks of ``uri``: a regular file of at most 16 MiB,
+        opened without blocking), UNSUPPORTED_FORMAT, RESOURCE_PARSE_ERROR (naming the field:
+        ``resource.mass: ...``), INVALID_POSE.
     """
     R = SpawnEntity.Response
     frame = request.initial_pose.header.frame_id
@@ -204,6 +298,14 @@ def parse_spawn(request, name: str, world_frame: str) -> Target:
             )
     else:
         desc['orientation'] = quat.tolist()
+    urdf = desc.get('urdf')
+    if isinstance(urdf, str) and urdf:  # (else target_from_dict names what is wrong)
+        # the checks of a uri (a regular file of at most 16 MiB, opened without blocking)
+        # before target_from_dict reads it (a 1 GB file was read whole)
+        try:
+            read_robot_file(str(base / urdf), what='resource.urdf')
+        except ParameterValueError as exc:
+            raise EntityError(R.NO_RESOURCE, str(exc)) from None
     try:
         return target_from_dict(desc, 'resource', base)
     except ScenarioError as exc:
@@ -271,7 +373,8 @@ class SceneInterfaces:
     def add_odometry(self, name: str) -> None:
         """Create ``targets/<name>/odom`` (executor thread; kept when the target goes)."""
         if name not in self._odom:
-            self._odom[name] = self.node.create_publisher(Odometry, f'targets/{name}/odom', 10)
+            (topic,) = target_topics(name)
+            self._odom[name] = self.node.create_publisher(Odometry, topic, 10)
 
     # --------------------------------------------------------------- physics thread
     def publish(self, snap, markers: bool) -> list:
@@ -347,7 +450,9 @@ class SceneInterfaces:
 __all__ = [
     'EVENT_QUEUE_DEPTH',
     'MAX_POSITION',
+    'MAX_TOPIC_LENGTH',
     'MAX_TWIST',
+    'TARGET_TOPICS',
     'EntityError',
     'SceneInterfaces',
     'check_values',
@@ -355,4 +460,6 @@ __all__ = [
     'uri_path',
     'move_target',
     'parse_spawn',
+    'target_name_problem',
+    'target_topics',
 ]

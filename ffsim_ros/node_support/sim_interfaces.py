@@ -57,7 +57,12 @@ the new time, and ``ffsim_reactionless_controller`` drops its state, goals and t
 
 Every request is checked here (bad input answered at once, naming the culprit) and the rest
 runs in the physics thread, which applies it between two batches of steps and alone publishes
-(see ``ffsim_ros.simulator``); the simulation runs on whatever a client sends.
+(see ``ffsim_ros.simulator``); the simulation runs on whatever a client sends. The name filter
+of ``get_entities`` and ``get_entities_states`` is a Python regular expression
+(``re.search``) whose matching, which holds the GIL, is of bounded cost: one that could
+backtrack for long (a repeated group holding a quantifier or an alternation, a
+backreference, more than two unbounded quantifiers, ...) is refused
+(:func:`name_filter_problem`).
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ from simulation_interfaces.srv import (
 import ffsim_ros.dynamics as D
 
 from .common import to_stamp
+from .name_filter import name_filter_problem
 from .scene_services import (
     MAX_POSITION,
     MAX_TWIST,
@@ -102,6 +108,7 @@ from .scene_services import (
     entity_state,
     move_target,
     parse_spawn,
+    target_name_problem,
 )
 
 #: What this simulator supports (``GetSimulatorFeatures``), and only that.
@@ -470,13 +477,10 @@ class SimulationInterfaces:
             raise RequestError(
                 Result.RESULT_FEATURE_UNSUPPORTED, 'filters: bounds are not supported'
             )
-        try:
-            pattern = re.compile(filters.filter)
-        except re.error as exc:
-            raise RequestError(
-                Result.RESULT_OPERATION_FAILED,
-                f'filters.filter: expected a regular expression, got {filters.filter!r} ({exc})',
-            ) from None
+        problem = name_filter_problem(filters.filter)
+        if problem is not None:
+            raise RequestError(Result.RESULT_OPERATION_FAILED, f'filters.filter: {problem}')
+        pattern = re.compile(filters.filter)
         names = self._physics(lambda engine: (self.entity, *engine.world.targets))
         return [name for name in names if pattern.search(name)]
 
@@ -600,8 +604,9 @@ class SimulationInterfaces:
             name = next(
                 f'{stem}_{k}' for k in range(1, len(taken) + 2) if f'{stem}_{k}' not in taken
             )
-        if '/' in name:
-            raise RequestError(code.NAME_INVALID, f'name: expected no "/", got {name!r}')
+        problem = target_name_problem(name, self.node.get_namespace())
+        if problem is not None:  # (its topics could not be made: checked before any change)
+            raise RequestError(code.NAME_INVALID, problem)
         try:
             target = parse_spawn(request, name, self.node.world)
         except EntityError as exc:
