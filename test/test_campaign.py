@@ -310,6 +310,27 @@ BAD = [
     ({'dispersions': {'joint_rates': float('nan')}}, 'expected a finite number, got nan'),
     ({'dispersions': {'joint_rates': 'nan'}}, "expected a finite number, got 'nan'"),
     ({'dispersions': {'joint_rates': 'fast'}}, "expected a finite number, got 'fast'"),
+    # every number field is checked as one, named by its key path (numpy errors, a boolean
+    # taken as 1, a list unhashable before)
+    ({'gains': {'kp_task': 'abc'}}, "gains.kp_task: expected a finite number, got 'abc'"),
+    ({'gains': {'kp_task': None}}, 'gains.kp_task: expected a finite number, got None'),
+    ({'gains': {'kp_task': [1, 2]}}, 'gains.kp_task: expected a finite number, got [1, 2]'),
+    ({'gains': {'kp_task': True}}, 'gains.kp_task: expected a finite number, got True (a boolean'),
+    ({'reach': {'goal_timeout': True}}, 'reach.goal_timeout: expected a finite number, got True'),
+    ({'reach': {'max_plans': True}}, 'reach.max_plans: expected an integer, got True (a boolean'),
+    (
+        {'reach': {'plan_max_steps': 2.5}},
+        'plan_max_steps: expected an integer, got 2.5 (not a whole',
+    ),
+    ({'reach': {'plan_max_steps': '1.5e0'}}, "expected an integer, got '1.5e0' (not a whole"),
+    ({'timing': {'settle': 'yes'}}, "timing.settle: expected a finite number, got 'yes'"),
+    ({'runs': True}, 'runs: expected an integer >= 1, got True (a boolean'),
+    ({'seed': 1.5}, 'seed: expected an integer >= 0, got 1.5 (not a whole number)'),
+    ({'batch_size': 10**9}, 'batch_size: expected an integer <= 10000000, got 1000000000'),
+    (
+        {'dispersions': {'mass_scale': {'dist': ['normal']}}},
+        "dispersions.mass_scale.dist: expected one of ['fixed', 'normal', 'uniform'], got ['norm",
+    ),
 ]
 
 
@@ -322,6 +343,31 @@ def test_numbers_yaml_reads_as_strings_are_numbers():
     )
     assert (s.timing.physics_dt, s.timing.control_dt) == (1e-3, 1e-2)
     assert (s.reach.goal_timeout, s.gains.kp_task) == (100.0, 10.0)
+
+
+def test_integral_floats_are_the_integers():
+    """An integer field takes a float that is exactly an integer (``1e3``, a string to YAML
+    1.1, or ``2.0``): refused before as "expected an integer, got 1000.0"."""
+    s = scenario(reach={'plan_max_steps': '1e3', 'max_plans': 2.0}, runs=4.0, seed='1e1')
+    assert (s.reach.plan_max_steps, s.reach.max_plans, s.runs, s.seed) == (1000, 2, 4, 10)
+    assert all(type(v) is int for v in (s.reach.plan_max_steps, s.reach.max_plans, s.runs))
+
+
+def test_batch_is_at_most_the_runs():
+    """A batch larger than the runs is cut to them (a batch of 10**9 slots for 2 runs tried to
+    allocate 67 GiB); the results are those of any batch."""
+    s = scenario(
+        runs=2,
+        batch_size=1000,
+        goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]},
+        timing={'settle': 0.1, 'run_goal_timeout': 0.3},
+    )
+    c = Campaign(s)
+    assert BatchRunner(c, range(2)).B == 2
+    assert BatchRunner(c, range(2), batch_size=500).B == 2
+    wide = {r.index: r for r in BatchRunner(c, range(2))}
+    alone = next(iter(BatchRunner(c, [1], batch_size=1)))
+    np.testing.assert_array_equal(wide[1].q, alone.q)
 
 
 @pytest.mark.parametrize(('change', 'message'), BAD)
@@ -367,11 +413,39 @@ def test_load_scenario_file(tmp_path):
     assert s.fingerprint() == s.with_changes(runs=9, batch_size=2).fingerprint()
     assert s.fingerprint() != s.with_changes(seed=1).fingerprint()
     (tmp_path / 'bad.yaml').write_text('robot: [unclosed\n')
-    with pytest.raises(ScenarioError, match='not valid YAML'):
+    with pytest.raises(ScenarioError, match='bad.yaml: malformed YAML'):
         load_scenario(tmp_path / 'bad.yaml')
     (tmp_path / 'list.yaml').write_text('- 1\n- 2\n')
     with pytest.raises(ScenarioError, match='scenario: expected a mapping'):
         load_scenario(tmp_path / 'list.yaml')
+
+
+@pytest.mark.parametrize(
+    ('text', 'message'),
+    [
+        (
+            'robot: ffsim_servicer_7dof\nruns: 2\nruns: 5000000\ngoals: {kind: chained}\n',
+            "malformed YAML: duplicated key 'runs' (first on line 2)",
+        ),
+        ('robot: ' + '[' * 5000 + ']' * 5000 + '\n', 'expected at most 100 nesting levels'),
+        (
+            'a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n'
+            + ''.join(
+                f'{c}: &{c} [{", ".join([f"*{p}"] * 10)}]\n'
+                for p, c in zip('abcde', 'bcdef', strict=True)
+            ),
+            'values, got more (aliases expand',
+        ),
+    ],
+)
+def test_scenario_file_is_read_strictly(tmp_path, text, message):
+    """A duplicated key (PyYAML kept the last one silently), deep nesting (a RecursionError)
+    or an alias bomb: refused naming the file (:func:`ffsim_ros.yaml_input.load_yaml`)."""
+    path = tmp_path / 'strict.yaml'
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert str(err.value).startswith(f'{path}: ') and message in str(err.value)
 
 
 def test_sample_campaign_file_is_valid():

@@ -108,7 +108,16 @@ def test_cli_writes_resumes_and_summarizes(tmp_path, capsys):
     [
         ('robot: ffsim_servicer_7dof\nruns: -1\ngoals: {kind: chained}\n', 'runs: expected'),
         ('robot: nobody\nruns: 2\ngoals: {kind: chained}\n', "unknown sample robot 'nobody'"),
-        ('robot: [1\n', 'not valid YAML'),
+        ('robot: [1\n', 'malformed YAML'),
+        (
+            'robot: ffsim_servicer_7dof\nruns: 2\nruns: 0\ngoals: {kind: chained}\n',
+            "malformed YAML: duplicated key 'runs' (first on line 2)",
+        ),
+        ('robot: ' + '[' * 5000 + ']' * 5000 + '\n', 'expected at most 100 nesting levels'),
+        (
+            'robot: ffsim_servicer_7dof\nruns: 2\ngoals: {kind: chained}\ngains: {kp_task: yes}\n',
+            'gains.kp_task: expected a finite number, got True (a boolean',
+        ),
         (
             'robot: ffsim_servicer_7dof\nruns: 100000000\ngoals: {kind: chained}\n',
             'runs: expected an integer <= 10000000, got 100000000',
@@ -377,6 +386,43 @@ def test_cli_mcap_without_replay_exits_2(tmp_path, capsys):
     assert main([str(file), '--output', str(tmp_path), '--mcap', str(tmp_path / 'x.mcap')]) == 2
     assert '--mcap: expected with --replay' in capsys.readouterr().err
     assert not (tmp_path / 'x.mcap').exists()
+
+
+TINY = """\
+robot: planar_2link
+timing: {physics_dt: 0.001, control_dt: 0.01, settle: 0.05, run_goal_timeout: 0.2}
+reach: {goal_timeout: 0.2}
+initial: {joint_positions: [0.3, 1.2]}
+goals: {kind: offsets, offsets: [[0.01, 0.01, 0.0]]}
+runs: 2
+batch_size: 2
+"""
+
+
+def test_cli_batch_size_beyond_the_runs_is_cut_to_them(tmp_path, capsys):
+    """``--batch-size`` up to the runs' cap (10**7) with 2 runs: a batch of 2 (10**9 tried to
+    allocate 67 GiB and crashed with exit 1); beyond the cap: exit 2 naming it."""
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    out = tmp_path / 'out'
+    args = [str(file), '--output', str(out), '--quiet', '--no-plots', '--batch-size']
+    assert main([*args, '10000000']) == 0
+    assert [r['run'] for r in read_rows(out)] == [0, 1]
+    capsys.readouterr()
+    assert main([*args, '1000000000']) == 2
+    assert 'batch_size: expected an integer <= 10000000, got 1000000000' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('index', [-1, 2, 999999999999])
+def test_cli_replay_of_a_run_not_in_the_campaign_exits_2(tmp_path, capsys, index):
+    """``--replay`` outside ``0..runs-1`` (it wrote ``run_999999999999.npz`` of a run the
+    campaign does not have, exit 0)."""
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    out = tmp_path / 'out'
+    assert main([str(file), '--output', str(out), '--replay', str(index)]) == 2
+    assert f'--replay: expected a run index in 0..1, got {index}' in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_wilson_interval_and_percentiles():

@@ -236,7 +236,8 @@ class BatchRunner:
     ----------
     campaign : Campaign
     indices : iterable of int, the runs to do (in the order slots are filled).
-    batch_size : int, number of slots (default: the scenario's).
+    batch_size : int, number of slots (default: the scenario's); at most the scenario's
+        ``runs`` (a larger one is cut to it: a batch never holds more runs than there are).
     faults : Faults, optional; injected faults (tests).
     record : bool
         Keep each run's trajectory at the control rate (``RunResult.trajectory``: times,
@@ -257,7 +258,7 @@ class BatchRunner:
         self.pending = iter(indices)
         self.faults = faults or Faults()
         self.record = record
-        B = int(batch_size or self.s.batch_size)
+        B = min(int(batch_size or self.s.batch_size), self.s.runs)
         model = campaign.model
         n = model.n
         self.B = B

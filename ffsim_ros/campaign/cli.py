@@ -32,7 +32,12 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
     p.add_argument('scenario', help='scenario YAML file (see ffsim_ros.campaign.scenario)')
     p.add_argument('--output', default=None, help='output folder (default: campaign_<name>)')
     p.add_argument('--runs', type=int, default=None, help="number of runs (default: the file's)")
-    p.add_argument('--batch-size', type=int, default=None, help='runs per batch')
+    p.add_argument(
+        '--batch-size',
+        type=int,
+        default=None,
+        help="runs per batch (default: the file's; at most the number of runs: cut to it)",
+    )
     p.add_argument('--executor', choices=EXECUTORS, default='local')
     p.add_argument('--address', default=None, help='Ray cluster address (default: a local Ray)')
     p.add_argument('--workers', type=int, default=2, help='Ray: tasks in flight / 2, local CPUs')
@@ -96,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _replay(campaign: Campaign, index: int, out: Path, mcap: str | None) -> int:
-    if not 0 <= index:
-        raise ScenarioError(f'--replay: expected a run index >= 0, got {index}')
+    runs = campaign.scenario.runs
+    if not 0 <= index < runs:
+        raise ScenarioError(f'--replay: expected a run index in 0..{runs - 1}, got {index}')
     out.mkdir(parents=True, exist_ok=True)
     result = next(iter(BatchRunner(campaign, [index], batch_size=1, record=True)))
     path = out / f'run_{index}.npz'

@@ -20,12 +20,15 @@ dispersions (one distribution per parameter), the number of runs and the campaig
       noise_joint_position: 1.0e-4                 # a number: the same value for every run
     runs: 1000
     seed: 20
-    batch_size: 256
+    batch_size: 256                     # runs advanced together (at most runs: cut to it)
 
 Every field is checked when the scenario is built; a bad one is a :class:`ScenarioError`
-naming it, what was expected and what came. :data:`DISPERSIONS` lists the parameters, their
-components and units; :data:`GOAL_KINDS` the goal schemes (``capture``, the scenario of issue
-17, is reserved: see :mod:`ffsim_ros.campaign.goals`).
+naming it, what was expected and what came. The file is read strictly
+(:func:`ffsim_ros.yaml_input.load_yaml`: a duplicated key, an alias bomb or nesting deeper than
+100 levels is refused); a number field takes an int or a float (not a boolean such as ``yes``),
+an integer field also an integral float (``plan_max_steps: 1e3``). :data:`DISPERSIONS` lists
+the parameters, their components and units; :data:`GOAL_KINDS` the goal schemes (``capture``,
+the scenario of issue 17, is reserved: see :mod:`ffsim_ros.campaign.goals`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ffsim_ros.control import CONTROL_MODES, Gains, ReachSettings
+from ffsim_ros.yaml_input import YamlInputError, load_yaml
 
 #: Distributions of a dispersion and their parameters (each a number or one per component).
 DISTRIBUTIONS = {
@@ -247,7 +251,7 @@ class Scenario:
             goals=_goals(data['goals']),
             runs=_integer(data['runs'], 'runs', 1, MAX_RUNS),
             seed=_integer(data.get('seed', 0), 'seed', 0),
-            batch_size=_integer(data.get('batch_size', 256), 'batch_size', 1),
+            batch_size=_integer(data.get('batch_size', 256), 'batch_size', 1, MAX_RUNS),
             initial_joint_positions=q0,
             dispersions=tuple(
                 (name, _distribution(name, spec)) for name, spec in sorted(dispersions.items())
@@ -305,19 +309,18 @@ def load_scenario(path: str | Path) -> Scenario:
     Raises
     ------
     ScenarioError
-        A bad field (named), or a file that is not a YAML mapping.
+        A bad field (named), or a file that is not a YAML mapping (malformed, a duplicated
+        key, too large or too deep: :func:`ffsim_ros.yaml_input.load_yaml`).
     FileNotFoundError
         No such file.
     """
-    import yaml
-
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text(), str(path))
     except UnicodeDecodeError as exc:
         raise ScenarioError(f'{path}: expected a YAML text file (UTF-8), got {exc}') from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f'{path}: not valid YAML ({exc})') from None
+    except YamlInputError as exc:
+        raise ScenarioError(str(exc)) from None
     if data is None:
         data = {}
     if isinstance(data, Mapping) and 'name' not in data:
@@ -340,27 +343,60 @@ def _string(x: Any, what: str) -> str:
 
 def _number(x: Any, what: str) -> float:
     value = _yaml_number(x)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ScenarioError(f'{what}: expected a finite number, got {x!r}')
-    return float(value)
+    try:
+        number = float(value) if _is_number(value) else math.nan  # (an int beyond a float too)
+    except OverflowError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise ScenarioError(f'{what}: expected a finite number, got {x!r}{_note(value)}')
+    return number
 
 
-def _integer(x: Any, what: str, low: int, high: int = 10**9) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < low:
-        raise ScenarioError(f'{what}: expected an integer >= {low}, got {x!r}')
-    if x > high:
+def _integer(x: Any, what: str, low: int | None, high: int | None = 10**9) -> int:
+    """``x`` as an integer in ``[low, high]`` (None: no bound); an integral float (``2.0``,
+    ``1e3``) is that integer."""
+    value = _yaml_number(x)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or low is not None and value < low:
+        bound = '' if low is None else f' >= {low}'
+        raise ScenarioError(f'{what}: expected an integer{bound}, got {x!r}{_note(value)}')
+    if high is not None and value > high:
         raise ScenarioError(f'{what}: expected an integer <= {high}, got {x!r}')
-    return int(x)
+    return value
+
+
+def _is_number(x: Any) -> bool:
+    """Whether ``x`` is an int or a float (a bool is not)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _note(value: Any) -> str:
+    """What a refused number field got, when its repr does not say it."""
+    if isinstance(value, bool):
+        return ' (a boolean: YAML reads yes/no/on/off/true/false as one)'
+    if isinstance(value, float) and math.isfinite(value):
+        return ' (not a whole number)'
+    return ''
 
 
 def _dataclass(cls: type, x: Any, what: str) -> Any:
     x = _mapping(x or {}, what)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(x) - names)
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    unknown = sorted(set(x) - set(types))
     if unknown:
-        raise ScenarioError(f'{what}: unknown fields {unknown}; expected some of {sorted(names)}')
+        raise ScenarioError(f'{what}: unknown fields {unknown}; expected some of {sorted(types)}')
+    values = {}
+    for key, value in x.items():
+        if types[key] in ('int', int):  # (the class checks the range)
+            values[key] = _integer(value, f'{what}.{key}', None, None)
+        elif types[key] in ('float', float):  # (an int stays one, as before: same fingerprint)
+            number = _number(value, f'{what}.{key}')
+            values[key] = value if isinstance(value, int) else number
+        else:
+            values[key] = value
     try:
-        return cls(**{k: _yaml_number(v) for k, v in x.items()})
+        return cls(**values)
     except (TypeError, ValueError) as exc:
         raise ScenarioError(f'{what}: {exc}') from None
 
@@ -450,7 +486,7 @@ def _distribution(name: str, spec: Any) -> Distribution:
     if not isinstance(spec, Mapping):
         return Distribution('fixed', (('value', _number(spec, what)),))
     kind = spec.get('dist')
-    if kind not in DISTRIBUTIONS:
+    if not isinstance(kind, str) or kind not in DISTRIBUTIONS:
         raise ScenarioError(f'{what}.dist: expected one of {sorted(DISTRIBUTIONS)}, got {kind!r}')
     allowed = DISTRIBUTIONS[kind]
     bad = sorted(set(spec) - {'dist', *allowed})
