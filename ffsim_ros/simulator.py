@@ -599,12 +599,13 @@ class Simulator(Node):
             frame = 'world'
         elif frame_id in (self.base_frame, self.model.base_link):
             frame = 'base'  # turns with the base: re-expressed at every step (RK4 stage)
-        else:
-            self.get_logger().error(
+        else:  # (LogThrottle: a 1 MB frame_id is cut, one line a second per kind)
+            line = self._log_throttle.admit(
                 f'base_wrench: expected frame_id {self.world!r} or {self.base_frame!r}, '
-                f'got {frame_id!r}; ignored',
-                throttle_duration_sec=1.0,
+                f'got {frame_id!r}; ignored'
             )
+            if line:
+                self.get_logger().error(line)
             return
         self._submit(_Request(lambda engine: engine.set_base_wrench(wrench, frame)))
 
@@ -642,9 +643,9 @@ class Simulator(Node):
             return ''
 
         self._submit(_Request(apply))
+        # every change (not throttled: the last line must say the value in force)
         self.get_logger().info(
-            'parameters: ' + ', '.join(f'{name} -> {value}' for name, value in changed.items()),
-            throttle_duration_sec=1.0,
+            'parameters: ' + ', '.join(f'{name} -> {value}' for name, value in changed.items())
         )
 
     # -------------------------------------------------------------------- physics thread
