@@ -62,7 +62,10 @@ of its own, replacing the current one), and the arm is held still (zero commande
 rates: a computed-torque brake);
 without fresh ``joint_states`` and ``base_odom`` -- received at most ``state_timeout`` ago on
 the node's clock, and not "in the future" (received at a later time than now: the clock went
-back) -- no command is published, so the simulator's command timeout zeroes the efforts. When
+back) -- no command is published, so the simulator's command timeout zeroes the efforts, and
+an ``ee_goal`` received then is rejected at once (``rejected: no fresh joint_states ...`` on
+``goal_status``), never kept to be carried out once state arrives (a goal sent before the
+simulator runs would otherwise start seconds later, unannounced). When
 the node's clock jumps back (a new simulator restarting ``/clock`` from 0), everything learned
 under the old clock is dropped: the measured state, the goal (pending and active), the held
 attitude, the path and the trajectory (its goal aborted); control resumes, holding the arm
@@ -79,12 +82,14 @@ where the robot is. Every log line that can repeat (bad messages, goals accepted
 stale state) is throttled.
 
 Threads: the node is spun by rclpy's single-threaded executor (subscriptions, the control
-timer, parameters: the control state is touched by one callback at a time). The action is
-served by a companion node (``<name>_action``, no parameters of its own) spun by a
-multi-threaded executor in a thread of its own
-(:class:`~ffsim_ros.node_support.trajectory_action.TrajectoryInterfaces`), whose execute
-callbacks wait for their outcome without holding up the control loop; trajectories cross over
-through one locked slot (:meth:`ReactionlessControllerNode.submit_trajectory`).
+timer, parameters: the control state is touched by one callback at a time). The action and
+the ``~/joint_trajectory`` subscription are served by a companion node (``<name>_action``, no
+parameters of its own) spun by a multi-threaded executor in a thread of its own
+(:class:`~ffsim_ros.node_support.trajectory_action.TrajectoryInterfaces`), whose callbacks
+convert and check trajectories and wait for their outcome without holding up the control
+loop; trajectories cross over through one locked slot
+(:meth:`ReactionlessControllerNode.submit_trajectory`), the measured state is read there
+under a lock (:meth:`ReactionlessControllerNode._measured`).
 
 Parameters: :data:`PARAMETERS` (``mode`` and ``trajectory.reactionless`` can be set at run
 time: checked in an on-set callback, applied in a post-set callback, so a rejected set changes
@@ -111,11 +116,10 @@ from ffsim_ros.control import (
     CONTROL_MODES,
     REJECTED,
     ControlMode,
-    Gains,
     ReachSupervisor,
     ReactionlessController,
 )
-from ffsim_ros.control.capture import DETUMBLE_MODES, CaptureGains
+from ffsim_ros.control.capture import CaptureGains
 from ffsim_ros.control.trajectory import (
     Tolerances,
     TrackingGains,
@@ -124,30 +128,25 @@ from ffsim_ros.control.trajectory import (
 )
 from ffsim_ros.dynamics.lie import quat_angle, quat_normalize, quat_to_matrix
 from ffsim_ros.node_support import (
-    DEFAULT_ROBOT,
-    MAX_ROBOT_BYTES,
     LogThrottle,
-    ParameterSpec,
-    ParameterTable,
     ParameterValueError,
     destroy_on_failure,
-    frame_id,
-    interval,
     load_robot,
-    one_of,
     run_node,
     stamp_ns,
-    string,
 )
 from ffsim_ros.node_support.capture_control import (
     CaptureControl,
     CaptureInterfaces,
     scenario_target,
 )
+from ffsim_ros.node_support.controller_parameters import (
+    PARAMETERS,
+    gains_from,
+)
 from ffsim_ros.node_support.goal_status import (
     GoalStatusPublisher,
     reach_settings_from,
-    reach_specs,
 )
 from ffsim_ros.node_support.state_messages import joint_state_values
 from ffsim_ros.node_support.state_pairing import StatePairing
@@ -174,8 +173,6 @@ STATUS_FIELDS = (
 EE_PATH_LENGTH = 500
 EE_PATH_PERIOD = 0.1
 
-#: Largest value of a gain parameter (a sane range: beyond it the torques overflow).
-MAX_GAIN = 1e6
 #: Seconds between two repeats of a log line that can repeat (bad input, goals).
 LOG_PERIOD = 1.0
 #: Largest interval [s] between two measurements compared for a jump (``jump_threshold``).
@@ -188,213 +185,6 @@ LATE_PERIODS = 2.5
 LATE_WINDOW = 20
 LATE_COUNT = 3
 
-#: One line per field of :class:`ffsim_ros.control.Gains` (the ``gains.*`` parameters).
-GAIN_DESCRIPTIONS = {
-    'kp_task': 'end-effector position gain [1/s]',
-    'kp_orientation': 'end-effector orientation gain [1/s] (with track_orientation)',
-    'max_ee_speed': 'saturation of the commanded end-effector speed [m/s]',
-    'max_ee_angular_speed': 'saturation of the commanded end-effector angular speed [rad/s]',
-    'kv_joint': 'joint-rate tracking gain of the computed-torque inner loop [1/s]',
-    'kp_attitude': 'base attitude hold gain [1/s] (reactionless mode)',
-    'damping': 'damped-least-squares factor lambda',
-    'k_null': 'manipulability self-motion gain (reactionless mode; 0: off)',
-    'kp_joint': 'joint PD gain of the joint_pd baseline [1/s^2]',
-    'kd_joint': 'joint PD gain of the joint_pd baseline [1/s]',
-    'max_joint_speed': "fraction of each joint's velocity limit the law may command",
-    'rate_feedforward': "share of the commanded rates' time derivative fed forward in the "
-    'inner loop (0: off; 1 for a base light against the arm)',
-}
-
-
-def _gain_specs() -> list[ParameterSpec]:
-    defaults = Gains()
-    if set(GAIN_DESCRIPTIONS) != set(defaults.__dict__):  # pragma: no cover - caught by tests
-        raise RuntimeError('GAIN_DESCRIPTIONS does not match the fields of Gains')
-    return [
-        ParameterSpec(
-            f'gains.{name}',
-            float(value),
-            GAIN_DESCRIPTIONS[name],
-            interval(0.0, 1.0, low_open=True)
-            if name == 'max_joint_speed'
-            else interval(0.0, 1.0)
-            if name == 'rate_feedforward'
-            else interval(0.0, MAX_GAIN),
-        )
-        for name, value in defaults.__dict__.items()
-    ]
-
-
-def gains_from(values: dict) -> Gains:
-    """The :class:`Gains` of the checked parameter values ``gains.*``."""
-    try:
-        return Gains(**{name: values[f'gains.{name}'] for name in GAIN_DESCRIPTIONS})
-    except ValueError as exc:  # pragma: no cover - the table's checks are Gains' own
-        raise ParameterValueError(f'gains: {exc}') from None
-
-
-def _cross_check(values: dict) -> None:
-    gains_from(values)
-    reach_settings_from(values)
-
-
-#: The parameters of ``ffsim_reactionless_controller`` (declarations, descriptors, README, YAML).
-PARAMETERS = ParameterTable(
-    'ffsim_reactionless_controller',
-    [
-        ParameterSpec(
-            'robot_description',
-            '',
-            'URDF XML of the robot (wins over robot_file)',
-            string(MAX_ROBOT_BYTES),
-            in_config=False,
-        ),
-        ParameterSpec(
-            'robot_file',
-            '',
-            f'path of a URDF file (a regular XML text file, UTF-8 or the encoding it '
-            f'declares, of at most {MAX_ROBOT_BYTES} bytes); empty: the sample robot '
-            f'{DEFAULT_ROBOT}',
-            string(4096),
-            in_config=False,
-        ),
-        ParameterSpec('ee_link', 'ee_link', 'controlled link (a link of the robot)', string(255)),
-        ParameterSpec(
-            'world_frame',
-            'world',
-            "frame of ee_goal, ee_pose and ee_path (the simulator's world_frame); empty: world",
-            frame_id(),
-        ),
-        ParameterSpec(
-            'control_rate_hz',
-            100.0,
-            'control rate on the node clock (simulated time with use_sim_time) [Hz]',
-            interval(0.1, 1e4),
-        ),
-        ParameterSpec(
-            'mode',
-            ControlMode.REACTIONLESS.value,
-            'control law (the launch argument controller_mode)',
-            one_of(CONTROL_MODES),
-            dynamic=True,
-            in_config=False,
-        ),
-        ParameterSpec('track_orientation', False, 'track the goal orientation too'),
-        ParameterSpec(
-            'state_timeout',
-            0.2,
-            'maximum age of joint_states and base_odom on the node clock before commanding '
-            'stops [s]',
-            interval(1e-3, 3600.0),
-        ),
-        ParameterSpec(
-            'jump_threshold',
-            0.1,
-            'a measured joint or base position this far [rad | m] from where the previous '
-            'message (at most 0.1 s earlier) and the velocities lead is a jump (a reset): goals '
-            'and trajectory dropped',
-            interval(1e-6, 1e3),
-        ),
-        *_gain_specs(),
-        *reach_specs(),
-        ParameterSpec(
-            'trajectory.kp',
-            100.0,
-            'position gain of the computed-torque trajectory tracking [1/s^2]',
-            interval(0.0, MAX_GAIN),
-        ),
-        ParameterSpec(
-            'trajectory.kv',
-            20.0,
-            'velocity gain of the computed-torque trajectory tracking [1/s]',
-            interval(0.0, MAX_GAIN),
-        ),
-        ParameterSpec(
-            'trajectory.path_tolerance',
-            0.0,
-            'default position tolerance of every joint while moving [rad | m]; 0: not checked',
-            interval(0.0, 1e3),
-        ),
-        ParameterSpec(
-            'trajectory.goal_tolerance',
-            0.01,
-            'default position tolerance of every joint at the end [rad | m]; 0: not checked',
-            interval(0.0, 1e3),
-        ),
-        ParameterSpec(
-            'trajectory.stopped_velocity_tolerance',
-            0.01,
-            'default velocity tolerance of every joint at the end [rad/s | m/s]; 0: not checked',
-            interval(0.0, 1e3),
-        ),
-        ParameterSpec(
-            'trajectory.goal_time',
-            1.0,
-            'default time after the last point to get within the goal tolerances [s]; 0: no limit',
-            interval(0.0, 3600.0),
-        ),
-        ParameterSpec(
-            'trajectory.reactionless',
-            False,
-            'correct each trajectory into the reaction null space (joint motions that leave '
-            'the base attitude alone) and report how much it changed',
-            dynamic=True,
-        ),
-        ParameterSpec(
-            'capture.scenario',
-            '',
-            "capture scenario (the simulator's scenario: a YAML path or a shipped name); "
-            'non-empty: intercept, grasp and detumble its target instead of ee_goal',
-            string(4096),
-        ),
-        ParameterSpec(
-            'capture.target',
-            '',
-            "the scenario's target to capture (its first handle); empty: the first target",
-            string(255),
-        ),
-        ParameterSpec(
-            'capture.detumble_mode',
-            DETUMBLE_MODES[0],
-            'post-capture law: momentum_distribution (the arm stores the momentum, then '
-            'releases it at a bounded base acceleration) or gjm (plain braking)',
-            one_of(DETUMBLE_MODES),
-        ),
-        ParameterSpec(
-            'capture.store_time',
-            CaptureGains().store_time,
-            'momentum distribution: time the base rate is held at zero after the grasp while '
-            'the arm stores the momentum [s]',
-            interval(0.0, 3600.0),
-        ),
-        ParameterSpec(
-            'capture.base_acceleration_deg',
-            float(np.degrees(CaptureGains().base_acceleration)),
-            'momentum distribution: largest commanded base angular acceleration [deg/s^2]',
-            interval(1e-6, 1e3),
-        ),
-        ParameterSpec(
-            'capture.grasp_service',
-            '/ffsim_simulator/grasp',
-            "the simulator's grasp service (std_srvs/Trigger)",
-            string(255),
-        ),
-    ],
-    cross_check=_cross_check,
-    groups={
-        'gains': 'ffsim_ros.control.Gains, SI units',
-        'reach': 'ee_goal outcome and recovery (ffsim_ros.control.ReachSettings)',
-        'trajectory': 'FollowJointTrajectory and joint_trajectory (ffsim_ros.control.trajectory)',
-        'capture': 'capture of a free target (ffsim_ros.node_support.capture_control)',
-    },
-    config_notes=(
-        'Loaded by launch/ffsim.launch.py. Set by the launch file, not here: '
-        'robot_description,\nuse_sim_time, mode (the `controller_mode` argument) and ee_link '
-        'when the `ee_link` argument\nis given (or the robot has no link named ee_link, e.g. '
-        'dual_arm_servicer -> left_ee_link).'
-    ),
-)
-
 
 class ReactionlessControllerNode(Node):
     """The ``ffsim_reactionless_controller`` node (see the module docstring)."""
@@ -402,7 +192,19 @@ class ReactionlessControllerNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__('ffsim_reactionless_controller', **kwargs)
         # a constructor that raises destroys the node first (see destroy_on_failure)
-        destroy_on_failure(self, self._build)
+        destroy_on_failure(self, self._build_or_release)
+
+    def _build_or_release(self) -> None:
+        """:meth:`_build`; if it raises once the action's thread runs, stop that thread
+        first: a thread left spinning at the interpreter's exit aborts it (exit code 134,
+        "terminate called without an active exception") instead of the error's exit code."""
+        try:
+            self._build()
+        except BaseException:
+            trajectories = getattr(self, 'trajectories', None)
+            if trajectories is not None:
+                trajectories.destroy()
+            raise
 
     def _build(self) -> None:
         values = PARAMETERS.declare(self)
@@ -439,8 +241,10 @@ class ReactionlessControllerNode(Node):
         )
         # the ee_goal, its outcome and the attitude held: the supervisor's (issue 15)
         self.supervisor = ReachSupervisor(self.law, reach_settings_from(values))
-        # (positions or q_base, velocities or v_base, received at): paired by stamp
+        # (positions or q_base, velocities or v_base, received at): paired by stamp; changed
+        # by the control thread under the lock, read under it by the others (_measured)
         self._state: StatePairing[tuple[np.ndarray, np.ndarray, Time]] = StatePairing()
+        self._state_lock = threading.Lock()
         self._pending_goal: PoseStamped | None = None
         self._last_now_ns: int | None = None  # the latest node-clock time seen
         self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
@@ -542,7 +346,8 @@ class ReactionlessControllerNode(Node):
     def _forget(self, before_ns: int, now_ns: int) -> None:
         """Drop the state, goals, trajectory, held attitude and path after the clock went
         back."""
-        self._state.clear()
+        with self._state_lock:
+            self._state.clear()
         self._previous_joints = self._previous_base = None
         self._last_update_ns = None
         self._late.clear()
@@ -604,7 +409,8 @@ class ReactionlessControllerNode(Node):
 
     def _measured(self) -> tuple[np.ndarray, np.ndarray] | str:
         """``(q, v)`` of the latest fresh measurement, or why there is none (any thread)."""
-        joints, base = self._state.latest()
+        with self._state_lock:  # (the control thread adds messages meanwhile)
+            joints, base = self._state.latest()
         now = self.get_clock().now()
         stale = [
             name
@@ -640,8 +446,10 @@ class ReactionlessControllerNode(Node):
         if previous is not None:
             gap = continuity_gap(previous, (stamp, pos, vel))
             if self._check_jump('joint_states', (previous[0], stamp), gap):
-                self._state.clear_base()  # (until the base's message of after the jump)
-        self._state.add_joints(stamp_ns(msg.header.stamp), (pos, vel, now))
+                with self._state_lock:  # (until the base's message of after the jump)
+                    self._state.clear_base()
+        with self._state_lock:
+            self._state.add_joints(stamp_ns(msg.header.stamp), (pos, vel, now))
 
     def _on_odom(self, msg: Odometry) -> None:
         now = self._now()
@@ -688,11 +496,48 @@ class ReactionlessControllerNode(Node):
                 np.linalg.norm(w0) + np.linalg.norm(vb[3:])
             ) * abs(stamp - t0)
             if self._check_jump('base_odom', (t0, stamp), max(moved, turned)):
-                self._state.clear_joints()  # (until the joints' message of after the jump)
-        self._state.add_base(stamp_ns(msg.header.stamp), (qb, vb, now))
+                with self._state_lock:  # (until the joints' message of after the jump)
+                    self._state.clear_joints()
+        with self._state_lock:
+            self._state.add_base(stamp_ns(msg.header.stamp), (qb, vb, now))
 
     def _on_goal(self, msg: PoseStamped) -> None:
+        """Keep the goal for the next update; without fresh state, reject it at once: a goal
+        received then is never carried out on a state that arrives later (module
+        docstring)."""
+        if self.capture is not None:  # (ignored: the capture owns the arm)
+            return
+        now = self._now()  # (a clock that went back drops the state first)
+        measured = self._measured()
+        if isinstance(measured, str):
+            self._pending_goal = None
+            self._reject_without_state(msg, now.nanoseconds * 1e-9, measured)
+            return
         self._pending_goal = msg
+
+    def _reject_without_state(self, msg: PoseStamped, t: float, why: str) -> None:
+        """Reject the ee_goal ``msg`` at time ``t`` [s] for want of fresh state (``why``: the
+        text of :meth:`_measured`), on ``goal_status`` at once (no update publishes it
+        without state); it preempts the trajectory followed, as any ee_goal does."""
+        if self._request is not None:
+            self._request.abort('preempted by an ee_goal')
+        self._request = self._follower = None
+        with self._state_lock:
+            joints, base = self._state.latest()
+        if joints is not None and base is not None:  # stale: for the status's figures only
+            q = np.r_[base[0], joints[0]]
+            p = msg.pose.position
+            position = np.array([p.x, p.y, p.z])
+        else:  # none at all: no goal can be active (a jump or a clock reset dropped it)
+            q, position = D.neutral(self.model), None
+        reason = f'{why}: no state to start the goal from'
+        line = self._log_throttle.admit(
+            f'ee_goal rejected ({reason}); not commanding until fresh state arrives'
+        )
+        if line:
+            self.get_logger().error(line)
+        self.supervisor.reject(t, q, reason, position)
+        self.goal_status.update(self.supervisor.status)
 
     def _accept_goal(self, msg: PoseStamped, t: float, q: np.ndarray) -> None:
         p = msg.pose.position
@@ -757,6 +602,9 @@ class ReactionlessControllerNode(Node):
             self.get_logger().warning(
                 'no fresh joint_states/base_odom: not commanding', throttle_duration_sec=2.0
             )
+            # (a pending goal came with fresh state: it waits for the next fresh update; the
+            # timer runs before the subscriptions, so after a jump of a lagging clock the
+            # state looks stale here until its newest message is taken)
             return
         pos, vel, _ = joints
         qb, vb, _ = base

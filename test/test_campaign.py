@@ -440,7 +440,7 @@ def test_load_scenario_file(tmp_path):
 )
 def test_scenario_file_is_read_strictly(tmp_path, text, message):
     """A duplicated key (PyYAML kept the last one silently), deep nesting (a RecursionError)
-    or an alias bomb: refused naming the file (:func:`ffsim_ros.yaml_input.load_yaml`)."""
+    or an alias bomb: refused naming the file (:func:`ffsim_ros.dynamics.yaml_input.load_yaml`)."""
     path = tmp_path / 'strict.yaml'
     path.write_text(text)
     with pytest.raises(ScenarioError) as err:

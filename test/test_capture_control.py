@@ -216,3 +216,49 @@ def test_bad_capture_loop_input_is_refused_naming_it():
     other, _ = tumbling_target_scene()
     with pytest.raises(ValueError, match="expected free target 'moon'"):
         CaptureLoop(other, dataclasses.replace(target, name='moon'))
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_a_malformed_capture_scenario_is_refused_naming_the_field(tmp_path):
+    """``capture.scenario`` files whose ``targets`` is not a list of named mappings are
+    refused with a ValueError naming the field (``targets: 5`` used to raise a TypeError:
+    exit code 1 instead of 2); a target name that makes no valid odometry topic is refused
+    before rclpy sees it."""
+    import yaml
+
+    from ffsim_ros.node_support.capture_control import scenario_target
+    from ffsim_ros.node_support.scene_support import resolve_scenario
+
+    shipped = resolve_scenario('capture')
+    cases = {
+        'targets: 5': 'targets: expected a list of targets, got 5',
+        'targets: {name: a}': 'targets: expected a list of targets, got a dict',
+        'targets: [5]': 'targets[0]: expected a mapping, got 5',
+        'targets: [[1, 2]]': 'targets[0]: expected a mapping, got a list',
+        'targets: [{name: 3}]': 'targets[0].name: expected a non-empty string, got 3',
+        'targets: [{mass: 3.0}]': 'targets[0].name: expected a non-empty string, got None',
+        '[1, 2]': 'expected a mapping of scenario keys, got a list',
+        'targets: []': 'expected targets, got none',
+    }
+    for k, (text, expected) in enumerate(cases.items()):
+        path = tmp_path / f'case{k}.yaml'
+        path.write_text(text + '\n')
+        with pytest.raises(ValueError) as info:
+            scenario_target(str(path))
+        assert str(info.value) == f'capture.scenario {str(path)!r}: {expected}', text
+    data = yaml.safe_load(shipped.read_text())
+    data['robot']['urdf'] = str((shipped.parent / data['robot']['urdf']).resolve())
+    data['targets'][0]['name'] = 'client 1'
+    path = tmp_path / 'spaced.yaml'
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError) as info:
+        scenario_target(str(path))
+    assert str(info.value) == (
+        f"capture.scenario {str(path)!r}: targets[0].name 'client 1': expected a name that "
+        "makes a valid odometry topic, got 'targets/client 1/odom' (topic name must not "
+        "contain characters other than alphanumerics, '_', '~', '{', or '}')"
+    )
+    data['targets'][0]['name'] = 'client_1'
+    path.write_text(yaml.safe_dump(data))
+    target, read = scenario_target(str(path))
+    assert target.name == 'client_1' and read == path

@@ -221,6 +221,22 @@ def test_pause_reset_and_set_state() -> None:
     assert sim.step == 83  # refused jumps change nothing
 
 
+def test_a_step_too_long_for_the_motion_is_named_so() -> None:
+    """Joints at 900 rad/s under a 0.1 s step: the dynamics fail in an intermediate stage of
+    the step (their own words, 'mass matrix is not positive definite ... a degenerate model',
+    blame the model, which is fine at every published state); the fault says where it failed,
+    the rates and the step."""
+    v0 = np.zeros(MODEL.nv)
+    v0[6:] = 900.0
+    for integrator in ('rk4', 'euler'):
+        sim = engine(v0=v0, dt_ns=100_000_000, integrator=integrator)
+        snap = sim.advance(50)
+        assert snap.faulted
+        assert 'in an intermediate stage of the step' in snap.fault, snap.fault
+        assert snap.fault.endswith('too fast a motion for the 0.1 s step?'), snap.fault
+        assert 'joint rates up to' in snap.fault and np.all(np.isfinite(snap.q))
+
+
 def test_fault_keeps_the_last_finite_state() -> None:
     """A huge base torque spins the base up until the dynamics fail, mid-batch: the engine
     keeps the state of the last good step, never a NaN, and refuses to go on until reset."""

@@ -67,9 +67,11 @@ def test_urdf_limits_loaded_as_given() -> None:
 @pytest.mark.parametrize(
     ('key', 'value', 'message'),
     [
-        ('effort', -1.0, r'joint elbow: effort expected values >= 0, got \[-1.0\]'),
-        ('velocity', float('nan'), r'joint elbow: velocity expected values >= 0, got \[nan\]'),
-        ('lower', float('nan'), r'joint elbow: lower expected numbers, got \[nan\]'),
+        ('effort', -1.0, r'joint elbow: effort expected values >= 0 \(inf: no .*got \[-1.0\]'),
+        ('velocity', float('nan'), r'joint elbow: velocity expected values >= 0 .*got \[nan\]'),
+        ('lower', float('nan'), r'joint elbow: lower expected numbers below \+inf .*got \[nan\]'),
+        ('lower', float('inf'), r'joint elbow: lower expected numbers below \+inf .*got \[inf\]'),
+        ('damping', float('inf'), r'joint elbow: damping expected finite values >= 0, got \[inf'),
         ('lower', 3.0, 'joint elbow: limit lower 3.0 > upper 2.0'),
     ],
 )

@@ -517,3 +517,167 @@ def test_initial_joints_beyond_their_limits_are_named() -> None:
         f'{names[1]} = {q[8]:g} ({model.lower[1]:g}..{model.upper[1]:g}), '
         f'{names[3]} = {q[10]:g} ({model.lower[3]:g}..{model.upper[3]:g})'
     )
+
+
+def test_controller_names_are_checked_before_rclpy_sees_them(rclpy_context) -> None:
+    """``capture.grasp_service`` is checked as a ROS service name by its parameter check,
+    whatever ``capture.scenario`` is: a bad one is a ParameterValueError naming it (exit code
+    2), where rclpy's InvalidServiceNameException used to abort the node (exit code 134)."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.node_support import ParameterValueError
+    from ffsim_ros.reactionless_controller import PARAMETERS, ReactionlessControllerNode
+
+    spec = PARAMETERS['capture.grasp_service']
+    for good in ('/ffsim_simulator/grasp', 'grasp', '~/grasp', '/robot_2/ffsim_simulator/grasp'):
+        assert spec.validate(good) == good
+    for bad, why in (
+        ('not a name!', 'must not contain characters other than alphanumerics'),
+        ('', 'must not be empty'),
+        ('/ffsim_simulator/', 'must not end with a forward slash'),
+        ('/sim/2grasp', 'must not start with a number'),
+        ('{robot}/grasp', 'unknown substitution'),
+    ):
+        with pytest.raises(ParameterValueError) as info:
+            spec.validate(bad)
+        text = str(info.value)
+        assert text.startswith(
+            f'capture.grasp_service: expected a ROS service name (letters, digits, _ / ~ {{}}; '
+            f'tokens not starting with a digit), got {bad!r} ('
+        ), text
+        assert why in text and '\n' not in text, text
+    for scenario in ('', 'capture'):
+        with pytest.raises(ParameterValueError, match=r"^capture.grasp_service: .*'not a name!'"):
+            ReactionlessControllerNode(
+                context=rclpy_context,
+                parameter_overrides=[
+                    Parameter('capture.scenario', value=scenario),
+                    Parameter('capture.grasp_service', value='not a name!'),
+                ],
+            )
+
+
+def test_a_failed_start_stops_the_action_thread(rclpy_context, monkeypatch) -> None:
+    """A constructor failing after the action's thread started stops that thread before
+    raising: left spinning, it aborted the interpreter at exit ("terminate called without an
+    active exception", exit code 134) instead of the error's exit code."""
+    import threading
+
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros import reactionless_controller
+
+    def spinning() -> int:
+        return sum(
+            t.name == 'follow_joint_trajectory' and t.is_alive() for t in threading.enumerate()
+        )
+
+    def fail(*_, **__):
+        raise RuntimeError('capture interfaces failed')
+
+    before = spinning()
+    monkeypatch.setattr(reactionless_controller, 'CaptureInterfaces', fail)
+    with pytest.raises(RuntimeError, match='capture interfaces failed'):
+        reactionless_controller.ReactionlessControllerNode(
+            context=rclpy_context,
+            parameter_overrides=[Parameter('capture.scenario', value='capture')],
+        )
+    assert spinning() == before
+
+
+def test_an_ee_goal_without_fresh_state_is_rejected_at_once(rclpy_context) -> None:
+    """An ``ee_goal`` received with no fresh ``joint_states``/``base_odom`` (no simulator yet)
+    is rejected at once on ``goal_status``; it used to be kept silently and carried out when a
+    simulator appeared seconds later. With fresh state it waits for the next update with
+    fresh state, which accepts it."""
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        published: list = []
+        node.goal_status.publisher.publish = published.append  # type: ignore[method-assign]
+        callbacks = {s.topic_name: s.callback for s in node.subscriptions}
+
+        def goal(offset: float) -> PoseStamped:
+            q = node._measured()
+            q = D.neutral(node.model) if isinstance(q, str) else q[0]
+            p = D.link_pose(node.model, q, 'ee_link')[0] + [offset, 0.0, 0.0]
+            msg = PoseStamped()
+            msg.header.frame_id = 'world'
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = p.tolist()
+            msg.pose.orientation.w = 1.0
+            return msg
+
+        callbacks['/ee_goal'](goal(0.03))
+        status = node.supervisor.status
+        assert node._pending_goal is None
+        assert status.outcome is GoalOutcome.ABORTED and status.goal_id == 1
+        assert status.reason.startswith(
+            'rejected: no fresh joint_states (none since the start or the last jump) and '
+            'base_odom (none since the start or the last jump) at '
+        ), status.reason
+        assert status.reason.endswith('no state to start the goal from'), status.reason
+        assert len(published) == 1 and 'aborted (stopped): rejected: no fresh' in (
+            published[0].message
+        )
+        # fresh state: kept for the next update, which accepts it
+        names = list(node.model.joint_names)
+
+        def feed() -> None:  # (received now: fresh for state_timeout)
+            odom = Odometry()
+            odom.pose.pose.orientation.w = 1.0
+            callbacks['/joint_states'](
+                JointState(name=names, position=[0.1] * len(names), velocity=[0.0] * len(names))
+            )
+            callbacks['/base_odom'](odom)
+
+        feed()
+        accepted = goal(0.03)
+        callbacks['/ee_goal'](accepted)
+        assert node._pending_goal is accepted and node.supervisor.status.goal_id == 1
+        node._on_timer()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        assert node.supervisor.status.goal_id == 2
+        # a goal received with fresh state whose state looks stale at the update (the timer
+        # runs before the subscriptions: a lagging clock jumps ahead of the state): kept for
+        # the next fresh update, not rejected
+        count = len(published)
+        later = goal(0.02)
+        callbacks['/ee_goal'](later)
+        timeout, node.state_timeout_ns = node.state_timeout_ns, -1  # (nothing fresh)
+        node._on_timer()
+        assert node._pending_goal is later and len(published) == count
+        node.state_timeout_ns = timeout
+        feed()
+        node._on_timer()
+        assert node._pending_goal is None and node.supervisor.status.goal_id == 3
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+    finally:
+        node.destroy_node()
+
+
+def test_joint_trajectory_is_taken_off_the_control_thread_under_the_node_name(
+    rclpy_context,
+) -> None:
+    """``~/joint_trajectory`` is subscribed on the action's node (its thread converts and
+    checks a message, not the control loop's: 20 000 points used to stall the commands for
+    0.5 s), under the name the controller node resolves: its remaps still apply."""
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    for cli_args, topic in (
+        ([], '/ffsim_reactionless_controller/joint_trajectory'),
+        (['--ros-args', '-r', '~/joint_trajectory:=/planner/trajectory'], '/planner/trajectory'),
+    ):
+        node = ReactionlessControllerNode(context=rclpy_context, cli_args=cli_args)
+        try:
+            subscription = node.trajectories.subscription
+            assert subscription.topic_name == topic
+            assert subscription in node.trajectories.action_node.subscriptions
+            assert all(s.topic_name != topic for s in node.subscriptions)
+        finally:
+            node.destroy_node()

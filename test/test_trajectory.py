@@ -9,8 +9,10 @@ loop at 1 kHz with a 100 Hz controller) and the zero-momentum base rate ``w0 = -
 
 from __future__ import annotations
 
+import array
 import math
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ import pytest
 import ffsim_ros.dynamics as D
 from ffsim_ros.control.reactionless import base_rate_map
 from ffsim_ros.control.trajectory import (
+    MAX_POINTS,
     JointTrajectory,
     Tolerances,
     TrackingGains,
@@ -134,6 +137,66 @@ def test_huge_joint_name_lists_are_refused_up_front() -> None:
     with pytest.raises(TrajectoryError) as info:
         check_waypoints(MODEL, names, [1.0], [[0.1] * 5], [[]], [[]])
     assert "more than once: ['arm_joint_1', 'arm_joint_3']" in str(info.value)
+
+
+class Untouchable(Sequence):
+    """``count`` entries that must not be read (a message too long to look at)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        raise AssertionError(f'entry {index} read')
+
+
+def test_too_many_points_are_refused_before_any_per_point_work() -> None:
+    """More than MAX_POINTS points is refused by its count alone (20 000 points used to hold
+    the controller's loop for 0.5 s, 100 000 for 2.25 s: longer than the simulator's command
+    timeout)."""
+    for k in (MAX_POINTS + 1, 1_000_000):
+        with pytest.raises(TrajectoryError) as info:
+            check_waypoints(MODEL, NAMES, *(Untouchable(k) for _ in range(4)))
+        assert info.value.kind == 'goal'
+        assert str(info.value) == f'points: expected at most {MAX_POINTS} points, got {k}'
+
+
+def test_the_most_points_are_checked_whole_and_the_first_culprit_named() -> None:
+    """MAX_POINTS points as rclpy gives them (array.array fields, velocities at some points
+    only) pass the vectorized checks into the same waypoints as point-by-point reading; a
+    bad value far down the list is named by its point."""
+    k = MAX_POINTS
+    rng = np.random.default_rng(3)
+    times = (1.0 + 0.01 * np.arange(k)).tolist()
+    pos = rng.uniform(-1.0, 1.0, (k, N))
+    positions = [array.array('d', row) for row in pos]
+    velocities = [array.array('d', [0.0] * N if i % 3 == 0 else []) for i in range(k)]
+    accelerations = [array.array('d') for _ in range(k)]
+    w = check_waypoints(MODEL, NAMES, times, positions, velocities, accelerations)
+    np.testing.assert_array_equal(w.positions, pos)
+    np.testing.assert_array_equal(w.times, times)
+    assert [v is not None for v in w.velocities] == [i % 3 == 0 for i in range(k)]
+    assert all(a is None for a in w.accelerations)
+    trajectory = JointTrajectory.start(w, 0.0, np.zeros(N), np.zeros(N))
+    assert trajectory.start_time == 0.0 and trajectory.end_time == times[-1]
+    p, _, _, index = trajectory.sample(times[5000])
+    np.testing.assert_allclose(p, pos[5000], atol=1e-12)
+    assert index == 5001
+    positions[7777][4] = math.nan
+    velocities[9000][2] = math.inf
+    with pytest.raises(TrajectoryError, match=re.escape('points[7777].positions: expected fin')):
+        check_waypoints(MODEL, NAMES, times, positions, velocities, accelerations)
+    positions[7777][4] = 0.0
+    with pytest.raises(TrajectoryError, match=re.escape('points[9000].velocities: expected fin')):
+        check_waypoints(MODEL, NAMES, times, positions, velocities, accelerations)
+    velocities[9000][2] = 0.0
+    times[6000] = times[5999]
+    with pytest.raises(
+        TrajectoryError, match=re.escape('60.99 s at point 5999 then 60.99 s at point 6000')
+    ):
+        check_waypoints(MODEL, NAMES, times, positions, velocities, accelerations)
 
 
 def test_tolerances_read_as_jtc_does() -> None:
@@ -366,6 +429,81 @@ def test_continuity_gap_sees_jumps_not_motion() -> None:
     assert continuity_gap((0.0, p[0], v[0]), (0.01, p[0] + 0.3, v[0])) == pytest.approx(
         0.3 - 0.0, abs=0.01
     )
+
+
+# ------------------------------------------------------------ the action's checks, no DDS
+def _interfaces(measured, now, model=MODEL):
+    """A TrajectoryInterfaces without node or threads: what ``request`` uses."""
+    from ffsim_ros.node_support.trajectory_action import TrajectoryInterfaces
+
+    out = object.__new__(TrajectoryInterfaces)
+    out.model, out._measured, out._now = model, measured, now
+    out._settings = lambda: (Tolerances.uniform(model.n, 0.0, 0.01, 0.01, 1.0), False, 0.01)
+    return out
+
+
+def _message(times, positions):
+    from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    msg = JointTrajectoryMsg(joint_names=NAMES)
+    for t, p in zip(times, positions, strict=True):
+        point = JointTrajectoryPoint(positions=[float(x) for x in p])
+        point.time_from_start.sec = int(t)
+        point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
+        msg.points.append(point)
+    return msg
+
+
+@pytest.mark.ros
+def test_a_trajectory_starts_from_the_state_measured_when_it_arrived(monkeypatch) -> None:
+    """The time and the state are taken before the checks: checks that outlast
+    ``state_timeout`` no longer leave the trajectory without a state to start from (a long
+    trajectory used to be refused so, "no fresh joint_states ...")."""
+    from ffsim_ros.node_support import trajectory_action
+
+    q, v = rest_state()
+    clock = {'now': 100.0}
+
+    def measured():  # fresh for 0.2 s after 100 s
+        return (q, v) if clock['now'] <= 100.2 else 'no fresh joint_states (stale)'
+
+    def slow_check(*args, **kwargs):
+        clock['now'] += 0.5  # the checks take longer than state_timeout
+        return check_waypoints(*args, **kwargs)
+
+    monkeypatch.setattr(trajectory_action, 'check_waypoints', slow_check)
+    interfaces = _interfaces(measured, lambda: clock['now'])
+    request = interfaces.request(_message([1.0, 2.0], [q[7:] + 0.1, q[7:] + 0.2]))
+    assert request.trajectory.start_time == 100.0
+    assert request.trajectory.end_time == 102.0
+    np.testing.assert_allclose(request.trajectory.sample(100.0)[0], q[7:])
+    # without a state at arrival: refused, naming why
+    with pytest.raises(TrajectoryError, match='stale.*no state to start the trajectory from'):
+        interfaces.request(_message([1.0], [q[7:]]))
+
+
+@pytest.mark.ros
+def test_a_message_with_too_many_points_is_refused_before_it_is_read(monkeypatch) -> None:
+    """The count is checked before any point is converted (the conversion of 20 000 points
+    took longer than the checks)."""
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from ffsim_ros.node_support import trajectory_action
+
+    q, v = rest_state()
+
+    def untouched(*_):
+        raise AssertionError('a point was read')
+
+    monkeypatch.setattr(trajectory_action, '_seconds', untouched)
+    monkeypatch.setattr(trajectory_action, 'check_waypoints', untouched)
+    msg = _message([], [])
+    msg.points = [JointTrajectoryPoint()] * (MAX_POINTS + 1)
+    with pytest.raises(TrajectoryError) as info:
+        _interfaces(lambda: (q, v), lambda: 0.0).request(msg)
+    assert info.value.kind == 'goal'
+    assert str(info.value) == f'points: expected at most {MAX_POINTS} points, got {MAX_POINTS + 1}'
 
 
 # ------------------------------------------------------------------------------ over DDS

@@ -24,11 +24,12 @@ dispersions (one distribution per parameter), the number of runs and the campaig
 
 Every field is checked when the scenario is built; a bad one is a :class:`ScenarioError`
 naming it, what was expected and what came. The file is read strictly
-(:func:`ffsim_ros.yaml_input.load_yaml`: a duplicated key, an alias bomb or nesting deeper than
-100 levels is refused); a number field takes an int or a float (not a boolean such as ``yes``),
-an integer field also an integral float (``plan_max_steps: 1e3``). :data:`DISPERSIONS` lists
-the parameters, their components and units; :data:`GOAL_KINDS` the goal schemes (``capture``,
-the scenario of issue 17, is reserved: see :mod:`ffsim_ros.campaign.goals`).
+(:func:`ffsim_ros.dynamics.yaml_input.load_yaml`: a duplicated key, an alias bomb or nesting
+deeper than 100 levels is refused); a number field takes an int or a float (not a boolean
+such as ``yes``), an integer field also an integral float (``plan_max_steps: 1e3``).
+:data:`DISPERSIONS` lists the parameters, their components and units; :data:`GOAL_KINDS`
+the goal schemes (``capture``, the scenario of issue 17, is reserved: see
+:mod:`ffsim_ros.campaign.goals`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ffsim_ros.control import CONTROL_MODES, Gains, ReachSettings
-from ffsim_ros.yaml_input import YamlInputError, load_yaml
+from ffsim_ros.dynamics.yaml_input import YamlInputError, load_yaml
 
 #: Distributions of a dispersion and their parameters (each a number or one per component).
 DISTRIBUTIONS = {
@@ -310,7 +311,7 @@ def load_scenario(path: str | Path) -> Scenario:
     ------
     ScenarioError
         A bad field (named), or a file that is not a YAML mapping (malformed, a duplicated
-        key, too large or too deep: :func:`ffsim_ros.yaml_input.load_yaml`).
+        key, too large or too deep: :func:`ffsim_ros.dynamics.yaml_input.load_yaml`).
     FileNotFoundError
         No such file.
     """

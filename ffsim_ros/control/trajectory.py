@@ -6,10 +6,12 @@ and ``trajectory_msgs/JointTrajectory`` messages, with the semantics of ros2_con
 
 * **Checks** (:func:`check_waypoints`): no more names than the robot has joints (checked
   before any name is looked at), known joints, each once (any subset of the arm: the
-  others hold their position); at least one point; ``time_from_start`` strictly increasing
-  and not negative; per point, one position per joint, velocities and accelerations empty or
-  one per joint, no effort (the law computes the torques), every value finite, positions
-  within the joints' limits, the last velocities zero. A refusal names the culprit (point,
+  others hold their position); at least one point and at most :data:`MAX_POINTS` (10 000,
+  also counted before any per-point work; the per-point checks are vectorized, milliseconds
+  for the most); ``time_from_start`` strictly increasing and not negative; per point, one
+  position per joint, velocities and accelerations empty or one per joint, no effort (the
+  law computes the torques), every value finite, positions within the joints' limits, the
+  last velocities zero. A refusal names the culprit (point,
   field, joint, value) and its kind: ``'joints'`` (INVALID_JOINTS) or ``'goal'``
   (INVALID_GOAL).
 * **Interpolation** (:class:`JointTrajectory`), JTC's ``spline`` method: between two points
@@ -48,6 +50,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,6 +67,10 @@ ERROR_KINDS = ('joints', 'goal', 'old')
 OUTCOMES = ('succeeded', 'path_tolerance_violated', 'goal_tolerance_violated')
 #: Most grid steps of :func:`reactionless_correction` (a longer trajectory gets longer steps).
 MAX_CORRECTION_STEPS = 2000
+#: Most points of a trajectory (:func:`check_waypoints`; more are refused before any per-point
+#: work). 100 s at 100 Hz: more than any planner sends (MoveIt: tens to hundreds), few enough
+#: that the checks and the conversion take milliseconds, not the control loop's time.
+MAX_POINTS = 10_000
 
 
 class TrajectoryError(ValueError):
@@ -102,6 +110,26 @@ def _finite_or_raise(point: int, field: str, names: Sequence[str], values: np.nd
         )
 
 
+def _first(mask: np.ndarray) -> int | None:
+    """The index of the first true entry of ``mask`` (1-D), None without one."""
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else None
+
+
+def _lengths(rows: Sequence[Sequence[float]], k: int) -> np.ndarray:
+    """(k,) the length of each of the first ``k`` entries of ``rows`` (0 past its end)."""
+    out = np.zeros(k, dtype=np.int64)
+    given = min(k, len(rows))
+    out[:given] = np.fromiter(map(len, rows[:given]), dtype=np.int64, count=given)
+    return out
+
+
+def _stack(rows: Sequence[Sequence[float]], which: np.ndarray, m: int) -> np.ndarray:
+    """(len(which), m) the entries ``which`` of ``rows`` (each of ``m`` values) as floats."""
+    values = chain.from_iterable(rows[i] for i in which.tolist())
+    return np.fromiter(values, dtype=float, count=which.size * m).reshape(which.size, m)
+
+
 def check_waypoints(
     model: D.Model,
     joint_names: Sequence[str],
@@ -113,18 +141,26 @@ def check_waypoints(
 ) -> Waypoints:
     """Check a trajectory (module docstring) and return it as :class:`Waypoints`.
 
+    The counts are checked first (names, then points: at most :data:`MAX_POINTS`), so a huge
+    message costs no more than a short one; the per-point checks are vectorized (a few
+    milliseconds for :data:`MAX_POINTS` points). Each kind of check runs over all the points
+    before the next kind: the refusal names the first point failing the first check failed.
+
     Parameters
     ----------
     joint_names : (m,) the joints, in the order of the point fields.
     times : (k,) ``time_from_start`` of each point [s].
     positions, velocities, accelerations, efforts : k entries each, the point fields (an
-        empty entry: the field is not given at that point; ``efforts`` may be empty).
+        empty entry: the field is not given at that point; ``velocities``,
+        ``accelerations`` and ``efforts`` may be shorter: not given at the points past
+        their end).
 
     Raises
     ------
     TrajectoryError
         ``'joints'``: no joint, an unknown, repeated or multi-DoF joint; ``'goal'``: anything
-        else, naming the point, the field and the joint.
+        else (also more than :data:`MAX_POINTS` points), naming the point, the field and the
+        joint.
     """
     known = list(model.joint_names)
     if len(joint_names) > len(known):
@@ -133,6 +169,14 @@ def check_waypoints(
             'joints',
             f'joint_names: expected at most {len(known)} names (each joint once), '
             f'got {len(joint_names)}',
+        )
+    k = len(times)
+    if k > MAX_POINTS:  # before any per-point work, likewise
+        raise TrajectoryError('goal', f'points: expected at most {MAX_POINTS} points, got {k}')
+    if len(positions) != k:
+        raise TrajectoryError(
+            'goal',
+            f'points: expected {k} entries of positions (one per time), got {len(positions)}',
         )
     names = list(joint_names)
     if not names:
@@ -143,79 +187,95 @@ def check_waypoints(
         raise TrajectoryError(
             'joints', f'joint_names: unknown joints {unknown}; expected names among {known}'
         )
-    repeated = sorted(n for n, times in Counter(names).items() if times > 1)
+    repeated = sorted(n for n, count in Counter(names).items() if count > 1)
     if repeated:
         raise TrajectoryError('joints', f'joint_names: joints named more than once: {repeated}')
     multi = [n for n in names if model.nvs[model.joint_index(n)] != 1]
     if multi:
         raise TrajectoryError('joints', f'joint_names: joints with several DoFs: {multi}')
-    k = len(times)
     if k == 0:
         raise TrajectoryError('goal', 'points: expected at least one point, got none')
-    t = np.array([float(x) for x in times])
-    for i in range(k):
-        if not math.isfinite(t[i]) or t[i] < 0.0:
-            raise TrajectoryError(
-                'goal', f'points[{i}].time_from_start: expected a time >= 0, got {t[i]} s'
-            )
-        if i > 0 and t[i] <= t[i - 1]:
-            raise TrajectoryError(
-                'goal',
-                f'points[{i}].time_from_start: expected times strictly increasing, got '
-                f'{t[i - 1]:g} s at point {i - 1} then {t[i]:g} s at point {i}',
-            )
+    t = np.fromiter(times, dtype=float, count=k)
+    invalid = ~np.isfinite(t) | (t < 0.0)
+    not_increasing = np.zeros(k, dtype=bool)
+    not_increasing[1:] = t[1:] <= t[:-1]
+    i = _first(invalid | not_increasing)
+    if i is not None and invalid[i]:
+        raise TrajectoryError(
+            'goal', f'points[{i}].time_from_start: expected a time >= 0, got {t[i]} s'
+        )
+    if i is not None:
+        raise TrajectoryError(
+            'goal',
+            f'points[{i}].time_from_start: expected times strictly increasing, got '
+            f'{t[i - 1]:g} s at point {i - 1} then {t[i]:g} s at point {i}',
+        )
     m = len(names)
     index = tuple(model.joint_index(n) for n in names)
     lower, upper = model.lower[list(index)], model.upper[list(index)]
-    pos = np.empty((k, m))
-    vel: list[np.ndarray | None] = []
-    acc: list[np.ndarray | None] = []
-    for i in range(k):
-        fields = {
-            'positions': positions[i],
-            'velocities': velocities[i] if i < len(velocities) else (),
-            'accelerations': accelerations[i] if i < len(accelerations) else (),
-        }
-        for field, values in fields.items():
-            if len(values) != m and (field == 'positions' or len(values) != 0):
-                required = 'required' if field == 'positions' else 'or none'
-                raise TrajectoryError(
-                    'goal',
-                    f'points[{i}].{field}: expected {m} values (one per joint, {required}), '
-                    f'got {len(values)}',
-                )
-        if i < len(efforts) and len(efforts[i]):
-            raise TrajectoryError(
-                'goal',
-                f'points[{i}].effort: expected none (the controller computes the torques), '
-                f'got {len(efforts[i])} values',
-            )
-        pos[i] = np.array(fields['positions'], dtype=float)
+    sizes = {
+        'positions': _lengths(positions, k),
+        'velocities': _lengths(velocities, k),
+        'accelerations': _lengths(accelerations, k),
+    }
+    wrong = np.c_[
+        sizes['positions'] != m,
+        (sizes['velocities'] != m) & (sizes['velocities'] != 0),
+        (sizes['accelerations'] != m) & (sizes['accelerations'] != 0),
+    ]
+    i = _first(np.any(wrong, axis=1))
+    if i is not None:
+        field = tuple(sizes)[_first(wrong[i])]
+        required = 'required' if field == 'positions' else 'or none'
+        raise TrajectoryError(
+            'goal',
+            f'points[{i}].{field}: expected {m} values (one per joint, {required}), '
+            f'got {sizes[field][i]}',
+        )
+    effort = _lengths(efforts, k)
+    i = _first(effort)
+    if i is not None:
+        raise TrajectoryError(
+            'goal',
+            f'points[{i}].effort: expected none (the controller computes the torques), '
+            f'got {effort[i]} values',
+        )
+    pos = _stack(positions, np.arange(k), m)
+    i = _first(~np.all(np.isfinite(pos), axis=1))
+    if i is not None:
         _finite_or_raise(i, 'positions', names, pos[i])
+    outside = (pos < lower) | (pos > upper)
+    i = _first(np.any(outside, axis=1))
+    if i is not None:
         beyond = [
             f'{names[j]} at {pos[i, j]:g} (limits [{lower[j]:g}, {upper[j]:g}])'
-            for j in np.flatnonzero((pos[i] < lower) | (pos[i] > upper))
+            for j in np.flatnonzero(outside[i])
         ]
-        if beyond:
-            raise TrajectoryError(
-                'goal', f'points[{i}].positions: beyond the joint limits: {", ".join(beyond)}'
-            )
-        for field, out in (('velocities', vel), ('accelerations', acc)):
-            values = np.array(fields[field], dtype=float)
-            if values.size:
-                _finite_or_raise(i, field, names, values)
-            out.append(values if values.size else None)
+        raise TrajectoryError(
+            'goal', f'points[{i}].positions: beyond the joint limits: {", ".join(beyond)}'
+        )
+    optional: dict[str, list[np.ndarray | None]] = {}
+    for field, rows in (('velocities', velocities), ('accelerations', accelerations)):
+        given = np.flatnonzero(sizes[field])
+        values = _stack(rows, given, m)
+        r = _first(~np.all(np.isfinite(values), axis=1))
+        if r is not None:
+            _finite_or_raise(int(given[r]), field, names, values[r])
+        out: list[np.ndarray | None] = [None] * k
+        for i, row in zip(given.tolist(), values, strict=True):
+            out[i] = row
+        optional[field] = out
+    vel = optional['velocities']
     if vel[-1] is not None and np.any(vel[-1] != 0.0):
         moving = {n: float(x) for n, x in zip(names, vel[-1], strict=True) if x != 0.0}
         raise TrajectoryError(
             'goal', f'points[{k - 1}].velocities: expected zero at the last point, got {moving}'
         )
-    return Waypoints(index, t, pos, tuple(vel), tuple(acc))
+    return Waypoints(index, t, pos, tuple(vel), tuple(optional['accelerations']))
 
 
 # ------------------------------------------------------------------------ interpolation
-@dataclass(frozen=True)
-class _Point:
+class _Point(NamedTuple):
     time: float  # absolute [s]
     p: np.ndarray  # (n,)
     v: np.ndarray | None
@@ -270,11 +330,49 @@ class JointTrajectory:
         When it starts (the measured state) and when it reaches its last point [s].
     """
 
-    def __init__(self, points: Sequence[_Point], waypoint_of: Sequence[int]) -> None:
-        self._points = list(points)
-        self._waypoint_of = list(waypoint_of)  # index of each point among the waypoints
-        self.start_time = self._points[0].time
-        self.end_time = self._points[-1].time
+    def __init__(
+        self,
+        times: np.ndarray,
+        positions: np.ndarray,
+        velocities: np.ndarray | None = None,
+        accelerations: np.ndarray | None = None,
+        waypoint_of: np.ndarray | None = None,
+        given: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        """The points as arrays (no object per point: 10 000 points build in milliseconds).
+
+        Parameters
+        ----------
+        times : (K,) absolute times of the points [s], increasing.
+        positions : (K, n).
+        velocities, accelerations : (K, n) or None (given at no point).
+        waypoint_of : (K,) index of each point among the waypoints (feedback); None: its own.
+        given : ((K,), (K,)) bool, the points where the velocities and the accelerations are
+            given; None: wherever their array is.
+        """
+        self._times = np.asarray(times, dtype=float)
+        self._p = np.asarray(positions, dtype=float)
+        k = self._times.size
+        if given is None:
+            given = (
+                np.full(k, velocities is not None),
+                np.full(k, accelerations is not None),
+            )
+        zeros = np.zeros_like(self._p)
+        self._v = zeros if velocities is None else np.asarray(velocities, dtype=float)
+        self._a = zeros if accelerations is None else np.asarray(accelerations, dtype=float)
+        self._has_v, self._has_a = (np.asarray(g, dtype=bool) for g in given)
+        self._waypoint_of = np.arange(k) if waypoint_of is None else np.asarray(waypoint_of)
+        self.start_time = float(self._times[0])
+        self.end_time = float(self._times[-1])
+
+    def _point(self, i: int) -> _Point:
+        return _Point(
+            float(self._times[i]),
+            self._p[i],
+            self._v[i] if self._has_v[i] else None,
+            self._a[i] if self._has_a[i] else None,
+        )
 
     @classmethod
     def start(
@@ -297,24 +395,29 @@ class JointTrajectory:
         velocities = np.asarray(velocities, dtype=float)
         origin = now if origin is None else float(origin)
         joints = list(waypoints.joints)
-        points = [_Point(now, positions.copy(), velocities.copy(), np.zeros_like(positions))]
-        waypoint_of = [0]
-        for i, t in enumerate(waypoints.times):
-            p = positions.copy()
-            p[joints] = waypoints.positions[i]
-            v = a = None
-            if waypoints.velocities[i] is not None:
-                v = np.zeros_like(positions)
-                v[joints] = waypoints.velocities[i]
-            if waypoints.accelerations[i] is not None:
-                a = np.zeros_like(positions)
-                a[joints] = waypoints.accelerations[i]
-            if origin + t <= now and i == 0:
-                points = []  # the first point at (or before) the start: no segment to it
-                waypoint_of = []
-            points.append(_Point(origin + float(t), p, v, a))
-            waypoint_of.append(i)
-        return cls(points, waypoint_of)
+        k = len(waypoints.times)
+        # every point's full vectors at once (the joints not named: position held, rates 0)
+        p = np.tile(positions, (k, 1))
+        p[:, joints] = waypoints.positions
+
+        def full(rows: tuple[np.ndarray | None, ...]) -> tuple[np.ndarray, np.ndarray]:
+            out = np.zeros((k, positions.size))
+            given = np.array([row is not None for row in rows])
+            if given.any():
+                out[np.ix_(given, joints)] = np.array([row for row in rows if row is not None])
+            return out, given
+
+        (v, has_v), (a, has_a) = full(waypoints.velocities), full(waypoints.accelerations)
+        times = origin + waypoints.times
+        waypoint_of = np.arange(k)
+        if times[0] > now:  # else the first point is at (or before) the start: no segment to it
+            times = np.r_[now, times]
+            p = np.vstack([positions, p])
+            v = np.vstack([velocities, v])
+            a = np.vstack([np.zeros_like(positions), a])
+            waypoint_of = np.r_[0, waypoint_of]
+            has_v, has_a = np.r_[True, has_v], np.r_[True, has_a]
+        return cls(times, p, v, a, waypoint_of, (has_v, has_a))
 
     @classmethod
     def through(
@@ -322,30 +425,25 @@ class JointTrajectory:
     ) -> JointTrajectory:
         """Cubic segments through absolute ``times`` (k,) with ``positions`` and
         ``velocities`` (k, n) (the first point is the start)."""
-        points = [
-            _Point(float(t), p, v, None)
-            for t, p, v in zip(times, positions, velocities, strict=True)
-        ]
-        return cls(points, range(len(points)))
+        return cls(times, positions, velocities)
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """``(position, velocity, acceleration, index)`` at time ``t`` [s]: each (n,), and the
         index (FollowJointTrajectory feedback) of the waypoint being approached (the count of
         waypoints once past the last one). Before the start: the start state."""
-        points = self._points
         t = max(t, self.start_time)
         if t >= self.end_time:
-            last = points[-1]
-            zero = np.zeros_like(last.p)
-            return last.p.copy(), zero, zero.copy(), self._waypoint_of[-1] + 1
-        i = int(np.searchsorted([p.time for p in points], t, side='right'))  # b = points[i]
-        p, v, a = _segment(points[i - 1], points[i], t)
-        return p, v, a, self._waypoint_of[i]
+            last = self._p[-1]
+            zero = np.zeros_like(last)
+            return last.copy(), zero, zero.copy(), int(self._waypoint_of[-1]) + 1
+        i = int(np.searchsorted(self._times, t, side='right'))  # between points i - 1 and i
+        p, v, a = _segment(self._point(i - 1), self._point(i), t)
+        return p, v, a, int(self._waypoint_of[i])
 
     @property
     def final_positions(self) -> np.ndarray:
         """(n,) the position of the last point."""
-        return self._points[-1].p.copy()
+        return self._p[-1].copy()
 
 
 # ---------------------------------------------------------------------------------- law

@@ -441,7 +441,7 @@ def load_model(source: str | os.PathLike[str] | Mapping[str, Any]) -> Model:
             text = path.read_bytes().decode('utf-8')
         except UnicodeDecodeError as exc:
             raise ValueError(f'{where}: expected UTF-8 YAML text, got {exc}') from None
-    from ..yaml_input import load_yaml
+    from .yaml_input import load_yaml
 
     data = load_yaml(text, where)
     if not isinstance(data, Mapping):

@@ -9,14 +9,25 @@ well inside its capture envelope, asks the simulator's ``~/grasp`` service (std_
 to close the gripper; after the grasp it detumbles the welded system
 (:class:`~ffsim_ros.control.capture.Detumbler`). :class:`CaptureControl` holds that state
 machine without any ROS object (the node owns the subscription and the client).
+
+Names that reach rclpy are checked before any ROS entity is made, so a bad one is an error
+naming its parameter (exit code 2), not an rclpy exception (:func:`ros_name_problem`):
+``capture.grasp_service`` by its check (:func:`service_name`), the target's odometry topic
+by :func:`scenario_target`.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from nav_msgs.msg import Odometry
+from rclpy.exceptions import NameValidationException
+from rclpy.expand_topic_name import expand_topic_name
+from rclpy.validate_full_topic_name import validate_full_topic_name
+from rclpy.validate_topic_name import validate_topic_name
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -34,13 +45,61 @@ from ffsim_ros.control.capture import (
 from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.scene import Target, target_from_dict, welded_model
 
-from ..yaml_input import load_yaml
+from ..dynamics.yaml_input import load_yaml
+from .parameters import Check, string
 from .scene_support import resolve_scenario
 
 #: Fraction of the handle's capture envelope (radius, speed) inside which the grasp is asked.
 GRASP_MARGIN = 0.5
 #: Phases of :class:`CaptureControl` (``wait``: no target odometry yet).
 PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold')
+#: The node name ``~`` and ``{node}`` expand to when a name is checked (any valid node name
+#: gives the same verdict; the namespace is the root).
+CHECK_NODE_NAME = 'ffsim_reactionless_controller'
+
+
+def ros_name_problem(name: str, *, service: bool = False) -> str | None:
+    """Why ``name`` is not a valid ROS topic (``service``: service) name, relative or
+    absolute, as rclpy validates it when an entity is made; None when it is valid.
+
+    Checked as given (rclpy's ``validate_topic_name``: characters, empty tokens, a token
+    starting with a digit, ...) and once expanded for a node in the root namespace
+    (``validate_full_topic_name``: ``~``, ``{node}``, unknown substitutions).
+    """
+    try:
+        validate_topic_name(name, is_service=service)
+        expanded = expand_topic_name(name, CHECK_NODE_NAME, '/')
+        validate_full_topic_name(expanded, is_service=service)
+    except (NameValidationException, ValueError) as exc:
+        # the first line, without the kind (said by the caller) nor rcl's source location
+        # (rclpy adds a caret line below)
+        text = str(exc).splitlines()[0].rstrip(':')
+        return re.sub(r'^Invalid (topic|service) name: |, at \S+:\d+$', '', text)
+    return None
+
+
+def service_name(max_bytes: int = 255) -> Check:
+    """A parameter check: a ROS service name of at most ``max_bytes`` bytes, relative or
+    absolute (:func:`ros_name_problem`)."""
+    size = string(max_bytes)
+    what = 'a ROS service name (letters, digits, _ / ~ {}; tokens not starting with a digit)'
+
+    def test(value: Any) -> str:
+        value = size.test(value)
+        problem = ros_name_problem(value, service=True)
+        if problem is not None:
+            raise ValueError(f'expected {what}, got {value!r} ({problem})')
+        return value
+
+    return Check(f'{what}, {size.text}', test)
+
+
+def _brief(value: Any) -> str:
+    """A short description of a YAML value for a message (a container by its type only)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        text = repr(value)
+        return text if len(text) <= 80 else f'{text[:77]}...'
+    return f'a {type(value).__name__}'
 
 
 def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
@@ -49,17 +108,36 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
     Raises
     ------
     ValueError
-        An unknown scenario or target, a target without handles (named).
+        An unknown scenario or target, a scenario that is not a mapping, ``targets`` not a
+        list of mappings with a string ``name`` each, a target without handles, a target
+        name that makes no valid odometry topic (named).
     """
     path = resolve_scenario(scenario)
+    where = f'capture.scenario {str(path)!r}'
     try:
-        data = load_yaml(path.read_text(), f'capture.scenario {str(path)!r}')
+        data = load_yaml(path.read_text(), where)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f'capture.scenario {str(path)!r}: cannot read it ({exc})') from None
-    targets = data.get('targets', []) if isinstance(data, dict) else []
-    names = [str(t.get('name', '')) for t in targets if isinstance(t, dict)]
+        raise ValueError(f'{where}: cannot read it ({exc})') from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(f'{where}: expected a mapping of scenario keys, got {_brief(data)}')
+    targets = data.get('targets', [])
+    if not isinstance(targets, list):
+        raise ValueError(f'{where}: targets: expected a list of targets, got {_brief(targets)}')
+    names = []
+    for k, entry in enumerate(targets):
+        if not isinstance(entry, dict):
+            raise ValueError(f'{where}: targets[{k}]: expected a mapping, got {_brief(entry)}')
+        target_name = entry.get('name')
+        if not isinstance(target_name, str) or not target_name:
+            raise ValueError(
+                f'{where}: targets[{k}].name: expected a non-empty string, got '
+                f'{_brief(target_name)}'
+            )
+        names.append(target_name)
     if not names:
-        raise ValueError(f'capture.scenario {str(path)!r}: expected targets, got none')
+        raise ValueError(f'{where}: expected targets, got none')
     chosen = names[0] if not name else name
     if chosen not in names:
         raise ValueError(f'capture.target: expected one of {names}, got {name!r}')
@@ -67,7 +145,19 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
     target = target_from_dict(targets[k], f'targets[{k}]', path.parent)
     if not target.handles:
         raise ValueError(f'capture.target {chosen!r}: expected a handle, it has none')
+    topic = odometry_topic(chosen)
+    problem = ros_name_problem(topic)
+    if problem is not None:
+        raise ValueError(
+            f'{where}: targets[{k}].name {chosen!r}: expected a name that makes a valid '
+            f'odometry topic, got {topic!r} ({problem})'
+        )
     return target, path
+
+
+def odometry_topic(target: str) -> str:
+    """The odometry topic of a target (relative: ``targets/<name>/odom``)."""
+    return f'targets/{target}/odom'
 
 
 def odometry_state(msg) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -209,10 +299,11 @@ class CaptureInterfaces:
         self.node, self.control = node, control
         self._measured, self._throttle = measured, throttle
         name = control.target.name
-        node.create_subscription(Odometry, f'targets/{name}/odom', self._on_odom, 10)
+        topic = odometry_topic(name)
+        node.create_subscription(Odometry, topic, self._on_odom, 10)
         self.client = node.create_client(Trigger, grasp_service)
         node.get_logger().info(
-            f'capture of {name!r} from targets/{name}/odom, grasp by {grasp_service}, '
+            f'capture of {name!r} from {topic}, grasp by {grasp_service}, '
             f'detumbling by {control.mode.value}'
         )
 
@@ -260,10 +351,14 @@ class CaptureInterfaces:
 
 
 __all__ = [
+    'CHECK_NODE_NAME',
     'GRASP_MARGIN',
     'PHASES',
     'CaptureControl',
     'CaptureInterfaces',
     'odometry_state',
+    'odometry_topic',
+    'ros_name_problem',
     'scenario_target',
+    'service_name',
 ]

@@ -51,7 +51,7 @@ from visualization_msgs.msg import MarkerArray
 import ffsim_ros.dynamics as D
 from ffsim_ros.scene import ContactEvent, ScenarioError, Target, target_from_dict, urdf_target
 
-from ..yaml_input import load_yaml
+from ..dynamics.yaml_input import load_yaml
 from .common import ParameterValueError, read_robot_file, to_stamp
 from .scene_support import TargetMessages, event_message
 

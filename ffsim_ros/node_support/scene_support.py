@@ -65,7 +65,7 @@ from ffsim_ros.scene import (
 )
 from ffsim_ros.sim import TargetWorld
 
-from ..yaml_input import YamlInputError, load_yaml
+from ..dynamics.yaml_input import YamlInputError, load_yaml
 from .common import ParameterValueError, read_robot_file, to_stamp
 
 #: Scenarios shipped in ``config/scenarios`` (``scenario:=<name>``).

@@ -12,13 +12,19 @@ threads:
   spun by a multi-threaded executor in a thread of its own, so that goals wait without
   holding up the controller's single-threaded executor (rclpy's multi-threaded one costs the
   control loop throughput);
+* the topic's subscription lives on that node too (under the name the controller node
+  resolves, remaps included): a message is converted and checked in the action's thread,
+  not in the control loop's;
 * a goal is accepted and checked in its execute callback (a thread of that executor): a
   bad one ends at once, aborted with the standard error code (INVALID_JOINTS,
   INVALID_GOAL, OLD_HEADER_TIMESTAMP) and an ``error_string`` naming the culprit -- where
-  JTC refuses the goal without a word, which no client can read;
-* a good one starts from the state measured now (or at ``header.stamp``), is corrected into
-  the reaction null space when ``trajectory.reactionless`` is set, and is handed to the
-  control loop (:class:`TrajectoryRequest`), which follows it at the control rate, publishes
+  JTC refuses the goal without a word, which no client can read; more than
+  :data:`~ffsim_ros.control.trajectory.MAX_POINTS` points are refused before any per-point
+  work;
+* a good one starts when it arrived (or at ``header.stamp``) from the state measured then
+  (taken before the checks, so that their time cannot make it stale), is corrected into the
+  reaction null space when ``trajectory.reactionless`` is set, and is handed to the control
+  loop (:class:`TrajectoryRequest`), which follows it at the control rate, publishes
   the feedback each update and sets the outcome; the execute callback waits for it;
 * a new goal, a ``joint_trajectory`` message or an ``ee_goal`` preempts the running goal
   (aborted, INVALID_GOAL, "preempted ...", as JTC does); a cancel holds the position reached
@@ -45,6 +51,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.control.trajectory import (
+    MAX_POINTS,
     Correction,
     JointTrajectory,
     Tolerances,
@@ -208,8 +215,13 @@ class TrajectoryInterfaces:
             target=self._spin, name='follow_joint_trajectory', daemon=True
         )
         self._thread.start()
-        self.subscription = node.create_subscription(
-            JointTrajectoryMsg, '~/joint_trajectory', self._on_topic, 10
+        # on the action's node and thread (its conversion and checks do not hold up the
+        # control loop), under the name the control node resolves (its remaps apply)
+        self.subscription = self.action_node.create_subscription(
+            JointTrajectoryMsg,
+            node.resolve_topic_name('~/joint_trajectory'),
+            self._on_topic,
+            10,
         )
 
     def _spin(self) -> None:
@@ -240,18 +252,28 @@ class TrajectoryInterfaces:
     def request(self, msg: JointTrajectoryMsg, goal=None, goal_handle=None) -> TrajectoryRequest:
         """A checked :class:`TrajectoryRequest` from the state measured now.
 
+        The time and the state are taken first, then the message is checked and converted:
+        the trajectory starts from the state measured when it arrived, however long the
+        checks take.
+
         Raises
         ------
         TrajectoryError
-            Naming the culprit (also: no fresh state to start from, a trajectory that ends
-            before now).
+            Naming the culprit (also: more than :data:`MAX_POINTS` points, no fresh state to
+            start from, a trajectory that ends before now).
         """
+        now = self._now()
+        state = self._measured()
         model = self.model
         if not model.single_dof_joints:
             raise TrajectoryError(
                 'joints', 'the robot has joints with several DoFs: not supported'
             )
         points = msg.points
+        if len(points) > MAX_POINTS:  # before any per-point work
+            raise TrajectoryError(
+                'goal', f'points: expected at most {MAX_POINTS} points, got {len(points)}'
+            )
         waypoints = check_waypoints(
             model,
             msg.joint_names,
@@ -278,7 +300,6 @@ class TrajectoryInterfaces:
                 entries(goal.goal_tolerance),
                 _seconds(goal.goal_time_tolerance),
             )
-        now = self._now()
         origin = _seconds(msg.header.stamp) or None  # zero: start now
         if origin is not None and origin + waypoints.times[-1] < now:
             raise TrajectoryError(
@@ -286,7 +307,6 @@ class TrajectoryInterfaces:
                 f'header.stamp: the trajectory starts at {origin:.3f} s and ends at '
                 f'{origin + waypoints.times[-1]:.3f} s, before now ({now:.3f} s)',
             )
-        state = self._measured()
         if isinstance(state, str):
             raise TrajectoryError('goal', f'{state}: no state to start the trajectory from')
         q, v = state

@@ -51,7 +51,7 @@ import numpy as np
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import rpy_to_matrix
 
-from ..yaml_input import YamlInputError, load_yaml
+from ..dynamics.yaml_input import YamlInputError, load_yaml
 from .geometry import Box, Capsule, Cylinder, Sphere, shapes_from_urdf
 from .grasp import Gripper
 from .impact import CompliantLaw, ImpactLaw
@@ -412,7 +412,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Scene:
     ------
     ScenarioError
         An unreadable file, malformed YAML, a duplicated key, a document too large (aliases
-        expanded) or too deep (:func:`~ffsim_ros.yaml_input.load_yaml`), or a bad field
+        expanded) or too deep (:func:`~ffsim_ros.dynamics.yaml_input.load_yaml`), or a bad field
         (named).
     """
     p = Path(path)

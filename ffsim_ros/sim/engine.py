@@ -670,6 +670,17 @@ class Engine:
         acting = self._wrenches.describe()
         return f'; under {acting}: too large for the physics step?' if acting else ''
 
+    def _too_fast(self, v: np.ndarray) -> str:
+        """For a fault message without external wrenches: the state at the step's start was
+        finite, so the failure came from an intermediate stage of the step -- the motion too
+        fast for the step, most likely (the error named, e.g. a mass matrix 'not positive
+        definite', is that stage's, not the published state's)."""
+        rate = float(np.max(np.abs(v[6:]))) if v.size > 6 else 0.0
+        return (
+            f'; in an intermediate stage of the step (the state at its start is finite, joint '
+            f'rates up to {rate:.3g} rad/s or m/s): too fast a motion for the {self.dt:g} s step?'
+        )
+
     def _quiet_ahead(self, tau: np.ndarray, count: int) -> bool:
         """Whether no limit can act over ``count`` steps from now (with a margin)."""
         q, v, limits = self._q, self._v, self._limits
@@ -706,8 +717,8 @@ class Engine:
                     q1, v1 = self._chain.project(q1, v1)
             except DYNAMICS_ERRORS as exc:
                 self._fault = (
-                    f'non-finite state: the dynamics failed at t = {at:.6f} s ({exc})'
-                    + self._under()
+                    f'non-finite state: the dynamics failed within the step from t = {at:.6f} s '
+                    f'({exc}){self._under() or self._too_fast(v)}'
                 )
                 return work
             work += float(applied @ self._joint_motion(q, q1))

@@ -1,0 +1,242 @@
+"""The parameters of ``ffsim_reactionless_controller``: one table (declarations, descriptors,
+the README's reference and the YAML config are all made from it), the gains they give, and
+their cross check (no node is built here)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ffsim_ros.control import (
+    CONTROL_MODES,
+    ControlMode,
+    Gains,
+)
+from ffsim_ros.control.capture import DETUMBLE_MODES, CaptureGains
+from ffsim_ros.node_support import (
+    DEFAULT_ROBOT,
+    MAX_ROBOT_BYTES,
+    ParameterSpec,
+    ParameterTable,
+    ParameterValueError,
+    frame_id,
+    interval,
+    one_of,
+    string,
+)
+from ffsim_ros.node_support.capture_control import (
+    service_name,
+)
+from ffsim_ros.node_support.goal_status import (
+    reach_settings_from,
+    reach_specs,
+)
+
+#: Largest value of a gain parameter (a sane range: beyond it the torques overflow).
+MAX_GAIN = 1e6
+
+#: One line per field of :class:`ffsim_ros.control.Gains` (the ``gains.*`` parameters).
+GAIN_DESCRIPTIONS = {
+    'kp_task': 'end-effector position gain [1/s]',
+    'kp_orientation': 'end-effector orientation gain [1/s] (with track_orientation)',
+    'max_ee_speed': 'saturation of the commanded end-effector speed [m/s]',
+    'max_ee_angular_speed': 'saturation of the commanded end-effector angular speed [rad/s]',
+    'kv_joint': 'joint-rate tracking gain of the computed-torque inner loop [1/s]',
+    'kp_attitude': 'base attitude hold gain [1/s] (reactionless mode)',
+    'damping': 'damped-least-squares factor lambda',
+    'k_null': 'manipulability self-motion gain (reactionless mode; 0: off)',
+    'kp_joint': 'joint PD gain of the joint_pd baseline [1/s^2]',
+    'kd_joint': 'joint PD gain of the joint_pd baseline [1/s]',
+    'max_joint_speed': "fraction of each joint's velocity limit the law may command",
+    'rate_feedforward': "share of the commanded rates' time derivative fed forward in the "
+    'inner loop (0: off; 1 for a base light against the arm)',
+}
+
+
+def _gain_specs() -> list[ParameterSpec]:
+    defaults = Gains()
+    if set(GAIN_DESCRIPTIONS) != set(defaults.__dict__):  # pragma: no cover - caught by tests
+        raise RuntimeError('GAIN_DESCRIPTIONS does not match the fields of Gains')
+    return [
+        ParameterSpec(
+            f'gains.{name}',
+            float(value),
+            GAIN_DESCRIPTIONS[name],
+            interval(0.0, 1.0, low_open=True)
+            if name == 'max_joint_speed'
+            else interval(0.0, 1.0)
+            if name == 'rate_feedforward'
+            else interval(0.0, MAX_GAIN),
+        )
+        for name, value in defaults.__dict__.items()
+    ]
+
+
+def gains_from(values: dict) -> Gains:
+    """The :class:`Gains` of the checked parameter values ``gains.*``."""
+    try:
+        return Gains(**{name: values[f'gains.{name}'] for name in GAIN_DESCRIPTIONS})
+    except ValueError as exc:  # pragma: no cover - the table's checks are Gains' own
+        raise ParameterValueError(f'gains: {exc}') from None
+
+
+def _cross_check(values: dict) -> None:
+    gains_from(values)
+    reach_settings_from(values)
+
+
+#: The parameters of ``ffsim_reactionless_controller`` (declarations, descriptors, README, YAML).
+PARAMETERS = ParameterTable(
+    'ffsim_reactionless_controller',
+    [
+        ParameterSpec(
+            'robot_description',
+            '',
+            'URDF XML of the robot (wins over robot_file)',
+            string(MAX_ROBOT_BYTES),
+            in_config=False,
+        ),
+        ParameterSpec(
+            'robot_file',
+            '',
+            f'path of a URDF file (a regular XML text file, UTF-8 or the encoding it '
+            f'declares, of at most {MAX_ROBOT_BYTES} bytes); empty: the sample robot '
+            f'{DEFAULT_ROBOT}',
+            string(4096),
+            in_config=False,
+        ),
+        ParameterSpec('ee_link', 'ee_link', 'controlled link (a link of the robot)', string(255)),
+        ParameterSpec(
+            'world_frame',
+            'world',
+            "frame of ee_goal, ee_pose and ee_path (the simulator's world_frame); empty: world",
+            frame_id(),
+        ),
+        ParameterSpec(
+            'control_rate_hz',
+            100.0,
+            'control rate on the node clock (simulated time with use_sim_time) [Hz]',
+            interval(0.1, 1e4),
+        ),
+        ParameterSpec(
+            'mode',
+            ControlMode.REACTIONLESS.value,
+            'control law (the launch argument controller_mode)',
+            one_of(CONTROL_MODES),
+            dynamic=True,
+            in_config=False,
+        ),
+        ParameterSpec('track_orientation', False, 'track the goal orientation too'),
+        ParameterSpec(
+            'state_timeout',
+            0.2,
+            'maximum age of joint_states and base_odom on the node clock before commanding '
+            'stops [s]',
+            interval(1e-3, 3600.0),
+        ),
+        ParameterSpec(
+            'jump_threshold',
+            0.1,
+            'a measured joint or base position this far [rad | m] from where the previous '
+            'message (at most 0.1 s earlier) and the velocities lead is a jump (a reset): goals '
+            'and trajectory dropped',
+            interval(1e-6, 1e3),
+        ),
+        *_gain_specs(),
+        *reach_specs(),
+        ParameterSpec(
+            'trajectory.kp',
+            100.0,
+            'position gain of the computed-torque trajectory tracking [1/s^2]',
+            interval(0.0, MAX_GAIN),
+        ),
+        ParameterSpec(
+            'trajectory.kv',
+            20.0,
+            'velocity gain of the computed-torque trajectory tracking [1/s]',
+            interval(0.0, MAX_GAIN),
+        ),
+        ParameterSpec(
+            'trajectory.path_tolerance',
+            0.0,
+            'default position tolerance of every joint while moving [rad | m]; 0: not checked',
+            interval(0.0, 1e3),
+        ),
+        ParameterSpec(
+            'trajectory.goal_tolerance',
+            0.01,
+            'default position tolerance of every joint at the end [rad | m]; 0: not checked',
+            interval(0.0, 1e3),
+        ),
+        ParameterSpec(
+            'trajectory.stopped_velocity_tolerance',
+            0.01,
+            'default velocity tolerance of every joint at the end [rad/s | m/s]; 0: not checked',
+            interval(0.0, 1e3),
+        ),
+        ParameterSpec(
+            'trajectory.goal_time',
+            1.0,
+            'default time after the last point to get within the goal tolerances [s]; 0: no limit',
+            interval(0.0, 3600.0),
+        ),
+        ParameterSpec(
+            'trajectory.reactionless',
+            False,
+            'correct each trajectory into the reaction null space (joint motions that leave '
+            'the base attitude alone) and report how much it changed',
+            dynamic=True,
+        ),
+        ParameterSpec(
+            'capture.scenario',
+            '',
+            "capture scenario (the simulator's scenario: a YAML path or a shipped name); "
+            'non-empty: intercept, grasp and detumble its target instead of ee_goal',
+            string(4096),
+        ),
+        ParameterSpec(
+            'capture.target',
+            '',
+            "the scenario's target to capture (its first handle); empty: the first target",
+            string(255),
+        ),
+        ParameterSpec(
+            'capture.detumble_mode',
+            DETUMBLE_MODES[0],
+            'post-capture law: momentum_distribution (the arm stores the momentum, then '
+            'releases it at a bounded base acceleration) or gjm (plain braking)',
+            one_of(DETUMBLE_MODES),
+        ),
+        ParameterSpec(
+            'capture.store_time',
+            CaptureGains().store_time,
+            'momentum distribution: time the base rate is held at zero after the grasp while '
+            'the arm stores the momentum [s]',
+            interval(0.0, 3600.0),
+        ),
+        ParameterSpec(
+            'capture.base_acceleration_deg',
+            float(np.degrees(CaptureGains().base_acceleration)),
+            'momentum distribution: largest commanded base angular acceleration [deg/s^2]',
+            interval(1e-6, 1e3),
+        ),
+        ParameterSpec(
+            'capture.grasp_service',
+            '/ffsim_simulator/grasp',
+            "the simulator's grasp service (std_srvs/Trigger)",
+            service_name(255),
+        ),
+    ],
+    cross_check=_cross_check,
+    groups={
+        'gains': 'ffsim_ros.control.Gains, SI units',
+        'reach': 'ee_goal outcome and recovery (ffsim_ros.control.ReachSettings)',
+        'trajectory': 'FollowJointTrajectory and joint_trajectory (ffsim_ros.control.trajectory)',
+        'capture': 'capture of a free target (ffsim_ros.node_support.capture_control)',
+    },
+    config_notes=(
+        'Loaded by launch/ffsim.launch.py. Set by the launch file, not here: '
+        'robot_description,\nuse_sim_time, mode (the `controller_mode` argument) and ee_link '
+        'when the `ee_link` argument\nis given (or the robot has no link named ee_link, e.g. '
+        'dual_arm_servicer -> left_ee_link).'
+    ),
+)
