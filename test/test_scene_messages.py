@@ -170,6 +170,9 @@ def test_scenario_files_of_the_nodes_are_read_strictly(tmp_path) -> None:
         ) as info:
             world_setup(str(path), model, urdf_path.read_text(), 1_000_000)
         assert kind in str(info.value), str(info.value)
+        with pytest.raises(ValueError, match='^capture.scenario: expected a regular file') as info:
+            scenario_target(str(path))
+        assert kind in str(info.value), str(info.value)
 
 
 def test_grasp_wrench_message_is_the_weld_force_at_the_gripper_link() -> None:

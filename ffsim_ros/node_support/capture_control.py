@@ -46,6 +46,7 @@ from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.scene import Target, target_from_dict, welded_model
 
 from ..dynamics.yaml_input import load_yaml
+from .common import read_robot_file
 from .parameters import Check, string
 from .scene_support import resolve_scenario
 
@@ -114,10 +115,12 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
     """
     path = resolve_scenario(scenario)
     where = f'capture.scenario {str(path)!r}'
-    try:
-        data = load_yaml(path.read_text(), where)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f'{where}: cannot read it ({exc})') from None
+    # read as robot_file is: a regular text file of at most 16 MiB, opened without blocking (a
+    # FIFO hung the node beyond SIGTERM, /dev/zero filled the memory)
+    text = read_robot_file(
+        str(path), what='capture.scenario', content='a capture scenario', text='YAML text'
+    )
+    data = load_yaml(text, where)
     if data is None:
         data = {}
     if not isinstance(data, dict):
