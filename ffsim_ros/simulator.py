@@ -106,8 +106,6 @@ from visualization_msgs.msg import MarkerArray
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.node_support import (
-    DEFAULT_ROBOT,
-    MAX_ROBOT_BYTES,
     FatalNodeError,
     LogThrottle,
     ParameterSpec,
@@ -120,6 +118,7 @@ from ffsim_ros.node_support import (
     interval,
     load_robot,
     one_of,
+    robot_source_specs,
     run_node,
     string,
     to_stamp,
@@ -180,22 +179,7 @@ def _publish_not_above_physics(values: dict) -> None:
 PARAMETERS = ParameterTable(
     'ffsim_simulator',
     [
-        ParameterSpec(
-            'robot_description',
-            '',
-            'URDF XML of the robot (wins over robot_file)',
-            string(MAX_ROBOT_BYTES),
-            in_config=False,
-        ),
-        ParameterSpec(
-            'robot_file',
-            '',
-            f'path of a URDF file (a regular XML text file, UTF-8 or the encoding it '
-            f'declares, of at most {MAX_ROBOT_BYTES} bytes); empty: the sample robot '
-            f'{DEFAULT_ROBOT}',
-            string(4096),
-            in_config=False,
-        ),
+        *robot_source_specs(),
         ParameterSpec(
             'physics_rate_hz',
             1000.0,

@@ -123,6 +123,31 @@ def dropped_clock_message(entity: object, exception: BaseException | None, node:
     return True
 
 
+def _ready_callback(
+    executor: Executor, timeout_sec: float | None, wait_condition: Callable[[], bool]
+) -> tuple | None:
+    """``(handler, entity, node)`` of the next ready callback, or None (a timeout, a shutdown,
+    the wait condition reached), as rclpy's executors wait for it."""
+    try:
+        return executor.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
+    except (
+        ConditionReachedException,
+        ExternalShutdownException,
+        ShutdownException,
+        TimeoutException,
+    ):
+        return None
+
+
+def _run_here(handler: object, entity: object, node: object) -> None:
+    """Run ``handler`` in this thread and raise what it raised, except a ``/clock`` message
+    rclpy's time source refused (:func:`dropped_clock_message`)."""
+    handler()  # type: ignore[operator]
+    exception = handler.exception()  # type: ignore[attr-defined]
+    if exception is not None and not dropped_clock_message(entity, exception, node):
+        raise exception
+
+
 class GuardedSingleThreadedExecutor(SingleThreadedExecutor):
     """rclpy's ``SingleThreadedExecutor`` that drops a ``/clock`` message rclpy's time source
     cannot take (:func:`dropped_clock_message`) instead of ending the node; the default
@@ -133,19 +158,9 @@ class GuardedSingleThreadedExecutor(SingleThreadedExecutor):
         timeout_sec: float | None = None,
         wait_condition: Callable[[], bool] = lambda: False,
     ) -> None:
-        try:
-            handler, entity, node = self.wait_for_ready_callbacks(
-                timeout_sec, None, wait_condition
-            )
-        except (ConditionReachedException, ShutdownException, TimeoutException):
-            return
-        handler()
-        exception = handler.exception()
-        if exception is not None:
-            if dropped_clock_message(entity, exception, node):
-                return
-            raise exception
-        handler.result()
+        ready = _ready_callback(self, timeout_sec, wait_condition)
+        if ready is not None:
+            _run_here(*ready)
 
 
 class TopicsInlineExecutor(MultiThreadedExecutor):
@@ -168,22 +183,12 @@ class TopicsInlineExecutor(MultiThreadedExecutor):
         timeout_sec: float | None = None,
         wait_condition: Callable[[], bool] = lambda: False,
     ) -> None:
-        try:
-            handler, entity, node = self.wait_for_ready_callbacks(
-                timeout_sec, None, wait_condition
-            )
-        except (
-            ConditionReachedException,
-            ExternalShutdownException,
-            ShutdownException,
-            TimeoutException,
-        ):
+        ready = _ready_callback(self, timeout_sec, wait_condition)
+        if ready is None:
             return
+        handler, entity, _ = ready
         if isinstance(entity, Subscription):
-            handler()
-            exception = handler.exception()
-            if exception is not None and not dropped_clock_message(entity, exception, node):
-                raise exception
+            _run_here(*ready)
             return
         # the rest is MultiThreadedExecutor._spin_once_impl's own pool path (its thread pool
         # and futures, the same attributes since Humble): only subscriptions are taken inline

@@ -13,14 +13,13 @@ from ffsim_ros.control import (
 )
 from ffsim_ros.control.capture import DETUMBLE_MODES, CaptureGains
 from ffsim_ros.node_support import (
-    DEFAULT_ROBOT,
-    MAX_ROBOT_BYTES,
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
     frame_id,
     interval,
     one_of,
+    robot_source_specs,
     string,
 )
 from ffsim_ros.node_support.capture_control import (
@@ -88,22 +87,7 @@ def _cross_check(values: dict) -> None:
 PARAMETERS = ParameterTable(
     'ffsim_reactionless_controller',
     [
-        ParameterSpec(
-            'robot_description',
-            '',
-            'URDF XML of the robot (wins over robot_file)',
-            string(MAX_ROBOT_BYTES),
-            in_config=False,
-        ),
-        ParameterSpec(
-            'robot_file',
-            '',
-            f'path of a URDF file (a regular XML text file, UTF-8 or the encoding it '
-            f'declares, of at most {MAX_ROBOT_BYTES} bytes); empty: the sample robot '
-            f'{DEFAULT_ROBOT}',
-            string(4096),
-            in_config=False,
-        ),
+        *robot_source_specs(),
         ParameterSpec('ee_link', 'ee_link', 'controlled link (a link of the robot)', string(255)),
         ParameterSpec(
             'world_frame',

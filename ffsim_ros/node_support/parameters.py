@@ -47,7 +47,7 @@ from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParameters
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from .common import ParameterValueError
+from .common import DEFAULT_ROBOT, MAX_ROBOT_BYTES, ParameterValueError
 
 Value = bool | int | float | str | list
 
@@ -645,3 +645,26 @@ def _yaml_value(value: Value) -> str:
 
 def _md(text: str) -> str:
     return text.replace('|', '\\|').replace('<', '&lt;')
+
+
+def robot_source_specs() -> list[ParameterSpec]:
+    """The ``robot_description`` and ``robot_file`` parameters, the same for every node that
+    loads the robot (the simulator and the controller)."""
+    return [
+        ParameterSpec(
+            'robot_description',
+            '',
+            'URDF XML of the robot (wins over robot_file)',
+            string(MAX_ROBOT_BYTES),
+            in_config=False,
+        ),
+        ParameterSpec(
+            'robot_file',
+            '',
+            f'path of a URDF file (a regular XML text file, UTF-8 or the encoding it '
+            f'declares, of at most {MAX_ROBOT_BYTES} bytes); empty: the sample robot '
+            f'{DEFAULT_ROBOT}',
+            string(4096),
+            in_config=False,
+        ),
+    ]
