@@ -212,8 +212,10 @@ def _parse_joint(elem: ET.Element) -> _Joint:
 
 
 def _check_mimics(root: ET.Element, types: dict[str, str]) -> None:
-    """Refuse a ``<mimic>`` naming no moving joint; warn (:class:`MimicWarning`) that the
-    mimic joints are loaded as independent joints: the coupling is not modelled."""
+    """Refuse a ``<mimic>`` of itself or of a fixed joint; warn (:class:`MimicWarning`) that
+    the mimic joints are loaded as independent joints (the coupling is not modelled), naming
+    those that mimic a joint the robot does not have (example-robot-data's Alex hands mimic
+    ``index_q1`` where the joint is ``Left_index_q1``: loaded, as Pinocchio loads them)."""
     mimics = []
     for el in root.findall('joint'):
         mimic = el.find('mimic')
@@ -222,7 +224,10 @@ def _check_mimics(root: ET.Element, types: dict[str, str]) -> None:
         name, target = el.get('name'), mimic.get('joint')
         if types.get(name) == 'fixed':
             continue
-        if types.get(target, 'fixed') == 'fixed' or target == name:
+        if target not in types:
+            mimics.append(f'{name} (mimics {target!r}, a joint the robot does not have)')
+            continue
+        if types[target] == 'fixed' or target == name:
             raise ValueError(
                 f'joint {name}: <mimic joint=...> expected another moving joint of the robot, '
                 f'got {target!r}'
