@@ -702,6 +702,11 @@ class ReactionlessControllerNode(Node):
         """The efforts of the trajectory followed (or held); its feedback and outcome."""
         t = now.nanoseconds * 1e-9
         request, follower = self._request, self._follower
+        if request is not None and request.outcome is not None:
+            # ended by the action while this loop did not run (a cancel, or stale state):
+            # hold the position measured now
+            follower.hold(q[7:])
+            request = self._request = None
         if request is not None and request.cancel_requested:
             follower.hold(q[7:])
             elapsed = t - follower.trajectory.start_time

@@ -681,3 +681,99 @@ def test_joint_trajectory_is_taken_off_the_control_thread_under_the_node_name(
             assert all(s.topic_name != topic for s in node.subscriptions)
         finally:
             node.destroy_node()
+
+
+def test_a_trajectory_goal_ends_without_the_control_loop(rclpy_context) -> None:
+    """The control loop ends a FollowJointTrajectory goal only while it runs (fresh state):
+    a cancel it does not take within CANCEL_GRACE is completed by the action (it stayed
+    CANCELING forever), and a goal whose state stays stale for STALE_ABORT is aborted saying
+    so (it waited forever); the loop, running again, drops the ended goal and holds."""
+    import threading
+    import time
+
+    from control_msgs.action import FollowJointTrajectory
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Header
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from ffsim_ros.node_support import to_stamp
+    from ffsim_ros.node_support.trajectory_action import CANCEL_GRACE, STALE_ABORT
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        callbacks = {s.topic_name: s.callback for s in node.subscriptions}
+        names = list(node.model.joint_names)
+
+        def feed() -> None:  # fresh state, as the simulator would send it
+            stamp = to_stamp(node.get_clock().now().nanoseconds)
+            callbacks['/joint_states'](
+                JointState(
+                    header=Header(stamp=stamp),
+                    name=names,
+                    position=[0.0] * len(names),
+                    velocity=[0.0] * len(names),
+                )
+            )
+            odom = Odometry()
+            odom.header.stamp = stamp
+            odom.pose.pose.orientation.w = 1.0
+            callbacks['/base_odom'](odom)
+
+        class Handle:  # the goal handle's surface the execute callback uses
+            def __init__(self, goal) -> None:
+                self.request, self.is_cancel_requested, self.ended = goal, False, None
+
+            def abort(self) -> None:
+                self.ended = 'aborted'
+
+            def succeed(self) -> None:
+                self.ended = 'succeeded'
+
+            def canceled(self) -> None:
+                self.ended = 'canceled'
+
+            def publish_feedback(self, feedback) -> None:
+                pass
+
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = names
+        point = JointTrajectoryPoint(positions=[0.1] * len(names), velocities=[0.0] * len(names))
+        point.time_from_start.sec = 5
+        goal.trajectory.points = [point]
+        # a cancel with no control update to take it
+        feed()
+        handle = Handle(goal)
+        results: dict = {}
+        worker = threading.Thread(
+            target=lambda: results.setdefault('r', node.trajectories._execute(handle)),
+            daemon=True,
+        )
+        start = time.monotonic()
+        worker.start()
+        handle.is_cancel_requested = True
+        worker.join(timeout=10 * CANCEL_GRACE)
+        assert handle.ended == 'canceled', handle.ended
+        assert results['r'].error_code == 0 and 'canceled while' in results['r'].error_string
+        assert time.monotonic() - start >= CANCEL_GRACE
+        # state fresh at acceptance, then none: aborted, saying why
+        feed()
+        handle = Handle(goal)
+        worker = threading.Thread(
+            target=lambda: results.__setitem__('r', node.trajectories._execute(handle)),
+            daemon=True,
+        )
+        worker.start()
+        worker.join(timeout=10 * STALE_ABORT)  # (it waited forever)
+        assert handle.ended == 'aborted', handle.ended
+        result = results['r']
+        assert 'no fresh state for' in result.error_string, result.error_string
+        seconds = float(result.error_string.split('no fresh state for ')[1].split(' s')[0])
+        assert STALE_ABORT <= seconds < STALE_ABORT + 0.5
+        # the loop, with fresh state again, drops the ended goal and holds still
+        feed()
+        node._on_timer()
+        assert node._request is None
+    finally:
+        node.destroy_node()

@@ -29,12 +29,16 @@ threads:
 * a new goal, a ``joint_trajectory`` message or an ``ee_goal`` preempts the running goal
   (aborted, INVALID_GOAL, "preempted ...", as JTC does); a cancel holds the position reached
   (canceled); a reset of the simulation, a jump of the measured state or of the clock aborts
-  it (INVALID_GOAL, saying which).
+  it (INVALID_GOAL, saying which). The control loop runs only on fresh state: a cancel it has
+  not taken within :data:`CANCEL_GRACE` is completed by the action, and a goal whose state
+  stays stale for :data:`STALE_ABORT` is aborted saying so (both waited forever before); the
+  loop holds the position it measures next.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -87,6 +91,14 @@ STATUSES = {
 def _seconds(duration) -> float:
     """Seconds of a ``builtin_interfaces/Duration`` (or Time)."""
     return duration.sec + duration.nanosec * 1e-9
+
+
+#: Wall seconds between two looks of a waiting execute callback at its goal.
+WAIT_PERIOD = 0.1
+#: Wall seconds a cancel may wait for the control loop before the action ends it.
+CANCEL_GRACE = 0.5
+#: Wall seconds of stale measured state after which the action aborts its goal.
+STALE_ABORT = 1.0
 
 
 @dataclass
@@ -328,9 +340,32 @@ class TrajectoryInterfaces:
             return _Result(error_code=ERROR_CODES[exc.kind], error_string=str(exc))
         self._submit(request)
         context = self.node.context
-        while not request.done.wait(0.2):
+        stale_since = cancel_since = None
+        while not request.done.wait(WAIT_PERIOD):
             if not rclpy.ok(context=context):
                 request.abort('the controller is shutting down')
+                continue
+            # the control loop ends a goal only while it runs (fresh state): a cancel it has
+            # not taken within CANCEL_GRACE, or a state stale for STALE_ABORT, ends it here
+            # (it held the goal forever, a cancel stayed CANCELING; the loop then holds)
+            now = time.monotonic()
+            if request.cancel_requested:
+                cancel_since = now if cancel_since is None else cancel_since
+                if now - cancel_since >= CANCEL_GRACE:
+                    request.finish(
+                        'canceled',
+                        ERROR_CODES['succeeded'],
+                        'canceled while the controller had no fresh state to follow it with: '
+                        'it holds the position measured next',
+                    )
+                    continue
+            why = self._measured()
+            if not isinstance(why, str):
+                stale_since = None
+            elif stale_since is None:
+                stale_since = now
+            elif now - stale_since >= STALE_ABORT:
+                request.abort(f'{why}: no fresh state for {now - stale_since:.1f} s')
         status, code, message = request.outcome
         {'succeeded': goal_handle.succeed, 'canceled': goal_handle.canceled}.get(
             status, goal_handle.abort
