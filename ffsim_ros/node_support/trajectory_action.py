@@ -49,6 +49,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, ShutdownException
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time_source import TimeSource
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -93,6 +94,14 @@ def _seconds(duration) -> float:
     return duration.sec + duration.nanosec * 1e-9
 
 
+#: QoS of the action's goal, result and cancel services: ROS's service defaults with a deeper
+#: request queue.
+REQUEST_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=100,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
 #: Wall seconds between two looks of a waiting execute callback at its goal.
 WAIT_PERIOD = 0.1
 #: Wall seconds a cancel may wait for the control loop before the action ends it.
@@ -220,6 +229,11 @@ class TrajectoryInterfaces:
             goal_callback=lambda goal: GoalResponse.ACCEPT,
             cancel_callback=lambda goal_handle: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
+            # deeper request queues than the default 10: a burst of goals from several
+            # clients lost requests silently, their callers waiting forever
+            goal_service_qos_profile=REQUEST_QOS,
+            result_service_qos_profile=REQUEST_QOS,
+            cancel_service_qos_profile=REQUEST_QOS,
         )
         self._executor = MultiThreadedExecutor(num_threads=ACTION_THREADS, context=node.context)
         self._executor.add_node(self.action_node)
