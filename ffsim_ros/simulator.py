@@ -128,7 +128,7 @@ from ffsim_ros.node_support import (
 )
 from ffsim_ros.node_support.initial_state import initial_state, outside_limits
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
-from ffsim_ros.node_support.scene_services import SceneInterfaces
+from ffsim_ros.node_support.scene_services import SERVICE_QOS, EntityError, SceneInterfaces
 from ffsim_ros.node_support.scene_support import SHIPPED_SCENARIOS, world_setup
 from ffsim_ros.node_support.sim_interfaces import RequestError, SimulationInterfaces, StepJob
 from ffsim_ros.node_support.state_messages import StateMessages
@@ -457,8 +457,13 @@ class Simulator(Node):
         # services wait for the physics thread: a group of their own, served concurrently by
         # the multi-threaded executor of main() while the subscriptions go on
         group = ReentrantCallbackGroup()
-        self.create_service(Trigger, '~/reset', self._on_reset, callback_group=group)
-        self.create_service(SetBool, '~/pause', self._on_pause, callback_group=group)
+        for srv, name, callback in (
+            (Trigger, 'reset', self._on_reset),
+            (SetBool, 'pause', self._on_pause),
+        ):
+            self.create_service(
+                srv, f'~/{name}', callback, qos_profile=SERVICE_QOS, callback_group=group
+            )
         self.simulation_interfaces = SimulationInterfaces(self)
 
     # ------------------------------------------------------------------- thread control
@@ -506,7 +511,8 @@ class Simulator(Node):
         Raises
         ------
         Exception
-            What ``action`` raised (EngineFault, ValueError, RequestError); RuntimeError
+            What ``action`` raised (EngineFault, ValueError, RequestError, EntityError; a
+            LookupError as an EntityError, RESULT_NOT_FOUND); RuntimeError
             when the physics thread is not running or does not answer in SERVICE_TIMEOUT.
         """
         if not self.running:
@@ -524,7 +530,7 @@ class Simulator(Node):
         """:meth:`run_physics` as ``(success, message)`` (the std_srvs services)."""
         try:
             return True, self.run_physics(action, publish)
-        except (EngineFault, ValueError, RuntimeError) as exc:
+        except (EngineFault, ValueError, RuntimeError, RequestError, EntityError) as exc:
             return False, str(exc)
 
     def submit_steps(self, job: StepJob) -> None:
@@ -744,8 +750,17 @@ class Simulator(Node):
             except queue.Empty:
                 break
             try:
-                text = request.action(self.engine)
-            except (EngineFault, ValueError, RequestError) as exc:
+                try:
+                    text = request.action(self.engine)
+                except LookupError as exc:
+                    if isinstance(exc, ValueError):  # (UnknownNameError: a refusal as it is)
+                        raise
+                    # a name gone since the request was checked (deleted or reset meanwhile):
+                    # the request's error, never the end of the physics thread
+                    raise EntityError(
+                        Result.RESULT_NOT_FOUND, f'not found (gone before applied): {exc!r}'
+                    ) from None
+            except (EngineFault, ValueError, RequestError, EntityError) as exc:
                 if request.reply is not None:
                     request.reply.set_exception(exc)
                 else:

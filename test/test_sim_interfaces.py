@@ -197,7 +197,127 @@ def test_spawn_names_refused_before_anything_changes() -> None:
     for name, rename, spawned in (('ball_1', False, 'ball_1'), ('sat', True, 'sat_1')):
         response = interfaces._spawn(request(name, rename), SpawnEntity.Response())
         assert response.entity_name == spawned and response.result.result == Result.RESULT_OK
-    assert [t.name for t in added] == odometry == ['ball_1', 'sat_1']
+    assert [t.name for t in added] == ['ball_1', 'sat_1']
+    assert odometry == []  # (the topics: made in the physics thread, SceneInterfaces.publish)
+
+
+def test_requests_racing_a_removal_answer_not_found() -> None:
+    """A target checked in the executor thread but deleted (or reset) before the request's
+    turn in the physics thread: SetEntityState raised a plain KeyError there, which ended the
+    physics thread and the node (exit 1). Set and delete answer RESULT_NOT_FOUND, a
+    spawn whose name was taken meanwhile NAME_NOT_UNIQUE, and nothing changes."""
+    from simulation_interfaces.msg import Result
+    from simulation_interfaces.srv import (
+        DeleteEntity,
+        SetEntityState,
+        SpawnEntity,
+    )
+
+    from ffsim_ros.node_support.scene_services import EntityError
+    from ffsim_ros.node_support.sim_interfaces import RequestError
+
+    def racing(change):
+        """Interfaces whose world changes (``change(targets)``) after the first physics
+        call (the executor thread's check), before the request's action runs."""
+        interfaces, actions, _, added = _interfaces(['ball'])
+        interfaces.node.model = None
+        physics = interfaces._physics
+        world = physics(lambda engine: engine.world)
+        actions.clear()
+
+        def late(action, publish: bool = False):
+            if len(actions) == 1:  # checked: the world changes before the action runs
+                change(world.targets)
+            return physics(action, publish)
+
+        interfaces._physics = late
+        return interfaces, added
+
+    def drop(targets):
+        targets.pop('ball', None)
+
+    state = SetEntityState.Request(entity='ball')
+    state.state.pose.orientation.w = 1.0
+    for call, request, response in (
+        ('_set_entity', state, SetEntityState.Response()),
+        ('_delete', DeleteEntity.Request(entity='ball'), DeleteEntity.Response()),
+    ):
+        interfaces, _ = racing(drop)
+        with pytest.raises((RequestError, EntityError)) as info:
+            getattr(interfaces, call)(request, response)
+        assert info.value.code == Result.RESULT_NOT_FOUND, str(info.value)
+        assert "'ball'" in str(info.value) and 'went' in str(info.value)
+    spawn = SpawnEntity.Request(
+        name='ball_2', resource_string='{shape: {type: sphere, radius: 0.2}, mass: 40}'
+    )
+    spawn.initial_pose.pose.orientation.w = 1.0
+    interfaces, added = racing(lambda targets: targets.setdefault('ball_2'))
+    with pytest.raises(RequestError) as info:
+        interfaces._spawn(spawn, SpawnEntity.Response())
+    assert info.value.code == SpawnEntity.Response.NAME_NOT_UNIQUE
+    assert "'ball_2' was taken" in str(info.value) and added == []
+
+
+def test_physics_loop_answers_a_lookup_error_and_goes_on() -> None:
+    """A KeyError of a request's action (a name gone meanwhile) is the request's answer
+    (RESULT_NOT_FOUND), not the end of the physics thread; the next request runs."""
+    import queue
+    from concurrent.futures import Future
+
+    from simulation_interfaces.msg import Result
+
+    from ffsim_ros.node_support.scene_services import EntityError
+    from ffsim_ros.simulator import Simulator, _Request
+
+    sim = Simulator.__new__(Simulator)  # (no node: the loop's request handling alone)
+    sim._inbox, sim.engine = queue.SimpleQueue(), object()
+    world: dict = {}
+    failing, next_one = Future(), Future()
+    sim._inbox.put(_Request(lambda engine: world['ball'], reply=failing))
+    sim._inbox.put(_Request(lambda engine: 'done', reply=next_one))
+    sim._apply_requests()
+    with pytest.raises(EntityError) as info:
+        failing.result(0)
+    assert info.value.code == Result.RESULT_NOT_FOUND and "KeyError('ball')" in str(info.value)
+    assert next_one.result(0) == 'done'
+
+
+def test_target_publishers_follow_the_targets() -> None:
+    """``targets/<name>/odom`` is made for a target that comes and destroyed when it goes
+    (deleted, reset): 500 spawn/delete cycles of new names kept 500 publishers alive."""
+    from types import SimpleNamespace
+
+    from ffsim_ros.node_support.scene_services import SceneInterfaces
+
+    made: dict[str, object] = {}
+    destroyed: list[str] = []
+
+    def create_publisher(kind, topic, qos):
+        made[topic] = object()
+        return made[topic]
+
+    def destroy_publisher(pub):
+        destroyed.append(next(t for t, p in made.items() if p is pub))
+
+    world = SimpleNamespace(targets={}, take_events=list)
+    node = SimpleNamespace(
+        create_publisher=create_publisher,
+        destroy_publisher=destroy_publisher,
+        engine=SimpleNamespace(world=world),
+    )
+    scene = SceneInterfaces.__new__(SceneInterfaces)  # (no services made)
+    scene.node, scene._odom, scene._shown = node, {}, False
+    snap = SimpleNamespace(time_ns=0, world=None)  # (nothing to publish: the topics alone)
+    for names, alive in (
+        (['sat', 'ball'], {'sat', 'ball'}),
+        (['sat'], {'sat'}),
+        (['sat', 'ball'], {'sat', 'ball'}),
+        ([], set()),
+    ):
+        world.targets = dict.fromkeys(names)
+        scene.publish(snap, False)
+        assert set(scene._odom) == alive
+    assert sorted(destroyed) == ['targets/ball/odom', 'targets/ball/odom', 'targets/sat/odom']
 
 
 #: Filters refused, with a part of their message: the probe's (8 s and ~70 s of frozen
@@ -994,3 +1114,21 @@ def test_joint_state_commands_by_name(ros_process, probe, publish_until) -> None
         lambda: any(list(m.effort[1:]) == [2, 3, 4, 5, 6, 7] for m in probe.joints[mark:])
     )
     assert sim.is_running()
+
+
+@pytest.mark.ros
+def test_services_queue_a_burst_of_requests(rclpy_context) -> None:
+    """Every service of the simulator queues SERVICE_QUEUE_DEPTH requests (rclpy's default of
+    10 dropped two thirds of a burst of 30 silently, the callers waiting forever)."""
+    from ffsim_ros.node_support.scene_services import SERVICE_QUEUE_DEPTH
+    from ffsim_ros.simulator import Simulator
+
+    sim = Simulator(context=rclpy_context)
+    try:
+        depths = {
+            s.srv_name: s.qos_profile.depth for s in sim.services if s.srv_name.startswith('~/')
+        }  # (not rclpy's own: parameters, type description)
+        shallow = {k: v for k, v in depths.items() if v != SERVICE_QUEUE_DEPTH}
+        assert len(depths) == 15 and not shallow, depths
+    finally:
+        sim.destroy_node()

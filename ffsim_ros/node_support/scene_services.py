@@ -41,9 +41,9 @@ from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import NameValidationException
 from rclpy.expand_topic_name import expand_topic_name
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.validate_full_topic_name import validate_full_topic_name
-from simulation_interfaces.msg import EntityState
+from simulation_interfaces.msg import EntityState, Result
 from simulation_interfaces.srv import SpawnEntity
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
@@ -57,6 +57,17 @@ from .scene_support import TargetMessages, event_message
 
 #: Depth of the ``scene_events`` queue (events come in bursts at impacts).
 EVENT_QUEUE_DEPTH = 100
+#: Depth of the request queue of the simulator's services and action servers (rclpy's
+#: default, 10, dropped the rest of a burst silently: their callers waited forever).
+SERVICE_QUEUE_DEPTH = 100
+#: QoS of the simulator's services and action servers (reliable, volatile, keep last
+#: :data:`SERVICE_QUEUE_DEPTH`).
+SERVICE_QOS = QoSProfile(
+    depth=SERVICE_QUEUE_DEPTH,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
 #: Largest position [m] and twist [m/s, rad/s] of an entity set or spawned (the bounds of the
 #: simulator's ``initial_base_*`` parameters): beyond them the pose is outside the simulated
 #: world (the dynamics lose their precision, then fail).
@@ -328,10 +339,28 @@ def entity_state(snap, name: str, world_frame: str) -> EntityState:
     return state
 
 
+def gone(name: str) -> EntityError:
+    """The refusal of a request on target ``name`` that went (deleted, or removed by a reset)
+    between the request's check and its turn in the physics thread."""
+    return EntityError(
+        Result.RESULT_NOT_FOUND,
+        f'unknown entity {name!r}: it went (deleted or reset) before the request was applied',
+    )
+
+
 def move_target(world, name: str, position, quat, linear, angular) -> None:
     """Set target ``name``'s root link frame pose and twist (origin velocity, angular
-    velocity; world frame), its joints kept (physics thread)."""
-    model = world.targets[name].model
+    velocity; world frame), its joints kept (physics thread).
+
+    Raises
+    ------
+    EntityError
+        RESULT_NOT_FOUND when there is no target ``name`` (any more: :func:`gone`).
+    """
+    spec = world.targets.get(name)
+    if spec is None:
+        raise gone(name)
+    model = spec.model
     q, v = world.scene.target_state(name)
     q_base, v_base = D.base_state_from_link(model, position, quat, linear, angular)
     q1, v1 = np.r_[q_base, q[7:]], np.r_[v_base, v[6:]]
@@ -364,23 +393,33 @@ class SceneInterfaces:
         self.pub_wrench = node.create_publisher(WrenchStamped, 'grasp_wrench', 10)
         self._odom: dict[str, object] = {}
         self._shown = False  # target markers on display
-        for name in node.engine.world.targets:
-            self.add_odometry(name)
+        self.sync_topics(node.engine.world.targets)
         group = ReentrantCallbackGroup()
-        node.create_service(Trigger, '~/grasp', self._on_grasp, callback_group=group)
-        node.create_service(Trigger, '~/release', self._on_release, callback_group=group)
+        for name, callback in (('grasp', self._on_grasp), ('release', self._on_release)):
+            node.create_service(
+                Trigger, f'~/{name}', callback, qos_profile=SERVICE_QOS, callback_group=group
+            )
 
-    def add_odometry(self, name: str) -> None:
-        """Create ``targets/<name>/odom`` (executor thread; kept when the target goes)."""
-        if name not in self._odom:
-            (topic,) = target_topics(name)
-            self._odom[name] = self.node.create_publisher(Odometry, topic, 10)
+    def sync_topics(self, names) -> None:
+        """The per-target publishers (``targets/<name>/odom``) of exactly the targets
+        ``names``: those of new targets created, those of targets gone destroyed (a spawn and
+        delete of many names kept every publisher). Physics thread (and the constructor):
+        where the targets change and publish, so none is published after its destruction."""
+        for name in [k for k in self._odom if k not in names]:
+            self.node.destroy_publisher(self._odom.pop(name))
+        for name in names:
+            if name not in self._odom:
+                (topic,) = target_topics(name)
+                self._odom[name] = self.node.create_publisher(Odometry, topic, 10)
 
     # --------------------------------------------------------------- physics thread
     def publish(self, snap, markers: bool) -> list:
         """Publish the targets' odometry, the events and (``markers``) the markers of
         ``snap``; return the targets' transforms (sent with the robot's)."""
         world = self.node.engine.world
+        specs = world.targets
+        if specs.keys() != self._odom.keys():  # targets spawned, deleted, reset
+            self.sync_topics(specs)
         stamp = to_stamp(snap.time_ns)
         events = world.take_events()
         for time_ns, event in events:
@@ -394,7 +433,6 @@ class SceneInterfaces:
                 self._shown = False
             return []
         self._shown = True
-        specs = world.targets
         for name in scene.targets:
             pub = self._odom.get(name)
             if pub is not None:
@@ -443,7 +481,7 @@ class SceneInterfaces:
     def _call(self, action) -> tuple[bool, str]:
         try:
             return self.node.run_physics(action, publish=True)
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError, EntityError) as exc:
             return False, str(exc)
 
 
@@ -452,11 +490,14 @@ __all__ = [
     'MAX_POSITION',
     'MAX_TOPIC_LENGTH',
     'MAX_TWIST',
+    'SERVICE_QOS',
+    'SERVICE_QUEUE_DEPTH',
     'TARGET_TOPICS',
     'EntityError',
     'SceneInterfaces',
     'check_values',
     'entity_state',
+    'gone',
     'uri_path',
     'move_target',
     'parse_spawn',

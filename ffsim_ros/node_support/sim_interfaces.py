@@ -103,9 +103,11 @@ from .name_filter import name_filter_problem
 from .scene_services import (
     MAX_POSITION,
     MAX_TWIST,
+    SERVICE_QOS,
     EntityError,
     check_values,
     entity_state,
+    gone,
     move_target,
     parse_spawn,
     target_name_problem,
@@ -221,7 +223,13 @@ class SimulationInterfaces:
             (DeleteEntity, 'delete_entity', self._delete),
         )
         self.services = [
-            node.create_service(srv, f'~/{name}', self._guarded(callback), callback_group=group)
+            node.create_service(
+                srv,
+                f'~/{name}',
+                self._guarded(callback),
+                qos_profile=SERVICE_QOS,  # (bursts of requests: none dropped)
+                callback_group=group,
+            )
             for srv, name, callback in services
         ]
         self.action = ActionServer(
@@ -232,6 +240,9 @@ class SimulationInterfaces:
             goal_callback=lambda goal: GoalResponse.ACCEPT,
             cancel_callback=lambda goal_handle: CancelResponse.ACCEPT,
             callback_group=group,
+            goal_service_qos_profile=SERVICE_QOS,
+            result_service_qos_profile=SERVICE_QOS,
+            cancel_service_qos_profile=SERVICE_QOS,
             feedback_pub_qos_profile=QoSProfile(depth=100),  # a burst per publish period
         )
 
@@ -509,6 +520,9 @@ class SimulationInterfaces:
     def _entities_states(self, request, response):
         response.entities = self._matching(request.filters)
         snap = self._physics(lambda engine: engine.snapshot())
+        there = set(snap.world.targets) if snap.world is not None else set()
+        # (without the targets that went between the two calls)
+        response.entities = [n for n in response.entities if n == self.entity or n in there]
         response.states = [self._entity_state(name, snap) for name in response.entities]
         response.result = _result()
         return response
@@ -613,12 +627,16 @@ class SimulationInterfaces:
             raise RequestError(exc.code, str(exc)) from None
 
         def spawn(engine) -> str:
+            if name in engine.world.targets:  # taken since the check above
+                raise RequestError(
+                    code.NAME_NOT_UNIQUE,
+                    f'name: {name!r} was taken by another spawn before this one was applied',
+                )
             _, jumped = engine.change_world(lambda world: world.add(target))
             return f'{name}: spawned at sim time {jumped.time:.9f} s'
 
         response.result = _result(message=self._physics(spawn, publish=True))
-        response.entity_name = name
-        self.node.scene_interfaces.add_odometry(name)
+        response.entity_name = name  # (its topics: made in the physics thread)
         return response
 
     def _delete(self, request, response):
@@ -631,6 +649,8 @@ class SimulationInterfaces:
         self._known(name)
 
         def delete(engine) -> str:
+            if name not in engine.world.targets:  # deleted or reset since the check above
+                raise gone(name)
             _, jumped = engine.change_world(lambda world: world.remove(name))
             return f'{name}: deleted at sim time {jumped.time:.9f} s'
 
