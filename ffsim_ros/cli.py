@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,8 @@ GOAL_OFFSETS = (  # end-effector goals relative to the start position, world fra
 )
 MODES = ('reactionless', 'gjm_tracking')
 REACHED = 5e-3  # m
+#: ``--robot`` of the reach demo when not given.
+DEFAULT_ROBOT = 'ffsim_servicer_7dof'
 
 
 # ---------------------------------------------------------------------------------- domain id
@@ -453,13 +456,14 @@ def plot(runs: list[ModeRun], out: Path) -> list[Path]:
 
 # ------------------------------------------------------------------------------------ demo
 def demo(args: argparse.Namespace) -> int:
+    """Run the demo of ``args`` (checked by :func:`check_demo_arguments`)."""
     if args.scenario == 'capture':  # in-process closed loop, no DDS (ffsim_ros.capture_demo)
         from ffsim_ros.capture_demo import run_demo
 
         return run_demo(Path(args.output), short=args.short)
-    from ffsim_ros.launch_support import has_loops, resolve_robot
+    from ffsim_ros.launch_support import has_loops
 
-    if has_loops(resolve_robot(args.robot).read_text(encoding='utf-8')):
+    if has_loops(args.robot_text):
         print(
             f'ffsim demo: --robot expected a tree, got {args.robot!r} with loop closures (URDF+ '
             '<loop>): the demo drives the reactionless controller, which takes trees; simulate '
@@ -478,7 +482,7 @@ def demo(args: argparse.Namespace) -> int:
         ROS_LOG_DIR=str(out / 'logs'),
     )
     goals = GOAL_OFFSETS[:1] if args.short else GOAL_OFFSETS
-    seconds = args.seconds_per_goal or (6.0 if args.short else 8.0)
+    seconds = args.seconds_per_goal or (6.0 if args.short else 8.0)  # (None: the default)
     print(
         f'ffsim demo: {args.robot}, {len(goals)} goal(s) x {seconds:g} s of sim time per mode, '
         f'real-time factor {args.rtf:g}, ROS_DOMAIN_ID {lease.domain_id} (localhost only)',
@@ -500,6 +504,92 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Most simulated seconds per goal ``--seconds-per-goal`` takes (an hour).
+MAX_SECONDS_PER_GOAL = 3600.0
+
+
+def check_demo_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check the arguments of ``ffsim demo`` before anything starts; fill in the defaults.
+
+    A bad one ends the command through ``parser.error`` (exit 2, naming it): an unknown robot
+    or a file that is not a readable URDF, a real-time factor the simulator refuses, a
+    non-positive or non-finite ``--seconds-per-goal``, an output that is not a folder that can
+    be created or written, and (``--scenario capture``) an option that does not apply to it.
+    Sets ``args.robot_text`` (the URDF) for the reach scenario.
+    """
+    if args.scenario == 'capture':
+        given = [
+            flag
+            for flag, value in (
+                ('--robot', args.robot),
+                ('--rtf', args.rtf),
+                ('--seconds-per-goal', args.seconds_per_goal),
+            )
+            if value is not None
+        ]
+        if given:
+            parser.error(
+                f'{", ".join(given)}: do not apply to --scenario capture (its target, robot and '
+                'timing are fixed, and it runs in-process without the simulator node)'
+            )
+    else:
+        _check_reach_arguments(parser, args)
+    _check_output(parser, Path(args.output))
+
+
+def _check_reach_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    from ffsim_ros.launch_support import resolve_robot
+    from ffsim_ros.node_support.common import ParameterValueError, read_robot_file
+
+    args.robot = DEFAULT_ROBOT if args.robot is None else args.robot
+    try:
+        path = resolve_robot(args.robot)
+    except FileNotFoundError as exc:
+        if os.path.exists(os.path.expanduser(args.robot)):  # a folder, a FIFO, a device
+            parser.error(f'--robot: expected a regular file, got {args.robot!r}')
+        parser.error(f'--robot: {exc}'.replace('--robot: robot: ', '--robot: '))
+    if not str(path).endswith('.urdf'):
+        parser.error(f'--robot: expected a sample robot name or a .urdf file, got {args.robot!r}')
+    try:
+        args.robot_text = read_robot_file(str(path), what='--robot')
+    except ParameterValueError as exc:
+        parser.error(str(exc))
+    try:
+        ET.fromstring(args.robot_text)
+    except ET.ParseError as exc:
+        parser.error(f'--robot: expected a URDF (XML), got malformed XML in {str(path)!r}: {exc}')
+    if args.rtf is None:
+        args.rtf = 1.0
+    else:
+        from ffsim_ros.simulator import MAX_REAL_TIME_FACTOR as HIGH
+        from ffsim_ros.simulator import MIN_REAL_TIME_FACTOR as LOW
+
+        if args.rtf != 0 and not LOW <= args.rtf <= HIGH:  # (False for nan)
+            parser.error(
+                f'--rtf: expected 0 (as fast as possible) or in [{LOW:g}, {HIGH:g}], '
+                f'got {args.rtf:g}'
+            )
+    seconds = args.seconds_per_goal
+    if seconds is not None and not 0 < seconds <= MAX_SECONDS_PER_GOAL:
+        parser.error(
+            f'--seconds-per-goal: expected a number of simulated seconds in '
+            f'(0, {MAX_SECONDS_PER_GOAL:g}], got {seconds:g}'
+        )
+
+
+def _check_output(parser: argparse.ArgumentParser, out: Path) -> None:
+    """``--output``: a folder, created (with its parents) when missing, that this user can
+    write into."""
+    if out.exists() and not out.is_dir():
+        parser.error(f'--output: expected a folder, got {str(out)!r}, which is not one')
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f'--output: cannot create the folder {str(out)!r}: {exc.strerror}')
+    if not os.access(out, os.W_OK | os.X_OK):
+        parser.error(f'--output: cannot write into the folder {str(out)!r}')
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ffsim`` console script."""
     parser = argparse.ArgumentParser(
@@ -512,15 +602,25 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split('\n\n')[1].replace('\n', ' '),
     )
     p.add_argument('--output', default='demo_output', help='output folder (default: %(default)s)')
-    p.add_argument('--robot', default='ffsim_servicer_7dof', help='sample robot name or URDF path')
+    p.add_argument(
+        '--robot',
+        default=None,
+        help=f'sample robot name or URDF path (default: {DEFAULT_ROBOT}; not with capture)',
+    )
     p.add_argument('--short', action='store_true', help='one goal per mode (a quick check)')
     p.add_argument(
         '--rtf',
         type=float,
-        default=1.0,
-        help='simulator real-time factor (default: %(default)s; three processes share the cores)',
+        default=None,
+        help='simulator real-time factor, 0 or in [0.001, 1000] (default: 1.0; three processes '
+        'share the cores; not with capture)',
     )
-    p.add_argument('--seconds-per-goal', type=float, default=None, help='sim seconds per goal')
+    p.add_argument(
+        '--seconds-per-goal',
+        type=float,
+        default=None,
+        help='sim seconds per goal, > 0 (default: 8, 6 with --short; not with capture)',
+    )
     p.add_argument(
         '--scenario',
         choices=('reach', 'capture'),
@@ -541,6 +641,7 @@ def main(argv: list[str] | None = None) -> int:
         return campaign_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == 'demo':
+        check_demo_arguments(p, args)
         return demo(args)
     return 2  # pragma: no cover - argparse enforces the sub-command
 

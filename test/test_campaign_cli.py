@@ -165,7 +165,7 @@ def test_cli_refusals_of_files_and_runs_that_cannot_start(tmp_path, capsys):
     their run with the reason instead of being drawn forever."""
     (tmp_path / 'adir.yaml').mkdir()
     assert main([str(tmp_path / 'adir.yaml'), '--quiet']) == 2
-    assert 'Is a directory' in capsys.readouterr().err
+    assert 'adir.yaml: expected a regular file' in capsys.readouterr().err
     file = tmp_path / 'short.yaml'
     file.write_text(SCENARIO)
     (tmp_path / 'afile').write_text('')

@@ -15,6 +15,7 @@ Exit codes: 0 done, 2 a bad scenario or argument (the message names it).
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from pathlib import Path
 
@@ -73,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.output or f'campaign_{scenario.name}')
         if args.mcap is not None and args.replay is None:
             raise ScenarioError('--mcap: expected with --replay RUN')
+        if args.mcap is not None:
+            _check_mcap(Path(args.mcap))
+        if args.executor == 'ray' and args.address is not None:
+            _check_ray_address(args.address)
         if args.replay is not None:
             return _replay(campaign, args.replay, out, args.mcap)
         formats = FORMATS if args.format == 'both' else (args.format,)
@@ -98,6 +103,39 @@ def main(argv: list[str] | None = None) -> int:
         plot(rows, out, campaign.inputs)
     print(text)
     return 0
+
+
+#: Seconds ``--address`` is given to accept a connection (:func:`_check_ray_address`).
+ADDRESS_TIMEOUT = 5.0
+
+
+def _check_mcap(path: Path) -> None:
+    """``--mcap``: a new file, or an existing regular one (replaced), in an existing folder; not
+    a FIFO (opening it would wait for a reader), a device or a folder."""
+    if path.exists() and not path.is_file():
+        raise ScenarioError(f'--mcap: expected a regular file (or a new one), got {str(path)!r}')
+    if not path.parent.is_dir():
+        raise ScenarioError(f'--mcap: expected a file in an existing folder, got {str(path)!r}')
+
+
+def _check_ray_address(address: str) -> None:
+    """``--address HOST:PORT`` (or ``ray://HOST:PORT``) of a Ray cluster accepts a TCP
+    connection within :data:`ADDRESS_TIMEOUT` seconds: ``ray.init`` has no timeout and retries
+    an unreachable one for over a minute, ignoring Ctrl-C. ``auto`` and ``local`` are Ray's
+    to resolve."""
+    if address in ('auto', 'local'):
+        return
+    host, _, port = address.removeprefix('ray://').rpartition(':')
+    host = host.strip('[]')
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ScenarioError(f'--address: expected HOST:PORT (or auto), got {address!r}')
+    try:
+        socket.create_connection((host, int(port)), timeout=ADDRESS_TIMEOUT).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ScenarioError(
+            f'--address: no Ray cluster reachable at {address!r}: {reason}'
+        ) from None
 
 
 def _replay(campaign: Campaign, index: int, out: Path, mcap: str | None) -> int:

@@ -38,6 +38,8 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +47,9 @@ from typing import Any
 
 from ffsim_ros.control import CONTROL_MODES, Gains, ReachSettings
 from ffsim_ros.dynamics.yaml_input import YamlInputError, load_yaml
+
+#: Largest scenario file read [bytes] (:func:`read_scenario_file`).
+MAX_SCENARIO_BYTES = 16 * 1024 * 1024
 
 #: Distributions of a dispersion and their parameters (each a number or one per component).
 DISTRIBUTIONS = {
@@ -317,7 +322,7 @@ def load_scenario(path: str | Path) -> Scenario:
     """
     path = Path(path)
     try:
-        data = load_yaml(path.read_text(), str(path))
+        data = load_yaml(read_scenario_file(path).decode('utf-8'), str(path))
     except UnicodeDecodeError as exc:
         raise ScenarioError(f'{path}: expected a YAML text file (UTF-8), got {exc}') from None
     except YamlInputError as exc:
@@ -327,6 +332,39 @@ def load_scenario(path: str | Path) -> Scenario:
     if isinstance(data, Mapping) and 'name' not in data:
         data = {**data, 'name': path.stem}
     return Scenario.from_dict(data, base=path.parent)
+
+
+def read_scenario_file(path: str | Path, max_bytes: int = MAX_SCENARIO_BYTES) -> bytes:
+    """The bytes of the scenario file ``path``, read safely (no ROS: a ROS-free twin of
+    :func:`ffsim_ros.node_support.common.read_robot_file`).
+
+    Opened without blocking (a FIFO would otherwise wait for a writer); a regular file only
+    (not ``/dev/zero``, a folder or a socket) of at most ``max_bytes`` bytes, and at most
+    ``max_bytes + 1`` are ever read (a file growing meanwhile cannot exhaust the memory).
+
+    Raises
+    ------
+    ScenarioError
+        Not a regular file, or too large.
+    FileNotFoundError, OSError
+        It cannot be opened (missing, no permission).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ScenarioError(f'{path}: expected a regular file (a scenario YAML file)')
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise ScenarioError(f'{path}: expected a file of at most {max_bytes} bytes, got more')
+    return b''.join(chunks)
 
 
 # -------------------------------------------------------------------------------- checks
