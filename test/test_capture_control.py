@@ -262,3 +262,40 @@ def test_a_malformed_capture_scenario_is_refused_naming_the_field(tmp_path):
     path.write_text(yaml.safe_dump(data))
     target, read = scenario_target(str(path))
     assert target.name == 'client_1' and read == path
+
+
+def test_a_target_no_longer_held_is_captured_again(robot):
+    """After the grasp, the detumbling law assumes the target welded: when its odometry puts
+    the handle away from the gripper (``~/release``, a reset of the simulation), the capture
+    goes back to intercepting instead of driving the arm with 100+ N m for as long as it ran;
+    while the handle stays at the gripper, it detumbles."""
+    from nav_msgs.msg import Odometry
+
+    from ffsim_ros.node_support.capture_control import LOST_MARGIN, CaptureControl
+
+    _, target = tumbling_target_scene()
+    control = CaptureControl(robot, 'ee_link', target, 'gjm')
+    q, v = _moving_state(robot, np.random.default_rng(3), scale=0.0)
+    gripper = D.link_pose(robot, q, 'ee_link')[0]
+
+    def odometry(handle_at) -> Odometry:  # the target unturned, its handle at ``handle_at``
+        msg = Odometry()
+        p = np.asarray(handle_at) - target.handles[0].translation
+        msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = p
+        msg.pose.pose.orientation.w = 1.0
+        return msg
+
+    control.on_odometry(odometry(gripper))
+    control.on_grasp_reply(True, 0.0, q, v)
+    assert control.detumbler is not None and control.phase == 'brake'
+    control.update(0.01, q, v)
+    assert control.phase in ('brake', 'hold') and control.detumbler is not None
+    # still held just inside the margin; lost beyond it
+    radius = target.handles[0].radius
+    control.on_odometry(odometry(gripper + [0.0, 0.0, radius + 0.9 * LOST_MARGIN]))
+    control.update(0.02, q, v)
+    assert control.detumbler is not None
+    control.on_odometry(odometry(gripper + [0.0, 0.0, 1.0]))
+    tau, ask = control.update(0.03, q, v)
+    assert control.phase == 'intercept' and control.detumbler is None and not ask
+    assert control.distance == pytest.approx(1.0, abs=1e-9) and np.all(np.isfinite(tau))

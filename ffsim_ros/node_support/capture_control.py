@@ -52,6 +52,9 @@ from .scene_support import resolve_scenario
 
 #: Fraction of the handle's capture envelope (radius, speed) inside which the grasp is asked.
 GRASP_MARGIN = 0.5
+#: After a grasp, a handle this much farther from the gripper than its capture radius is no
+#: longer held (released by ``~/release``, or a reset of the simulation) [m].
+LOST_MARGIN = 0.05
 #: Phases of :class:`CaptureControl` (``wait``: no target odometry yet).
 PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold')
 #: The node name ``~`` and ``{node}`` expand to when a name is checked (any valid node name
@@ -234,12 +237,14 @@ class CaptureControl:
 
     def update(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, bool]:
         """Efforts (n,) for the measured robot state and whether to ask for the grasp now."""
-        if self.attitude is None:
-            self.attitude = np.asarray(q[3:7], float).copy()
-        if self.detumbler is not None:
+        if self.detumbler is not None and self._held(q):
             tau, _, _ = self.detumbler.update(t, q, v)
             self.phase = self.detumbler.phase
             return tau, False
+        if self.detumbler is not None:  # the target left the gripper: capture it again
+            self.detumbler, self.attitude, self.phase = None, None, 'intercept'
+        if self.attitude is None:
+            self.attitude = np.asarray(q[3:7], float).copy()
         gp = self.grasp_point()
         terms = momentum_terms(self.robot, q, v)
         if gp is None:  # no target seen yet: hold the arm still
@@ -266,6 +271,17 @@ class CaptureControl:
         if ask:
             self.phase = 'grasping'
         return tau, ask
+
+    def _held(self, q: np.ndarray) -> bool:
+        """Whether the handle (from the last odometry) is still at the gripper: after
+        ``~/release`` or a reset of the simulation the detumbling law, which assumes the
+        target welded, drove the arm with 100+ N m for as long as it ran."""
+        gp = self.grasp_point()
+        if gp is None:
+            return True
+        gripper = D.link_pose(self.robot, q, self.gripper_link)[0]
+        self.distance = float(np.linalg.norm(gp.position - gripper))
+        return self.distance <= self.handle.radius + LOST_MARGIN
 
     def on_grasp_reply(self, success: bool, t: float, q: np.ndarray, v: np.ndarray) -> None:
         """The simulator's answer: on success, the welded model from the present robot state
@@ -332,7 +348,12 @@ class CaptureInterfaces:
                 )
             else:
                 cap.phase = 'intercept'
-        if cap.phase != phase:
+        if cap.phase == 'intercept' and phase not in ('wait', 'intercept', 'grasping'):
+            log.warning(
+                f'capture: the target is no longer held ({cap.distance * 100:.1f} cm from the '
+                f'gripper: released, or the simulation reset): {phase} -> {cap.phase}'
+            )
+        elif cap.phase != phase:
             log.info(f'capture: {phase} -> {cap.phase}')
         if np.all(np.isfinite(tau)):
             self.node.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
@@ -356,6 +377,7 @@ class CaptureInterfaces:
 __all__ = [
     'CHECK_NODE_NAME',
     'GRASP_MARGIN',
+    'LOST_MARGIN',
     'PHASES',
     'CaptureControl',
     'CaptureInterfaces',
