@@ -302,6 +302,9 @@ BAD = [
     ({'timing': {'control_dt': 0.0105}}, 'control_dt (0.0105) must be a whole multiple'),
     ({'timing': {'physics_dt': -1.0}}, 'timing.physics_dt: expected a value > 0'),
     ({'gains': {'kp_tsk': 1.0}}, "gains: unknown fields ['kp_tsk']"),
+    # mixed key types (YAML {1: x, foo: y}): named, not a TypeError from sorting them
+    ({'gains': {1: 1.0, 'kp_tsk': 1.0}}, "gains: unknown fields [1, 'kp_tsk']"),
+    ({'dispersions': {1: 1.0, 'mass': 1.0}}, 'dispersions: unknown parameter 1'),
     ({'dispersions': {'mass': 1.0}}, "dispersions: unknown parameter 'mass'"),
     ({'dispersions': {'mass_scale': {'dist': 'cauchy'}}}, 'dispersions.mass_scale.dist'),
     ({'dispersions': {'joint_rates': {'dist': 'normal'}}}, "a normal distribution needs 'std'"),

@@ -222,7 +222,7 @@ class Scenario:
         """
         if not isinstance(data, Mapping):
             raise ScenarioError(f'scenario: expected a mapping, got {type(data).__name__}')
-        unknown = sorted(set(data) - set(_TOP_KEYS))
+        unknown = sorted(set(data) - set(_TOP_KEYS), key=str)
         if unknown:
             raise ScenarioError(f'scenario: unknown keys {unknown}; expected some of {_TOP_KEYS}')
         for key in ('robot', 'goals', 'runs'):
@@ -235,7 +235,7 @@ class Scenario:
         if mode not in CONTROL_MODES:
             raise ScenarioError(f'mode: expected one of {CONTROL_MODES}, got {mode!r}')
         initial = _mapping(data.get('initial', {}), 'initial')
-        bad = sorted(set(initial) - {'joint_positions'})
+        bad = sorted(set(initial) - {'joint_positions'}, key=str)
         if bad:
             raise ScenarioError(f'initial: unknown keys {bad}; expected joint_positions')
         q0 = initial.get('joint_positions')
@@ -260,7 +260,8 @@ class Scenario:
             batch_size=_integer(data.get('batch_size', 256), 'batch_size', 1, MAX_RUNS),
             initial_joint_positions=q0,
             dispersions=tuple(
-                (name, _distribution(name, spec)) for name, spec in sorted(dispersions.items())
+                (name, _distribution(name, spec))
+                for name, spec in sorted(dispersions.items(), key=lambda item: str(item[0]))
             ),
             source=json.loads(json.dumps(dict(data), default=str)),
         )
@@ -422,7 +423,7 @@ def _note(value: Any) -> str:
 def _dataclass(cls: type, x: Any, what: str) -> Any:
     x = _mapping(x or {}, what)
     types = {f.name: f.type for f in dataclasses.fields(cls)}
-    unknown = sorted(set(x) - set(types))
+    unknown = sorted(set(x) - set(types), key=str)
     if unknown:
         raise ScenarioError(f'{what}: unknown fields {unknown}; expected some of {sorted(types)}')
     values = {}
@@ -484,7 +485,7 @@ def _goals(x: Any) -> Goals:
             'extension point is ffsim_ros.campaign.goals.GOAL_SOURCES'
         )
     if kind == 'offsets':
-        bad = sorted(set(x) - {'kind', 'offsets'})
+        bad = sorted(set(x) - {'kind', 'offsets'}, key=str)
         if bad:
             raise ScenarioError(f'goals: unknown keys {bad} for kind offsets')
         offsets = x.get('offsets')
@@ -498,7 +499,7 @@ def _goals(x: Any) -> Goals:
                 raise ScenarioError(f'goals.offsets[{k}]: expected [x, y, z] in m, got {row!r}')
             rows.append(tuple(_number(v, f'goals.offsets[{k}]') for v in row))
         return Goals('offsets', offsets=tuple(rows))
-    bad = sorted(set(x) - {'kind', 'count', 'near', 'far'})
+    bad = sorted(set(x) - {'kind', 'count', 'near', 'far'}, key=str)
     if bad:
         raise ScenarioError(f'goals: unknown keys {bad} for kind chained')
     near = _number(x.get('near', 0.1), 'goals.near')
@@ -528,7 +529,7 @@ def _distribution(name: str, spec: Any) -> Distribution:
     if not isinstance(kind, str) or kind not in DISTRIBUTIONS:
         raise ScenarioError(f'{what}.dist: expected one of {sorted(DISTRIBUTIONS)}, got {kind!r}')
     allowed = DISTRIBUTIONS[kind]
-    bad = sorted(set(spec) - {'dist', *allowed})
+    bad = sorted(set(spec) - {'dist', *allowed}, key=str)
     if bad:
         raise ScenarioError(f'{what}: unknown keys {bad} for a {kind} distribution')
     defaults = {'value': DISPERSIONS[name].nominal, 'mean': DISPERSIONS[name].nominal}
