@@ -38,8 +38,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +45,7 @@ from typing import Any
 
 from ffsim_ros.control import CONTROL_MODES, Gains, ReachSettings
 from ffsim_ros.dynamics.yaml_input import YamlInputError, load_yaml
+from ffsim_ros.files import FileKindError, read_regular_file
 
 #: Largest scenario file read [bytes] (:func:`read_scenario_file`).
 MAX_SCENARIO_BYTES = 16 * 1024 * 1024
@@ -336,12 +335,9 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def read_scenario_file(path: str | Path, max_bytes: int = MAX_SCENARIO_BYTES) -> bytes:
-    """The bytes of the scenario file ``path``, read safely (no ROS: a ROS-free twin of
-    :func:`ffsim_ros.node_support.common.read_robot_file`).
-
-    Opened without blocking (a FIFO would otherwise wait for a writer); a regular file only
-    (not ``/dev/zero``, a folder or a socket) of at most ``max_bytes`` bytes, and at most
-    ``max_bytes + 1`` are ever read (a file growing meanwhile cannot exhaust the memory).
+    """The bytes of the scenario file ``path``, read safely
+    (:func:`ffsim_ros.files.read_regular_file`, as the nodes read theirs): opened without
+    blocking, a regular file only (not a FIFO, ``/dev/zero``, a folder), at most ``max_bytes``.
 
     Raises
     ------
@@ -350,22 +346,10 @@ def read_scenario_file(path: str | Path, max_bytes: int = MAX_SCENARIO_BYTES) ->
     FileNotFoundError, OSError
         It cannot be opened (missing, no permission).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ScenarioError(f'{path}: expected a regular file (a scenario YAML file)')
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, max_bytes + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > max_bytes:
-        raise ScenarioError(f'{path}: expected a file of at most {max_bytes} bytes, got more')
-    return b''.join(chunks)
+        return read_regular_file(path, max_bytes, str(path))
+    except FileKindError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 # -------------------------------------------------------------------------------- checks

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import codecs
 import math
-import os
 import re
-import stat
 import sys
 import time
 import traceback
@@ -34,6 +32,7 @@ from rclpy.subscription import Subscription
 from rclpy.time_source import TimeSource
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.files import FileKindError, read_regular_file
 from ffsim_ros.resources import sample_robot
 
 #: Sample robot loaded when neither ``robot_description`` nor ``robot_file`` is set.
@@ -234,33 +233,11 @@ def read_robot_file(
         ``'robot_file: ...'`` (``what``) saying which of these failed.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_regular_file(path, max_bytes, what)
+    except FileKindError as exc:
+        raise ParameterValueError(str(exc)) from None
     except OSError as exc:
         raise ParameterValueError(f'{what}: cannot read {path!r}: {exc.strerror}') from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ParameterValueError(
-                f'{what}: expected a regular file, got {path!r} ({_file_kind(info.st_mode)})'
-            )
-        if info.st_size > max_bytes:
-            raise ParameterValueError(
-                f'{what}: expected at most {max_bytes} bytes, got {path!r} of {info.st_size} bytes'
-            )
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise ParameterValueError(f'{what}: cannot read {path!r}: {exc.strerror}') from None
-    finally:
-        os.close(fd)
-    data = b''.join(chunks)
-    if len(data) > max_bytes:
-        raise ParameterValueError(f'{what}: expected at most {max_bytes} bytes, {path!r} grew')
     codec = xml_encoding(data)
     binary = ParameterValueError(
         f'{what}: expected {content} ({text}), got binary data in {path!r}'
@@ -315,19 +292,6 @@ def xml_encoding(data: bytes) -> str:
             return codec
     declared = _DECLARED.match(data[:256])
     return declared.group(1).decode('ascii') if declared else 'utf-8'
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISDIR, 'a directory'),
-        (stat.S_ISCHR, 'a character device'),
-        (stat.S_ISBLK, 'a block device'),
-        (stat.S_ISFIFO, 'a FIFO'),
-        (stat.S_ISSOCK, 'a socket'),
-    ):
-        if test(mode):
-            return kind
-    return 'not a regular file'
 
 
 class LogThrottle:
