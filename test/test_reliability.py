@@ -739,7 +739,11 @@ def test_controller_guards_over_dds(ros_process, ros_node, ros_executor, wait_un
 
     here = D.link_pose(MODEL, D.neutral(MODEL), 'ee_link')[0]
     t = t0 + 0.61
-    for name, x in (('rejected', float('nan')), ('accepted', float(here[0]) + 0.01)):
+    flood = (
+        ('rejected', float('nan'), 'expected 3 finite coordinates'),
+        ('accepted', float(here[0]) + 0.01, ''),
+    )
+    for name, x, reason in flood:
         start = time.monotonic()
         ticks = 0
         while time.monotonic() - start < 1.5:  # a goal every 10 ms of the clock, for 1.5 s
@@ -747,7 +751,13 @@ def test_controller_guards_over_dds(ros_process, ros_node, ros_executor, wait_un
             ticks += 11
         fake.settle()
         elapsed = time.monotonic() - start
-        lines = [line for line in ctl.stderr().splitlines() if f'ee_goal {name}' in line]
+        # a loaded machine may deliver a clock tick before the state of the same instant: a goal
+        # may then be rejected for stale state, a line of its own kind, not counted here
+        lines = [
+            line
+            for line in ctl.stderr().splitlines()
+            if f'ee_goal {name}' in line and reason in line
+        ]
         assert 2 <= len(lines) <= 2 + elapsed, (name, len(lines), elapsed, ticks)
         held = int(re.search(r'\((\d+) more like it not shown\)', lines[1]).group(1))
         assert held >= 10, lines[1]  # goals processed meanwhile, not logged
