@@ -29,6 +29,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -381,6 +382,46 @@ def file_remover(path: str | Path) -> Callable[..., None]:
         target.unlink(missing_ok=True)
 
     return remove
+
+
+class NodeExitError(RuntimeError):
+    """A node of the launch ended by itself with a failure code (raised by the handler of
+    :func:`ending_on_exit`: ``launch`` logs it, shuts the rest down and returns 1)."""
+
+
+def ending_on_exit(name: str, shutdown: Callable[..., Any]) -> Callable[..., list]:
+    """``on_exit`` handler of a node that the launch cannot go on without.
+
+    Parameters
+    ----------
+    name
+        The node's name, for the messages.
+    shutdown
+        ``launch.actions.Shutdown`` (passed in: this module does not import ``launch``).
+
+    Returns
+    -------
+    callable
+        ``handler(event, context)`` for ``ExecuteProcess``/``Node`` ``on_exit``: the node ended
+        with code 0, or while the launch was already shutting down (Ctrl-C, the other node's
+        failure): a ``Shutdown`` of the rest. Any other code (2: a bad parameter, named in its
+        log; negative: killed by a signal) raises :class:`NodeExitError`, which ``launch`` logs
+        ("Caught exception in launch") before shutting the rest down and returning 1 -- with a
+        plain ``Shutdown`` ``ros2 launch`` returned 0 whatever the node's code was, and scripts
+        took a launch that never ran for a success.
+    """
+
+    def handler(event: Any, context: Any) -> list:
+        code = int(event.returncode)
+        if code != 0 and not context.is_shutdown:
+            how = f'killed by signal {-code}' if code < 0 else f'exit code {code}'
+            raise NodeExitError(
+                f'{name} ended ({how}); see its log above (a bad parameter exits with code 2 '
+                'naming it)'
+            )
+        return [shutdown(reason=f'{name} exited')]
+
+    return handler
 
 
 #: What ``ros2 bag record -s mcap`` needs: the ``ros2`` command, its bag verb, the MCAP storage.

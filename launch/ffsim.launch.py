@@ -221,8 +221,9 @@ def robot_actions(context: LaunchContext) -> list:
                 remappings=clock,
                 output='screen',
                 emulate_tty=True,
-                # a bad parameter exits 2 naming it: the launch ends too, nothing left running
-                on_exit=Shutdown(reason='ffsim_reactionless_controller exited'),
+                # a bad parameter exits 2 naming it: the launch ends too, nothing left running,
+                # and returns 1
+                on_exit=ls.ending_on_exit('ffsim_reactionless_controller', Shutdown),
             )
         ]
     )
@@ -245,7 +246,7 @@ def robot_actions(context: LaunchContext) -> list:
             remappings=clock,
             output='screen',
             emulate_tty=True,
-            on_exit=Shutdown(reason='ffsim_simulator exited'),
+            on_exit=ls.ending_on_exit('ffsim_simulator', Shutdown),
         ),
         *controller,
     ]

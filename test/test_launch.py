@@ -15,6 +15,7 @@ import runpy
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -907,7 +908,17 @@ def test_ffsim_launch_without_the_other_packages_and_with_bad_files(
     module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
     nodes = _nodes(_run(module, 'robot_actions'))
     for name in ('simulator', 'reactionless_controller'):
-        assert type(nodes[name].kwargs['on_exit']).__name__ == 'Shutdown'
+        handler = nodes[name].kwargs['on_exit']
+        # ended with 0, or while the launch shuts down: the rest is shut down
+        for code, shutting_down in ((0, False), (0, True), (2, True), (-15, True)):
+            event = SimpleNamespace(returncode=code)
+            (action,) = handler(event, SimpleNamespace(is_shutdown=shutting_down))
+            assert type(action).__name__ == 'Shutdown'
+            assert action.kwargs['reason'] == f'ffsim_{name} exited'
+        # ended by itself with a failure: an error launch logs, shutting down, returning 1
+        for code, how in ((2, 'exit code 2'), (1, 'exit code 1'), (-9, 'killed by signal 9')):
+            with pytest.raises(ls.NodeExitError, match=f'ffsim_{name} ended \\({how}\\)'):
+                handler(SimpleNamespace(returncode=code), SimpleNamespace(is_shutdown=False))
     monkeypatch.setattr(
         ls, 'missing_packages', lambda packages: [p for p in packages if p != 'rclpy']
     )
