@@ -699,3 +699,22 @@ def test_bad_input_is_named():
     badq[8] = np.inf
     with pytest.raises(ValueError, match='q: expected finite values, got inf at index 8'):
         D.step_derivatives(model, badq, v, tau, 1e-3)
+    # a NaN in the base wrench is named as such, at its own index (it was "tau ... index 2",
+    # the index in [F_b; tau]); a NaN joint coordinate under the generalized velocity's
+    # derivatives is named (it was "mass matrix is not positive definite")
+    wrench = np.array([0.0, 0.0, np.nan, 0.0, 0.0, 0.0])
+    for call in (
+        lambda: D.forward_dynamics_derivatives(model, q, v, tau, base_wrench=wrench),
+        lambda: D.step_derivatives(model, q, v, tau, 1e-3, base_wrench=wrench),
+        lambda: D.step(model, q, v, tau, 1e-3, base_wrench=wrench),
+    ):
+        with pytest.raises(ValueError, match='^base_wrench: expected finite values, got nan at '):
+            call()
+    tau_bad = np.array(tau, dtype=float)
+    tau_bad[1] = np.nan
+    with pytest.raises(ValueError, match='^tau: expected finite values, got nan at index 1$'):
+        D.step_derivatives(model, q, v, tau_bad, 1e-3, base_wrench=np.ones(6))
+    badq = q.copy()
+    badq[9] = np.nan
+    with pytest.raises(ValueError, match='^q: expected finite values, got nan at index 9$'):
+        D.generalized_velocity_derivatives(model, badq, tau, 'ee_link')

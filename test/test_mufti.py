@@ -335,6 +335,45 @@ def test_closed_chain_bad_inputs_name_what_is_wrong() -> None:
         with pytest.raises(ValueError) as info:
             call()
         assert str(info.value) == named.format(arg)
+    # on the compiled solver too, every input is named: a zero base quaternion, a NaN in the
+    # base wrench or in a link wrench (unnamed LinAlgErrors before), and a NaN off the loop in
+    # assemble (LAPACK's "SVD did not converge" before: the loop error stayed finite)
+    qz = q.copy()
+    qz[3:7] = 0.0
+    wrench = np.array([np.nan, 0.0, 0.0, 0.0, 0.0, 0.0])
+    for call, text in (
+        (lambda: chain.acceleration(qz, v, tau), 'q: expected a non-zero quaternion'),
+        (lambda: chain.dynamics(qz, v, tau), 'q: expected a non-zero quaternion'),
+        (
+            lambda: chain.acceleration(q, v, tau, base_wrench=wrench),
+            'base_wrench: expected finite values, got nan at index 0',
+        ),
+        (
+            lambda: chain.dynamics(q, v, tau, base_wrench=wrench),
+            'base_wrench: expected finite values, got nan at index 0',
+        ),
+        (
+            lambda: chain.acceleration(q, v, tau, link_wrenches={'body_1': wrench}),
+            "link_wrenches['body_1']: expected finite values, got nan at index 0",
+        ),
+    ):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value).startswith(f"loop closure 'L': {text}"), str(info.value)
+    off_loop = [
+        i
+        for i in range(7, model.nq)
+        if np.allclose(
+            chain.constraint_error(np.where(np.arange(model.nq) == i, q + 0.3, q), v)[0],
+            chain.constraint_error(q, v)[0],
+        )
+    ]
+    assert off_loop  # joint_1 and joint_2 (indices 7, 8): body_1 is not on the loop
+    qa = q.copy()
+    qa[off_loop[0]] = np.nan
+    with pytest.raises(ValueError) as info:
+        chain.assemble(qa)
+    assert str(info.value) == named.format('q').replace('index 8', f'index {off_loop[0]}')
     far = M.LoopClosure('far', 'body_2', 'body_5', 'ball', translation_a=[50.0, 0, 0])
     with pytest.raises(np.linalg.LinAlgError, match=r"in loop closure 'far'.*\(step \d+ of 200"):
         M.ClosedChain(model, [far]).simulate(q, v, tau, 0.2, 1e-3, stabilize=True, project=False)

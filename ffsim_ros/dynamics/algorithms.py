@@ -24,6 +24,7 @@ from .inputs import (
     batch_shape,
     check_point,
     generalized_force,
+    generalized_force_parts,
     generalized_forces,
     is_batch,
     is_ready,
@@ -490,7 +491,7 @@ def _forward(
     try:
         return e_forward_dynamics(*model.packed, q, v, gen, fext, model.joint_dynamics, use_aba)
     except (ValueError, ZeroDivisionError) as e:
-        raise state_error(model, e, q=q, v=v, tau=gen) from e
+        raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
 
 
 def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin') -> np.ndarray:

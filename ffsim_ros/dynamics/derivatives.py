@@ -40,6 +40,7 @@ from .inputs import (
     as_v,
     as_vector,
     generalized_force,
+    generalized_force_parts,
     is_ready,
     require_floating,
     state_error,
@@ -121,7 +122,7 @@ def forward_dynamics_derivatives(
             *model.packed, q, v, qdd, gen, model.joint_dynamics, qdd, minv, dq, dv
         )
     except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
-        raise state_error(model, e, q=q, v=v, tau=gen) from e
+        raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
     off = nv - model.n
     return ForwardDynamicsDerivatives(
         dq, dv, minv[:, off:], minv[:, :6] if model.floating_base else None
@@ -205,9 +206,9 @@ def step_derivatives(
     try:
         e_step_derivatives(*model.packed, q, v, gen, model.joint_dynamics, dt, A, B)
     except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
-        raise state_error(model, e, q=q, v=v, tau=gen) from e
+        raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
     if not math.isfinite(float(np.sum(A))):
-        _require_finite(q=q, v=v, tau=gen)
+        _require_finite(q=q, v=v, **generalized_force_parts(model, gen))
     return A, B
 
 
@@ -248,7 +249,7 @@ def generalized_velocity_derivatives(
     point = np.array(frame.translation, dtype=float)
     try:
         e_generalized_velocity_derivatives(*model.packed, q, phidot, frame.body, point, dq, dphi)
-    except ZeroDivisionError as e:  # a zero quaternion
+    except (ValueError, ZeroDivisionError) as e:  # a zero quaternion, a NaN
         raise state_error(model, e, q=q, phidot=phidot) from e
     if not math.isfinite(float(np.sum(dq))):
         _require_finite(q=q, phidot=phidot)

@@ -219,6 +219,15 @@ def generalized_force(model: Model, tau: ArrayLike, base_wrench: ArrayLike | Non
     return gen
 
 
+def generalized_force_parts(model: Model, gen: np.ndarray) -> dict[str, np.ndarray]:
+    """``[F_b; tau]`` (nv,) of :func:`generalized_force` split back into the arguments it
+    was made of, by name (``base_wrench`` (6,) for a floating base, ``tau`` (n,)), for
+    :func:`state_error`: a NaN in the base wrench is named as such, at its own index."""
+    off = model.nv - model.n
+    parts = {'base_wrench': gen[:off]} if off else {}
+    return {**parts, 'tau': gen[off:]}
+
+
 def generalized_forces(
     model: Model, tau: ArrayLike, base_wrench: ArrayLike | None, lead: tuple[int, ...]
 ) -> np.ndarray:

@@ -25,6 +25,7 @@ from .inputs import (
     as_vector,
     batch_shape,
     generalized_force,
+    generalized_force_parts,
     generalized_forces,
     is_batch,
     no_batched_wrenches,
@@ -228,7 +229,7 @@ def step(
             if target is not None:
                 q, v = e_correct_momentum(*packed, q, v, target)
     except (ValueError, ZeroDivisionError) as e:
-        raise state_error(model, e, q=q, v=v, tau=gen) from e
+        raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
     return q, v
 
 

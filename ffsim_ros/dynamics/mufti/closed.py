@@ -49,7 +49,7 @@ import numpy as np
 
 from ..algorithms import body_wrenches, mass_matrix
 from ..algorithms import momentum as momentum_of
-from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force
+from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force, zero_quaternion_error
 from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model, UnknownNameError
@@ -208,6 +208,26 @@ class ClosedChain:
                 raise ValueError(
                     f'{self._names()}: {name}: expected finite values, got {x[i]} at index {i}'
                 )
+
+    def _name_bad_input(
+        self,
+        q: object,
+        v: object,
+        tau: object,
+        base_wrench: object = None,
+        link_wrenches: Mapping[str, ArrayLike] | None = None,
+    ) -> None:
+        """After a solver failed: raise a ValueError naming the input that made it fail (a
+        non-finite entry of any argument or link wrench, a zero quaternion in ``q``); return
+        when there is none (a singular configuration: the caller re-raises its error)."""
+        self._check_finite(q=q, v=v, tau=tau, base_wrench=base_wrench)
+        for link, wrench in (link_wrenches or {}).items():
+            self._check_finite(**{f'link_wrenches[{link!r}]': wrench})
+        Q = np.asarray(q, dtype=float)
+        if Q.shape == (self.model.nq,):
+            zero = zero_quaternion_error(self.model, Q[None, :], rows=False)
+            if zero is not None:
+                raise ValueError(f'{self._names()}: {zero}')
 
     @property
     def _row_counts(self) -> list[int]:
@@ -402,7 +422,11 @@ class ClosedChain:
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(tau))):
             raise ValueError(f'{self._names()}: expected a finite state and efforts, got NaN/inf')
         if method == 'aba':
-            return self._aba_dynamics(q, v, tau, bw, link_wrenches, stabilize)
+            try:
+                return self._aba_dynamics(q, v, tau, bw, link_wrenches, stabilize)
+            except (np.linalg.LinAlgError, ZeroDivisionError):
+                self._name_bad_input(q, v, tau, bw, link_wrenches)
+                raise
         bd = bodies(model, q, v)
         u = applied_forces(model, bd, effective_efforts(model, v, tau), bw, link_wrenches)
         tree = tree_rows(model, bd)
@@ -428,6 +452,7 @@ class ClosedChain:
                 f'{self._names()}: singular closed-chain system ({exc})'
             ) from None
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(lam))):
+            self._name_bad_input(q, v, tau, bw, link_wrenches)
             raise np.linalg.LinAlgError(
                 f'{self._names()}: the closed-chain system gave non-finite accelerations or '
                 'loop forces (a singular configuration or a non-finite state)'
@@ -547,8 +572,8 @@ class ClosedChain:
                 alpha,
                 beta,
             )
-        except np.linalg.LinAlgError:  # (the inputs are scanned only when the kernel failed)
-            self._check_finite(q=q, v=v, tau=tau, base_wrench=base_wrench)
+        except (np.linalg.LinAlgError, ZeroDivisionError):  # (inputs scanned only on failure)
+            self._name_bad_input(q, v, tau, base_wrench, link_wrenches)
             raise
 
     # ------------------------------------------------------------------------------------------
@@ -603,6 +628,8 @@ class ClosedChain:
         model = self.model
         q = as_q(model, q).copy()
         v = np.zeros(model.nv) if v is None else as_v(model, v).copy()
+        # (a NaN in a joint off the loops left xi finite and failed in LAPACK's SVD)
+        self._name_bad_input(q, v, np.zeros(0))
         free = self._free_mask(locked, move_base)
         nb = model.arrays.parent.shape[0]
         zero = np.zeros(model.nv)
