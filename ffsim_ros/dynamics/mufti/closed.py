@@ -877,6 +877,9 @@ class ClosedChain:
         Parameters
         ----------
         tau : (n,) constant efforts or ``tau(t, q, v) -> (n,)``, held over each step.
+        t_final, dt : float
+            Duration and step [s]: ``k = round(t_final / dt)`` whole steps are taken (the run
+            ends at ``k dt``, the multiple of ``dt`` nearest ``t_final``).
         stabilize, project : as :meth:`step` (Baumgarte; projection onto the manifold).
 
         Returns
