@@ -15,7 +15,7 @@ $(STAMP): $(SETUP_INPUTS)
 	PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup_venv.sh
 	touch $@
 
-# Compile the numba kernels once (cached on disk; ~0.5 s when already cached), so that the
+# Compile the numba kernels once (cached on disk; ~2 s when already cached), so that the
 # nodes started by tests and the demo do not each pay the compile time.
 warmup: setup
 	$(PY) -m ffsim_ros.dynamics.warmup

@@ -632,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
         'campaign',
         add_help=False,
         help='Monte Carlo campaign of closed-loop runs from a scenario YAML file '
-        '(ffsim campaign SCENARIO.yaml --help)',
+        '(options: ffsim campaign --help)',
     )
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ['campaign']:

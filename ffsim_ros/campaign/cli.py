@@ -39,7 +39,12 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
         default=None,
         help="runs per batch (default: the file's; at most the number of runs: cut to it)",
     )
-    p.add_argument('--executor', choices=EXECUTORS, default='local')
+    p.add_argument(
+        '--executor',
+        choices=EXECUTORS,
+        default='local',
+        help='where the batches run: local (this process, default) or ray',
+    )
     p.add_argument('--address', default=None, help='Ray cluster address (default: a local Ray)')
     p.add_argument('--workers', type=int, default=2, help='Ray: tasks in flight / 2, local CPUs')
     p.add_argument('--no-plots', action='store_true', help='skip the PNG plots')

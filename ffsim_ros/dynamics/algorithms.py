@@ -582,7 +582,7 @@ def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:
 
 def potential_energy(model: Model, q: ArrayLike) -> float:
     """Gravitational potential ``-M g . r_g`` [J] (zero in orbit)."""
-    return -model.total_mass * float(model.gravity @ center_of_mass(model, q))
+    return -model.total_mass * float(model.gravity @ center_of_mass(model, as_q(model, q)))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -85,7 +85,7 @@ def inertia_blocks(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, 
     Hm : (n, n) manipulator inertia (``H_phi``, [S0 eq. 24]).
     """
     require_floating(model, 'inertia_blocks')
-    H = mass_matrix(model, q)
+    H = mass_matrix(model, as_q(model, q))  # one state (a batch gave wrongly cut blocks)
     return H[:6, :6], H[:6, 6:], H[6:, 6:]
 
 

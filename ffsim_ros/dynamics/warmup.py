@@ -150,6 +150,13 @@ def warm_up_closed_chains() -> None:
 def main(argv: list[str] | None = None) -> None:
     """``python -m ffsim_ros.dynamics.warmup [part ...]`` (default: every part)."""
     parts = tuple(sys.argv[1:] if argv is None else argv) or PARTS
+    if any(p in ('-h', '--help') for p in parts):
+        print(
+            'usage: python -m ffsim_ros.dynamics.warmup [part ...]\n'
+            'Compile (or load from the cache) the numba kernels of the given parts, '
+            f'default all: {" ".join(PARTS)}'
+        )
+        return
     try:
         seconds = warm_up(parts)
     except ValueError as exc:
