@@ -3,11 +3,14 @@
 Shapes are the URDF primitives -- :class:`Sphere`, :class:`Box`, :class:`Cylinder` (axis
 along the shape's z) -- and :class:`Capsule` (a cylinder with hemispherical caps, axis z,
 ``length`` between the cap centres; written ``<capsule radius=".." length=".."/>``, the
-extension Gazebo and ``urdfdom`` read). Each :class:`CollisionShape` sits at a fixed pose in
-a link frame. Meshes are not collision primitives: by default a ``<mesh>`` is an error naming
-the link and the file; ``meshes='ignore'`` skips it (with a warning) and
-``meshes='bounding_box'`` loads the file (STL, OBJ, DAE, ... through coal's assimp loader, with
-the element's ``scale``) and uses the box bounding its vertices, axis-aligned in the mesh frame.
+extension Gazebo and ``urdfdom`` read), every dimension (radius, length, edge) in
+[:data:`MIN_SHAPE_SIZE`, :data:`MAX_SHAPE_SIZE`] = [0.1 mm, 1000 km]. Each
+:class:`CollisionShape` sits at a fixed pose in a link frame. Meshes are not collision
+primitives: by default a ``<mesh>`` is an error naming the link and the file;
+``meshes='ignore'`` skips it (with a warning) and ``meshes='bounding_box'`` loads the file
+(STL, OBJ, DAE, ... through coal's assimp loader, with the element's ``scale``) and uses the
+box bounding its vertices, axis-aligned in the mesh frame (at least :data:`MIN_SHAPE_SIZE`
+thick: a flat mesh gives a 0.1 mm plate).
 
 Distances and contact points come from ``coal`` (hpp-fcl's successor, :mod:`.contact`):
 closed-form algorithms for the sphere and capsule pairs, GJK/EPA for the others, signed
@@ -37,6 +40,9 @@ MESH_POLICIES = ('error', 'ignore', 'bounding_box')
 #: Largest dimension of a shape [m] (the size of the simulated world; beyond it the inertia
 #: of the shape overflows).
 MAX_SHAPE_SIZE = 1e6
+#: Smallest dimension of a shape [m] (0.1 mm): the inertia of a smaller body vanishes against
+#: its mass in the mass matrix, whose factorization then fails at the first step.
+MIN_SHAPE_SIZE = 1e-4
 
 
 def _positive(value: float, what: str) -> float:
@@ -45,6 +51,11 @@ def _positive(value: float, what: str) -> float:
         raise ValueError(f'{what}: expected a finite value > 0, got {value!r}')
     if x > MAX_SHAPE_SIZE:
         raise ValueError(f'{what}: expected at most {MAX_SHAPE_SIZE:g} m, got {value!r}')
+    if x < MIN_SHAPE_SIZE:
+        raise ValueError(
+            f'{what}: expected at least {MIN_SHAPE_SIZE:g} m (0.1 mm: the inertia of a smaller '
+            f'body vanishes against its mass), got {value!r}'
+        )
     return x
 
 
@@ -81,7 +92,7 @@ class Box:
         s = np.asarray(self.size, dtype=float).reshape(-1)
         if s.shape != (3,):
             raise ValueError(f'box size: expected 3 values, got {list(np.ravel(self.size))}')
-        object.__setattr__(self, 'size', tuple(_positive(x, 'box size') for x in s))
+        object.__setattr__(self, 'size', tuple(_positive(float(x), 'box size') for x in s))
 
     @property
     def bounding_radius(self) -> float:
@@ -247,7 +258,7 @@ def _mesh_box(
     mesh.computeLocalAABB()
     lo = np.array(mesh.aabb_local.min_, dtype=float)
     hi = np.array(mesh.aabb_local.max_, dtype=float)
-    size = np.maximum(hi - lo, 1e-6)
+    size = np.maximum(hi - lo, MIN_SHAPE_SIZE)  # a flat mesh: a box of the smallest thickness
     return Box(tuple(size)), 0.5 * (lo + hi)
 
 
@@ -399,6 +410,7 @@ class PlacedShapes:
 __all__ = [
     'MESH_POLICIES',
     'MAX_SHAPE_SIZE',
+    'MIN_SHAPE_SIZE',
     'Box',
     'Capsule',
     'CollisionShape',

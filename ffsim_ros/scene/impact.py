@@ -29,8 +29,20 @@ reduces to ``P = -(1 + e) u_n / (n^T W n) n``.
 Compliant contact (:class:`CompliantLaw`): a spring-damper normal force
 ``F_n = max(0, k d - c u_n)`` on the penetration depth ``d`` and Coulomb friction regularized
 below a stiction speed, ``F_t = -mu F_n u_t / max(|u_t|, v_s)`` (sticking becomes a stiff
-viscous law). The scene applies it as equal and opposite impulses ``F dt / 2`` before and after
-each step (Strang splitting), which keeps the total momentum exact.
+viscous law). The scene applies it as equal and opposite impulses over ``h = dt / 2`` before
+and after each step (Strang splitting), which keeps the total momentum exact. Explicit in time,
+the viscous slope ``mu F_n / v_s`` overshoots: the friction impulse ``F_t h`` alone reverses
+the slip once ``mu F_n h s^T W s / v_s > 1`` (``s = u_t / |u_t|``) and creates energy beyond 2,
+at any stiffness (~70 at the peak force of two 1 kg spheres meeting at 0.5 m/s, 2e4 N/m,
+``mu`` = 0.4, ``v_s`` = 1 mm/s, ``dt`` = 1 ms). :meth:`CompliantLaw.impulse` therefore limits
+the friction impulse ``-lambda s`` to the sticking impulse along ``s``, the one that brings the
+slip along ``s`` to zero once the normal impulse ``P_n n`` has acted:
+
+    lambda <= max(0, s . (u + P_n W n)) / (s^T W s)                                     (2)
+
+With ``u' = u + P_n W n`` the kinetic energy change of the impulse splits exactly as
+``[u . P_n n + P_n^2 n^T W n / 2] + [-lambda s . u' + lambda^2 s^T W s / 2]``: the friction
+term is at most ``-lambda s . u' / 2 <= 0`` under (2), whatever ``mu``, ``v_s`` and ``h``.
 """
 
 from __future__ import annotations
@@ -46,6 +58,32 @@ from ffsim_ros.dynamics.lie import perpendicular_basis, skew
 _EVENT_RTOL = 1e-13
 #: Normal-impulse steps per estimated total impulse while sliding.
 _SLIDE_STEPS = 200
+#: Largest friction coefficient of the laws and :func:`solve_impact`: real ones are below ~10,
+#: and 1e6 already sticks whenever sticking can hold; near 1e308 the impulse overflows (NaN).
+MAX_FRICTION = 1e6
+#: Largest :attr:`ImpactLaw.tolerance` [m]: bodies count as touching within it, so a larger
+#: one makes them bounce visibly apart without touching.
+MAX_TOLERANCE = 1e-2
+#: Largest :attr:`CompliantLaw.stiffness` [N/m]: the explicit spring is stable while
+#: ``sqrt(k n^T W n) dt < 1``, which 1e9 N/m keeps for a 1 g body (``n^T W n = 1e3 / kg``) at
+#: the smallest step, 1e-6 s; a stiffer contact is a rigid one (:class:`ImpactLaw`).
+MAX_STIFFNESS = 1e9
+#: Largest :attr:`CompliantLaw.damping` [N s/m]: the explicit damper is stable while
+#: ``c n^T W n dt < 2``, which 1e9 N s/m keeps for a 1 t body (``n^T W n = 1e-3 / kg``) at the
+#: smallest step, 1e-6 s.
+MAX_DAMPING = 1e9
+
+
+def _friction_coefficient(value: float, where: str) -> float:
+    """A friction coefficient in [0, :data:`MAX_FRICTION`]."""
+    mu = float(value)
+    if not (np.isfinite(mu) and 0.0 <= mu <= MAX_FRICTION):
+        raise ValueError(
+            f'{where}: expected a finite value in [0, {MAX_FRICTION:g}] (real coefficients are '
+            f'below ~10, {MAX_FRICTION:g} already sticks whenever sticking can hold, and near '
+            f'1e308 the impulse overflows), got {value!r}'
+        )
+    return mu
 
 
 def point_jacobian(model: D.Model, q: np.ndarray, link: str, point: np.ndarray) -> np.ndarray:
@@ -86,29 +124,38 @@ def inverse_inertia(
 @dataclass(frozen=True)
 class ImpactLaw:
     """Rigid impact: Stronge's energetic ``restitution`` in [0, 1] and Coulomb ``friction``
-    (>= 0); contacts closer than ``tolerance`` [m] count as touching."""
+    in [0, :data:`MAX_FRICTION`]; contacts closer than ``tolerance`` [m], in
+    (0, :data:`MAX_TOLERANCE`], count as touching."""
 
     restitution: float = 0.5
     friction: float = 0.0
     tolerance: float = 1e-6
 
     def __post_init__(self) -> None:
-        e, mu, tol = float(self.restitution), float(self.friction), float(self.tolerance)
+        e, tol = float(self.restitution), float(self.tolerance)
         if not 0.0 <= e <= 1.0:
             raise ValueError(f'restitution: expected a value in [0, 1], got {self.restitution!r}')
-        if not (np.isfinite(mu) and mu >= 0.0):
-            raise ValueError(f'friction: expected a finite value >= 0, got {self.friction!r}')
-        if not (np.isfinite(tol) and tol > 0.0):
-            raise ValueError(f'tolerance: expected a finite value > 0, got {self.tolerance!r}')
+        _friction_coefficient(self.friction, 'friction')
+        if not (np.isfinite(tol) and 0.0 < tol <= MAX_TOLERANCE):
+            raise ValueError(
+                f'tolerance: expected a finite value in (0, {MAX_TOLERANCE:g}] m (bodies within '
+                f'it count as touching: a larger one bounces them apart visibly before they '
+                f'touch), got {self.tolerance!r}'
+            )
 
 
 @dataclass(frozen=True)
 class CompliantLaw:
-    """Spring-damper contact: ``stiffness`` [N/m], ``damping`` [N s/m], Coulomb ``friction``
-    regularized below ``stiction_speed`` [m/s] (module docstring). Explicit in time: stable
-    while ``sqrt(stiffness n^T W n) dt`` is well under 1 (``W`` the inverse inertia at the
-    contact, :func:`inverse_inertia`), e.g. up to ~1e6 N/m at 1 ms for kg-scale bodies; a
-    stiffer law gains energy (use :class:`ImpactLaw`)."""
+    """Spring-damper contact: ``stiffness`` [N/m] in (0, :data:`MAX_STIFFNESS`], ``damping``
+    [N s/m] in [0, :data:`MAX_DAMPING`], Coulomb ``friction`` in [0, :data:`MAX_FRICTION`]
+    regularized below ``stiction_speed`` [m/s] (module docstring).
+
+    Explicit in time: the normal spring is stable while ``sqrt(stiffness n^T W n) dt`` is well
+    under 1 (and the damper while ``damping n^T W n dt`` is), ``W`` the inverse inertia at the
+    contact (:func:`inverse_inertia`), e.g. up to ~1e6 N/m at 1 ms for kg-scale bodies; a
+    stiffer law gains energy (use :class:`ImpactLaw`). Friction needs no such condition when
+    the scene passes ``W`` to :meth:`impulse`: its impulse is limited to the sticking one.
+    """
 
     stiffness: float
     damping: float = 0.0
@@ -116,27 +163,111 @@ class CompliantLaw:
     stiction_speed: float = 1e-3
 
     def __post_init__(self) -> None:
-        for key in ('stiffness', 'stiction_speed'):
-            x = float(getattr(self, key))
-            if not (np.isfinite(x) and x > 0.0):
-                raise ValueError(f'{key}: expected a finite value > 0, got {getattr(self, key)!r}')
-        for key in ('damping', 'friction'):
-            x = float(getattr(self, key))
-            if not (np.isfinite(x) and x >= 0.0):
-                raise ValueError(
-                    f'{key}: expected a finite value >= 0, got {getattr(self, key)!r}'
-                )
+        k, c, v_s = float(self.stiffness), float(self.damping), float(self.stiction_speed)
+        if not (np.isfinite(k) and 0.0 < k <= MAX_STIFFNESS):
+            raise ValueError(
+                f'stiffness: expected a finite value in (0, {MAX_STIFFNESS:g}] N/m (the explicit '
+                f'spring needs sqrt(stiffness n^T W n) dt < 1: {MAX_STIFFNESS:g} N/m is the limit '
+                'for a 1 g body at the smallest step, 1e-6 s; a stiffer contact is rigid: '
+                f'ImpactLaw), got {self.stiffness!r}'
+            )
+        if not (np.isfinite(c) and 0.0 <= c <= MAX_DAMPING):
+            raise ValueError(
+                f'damping: expected a finite value in [0, {MAX_DAMPING:g}] N s/m (the explicit '
+                f'damper needs damping n^T W n dt < 2: {MAX_DAMPING:g} N s/m is the limit for a '
+                f'1 t body at the smallest step, 1e-6 s), got {self.damping!r}'
+            )
+        _friction_coefficient(self.friction, 'friction')
+        if not (np.isfinite(v_s) and v_s > 0.0):
+            raise ValueError(
+                f'stiction_speed: expected a finite value > 0, got {self.stiction_speed!r}'
+            )
+
+    def _normal(self, depth: float, u: np.ndarray, n: np.ndarray) -> tuple[float, np.ndarray]:
+        """``F_n`` [N] (>= 0) and the tangential relative velocity ``u_t`` (3,) [m/s]."""
+        un = float(n @ u)
+        ut = u - un * n
+        ut = ut - float(n @ ut) * n  # twice: with u nearly along n, once leaves round-off on n
+        return max(0.0, self.stiffness * depth - self.damping * un), ut
 
     def force(self, depth: float, u: np.ndarray, n: np.ndarray) -> np.ndarray:
         """(3,) contact force on ``a`` [N] for a penetration ``depth`` >= 0 [m] and relative
-        velocity ``u`` (3,) [m/s]; zero when the spring-damper would pull."""
-        un = float(n @ u)
-        fn = max(0.0, self.stiffness * depth - self.damping * un)
+        velocity ``u`` (3,) [m/s]; zero when the spring-damper would pull.
+
+        The force of the module docstring, friction unlimited: ``force(...) * h`` is
+        :meth:`impulse` without ``W`` (kept for compatibility; the scene steps with
+        :meth:`impulse`).
+        """
+        fn, ut = self._normal(depth, u, n)
         if fn == 0.0:
             return np.zeros(3)
-        ut = u - un * n
         speed = float(np.linalg.norm(ut))
         return fn * n - self.friction * fn * ut / max(speed, self.stiction_speed)
+
+    def impulse(
+        self,
+        depth: float,
+        u: np.ndarray,
+        n: np.ndarray,
+        h: float,
+        W: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """(3,) contact impulse on ``a`` [N s] over ``h`` [s] (``-impulse`` on ``b``), world.
+
+        The normal part is ``F_n h n``; the friction part ``-lambda s`` (``s = u_t / |u_t|``),
+        ``lambda = mu F_n h min(|u_t|, v_s) / v_s`` the force's, limited by ``W`` to the
+        sticking impulse along ``s``, formula (2) of the module docstring: friction then
+        never reverses the slip along ``s`` and never adds kinetic energy.
+
+        Parameters
+        ----------
+        depth : float
+            Penetration depth >= 0 [m].
+        u : (3,) relative velocity ``a`` minus ``b`` at the contact [m/s], world.
+        n : (3,) unit normal from ``b`` into ``a``, world.
+        h : float
+            Duration of the impulse, >= 0 [s] (the scene's half step).
+        W : (3, 3) inverse inertia at the contact [1/kg], world, optional
+            ``J_a H_a^-1 J_a^T + J_b H_b^-1 J_b^T`` (formula (1) of the module docstring).
+            None: the friction is not limited (``force(depth, u, n) * h``).
+
+        Returns
+        -------
+        (3,) ndarray
+            Zero when the spring-damper would pull.
+
+        Raises
+        ------
+        ValueError
+            ``h`` negative or not finite, ``W`` not a finite (3, 3) matrix.
+        """
+        h = float(h)
+        if not (np.isfinite(h) and h >= 0.0):
+            raise ValueError(f'impulse: h: expected a finite duration >= 0 s, got {h!r}')
+        if W is None:
+            return self.force(depth, u, n) * h
+        W = np.asarray(W, dtype=float)
+        if W.shape != (3, 3):
+            raise ValueError(f'impulse: W: expected a (3, 3) inverse inertia, got shape {W.shape}')
+        if not np.all(np.isfinite(W)):
+            raise ValueError(f'impulse: W: expected finite values [1/kg], got {W.tolist()}')
+        n = np.asarray(n, dtype=float)
+        u = np.asarray(u, dtype=float)
+        fn, ut = self._normal(depth, u, n)
+        if fn == 0.0:
+            return np.zeros(3)
+        p_n = fn * h
+        speed = float(np.linalg.norm(ut))
+        lam = self.friction * p_n * min(speed, self.stiction_speed) / self.stiction_speed
+        if lam == 0.0 or speed == 0.0:
+            return p_n * n
+        s = ut / speed
+        Ws = 0.5 * (W @ s + W.T @ s)
+        w_ss = float(s @ Ws)
+        # the slip along s once the normal impulse has acted: s . (u + p_n W n)
+        slip = float(s @ u) + p_n * float(Ws @ n)
+        lam = min(lam, max(slip, 0.0) / w_ss) if w_ss > 0.0 else 0.0
+        return p_n * n - lam * s
 
 
 @dataclass(frozen=True)
@@ -267,18 +398,17 @@ def solve_impact(
     u : (3,) relative velocity ``a`` minus ``b`` before the impact [m/s], world.
     n : (3,) unit normal from ``b`` into ``a``.
     restitution : float in [0, 1] (Stronge's energetic coefficient).
-    friction : float >= 0 (Coulomb).
+    friction : float in [0, :data:`MAX_FRICTION`] (Coulomb).
 
     Returns
     -------
     ImpactSolution
         Zero impulse when the bodies do not approach (``n . u >= 0``).
     """
-    e, mu = float(restitution), float(friction)
+    e = float(restitution)
     if not 0.0 <= e <= 1.0:
         raise ValueError(f'solve_impact: restitution: expected a value in [0, 1], got {e}')
-    if not (np.isfinite(mu) and mu >= 0.0):
-        raise ValueError(f'solve_impact: friction: expected a finite value >= 0, got {mu}')
+    mu = _friction_coefficient(friction, 'solve_impact: friction')
     n = np.asarray(n, dtype=float)
     n = n / np.linalg.norm(n)
     u = np.asarray(u, dtype=float)
@@ -404,6 +534,10 @@ def _solution(
 
 
 __all__ = [
+    'MAX_DAMPING',
+    'MAX_FRICTION',
+    'MAX_STIFFNESS',
+    'MAX_TOLERANCE',
     'CompliantLaw',
     'ImpactLaw',
     'ImpactSolution',

@@ -33,7 +33,11 @@ A scenario (every key optional unless marked)::
 Names (``name``, ``link``, ``exclude_links``) are non-empty strings; numbers are not YAML
 booleans; quaternions (x, y, z, w) have norm 1 within :data:`QUAT_TOLERANCE` (normalized on
 read, as the simulator's parameters); ``dt`` lies in [:data:`MIN_DT`, :data:`MAX_DT`] (the
-simulator's ``physics_rate_hz`` from 1 Hz to 1 MHz).
+simulator's ``physics_rate_hz`` from 1 Hz to 1 MHz). As the simulator bounds its parameters
+and its entity services, every coordinate of a position is at most 1e6 m in magnitude, of a
+linear or angular velocity 1e3 m/s or rad/s, of the robot's joint vectors and a target's
+joint rates 1e3; shape dimensions lie in [1e-4, 1e6] m, a handle's ``radius`` is finite, and
+the contact law's bounds are :class:`~.impact.ImpactLaw`'s and :class:`~.impact.CompliantLaw`'s.
 
 Every error is a :class:`ScenarioError` (a ``ValueError``) naming the field, e.g.
 ``targets[1].mass: expected a finite value > 0, got -2``; unknown keys are refused by name.
@@ -56,7 +60,18 @@ from .geometry import Box, Capsule, Cylinder, Sphere, shapes_from_urdf
 from .grasp import Gripper
 from .impact import CompliantLaw, ImpactLaw
 from .scene import Scene
-from .targets import Handle, Target, locked_inertia, rigid_target, tumble, urdf_target
+from .targets import (
+    MAX_JOINT_RATE,
+    MAX_POSITION,
+    MAX_RATE,
+    MAX_SPEED,
+    Handle,
+    Target,
+    locked_inertia,
+    rigid_target,
+    tumble,
+    urdf_target,
+)
 
 T = TypeVar('T')
 
@@ -64,6 +79,9 @@ T = TypeVar('T')
 MIN_DT, MAX_DT = 1e-6, 1.0
 #: Largest departure of a quaternion's norm from 1 (as the simulator's parameters allow).
 QUAT_TOLERANCE = 1e-3
+#: Largest robot joint coordinate [rad | m] and rate [rad/s | m/s] (the bound of the
+#: simulator's ``initial_joint_positions`` / ``initial_joint_velocities``).
+MAX_ROBOT_JOINT = 1e3
 
 
 class ScenarioError(ValueError):
@@ -108,8 +126,11 @@ def _has_bool(value: Any) -> bool:
     return isinstance(value, list | tuple) and any(_has_bool(x) for x in value)
 
 
-def _vec(value: Any, size: int | None, where: str) -> np.ndarray:
-    """``size`` finite numbers (any count when None: a list of them), no booleans."""
+def _vec(
+    value: Any, size: int | None, where: str, bound: float | None = None, unit: str = ''
+) -> np.ndarray:
+    """``size`` finite numbers (any count when None: a list of them), no booleans, each of
+    magnitude at most ``bound`` [``unit``] when given."""
     what = 'a list of' if size is None else str(size)
     if size is None and not isinstance(value, list | tuple):
         raise ScenarioError(f'{where}: expected {what} numbers, got {_brief(value)}')
@@ -121,6 +142,11 @@ def _vec(value: Any, size: int | None, where: str) -> np.ndarray:
         raise ScenarioError(f'{where}: expected {what} finite numbers, got {value!r}')
     if _has_bool(value):
         raise ScenarioError(f'{where}: expected {what} numbers, got booleans in {value!r}')
+    if bound is not None and np.any(np.abs(arr) > bound):
+        raise ScenarioError(
+            f'{where}: expected {what} finite numbers of magnitude <= {bound:g} {unit}, got '
+            f'{value!r}'
+        )
     return arr
 
 
@@ -235,9 +261,13 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         raise ScenarioError(f'{where}.handles: expected a list, got {type(handles).__name__}')
     hs = [_handle(h, f'{where}.handles[{k}]') for k, h in enumerate(handles)]
     state: dict[str, Any] = {}
-    for k in ('position', 'linear_velocity', 'angular_velocity'):
+    for k, bound, unit in (
+        ('position', MAX_POSITION, 'm'),
+        ('linear_velocity', MAX_SPEED, 'm/s'),
+        ('angular_velocity', MAX_RATE, 'rad/s'),
+    ):
         if k in d:
-            state[k] = _vec(d[k], 3, f'{where}.{k}')
+            state[k] = _vec(d[k], 3, f'{where}.{k}', bound, unit)
     if 'orientation' in d:
         state['orientation'] = _quat(d['orientation'], f'{where}.orientation')
     if 'tumble' in d and ('orientation' in d or 'angular_velocity' in d):
@@ -285,9 +315,12 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         )
     if 'mass' in d or 'inertia' in d:
         raise ScenarioError(f'{where}: mass and inertia come from the URDF of a urdf target')
-    for k in ('joint_positions', 'joint_velocities'):
-        if k in d:
-            state[k] = _vec(d[k], None, f'{where}.{k}')
+    if 'joint_positions' in d:
+        state['joint_positions'] = _vec(d['joint_positions'], None, f'{where}.joint_positions')
+    if 'joint_velocities' in d:
+        state['joint_velocities'] = _vec(
+            d['joint_velocities'], None, f'{where}.joint_velocities', MAX_JOINT_RATE, 'rad/s | m/s'
+        )
     urdf = _path(d['urdf'], base, f'{where}.urdf')
     target = _wrap(where, urdf_target, name, urdf, handles=hs, **state)
     if 'tumble' in d:
@@ -309,6 +342,12 @@ def _tumble(d: Any, inertia: np.ndarray, where: str) -> dict[str, np.ndarray]:
         if k in d:
             kwargs[k] = _vec(d[k], 3, f'{where}.{k}')
     tb = _wrap(where, tumble, inertia, **kwargs)
+    if np.any(np.abs(tb.angular_velocity) > MAX_RATE):
+        raise ScenarioError(
+            f'{where}: expected an angular velocity of magnitude <= {MAX_RATE:g} rad/s per '
+            f'coordinate, got {tb.angular_velocity.tolist()} (spin_rate {kwargs["spin_rate"]!r}, '
+            f'nutation {kwargs["nutation"]!r})'
+        )
     return {'orientation': tb.orientation, 'angular_velocity': tb.angular_velocity}
 
 
@@ -364,13 +403,21 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
         'robot.base_orientation',
         D.base_state_from_link,
         robot,
-        _vec(r.get('base_position', (0, 0, 0)), 3, 'robot.base_position'),
+        _vec(r.get('base_position', (0, 0, 0)), 3, 'robot.base_position', MAX_POSITION, 'm'),
         _quat(r.get('base_orientation', (0, 0, 0, 1)), 'robot.base_orientation'),
     )[0]
     if 'joint_positions' in r:
-        q[7:] = _vec(r['joint_positions'], robot.nq - 7, 'robot.joint_positions')
+        q[7:] = _vec(
+            r['joint_positions'], robot.nq - 7, 'robot.joint_positions', MAX_ROBOT_JOINT, 'rad | m'
+        )
     if 'joint_velocities' in r:
-        v[6:] = _vec(r['joint_velocities'], robot.n, 'robot.joint_velocities')
+        v[6:] = _vec(
+            r['joint_velocities'],
+            robot.n,
+            'robot.joint_velocities',
+            MAX_ROBOT_JOINT,
+            'rad/s | m/s',
+        )
     dt = _num(d.get('dt', 1e-3), 'dt')
     if not MIN_DT <= dt <= MAX_DT:
         raise ScenarioError(

@@ -21,6 +21,15 @@ A step of ``dt``:
   step's start, the systems advanced by ``dt``, half the impulses at the end (Strang
   splitting; the contact forces at the state they act in).
 
+A step is atomic: one that raises leaves the scene as at its start.
+
+Contacts (:mod:`.detection`): only between shapes of two *different* systems -- the robot
+(with the target it holds) against each free target, and free targets against each other.
+No self-collision is detected: not between links of the robot, not between the robot and the
+target it holds (welded into its system), not between links of one target. Placements
+(:meth:`Scene.add_target`, :meth:`Scene.set_target_state`) are refused if they overlap
+another system deeper than :attr:`Scene.placement_slack` (touching is fine).
+
 Deterministic: the same calls give the same states (no clock, no randomness, pairs visited in
 a fixed order).
 """
@@ -29,14 +38,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import coal
 import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import matrix_to_quat, quat_normalize
 
+from .detection import Contact, Detector, System
 from .events import (
     BodyState,
     CaptureEvent,
@@ -64,36 +73,10 @@ from .targets import ROBOT, Handle, Target, check_name, target_state
 MAX_EVENTS_PER_STEP = 16
 #: Sweeps of sequential impulses over simultaneous contacts.
 MAX_SWEEPS = 50
-
-
-@dataclass
-class _System:
-    """One free system: its model, state and shapes."""
-
-    name: str
-    model: D.Model
-    q: np.ndarray
-    v: np.ndarray
-    placed: PlacedShapes
-    owners: list[str]  # per shape: 'system/link' as reported in events
-    tau: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-
-@dataclass
-class _Contact:
-    """A pair of shapes closer than the detection margin."""
-
-    a: _System
-    ka: int
-    b: _System
-    kb: int
-    distance: float
-    point: np.ndarray
-    normal: np.ndarray  # from b into a
-
-    @property
-    def key(self) -> tuple[str, int, str, int]:
-        return (self.a.name, self.ka, self.b.name, self.kb)
+#: Range of the physics step ``dt`` [s] (the simulator's ``physics_rate_hz``, 1 Hz to 1 MHz).
+MIN_DT, MAX_DT = 1e-6, 1.0
+#: Compliant law: deepest overlap [m] of a placement still taken as touching (round-off).
+PLACEMENT_SLACK = 1e-9
 
 
 @dataclass
@@ -120,16 +103,6 @@ def _state(
     return q, v
 
 
-def _unit_normal(normal: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """Unit contact normal from ``b`` into ``a``: coal's, else (shapes overlapping so deeply
-    that coal gives none) the direction between the shapes' centres, else +z."""
-    for v in (normal, centers):
-        n = float(np.linalg.norm(v))
-        if n > 1e-12 and np.isfinite(n):
-            return v / n
-    return np.array([0.0, 0.0, 1.0])
-
-
 class Scene:
     """A free-floating robot and free-floating targets (module docstring).
 
@@ -143,7 +116,7 @@ class Scene:
     shapes : sequence of CollisionShape
         The robot's collision shapes (:func:`~.geometry.shapes_from_urdf`).
     dt : float
-        Physics step [s].
+        Physics step [s], in [:data:`MIN_DT`, :data:`MAX_DT`].
     contact : ImpactLaw or CompliantLaw, optional
         The contact law of every pair (default ``ImpactLaw()``).
     conserve_momentum : bool
@@ -181,8 +154,10 @@ class Scene:
                 'a link moved by the arm'
             )
         dt = float(dt)
-        if not (np.isfinite(dt) and dt > 0.0):
-            raise ValueError(f'dt: expected a finite value > 0, got {dt}')
+        if not MIN_DT <= dt <= MAX_DT:
+            raise ValueError(
+                f'dt: expected a physics step in [{MIN_DT:g}, {MAX_DT:g}] s, got {dt!r} s'
+            )
         contact = ImpactLaw() if contact is None else contact
         if not isinstance(contact, ImpactLaw | CompliantLaw):
             raise ValueError(
@@ -197,22 +172,19 @@ class Scene:
         self.dt = dt
         self.contact = contact
         self.conserve_momentum = bool(conserve_momentum)
-        self._robot = _System(
+        self._robot = System(
             ROBOT, robot, q0, v0, placed, [f'{ROBOT}/{s.link}' for s in placed.shapes]
         )
         self._robot.tau = np.zeros(robot.n)
         self._robot_placed = placed
-        self._targets: dict[str, _System] = {}
+        self._targets: dict[str, System] = {}
         self._specs: dict[str, Target] = {}
         self._held: _Held | None = None
         self._step = 0
         self._events: list[ContactEvent | CaptureEvent | ReleaseEvent] = []
         self._ignored: set[tuple[str, int, str, int]] = set()
-        self._contacts: list[_Contact] | None = None
-        self._request = coal.DistanceRequest()
-        self._request.gjk_tolerance = 1e-10
-        self._request.epa_tolerance = 1e-10
-        self._result = coal.DistanceResult()
+        self._contacts: list[Contact] | None = None
+        self._detector = Detector()
 
     @classmethod
     def from_urdf(
@@ -277,8 +249,14 @@ class Scene:
         self._contacts = None
 
     def overlaps(self) -> list[tuple[str, str, float]]:
-        """Pairs of shapes overlapping now: ``(owner a, owner b, signed distance [m])``, owners
-        as ``'system/link'`` (pairs ignored since a release left out)."""
+        """Pairs of shapes of two different systems overlapping now (signed distance < 0):
+        ``(owner a, owner b, signed distance [m])``, owners as ``'system/link'``.
+
+        Checked: the robot (with the target it holds) against each free target, and the free
+        targets against each other; pairs ignored since a release are left out. Not checked
+        (no self-collision in the engine): the robot's links among themselves, the robot and
+        the target it holds, the links of one target.
+        """
         return [
             (c.a.owners[c.ka], c.b.owners[c.kb], c.distance)
             for c in self._detect(0.0)
@@ -306,12 +284,13 @@ class Scene:
         return s.q.copy(), s.v.copy()
 
     def checkpoint(self) -> tuple:
-        """The stepping state (the states of the systems, the clock, the cached contacts and
-        the pending events), for :meth:`rollback` before the next grasp, release or change
-        of targets (an opaque value; states are never mutated in place, so this is cheap)."""
-        names = tuple(s.name for s in self._systems())
+        """The stepping state (the states of the systems, the clock, the cached contacts, the
+        pending events and the pairs ignored since a release: all a step changes), for
+        :meth:`rollback` before the next grasp, release or change of targets (an opaque value;
+        states are never mutated in place, so this is cheap)."""
         cache = None if self._contacts is None else list(self._contacts)
-        return names, self._save(), self._step, cache, list(self._events), set(self._ignored)
+        systems = tuple(self._systems())
+        return systems, self._save(), self._step, cache, list(self._events), set(self._ignored)
 
     def rollback(self, checkpoint: tuple) -> None:
         """Back to a :meth:`checkpoint` taken since the last grasp, release or change of
@@ -322,12 +301,13 @@ class Scene:
         ValueError
             The systems changed since the checkpoint (nothing changes then).
         """
-        names, saved, step, cache, events, ignored = checkpoint
-        if names != tuple(s.name for s in self._systems()):
+        systems, saved, step, cache, events, ignored = checkpoint
+        now = self._systems()
+        if len(systems) != len(now) or any(a is not b for a, b in zip(systems, now, strict=True)):
             raise ValueError('rollback: the systems changed since the checkpoint')
         self._restore(saved)
         self._step, self._contacts = step, cache
-        self._events, self._ignored = events, ignored
+        self._events, self._ignored = list(events), set(ignored)
 
     def momentum(self) -> np.ndarray:
         """(6,) total ``[P; L]`` about the world origin [kg m/s, kg m^2/s]."""
@@ -337,7 +317,7 @@ class Scene:
         """Total kinetic energy [J]."""
         return float(sum(D.kinetic_energy(s.model, s.q, s.v) for s in self._systems()))
 
-    def _systems(self) -> list[_System]:
+    def _systems(self) -> list[System]:
         return [self._robot] + [self._targets[k] for k in sorted(self._targets)]
 
     def _spec(self, name: str) -> Target:
@@ -359,7 +339,8 @@ class Scene:
         ------
         ValueError
             A name in use, a non-finite state, a gravity other than the robot's, or shapes
-            overlapping the robot or another target (named); nothing is added then.
+            overlapping the robot or another target (named) deeper than
+            :attr:`placement_slack` (touching is fine); nothing is added then.
         """
         if not isinstance(target, Target):
             raise ValueError(f'add_target: expected a Target, got {type(target).__name__}')
@@ -373,7 +354,7 @@ class Scene:
             )
         q, v = _state(target.model, target.q, target.v, f'target {name!r} state')
         placed = PlacedShapes(target.model, target.shapes)
-        system = _System(
+        system = System(
             name, target.model, q, v, placed, [f'{name}/{s.link}' for s in placed.shapes]
         )
         system.tau = np.zeros(target.model.n)
@@ -390,7 +371,8 @@ class Scene:
         Raises
         ------
         ValueError
-            A held target, bad values, or an overlap (nothing changes then).
+            A held target, bad values, or an overlap deeper than :attr:`placement_slack`
+            (nothing changes then).
         UnknownNameError
             An unknown target.
         """
@@ -411,7 +393,7 @@ class Scene:
         if unknown:
             raise ValueError(f'set_target_state: unknown keywords {unknown}')
         q, v = target_state(spec.model, name, **{**current, **state})
-        moved = _System(name, s.model, q, v, s.placed, s.owners, s.tau)
+        moved = System(name, s.model, q, v, s.placed, s.owners, s.tau)
         self._check_clear(moved, skip=name)
         self._targets[name] = moved
         self._contacts = None
@@ -434,65 +416,40 @@ class Scene:
         self._ignored = {k for k in self._ignored if name not in (k[0], k[2])}
         self._contacts = None
 
-    def _check_clear(self, system: _System, skip: str = '') -> None:
-        """Raise if ``system``'s shapes overlap those of another system."""
+    @property
+    def placement_slack(self) -> float:
+        """Deepest overlap [m] of a placement (:meth:`add_target`, :meth:`set_target_state`)
+        still taken as touching: the rigid law's ``tolerance`` (within it, a contact touches),
+        :data:`PLACEMENT_SLACK` for the compliant law."""
+        if isinstance(self.contact, ImpactLaw):
+            return float(self.contact.tolerance)
+        return PLACEMENT_SLACK
+
+    def _check_clear(self, system: System, skip: str = '') -> None:
+        """Raise if ``system``'s shapes overlap those of another system by more than
+        :attr:`placement_slack` (the first such pair in the order of the systems)."""
+        slack = self.placement_slack
         others = [s for s in self._systems() if s.name not in (skip, system.name)]
-        for other in others:
-            for c in self._pairs(system, other, margin=0.0):
-                if c.distance < 0.0:
+        for i, j in self._detector.near_pairs([system, *others], 0.0):
+            if i:
+                break  # pairs come sorted: those of `system` (index 0) first
+            other = others[j - 1]
+            for c in self._detector.pairs(system, other, margin=0.0):
+                if c.distance < -slack:
                     raise ValueError(
                         f'target {system.name!r}: shape on {system.owners[c.ka]!r} overlaps '
-                        f'{other.owners[c.kb]!r} (signed distance {c.distance:.6g} m); nothing '
-                        'applied'
+                        f'{other.owners[c.kb]!r} (signed distance {c.distance:.6g} m, deeper '
+                        f'than the {slack:g} m taken as touching); nothing applied'
                     )
 
     # ------------------------------------------------------------------------------------------
     # contact detection
     # ------------------------------------------------------------------------------------------
 
-    def _pairs(
-        self,
-        a: _System,
-        b: _System,
-        margin: float,
-        poses: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-    ) -> list[_Contact]:
-        """Pairs of shapes of ``a`` and ``b`` closer than ``margin`` [m] (coal's signed
-        distance; bounding spheres first). ``poses``: the shapes' world poses by system."""
-        if not len(a.placed) or not len(b.placed):
-            return []
-        Ra, pa = a.placed.world(a.q) if poses is None else poses[a.name]
-        Rb, pb = b.placed.world(b.q) if poses is None else poses[b.name]
-        diff = pa[:, None, :] - pb[None, :, :]
-        reach = a.placed.radius[:, None] + b.placed.radius[None, :] + margin
-        near = np.einsum('ijk,ijk->ij', diff, diff) < reach * np.abs(reach)
-        if not near.any():
-            return []
-        out = []
-        req, res = self._request, self._result
-        for i, j in zip(*np.nonzero(near), strict=True):
-            res.clear()
-            d = coal.distance(
-                a.placed.geometry[i],
-                coal.Transform3s(a.placed.rotation(Ra, i), pa[i]),
-                b.placed.geometry[j],
-                coal.Transform3s(b.placed.rotation(Rb, j), pb[j]),
-                req,
-                res,
-            )
-            if d < margin:
-                point = 0.5 * (np.array(res.getNearestPoint1()) + np.array(res.getNearestPoint2()))
-                normal = _unit_normal(-np.array(res.normal, dtype=float), pa[i] - pb[j])
-                out.append(_Contact(a, int(i), b, int(j), float(d), point, normal))
-        return out
-
-    def _detect(self, margin: float) -> list[_Contact]:
-        systems = self._systems()
-        poses = {s.name: s.placed.world(s.q) for s in systems if len(s.placed)}
-        out = []
-        for i, a in enumerate(systems):
-            for b in systems[i + 1 :]:
-                out.extend(self._pairs(a, b, margin, poses))
+    def _detect(self, margin: float) -> list[Contact]:
+        """The pairs of shapes of different systems closer than ``margin`` [m]
+        (:meth:`~.detection.Detector.detect`), less the pairs ignored since a release."""
+        out = self._detector.detect(self._systems(), margin)
         if self._ignored:
             # pairs overlapping at a release stay ignored until they have separated
             apart = {c.key for c in out if c.distance > 0.0}
@@ -505,21 +462,21 @@ class Scene:
     # contact impulses
     # ------------------------------------------------------------------------------------------
 
-    def _point_map(self, s: _System, k: int, point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _point_map(self, s: System, k: int, point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J, H^-1 J^T)`` of the material point at ``point`` on shape ``k``'s link."""
         J = point_jacobian(s.model, s.q, s.placed.shapes[k].link, point)
         return J, np.linalg.solve(D.mass_matrix(s.model, s.q), J.T)
 
-    def _relative_velocity(self, c: _Contact, maps: tuple) -> np.ndarray:
+    def _relative_velocity(self, c: Contact, maps: tuple) -> np.ndarray:
         (Ja, _), (Jb, _) = maps
         return Ja @ c.a.v - Jb @ c.b.v
 
-    def _apply(self, c: _Contact, maps: tuple, P: np.ndarray) -> None:
+    def _apply(self, c: Contact, maps: tuple, P: np.ndarray) -> None:
         (_, Aa), (_, Ab) = maps
         c.a.v = c.a.v + Aa @ P
         c.b.v = c.b.v - Ab @ P
 
-    def _resolve(self, contacts: list[_Contact], time: float) -> None:
+    def _resolve(self, contacts: list[Contact], time: float) -> None:
         """Impulses of the rigid law on the touching, approaching contacts (sequential
         sweeps over simultaneous ones)."""
         law = self.contact
@@ -570,14 +527,16 @@ class Scene:
             )
 
     def _kick(self, h: float, accumulate: dict) -> None:
-        """Compliant law: impulses ``F h`` at the cached contacts."""
+        """Compliant law: impulses over ``h`` at the cached contacts, friction limited to
+        the sticking impulse by the contact's inverse inertia (:meth:`CompliantLaw.impulse`)."""
         law = self.contact
         for c in self._contacts or ():
             if c.distance >= 0.0:
                 continue
             m = (self._point_map(c.a, c.ka, c.point), self._point_map(c.b, c.kb, c.point))
             u = self._relative_velocity(c, m)
-            P = law.force(-c.distance, u, c.normal) * h
+            (Ja, Aa), (Jb, Ab) = m
+            P = law.impulse(-c.distance, u, c.normal, h, Ja @ Aa + Jb @ Ab)
             self._apply(c, m, P)
             rec = accumulate.get(c.key)
             if rec is None:
@@ -646,7 +605,12 @@ class Scene:
     ) -> SceneSnapshot | None:
         """Take ``n`` physics steps (``effort``: hold these robot joint efforts from now on,
         :meth:`set_effort`) and return the snapshot reached (``snapshot=False``: None, the
-        events kept for the next snapshot; a snapshot costs more than a step)."""
+        events kept for the next snapshot; a snapshot costs more than a step).
+
+        Each step is atomic: a step that raises (e.g. the dynamics refuse a state) leaves the
+        scene as at its start (states, clock, cached contacts, events, ignored pairs) and the
+        exception goes on; the steps before it stay done, with their events.
+        """
         if isinstance(n, bool) or int(n) != n or n < 1:
             raise ValueError(f'n: expected an integer >= 1 (steps), got {n!r}')
         n = int(n)
@@ -655,16 +619,32 @@ class Scene:
         compliant = isinstance(self.contact, CompliantLaw)
         accumulate: dict = {}
         for _ in range(n):
-            if compliant:
-                if self._contacts is None:
+            # what a step changes: states and contacts are replaced (never modified in place),
+            # events only appended, the ignored pairs replaced
+            start = (self._save(), self._contacts, len(self._events), self._ignored)
+            before = {k: list(rec) for k, rec in accumulate.items()} if accumulate else {}
+            try:
+                if compliant:
+                    if self._contacts is None:
+                        self._contacts = self._detect(0.0)
+                    self._kick(0.5 * self.dt, accumulate)
+                    self._drift(self.dt)
                     self._contacts = self._detect(0.0)
-                self._kick(0.5 * self.dt, accumulate)
-                self._drift(self.dt)
-                self._contacts = self._detect(0.0)
-                self._kick(0.5 * self.dt, accumulate)
-            else:
-                self._rigid_step()
+                    self._kick(0.5 * self.dt, accumulate)
+                else:
+                    self._rigid_step()
+            except BaseException:
+                saved, self._contacts, count, self._ignored = start
+                self._restore(saved)
+                del self._events[count:]
+                self._contact_events(before)
+                raise
             self._step += 1
+        self._contact_events(accumulate)
+        return self.snapshot() if snapshot else None
+
+    def _contact_events(self, accumulate: dict) -> None:
+        """Compliant law: one event per pair in contact over the steps (the impulse summed)."""
         for c, u, P in accumulate.values():
             self._events.append(
                 ContactEvent(
@@ -680,7 +660,6 @@ class Scene:
                     False,
                 )
             )
-        return self.snapshot() if snapshot else None
 
     # ------------------------------------------------------------------------------------------
     # grasp
@@ -753,7 +732,7 @@ class Scene:
         shapes = list(r.placed.shapes) + [sh.renamed(prefix + sh.link) for sh in s.placed.shapes]
         self._held = _Held(spec, h, welded, r.placed, r.owners)
         tau = np.r_[r.tau, np.zeros(s.model.n)]
-        self._robot = _System(
+        self._robot = System(
             ROBOT, welded, q, v, PlacedShapes(welded, shapes), r.owners + s.owners, tau
         )
         del self._targets[chosen.target]
@@ -800,7 +779,7 @@ class Scene:
         q_r, v_r, q_t, v_t = split_state(
             held.welded, self.robot_model, held.target.model, f'{name}/', r.q, r.v
         )
-        robot = _System(
+        robot = System(
             ROBOT,
             self.robot_model,
             q_r,
@@ -810,7 +789,7 @@ class Scene:
             r.tau[: self.robot_model.n].copy(),
         )
         placed = PlacedShapes(held.target.model, held.target.shapes)
-        free = _System(
+        free = System(
             name,
             held.target.model,
             q_t,
@@ -823,7 +802,7 @@ class Scene:
         self._targets[name] = free
         self._held = None
         tol = self.contact.tolerance if isinstance(self.contact, ImpactLaw) else 0.0
-        for c in self._pairs(robot, free, margin=tol):
+        for c in self._detector.pairs(robot, free, margin=tol):
             self._ignored.add(c.key)
         self._contacts = None
         event = ReleaseEvent(self.time, name, True, '')
@@ -897,4 +876,4 @@ def _body(p: np.ndarray, R: np.ndarray, v: np.ndarray, w: np.ndarray) -> BodySta
     return BodyState(frozen(p), frozen(matrix_to_quat(R)), frozen(v), frozen(w))
 
 
-__all__ = ['MAX_EVENTS_PER_STEP', 'MAX_SWEEPS', 'Scene']
+__all__ = ['MAX_DT', 'MAX_EVENTS_PER_STEP', 'MAX_SWEEPS', 'MIN_DT', 'PLACEMENT_SLACK', 'Scene']

@@ -48,6 +48,17 @@ from .geometry import (
 
 #: The name reserved for the robot.
 ROBOT = 'robot'
+#: Largest coordinate of a target's position [m] (the simulator's bound on spawned and set
+#: entities, ``node_support.scene_services.MAX_POSITION``): beyond it the pose is outside the
+#: simulated world (the dynamics lose their precision, then fail).
+MAX_POSITION = 1e6
+#: Largest component of a target's CoM velocity [m/s] and of its angular velocity [rad/s]
+#: (the simulator's bound on set twists, ``node_support.scene_services.MAX_TWIST``).
+MAX_SPEED = MAX_RATE = 1e3
+#: Largest joint rate of a target [rad/s | m/s] (the bound of the simulator's
+#: ``initial_joint_velocities``). Joint coordinates are only required finite: a continuous
+#: joint's angle grows without bound.
+MAX_JOINT_RATE = 1e3
 
 
 def _finite(value: Sequence[float], size: int, what: str) -> np.ndarray:
@@ -57,6 +68,23 @@ def _finite(value: Sequence[float], size: int, what: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f'{what}: expected finite values, got {arr.tolist()}')
     return arr
+
+
+def _bounded(
+    value: Sequence[float], size: int, what: str, bound: float, unit: str, why: str
+) -> np.ndarray:
+    """:func:`_finite` values of magnitude at most ``bound`` [``unit``] (``why``: the reason,
+    said in the error)."""
+    arr = _finite(value, size, what)
+    if np.any(np.abs(arr) > bound):
+        raise ValueError(
+            f'{what}: expected values of magnitude <= {bound:g} {unit} ({why}), got {arr.tolist()}'
+        )
+    return arr
+
+
+_WORLD = 'the simulated world, as the simulator bounds spawned entities'
+_TWIST = 'as the simulator bounds set twists'
 
 
 @dataclass(frozen=True)
@@ -73,7 +101,7 @@ class Handle:
         Handle frame in the link frame [m].
     radius : float
         Capture envelope: largest distance between the gripper's grasp point and the handle
-        origin [m].
+        origin [m] (finite: a grasp welds the target where it is).
     max_angle : float
         Largest angle between the gripper's and the handle's frames [rad] (inf: any).
     max_speed : float
@@ -109,6 +137,11 @@ class Handle:
                     f'{where}: {key} expected a value > 0, got {getattr(self, key)!r}'
                 )
             object.__setattr__(self, key, x)
+        if not np.isfinite(self.radius):
+            raise ValueError(
+                f'{where}: radius expected a finite value > 0 [m] (a grasp welds the target '
+                f'where it is, at up to radius from the gripper), got {self.radius!r}'
+            )
 
 
 @dataclass(frozen=True)
@@ -159,18 +192,20 @@ def target_state(
     Raises
     ------
     ValueError
-        A non-finite or wrongly sized value, or a zero quaternion; the message names the
-        target and the argument.
+        A non-finite or wrongly sized value, a zero quaternion, a coordinate of the position
+        beyond :data:`MAX_POSITION`, of a velocity beyond :data:`MAX_SPEED` /
+        :data:`MAX_RATE`, of the joint rates beyond :data:`MAX_JOINT_RATE`; the message names
+        the target and the argument.
     """
     where = f'target {name!r}'
-    p = _finite(position, 3, f'{where} position')
+    p = _bounded(position, 3, f'{where} position', MAX_POSITION, 'm', _WORLD)
     quat = _finite(orientation, 4, f'{where} orientation')
     try:
         quat = quat_normalize(quat, f'{where} orientation')
     except ValueError as exc:
         raise ValueError(str(exc)) from None
-    vc = _finite(linear_velocity, 3, f'{where} linear_velocity')
-    w = _finite(angular_velocity, 3, f'{where} angular_velocity')
+    vc = _bounded(linear_velocity, 3, f'{where} linear_velocity', MAX_SPEED, 'm/s', _TWIST)
+    w = _bounded(angular_velocity, 3, f'{where} angular_velocity', MAX_RATE, 'rad/s', _TWIST)
     nq_j, n = model.nq - 7, model.n
     phi = (
         D.neutral(model)[7:]
@@ -180,7 +215,14 @@ def target_state(
     phidot = (
         np.zeros(n)
         if joint_velocities is None
-        else _finite(joint_velocities, n, f'{where} joint_velocities')
+        else _bounded(
+            joint_velocities,
+            n,
+            f'{where} joint_velocities',
+            MAX_JOINT_RATE,
+            'rad/s | m/s',
+            'as the simulator bounds initial_joint_velocities',
+        )
     )
     q_base, _ = D.base_state_from_link(model, p, quat)
     q = np.r_[q_base, phi]
@@ -438,6 +480,10 @@ def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
+    'MAX_JOINT_RATE',
+    'MAX_POSITION',
+    'MAX_RATE',
+    'MAX_SPEED',
     'ROBOT',
     'Handle',
     'Target',

@@ -49,11 +49,12 @@ import numpy as np
 
 from ..algorithms import body_wrenches, mass_matrix
 from ..algorithms import momentum as momentum_of
-from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force, zero_quaternion_error
+from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force
 from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model, UnknownNameError
 from .articulated import LoopKernel
+from .chain_inputs import check_finite, name_bad_input
 from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
 from .tree import (
@@ -195,39 +196,6 @@ class ClosedChain:
     def _names(self) -> str:
         """The cut hinges, for error messages."""
         return 'loop closure ' + ', '.join(repr(lp.name) for lp in self.loops)
-
-    def _check_finite(self, **arrays: object) -> None:
-        """Raise a ValueError naming the first of ``arrays`` (by argument name) with a
-        non-finite value; None entries and callables are skipped."""
-        for name, x in arrays.items():
-            if x is None or callable(x):
-                continue
-            x = np.asarray(x, dtype=float).ravel()
-            if not np.isfinite(x).all():
-                i = int(np.flatnonzero(~np.isfinite(x))[0])
-                raise ValueError(
-                    f'{self._names()}: {name}: expected finite values, got {x[i]} at index {i}'
-                )
-
-    def _name_bad_input(
-        self,
-        q: object,
-        v: object,
-        tau: object,
-        base_wrench: object = None,
-        link_wrenches: Mapping[str, ArrayLike] | None = None,
-    ) -> None:
-        """After a solver failed: raise a ValueError naming the input that made it fail (a
-        non-finite entry of any argument or link wrench, a zero quaternion in ``q``); return
-        when there is none (a singular configuration: the caller re-raises its error)."""
-        self._check_finite(q=q, v=v, tau=tau, base_wrench=base_wrench)
-        for link, wrench in (link_wrenches or {}).items():
-            self._check_finite(**{f'link_wrenches[{link!r}]': wrench})
-        Q = np.asarray(q, dtype=float)
-        if Q.shape == (self.model.nq,):
-            zero = zero_quaternion_error(self.model, Q[None, :], rows=False)
-            if zero is not None:
-                raise ValueError(f'{self._names()}: {zero}')
 
     @property
     def _row_counts(self) -> list[int]:
@@ -425,7 +393,7 @@ class ClosedChain:
             try:
                 return self._aba_dynamics(q, v, tau, bw, link_wrenches, stabilize)
             except (np.linalg.LinAlgError, ZeroDivisionError):
-                self._name_bad_input(q, v, tau, bw, link_wrenches)
+                name_bad_input(self.model, self._names(), q, v, tau, bw, link_wrenches)
                 raise
         bd = bodies(model, q, v)
         u = applied_forces(model, bd, effective_efforts(model, v, tau), bw, link_wrenches)
@@ -452,7 +420,7 @@ class ClosedChain:
                 f'{self._names()}: singular closed-chain system ({exc})'
             ) from None
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(lam))):
-            self._name_bad_input(q, v, tau, bw, link_wrenches)
+            name_bad_input(self.model, self._names(), q, v, tau, bw, link_wrenches)
             raise np.linalg.LinAlgError(
                 f'{self._names()}: the closed-chain system gave non-finite accelerations or '
                 'loop forces (a singular configuration or a non-finite state)'
@@ -573,7 +541,7 @@ class ClosedChain:
                 beta,
             )
         except (np.linalg.LinAlgError, ZeroDivisionError):  # (inputs scanned only on failure)
-            self._name_bad_input(q, v, tau, base_wrench, link_wrenches)
+            name_bad_input(self.model, self._names(), q, v, tau, base_wrench, link_wrenches)
             raise
 
     # ------------------------------------------------------------------------------------------
@@ -629,7 +597,7 @@ class ClosedChain:
         q = as_q(model, q).copy()
         v = np.zeros(model.nv) if v is None else as_v(model, v).copy()
         # (a NaN in a joint off the loops left xi finite and failed in LAPACK's SVD)
-        self._name_bad_input(q, v, np.zeros(0))
+        name_bad_input(self.model, self._names(), q, v, np.zeros(0))
         free = self._free_mask(locked, move_base)
         nb = model.arrays.parent.shape[0]
         zero = np.zeros(model.nv)
@@ -706,7 +674,7 @@ class ClosedChain:
         model = self.model
         q = as_q(model, q).copy()
         v = as_v(model, v).copy()
-        self._check_finite(q=q, v=v, momentum=momentum)
+        check_finite(self._names(), q=q, v=v, momentum=momentum)
         h_target = None
         if model.floating_base:
             h_target = (
@@ -805,7 +773,7 @@ class ClosedChain:
             raise ValueError(f'dt: expected a finite positive step, got {dt}')
         q = as_q(model, q)
         v = as_v(model, v)
-        self._check_finite(q=q, v=v, tau=tau, base_wrench=base_wrench)
+        check_finite(self._names(), q=q, v=v, tau=tau, base_wrench=base_wrench)
         if self.method == 'aba' and not link_wrenches:  # the whole step compiled
             Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, stabilize, project)
             return Q[1], V[1]
@@ -893,7 +861,7 @@ class ClosedChain:
             raise ValueError(f't_final: expected a finite duration >= 0, got {t_final}')
         steps = int(round(t_final / dt))
         q, v = as_q(self.model, q0), as_v(self.model, v0)
-        self._check_finite(q0=q, v0=v, tau=tau)
+        check_finite(self._names(), q0=q, v0=v, tau=tau)
         if self.method == 'aba' and not callable(tau):  # the whole run compiled
             Q, V = self._compiled_steps(q, v, tau, None, dt, steps, stabilize, project)
             return np.arange(steps + 1) * dt, Q, V

@@ -1,0 +1,47 @@
+"""Naming the bad input of a closed-chain call (:class:`~.closed.ClosedChain`): the solvers
+fail with a ``LinAlgError`` on a non-finite state or a zero quaternion; these checks, run on
+entry or only once a solver failed, turn that into a ``ValueError`` naming the argument."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..inputs import ArrayLike, zero_quaternion_error
+from ..model import Model
+
+
+def check_finite(where: str, **arrays: object) -> None:
+    """Raise a ValueError naming the first of ``arrays`` (by argument name) with a non-finite
+    value, prefixed by ``where`` (the chain's loop closures); None entries and callables are
+    skipped."""
+    for name, x in arrays.items():
+        if x is None or callable(x):
+            continue
+        x = np.asarray(x, dtype=float).ravel()
+        if not np.isfinite(x).all():
+            i = int(np.flatnonzero(~np.isfinite(x))[0])
+            raise ValueError(f'{where}: {name}: expected finite values, got {x[i]} at index {i}')
+
+
+def name_bad_input(
+    model: Model,
+    where: str,
+    q: object,
+    v: object,
+    tau: object,
+    base_wrench: object = None,
+    link_wrenches: Mapping[str, ArrayLike] | None = None,
+) -> None:
+    """After a solver failed: raise a ValueError naming the input that made it fail (a
+    non-finite entry of any argument or link wrench, a zero quaternion in ``q`` (nq,)); return
+    when there is none (a singular configuration: the caller re-raises its error)."""
+    check_finite(where, q=q, v=v, tau=tau, base_wrench=base_wrench)
+    for link, wrench in (link_wrenches or {}).items():
+        check_finite(where, **{f'link_wrenches[{link!r}]': wrench})
+    Q = np.asarray(q, dtype=float)
+    if Q.shape == (model.nq,):
+        zero = zero_quaternion_error(model, Q[None, :], rows=False)
+        if zero is not None:
+            raise ValueError(f'{where}: {zero}')
