@@ -506,6 +506,78 @@ def test_a_message_with_too_many_points_is_refused_before_it_is_read(monkeypatch
     assert str(info.value) == f'points: expected at most {MAX_POINTS} points, got {MAX_POINTS + 1}'
 
 
+@pytest.mark.ros
+def test_a_reactionless_correction_beyond_the_goal_tolerance_is_refused() -> None:
+    """With trajectory.reactionless, a correction that ends a joint farther from the last
+    point sent than its goal position tolerance is refused (INVALID_GOAL, the joint named):
+    it could only end violated as JTC judges a goal (it was reported SUCCESSFUL 0.1 rad from
+    the point sent); tolerances erased (-1) accept the corrected end."""
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
+
+    q, v = rest_state()
+    interfaces = _interfaces(lambda: (q, v), lambda: 10.0)
+    interfaces._settings = lambda: (Tolerances.uniform(N, 0.0, 0.01, 0.01, 1.0), True, 0.01)
+    interfaces._log = lambda *args, **kwargs: None
+    end = q[7:].copy()
+    end[:2] += [0.1, -0.1]
+    goal = FollowJointTrajectory.Goal(trajectory=_message([3.0], [end]))
+    with pytest.raises(TrajectoryError) as info:
+        interfaces.request(goal.trajectory, goal)
+    assert info.value.kind == 'goal'
+    assert 'beyond its goal tolerance 0.01' in str(info.value), str(info.value)
+    # the figures, independently: the corrected end against the point sent
+    sent = JointTrajectory.start(
+        check_waypoints(MODEL, NAMES, [3.0], [end], [[]], [[]], [[]]), 10.0, q[7:], v[6:]
+    )
+    corrected, report = reactionless_correction(MODEL, q, sent, 0.01)
+    miss = np.abs(corrected.final_positions - end)
+    assert miss.max() > 0.01 and report.final_change == pytest.approx(miss.max(), rel=1e-9)
+    worst = NAMES[int(np.argmax(miss))]
+    assert f'ends {worst} {miss.max():.4g} rad from the last point sent' in str(info.value)
+    goal.goal_tolerance = [JointTolerance(name=n, position=-1.0) for n in NAMES]
+    request = interfaces.request(goal.trajectory, goal)
+    np.testing.assert_allclose(request.trajectory.final_positions, corrected.final_positions)
+    # a tolerance wider than every miss accepts it too
+    goal.goal_tolerance = [
+        JointTolerance(name=n, position=float(m) + 1e-6) for n, m in zip(NAMES, miss, strict=True)
+    ]
+    interfaces.request(goal.trajectory, goal)
+
+
+@pytest.mark.ros
+def test_trajectories_are_handed_over_in_the_order_received() -> None:
+    """A trajectory whose checks end after those of one received later is aborted as
+    preempted, never run after it (a 10 000-point goal's checks outlasted a 1-point goal sent
+    30 ms later: the older ran, the newer was aborted -- or ran first, then the stale older
+    one); in order, each is handed over."""
+    import threading
+
+    from ffsim_ros.node_support.trajectory_action import TrajectoryInterfaces, TrajectoryRequest
+
+    handed: list = []
+    out = object.__new__(TrajectoryInterfaces)
+    out._order_lock, out._received, out._handed = threading.Lock(), 0, 0
+    out._submit = handed.append
+    q, _ = rest_state()
+    trajectory = JointTrajectory.start(
+        check_waypoints(MODEL, NAMES, [1.0], [q[7:]], [[]], [[]], [[]]), 0.0, q[7:], q[7:] * 0
+    )
+
+    def request() -> TrajectoryRequest:
+        return TrajectoryRequest(trajectory, Tolerances.uniform(N, 0.0, 0.01, 0.01, 1.0))
+
+    older, newer = out._number(), out._number()
+    first, late = request(), request()
+    assert out._hand_over(first, newer)
+    assert not out._hand_over(late, older)
+    assert handed == [first] and first.outcome is None
+    assert late.done.is_set() and late.outcome[0] == 'aborted'
+    assert 'preempted by a newer trajectory' in late.outcome[2]
+    later = request()
+    assert out._hand_over(later, out._number()) and handed == [first, later]
+
+
 # ------------------------------------------------------------------------------ over DDS
 class Arm:
     """Test-side node: FollowJointTrajectory client, simulator reset client, recordings."""
@@ -601,6 +673,7 @@ class Arm:
 def test_follow_joint_trajectory_over_dds(ros_process, ros_node, ros_executor, wait_until):
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
     from rclpy.parameter import Parameter
     from rclpy.parameter_client import AsyncParameterClient
     from simulation_interfaces.msg import Result
@@ -754,7 +827,19 @@ def test_follow_joint_trajectory_over_dds(ros_process, ros_node, ros_executor, w
     assert arm.spin_until(reset.done)
     t_reset = arm.time
     assert arm.spin_until(lambda: arm.time > t_reset + 0.5)  # after the jump
+    # with the default goal tolerances the corrected end is beyond them: refused, unmoved
+    count = len(arm.joints)
     reply = arm.result(arm.send(arm.goal(names, [2.0], [target])))
+    assert reply.status == GoalStatus.STATUS_ABORTED
+    assert reply.result.error_code == FollowJointTrajectory.Result.INVALID_GOAL
+    assert 'beyond its goal tolerance' in reply.result.error_string, reply.result.error_string
+    assert arm.spin_until(lambda: len(arm.joints) > count + 20)
+    moved = np.ptp([m.position for m in arm.joints[count:]], axis=0)
+    assert moved.max() < 1e-3, moved
+    # the corrected end accepted (goal position tolerances not checked): succeeded
+    accepting = arm.goal(names, [2.0], [target])
+    accepting.goal_tolerance = [JointTolerance(name=n, position=-1.0) for n in NAMES]
+    reply = arm.result(arm.send(accepting))
     assert reply.status == GoalStatus.STATUS_SUCCEEDED, reply.result.error_string
     text = reply.result.error_string
     assert 'reactionless correction' in text, text

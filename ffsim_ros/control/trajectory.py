@@ -767,6 +767,42 @@ def reactionless_correction(
     return JointTrajectory.through(times, phi, rates), report
 
 
+def correction_beyond_goal(
+    model: D.Model, sent: np.ndarray, corrected: np.ndarray, tolerances: Tolerances
+) -> TrajectoryError | None:
+    """Whether a reactionless correction moved the last point beyond the goal tolerances.
+
+    A trajectory judged as JTC does succeeds within the goal tolerances of the last point
+    *sent*; a correction that ends a joint farther from it than that joint's goal position
+    tolerance (checked: > 0) could only end in GOAL_TOLERANCE_VIOLATED (or, judged against the
+    corrected end, in a success the client never asked for).
+
+    Parameters
+    ----------
+    sent, corrected : (n,) the last point's joint positions sent and corrected [rad | m].
+    tolerances : the goal's tolerances (``goal[:, 0]``: position, 0 not checked).
+
+    Returns
+    -------
+    TrajectoryError or None
+        ``'goal'``, naming the joint farthest beyond its tolerance, the miss and the way out.
+    """
+    miss = np.abs(np.asarray(corrected, float) - np.asarray(sent, float))
+    limit = tolerances.goal[:, 0]
+    over = (limit > 0.0) & (miss > limit)
+    if not over.any():
+        return None
+    j = int(np.argmax(np.where(over, miss - limit, -np.inf)))
+    return TrajectoryError(
+        'goal',
+        f'trajectory.reactionless: the trajectory corrected into the reaction null space ends '
+        f'{model.joint_names[j]} {miss[j]:.4g} rad from the last point sent, beyond its goal '
+        f'tolerance {limit[j]:.4g} ({int(over.sum())} joint(s) beyond theirs): not executed; '
+        'give those joints a wider goal_tolerance (-1: not checked) to accept the corrected '
+        'end, or set trajectory.reactionless false',
+    )
+
+
 def continuity_gap(
     previous: tuple[float, np.ndarray, np.ndarray], current: tuple[float, np.ndarray, np.ndarray]
 ) -> float:

@@ -167,7 +167,9 @@ PARAMETERS = ParameterTable(
             'trajectory.reactionless',
             False,
             'correct each trajectory into the reaction null space (joint motions that leave '
-            'the base attitude alone) and report how much it changed',
+            'the base attitude alone) and report how much it changed; a correction ending a '
+            'joint beyond its goal position tolerance of the last point sent is refused '
+            '(INVALID_GOAL)',
             dynamic=True,
         ),
         ParameterSpec(

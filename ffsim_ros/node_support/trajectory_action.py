@@ -27,7 +27,11 @@ threads:
   loop (:class:`TrajectoryRequest`), which follows it at the control rate, publishes
   the feedback each update and sets the outcome; the execute callback waits for it;
 * a new goal, a ``joint_trajectory`` message or an ``ee_goal`` preempts the running goal
-  (aborted, INVALID_GOAL, "preempted ...", as JTC does); a cancel holds the position reached
+  (aborted, INVALID_GOAL, "preempted ...", as JTC does), in the order they were received:
+  a goal whose checks end after those of a goal received later is aborted as preempted,
+  never run after it; with ``trajectory.reactionless`` a correction that ends a joint beyond
+  its goal position tolerance of the last point sent is refused (INVALID_GOAL, naming the
+  joint), since the goal could not succeed as JTC judges it; a cancel holds the position reached
   (canceled); a reset of the simulation, a jump of the measured state or of the clock aborts
   it (INVALID_GOAL, saying which). The control loop runs only on fresh state: a cancel it has
   not taken within :data:`CANCEL_GRACE` is completed by the action, and a goal whose state
@@ -63,6 +67,7 @@ from ffsim_ros.control.trajectory import (
     TrajectoryError,
     Update,
     check_waypoints,
+    correction_beyond_goal,
     reactionless_correction,
 )
 
@@ -205,6 +210,14 @@ class TrajectoryInterfaces:
         self._measured, self._now, self._settings, self._submit = measured, now, settings, submit
         self._throttle = LogThrottle(1.0)
         self._log_lock = threading.Lock()
+        # arrival order: goals and messages are numbered when received, and one is handed to
+        # the control loop only if none received after it was handed first (checks take
+        # their own time in the action's threads: the older of two close goals finished its
+        # checks last and ran after the newer one, from a stale start)
+        self._order_lock = threading.Lock()
+        self._received = 0
+        self._handed = 0
+        self._numbers: dict[bytes, int] = {}
         # the action lives on a node of its own, spun by its own executor in a thread of its
         # own: its execute callbacks wait (as long as a trajectory lasts) without holding up
         # the control node, which keeps rclpy's fast single-threaded executor
@@ -227,6 +240,7 @@ class TrajectoryInterfaces:
             f'{node.get_fully_qualified_name()}/follow_joint_trajectory',
             execute_callback=self._execute,
             goal_callback=lambda goal: GoalResponse.ACCEPT,
+            handle_accepted_callback=self._accepted,
             cancel_callback=lambda goal_handle: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
             # deeper request queues than the default 10: a burst of goals from several
@@ -339,20 +353,56 @@ class TrajectoryInterfaces:
         trajectory = JointTrajectory.start(waypoints, now, q[7:], v[6:], origin)
         correction = None
         if reactionless:
+            sent = trajectory.final_positions
             trajectory, correction = reactionless_correction(model, q, trajectory, step)
             self._log(correction.summary(), error=False)
+            beyond = correction_beyond_goal(model, sent, trajectory.final_positions, tolerances)
+            if beyond is not None:
+                raise beyond
         return TrajectoryRequest(trajectory, tolerances, goal_handle, correction)
+
+    def _number(self) -> int:
+        """The next arrival number (any thread)."""
+        with self._order_lock:
+            self._received += 1
+            return self._received
+
+    def _accepted(self, goal_handle) -> None:
+        """A goal accepted: numbered in the order of acceptance, then executed."""
+        number = self._number()
+        with self._order_lock:
+            self._numbers[bytes(goal_handle.goal_id.uuid)] = number
+        goal_handle.execute()
+
+    def _hand_over(self, request: TrajectoryRequest, number: int) -> bool:
+        """Hand ``request`` (arrival ``number``) to the control loop unless one received
+        after it was handed over first: then it is aborted as preempted, as JTC preempts
+        at arrival (False)."""
+        with self._order_lock:
+            if number < self._handed:
+                request.abort(
+                    'preempted by a newer trajectory (received after this one, its checks '
+                    'done first)'
+                )
+                return False
+            self._handed = number
+            self._submit(request)
+        return True
 
     def _execute(self, goal_handle):
         """A goal's execute callback: check, hand over, wait for the outcome."""
         goal = goal_handle.request
+        with self._order_lock:
+            number = self._numbers.pop(bytes(goal_handle.goal_id.uuid), None)
+        if number is None:  # (not through _accepted: numbered now)
+            number = self._number()
         try:
             request = self.request(goal.trajectory, goal, goal_handle)
         except TrajectoryError as exc:
             self._log(f'follow_joint_trajectory: goal aborted: {exc}')
             goal_handle.abort()
             return _Result(error_code=ERROR_CODES[exc.kind], error_string=str(exc))
-        self._submit(request)
+        self._hand_over(request, number)
         context = self.node.context
         stale_since = cancel_since = None
         while not request.done.wait(WAIT_PERIOD):
@@ -387,9 +437,11 @@ class TrajectoryInterfaces:
         return _Result(error_code=code, error_string=message)
 
     def _on_topic(self, msg: JointTrajectoryMsg) -> None:
+        number = self._number()
         try:
             request = self.request(msg)
         except TrajectoryError as exc:
             self._log(f'joint_trajectory: ignored: {exc}')
             return
-        self._submit(request)
+        if not self._hand_over(request, number):
+            self._log('joint_trajectory: ignored: a newer trajectory was received after it')
