@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_samples import TARGET_URDF
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import matrix_to_quat, quat_to_matrix
@@ -294,22 +295,6 @@ def test_bad_scene_calls(robot, shapes):
     for kwargs in ({'spin_axis': (0, 0, 0)}, {'momentum_direction': (0, 0, 0)}):
         with pytest.raises(ValueError, match=f'{next(iter(kwargs))}: expected a non-zero'):
             tumble(inertia, spin_rate=0.1, nutation=0.2, **kwargs)  # (a NaN tumble before)
-
-
-TARGET_URDF = """<robot name="sat">
-  <link name="hub"><inertial><mass value="20"/>
-      <inertia ixx="1" ixy="0" ixz="0" iyy="1.2" iyz="0" izz="1.4"/></inertial>
-    <collision><origin xyz="0 0 0.1" rpy="0 0 1.5707963267948966"/>
-      <geometry><box size="0.4 0.3 0.2"/></geometry></collision>
-    <collision><geometry><capsule radius="0.05" length="0.3"/></geometry></collision></link>
-  <link name="panel"><inertial><origin xyz="0.3 0 0"/><mass value="2"/>
-      <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.06"/></inertial>
-    <collision><geometry><cylinder radius="0.1" length="0.02"/></geometry></collision>
-    <collision><geometry><sphere radius="0.04"/></geometry></collision></link>
-  <joint name="hinge" type="revolute"><parent link="hub"/><child link="panel"/>
-    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
-    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-</robot>"""
 
 
 def test_shapes_from_urdf_primitives_and_mesh_policy():

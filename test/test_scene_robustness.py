@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_samples import TARGET_URDF
 
 import ffsim_ros.dynamics as D
 import ffsim_ros.scene.scene as scene_module
@@ -45,21 +46,6 @@ from ffsim_ros.scene.detection import Detector, System, near_system_pairs
 from ffsim_ros.scene.geometry import PlacedShapes
 
 ROBOT_URDF = Path(__file__).resolve().parents[1] / 'urdf' / 'ffsim_servicer_7dof.urdf'
-
-TARGET_URDF = """<robot name="sat">
-  <link name="hub"><inertial><mass value="20"/>
-      <inertia ixx="1" ixy="0" ixz="0" iyy="1.2" iyz="0" izz="1.4"/></inertial>
-    <collision><origin xyz="0 0 0.1" rpy="0 0 1.5707963267948966"/>
-      <geometry><box size="0.4 0.3 0.2"/></geometry></collision>
-    <collision><geometry><capsule radius="0.05" length="0.3"/></geometry></collision></link>
-  <link name="panel"><inertial><origin xyz="0.3 0 0"/><mass value="2"/>
-      <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.06"/></inertial>
-    <collision><geometry><cylinder radius="0.1" length="0.02"/></geometry></collision>
-    <collision><geometry><sphere radius="0.04"/></geometry></collision></link>
-  <joint name="hinge" type="revolute"><parent link="hub"/><child link="panel"/>
-    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
-    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-</robot>"""
 
 
 @pytest.fixture(scope='module')
