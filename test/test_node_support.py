@@ -690,12 +690,14 @@ def test_a_trajectory_goal_ends_without_the_control_loop(rclpy_context) -> None:
     so (it waited forever); the loop, running again, drops the ended goal and holds."""
     import threading
     import time
+    import uuid
 
     from control_msgs.action import FollowJointTrajectory
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Header
     from trajectory_msgs.msg import JointTrajectoryPoint
+    from unique_identifier_msgs.msg import UUID
 
     from ffsim_ros.node_support import to_stamp
     from ffsim_ros.node_support.trajectory_action import CANCEL_GRACE, STALE_ABORT
@@ -724,6 +726,7 @@ def test_a_trajectory_goal_ends_without_the_control_loop(rclpy_context) -> None:
         class Handle:  # the goal handle's surface the execute callback uses
             def __init__(self, goal) -> None:
                 self.request, self.is_cancel_requested, self.ended = goal, False, None
+                self.goal_id = UUID(uuid=list(uuid.uuid4().bytes))
 
             def abort(self) -> None:
                 self.ended = 'aborted'
