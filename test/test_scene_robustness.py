@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -417,3 +418,20 @@ def test_rollback_needs_the_same_systems_and_can_be_used_twice(robot, shapes):
     for _ in range(2):
         scene.rollback(mark)
         assert _same(scene.advance(2), first)
+
+
+def test_robot_states_beyond_the_world_are_refused(robot, shapes):
+    """A scene's initial robot state has the targets' bounds (1e6 m, 1e3 m/s or rad/s per
+    component): a base at 1e300 m was accepted and the first step failed as "a degenerate
+    model" (a running robot's state is not bounded: set_robot_state each engine batch)."""
+    q, v = D.neutral(robot), np.zeros(robot.nv)
+    far, fast = q.copy(), v.copy()
+    far[0] = 1e300
+    fast[8] = 1001.0
+    for state, text in (((far, v), 'base position of magnitude <= 1e+06 m'),
+                        ((q, fast), 'got 1001 at index 8')):  # fmt: skip
+        with pytest.raises(ValueError, match=re.escape(text)):
+            Scene(robot, gripper=None, shapes=shapes, q=state[0], v=state[1])
+    edge = q.copy()
+    edge[:3] = [1e6, -1e6, 0.0]
+    Scene(robot, gripper=None, shapes=shapes, q=edge, v=np.full(robot.nv, 1e3))  # taken

@@ -67,7 +67,7 @@ from .grasp import (
     welded_model,
 )
 from .impact import CompliantLaw, ImpactLaw, point_jacobian, solve_impact
-from .targets import ROBOT, Handle, Target, check_name, target_state
+from .targets import MAX_POSITION, MAX_RATE, ROBOT, Handle, Target, check_name, target_state
 
 #: Time-of-impact events located within one step before the rest are resolved at its end.
 MAX_EVENTS_PER_STEP = 16
@@ -89,7 +89,7 @@ class _Held:
 
 
 def _state(
-    model: D.Model, q: np.ndarray, v: np.ndarray, what: str
+    model: D.Model, q: np.ndarray, v: np.ndarray, what: str, bounded: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     q = np.array(q, dtype=float).reshape(-1)
     v = np.array(v, dtype=float).reshape(-1)
@@ -99,6 +99,20 @@ def _state(
         )
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
         raise ValueError(f'{what}: expected a finite state, got NaN/inf')
+    # bounded (a scene's initial state): the bounds of the targets' states
+    # (targets.MAX_POSITION, MAX_RATE), beyond which the first step failed as "a degenerate
+    # model"; a running robot's state (set_robot_state, each batch of the engine) is not
+    # bounded: a fast run is the dynamics' to judge
+    if bounded and np.abs(q[:3]).max() > MAX_POSITION:
+        raise ValueError(
+            f'{what}: expected a base position of magnitude <= {MAX_POSITION:g} m per axis, '
+            f'got {q[:3].tolist()}'
+        )
+    if bounded and v.size and np.abs(v).max() > MAX_RATE:
+        raise ValueError(
+            f'{what}: expected velocities of magnitude <= {MAX_RATE:g} (m/s, rad/s) per '
+            f'component, got {float(np.abs(v).max()):g} at index {int(np.argmax(np.abs(v)))}'
+        )
     q[3:7] = quat_normalize(q[3:7], f'{what} base quaternion')
     return q, v
 
@@ -165,7 +179,7 @@ class Scene:
             )
         q0 = D.neutral(robot) if q is None else q
         v0 = np.zeros(robot.nv) if v is None else v
-        q0, v0 = _state(robot, q0, v0, 'robot state')
+        q0, v0 = _state(robot, q0, v0, 'robot state', bounded=True)
         placed = PlacedShapes(robot, shapes)
         self.robot_model = robot
         self.gripper = gripper
