@@ -119,7 +119,8 @@ def test_bad_spawns_refused_nothing_applied_clock_runs(ros_process, probe) -> No
             R.INVALID_POSE,
             "{'initial_pose.pose.position.x': nan}",
         ),
-        (_spawn('robot', SPHERE, (5, 5, 5)), R.NAME_NOT_UNIQUE, "got 'robot'"),
+        # reserved (the scene's name of the robot's bodies), though no entity has it
+        (_spawn('robot', SPHERE, (5, 5, 5)), R.NAME_INVALID, "another name than 'robot'"),
         # names that cannot make targets/<name>/odom: spawned, then the executor raised and
         # the simulator ended (exit code 1) without answering
         (_spawn('ball-1', SPHERE, (5, 5, 5)), R.NAME_INVALID, 'digit, at most 233 characters'),

@@ -11,7 +11,8 @@ spawning, moving and deleting.
 **Spawning** (``simulation_interfaces/SpawnEntity``): the resource is a URDF (``uri`` a
 ``.urdf`` file, or ``resource_string`` URDF XML: a free-floating multibody with its
 ``<collision>`` primitives) or a primitive described in YAML (``uri`` a ``.yaml`` file, or
-``resource_string`` a YAML mapping) with the keys of a scenario target
+``resource_string`` a YAML mapping; with both, ``uri``: "If uri field is not empty,
+resource_string field will be ignored") with the keys of a scenario target
 (:func:`ffsim_ros.scene.target_from_dict`): ``shape``, ``mass``, ``inertia``,
 ``linear_velocity``, ``angular_velocity``, ``tumble``, ``handles``, e.g.
 ``{shape: {type: sphere, radius: 0.2}, mass: 40, handles: [{name: bar, link: body,
@@ -58,8 +59,12 @@ from .scene_support import TargetMessages, event_message
 #: Depth of the ``scene_events`` queue (events come in bursts at impacts).
 EVENT_QUEUE_DEPTH = 100
 #: Depth of the request queue of the simulator's services and action servers (rclpy's
-#: default, 10, dropped the rest of a burst silently: their callers waited forever).
-SERVICE_QUEUE_DEPTH = 100
+#: default, 10, dropped the rest of a burst silently: their callers waited forever; 100
+#: answered 107 of a burst of 300 spawns; 1000 answers such a burst whole). A burst of more
+#: requests than this, sent faster than they are served, still loses some (keep last: a
+#: bounded queue; keep all answered bursts of 5000 but at 20000 lost requests too, or made
+#: the clients' sends fail, and kept serving the requests of clients gone).
+SERVICE_QUEUE_DEPTH = 1000
 #: QoS of the simulator's services and action servers (reliable, volatile, keep last
 #: :data:`SERVICE_QUEUE_DEPTH`).
 SERVICE_QOS = QoSProfile(
@@ -258,11 +263,11 @@ def parse_spawn(request, name: str, world_frame: str) -> Target:
         )
     position, quat = _finite_pose(request.initial_pose.pose, 'initial_pose.pose')
     uri, text = request.uri, request.resource_string
-    if bool(uri) == bool(text):
+    if not uri and not text:
         raise EntityError(
             R.NO_RESOURCE,
-            'expected one of uri (a .urdf or .yaml file) and resource_string (URDF XML or a '
-            f'YAML mapping), got {"both" if uri else "neither"}',
+            'expected uri (a .urdf or .yaml file) or resource_string (URDF XML or a YAML '
+            'mapping), got neither',
         )
     base = Path.cwd()
     if uri:
@@ -459,6 +464,7 @@ class SceneInterfaces:
             event, jumped = engine.change_world(lambda w: w.grasp())
             if not event.captured:
                 return False, f'grasp refused: {event.reason}'
+            self.node.stopped = False  # (STATE_STOPPED is the reset state: no longer)
             return True, (
                 f'captured {event.target}/{event.handle} at sim time {jumped.time:.6f} s: '
                 f'impulse {np.round(event.impulse, 9).tolist()} N s, energy loss '
@@ -473,6 +479,7 @@ class SceneInterfaces:
             if not engine.world.holding:
                 return False, 'release refused: not holding a target'
             event, jumped = engine.change_world(lambda w: w.release())
+            self.node.stopped = False  # (STATE_STOPPED is the reset state: no longer)
             return True, f'released {event.target} at sim time {jumped.time:.6f} s'
 
         response.success, response.message = self._call(release)

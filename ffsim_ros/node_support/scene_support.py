@@ -164,7 +164,7 @@ class WorldSetup:
                 q=q0,
                 v=v0,
             )
-            return TargetWorld(scene, self.targets)
+            return TargetWorld(scene, self.targets, self.shapes)
         except ValueError as exc:  # UnknownNameError is one
             raise ParameterValueError(f'scenario: {self.source}: {exc}') from None
 

@@ -15,7 +15,7 @@ name (``~/``)                  type                                             
 ``set_simulation_state``       srv SetSimulationState (stopped, playing, paused)    25 26
 ``step_simulation``            srv StepSimulation                                   31 32
 ``simulate_steps``             action SimulateSteps (feedback, cancel)              33
-``get_entities``               srv GetEntities (name filter)                        --
+``get_entities``               srv GetEntities (name filter, sphere bounds)         --
 ``get_entities_states``        srv GetEntitiesStates                                10
 ``get_entity_state``           srv GetEntityState                                   10
 ``set_entity_state``           srv SetEntityState                                   11
@@ -23,6 +23,10 @@ name (``~/``)                  type                                             
                                string; :mod:`.scene_services`)
 ``delete_entity``              srv DeleteEntity (targets)                           1
 =============================  ===================================================  =========
+
+With loop closures (a closed chain) there are no targets: features 0, 1 and 9 are not listed,
+``spawn_entity`` answers ``RESULT_FEATURE_UNSUPPORTED``, the spawned scope of a reset has
+nothing to remove.
 
 **Entities.** The robot, named as in its URDF (``<robot name=...>``), and the targets
 (:mod:`.scene_services`: from the ``scenario`` or spawned; a target's state is that of its root
@@ -46,9 +50,14 @@ is refused: ask in several requests); while it runs the node serves everything e
 ``set_simulation_state`` (playing or stopped), ``reset_simulation`` and ``~/reset`` end it
 (it answers how far it got), as does canceling the action. Steps are not
 paced by ``real_time_factor`` (they run as fast as the machine allows) and are published as
-when playing (every publish period, and the last step). ``STATE_STOPPED`` is a reset of
-everything (the initial state at time 0) and a pause; from it, playing or pausing keeps the
-state and time. A reset of the time scope sets the simulated clock back to 0: ``/clock`` and
+when playing (every publish period, and the last step). ``STATE_STOPPED`` is a pause and a
+reset of every scope ("equivalent to pausing and resetting": spawned targets removed, the
+initial state at time 0); from it, playing or pausing keeps the state and time; stopping again
+answers ``ALREADY_IN_TARGET_STATE``, unless the state changed since (an entity set, spawned or
+deleted, a grasp or release: it then reads as paused). A reset of the spawned scope changes
+nothing when nothing was spawned; one of the state scope clears the held inputs (wrenches
+included) before the spawned targets are removed, so that a reset of every scope works
+whatever is held. A reset of the time scope sets the simulated clock back to 0: ``/clock`` and
 every stamp restart from 0 -- the one way time goes back, and only on request, as after a
 restart of the simulator (``~/reset`` keeps its meaning: the state scope, time goes on). Nodes
 with ``use_sim_time`` see their ROS time jump back: rclpy and rclcpp call their time-jump
@@ -58,16 +67,19 @@ the new time, and ``ffsim_reactionless_controller`` drops its state, goals and t
 Every request is checked here (bad input answered at once, naming the culprit) and the rest
 runs in the physics thread, which applies it between two batches of steps and alone publishes
 (see ``ffsim_ros.simulator``); the simulation runs on whatever a client sends. The name filter
-of ``get_entities`` and ``get_entities_states`` is a Python regular expression
-(``re.search``) whose matching, which holds the GIL, is of bounded cost: one that could
-backtrack for long (a repeated group holding a quantifier or an alternation, a
-backreference, more than two unbounded quantifiers, ...) is refused
-(:func:`name_filter_problem`).
+of ``get_entities`` and ``get_entities_states`` is matched by Python's ``re.search`` once the
+POSIX classes of its bracket expressions are translated (:mod:`.name_filter`), at a bounded
+cost (the matching holds the GIL): one that could backtrack for long (a repeated group
+holding a quantifier or an alternation other than literal alternatives none of which starts
+another, a backreference, more than two unbounded quantifiers, ...) is refused
+(:func:`name_filter_problem`). Their bounds filter takes ``TYPE_SPHERE``
+(:mod:`.bounds_filter`). A spawn's name is final in the physics thread (``allow_renaming``:
+chosen there, so concurrent spawns of one name all succeed under distinct names).
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -98,8 +110,9 @@ from simulation_interfaces.srv import (
 
 import ffsim_ros.dynamics as D
 
+from .bounds_filter import sphere_bounds
 from .common import to_stamp
-from .name_filter import name_filter_problem
+from .name_filter import compile_name_filter, name_filter_problem
 from .scene_services import (
     MAX_POSITION,
     MAX_TWIST,
@@ -131,8 +144,17 @@ FEATURES = (
     SimulatorFeatures.SPAWNING_RESOURCE_STRING,
     SimulatorFeatures.SIMULATION_RESET_SPAWNED,
 )
+#: The features of :data:`FEATURES` a robot with loop closures (a closed chain) does not have:
+#: targets are not supported with one (nothing spawned, nothing to delete).
+TARGET_FEATURES = (
+    SimulatorFeatures.SPAWNING,
+    SimulatorFeatures.DELETING,
+    SimulatorFeatures.SPAWNING_RESOURCE_STRING,
+)
 #: Formats ``spawn_entity`` takes (``GetSimulatorFeatures.spawn_formats``).
 SPAWN_FORMATS = ('urdf', 'yaml')
+#: A name the scene keeps for the robot's bodies (``robot/<link>`` in events): no target's.
+RESERVED_NAME = 'robot'
 STATE_NAMES = {
     SimulationState.STATE_STOPPED: 'stopped',
     SimulationState.STATE_PLAYING: 'playing',
@@ -188,6 +210,11 @@ def _result(code: int = Result.RESULT_OK, message: str = '') -> Result:
     return Result(result=int(code), error_message=message)
 
 
+def _fresh_name(stem: str, taken: set[str]) -> str:
+    """``<stem>_<k>`` for the least ``k`` >= 1 not in ``taken``."""
+    return next(f'{stem}_{k}' for k in range(1, len(taken) + 2) if f'{stem}_{k}' not in taken)
+
+
 class SimulationInterfaces:
     """Serves ``simulation_interfaces`` for a simulator node (module docstring).
 
@@ -227,7 +254,7 @@ class SimulationInterfaces:
                 srv,
                 f'~/{name}',
                 self._guarded(callback),
-                qos_profile=SERVICE_QOS,  # (bursts of requests: none dropped)
+                qos_profile=SERVICE_QOS,  # (bursts: SERVICE_QUEUE_DEPTH requests queued)
                 callback_group=group,
             )
             for srv, name, callback in services
@@ -280,6 +307,19 @@ class SimulationInterfaces:
 
     # ----------------------------------------------------------------------- simulation
     def _features(self, request, response):
+        if self.node.engine.chain is not None:  # (no targets with loop closures)
+            response.features = SimulatorFeatures(
+                features=[f for f in FEATURES if f not in TARGET_FEATURES],
+                spawn_formats=[],
+                custom_info=(
+                    f'ffsim_ros: one free-floating robot with loop closures, entity '
+                    f'{self.entity!r} (its base link); no targets (not supported with a closed '
+                    f'chain); physics step {self.node.engine.dt_ns} ns; resets of time and '
+                    'state (the spawned scope: nothing to remove), stepping while paused '
+                    '(exact in simulated time)'
+                ),
+            )
+            return response
         response.features = SimulatorFeatures(
             features=list(FEATURES),
             spawn_formats=list(SPAWN_FORMATS),
@@ -338,12 +378,11 @@ class SimulationInterfaces:
                 if target == SimulationState.STATE_PAUSED:
                     engine.pause()  # (a fault reads as paused: now it is)
                 raise RequestError(code.ALREADY_IN_TARGET_STATE, f'already {STATE_NAMES[target]}')
-            if target == SimulationState.STATE_STOPPED:
+            if target == SimulationState.STATE_STOPPED:  # pausing and a reset of everything
                 engine.pause()
-                engine.reset()
-                host.reset_clock()
+                done = self.reset_scopes(engine, _RESET_SCOPES, 'ended by stopping')
                 host.stopped = True
-                return 'stopped: the initial state at time 0, paused'
+                return f'stopped: reset {done}, paused'
             if target == SimulationState.STATE_PAUSED:
                 engine.pause()
             else:
@@ -374,9 +413,28 @@ class SimulationInterfaces:
             )
 
         def reset(engine) -> str:
-            what = []
-            if scope & req.SCOPE_SPAWNED:
-                spawned = engine.world.spawned
+            return f'reset {self.reset_scopes(engine, scope, "ended by reset_simulation")}'
+
+        response.result = _result(message=self._physics(reset, publish=True))
+        return response
+
+    def reset_scopes(self, engine, scope: int, why: str) -> str:
+        """Reset the scopes of ``scope`` (a sum of ``ResetSimulation`` scopes; physics thread),
+        end the running step job (``why``); what was done, worded.
+
+        The spawned targets go first (a change of targets: refused while a wrench is held, so
+        the reset of the state clears the held inputs before; nothing is changed when nothing
+        was spawned -- e.g. with a closed chain, which has no targets), then the state (the
+        initial one, inputs cleared: :meth:`ffsim_ros.sim.Engine.reset`), then the time."""
+        req = ResetSimulation.Request
+        what = []
+        if scope & req.SCOPE_STATE:
+            engine.clear_efforts()
+            engine.clear_base_wrench()
+            engine.set_link_wrenches({})
+        if scope & req.SCOPE_SPAWNED:
+            spawned = engine.world.spawned if engine.world is not None else ()
+            if spawned:
 
                 def remove(world) -> None:
                     if world.holding in spawned:
@@ -385,23 +443,28 @@ class SimulationInterfaces:
                         world.remove(name)
 
                 engine.change_world(remove)
-                what.append(f'spawned ({len(spawned)} targets removed)')
-            if scope & req.SCOPE_STATE:
-                engine.reset()
-                left = engine.world.left_out
-                what.append(
-                    'state (inputs cleared'
-                    + (f'; targets left out, overlapping the robot: {left}' if left else '')
-                    + ')'
+            what.append(f'spawned ({len(spawned)} targets removed)')
+        if scope & req.SCOPE_STATE:
+            engine.reset()
+            world = engine.world
+            left = world.left_out if world is not None else []
+            shadowed = world.shadowed if world is not None else []
+            what.append(
+                'state (inputs cleared'
+                + (f'; targets left out, overlapping the robot: {left}' if left else '')
+                + (
+                    f'; scenario targets not restored, their names used by spawned ones: '
+                    f'{shadowed}'
+                    if shadowed
+                    else ''
                 )
-            if scope & req.SCOPE_TIME:
-                self.node.reset_clock()
-                what.append('time')
-            self.node.end_step_jobs('ended by reset_simulation')
-            return f'reset {" and ".join(what)}: sim time {engine.time:.9f} s'
-
-        response.result = _result(message=self._physics(reset, publish=True))
-        return response
+                + ')'
+            )
+        if scope & req.SCOPE_TIME:
+            self.node.reset_clock()
+            what.append('time')
+        self.node.end_step_jobs(why)
+        return f'{" and ".join(what)}: sim time {engine.time:.9f} s'
 
     # ------------------------------------------------------------------------- stepping
     def _checked_steps(self, steps: int) -> None:
@@ -483,17 +546,19 @@ class SimulationInterfaces:
                 Result.RESULT_FEATURE_UNSUPPORTED,
                 'filters: entity categories and tags are not supported (filter by name)',
             )
-        bounds = filters.bounds
-        if bounds.type != bounds.TYPE_EMPTY or bounds.points:
-            raise RequestError(
-                Result.RESULT_FEATURE_UNSUPPORTED, 'filters: bounds are not supported'
-            )
+        sphere = sphere_bounds(filters.bounds)  # (None: no bounds)
         problem = name_filter_problem(filters.filter)
         if problem is not None:
             raise RequestError(Result.RESULT_OPERATION_FAILED, f'filters.filter: {problem}')
-        pattern = re.compile(filters.filter)
-        names = self._physics(lambda engine: (self.entity, *engine.world.targets))
-        return [name for name in names if pattern.search(name)]
+        pattern = compile_name_filter(filters.filter)
+
+        def names(engine) -> tuple[str, ...]:
+            if sphere is None:
+                return (self.entity, *engine.world.targets)
+            robot, targets = engine.world.near_sphere(*sphere, engine.snapshot().q)
+            return (self.entity,) * robot + tuple(targets)
+
+        return [name for name in self._physics(names) if pattern.search(name)]
 
     def _entities(self, request, response):
         response.entities = self._matching(request.filters)
@@ -599,45 +664,76 @@ class SimulationInterfaces:
 
     def _spawn(self, request, response):
         code = SpawnEntity.Response
+        if self.node.engine.chain is not None:
+            raise RequestError(
+                Result.RESULT_FEATURE_UNSUPPORTED,
+                'spawning: targets are not supported with a closed chain (loops)',
+            )
         if request.entity_namespace:
             raise RequestError(
                 code.NAMESPACE_INVALID,
                 f'entity_namespace: expected empty (target frames are target/<name>), got '
                 f'{request.entity_namespace!r}',
             )
-        taken = self._physics(lambda engine: {self.entity, 'robot', *engine.world.targets})
-        name = request.name
-        if not name or name in taken:
-            if not request.allow_renaming:
-                raise RequestError(
-                    code.NAME_NOT_UNIQUE if name else code.NAME_INVALID,
-                    f'name: expected a new name (not one of {sorted(taken)}), got {name!r}; '
-                    'or set allow_renaming',
-                )
-            stem = name or 'target'
-            name = next(
-                f'{stem}_{k}' for k in range(1, len(taken) + 2) if f'{stem}_{k}' not in taken
+        name, namespace = request.name, self.node.get_namespace()
+        if name == RESERVED_NAME:
+            raise RequestError(
+                code.NAME_INVALID,
+                f"name: expected another name than {RESERVED_NAME!r} (reserved: the robot's "
+                'bodies are robot/<link> in scene_events)',
             )
-        problem = target_name_problem(name, self.node.get_namespace())
+        taken = self._physics(self._taken)
+        if (not name or name in taken) and not request.allow_renaming:
+            raise RequestError(
+                code.NAME_NOT_UNIQUE if name else code.NAME_INVALID,
+                f'name: expected a new name (not one of {sorted(taken)}), got {name!r}; '
+                'or set allow_renaming',
+            )
+        stem = name or 'target'
+        first = name if name and name not in taken else _fresh_name(stem, taken)
+        problem = target_name_problem(first, namespace)
         if problem is not None:  # (its topics could not be made: checked before any change)
             raise RequestError(code.NAME_INVALID, problem)
         try:
-            target = parse_spawn(request, name, self.node.world)
+            target = parse_spawn(request, first, self.node.world)
         except EntityError as exc:
             raise RequestError(exc.code, str(exc)) from None
+        host = self.node
 
-        def spawn(engine) -> str:
-            if name in engine.world.targets:  # taken since the check above
+        def spawn(engine) -> tuple[str, str]:
+            # the name is final here, where the spawns are applied one at a time
+            spawned, now = target, self._taken(engine)
+            held = engine.wrenches.describe()
+            if held:  # (the scene steps robot and targets without external wrenches)
                 raise RequestError(
-                    code.NAME_NOT_UNIQUE,
-                    f'name: {name!r} was taken by another spawn before this one was applied',
+                    Result.RESULT_OPERATION_FAILED,
+                    f'spawning: expected no external wrench held (not applied while there are '
+                    f'targets), got {held}: publish a zero wrench on base_wrench, or reset the '
+                    'state (reset_simulation scope 2), first; nothing spawned',
                 )
-            _, jumped = engine.change_world(lambda world: world.add(target))
-            return f'{name}: spawned at sim time {jumped.time:.9f} s'
+            if first in now:  # taken since the check above
+                if not request.allow_renaming:
+                    raise RequestError(
+                        code.NAME_NOT_UNIQUE,
+                        f'name: {first!r} was taken by another spawn before this one was '
+                        'applied; or set allow_renaming',
+                    )
+                fresh = _fresh_name(stem, now)
+                problem = target_name_problem(fresh, namespace)
+                if problem is not None:
+                    raise RequestError(code.NAME_INVALID, problem)
+                spawned = dataclasses.replace(target, name=fresh)
+            _, jumped = engine.change_world(lambda world: world.add(spawned))
+            host.stopped = False  # (no longer the reset state)
+            return spawned.name, f'{spawned.name}: spawned at sim time {jumped.time:.9f} s'
 
-        response.result = _result(message=self._physics(spawn, publish=True))
-        response.entity_name = name  # (its topics: made in the physics thread)
+        response.entity_name, message = self._physics(spawn, publish=True)
+        response.result = _result(message=message)  # (its topics: made in the physics thread)
         return response
+
+    def _taken(self, engine) -> set[str]:
+        """The names a spawned target cannot have now (physics thread)."""
+        return {self.entity, RESERVED_NAME, *engine.world.targets}
 
     def _delete(self, request, response):
         name = request.entity
@@ -652,6 +748,7 @@ class SimulationInterfaces:
             if name not in engine.world.targets:  # deleted or reset since the check above
                 raise gone(name)
             _, jumped = engine.change_world(lambda world: world.remove(name))
+            self.node.stopped = False  # (no longer the reset state)
             return f'{name}: deleted at sim time {jumped.time:.9f} s'
 
         response.result = _result(message=self._physics(delete, publish=True))

@@ -436,8 +436,11 @@ class Engine:
             raise ValueError('change_world: the engine has no target world')
         if self._chain is not None:
             raise ValueError('targets: not supported with a closed chain (loops)')
-        if self._wrenches.acting:
-            raise ValueError('targets: remove the base and link wrenches first')
+        if self._wrenches.acting:  # (the scene steps robot and targets without them)
+            raise ValueError(
+                f'targets: expected no base or link wrench held (not applied while there are '
+                f'targets), got {self._wrenches.describe()}: remove it first'
+            )
         world.sync(self._q, self._v, self.time_ns)
         result = change(world)
         q, v = world.robot_state()

@@ -26,10 +26,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import coal
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.scene import CaptureEvent, ContactEvent, ReleaseEvent, Scene, SceneSnapshot, Target
+from ffsim_ros.scene import (
+    CaptureEvent,
+    CollisionShape,
+    ContactEvent,
+    ReleaseEvent,
+    Scene,
+    SceneSnapshot,
+    Target,
+)
+from ffsim_ros.scene.geometry import PlacedShapes
 
 #: What :meth:`TargetWorld.take_events` returns: ``(time_ns, event)``.
 Event = ContactEvent | CaptureEvent | ReleaseEvent
@@ -61,6 +71,8 @@ class TargetWorld:
         through :meth:`add`).
     targets : sequence of Target
         The initial targets: added now, restored by :meth:`reset`.
+    robot_shapes : sequence of CollisionShape
+        The robot's collision shapes, as given to ``scene`` (for :meth:`near_sphere`).
 
     Raises
     ------
@@ -68,7 +80,12 @@ class TargetWorld:
         A scene with targets, or a target refused by the scene (named).
     """
 
-    def __init__(self, scene: Scene, targets: Sequence[Target] = ()) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        targets: Sequence[Target] = (),
+        robot_shapes: Sequence[CollisionShape] = (),
+    ) -> None:
         if scene.target_names:
             raise ValueError('TargetWorld: expected a scene without targets')
         self.scene = scene
@@ -76,8 +93,13 @@ class TargetWorld:
         self._specs: dict[str, Target] = {}
         self._events: list[tuple[int, Event]] = []
         self._offset_ns = 0  # engine time - scene time [ns]
+        self._robot_shapes = PlacedShapes(scene.robot_model, robot_shapes)
+        self._placed: dict[str, tuple[Target, PlacedShapes]] = {}  # (by target, built once)
         #: Targets the last :meth:`reset` left out (they overlapped the robot).
         self.left_out: list[str] = []
+        #: Initial targets the last :meth:`reset` did not restore: a spawned target has their
+        #: name (they come back once it is removed, at the next reset).
+        self.shadowed: list[str] = []
         for target in self._initial:
             self.add(target)
 
@@ -155,6 +177,53 @@ class TargetWorld:
         out, self._events = self._events, []
         return out
 
+    def near_sphere(
+        self, center: Sequence[float], radius: float, robot_q: np.ndarray
+    ) -> tuple[bool, list[str]]:
+        """Which of robot (at ``robot_q``) and targets overlap the sphere of ``center`` (3,)
+        and ``radius`` [m] (world frame): one of their collision shapes within it (coal's
+        signed distance <= 0: touching counts) or the origin of their root link frame inside
+        it (an entity without shapes is that point).
+
+        Returns
+        -------
+        robot : bool
+        targets : list of str
+            In the order of :attr:`targets`.
+        """
+        center = np.asarray(center, dtype=float)
+        probe = coal.Sphere(float(radius))
+        at = coal.Transform3s(np.eye(3), center)
+        request, result = coal.DistanceRequest(), coal.DistanceResult()
+
+        def overlaps(placed: PlacedShapes, q: np.ndarray, origin: np.ndarray) -> bool:
+            if np.linalg.norm(origin - center) <= radius:
+                return True
+            if not len(placed):
+                return False
+            Rb, p = placed.world(q)
+            near = np.linalg.norm(p - center, axis=1) <= placed.radius + radius
+            for i in np.flatnonzero(near):
+                result.clear()
+                shape = coal.Transform3s(placed.rotation(Rb, i), p[i])
+                if coal.distance(placed.geometry[i], shape, probe, at, request, result) <= 0.0:
+                    return True
+            return False
+
+        model = self.scene.robot_model
+        robot = overlaps(
+            self._robot_shapes, robot_q, D.link_pose(model, robot_q, model.base_link)[0]
+        )
+        inside = []
+        for name, spec in self._specs.items():
+            built = self._placed.get(name)
+            if built is None or built[0] is not spec:
+                built = self._placed[name] = (spec, PlacedShapes(spec.model, spec.shapes))
+            q, _ = self.scene.target_state(name)
+            if overlaps(built[1], q, D.link_pose(spec.model, q, spec.model.base_link)[0]):
+                inside.append(name)
+        return robot, inside
+
     # ------------------------------------------------------------------------ stepping
     def advance(
         self, tau: np.ndarray, count: int
@@ -214,19 +283,22 @@ class TargetWorld:
 
     @property
     def spawned(self) -> tuple[str, ...]:
-        """Targets added since the start (not initial ones)."""
-        initial = {t.name for t in self._initial}
-        return tuple(name for name in self._specs if name not in initial)
+        """Targets added since the start (not initial ones): told by the target added, not
+        by its name (one spawned under the name of a removed initial target is spawned)."""
+        initial = {t.name: t for t in self._initial}
+        return tuple(name for name, t in self._specs.items() if initial.get(name) is not t)
 
     def reset(self, q: np.ndarray, v: np.ndarray) -> list[str]:
         """Every target back to the state it was added with (the initial ones, removed or
         not, and those spawned since), a held one released first, around the robot state
-        ``(q, v)``. Returns the names of targets that overlap the robot there and were left
-        out."""
+        ``(q, v)``. A spawned target keeps its name: an initial target of that name (removed
+        before the spawn) is not restored (:attr:`shadowed`). Returns the names of targets
+        that overlap the robot there and were left out."""
         if self.holding:
             self.scene.release()
-        specs = {t.name: t for t in self._initial}
-        specs.update({name: t for name, t in self._specs.items() if name not in specs})
+        spawned = {name: self._specs[name] for name in self.spawned}
+        self.shadowed = [t.name for t in self._initial if t.name in spawned]
+        specs = {t.name: t for t in self._initial if t.name not in spawned} | spawned
         for name in list(self._specs):
             self.remove(name)
         self.scene.set_robot_state(q, v)
