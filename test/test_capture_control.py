@@ -299,3 +299,95 @@ def test_a_target_no_longer_held_is_captured_again(robot):
     tau, ask = control.update(0.03, q, v)
     assert control.phase == 'intercept' and control.detumbler is None and not ask
     assert control.distance == pytest.approx(1.0, abs=1e-9) and np.all(np.isfinite(tau))
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_an_articulated_capture_target_is_refused_at_start(tmp_path):
+    """The detumbling law welds one rigid body to the gripper: a URDF target with joints is
+    refused naming it when the scenario is read (exit 2 in the node); it ended the controller
+    at the grasp (its welded model built without joint positions: exit 1)."""
+    import yaml
+
+    from ffsim_ros.node_support.capture_control import scenario_target
+    from ffsim_ros.node_support.scene_support import resolve_scenario
+
+    urdf = tmp_path / 'hinged.urdf'
+    urdf.write_text(
+        '<robot name="hinged"><link name="hub"><inertial><mass value="40"/><inertia ixx="0.5" '
+        'iyy="0.7" izz="0.8" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="panel">'
+        '<inertial><origin xyz="0 0.4 0"/><mass value="5"/><inertia ixx="0.1" iyy="0.02" '
+        'izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="hinge" '
+        'type="revolute"><parent link="hub"/><child link="panel"/><axis xyz="1 0 0"/><limit '
+        'lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'
+    )
+    shipped = resolve_scenario('capture')
+    data = yaml.safe_load(shipped.read_text())
+    data['robot']['urdf'] = str((shipped.parent / data['robot']['urdf']).resolve())
+    target = data['targets'][0]
+    for key in ('shape', 'mass', 'inertia'):
+        target.pop(key, None)
+    target['urdf'] = str(urdf)
+    target['handles'][0]['link'] = 'hub'
+    path = tmp_path / 'hinged.yaml'
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError) as info:
+        scenario_target(str(path))
+    assert str(info.value) == (
+        f'capture.target {target["name"]!r}: expected a rigid target (the detumbling law welds '
+        "one rigid body to the gripper), got one with 1 joint(s) ['hinge']"
+    )
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_the_grasp_is_asked_within_the_rate_limit_and_not_again_at_once(robot):
+    """The handle's relative rate is checked with its distance and speed before the grasp is
+    asked (a target spinning beyond its max_rate drew a refused request every update, 88 a
+    second over DDS); after a refusal the next request waits GRASP_RETRY."""
+    from nav_msgs.msg import Odometry
+
+    from ffsim_ros.node_support.capture_control import GRASP_MARGIN, GRASP_RETRY, CaptureControl
+
+    _, target = tumbling_target_scene()
+    handle = dataclasses.replace(target.handles[0], max_rate=0.2)
+    target = dataclasses.replace(target, handles=(handle,))
+    control = CaptureControl(robot, 'ee_link', target, 'gjm')
+    q, v = _moving_state(robot, np.random.default_rng(3), scale=0.0)
+    gripper = D.link_pose(robot, q, 'ee_link')[0]
+
+    def odometry(rate: float) -> Odometry:  # the handle at the gripper, spinning about z
+        msg = Odometry()
+        p = gripper - handle.translation
+        msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = p
+        msg.pose.pose.orientation.w = 1.0
+        msg.twist.twist.angular.z = rate
+        return msg
+
+    control.on_odometry(odometry(1.5 * GRASP_MARGIN * 0.2))  # beyond the margin of max_rate
+    _, ask = control.update(1.0, q, v)
+    assert not ask and control.rate == pytest.approx(0.15) and control.phase == 'intercept'
+    assert 'turns at 0.1500 rad/s' in control.waiting and 'max_rate 0.2 rad/s' in control.waiting
+    control.on_odometry(odometry(0.05))
+    _, ask = control.update(1.01, q, v)
+    assert ask and control.phase == 'grasping' and not control.waiting
+    control.on_grasp_reply(False, 1.02, np.zeros(0), np.zeros(0))  # refused
+    _, ask = control.update(1.03, q, v)
+    assert not ask and control.phase == 'intercept'
+    _, ask = control.update(1.02 + GRASP_RETRY + 1e-6, q, v)
+    assert ask
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_grasp_replies_are_read_for_the_target_held():
+    """A successful grasp reply names the target the simulator welded: the controller tells
+    whether it is its own (the simulator welds any handle inside its envelope); the release
+    service sits next to the grasp service."""
+    from ffsim_ros.node_support.capture_control import grasped_target, release_service
+
+    assert grasped_target('captured client/bar at sim time 2.990000 s: impulse [0] N s') == (
+        'client'
+    )
+    assert grasped_target('captured a b/h at sim time 1.0 s: x') == 'a b'
+    assert grasped_target('grasp refused: rate 0.5 > 0.2') is None
+    assert release_service('/ffsim_simulator/grasp') == '/ffsim_simulator/release'
+    assert release_service('/robot1/ffsim_simulator/grasp') == '/robot1/ffsim_simulator/release'
+    assert release_service('grasp') == 'release'

@@ -55,6 +55,9 @@ GRASP_MARGIN = 0.5
 #: After a grasp, a handle this much farther from the gripper than its capture radius is no
 #: longer held (released by ``~/release``, or a reset of the simulation) [m].
 LOST_MARGIN = 0.05
+#: Seconds (node clock) after a refused or unanswered grasp before the next request (a target
+#: outside its rate limit drew 88 requests a second, each an event and three log lines).
+GRASP_RETRY = 0.5
 #: Phases of :class:`CaptureControl` (``wait``: no target odometry yet).
 PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold')
 #: The node name ``~`` and ``{node}`` expand to when a name is checked (any valid node name
@@ -151,6 +154,14 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
     target = target_from_dict(targets[k], f'targets[{k}]', path.parent)
     if not target.handles:
         raise ValueError(f'capture.target {chosen!r}: expected a handle, it has none')
+    if target.model.n:
+        # the detumbling law welds a rigid body to the gripper (a URDF target with joints
+        # ended the node at the grasp: its welded model was built without joint positions)
+        raise ValueError(
+            f'capture.target {chosen!r}: expected a rigid target (the detumbling law welds '
+            f'one rigid body to the gripper), got one with {target.model.n} joint(s) '
+            f'{list(target.model.joint_names)}'
+        )
     topic = odometry_topic(chosen)
     problem = ros_name_problem(topic)
     if problem is not None:
@@ -221,6 +232,10 @@ class CaptureControl:
         self._odom: tuple[np.ndarray, ...] | None = None
         self.distance = float('nan')
         self.speed = float('nan')
+        self.rate = float('nan')
+        self.waiting = ''
+        #: Node-clock time before which no grasp is asked again [s] (:data:`GRASP_RETRY`).
+        self.retry_at = -np.inf
 
     def on_odometry(self, msg) -> None:
         """Keep the target's state from its odometry (raises ValueError for a bad one)."""
@@ -259,15 +274,28 @@ class CaptureControl:
             self.gains,
             attitude_reference=self.attitude,
         )
-        J = D.link_jacobian(self.robot, q, self.gripper_link)[:3]
+        J = D.link_jacobian(self.robot, q, self.gripper_link)
         self.distance = dist
-        self.speed = float(np.linalg.norm(gp.velocity - J @ v))
+        self.speed = float(np.linalg.norm(gp.velocity - J[:3] @ v))
+        # the handle turns with the target's root link: its rate against the gripper's (the
+        # envelope's max_rate; asking regardless drew a refusal every update)
+        self.rate = float(np.linalg.norm(self._odom[3] - J[3:] @ v))
         tau, _ = computed_torque(self.robot, terms, v, phidot, self.gains.kv_joint)
-        ask = (
-            self.phase == 'intercept'
-            and dist < GRASP_MARGIN * self.handle.radius
-            and self.speed < GRASP_MARGIN * self.handle.max_speed
+        close = dist < GRASP_MARGIN * self.handle.radius
+        matched = (
+            self.speed < GRASP_MARGIN * self.handle.max_speed
+            and self.rate < GRASP_MARGIN * self.handle.max_rate
         )
+        #: Why the grasp is not asked with the handle in reach ('' otherwise), for the log.
+        self.waiting = (
+            f'the handle is {dist * 100:.2f} cm away but moves at {self.speed * 100:.2f} cm/s '
+            f'and turns at {self.rate:.4f} rad/s against the gripper, beyond half its envelope '
+            f'(max_speed {self.handle.max_speed:g} m/s, max_rate {self.handle.max_rate:g} '
+            'rad/s): not asking for the grasp'
+            if self.phase == 'intercept' and close and not matched
+            else ''
+        )
+        ask = self.phase == 'intercept' and t >= self.retry_at and close and matched
         if ask:
             self.phase = 'grasping'
         return tau, ask
@@ -286,9 +314,10 @@ class CaptureControl:
     def on_grasp_reply(self, success: bool, t: float, q: np.ndarray, v: np.ndarray) -> None:
         """The simulator's answer: on success, the welded model from the present robot state
         and the target's last pose (their relative pose is frozen by the weld); on a refusal,
-        intercept again."""
+        intercept again, asking no sooner than :data:`GRASP_RETRY` after ``t`` [s]."""
         if not success or self._odom is None:
             self.phase = 'intercept'
+            self.retry_at = t + GRASP_RETRY
             return
         p, quat, _, _ = self._odom
         q_t = D.base_state_from_link(self.target.model, p, quat, np.zeros(3), np.zeros(3))[0]
@@ -321,6 +350,9 @@ class CaptureInterfaces:
         topic = odometry_topic(name)
         node.create_subscription(Odometry, topic, self._on_odom, 10)
         self.client = node.create_client(Trigger, grasp_service)
+        # the simulator's release service next to its grasp service (a grasp of another
+        # target than this one's is undone by it)
+        self.release_client = node.create_client(Trigger, release_service(grasp_service))
         node.get_logger().info(
             f'capture of {name!r} from {topic}, grasp by {grasp_service}, '
             f'detumbling by {control.mode.value}'
@@ -344,10 +376,20 @@ class CaptureInterfaces:
                 self.client.call_async(Trigger.Request()).add_done_callback(self._reply)
                 log.info(
                     f'asking for the grasp: handle {cap.distance * 100:.2f} cm away, '
-                    f'{cap.speed * 100:.2f} cm/s'
+                    f'{cap.speed * 100:.2f} cm/s, {cap.rate:.4f} rad/s'
                 )
-            else:
-                cap.phase = 'intercept'
+            else:  # (it was silent: the gripper hovered at the handle for good)
+                cap.phase, cap.retry_at = 'intercept', t + GRASP_RETRY
+                line = self._throttle.admit(
+                    f'capture: the grasp service {self.client.srv_name} is not available: '
+                    'intercepting, asking again when it is'
+                )
+                if line:
+                    log.warning(line)
+        if cap.waiting:  # (it hovered at the handle without a word)
+            line = self._throttle.admit(f'capture: {cap.waiting}')
+            if line:
+                log.warning(line)
         if cap.phase == 'intercept' and phase not in ('wait', 'intercept', 'grasping'):
             log.warning(
                 f'capture: the target is no longer held ({cap.distance * 100:.1f} cm from the '
@@ -362,27 +404,62 @@ class CaptureInterfaces:
         reply = future.result()
         measured = self._measured()
         log = self.node.get_logger()
+        t = self.node.get_clock().now().nanoseconds * 1e-9
+        name = self.control.target.name
+        held = None if reply is None else grasped_target(reply.message)
+        if reply is not None and reply.success and held is not None and held != name:
+            # the simulator welds whichever handle is inside its envelope: another target's
+            # was (this one's may be beyond its rate limit); detumbling it with this target's
+            # model would be wrong: release it
+            self.release_client.call_async(Trigger.Request())
+            line = self._throttle.admit(
+                f'capture: the simulator grasped {held!r}, not {name!r} ({reply.message}): '
+                'releasing it, intercepting again'
+            )
+            if line:
+                log.error(line)
+            self.control.on_grasp_reply(False, t, np.zeros(0), np.zeros(0))
+            return
         if reply is None or not reply.success or isinstance(measured, str):
-            log.warning(
+            line = self._throttle.admit(
                 f'grasp refused: {getattr(reply, "message", "no reply")}; intercepting again'
             )
-            self.control.on_grasp_reply(False, 0.0, np.zeros(0), np.zeros(0))
+            if line:
+                log.warning(line)
+            self.control.on_grasp_reply(False, t, np.zeros(0), np.zeros(0))
             return
         q, v = measured
-        t = self.node.get_clock().now().nanoseconds * 1e-9
         self.control.on_grasp_reply(True, t, q, v)
         log.info(f'captured: {reply.message}; {self.control.phase}')
+
+
+def release_service(grasp_service: str) -> str:
+    """The simulator's release service next to its grasp service (``/ns/sim/grasp`` ->
+    ``/ns/sim/release``; a name without a namespace: ``release``)."""
+    head, _, _ = grasp_service.rpartition('/')
+    return f'{head}/release' if head or grasp_service.startswith('/') else 'release'
+
+
+def grasped_target(message: str) -> str | None:
+    """The target a successful grasp reply of the simulator names (``'captured
+    <target>/<handle> at sim time ...'``, :mod:`~ffsim_ros.node_support.scene_services`), or
+    None when the message is not of that form."""
+    match = re.match(r'captured ([^/]+)/.* at sim time ', message)  # (no '/' in a target name)
+    return match.group(1) if match else None
 
 
 __all__ = [
     'CHECK_NODE_NAME',
     'GRASP_MARGIN',
+    'GRASP_RETRY',
     'LOST_MARGIN',
     'PHASES',
     'CaptureControl',
     'CaptureInterfaces',
     'odometry_state',
     'odometry_topic',
+    'grasped_target',
+    'release_service',
     'ros_name_problem',
     'scenario_target',
     'service_name',
