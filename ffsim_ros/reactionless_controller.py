@@ -305,6 +305,7 @@ class ReactionlessControllerNode(Node):
                         store_time=values['capture.store_time'],
                         base_acceleration=math.radians(values['capture.base_acceleration_deg']),
                     ),
+                    timeout=values['capture.timeout'],
                 ),
                 values['capture.grasp_service'],
                 self._measured,

@@ -23,6 +23,7 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.control.capture import (
     CaptureGains,
     GraspPoint,
+    computed_torque,
     distribution_rates,
     grasp_point,
     intercept_rates,
@@ -391,3 +392,49 @@ def test_grasp_replies_are_read_for_the_target_held():
     assert release_service('/ffsim_simulator/grasp') == '/ffsim_simulator/release'
     assert release_service('/robot1/ffsim_simulator/grasp') == '/robot1/ffsim_simulator/release'
     assert release_service('grasp') == 'release'
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_a_capture_not_made_in_time_is_aborted_and_the_arm_held(robot):
+    """capture.timeout: a target not grasped within it (out of reach, too fast) ends the
+    capture as aborted with the reason, the arm held still (it was pursued for as long as the
+    node ran, with no outcome); a late refusal does not undo it; the clock going back (a reset
+    of the simulation) starts the capture again."""
+    from nav_msgs.msg import Odometry
+
+    from ffsim_ros.node_support.capture_control import CaptureControl
+
+    _, target = tumbling_target_scene()
+    control = CaptureControl(robot, 'ee_link', target, 'gjm', timeout=2.0)
+    q, v = _moving_state(robot, np.random.default_rng(4), scale=0.0)
+    msg = Odometry()  # the target 3 m beyond the gripper: out of reach
+    p = D.link_pose(robot, q, 'ee_link')[0] + [3.0, 0.0, 0.0]
+    msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = p
+    msg.pose.pose.orientation.w = 1.0
+    control.on_odometry(msg)
+    for t in np.arange(10.0, 12.0, 0.1):
+        control.update(float(t), q, v)
+        assert control.phase == 'intercept' and control.outcome == 'active'
+    tau, ask = control.update(12.05, q, v)
+    assert control.phase == 'aborted' and control.outcome == 'aborted' and not ask
+    assert control.reason.startswith('not captured within capture.timeout 2 s: the handle ')
+    assert control.reason.endswith('holding the arm still')
+    # holding: the efforts of zero joint rates (computed torque, the arm at rest here)
+    terms = momentum_terms(robot, q, v)
+    held, _ = computed_torque(robot, terms, v, np.zeros(robot.n), 20.0)
+    np.testing.assert_allclose(tau, held)
+    control.on_grasp_reply(False, 12.1, np.zeros(0), np.zeros(0))
+    control.update(12.2, q, v)
+    assert control.phase == 'aborted'
+    control.update(1.0, q, v)  # the clock went back: a new simulation
+    assert control.phase == 'intercept' and control.outcome == 'active' and not control.reason
+    control.update(2.5, q, v)
+    assert control.phase == 'intercept'
+    control.update(3.01, q, v)
+    assert control.phase == 'aborted'
+    # without a limit it never aborts
+    endless = CaptureControl(robot, 'ee_link', target, 'gjm')
+    endless.on_odometry(msg)
+    endless.update(0.0, q, v)
+    endless.update(1e5, q, v)
+    assert endless.phase == 'intercept'

@@ -84,16 +84,23 @@ def _stamp(msg) -> float:
 
 def _dds_run(ros_process, node, executor, wait_until, path, mode) -> dict:
     """One capture over DDS in ``mode``; both processes stopped at the end."""
-    from diagnostic_msgs.msg import DiagnosticArray
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from nav_msgs.msg import Odometry
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import Float64MultiArray
 
-    events, target, base, momentum = [], [], [], []
+    events, target, base, momentum, statuses = [], [], [], [], []
+    latched = QoSProfile(
+        depth=10,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
     subs = [
         node.create_subscription(DiagnosticArray, 'scene_events', events.append, 100),
         node.create_subscription(Odometry, 'targets/sat/odom', target.append, 100),
         node.create_subscription(Odometry, 'base_odom', base.append, 100),
         node.create_subscription(Float64MultiArray, 'momentum', momentum.append, 100),
+        node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched),
     ]
     from std_srvs.srv import SetBool
 
@@ -140,6 +147,15 @@ def _dds_run(ros_process, node, executor, wait_until, path, mode) -> dict:
         sim.describe() + ctrl.describe()
     )
     t_cap = capture_time()
+    # the capture's outcome on goal_status: active, then captured
+    assert wait_until(
+        lambda: any(m.name.endswith(': capture') and m.message == 'captured' for m in statuses),
+        30,
+        executor,
+    ), [(m.name, m.message) for m in statuses]
+    capture = [m for m in statuses if m.name.endswith(': capture')]
+    assert capture[0].message == 'active' and capture[0].hardware_id == 'sat'
+    assert all(m.level == m.OK for m in capture)
     assert wait_until(lambda: base and _stamp(base[-1]) >= t_cap + WINDOW, 60, executor), (
         sim.describe() + ctrl.describe()
     )

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.exceptions import NameValidationException
 from rclpy.expand_topic_name import expand_topic_name
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.validate_full_topic_name import validate_full_topic_name
 from rclpy.validate_topic_name import validate_topic_name
 from std_msgs.msg import Float64MultiArray
@@ -59,7 +61,7 @@ LOST_MARGIN = 0.05
 #: outside its rate limit drew 88 requests a second, each an event and three log lines).
 GRASP_RETRY = 0.5
 #: Phases of :class:`CaptureControl` (``wait``: no target odometry yet).
-PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold')
+PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold', 'aborted')
 #: The node name ``~`` and ``{node}`` expand to when a name is checked (any valid node name
 #: gives the same verdict; the namespace is the root).
 CHECK_NODE_NAME = 'ffsim_reactionless_controller'
@@ -210,6 +212,10 @@ class CaptureControl:
     ----------
     robot : Model (floating base);  gripper_link : str;  target : Target (from the scenario);
     mode : DetumbleMode or str;  gains : CaptureGains.
+    timeout : float
+        Longest time [s] from the target seen (or lost after a grasp) to the grasp; beyond
+        it the capture is aborted (:attr:`outcome` ``'aborted'``, :attr:`reason`) and the arm
+        held still until the clock goes back (a reset of the simulation). 0: no limit.
     """
 
     def __init__(
@@ -219,6 +225,7 @@ class CaptureControl:
         target: Target,
         mode: DetumbleMode | str,
         gains: CaptureGains | None = None,
+        timeout: float = 0.0,
     ) -> None:
         robot.frame(gripper_link)  # raises naming the links
         self.robot, self.gripper_link = robot, gripper_link
@@ -234,6 +241,12 @@ class CaptureControl:
         self.speed = float('nan')
         self.rate = float('nan')
         self.waiting = ''
+        self.timeout = float(timeout)
+        #: ``'active'`` (intercepting, grasping), ``'captured'`` (detumbling, holding) or
+        #: ``'aborted'`` (with :attr:`reason`).
+        self.outcome = 'active'
+        self.reason = ''
+        self._since: float | None = None  # when the present intercept began [s]
         #: Node-clock time before which no grasp is asked again [s] (:data:`GRASP_RETRY`).
         self.retry_at = -np.inf
 
@@ -258,11 +271,36 @@ class CaptureControl:
             return tau, False
         if self.detumbler is not None:  # the target left the gripper: capture it again
             self.detumbler, self.attitude, self.phase = None, None, 'intercept'
+            self.outcome, self._since = 'active', t
+        if self._since is not None and t < self._since:  # the clock went back (a reset)
+            self._since = t
+            if self.phase == 'aborted':
+                self.phase, self.outcome, self.reason = 'intercept', 'active', ''
         if self.attitude is None:
             self.attitude = np.asarray(q[3:7], float).copy()
         gp = self.grasp_point()
         terms = momentum_terms(self.robot, q, v)
-        if gp is None:  # no target seen yet: hold the arm still
+        if gp is None or self.phase == 'aborted':  # no target seen yet, or given up: hold
+            tau, _ = computed_torque(self.robot, terms, v, np.zeros(self.robot.n), 20.0)
+            return tau, False
+        if self._since is None:
+            self._since = t
+        if (
+            self.timeout
+            and t - self._since > self.timeout
+            and self.phase
+            in (
+                'intercept',
+                'grasping',  # (a grasp request never answered)
+            )
+        ):
+            self.phase, self.outcome = 'aborted', 'aborted'
+            self.reason = (
+                f'not captured within capture.timeout {self.timeout:g} s: the handle '
+                f'{self.distance * 100:.1f} cm from the gripper'
+                + (f'; {self.waiting}' if self.waiting else '')
+                + '; holding the arm still'
+            )
             tau, _ = computed_torque(self.robot, terms, v, np.zeros(self.robot.n), 20.0)
             return tau, False
         phidot, dist = intercept_rates(
@@ -316,7 +354,8 @@ class CaptureControl:
         and the target's last pose (their relative pose is frozen by the weld); on a refusal,
         intercept again, asking no sooner than :data:`GRASP_RETRY` after ``t`` [s]."""
         if not success or self._odom is None:
-            self.phase = 'intercept'
+            if self.phase != 'aborted':  # (a late refusal does not undo an abort)
+                self.phase = 'intercept'
             self.retry_at = t + GRASP_RETRY
             return
         p, quat, _, _ = self._odom
@@ -326,6 +365,7 @@ class CaptureControl:
         )
         self.detumbler = Detumbler(model, self.robot.n, self.mode, self.gains, t, q, v)
         self.phase = self.detumbler.phase
+        self.outcome, self.reason, self._since = 'captured', '', None
 
 
 class CaptureInterfaces:
@@ -349,6 +389,14 @@ class CaptureInterfaces:
         name = control.target.name
         topic = odometry_topic(name)
         node.create_subscription(Odometry, topic, self._on_odom, 10)
+        latched = QoSProfile(
+            depth=1,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        )
+        # the capture's outcome on goal_status (as an ee_goal's: the node has no ee_goal then)
+        self.status = node.create_publisher(DiagnosticStatus, 'goal_status', latched)
+        self._status_key: tuple | None = None
         self.client = node.create_client(Trigger, grasp_service)
         # the simulator's release service next to its grasp service (a grasp of another
         # target than this one's is undone by it)
@@ -390,6 +438,9 @@ class CaptureInterfaces:
             line = self._throttle.admit(f'capture: {cap.waiting}')
             if line:
                 log.warning(line)
+        if cap.phase == 'aborted' and phase != 'aborted':
+            log.error(f'capture of {cap.target.name!r} aborted: {cap.reason}')
+        self.publish_status()
         if cap.phase == 'intercept' and phase not in ('wait', 'intercept', 'grasping'):
             log.warning(
                 f'capture: the target is no longer held ({cap.distance * 100:.1f} cm from the '
@@ -399,6 +450,33 @@ class CaptureInterfaces:
             log.info(f'capture: {phase} -> {cap.phase}')
         if np.all(np.isfinite(tau)):
             self.node.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
+
+    def publish_status(self) -> None:
+        """``goal_status`` when the capture's phase or outcome changed: level OK while active
+        or captured, WARN when aborted; message the outcome (and the reason); values the
+        target, phase and the last relative distance, speed and rate."""
+        cap = self.control
+        key = (cap.phase, cap.outcome, cap.reason)
+        if key == self._status_key:
+            return
+        self._status_key = key
+        msg = DiagnosticStatus(
+            level=DiagnosticStatus.WARN if cap.outcome == 'aborted' else DiagnosticStatus.OK,
+            name=f'{self.node.get_name()}: capture',
+            message=cap.outcome + (f': {cap.reason}' if cap.reason else ''),
+            hardware_id=cap.target.name,
+        )
+        msg.values = [
+            KeyValue(key=k, value=str(x))
+            for k, x in (
+                ('target', cap.target.name),
+                ('phase', cap.phase),
+                ('distance', repr(cap.distance)),
+                ('speed', repr(cap.speed)),
+                ('rate', repr(cap.rate)),
+            )
+        ]
+        self.status.publish(msg)
 
     def _reply(self, future) -> None:
         reply = future.result()

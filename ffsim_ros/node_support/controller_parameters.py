@@ -193,6 +193,13 @@ PARAMETERS = ParameterTable(
             one_of(DETUMBLE_MODES),
         ),
         ParameterSpec(
+            'capture.timeout',
+            120.0,
+            'longest time from the target seen (or lost) to the grasp before the capture is '
+            'aborted and the arm held still, reported on goal_status [s]; 0: no limit',
+            interval(0.0, 86400.0),
+        ),
+        ParameterSpec(
             'capture.store_time',
             CaptureGains().store_time,
             'momentum distribution: time the base rate is held at zero after the grasp while '
