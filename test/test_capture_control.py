@@ -171,6 +171,13 @@ def test_capture_and_detumble(runs, mode):
     L_g = D.momentum(model, q, v, about='com')[3:]
     np.testing.assert_allclose(v[3:6], np.linalg.solve(_locked_world(model, q), L_g), atol=1e-9)
     assert np.abs(v[6:]).max() < 1e-6
+    # the law's last phase: hold (momentum distribution: once the base reached the locked
+    # rate, the momentum released; it stayed in 'release' for good before)
+    assert res.samples[-1].phase == 'hold'
+    if mode == 'momentum_distribution':
+        phases = [sm.phase for sm in res.samples if sm.time > res.capture_time]
+        first_hold = phases.index('hold')
+        assert 'release' in phases[:first_hold] and 'store' in phases[:first_hold]
 
 
 def test_momentum_distribution_disturbs_the_base_less(runs):

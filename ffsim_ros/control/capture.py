@@ -372,6 +372,10 @@ class Detumbler:
                 self.phase = 'release'
                 goal = terms.locked_rate
             self.w0_d = _towards(self.w0_d, goal, step)
+            if self.phase == 'release' and float(np.linalg.norm(self.w0_d - goal)) <= 1e-12 * max(
+                1.0, float(np.linalg.norm(goal))
+            ):
+                self.phase = 'hold'  # the momentum released: the base at the locked rate
             phidot_d = limit_rates(distribution_rates(terms, self.w0_d, self.weights), self.vmax)
         tau, _ = computed_torque(self.model, terms, v, phidot_d, g.kv_joint)
         return tau, phidot_d, terms

@@ -242,8 +242,8 @@ class CaptureControl:
         self.rate = float('nan')
         self.waiting = ''
         self.timeout = float(timeout)
-        #: ``'active'`` (intercepting, grasping), ``'captured'`` (detumbling, holding) or
-        #: ``'aborted'`` (with :attr:`reason`).
+        #: ``'active'`` (intercepting, grasping), ``'captured'`` (detumbling),
+        #: ``'detumbled'`` (the law's ``hold``) or ``'aborted'`` (with :attr:`reason`).
         self.outcome = 'active'
         self.reason = ''
         self._since: float | None = None  # when the present intercept began [s]
@@ -268,6 +268,7 @@ class CaptureControl:
         if self.detumbler is not None and self._held(q):
             tau, _, _ = self.detumbler.update(t, q, v)
             self.phase = self.detumbler.phase
+            self.outcome = 'detumbled' if self.phase == 'hold' else 'captured'
             return tau, False
         if self.detumbler is not None:  # the target left the gripper: capture it again
             self.detumbler, self.attitude, self.phase = None, None, 'intercept'
