@@ -402,7 +402,14 @@ class ReactionlessControllerNode(Node):
 
     def submit_trajectory(self, request: TrajectoryRequest) -> None:
         """Hand a trajectory to the control loop (any thread): it starts at the next update,
-        preempting the one followed (and one handed over but not started yet)."""
+        preempting the one followed (and one handed over but not started yet). With a
+        capture the capture owns the arm: the trajectory is aborted at once (it waited for
+        ever: the control loop never takes trajectories then)."""
+        if self.capture is not None:
+            request.abort(
+                'capture.scenario is set: the capture owns the arm, trajectories are not followed'
+            )
+            return
         with self._slot_lock:
             earlier, self._incoming = self._incoming, request
         if earlier is not None:

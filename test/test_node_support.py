@@ -780,3 +780,40 @@ def test_a_trajectory_goal_ends_without_the_control_loop(rclpy_context) -> None:
         assert node._request is None
     finally:
         node.destroy_node()
+
+
+@pytest.mark.ros
+def test_a_namespaced_capture_calls_its_own_simulator_and_refuses_trajectories(
+    rclpy_context,
+) -> None:
+    """The grasp service's default is relative: a controller in /robot1 calls
+    /robot1/ffsim_simulator/grasp (and release), its own simulator's -- the absolute default
+    called the root robot's simulator, never its own, and a capture never happened in a
+    namespace. A trajectory sent in capture mode is aborted at once saying why (it waited
+    for ever: the control loop does not follow trajectories then)."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.control.trajectory import JointTrajectory, Tolerances, check_waypoints
+    from ffsim_ros.node_support.trajectory_action import TrajectoryRequest
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(
+        context=rclpy_context,
+        namespace='robot1',
+        parameter_overrides=[Parameter('capture.scenario', value='capture')],
+    )
+    try:
+        assert node.capture.client.service_name == '/robot1/ffsim_simulator/grasp'
+        assert node.capture.release_client.service_name == '/robot1/ffsim_simulator/release'
+        model = node.model
+        phi = np.zeros(model.n)
+        waypoints = check_waypoints(model, list(model.joint_names), [1.0], [phi], [[]], [[]], [[]])
+        request = TrajectoryRequest(
+            JointTrajectory.start(waypoints, 0.0, phi, phi),
+            Tolerances.uniform(model.n, 0.0, 0.01, 0.01, 1.0),
+        )
+        node.submit_trajectory(request)
+        assert request.done.is_set() and request.outcome[0] == 'aborted'
+        assert 'the capture owns the arm' in request.outcome[2]
+    finally:
+        node.destroy_node()

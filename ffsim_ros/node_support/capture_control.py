@@ -403,7 +403,7 @@ class CaptureInterfaces:
         # target than this one's is undone by it)
         self.release_client = node.create_client(Trigger, release_service(grasp_service))
         node.get_logger().info(
-            f'capture of {name!r} from {topic}, grasp by {grasp_service}, '
+            f'capture of {name!r} from {topic}, grasp by {self.client.service_name}, '
             f'detumbling by {control.mode.value}'
         )
 
@@ -429,8 +429,10 @@ class CaptureInterfaces:
                 )
             else:  # (it was silent: the gripper hovered at the handle for good)
                 cap.phase, cap.retry_at = 'intercept', t + GRASP_RETRY
+                # (said by the abort's reason if the capture times out so)
+                cap.waiting = f'the grasp service {self.client.service_name} is not available'
                 line = self._throttle.admit(
-                    f'capture: the grasp service {self.client.srv_name} is not available: '
+                    f'capture: the grasp service {self.client.service_name} is not available: '
                     'intercepting, asking again when it is'
                 )
                 if line:

@@ -214,8 +214,10 @@ PARAMETERS = ParameterTable(
         ),
         ParameterSpec(
             'capture.grasp_service',
-            '/ffsim_simulator/grasp',
-            "the simulator's grasp service (std_srvs/Trigger)",
+            'ffsim_simulator/grasp',
+            "the simulator's grasp service (std_srvs/Trigger); relative: resolved in the node's "
+            'namespace, as the simulator of the same robot serves it (its release service is '
+            'the sibling release)',
             service_name(255),
         ),
     ],
