@@ -277,7 +277,7 @@ def test_full_resets_and_stopping_with_a_wrench_held(ros_process, probe, publish
     assert 'expected no external wrench held (not applied while there are targets), got a ' in (
         reply.result.error_message
     )
-    assert 'publish a zero wrench on base_wrench' in reply.result.error_message
+    assert 'set a zero wrench (or reset the state) first' in reply.result.error_message
     assert sim.entities() == [ENTITY]  # nothing spawned
     # the spawned scope alone: nothing spawned, nothing changed (the wrench still held)
     before = stamp(sim.entity())

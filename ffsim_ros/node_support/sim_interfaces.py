@@ -701,16 +701,9 @@ class SimulationInterfaces:
         host = self.node
 
         def spawn(engine) -> tuple[str, str]:
-            # the name is final here, where the spawns are applied one at a time
+            # the name is final here, where the spawns are applied one at a time (a wrench held
+            # is refused by change_world: the scene steps without external wrenches)
             spawned, now = target, self._taken(engine)
-            held = engine.wrenches.describe()
-            if held:  # (the scene steps robot and targets without external wrenches)
-                raise RequestError(
-                    Result.RESULT_OPERATION_FAILED,
-                    f'spawning: expected no external wrench held (not applied while there are '
-                    f'targets), got {held}: publish a zero wrench on base_wrench, or reset the '
-                    'state (reset_simulation scope 2), first; nothing spawned',
-                )
             if first in now:  # taken since the check above
                 if not request.allow_renaming:
                     raise RequestError(

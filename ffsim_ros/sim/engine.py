@@ -438,8 +438,9 @@ class Engine:
             raise ValueError('targets: not supported with a closed chain (loops)')
         if self._wrenches.acting:  # (the scene steps robot and targets without them)
             raise ValueError(
-                f'targets: expected no base or link wrench held (not applied while there are '
-                f'targets), got {self._wrenches.describe()}: remove it first'
+                f'targets: expected no external wrench held (not applied while there are '
+                f'targets), got {self._wrenches.describe()}: set a zero wrench (or reset the '
+                'state) first; nothing changed'
             )
         world.sync(self._q, self._v, self.time_ns)
         result = change(world)

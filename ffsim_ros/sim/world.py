@@ -215,6 +215,8 @@ class TargetWorld:
             self._robot_shapes, robot_q, D.link_pose(model, robot_q, model.base_link)[0]
         )
         inside = []
+        if self._placed.keys() - self._specs.keys():  # (targets gone: their shapes dropped)
+            self._placed = {k: v for k, v in self._placed.items() if k in self._specs}
         for name, spec in self._specs.items():
             built = self._placed.get(name)
             if built is None or built[0] is not spec:
