@@ -389,7 +389,8 @@ def test_grasp_replies_are_read_for_the_target_held():
     """A successful grasp reply names the target the simulator welded: the controller tells
     whether it is its own (the simulator welds any handle inside its envelope); the release
     service sits next to the grasp service."""
-    from ffsim_ros.node_support.capture_control import grasped_target, release_service
+    from ffsim_ros.node_support.capture_control import release_service
+    from ffsim_ros.node_support.scene_services import grasped_target
 
     assert grasped_target('captured client/bar at sim time 2.990000 s: impulse [0] N s') == (
         'client'

@@ -50,6 +50,7 @@ from ffsim_ros.scene import Target, target_from_dict, welded_model
 from ..dynamics.yaml_input import load_yaml
 from .common import read_robot_file
 from .parameters import Check, string
+from .scene_services import grasped_target
 from .scene_support import resolve_scenario
 
 #: Fraction of the handle's capture envelope (radius, speed) inside which the grasp is asked.
@@ -521,14 +522,6 @@ def release_service(grasp_service: str) -> str:
     return f'{head}/release' if head or grasp_service.startswith('/') else 'release'
 
 
-def grasped_target(message: str) -> str | None:
-    """The target a successful grasp reply of the simulator names (``'captured
-    <target>/<handle> at sim time ...'``, :mod:`~ffsim_ros.node_support.scene_services`), or
-    None when the message is not of that form."""
-    match = re.match(r'captured ([^/]+)/.* at sim time ', message)  # (no '/' in a target name)
-    return match.group(1) if match else None
-
-
 __all__ = [
     'CHECK_NODE_NAME',
     'GRASP_MARGIN',
@@ -539,7 +532,6 @@ __all__ = [
     'CaptureInterfaces',
     'odometry_state',
     'odometry_topic',
-    'grasped_target',
     'release_service',
     'ros_name_problem',
     'scenario_target',

@@ -465,7 +465,7 @@ class SceneInterfaces:
             if not event.captured:
                 return False, f'grasp refused: {event.reason}'
             self.node.stopped = False  # (STATE_STOPPED is the reset state: no longer)
-            return True, (
+            return True, (  # (read back by grasped_target: keep the two together)
                 f'captured {event.target}/{event.handle} at sim time {jumped.time:.6f} s: '
                 f'impulse {np.round(event.impulse, 9).tolist()} N s, energy loss '
                 f'{event.energy_loss:.6g} J'
@@ -492,6 +492,14 @@ class SceneInterfaces:
             return False, str(exc)
 
 
+def grasped_target(message: str) -> str | None:
+    """The target a successful ``~/grasp`` reply names (``'captured <target>/<handle> at sim
+    time ...'``, written by :class:`SceneInterfaces`), or None when the message is not of that
+    form (the capture controller's check that the simulator welded its target)."""
+    match = re.match(r'captured ([^/]+)/.* at sim time ', message)  # (no '/' in a target name)
+    return match.group(1) if match else None
+
+
 __all__ = [
     'EVENT_QUEUE_DEPTH',
     'MAX_POSITION',
@@ -505,6 +513,7 @@ __all__ = [
     'check_values',
     'entity_state',
     'gone',
+    'grasped_target',
     'uri_path',
     'move_target',
     'parse_spawn',
