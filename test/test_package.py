@@ -40,8 +40,8 @@ MODULE_KEYS = {
     'launch': 'launch',
     'launch_ros': 'launch_ros',
     'matplotlib': 'python3-matplotlib',
-    'mcap': 'python3-mcap',
-    'mcap_ros2': 'python3-mcap-ros2-support',
+    'mcap': 'mcap-ros2-support',  # rosdep's key (pip); it requires mcap
+    'mcap_ros2': 'mcap-ros2-support',
     'yaml': 'python3-yaml',
 }
 
