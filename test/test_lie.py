@@ -78,6 +78,42 @@ def test_quat_to_matrix_matches_scipy_for_any_norm() -> None:
     np.testing.assert_array_equal(lie.quat_to_matrix([0, 0, 0, -2]), np.eye(3))
 
 
+@pytest.mark.parametrize('scale', [1e-8, 1e150, 1e160, 1e300])
+def test_huge_and_tiny_quaternions_normalize_as_unit_ones(scale: float) -> None:
+    """The squares of 1e160 overflow and those of 1e-160 are subnormal: both functions scale
+    first (the kernels' ``qnormalize`` gave a norm of 1.0000056 at 1e-160, failed at 1e160)."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        u = unit(rng.normal(size=4))
+        np.testing.assert_allclose(lie.quat_normalize(scale * u), u, rtol=0, atol=4e-16)
+        np.testing.assert_allclose(
+            lie.quat_to_matrix(scale * u), Rotation.from_quat(u).as_matrix(), rtol=0, atol=2e-15
+        )
+        for s in (scale, 1.0 / scale):  # the kernels' form takes any non-zero finite norm
+            got = np.array(lie.qnormalize(tuple(s * u)))
+            np.testing.assert_allclose(got, u, rtol=0, atol=4e-16)
+
+
+def test_a_step_takes_a_base_quaternion_of_any_finite_norm() -> None:
+    """The compiled step normalizes the base attitude as a unit quaternion's, however scaled."""
+    from ffsim_ros import dynamics as D
+    from ffsim_ros.resources import sample_robot
+
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+    rng = np.random.default_rng(3)
+    q = D.neutral(model)
+    q[3:7] = unit(rng.normal(size=4))
+    q[7:] = rng.uniform(-1.0, 1.0, model.n)
+    v = rng.normal(size=model.nv) * 0.1
+    q_ref, v_ref = D.step(model, q, v, np.zeros(model.n), 1e-3)
+    for scale in (1e-160, 1e-100, 1e100, 1e160, 1e300):
+        qs = q.copy()
+        qs[3:7] *= scale
+        q1, v1 = D.step(model, qs, v, np.zeros(model.n), 1e-3)
+        np.testing.assert_allclose(q1, q_ref, rtol=0, atol=2e-15)
+        np.testing.assert_allclose(v1, v_ref, rtol=0, atol=2e-14)
+
+
 def special_rotations(rng: np.random.Generator) -> list[Rotation]:
     """Rotations at pi and near it about many axes (each branch of Shepperd's method: the
     trace, and each diagonal element the largest), tiny ones, and random ones."""

@@ -55,8 +55,19 @@ def qmul(a: tuple, b: tuple) -> tuple:
 
 @njit_leaf
 def qnormalize(a: tuple) -> tuple:
-    """``a / |a|`` for a quaternion 4-tuple (no check of a zero norm: callers guarantee it)."""
-    n = np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2] + a[3] * a[3])
+    """``a / |a|`` for a quaternion 4-tuple (no check of a zero norm: callers guarantee it).
+
+    Where the squared norm would overflow or fall among the subnormal numbers (components
+    beyond about 1e150 or under 1e-150), ``a`` is first divided by its largest component:
+    the result is then as exact as for a quaternion of norm near 1 (a 1e-160 quaternion came
+    out of a step with a norm of 1.0000056, a 1e160 one failed as a division by zero)."""
+    n2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2] + a[3] * a[3]
+    if not (1e-300 <= n2 <= 1e300):
+        s = max(max(abs(a[0]), abs(a[1])), max(abs(a[2]), abs(a[3])))
+        if s > 0.0 and s < np.inf:
+            a = (a[0] / s, a[1] / s, a[2] / s, a[3] / s)
+            n2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2] + a[3] * a[3]
+    n = np.sqrt(n2)
     return (a[0] / n, a[1] / n, a[2] / n, a[3] / n)
 
 
@@ -194,10 +205,13 @@ def quat_normalize(quat: ArrayLike, what: str = 'quaternion') -> np.ndarray:
         Naming ``what``, for a quaternion that is not 4 finite values of non-zero norm.
     """
     q = _array(quat, 4, what)
-    norm = float(np.linalg.norm(q))
-    if not np.isfinite(norm) or norm < 1e-9:
-        raise ValueError(f'{what}: expected a non-zero finite (x, y, z, w), got {q.tolist()}')
-    return q / norm
+    scale = float(np.max(np.abs(q)))
+    if np.isfinite(scale) and scale > 0.0:
+        u = q / scale  # no overflow nor subnormal squares for huge or tiny quaternions
+        norm = float(np.linalg.norm(u))
+        if norm * scale >= 1e-9:
+            return u / norm
+    raise ValueError(f'{what}: expected a non-zero finite (x, y, z, w), got {q.tolist()}')
 
 
 def quat_conjugate(quat: ArrayLike) -> np.ndarray:
