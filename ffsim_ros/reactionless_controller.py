@@ -47,29 +47,39 @@ trajectories followed by computed torque on the free-floating dynamics, with JTC
 interpolation, tolerances, result codes, feedback (at the control rate), preemption and
 cancel; optionally corrected into the reaction null space (``trajectory.reactionless``). The
 law is :mod:`ffsim_ros.control.trajectory`, the wiring
-:mod:`ffsim_ros.node_support.trajectory_action`. A trajectory and an ``ee_goal`` preempt each
-other; after a trajectory the arm holds its last point (or, after a violation or a cancel,
-the position reached) until the next goal.
+:mod:`ffsim_ros.node_support.trajectory_action`. A trajectory and a well-formed ``ee_goal``
+preempt each other (a malformed one changes nothing, see Guards); after a trajectory the arm
+holds its last point (or, after a violation or a cancel, the position reached) until the next
+goal.
 
 ``status`` is a Float64MultiArray whose single layout dimension is labeled with the comma-
 separated field names of ``STATUS_FIELDS`` (tracking error [m], base angular rate [rad/s],
 ``|P|`` [kg m/s], ``|L_g|`` [kg m^2/s], manipulability and condition number of the task rows
 of J*, mode index into ``MODES``, goal active 0/1): numeric, so it plots and records directly.
 
-Guards: goals with NaN/inf, in a frame other than world_frame, or out of reach are rejected
-with an error, reported on ``goal_status`` as aborted with the reason ``rejected: ...`` (a goal
-of its own, replacing the current one), and the arm is held still (zero commanded joint
-rates: a computed-torque brake);
+Guards: an ``ee_goal`` with NaN/inf coordinates or orientation, in a frame other than
+world_frame, or out of reach is rejected with an error naming what was expected and what came,
+and changes nothing in progress: while a goal is active it goes on, the rejection only logged
+(``goal_status`` keeps the active goal's status); otherwise the rejection is a goal of its own
+on ``goal_status``, aborted at once with the reason ``rejected: ...``, and the arm is held still
+(zero commanded joint rates: a computed-torque brake) -- a joint trajectory followed, or held
+after it, goes on;
 without fresh ``joint_states`` and ``base_odom`` -- received at most ``state_timeout`` ago on
 the node's clock, and not "in the future" (received at a later time than now: the clock went
 back) -- no command is published, so the simulator's command timeout zeroes the efforts, and
-an ``ee_goal`` received then is rejected at once (``rejected: no fresh joint_states ...`` on
-``goal_status``), never kept to be carried out once state arrives (a goal sent before the
-simulator runs would otherwise start seconds later, unannounced). When
-the node's clock jumps back (a new simulator restarting ``/clock`` from 0), everything learned
-under the old clock is dropped: the measured state, the goal (pending and active), the held
-attitude, the path and the trajectory (its goal aborted); control resumes, holding the arm
-still, once fresh state arrives on the new clock. The same happens (the measurement kept)
+a well-formed ``ee_goal`` received then is rejected at once (``rejected: no fresh joint_states
+...`` on ``goal_status``; it replaces the active goal and preempts the trajectory, as any
+``ee_goal``), never kept to be carried out once state arrives (a goal sent before the
+simulator runs would otherwise start seconds later, unannounced). A malformed
+``joint_states`` (a joint named twice, missing or non-finite) or ``base_odom`` is logged and
+ignored, the last good state kept. When
+the node's clock jumps back (a new simulator restarting ``/clock`` from 0), or ahead by more
+than ``CLOCK_JUMP_AHEAD`` = 30 s (or ``state_timeout``, if longer) between two readings (the
+clock set forward, or this node stalled that long), everything learned under the old clock is
+dropped: the measured state, the goal (pending and active, ended as aborted saying how the clock
+jumped), the held attitude, the path and the trajectory (its goal aborted); control resumes,
+holding the arm still, once fresh state arrives on the new clock. The same happens (the
+measurement kept)
 when the measured state jumps: the ``joint_states`` or ``base_odom`` stamps go back (a time
 reset seen by a wall-clock controller), or a joint or base position lands farther than
 ``jump_threshold`` from where the previous message and the velocities lead (a reset of the
@@ -79,7 +89,7 @@ goal ends as aborted saying why and the arm is held still from the state after
 the jump, zero joint rates, so no torque spike. The base attitude held in reactionless mode
 is captured from the measurement when a goal is accepted, so a restarted controller picks up
 where the robot is. Every log line that can repeat (bad messages, goals accepted or rejected,
-stale state) is throttled.
+stale state) is throttled: bad input and goals per kind of message (``LogThrottle``).
 
 Threads: the node is spun by rclpy's single-threaded executor (subscriptions, the control
 timer, parameters: the control state is touched by one callback at a time). The action and
@@ -116,6 +126,7 @@ from ffsim_ros.control import (
     CONTROL_MODES,
     REJECTED,
     ControlMode,
+    GoalOutcome,
     ReachSupervisor,
     ReactionlessController,
 )
@@ -177,6 +188,14 @@ EE_PATH_PERIOD = 0.1
 LOG_PERIOD = 1.0
 #: Largest interval [s] between two measurements compared for a jump (``jump_threshold``).
 JUMP_WINDOW = 0.1
+#: The node's clock jumped ahead when it advanced by more than this [s] (or ``state_timeout``,
+#: if longer) between two readings -- the callbacks read it at least once a control period
+#: (10 ms), the simulator's ``/clock`` ticks 10 ms apart by default; but ``/clock`` is taken
+#: with a queue of one, so a node that lags a simulator running faster than real time sees
+#: the clock advance by the lag times the real-time factor (a 0.5 s stall at 20x: 10 s).
+#: 30 s is beyond such lags and still catches the jumps that mattered: a clock set forward
+#: by minutes ended the goal as a false ``goal_timeout`` (300 s by default).
+CLOCK_JUMP_AHEAD = 30.0
 #: An update later than this many control periods after the previous one is late.
 LATE_PERIODS = 2.5
 #: Late updates are warned about when at least ``LATE_COUNT`` of the last ``LATE_WINDOW``
@@ -230,7 +249,27 @@ class ReactionlessControllerNode(Node):
                 )
             except (ValueError, OSError) as exc:
                 raise ParameterValueError(f'capture.scenario: {exc}') from None
+        base_dofs = 6 if model.floating_base else 0  # (idx_v counts the base's 6 first)
+        passive = [
+            name
+            for name, first, count in zip(model.joint_names, model.idx_v, model.nvs, strict=True)
+            if np.any(model.effort_limit[first - base_dofs : first - base_dofs + count] <= 0.0)
+        ]
+        if passive:  # the laws drive every joint: a torque clipped to 0 leaves a joint free
+            source = 'robot_description' if values['robot_description'] else 'robot_file'
+            raise ParameterValueError(
+                f'{source}: expected joints the controller can drive (effort limit > 0), got '
+                f'passive joints {passive} (effort limit 0): the reactionless laws drive every '
+                'joint; give them an effort limit or make them fixed joints'
+            )
+        if values['world_frame'] in model.link_names:
+            raise ParameterValueError(
+                f'world_frame: expected the inertial frame of ee_goal and ee_pose, not a link of '
+                f'the robot, got {values["world_frame"]!r}'
+            )
         self.state_timeout_ns = int(values['state_timeout'] * 1e9)
+        #: a clock advancing by more than this [ns] between two readings jumped ahead (_now)
+        self.clock_jump_ns = max(int(CLOCK_JUMP_AHEAD * 1e9), self.state_timeout_ns)
         self.world = values['world_frame'] or 'world'
         self.law = ReactionlessController(
             model,
@@ -333,45 +372,70 @@ class ReactionlessControllerNode(Node):
             self.supervisor.set_mode(ControlMode(changed['mode']))
             self.get_logger().info(f'mode -> {changed["mode"]}', throttle_duration_sec=LOG_PERIOD)
 
+    def _log_error(self, text: str) -> None:
+        """Log ``text`` as an error, throttled per kind of message (:class:`LogThrottle`: a
+        kind of bad input does not hide another, as rclpy's per-call-site throttle did)."""
+        line = self._log_throttle.admit(text)
+        if line:
+            self.get_logger().error(line)
+
+    def _log_warning(self, text: str) -> None:
+        """Log ``text`` as a warning, throttled per kind of message (as :meth:`_log_error`)."""
+        line = self._log_throttle.admit(text)
+        if line:
+            self.get_logger().warning(line)
+
     # ---------------------------------------------------------------------------- time
     def _now(self) -> Time:
-        """The node clock's time; a jump back (a new simulator restarting ``/clock``) drops
-        everything learned under the old clock first (see the module docstring)."""
+        """The node clock's time; a jump back (a new simulator restarting ``/clock``) or ahead
+        by more than :attr:`clock_jump_ns` since the last reading drops everything learned
+        under the old clock first (see the module docstring). A clock still at 0 (no
+        ``/clock`` message yet) starts without a jump."""
         now = self.get_clock().now()
+        now_ns = now.nanoseconds
         last = self._last_now_ns
-        if last is not None and now.nanoseconds < last:
-            self._forget(last, now.nanoseconds)
-        self._last_now_ns = now.nanoseconds
+        if last is not None and now_ns < last:
+            self._forget(
+                f'the clock went back from {last * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
+                'a reset of the simulation?',
+                'a new simulator?',
+            )
+        elif last and now_ns - last > self.clock_jump_ns:
+            self._forget(
+                f'the clock jumped ahead by {(now_ns - last) * 1e-9:.3f} s, from '
+                f'{last * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
+                'the clock set forward, or this node stalled?',
+                f'more than {self.clock_jump_ns * 1e-9:g} s between two readings: the clock '
+                'set forward, a simulator started at a later time, or this node stalled?',
+            )
+        self._last_now_ns = now_ns
         return now
 
-    def _forget(self, before_ns: int, now_ns: int) -> None:
-        """Drop the state, goals, trajectory, held attitude and path after the clock went
-        back."""
+    def _forget(self, what: str, cause: str, hint: str) -> None:
+        """Drop the state, goals, trajectory, held attitude and path after the clock jumped
+        (``what``: how; ``cause``: the likely cause, for the goal's reason; ``hint``: for the
+        log)."""
         with self._state_lock:
             self._state.clear()
         self._previous_joints = self._previous_base = None
         self._last_update_ns = None
         self._late.clear()
-        self._drop_goals(
-            f'the clock went back from {before_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s'
-        )
-        self.get_logger().warning(
-            f'the clock went back from {before_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s (a new '
-            'simulator?): measured state, goal and path dropped; holding still once fresh '
-            'state arrives',
-            throttle_duration_sec=LOG_PERIOD,
+        self._drop_goals(what, cause)
+        self._log_warning(
+            f'{what} ({hint}): measured state, goal and path dropped; holding still once '
+            'fresh state arrives'
         )
 
-    def _drop_goals(self, reason: str) -> None:
-        """Drop the goals (pending and active), the trajectory (aborted, saying ``reason``),
-        the held attitude and the path: the arm is then held still."""
+    def _drop_goals(self, reason: str, cause: str = 'a reset of the simulation?') -> None:
+        """Drop the goals (pending and active), the trajectory (aborted, saying ``reason`` and
+        the likely ``cause``), the held attitude and the path: the arm is then held still."""
         self._pending_goal = None
         # goal (ended as aborted, saying why), its clock and the held attitude: arm held still
-        self.supervisor.reset(f'dropped: {reason} (a reset of the simulation?)')
+        self.supervisor.reset(f'dropped: {reason} ({cause})')
         self.goal_status.update(self.supervisor.status)
         self._path_poses.clear()
         self._path_last_ns = None
-        self._drop_trajectories(f'aborted: {reason} (a reset of the simulation?)')
+        self._drop_trajectories(f'aborted: {reason} ({cause})')
 
     def _drop_trajectories(self, message: str) -> None:
         with self._slot_lock:
@@ -394,10 +458,7 @@ class ReactionlessControllerNode(Node):
         else:
             return False
         self._drop_goals(what)
-        self.get_logger().warning(
-            f'{what}: goals, trajectory and path dropped; holding still',
-            throttle_duration_sec=LOG_PERIOD,
-        )
+        self._log_warning(f'{what}: goals, trajectory and path dropped; holding still')
         return True
 
     def submit_trajectory(self, request: TrajectoryRequest) -> None:
@@ -445,9 +506,7 @@ class ReactionlessControllerNode(Node):
                 self.model.joint_names, msg.name, msg.position, msg.velocity
             )
         except ValueError as exc:  # (the last good state is kept, as for base_odom)
-            self.get_logger().error(
-                f'joint_states: {exc}; ignored', throttle_duration_sec=LOG_PERIOD
-            )
+            self._log_error(f'joint_states: {exc}; ignored, the last good state kept')
             return
         stamp = stamp_ns(msg.header.stamp) * 1e-9
         previous, self._previous_joints = self._previous_joints, (stamp, pos, vel)
@@ -461,27 +520,27 @@ class ReactionlessControllerNode(Node):
 
     def _on_odom(self, msg: Odometry) -> None:
         now = self._now()
+        frame = msg.header.frame_id
+        if frame and frame != self.world:  # (empty: taken as world_frame)
+            self._log_error(
+                f'base_odom: expected header.frame_id {self.world!r} (world_frame), got '
+                f'{frame[:100]!r}; ignored, the last good state kept'
+            )
+            return
         p = msg.pose.pose.position
         o = msg.pose.pose.orientation
         tw = msg.twist.twist
-        values = [
-            p.x,
-            p.y,
-            p.z,
-            o.x,
-            o.y,
-            o.z,
-            o.w,
-            tw.linear.x,
-            tw.linear.y,
-            tw.linear.z,
-            tw.angular.x,
-            tw.angular.y,
-            tw.angular.z,
-        ]
-        if not all(math.isfinite(x) for x in values):
-            self.get_logger().error(
-                'base_odom: non-finite values; ignored', throttle_duration_sec=LOG_PERIOD
+        values = {
+            'position': (p.x, p.y, p.z),
+            'orientation': (o.x, o.y, o.z, o.w),
+            'linear': (tw.linear.x, tw.linear.y, tw.linear.z),
+            'angular': (tw.angular.x, tw.angular.y, tw.angular.z),
+        }
+        bad = {k: list(v) for k, v in values.items() if not all(math.isfinite(x) for x in v)}
+        if bad:
+            self._log_error(
+                f'base_odom: expected a finite pose and twist, got {bad}; ignored, the last '
+                'good state kept'
             )
             return
         try:
@@ -492,7 +551,7 @@ class ReactionlessControllerNode(Node):
                 self.model, [p.x, p.y, p.z], [o.x, o.y, o.z, o.w], lin, ang
             )
         except ValueError as exc:
-            self.get_logger().error(f'base_odom: {exc}; ignored', throttle_duration_sec=LOG_PERIOD)
+            self._log_error(f'base_odom: {exc}; ignored, the last good state kept')
             return
         stamp = stamp_ns(msg.header.stamp) * 1e-9
         quat = qb[3:7]
@@ -510,68 +569,124 @@ class ReactionlessControllerNode(Node):
             self._state.add_base(stamp_ns(msg.header.stamp), (qb, vb, now))
 
     def _on_goal(self, msg: PoseStamped) -> None:
-        """Keep the goal for the next update; without fresh state, reject it at once: a goal
-        received then is never carried out on a state that arrives later (module
-        docstring)."""
+        """Check the goal and keep it for the next update (module docstring): a goal that
+        cannot be taken as it came (NaN/inf, another frame than world_frame, a non-finite
+        orientation, out of reach of the measured state) is refused without touching the goal
+        or the trajectory in progress (:meth:`_refuse_goal`); a goal received without fresh
+        state is rejected at once, never carried out on a state that arrives later."""
         if self.capture is not None:  # (ignored: the capture owns the arm)
             return
         now = self._now()  # (a clock that went back drops the state first)
+        t = now.nanoseconds * 1e-9
         measured = self._measured()
+        try:
+            position, _ = self._goal_of(msg)
+            if not isinstance(measured, str):
+                self.law.check_goal(measured[0], position)
+        except ValueError as exc:
+            self._refuse_goal(msg, t, str(exc))
+            return
         if isinstance(measured, str):
             self._pending_goal = None
-            self._reject_without_state(msg, now.nanoseconds * 1e-9, measured)
+            self._reject_without_state(msg, t, measured)
             return
         self._pending_goal = msg
+
+    def _goal_of(self, msg: PoseStamped) -> tuple[np.ndarray, np.ndarray | None]:
+        """The position (3,) [m] and rotation (3, 3) of the ee_goal ``msg`` (rotation None:
+        orientation not tracked, or a zero quaternion: the position only).
+
+        Raises
+        ------
+        ValueError
+            A frame other than world_frame, non-finite coordinates or orientation (naming
+            what was expected and what came).
+        """
+        frame = msg.header.frame_id
+        if frame != self.world:
+            shown = frame if len(frame) <= 200 else f'{frame[:200]}...'
+            raise ValueError(f'expected frame_id {self.world!r}, got {shown!r}')
+        p = msg.pose.position
+        position = np.array([p.x, p.y, p.z])
+        if not np.all(np.isfinite(position)):
+            raise ValueError(f'goal: expected 3 finite coordinates, got {position.tolist()}')
+        o = msg.pose.orientation
+        quat = np.array([o.x, o.y, o.z, o.w])
+        if not np.all(np.isfinite(quat)):
+            raise ValueError(f'orientation: expected finite values, got {quat.tolist()}')
+        rotation = None
+        if self.law.track_orientation and math.hypot(*quat) > 1e-9:
+            rotation = quat_to_matrix(quat_normalize(quat))
+        return position, rotation
+
+    def _status_state(
+        self, msg: PoseStamped, q: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(q, goal position)`` for the status of a goal rejected now: ``q`` if given, else
+        the latest measurement (stale or not), else the neutral configuration and no position
+        (no goal can be active then: a jump or a clock reset dropped it); no position either
+        for a goal in another frame."""
+        position = None
+        if msg.header.frame_id == self.world:
+            p = msg.pose.position
+            position = np.array([p.x, p.y, p.z])
+        if q is not None:
+            return q, position
+        with self._state_lock:
+            joints, base = self._state.latest()
+        if joints is None or base is None:
+            return D.neutral(self.model), None
+        return np.r_[base[0], joints[0]], position
+
+    def _refuse_goal(
+        self, msg: PoseStamped, t: float, reason: str, q: np.ndarray | None = None
+    ) -> None:
+        """Refuse the ee_goal ``msg`` at time ``t`` [s] for ``reason`` (the message's fault,
+        or out of reach) without touching what is in progress. While a goal is active it goes
+        on and the rejection is logged only: ``goal_status`` keeps the active goal's status
+        (latched: what a client connecting later must see). Otherwise the rejection is a goal
+        of its own on ``goal_status``, aborted at once (``rejected: <reason>``), and the arm
+        is held still -- unless a joint trajectory is followed (or held after it): it goes on.
+        ``q``: the configuration measured now (default: :meth:`_status_state`'s)."""
+        if self.supervisor.status.outcome is GoalOutcome.ACTIVE:
+            self._log_error(f'ee_goal rejected ({reason}); ignored: the active goal goes on')
+            return
+        following = self._follower is not None
+        then = 'the joint trajectory goes on' if following else 'holding the arm still'
+        self._log_error(f'ee_goal rejected ({reason}); {then}')
+        q, position = self._status_state(msg, q)
+        self.supervisor.reject(t, q, reason, position)
+        self.goal_status.update(self.supervisor.status)
 
     def _reject_without_state(self, msg: PoseStamped, t: float, why: str) -> None:
         """Reject the ee_goal ``msg`` at time ``t`` [s] for want of fresh state (``why``: the
         text of :meth:`_measured`), on ``goal_status`` at once (no update publishes it
-        without state); it preempts the trajectory followed, as any ee_goal does."""
+        without state); as any well-formed ee_goal, it preempts the trajectory followed and
+        replaces the goal (an active one ends as aborted, "replaced by a rejected goal")."""
         if self._request is not None:
             self._request.abort('preempted by an ee_goal')
         self._request = self._follower = None
-        with self._state_lock:
-            joints, base = self._state.latest()
-        if joints is not None and base is not None:  # stale: for the status's figures only
-            q = np.r_[base[0], joints[0]]
-            p = msg.pose.position
-            position = np.array([p.x, p.y, p.z])
-        else:  # none at all: no goal can be active (a jump or a clock reset dropped it)
-            q, position = D.neutral(self.model), None
+        q, position = self._status_state(msg)
         reason = f'{why}: no state to start the goal from'
-        line = self._log_throttle.admit(
-            f'ee_goal rejected ({reason}); not commanding until fresh state arrives'
-        )
-        if line:
-            self.get_logger().error(line)
+        self._log_error(f'ee_goal rejected ({reason}); not commanding until fresh state arrives')
         self.supervisor.reject(t, q, reason, position)
         self.goal_status.update(self.supervisor.status)
 
     def _accept_goal(self, msg: PoseStamped, t: float, q: np.ndarray) -> None:
-        p = msg.pose.position
-        o = msg.pose.orientation
-        goal = np.array([p.x, p.y, p.z])
-        frame = msg.header.frame_id
+        """Take the goal kept by :meth:`_on_goal` at time ``t`` [s], the arm at ``q``: it
+        replaces the goal and preempts the trajectory; refused now (out of reach of the state
+        measured since, or the mode changed) it changes neither (:meth:`_refuse_goal`)."""
         try:
-            if frame != self.world:
-                raise ValueError(f'expected frame_id {self.world!r}, got {frame!r}')
-            quat = np.array([o.x, o.y, o.z, o.w])
-            if not np.all(np.isfinite(quat)):
-                raise ValueError(f'orientation: expected finite values, got {quat.tolist()}')
-            rotation = (
-                quat_to_matrix(quat_normalize(quat))
-                if self.law.track_orientation and np.linalg.norm(quat) > 1e-9
-                else None
-            )
-            self.supervisor.set_goal(t, q, goal, rotation)
+            position, rotation = self._goal_of(msg)
+            self.supervisor.set_goal(t, q, position, rotation)
         except ValueError as exc:
-            line = self._log_throttle.admit(f'ee_goal rejected ({exc}); holding the arm still')
-            if line:
-                self.get_logger().error(line)
-            self.supervisor.reject(t, q, str(exc), goal)
+            self._refuse_goal(msg, t, str(exc), q)
             return
+        if self._request is not None:
+            self._request.abort('preempted by an ee_goal')
+        self._request = self._follower = None
         line = self._log_throttle.admit(
-            f'ee_goal accepted: {np.round(goal, 4).tolist()} in {self.world}'
+            f'ee_goal accepted: {np.round(position, 4).tolist()} in {self.world}'
         )
         if line:
             self.get_logger().info(line)
@@ -630,9 +745,6 @@ class ReactionlessControllerNode(Node):
             return
         if self._pending_goal is not None:
             goal, self._pending_goal = self._pending_goal, None
-            if self._request is not None:
-                self._request.abort('preempted by an ee_goal')
-            self._request = self._follower = None
             self._accept_goal(goal, t, q)
         self._start_trajectory(t, q)
         try:

@@ -113,6 +113,8 @@ LOOP_STEPS = 6
 #: Recovery cycles in a row without the end effector getting ``stall_progress`` closer to the
 #: goal (measured after each restoring) before the cycles give up.
 CYCLE_PATIENCE = 3
+#: A rejected goal's position is kept for the status below this magnitude per coordinate [m].
+MAX_KEPT = 1e100
 
 
 class ReachSupervisor:
@@ -295,17 +297,25 @@ class ReachSupervisor:
     def reject(
         self, t: float, q: np.ndarray, reason: str, position: np.ndarray | None = None
     ) -> GoalStatus:
-        """A goal refused at acceptance (e.g. the ``ValueError`` of :meth:`set_goal`): it
-        replaces the current goal, which ends as aborted if active ("replaced by a rejected
-        goal"), gets its own ``goal_id`` and ends at once as aborted with the reason
-        ``'rejected: ' + reason``, so that a client watching the status sees it; the arm is
-        held still (after restoring the attitude spent, as after any abort).
+        """Report a goal refused at acceptance as a goal of its own: it replaces the current
+        goal, which ends as aborted if active ("replaced by a rejected goal"), gets its own
+        ``goal_id`` and ends at once as aborted with the reason ``'rejected: ' + reason``, so
+        that a client watching the status sees it; the arm is held still (after restoring the
+        attitude spent, as after any abort).
+
+        Calling it is the caller's choice: a refusal by :meth:`set_goal` (its ``ValueError``)
+        leaves the current goal as it was, so a goal that should not end an active one (a
+        malformed message: NaN, another frame, out of reach) is not passed here while
+        :attr:`status` is active -- the controller node then only logs it, and reports it here
+        when no goal is active (it still replaces a reached goal held: the arm is then held
+        still). A goal refused for want of fresh state is passed here in any case: it is a
+        well-formed command that the node cannot carry out, and it preempts what runs.
 
         Parameters
         ----------
         t : float, time [s];  q : (7 + n,) measured configuration;  reason : str, why;
-        position : (3,) the goal, inertial frame [m], optional (kept if finite, for the
-            status's position error).
+        position : (3,) the goal, inertial frame [m], optional (kept for the status's
+            position error if its coordinates are below ``MAX_KEPT`` in magnitude).
         """
         t = float(t)
         q = np.asarray(q, dtype=float)
@@ -315,8 +325,8 @@ class ReachSupervisor:
             self._phase = GoalPhase.STOPPED
             self._hold_position = None
         goal = None if position is None else np.asarray(position, dtype=float)
-        if goal is not None and not (goal.shape == (3,) and np.all(np.isfinite(goal))):
-            goal = None
+        if goal is not None and not (goal.shape == (3,) and np.all(np.abs(goal) < MAX_KEPT)):
+            goal = None  # (NaN, or 1e308: the error's square overflowed at every update)
         self._goal_id += 1
         self._goal, self._goal_R = goal, None
         self._outcome = GoalOutcome.ABORTED

@@ -100,19 +100,62 @@ def load_robot(
     return model, text, loops
 
 
+class CheckedClockCallback:
+    """rclpy's ``/clock`` callback (``TimeSource.clock_callback``) behind the check rclpy does
+    not make: a ``builtin_interfaces/Time`` whose ``nanosec`` is not below 1e9 is no valid time
+    (rclpy read ``nanosec=4294967295`` as 4.295 s, where a negative ``sec`` raises); it raises
+    ValueError naming what was expected and what came, so that the executor drops it as it
+    drops a negative ``sec`` (:func:`dropped_clock_message`).
+
+    Parameters
+    ----------
+    callback : the time source's bound ``clock_callback``.
+    """
+
+    def __init__(self, callback: Callable[[object], None]) -> None:
+        self.callback = callback
+        self.source = callback.__self__  # type: ignore[attr-defined]
+
+    def __call__(self, msg) -> None:
+        nanosec = msg.clock.nanosec
+        if not 0 <= nanosec < NS_PER_S:
+            raise ValueError(f'clock.nanosec: expected less than {NS_PER_S}, got {nanosec}')
+        self.callback(msg)
+
+
+def _clock_source(entity: object) -> TimeSource | None:
+    """The rclpy time source whose ``/clock`` subscription ``entity`` is, else None."""
+    if not isinstance(entity, Subscription):
+        return None
+    callback = entity.callback
+    if isinstance(callback, CheckedClockCallback):
+        return callback.source
+    source = getattr(callback, '__self__', None)
+    return source if isinstance(source, TimeSource) else None
+
+
+def check_clock_messages(entity: object) -> None:
+    """Put rclpy's ``/clock`` subscription ``entity`` (any other entity: nothing done) behind
+    :class:`CheckedClockCallback`, once; rclpy reads a subscription's callback when it runs
+    it, so the message taken next is checked. The subscription is created by rclpy's time
+    source when ``use_sim_time`` is set (at start or later), hence checked per execution."""
+    if isinstance(entity, Subscription) and not isinstance(entity.callback, CheckedClockCallback):
+        if _clock_source(entity) is not None:
+            entity.callback = CheckedClockCallback(entity.callback)
+
+
 def dropped_clock_message(entity: object, exception: BaseException | None, node: object) -> bool:
     """Whether ``exception`` came from rclpy's own ``/clock`` subscription refusing a message
-    (``Time.from_msg`` raises ValueError on negative seconds; any node with ``use_sim_time``
-    ended with exit code 1 on one such message): logged on ``node`` (throttled) and dropped.
+    (``Time.from_msg`` raises ValueError on negative seconds, :class:`CheckedClockCallback`
+    on ``nanosec`` >= 1e9; any node with ``use_sim_time`` ended with exit code 1 on a negative
+    one): logged on ``node`` (throttled) and dropped.
 
     Parameters
     ----------
     entity : the executed entity;  exception : what its handler raised, or None;
     node : the node it belongs to (``wait_for_ready_callbacks``' third value).
     """
-    if not (isinstance(exception, ValueError) and isinstance(entity, Subscription)):
-        return False
-    if not isinstance(getattr(entity.callback, '__self__', None), TimeSource):
+    if not isinstance(exception, ValueError) or _clock_source(entity) is None:
         return False
     if isinstance(node, Node):
         node.get_logger().warning(
@@ -140,7 +183,9 @@ def _ready_callback(
 
 def _run_here(handler: object, entity: object, node: object) -> None:
     """Run ``handler`` in this thread and raise what it raised, except a ``/clock`` message
-    rclpy's time source refused (:func:`dropped_clock_message`)."""
+    rclpy's time source refused or that is no valid time (:func:`check_clock_messages`,
+    :func:`dropped_clock_message`)."""
+    check_clock_messages(entity)
     handler()  # type: ignore[operator]
     exception = handler.exception()  # type: ignore[attr-defined]
     if exception is not None and not dropped_clock_message(entity, exception, node):
@@ -149,8 +194,10 @@ def _run_here(handler: object, entity: object, node: object) -> None:
 
 class GuardedSingleThreadedExecutor(SingleThreadedExecutor):
     """rclpy's ``SingleThreadedExecutor`` that drops a ``/clock`` message rclpy's time source
-    cannot take (:func:`dropped_clock_message`) instead of ending the node; the default
-    executor of :func:`run_node`."""
+    cannot take (a negative ``sec``) instead of ending the node, and one that is no valid time
+    (``nanosec`` >= 1e9) instead of reading it (:func:`check_clock_messages`,
+    :func:`dropped_clock_message`), with a warning; the default executor of
+    :func:`run_node`."""
 
     def _spin_once_impl(
         self,

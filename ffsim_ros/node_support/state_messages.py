@@ -8,6 +8,7 @@ receiving side, :func:`joint_state_values` (a ``joint_states`` message checked w
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,10 +57,18 @@ def joint_state_values(
     Raises
     ------
     ValueError
-        A joint without a position, or with a non-finite position or velocity (the message
-        is refused whole; the error names the joints).
+        A joint of the robot named more than once (which of its values would be meant?), a
+        joint without a position, or with a non-finite position or velocity (the message is
+        refused whole; the error names the joints).
     """
     index = {name: j for j, name in enumerate(joint_names)}
+    counts = Counter(name for name in names if name in index)
+    repeated = [name for name in joint_names if counts[name] > 1]
+    if repeated:
+        raise ValueError(
+            f'expected each joint of {list(joint_names)} named at most once, got '
+            f'{repeated} named more than once'
+        )
     pos = np.full(len(index), np.nan)
     vel = np.zeros(len(index))
     given = [False] * len(index)

@@ -26,7 +26,8 @@ threads:
   reaction null space when ``trajectory.reactionless`` is set, and is handed to the control
   loop (:class:`TrajectoryRequest`), which follows it at the control rate, publishes
   the feedback each update and sets the outcome; the execute callback waits for it;
-* a new goal, a ``joint_trajectory`` message or an ``ee_goal`` preempts the running goal
+* a new goal, a ``joint_trajectory`` message or a well-formed ``ee_goal`` (a malformed one
+  changes nothing) preempts the running goal
   (aborted, INVALID_GOAL, "preempted ...", as JTC does), in the order they were received:
   a goal whose checks end after those of a goal received later is aborted as preempted,
   never run after it; with ``trajectory.reactionless`` a correction that ends a joint beyond

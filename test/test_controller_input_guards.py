@@ -1,0 +1,462 @@
+"""The controller node's guards against bad input, in process (no DDS between the test and the
+node: its callbacks are called directly): a malformed ``ee_goal`` changes nothing in progress,
+a clock jumping ahead ends the goal saying so, a ``/clock`` message that is no valid time is
+dropped, a ``joint_states`` naming a joint twice is refused, and each kind of bad state
+message is logged."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+
+pytestmark = pytest.mark.ros
+
+
+def slow_state() -> list:
+    """``state_timeout`` 60 s for the nodes fed on the wall clock: the state fed stays fresh
+    however slow the machine is between a feed and the callbacks that use it."""
+    from rclpy.parameter import Parameter
+
+    return [Parameter('state_timeout', value=60.0)]
+
+
+class Probe:
+    """A :class:`ReactionlessControllerNode` fed by calling its subscriptions' callbacks:
+    fresh state at the node clock's time, goals, and what it publishes on ``goal_status``."""
+
+    def __init__(self, node) -> None:
+        self.node = node
+        self.callbacks = {s.topic_name: s.callback for s in node.subscriptions}
+        self.names = list(node.model.joint_names)
+        self.published: list = []
+        node.goal_status.publisher.publish = self.published.append  # type: ignore[method-assign]
+
+    def feed(self, positions: float = 0.0) -> None:
+        """``joint_states`` and ``base_odom`` of a robot at rest, stamped now."""
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import JointState
+
+        from ffsim_ros.node_support import to_stamp
+
+        stamp = to_stamp(self.node.get_clock().now().nanoseconds)
+        joints = JointState(name=self.names, position=[positions] * len(self.names))
+        joints.velocity = [0.0] * len(self.names)
+        joints.header.stamp = stamp
+        odom = Odometry()
+        odom.header.stamp = stamp
+        odom.pose.pose.orientation.w = 1.0
+        self.callbacks['/joint_states'](joints)
+        self.callbacks['/base_odom'](odom)
+
+    def update(self) -> None:
+        """One control update on fresh state."""
+        self.feed()
+        self.node._on_timer()
+
+    def goal(self, offset=(0.03, 0.0, 0.0), frame: str = 'world', quat=(0.0, 0.0, 0.0, 1.0)):
+        """An ``ee_goal`` ``offset`` from the end effector at rest (``offset``: a 3-vector, or
+        absolute coordinates when given as a tuple ``('at', xyz)``)."""
+        from geometry_msgs.msg import PoseStamped
+
+        if offset[0] == 'at':
+            xyz = np.asarray(offset[1], dtype=float)
+        else:
+            q = D.neutral(self.node.model)
+            xyz = D.link_pose(self.node.model, q, 'ee_link')[0] + np.asarray(offset)
+        msg = PoseStamped()
+        msg.header.frame_id = frame
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(x) for x in xyz)
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = (float(x) for x in quat)
+        return msg
+
+    def send(self, msg) -> None:
+        self.callbacks['/ee_goal'](msg)
+
+
+def _trajectory_request(model, seconds: float, t: float):
+    """A FollowJointTrajectory-like request holding the joints at 0 for ``seconds`` from time
+    ``t`` (nobody waits for it: no goal handle)."""
+    from ffsim_ros.control.trajectory import JointTrajectory, Tolerances, check_waypoints
+    from ffsim_ros.node_support.trajectory_action import TrajectoryRequest
+
+    phi = np.zeros(model.n)
+    names = list(model.joint_names)
+    waypoints = check_waypoints(model, names, [seconds], [phi], [[]], [[]], [[]])
+    return TrajectoryRequest(
+        JointTrajectory.start(waypoints, t, phi, phi),
+        Tolerances.uniform(model.n, 0.0, 0.05, 0.05, 1.0),
+    )
+
+
+def test_a_malformed_ee_goal_leaves_the_active_goal_and_the_trajectory(
+    rclpy_context, capfd
+) -> None:
+    """A goal with a NaN, out of reach (1e308), in another frame or with a NaN orientation is
+    refused with an error naming what was expected and what came: the active goal goes on
+    (it used to end as "replaced by a rejected goal"), its status stays on ``goal_status``;
+    a trajectory followed goes on (it used to be aborted, "preempted by an ee_goal", before the
+    goal was checked). With no goal active the rejection is a goal of its own on
+    ``goal_status``, as before."""
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.node_support import LogThrottle
+    from ffsim_ros.reactionless_controller import LOG_PERIOD, ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=slow_state())
+    try:
+        # (no cap on the lines of all kinds a second: a dozen kinds come within one here)
+        node._log_throttle = LogThrottle(LOG_PERIOD, max_lines=100)
+        probe = Probe(node)
+        nan = float('nan')
+        malformed = [
+            (probe.goal(('at', (nan, 0.0, 0.0))), 'goal: expected 3 finite coordinates, got [nan'),
+            (
+                probe.goal(('at', (1e308, 0.0, 0.0))),
+                'goal unreachable: [1e+308, 0.0, 0.0] is 1e+308 m from the shoulder, expected '
+                'at most',
+            ),
+            (probe.goal(frame='base_link'), "expected frame_id 'world', got 'base_link'"),
+            (
+                probe.goal(quat=(0.0, nan, 0.0, 1.0)),
+                'orientation: expected finite values, got [0.0, nan, 0.0, 1.0]',
+            ),
+        ]
+        # nothing in progress: each rejection is a goal of its own on goal_status
+        probe.feed()
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')  # (1e308: no overflow in the status's figures)
+            for k, (msg, text) in enumerate(malformed):
+                probe.send(msg)
+                probe.update()
+                status = node.supervisor.status
+                assert status.outcome is GoalOutcome.ABORTED and status.goal_id == k + 1
+                assert status.reason.startswith(f'rejected: {text}'), status.reason
+                assert probe.published[-1].message.startswith(
+                    f'aborted (stopped): rejected: {text}'
+                )
+                assert f'ee_goal rejected ({text}' in capfd.readouterr().err
+        count = len(probe.published)
+        assert count == len(malformed)
+        good = probe.goal((0.03, 0.0, 0.0))
+        probe.send(good)
+        probe.update()
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ACTIVE and status.goal_id == 1 + len(malformed)
+        target = node.supervisor.goal
+        capfd.readouterr()
+        count = len(probe.published)
+        for msg, text in malformed:
+            probe.send(msg)
+            probe.update()  # (a goal kept for the update would be taken here)
+            status = node.supervisor.status
+            assert status.outcome is GoalOutcome.ACTIVE, (text, status.reason)
+            assert status.goal_id == 1 + len(malformed) and status.reason == ''
+            np.testing.assert_array_equal(node.supervisor.goal, target)
+            err = capfd.readouterr().err
+            assert f'ee_goal rejected ({text}' in err, err
+            assert 'ignored: the active goal goes on' in err, err
+        assert len(probe.published) == count  # goal_status still holds the active goal's
+        # a trajectory followed: a malformed goal leaves it running
+        request = _trajectory_request(node.model, 5.0, node.get_clock().now().nanoseconds * 1e-9)
+        node.submit_trajectory(request)
+        probe.update()
+        assert node._request is request and request.outcome is None
+        assert node.supervisor.status.reason == 'preempted by a joint trajectory'
+        for msg, text in malformed:
+            probe.send(msg)
+            probe.update()
+            assert node._request is request and request.outcome is None, request.outcome
+            err = capfd.readouterr().err
+            assert f'ee_goal rejected ({text}' in err and 'the joint trajectory goes on' in err
+        # no goal active: each rejection is on goal_status, a goal of its own
+        rejected = [m.message for m in probe.published[count:]]
+        assert len(rejected) == 1 + len(malformed), rejected  # (the preempted goal, first)
+        assert all(m.startswith('aborted (stopped): rejected: ') for m in rejected[1:]), rejected
+        assert node.supervisor.status.goal_id == 1 + 2 * len(malformed)
+        # a well-formed goal still preempts the trajectory
+        probe.send(good)
+        probe.update()
+        assert request.outcome is not None and request.outcome[2] == 'preempted by an ee_goal'
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+    finally:
+        node.destroy_node()
+
+
+def test_a_forward_clock_jump_ends_the_goal_saying_so(rclpy_context, capfd) -> None:
+    """``/clock`` jumping from 1.36 s to 99999 s while a goal is active (since 1 s) ends it as
+    aborted, "the clock jumped ahead by 99997.640 s" -- it ended as "timeout: not reached after
+    300 s", which it never was. Advances up to 1 s (or state_timeout, if longer) between two
+    readings are no jump; the first /clock after a start (the clock at 0 before) neither."""
+    from rclpy.clock import ClockType
+    from rclpy.parameter import Parameter
+    from rclpy.time import Time
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import CLOCK_JUMP_AHEAD, ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(
+        context=rclpy_context, parameter_overrides=[Parameter('use_sim_time', value=True)]
+    )
+    try:
+        clock = node.get_clock()
+
+        def at(seconds: float) -> None:
+            clock.set_ros_time_override(Time(seconds=seconds, clock_type=ClockType.ROS_TIME))
+
+        probe = Probe(node)
+        assert clock.now().nanoseconds == 0  # no /clock yet
+        probe.feed()
+        at(1.0)  # the first /clock: no jump
+        probe.feed()
+        assert 'jumped' not in capfd.readouterr().err
+        probe.send(probe.goal())
+        probe.update()
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ACTIVE and status.goal_id == 1, status.reason
+        at(1.36)
+        probe.update()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        assert node.clock_jump_ns == CLOCK_JUMP_AHEAD * 1e9  # (state_timeout 0.2 s)
+        at(1.36 + 0.9 * CLOCK_JUMP_AHEAD)  # a stall of 0.9 s: no jump
+        probe.update()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        before = clock.now().nanoseconds * 1e-9
+        at(99999.0)
+        node._on_timer()  # (the timer first: the state is stale there)
+        probe.update()  # fresh state on the new clock
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED, status.reason
+        assert status.reason.startswith(
+            f'dropped: the clock jumped ahead by {99999.0 - before:.3f} s, from {before:.3f} s '
+            'to 99999.000 s'
+        ), status.reason
+        assert 'timeout' not in status.reason
+        assert any('the clock jumped ahead by' in m.message for m in probe.published), (
+            probe.published
+        )
+        assert 'the clock jumped ahead by' in capfd.readouterr().err
+        # control goes on from the new clock: a new goal is taken
+        probe.send(probe.goal())
+        probe.update()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+    finally:
+        node.destroy_node()
+
+
+def test_a_clock_message_with_nanosec_beyond_a_second_is_dropped(rclpy_context) -> None:
+    """``/clock`` with ``nanosec`` = 4294967295 is no valid time (nanosec < 1e9): the package's
+    executors drop it with a warning naming the field, as a negative ``sec``; rclpy's own
+    executor lets the time source read it as 4.295 s (the check can fail)."""
+    import rclpy
+    from rclpy.clock import JumpThreshold
+    from rclpy.duration import Duration
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+
+    from ffsim_ros.node_support import GuardedSingleThreadedExecutor, TopicsInlineExecutor
+
+    invalid = 4_294_967_295
+
+    def run(executor) -> tuple[list[int], list[str]]:
+        """Send 3 s, then the invalid time and 5 s alternately until the invalid one was
+        handled (read or dropped); the clock's values and the warnings."""
+        node = rclpy.create_node(
+            'clock_probe',
+            context=rclpy_context,
+            parameter_overrides=[Parameter('use_sim_time', value=True)],
+        )
+        warnings: list[str] = []
+
+        class Logger:
+            def warning(self, text: str, **_: object) -> None:
+                warnings.append(text)
+
+        node.get_logger = Logger  # type: ignore[method-assign]
+        clock = node.get_clock()
+        seen: list[int] = []
+        handle = clock.create_jump_callback(
+            JumpThreshold(
+                min_forward=Duration(nanoseconds=1), min_backward=Duration(nanoseconds=-1)
+            ),
+            post_callback=lambda _: seen.append(clock.now().nanoseconds),
+        )
+        source = rclpy.create_node('clock_source', context=rclpy_context)
+        executor.add_node(node)
+        executor.add_node(source)
+        try:
+            pub = source.create_publisher(Clock, '/clock', 10)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not pub.get_subscription_count():
+                executor.spin_once(timeout_sec=0.05)
+            bad = Clock()
+            bad.clock.nanosec = invalid
+            three, five = Clock(), Clock()
+            three.clock.sec, five.clock.sec = 3, 5
+
+            def handled() -> bool:  # the invalid time read, or dropped with a warning
+                return invalid in seen or any('nanosec' in w for w in warnings)
+
+            while time.monotonic() < deadline and clock.now().nanoseconds != 3 * 10**9:
+                pub.publish(three)
+                executor.spin_once(timeout_sec=0.05)
+            while time.monotonic() < deadline and not (
+                handled() and clock.now().nanoseconds == 5 * 10**9
+            ):
+                pub.publish(bad)  # (depth 1: it may be overwritten before it is taken)
+                executor.spin_once(timeout_sec=0.05)
+                pub.publish(five)
+                executor.spin_once(timeout_sec=0.05)
+            assert time.monotonic() < deadline, 'the clock never followed /clock'
+            return seen, warnings
+        finally:
+            handle.unregister()
+            executor.shutdown()
+            node.destroy_node()
+            source.destroy_node()
+
+    for executor in (
+        GuardedSingleThreadedExecutor(context=rclpy_context),
+        TopicsInlineExecutor(num_threads=2, context=rclpy_context),
+    ):
+        seen, warnings = run(executor)
+        assert invalid not in seen and seen[-1] == 5 * 10**9, seen
+        assert any(
+            f'/clock message dropped (clock.nanosec: expected less than 1000000000, got {invalid})'
+            in w
+            for w in warnings
+        ), warnings
+    seen, _ = run(SingleThreadedExecutor(context=rclpy_context))
+    assert invalid in seen, seen
+
+
+def test_joint_states_naming_a_joint_twice_are_refused(rclpy_context, capfd) -> None:
+    """A ``joint_states`` naming a joint of the robot twice is refused whole, naming it (the
+    last value was taken silently), as the simulator's joint_commands refuses one; the last good
+    state is kept. Other names repeated are ignored with the rest of the other names."""
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.node_support.state_messages import joint_state_values
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    joints = ('a', 'b', 'c')
+    with pytest.raises(ValueError) as info:
+        joint_state_values(joints, ['a', 'b', 'c', 'b'], [1.0, 2.0, 3.0, 9.0], [])
+    assert str(info.value) == (
+        "expected each joint of ['a', 'b', 'c'] named at most once, got ['b'] named more than once"
+    )
+    pos, _ = joint_state_values(joints, ['x', 'a', 'b', 'x', 'c'], [0, 1.0, 2.0, 0, 3.0], [])
+    assert pos.tolist() == [1.0, 2.0, 3.0]
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=slow_state())
+    try:
+        probe = Probe(node)
+        probe.feed(0.1)
+        q, _ = node._measured()
+        names = probe.names
+        twice = JointState(name=[*names, names[2]], position=[0.1] * len(names) + [0.7])
+        capfd.readouterr()
+        probe.callbacks['/joint_states'](twice)
+        again, _ = node._measured()
+        np.testing.assert_array_equal(again, q)
+        err = capfd.readouterr().err
+        assert f"got ['{names[2]}'] named more than once; ignored, the last good state kept" in err
+    finally:
+        node.destroy_node()
+
+
+def test_each_kind_of_bad_state_message_is_logged(rclpy_context, capfd) -> None:
+    """Errors on ``joint_states`` and ``base_odom`` are throttled per kind of message: a
+    missing joint right after a NaN (and a joint named twice, a NaN or a zero quaternion in
+    base_odom) gets its own line -- rclpy's per-call-site throttle showed only the first of a
+    second; a repeat of a kind is held back."""
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.node_support import LogThrottle
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=slow_state())
+    try:
+        node._log_throttle = LogThrottle(60.0)  # (a slow machine cannot let a repeat through)
+        probe = Probe(node)
+        probe.feed()
+        names = probe.names
+        n = len(names)
+        nan_odom = Odometry()
+        nan_odom.pose.pose.position.x = float('nan')
+        nan_odom.pose.pose.orientation.w = 1.0
+        zero_odom = Odometry()
+        zero_odom.pose.pose.orientation.w = 0.0  # (its default is 1)
+        bad = [
+            (
+                '/joint_states',
+                JointState(name=names, position=[float('nan')] + [0.0] * (n - 1)),
+                f"non-finite values {{'{names[0]}.position': nan}}",
+            ),
+            ('/joint_states', JointState(name=names[1:], position=[0.0] * (n - 1)), 'no position'),
+            (
+                '/joint_states',
+                JointState(name=[*names, names[0]], position=[0.0] * (n + 1)),
+                'named more than once',
+            ),
+            (
+                '/base_odom',
+                nan_odom,
+                "base_odom: expected a finite pose and twist, got {'position': [nan, 0.0, 0.0]}",
+            ),
+            ('/base_odom', zero_odom, 'base_odom: orientation: expected a non-zero finite'),
+        ]
+        capfd.readouterr()
+        for topic, msg, _ in bad:
+            probe.callbacks[topic](msg)
+        err = capfd.readouterr().err
+        for _, _, text in bad:
+            assert err.count(text) == 1, (text, err)
+        probe.callbacks['/joint_states'](bad[1][1])  # the same kind again: held back
+        assert 'no position' not in capfd.readouterr().err
+        assert not isinstance(node._measured(), str)  # the last good state kept throughout
+    finally:
+        node.destroy_node()
+
+
+def test_base_odom_in_another_frame_is_refused(rclpy_context, capfd) -> None:
+    """A ``base_odom`` whose ``header.frame_id`` is not the controller's ``world_frame`` (the
+    simulator started with another one) is logged and ignored, the last good state kept: the
+    controller used to take it, and published ``ee_pose`` labelled in ``world`` with
+    coordinates of the other frame. An empty frame id is taken as ``world_frame``."""
+    from nav_msgs.msg import Odometry
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=slow_state())
+    try:
+        probe = Probe(node)
+        probe.feed()  # frame_id '' (taken as world)
+        q_good, _ = node._measured()
+        odom = Odometry()
+        odom.header.frame_id = 'inertial'
+        odom.header.stamp = node.get_clock().now().to_msg()
+        odom.pose.pose.position.x = 0.01  # (under jump_threshold)
+        odom.pose.pose.orientation.w = 1.0
+        probe.callbacks['/base_odom'](odom)
+        err = capfd.readouterr().err
+        assert "base_odom: expected header.frame_id 'world' (world_frame), got 'inertial'" in err
+        q_after, _ = node._measured()
+        np.testing.assert_array_equal(q_after, q_good)
+        from sensor_msgs.msg import JointState
+
+        joints = JointState(name=probe.names, position=[0.0] * len(probe.names))
+        joints.velocity = [0.0] * len(probe.names)
+        joints.header.stamp = odom.header.stamp  # (paired by stamp)
+        probe.callbacks['/joint_states'](joints)
+        odom.header.frame_id = 'world'
+        probe.callbacks['/base_odom'](odom)
+        q_world, _ = node._measured()
+        assert abs(q_world[0] - q_good[0] - 0.01) < 1e-12  # the same message in world: taken
+    finally:
+        node.destroy_node()
