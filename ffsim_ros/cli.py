@@ -554,6 +554,11 @@ def _check_reach_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         args.robot_text = read_robot_file(str(path), what='--robot')
     except ParameterValueError as exc:
         parser.error(str(exc))
+    from ffsim_ros.dynamics.urdf import NO_DTD, dtd_problem
+
+    problem = dtd_problem(args.robot_text)
+    if problem is not None:
+        parser.error(f'--robot: {NO_DTD}, got {problem} in {str(path)!r}')
     try:
         ET.fromstring(args.robot_text)
     except ET.ParseError as exc:

@@ -203,7 +203,8 @@ def discovery_environment(
 
 def check_robot_xml(urdf_text: str, path: str | Path) -> None:
     """Raise a ``ValueError`` naming the ``robot`` argument when its file is not XML with a
-    ``<robot>`` root (the launch would otherwise fail on a bare parser message).
+    ``<robot>`` root (the launch would otherwise fail on a bare parser message), or declares
+    a DTD (:func:`ffsim_ros.dynamics.urdf.dtd_problem`: XML entities), which the nodes refuse.
 
     Parameters
     ----------
@@ -212,6 +213,11 @@ def check_robot_xml(urdf_text: str, path: str | Path) -> None:
     path : str or Path
         The file, for the message.
     """
+    from ffsim_ros.dynamics.urdf import NO_DTD, dtd_problem  # (the launch has it loaded)
+
+    problem = dtd_problem(urdf_text)
+    if problem is not None:
+        raise ValueError(f'robot: {NO_DTD}, got {problem} in {str(path)!r}')
     try:
         root = ET.fromstring(urdf_text)
     except ET.ParseError as exc:

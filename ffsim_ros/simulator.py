@@ -363,6 +363,15 @@ class Simulator(Node):
         self._batch = max(1, min(self.decimation, int(round(MAX_BATCH_SECONDS * physics))))
         self.world = values['world_frame'] or 'world'
         self.base_frame = values['frame_prefix'] + model.base_link
+        try:  # the root link's name is the TF child frame of world_frame (base_odom's too)
+            frame_id().test(self.base_frame)
+        except ValueError:
+            source = 'robot_description' if values['robot_description'] else 'robot_file'
+            raise ParameterValueError(
+                f'{source}: expected a root link whose name is a TF frame id (letters, digits, '
+                f'_ . / -; no leading /; at most 255 characters with frame_prefix), got '
+                f'{model.base_link[:100]!r}'
+            ) from None
         if self.base_frame == self.world:  # (URDFs rooted at a link 'world': UR5, xArm7)
             raise ParameterValueError(
                 f"world_frame: expected a frame other than the robot's base link frame "

@@ -59,6 +59,11 @@ def demo_error(argv: list[str], capsys) -> str:
         (['--robot', '{tmp}'], '--robot: expected a regular file'),
         (['--robot', '{tmp}/fifo.urdf'], '--robot: expected a regular file'),
         (['--robot', '{tmp}/bad.urdf'], '--robot: expected a URDF (XML), got malformed XML'),
+        (
+            ['--robot', '{tmp}/dtd.urdf'],
+            '--robot: expected XML without a DTD (entity declarations and external DTDs are '
+            "refused: URDF uses none), got <!DOCTYPE r [...]> (declarations) in '{tmp}/dtd.urdf'",
+        ),
         (['--robot', '{tmp}/r.xacro'], '--robot: expected a sample robot name or a .urdf file'),
         (['--rtf', '-1'], '--rtf: expected 0 (as fast as possible) or in [0.001, 1000]'),
         (['--rtf', 'nan'], '--rtf: expected 0'),
@@ -85,8 +90,10 @@ def test_demo_refuses_bad_arguments_before_starting(
     os.mkfifo(tmp_path / 'fifo.urdf')
     (tmp_path / 'afile').write_text('x')
     (tmp_path / 'bad.urdf').write_text('<robot name="r"><link')
+    (tmp_path / 'dtd.urdf').write_text('<!DOCTYPE r [<!ENTITY a "1">]><robot name="&a;"/>')
     (tmp_path / 'r.xacro').write_text('<robot name="r"/>')
     argv = [a.replace('{tmp}', str(tmp_path)) for a in argv]
+    message = message.replace('{tmp}', str(tmp_path))
     if '--output' not in argv:
         argv += ['--output', str(tmp_path / 'out')]
     assert message in demo_error(argv, capsys)

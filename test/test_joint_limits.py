@@ -58,10 +58,19 @@ def test_urdf_limits_loaded_as_given() -> None:
         D.load_urdf(_urdf(_limit(lower='2')))
     passive = D.load_urdf(_urdf(_limit(effort='0', velocity='0')))
     assert passive.effort_limit.tolist() == [0.0] and passive.velocity_limit.tolist() == [0.0]
-    # a continuous joint has no position limits; absent attributes stay unlimited
-    free = D.load_urdf(_urdf('effort="3"', 'continuous'))
+    # a continuous joint has no position limits
+    free = D.load_urdf(_urdf('effort="3" velocity="0"', 'continuous'))
     assert np.isinf(free.lower).all() and np.isinf(free.upper).all()
-    assert free.effort_limit.tolist() == [3.0] and np.isinf(free.velocity_limit).all()
+    assert free.effort_limit.tolist() == [3.0] and free.velocity_limit.tolist() == [0.0]
+    # a <limit> without effort or velocity: refused, as urdfdom (robot_state_publisher,
+    # Pinocchio) refuses it -- it was read as unlimited, the simulator running a file the rest
+    # of a launch could not load
+    for attributes, missing in (('effort="3"', 'velocity'), ('velocity="1"', 'effort')):
+        for kind in ('continuous', 'revolute'):
+            with pytest.raises(
+                ValueError, match=f'joint elbow: <limit> expected .* for {missing}$'
+            ):
+                D.load_urdf(_urdf(attributes + ' lower="-1" upper="1"', kind))
 
 
 @pytest.mark.parametrize(

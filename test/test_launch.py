@@ -941,6 +941,14 @@ def test_ffsim_launch_without_the_other_packages_and_with_bad_files(
     not_urdf.write_text('# not XML')
     with pytest.raises(ValueError, match=r"^robot: expected a URDF \(XML\) file, got '.*notes"):
         _run(module, 'robot_actions', robot=str(not_urdf))
+    entity = tmp_path / 'entity.urdf'  # the nodes refuse a DTD: named here, before they start
+    entity.write_text('<!DOCTYPE robot [<!ENTITY a "x">]><robot name="&a;"/>')
+    with pytest.raises(ValueError) as info:
+        _run(module, 'robot_actions', robot=str(entity))
+    assert str(info.value) == (
+        'robot: expected XML without a DTD (entity declarations and external DTDs are refused: '
+        f"URDF uses none), got <!DOCTYPE robot [...]> (declarations) in '{entity}'"
+    )
     not_robot = tmp_path / 'sdf.urdf'
     not_robot.write_text('<sdf version="1.6"/>')
     with pytest.raises(ValueError, match='^robot: expected a URDF with a <robot> root, got <sdf>'):

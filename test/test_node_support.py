@@ -33,6 +33,17 @@ def test_load_robot_sources_and_errors(tmp_path: Path) -> None:
     bad.write_text('<robot name="r"></robot>')
     with pytest.raises(ParameterValueError, match=r'^robot_file \(.*bad.urdf\): invalid robot'):
         load_robot('', str(bad))
+    # a DTD (XML entities): refused naming the parameter, the entity never expanded
+    entity = planar.replace('<?xml version="1.0"?>', '<!DOCTYPE r [<!ENTITY a "0.1">]>', 1)
+    entity = entity.replace('ixx="0.866666666667"', 'ixx="&a;"', 1)
+    assert entity.count('&a;') == 1 and entity.startswith('<!DOCTYPE')
+    with pytest.raises(ParameterValueError) as info:
+        load_robot(entity, '')
+    assert str(info.value) == (
+        'robot_description: invalid robot: URDF: expected XML without a DTD (entity '
+        'declarations and external DTDs are refused: URDF uses none), got <!DOCTYPE r [...]> '
+        '(declarations)'
+    )
 
 
 def test_load_robot_reads_and_checks_loop_closures(tmp_path: Path) -> None:
@@ -119,6 +130,94 @@ def test_unknown_parameters_are_named_with_a_suggestion(rclpy_context) -> None:
         assert node.get_parameter('control_rate_hz').value == 50.0
     finally:
         node.destroy_node()
+
+
+def test_undeclared_and_empty_parameter_names_are_refused_by_name(
+    rclpy_context, ros_executor, wait_until
+) -> None:
+    """A set of a name neither node declares is refused with a reason naming it: an empty name
+    was taken (``successful=True``, then listed by list_parameters: rclpy's own check let it
+    through), ``nonexistent`` was refused as ``Invalid access to undeclared parameter(s): []``.
+    Parameters of rclpy's (``use_sim_time``) and of the table still set, alone or atomically."""
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from ffsim_ros.node_support import UndeclaredParameterError
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+    from ffsim_ros.simulator import Simulator
+
+    def call(future):
+        assert wait_until(future.done, 20, ros_executor)
+        return future.result()
+
+    nodes = [
+        (Simulator(context=rclpy_context), 'command_timeout', 0.05),
+        (ReactionlessControllerNode(context=rclpy_context), 'mode', 'gjm_tracking'),
+    ]
+    probe = Node('parameter_probe', context=rclpy_context)
+    try:
+        ros_executor.add_node(probe)
+        for node, _, _ in nodes:
+            ros_executor.add_node(node)
+        for node, dynamic, value in nodes:
+            name = node.get_name()
+            client = AsyncParameterClient(probe, name)
+            assert wait_until(client.services_are_ready, 20, ros_executor)
+            before = node.get_parameter(dynamic).value
+            results = call(
+                client.set_parameters(
+                    [
+                        Parameter('', value=1.0),
+                        Parameter('', value='x'),
+                        Parameter('nonexistent', value=1.0),
+                        Parameter(' mode', value='x'),
+                        Parameter('use_sim_time', value=False),
+                        Parameter(dynamic, value=value),
+                        Parameter('start_type_description_service', value=False),
+                    ]
+                )
+            ).results
+            got = [(r.successful, r.reason) for r in results]
+            expected = (
+                f'{name}: expected a parameter the node declares (ros2 param list shows '
+                'them), got '
+            )
+            assert got[:4] == [
+                (False, expected + "'' (an empty name)"),
+                (False, expected + "'' (an empty name)"),
+                (False, expected + "'nonexistent'"),
+                (False, expected + "' mode' (a name with whitespace or control characters)"),
+            ], got
+            assert got[4:6] == [(True, ''), (True, '')], got
+            # rclpy's own read-only parameter: rclpy's answer, as before
+            assert got[6] == (
+                False,
+                'Trying to set a read-only parameter: start_type_description_service.',
+            ), got
+            assert node.get_parameter(dynamic).value == value
+            # atomically: one undeclared name refuses the whole set
+            result = call(
+                client.set_parameters_atomically(
+                    [Parameter(dynamic, value=before), Parameter('', value=1.0)]
+                )
+            ).result
+            assert not result.successful and result.reason == expected + "'' (an empty name)"
+            assert node.get_parameter(dynamic).value == value
+            names = call(client.list_parameters()).result.names
+            assert '' not in names and 'nonexistent' not in names and dynamic in names
+            # in-process: rclpy's exception type (its callers catch it), the same message
+            with pytest.raises(UndeclaredParameterError) as info:
+                node.set_parameters([Parameter('', value=1.0)])
+            assert str(info.value) == expected + "'' (an empty name)"
+            assert not node.has_parameter('')
+            with pytest.raises(UndeclaredParameterError) as info:
+                node.set_parameters([Parameter(dynamic + 's', value=value)])
+            assert str(info.value) == expected + f"'{dynamic}s' (did you mean {dynamic}?)"
+    finally:
+        probe.destroy_node()
+        for node, _, _ in nodes:
+            node.destroy_node()
 
 
 def test_controller_rejects_an_unknown_ee_link(rclpy_context) -> None:

@@ -225,6 +225,9 @@ class _Node:
     def add_on_set_parameters_callback(self, callback) -> None:
         self.on_set.append(callback)
 
+    def has_parameter(self, name: str) -> bool:
+        return name in self.values
+
     def get_parameter(self, name: str):
         from rclpy.parameter import Parameter
 
@@ -271,3 +274,23 @@ def test_watch_applies_checked_sets_only(post_set: bool) -> None:
     assert applied[-1] == {'high': 2.0, 'low': 1.5}
     assert node.set([Parameter('use_sim_time', value=True)])  # not the table's: not applied
     assert len(applied) == 2
+    # a malformed name not declared (an empty one: rclpy's own check lets it through) is
+    # refused by the on-set callback, naming it, alone or with a good value; nothing applied
+    for params in (
+        [Parameter('', value=1.0)],
+        [Parameter('low', value=0.25), Parameter('', value='x')],
+    ):
+        result = node.on_set[0](params)
+        assert not result.successful
+        assert result.reason == (
+            "n: expected a parameter the node declares (ros2 param list shows them), got '' "
+            '(an empty name)'
+        )
+        assert not node.set(params)
+    for name, problem in (
+        ('a..b', 'a name with an empty part between dots'),
+        ('lo w', 'a name with whitespace or control characters'),
+        ('.low', 'a name with an empty part between dots'),
+    ):
+        assert node.on_set[0]([Parameter(name, value=1.0)]).reason.endswith(f'({problem})')
+    assert '' not in node.values and node.values['low'] == 1.5 and len(applied) == 2

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.urdf import NO_DTD
 from ffsim_ros.resources import sample_robot
 
 pytestmark = pytest.mark.ros
@@ -61,6 +62,31 @@ def _files(folder: Path) -> dict[str, str]:
     negative.write_text(
         sample_robot('planar_2link').read_text().replace('effort="50"', 'effort="-10"', 1)
     )
+    entity = folder / 'entity.urdf'  # an XML entity: Python's parser expanded it
+    entity.write_text(
+        sample_robot('planar_2link')
+        .read_text()
+        .replace(
+            '<?xml version="1.0"?>', '<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY a "0.1">]>'
+        )
+        .replace('ixx="0.866666666667"', 'ixx="&a;"', 1)
+    )
+    laughs = folder / 'laughs.urdf'  # "billion laughs": 10^9 copies once expanded
+    nested = ''.join(f'<!ENTITY a{i} "{f"&a{i - 1};" * 10}">' for i in range(1, 10))
+    laughs.write_text(
+        f'<!DOCTYPE robot [<!ENTITY a0 "lol">{nested}]>\n<robot name="&a9;"></robot>'
+    )
+    passive = folder / 'passive_joint.urdf'  # the controller drives every joint
+    passive.write_text(
+        sample_robot('planar_2link').read_text().replace('effort="50"', 'effort="0"', 1)
+    )
+    bad_root = folder / 'bad_root.urdf'  # a root link whose name is no TF frame id
+    bad_root.write_text(
+        sample_robot('planar_2link')
+        .read_text()
+        .replace('name="base_link"', 'name="/sat base"')
+        .replace('link="base_link"', 'link="/sat base"')
+    )
     world_root = folder / 'world_root.urdf'  # rooted at a link 'world', as UR5's URDF
     world_root.write_text(
         sample_robot('planar_2link')
@@ -69,6 +95,8 @@ def _files(folder: Path) -> dict[str, str]:
         .replace('link="base_link"', 'link="world"')
     )
     return {
+        'passive': str(passive),
+        'bad_root': str(bad_root),
         'world_root': str(world_root),
         'binary': str(binary),
         'latin': str(latin),
@@ -76,6 +104,8 @@ def _files(folder: Path) -> dict[str, str]:
         'directory': str(directory),
         'fifo': str(fifo),
         'negative': str(negative),
+        'entity': str(entity),
+        'laughs': str(laughs),
     }
 
 
@@ -140,6 +170,12 @@ def bad_values(files: dict[str, str]) -> list[tuple[str, list[str], str]]:
             "world_frame: expected a frame other than the robot's base link frame 'world'",
         ),
         (SIM, ['frame_prefix:=robot1'], "frame_prefix: expected '' or a frame id prefix"),
+        (
+            SIM,
+            [f'robot_file:={files["bad_root"]}'],
+            'robot_file: expected a root link whose name is a TF frame id (letters, digits, _ . '
+            "/ -; no leading /; at most 255 characters with frame_prefix), got '/sat base'",
+        ),
         (SIM, ['start_paused:=maybe'], "start_paused: expected a bool, got 'maybe' (a string)"),
         (SIM, ['publish_clock:=1'], 'publish_clock: expected a bool, got 1 (an integer)'),
         # the controller
@@ -159,11 +195,21 @@ def bad_values(files: dict[str, str]) -> list[tuple[str, list[str], str]]:
         (CTL, ['ee_link:=tool0'], "ee_link: expected one of ['base_link'"),
         (CTL, ["world_frame:='bad frame'"], "world_frame: expected '' or a frame id"),
         (CTL, ['track_orientation:=1'], 'track_orientation: expected a bool, got 1'),
+        (CTL, ['world_frame:=base_link'], 'world_frame: expected the inertial frame of ee_goal'),
+        (
+            CTL,
+            [f'robot_file:={files["passive"]}'],
+            'robot_file: expected joints the controller can drive (effort limit > 0), got '
+            "passive joints ['joint_1']",
+        ),
         (CTL, ['reach.max_plans:=-1'], 'reach.max_plans: expected an integer in [0, 100]'),
         (CTL, ['reach.max_loop_plans:=2.5'], 'reach.max_loop_plans: expected an int, got 2.5'),
         (CTL, ['reach.max_loop_plans:=true'], 'reach.max_loop_plans: expected an int, got True'),
         (CTL, ['robot_file:=/dev/zero'], "robot_file: expected a regular file, got '/dev/zero'"),
         (CTL, [f'robot_file:={files["binary"]}'], 'robot_file: expected a URDF (XML text)'),
+        (SIM, [f'robot_file:={files["entity"]}'], f'invalid robot: URDF: {NO_DTD}, got <!DOC'),
+        (SIM, [f'robot_file:={files["laughs"]}'], 'got <!DOCTYPE robot [...]> (declarations)'),
+        (CTL, [f'robot_file:={files["entity"]}'], f'invalid robot: URDF: {NO_DTD}, got <!DOC'),
     ]
     out = []
     for node, params, expected in cases:

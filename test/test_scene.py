@@ -238,6 +238,16 @@ def test_tumble_closed_form():
         ({'mass': 0.0}, ['mass', '0.0']),
         ({'mass': -2.0}, ['mass', '-2.0']),
         ({'mass': float('nan')}, ['mass']),
+        # bounded: 1 mg to 1e12 kg; principal moments within the mass times [(0.1 mm)^2 / 12,
+        # (1e6 m)^2] (1e-300 kg and a zero inertia were taken)
+        ({'mass': 1e-300}, ["target 'bad' mass: expected a finite value in [1e-06, 1e+12] kg"]),
+        ({'mass': 1e13}, ['[1e-06, 1e+12] kg', 'got 10000000000000.0']),
+        ({'inertia': np.zeros((3, 3))}, ["target 'bad' inertia: expected principal moments"]),
+        (
+            {'inertia': np.diag([1e-9, 1.0, 1.0])},
+            ['[4.16667e-09, 5e+12] kg m^2', 'got [1e-09, 1, 1]'],
+        ),
+        ({'inertia': np.eye(3) * 1e13}, ['for a mass of 5 kg', 'got [1e+13, 1e+13, 1e+13]']),
         ({'position': (np.nan, 5.0, 0.0)}, ['position', 'nan']),
         ({'orientation': (0.0, 0.0, 0.0, 0.0)}, ['orientation']),
         ({'handles': [Handle('h', 'nowhere')]}, ['nowhere', 'unknown link']),

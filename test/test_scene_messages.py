@@ -454,3 +454,120 @@ def test_spawned_urdf_of_a_yaml_description_takes_the_checks_of_uri(tmp_path) ->
     (tmp_path / 'sat.yaml').write_text('{urdf: sat.urdf}')
     target = parse_spawn(_spawn_request(uri=str(tmp_path / 'sat.yaml')), 't', 'world')
     assert target.name == 't' and target.model.total_mass == 22.0
+
+
+def test_spawned_urdf_with_a_dtd_is_refused_unread(tmp_path) -> None:
+    """A DTD in a spawned URDF (``resource_string``, a ``.urdf`` uri, the ``urdf`` of a YAML
+    description) was read, its entities expanded (``ixx="&a;"`` spawned): refused as
+    RESOURCE_PARSE_ERROR naming it, before any of it is read -- a "billion laughs" document
+    gets this message, not expat's amplification limit after expanding part of it. A bare
+    ``<!DOCTYPE robot>`` and the predefined entities are plain XML and still spawn."""
+    from simulation_interfaces.srv import SpawnEntity
+
+    from ffsim_ros.dynamics.urdf import NO_DTD
+    from ffsim_ros.node_support.scene_services import EntityError
+
+    prolog = '<!DOCTYPE robot [<!ENTITY a "1">]>\n'
+    entity = prolog + TARGET_URDF.replace('ixx="1"', 'ixx="&a;"', 1)
+    nested = ''.join(f'<!ENTITY a{i} "{f"&a{i - 1};" * 10}">' for i in range(1, 10))
+    laughs = f'<!DOCTYPE robot [<!ENTITY a0 "lol">{nested}]>\n<robot name="&a9;"></robot>'
+    external = '<!DOCTYPE robot SYSTEM "file:///etc/passwd">\n' + TARGET_URDF
+    (tmp_path / 'entity.urdf').write_text(entity)
+    (tmp_path / 'entity.yaml').write_text('{urdf: entity.urdf}')
+    declared = f"resource: target 't': URDF: {NO_DTD}, got <!DOCTYPE robot [...]> (declarations)"
+    for request, message in (
+        (_spawn_request(text=entity), declared),
+        (_spawn_request(text=laughs), declared),
+        (_spawn_request(uri=f'file://{tmp_path}/entity.urdf'), declared),
+        (
+            _spawn_request(uri=str(tmp_path / 'entity.yaml')),
+            f"resource: target 't': URDF in {tmp_path}/entity.urdf: {NO_DTD}, got "
+            '<!DOCTYPE robot [...]> (declarations)',
+        ),
+        (
+            _spawn_request(text=external),
+            f"resource: target 't': URDF: {NO_DTD}, got <!DOCTYPE robot SYSTEM "
+            '"file:///etc/passwd"> (an external DTD)',
+        ),
+    ):
+        with pytest.raises(EntityError) as info:
+            parse_spawn(request, 't', 'world')
+        assert info.value.code == SpawnEntity.Response.RESOURCE_PARSE_ERROR
+        assert str(info.value) == message
+    plain = '<!DOCTYPE robot>\n' + TARGET_URDF.replace('name="sat"', 'name="s&amp;t&#33;"', 1)
+    target = parse_spawn(_spawn_request(text=plain), 't', 'world')
+    assert target.model.total_mass == 22.0
+
+
+def test_spawned_mass_and_inertia_within_their_bounds() -> None:
+    """A spawned target of 1e-300 kg was taken (only > 0 was checked): a mass outside [1 mg,
+    1e12 kg] and principal moments outside the mass times [(0.1 mm)^2 / 12, (1e6 m)^2] are
+    refused as RESOURCE_PARSE_ERROR naming the field, the range and what came; the bounds
+    themselves (and a URDF target's total mass within them) are taken."""
+    from simulation_interfaces.srv import SpawnEntity
+
+    from ffsim_ros.node_support.scene_services import EntityError
+    from ffsim_ros.scene.targets import MIN_GYRATION_SQUARED
+
+    mass = (
+        'resource.mass: expected a finite value in [1e-06, 1e+12] kg (1 mg to an asteroid 1 km '
+        'across), got '
+    )
+    low = 2.0 * MIN_GYRATION_SQUARED  # [kg m^2] for the 2 kg targets below
+
+    def ball(m: str, inertia: str = '') -> str:
+        return f'{{shape: {{type: sphere, radius: 0.2}}, mass: {m}{inertia}}}'
+
+    for text, message in (
+        (ball('1e-300'), mass + '1e-300'),
+        (ball('9.9e-7'), mass + '9.9e-07'),
+        (ball('2e12'), mass + '2000000000000.0'),
+        (ball('.nan'), mass + 'nan'),
+        (
+            ball('2', ', inertia: [[1e-300, 0, 0], [0, 1e-300, 0], [0, 0, 1e-300]]'),
+            f'resource.inertia: expected principal moments in [{low:.6g}, 2e+12] kg m^2 for a '
+            'mass of 2 kg (mass times [(0.1 mm)^2 / 12, (1e6 m)^2]: no smaller than a 0.1 mm '
+            'rod, no larger than the world), got [1e-300, 1e-300, 1e-300]',
+        ),
+        (
+            ball('2', ', inertia: [[1, 0, 0], [0, 1, 0], [0, 0, 0]]'),
+            'the world), got [0, 1, 1]',
+        ),
+        (
+            ball('2', ', inertia: [[3e12, 0, 0], [0, 3e12, 0], [0, 0, 3e12]]'),
+            'got [3e+12, 3e+12, 3e+12]',
+        ),
+        (
+            ball('2', ', inertia: [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]'),
+            'resource.inertia: expected a symmetric matrix [kg m^2], got [[1.0, 0.5, 0.0]',
+        ),
+        (  # with a tumble (read before the target is built): the same checks, first
+            '{shape: {type: sphere, radius: 0.2}, mass: 1e-300, '
+            'tumble: {spin_rate: 0.1, nutation: 0.1}}',
+            mass + '1e-300',
+        ),
+    ):
+        with pytest.raises(EntityError) as info:
+            parse_spawn(_spawn_request(text=text), 't', 'world')
+        assert info.value.code == SpawnEntity.Response.RESOURCE_PARSE_ERROR
+        assert str(info.value).startswith(message) or message in str(info.value), str(info.value)
+    for text, total in (
+        (ball('1e-6'), 1e-6),
+        (ball('1e12'), 1e12),
+        (ball('2', f', inertia: [[{low!r}, 0, 0], [0, {low!r}, 0], [0, 0, {low!r}]]'), 2.0),
+        (ball('2', ', inertia: [[2e12, 0, 0], [0, 2e12, 0], [0, 0, 2e12]]'), 2.0),
+    ):
+        assert parse_spawn(_spawn_request(text=text), 't', 'world').model.total_mass == total
+    # a URDF target: its total mass is bounded alike
+    light = (
+        '<robot name="dust"><link name="grain"><inertial><mass value="1e-300"/><inertia '
+        'ixx="1e-300" ixy="0" ixz="0" iyy="1e-300" iyz="0" izz="1e-300"/></inertial>'
+        '<collision><geometry><sphere radius="0.01"/></geometry></collision></link></robot>'
+    )
+    with pytest.raises(EntityError) as info:
+        parse_spawn(_spawn_request(text=light), 't', 'world')
+    assert info.value.code == SpawnEntity.Response.RESOURCE_PARSE_ERROR
+    assert str(info.value) == (
+        "resource: target 't' total mass: expected a finite value in [1e-06, 1e+12] kg (1 mg to "
+        'an asteroid 1 km across), got 1e-300'
+    )

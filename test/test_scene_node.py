@@ -112,7 +112,8 @@ def test_bad_spawns_refused_nothing_applied_clock_runs(ros_process, probe) -> No
         (
             _spawn('m_neg', SPHERE.replace('40.0', '-2'), (5, 5, 5)),
             R.RESOURCE_PARSE_ERROR,
-            'mass expected a finite value > 0, got -2',
+            'resource.mass: expected a finite value in [1e-06, 1e+12] kg (1 mg to an asteroid 1 '
+            'km across), got -2.0',
         ),
         (
             _spawn('nan', SPHERE, (math.nan, 5, 5)),

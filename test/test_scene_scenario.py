@@ -121,6 +121,10 @@ _DELETE = object()
     [
         (('targets', 0, 'mass'), 0.0, ['targets[0]', 'mass']),
         (('targets', 0, 'mass'), -2.0, ['targets[0]', 'mass']),
+        (('targets', 0, 'mass'), 1e-300, ['targets[0].mass: expected a finite value in [1e-06']),
+        (('targets', 1, 'mass'), 1e15, ['targets[1].mass: expected', 'got 1000000000000000.0']),
+        (('targets', 1, 'inertia'), (np.eye(3) * 1e13).tolist(), ['targets[1].inertia', '1e+13]']),
+        (('targets', 1, 'inertia'), np.zeros((3, 3)).tolist(), ['targets[1].inertia', '[0, 0']),
         (('targets', 1, 'position'), [float('nan'), 0, 0], ['targets[1].position']),
         (('targets', 1, 'position'), [0.0, 0.0, 0.0], ['targets[1]', 'overlaps']),
         (('targets', 0, 'handles', 0, 'link'), 'nolink', ['targets[0]', 'nolink']),

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import warnings
 import xml.etree.ElementTree as ET
+import xml.parsers.expat as expat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,8 +155,14 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     jtype = elem.get('type')
     where = f'joint {name}'
     if jtype in _UNSUPPORTED:
+        hint = (
+            ': the root link is already free-floating (remove this joint and its parent link, '
+            'e.g. a world link)'
+            if jtype == 'floating'
+            else ''
+        )
         raise NotImplementedError(
-            f'{where}: joint type {jtype!r} is not supported (supported: {_SUPPORTED})'
+            f'{where}: joint type {jtype!r} is not supported (supported: {_SUPPORTED}){hint}'
         )
     if jtype not in _SUPPORTED:
         raise ValueError(f'{where}: expected type in {_SUPPORTED}, got {jtype!r}')
@@ -175,6 +182,12 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     lower, upper, effort, velocity = -np.inf, np.inf, np.inf, np.inf
     limit = elem.find('limit')
     if limit is not None:
+        missing = [key for key in ('effort', 'velocity') if limit.get(key) is None]
+        if missing:  # (urdfdom -- robot_state_publisher, Pinocchio -- refuses the file)
+            raise ValueError(
+                f'{where}: <limit> expected the attributes effort and velocity (required by the '
+                f'URDF spec), got none for {" and ".join(missing)}'
+            )
         effort = _limit_value(limit, 'effort', np.inf, where, nonnegative=True)
         velocity = _limit_value(limit, 'velocity', np.inf, where, nonnegative=True)
         if jtype != 'continuous':
@@ -243,6 +256,61 @@ def _check_mimics(root: ET.Element, types: dict[str, str]) -> None:
         )
 
 
+#: What every URDF reader of the package expects of the XML's prolog (the message's middle).
+NO_DTD = (
+    'expected XML without a DTD (entity declarations and external DTDs are refused: URDF '
+    'uses none)'
+)
+
+
+class _Prolog(Exception):
+    """Stops the scan of :func:`dtd_problem`: the prolog is read (or a DTD found)."""
+
+
+def dtd_problem(text: str | bytes) -> str | None:
+    """The document type declaration of XML ``text`` that carries declarations or an external
+    DTD, as ``'<!DOCTYPE robot [...]> (declarations)'``, or None (none, or a bare
+    ``<!DOCTYPE robot>``).
+
+    A DTD is where XML entities are declared: Python's parser expands them (urdfdom's
+    tinyxml2 reads no DTD), so a URDF could say ``ixx="&a;"``, and a few hundred bytes of
+    nested entities expand to gigabytes ("billion laughs"); an external DTD names a file or a
+    URL. Only the prolog is scanned (expat stops at the ``<!DOCTYPE`` or at the root element's
+    start tag): nothing of a DTD is read or expanded, whatever its size. Malformed XML gives
+    None (the parse proper names the error); the five predefined entities (``&amp;`` ...) and
+    character references (``&#65;``) are plain XML, no DTD.
+    """
+    found: list[str] = []
+
+    def doctype(name: str, system_id: str | None, public_id: str | None, subset: int) -> None:
+        if subset or system_id or public_id:
+            ids = f' PUBLIC "{_cut(public_id)}"' if public_id else ' SYSTEM' if system_id else ''
+            ids += f' "{_cut(system_id)}"' if system_id else ''
+            what = ['declarations'] if subset else []
+            what += ['an external DTD'] if system_id or public_id else []
+            decl = f'<!DOCTYPE {_cut(name)}{ids}{" [...]" if subset else ""}>'
+            found.append(f'{decl} ({" and ".join(what)})')
+        raise _Prolog
+
+    def root(name: str, attributes: dict) -> None:
+        raise _Prolog
+
+    parser = expat.ParserCreate()
+    parser.StartDoctypeDeclHandler = doctype
+    parser.StartElementHandler = root
+    try:
+        parser.Parse(text, True)
+    except (_Prolog, expat.ExpatError):
+        pass
+    return found[0] if found else None
+
+
+def _cut(text: str | None, keep: int = 60) -> str:
+    """``text`` cut to ``keep`` characters for a message."""
+    text = text or ''
+    return text if len(text) <= keep else f'{text[:keep]}...'
+
+
 def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
     """The ``<robot>`` element of a URDF given as XML (a string starting with ``<``, or
     bytes) or a file path (read as bytes: the parser honours the encoding the XML declares).
@@ -250,7 +318,8 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
     Raises
     ------
     ValueError
-        A path that is not a file, malformed XML or another root element, naming what came.
+        A path that is not a file, malformed XML, a DTD (:func:`dtd_problem`: XML entities,
+        refused before anything of it is read) or another root element, naming what came.
     """
     where = ''
     if isinstance(source, bytes | bytearray):
@@ -268,6 +337,9 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
                 )
             text = path.read_bytes()  # the parser reads the encoding the XML declares
             where = f' in {path}'
+    problem = dtd_problem(text)
+    if problem is not None:
+        raise ValueError(f'URDF{where}: {NO_DTD}, got {problem}')
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
+from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -387,6 +388,36 @@ def _kind_of(value: Any) -> str:
     return _article(name)
 
 
+def name_problem(name: Any) -> str | None:
+    """What is wrong with ``name`` as a parameter name, or None: a name is a non-empty string
+    without whitespace or control characters and without an empty part between dots (rclcpp
+    refuses an empty name, a YAML parameter file cannot give the others; rclpy takes them)."""
+    if not isinstance(name, str):
+        return f'a {type(name).__name__}, not a string'
+    if not name:
+        return 'an empty name'
+    if any(c.isspace() or not c.isprintable() for c in name):
+        return 'a name with whitespace or control characters'
+    if '' in name.split('.'):
+        return 'a name with an empty part between dots'
+    return None
+
+
+class UndeclaredParameterError(ParameterNotDeclaredException):
+    """A set of a parameter the node has not declared, with a message naming it and what is
+    expected (rclpy's own says ``Invalid access to undeclared parameter(s): []`` for an empty
+    name). A :class:`~rclpy.exceptions.ParameterNotDeclaredException`, so rclpy's parameter
+    services answer it as theirs: ``successful=False`` with this message as the reason."""
+
+    def __init__(self, names: Sequence[str], message: str) -> None:
+        super().__init__(list(names))
+        self.names = list(names)
+        self.args = (message,)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
 # ------------------------------------------------------------------------------ the table
 class ParameterTable:
     """The parameters of one node.
@@ -483,6 +514,21 @@ class ParameterTable:
             hints.append(f'{name} (did you mean {close[0]}?)' if close else name)
         return f'{self.node_name}: unknown parameters {", ".join(hints)}'
 
+    def undeclared_message(self, names: Sequence[str]) -> str:
+        """``'<node>: expected a parameter the node declares (...), got 'x' (did you mean
+        ...?)'`` for names a set request gave that the node has not declared."""
+        got = []
+        for name in names:
+            hint = name_problem(name)
+            if hint is None:
+                close = difflib.get_close_matches(name, self.names, n=1, cutoff=0.75)
+                hint = f'did you mean {close[0]}?' if close else ''
+            got.append(f'{name!r}' + (f' ({hint})' if hint else ''))
+        return (
+            f'{self.node_name}: expected a parameter the node declares (ros2 param list shows '
+            f'them), got {", ".join(got)}'
+        )
+
     def unused_overrides(self, node: Node) -> list[str]:
         """Names given to ``node`` at start (``--ros-args -p``, ``--params-file``, launch
         ``parameters``) that it has not declared, in order: rclpy keeps them without a word.
@@ -506,12 +552,25 @@ class ParameterTable:
         ``apply`` gets the checked new values of the table's parameters in one set
         (parameters of other origin, e.g. ``use_sim_time``, are left to rclpy). Call after
         :meth:`declare` (the callbacks would otherwise run for the declarations).
+
+        A set of a name the node has not declared is refused naming it
+        (:meth:`undeclared_message`): rclpy >= Iron runs the pre-set callback first, which
+        raises :class:`UndeclaredParameterError` (rclpy's parameter services answer
+        ``successful=False`` with its message; rclpy's own check named no name and let an
+        empty name through, declaring it); the on-set callback also refuses a malformed name
+        (:func:`name_problem`: an empty one) not declared, for rclpy < Iron. Names declared on
+        the node but not in the table (``use_sim_time``, ``qos_overrides.*``, ...) are left
+        to rclpy.
         """
         post_set = getattr(node, 'add_post_set_parameters_callback', None)  # rclpy >= Iron
         pre_set = getattr(node, 'add_pre_set_parameters_callback', None)  # rclpy >= Iron
 
         def coerce(params: list) -> list:
-            """Integers given for doubles become doubles (before rclpy's type check)."""
+            """Undeclared names are refused; integers given for doubles become doubles
+            (before rclpy's type check)."""
+            undeclared = [p.name for p in params if not node.has_parameter(p.name)]
+            if undeclared:
+                raise UndeclaredParameterError(undeclared, self.undeclared_message(undeclared))
             out = []
             for p in params:
                 spec = self._by_name.get(p.name)
@@ -524,6 +583,15 @@ class ParameterTable:
             return out
 
         def on_set(params: list) -> SetParametersResult:
+            malformed = [
+                p.name
+                for p in params
+                if name_problem(p.name) is not None and not node.has_parameter(p.name)
+            ]
+            if malformed:
+                return SetParametersResult(
+                    successful=False, reason=self.undeclared_message(malformed)
+                )
             changed = {p.name: p.value for p in params if p.name in self}
             if not changed:
                 return SetParametersResult(successful=True)

@@ -36,11 +36,15 @@ read, as the simulator's parameters); ``dt`` lies in [:data:`MIN_DT`, :data:`MAX
 simulator's ``physics_rate_hz`` from 1 Hz to 1 MHz). As the simulator bounds its parameters
 and its entity services, every coordinate of a position is at most 1e6 m in magnitude, of a
 linear or angular velocity 1e3 m/s or rad/s, of the robot's joint vectors and a target's
-joint rates 1e3; shape dimensions lie in [1e-4, 1e6] m, a handle's ``radius`` is finite, and
-the contact law's bounds are :class:`~.impact.ImpactLaw`'s and :class:`~.impact.CompliantLaw`'s.
+joint rates 1e3; shape dimensions lie in [1e-4, 1e6] m, a target's mass in [1e-6, 1e12] kg
+(a URDF target's total mass too), a rigid target's principal moments of inertia in its mass
+times [(1e-4 m)^2 / 12, (1e6 m)^2] (:func:`~.targets.check_rigid_inertia`), a handle's
+``radius`` is finite, and the contact law's bounds are :class:`~.impact.ImpactLaw`'s and
+:class:`~.impact.CompliantLaw`'s.
 
 Every error is a :class:`ScenarioError` (a ``ValueError``) naming the field, e.g.
-``targets[1].mass: expected a finite value > 0, got -2``; unknown keys are refused by name.
+``targets[1].mass: expected a finite value in [1e-06, 1e+12] kg (...), got -2.0``; unknown keys
+are refused by name.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ from .targets import (
     MAX_SPEED,
     Handle,
     Target,
+    check_mass,
+    check_rigid_inertia,
     locked_inertia,
     rigid_target,
     tumble,
@@ -185,6 +191,14 @@ def _path(value: Any, base: Path, where: str) -> str:
     return str(p)
 
 
+def _checked(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` with its ValueError (which names the field) as a ScenarioError."""
+    try:
+        return fn(*args)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
+
+
 def _wrap(where: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` with its ValueError / UnknownNameError prefixed by ``where``."""
     try:
@@ -283,7 +297,7 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         if 'mass' not in d:
             raise ScenarioError(f'{where}: missing key mass (a rigid target needs one)')
         shape = _shape(d['shape'], f'{where}.shape')
-        mass = _num(d['mass'], f'{where}.mass')
+        mass = _checked(check_mass, _num(d['mass'], f'{where}.mass'), f'{where}.mass')
         inertia = None
         if 'inertia' in d:
             try:
@@ -298,9 +312,8 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
                 raise ScenarioError(
                     f'{where}.inertia: expected a finite 3x3 matrix [kg m^2], got {d["inertia"]!r}'
                 )
+            inertia = _checked(check_rigid_inertia, mass, inertia, f'{where}.inertia')
         if 'tumble' in d:
-            if not (np.isfinite(mass) and mass > 0.0):
-                raise ScenarioError(f'{where}.mass: expected a finite value > 0, got {mass!r}')
             I_t = shape.inertia(mass) if inertia is None else inertia
             state.update(_tumble(d['tumble'], I_t, f'{where}.tumble'))
         return _wrap(

@@ -36,6 +36,8 @@ from ffsim_ros.dynamics.lie import (
 )
 
 from .geometry import (
+    MAX_SHAPE_SIZE,
+    MIN_SHAPE_SIZE,
     Box,
     Capsule,
     CollisionShape,
@@ -59,6 +61,66 @@ MAX_SPEED = MAX_RATE = 1e3
 #: ``initial_joint_velocities``). Joint coordinates are only required finite: a continuous
 #: joint's angle grows without bound.
 MAX_JOINT_RATE = 1e3
+#: Range of a target's mass [kg] (a rigid target's, a URDF target's total): from 1 mg to
+#: 1e12 kg, a rocky asteroid 1 km across. A value outside is a typo or a unit slip (1e-300
+#: was taken: nothing in it is physical, the contact impulses and energies of such a body
+#: underflow against the robot's).
+MIN_TARGET_MASS, MAX_TARGET_MASS = 1e-6, 1e12
+#: Range of a rigid target's principal moments of inertia about its CoM per kg of its mass
+#: [m^2], i.e. of its squared radius of gyration: at least (0.1 mm)^2 / 12, the moment of a
+#: rod of the smallest shape size about its middle (half the smallest moment of the smallest
+#: box; a smaller moment vanishes against the mass: at 1e-16 m^2 the mass matrix is not
+#: positive definite at the first step), at most (1e6 m)^2, a radius of gyration the size of
+#: the simulated world. Every shape's own uniform-solid inertia lies within, whatever its
+#: dimensions in [MIN_SHAPE_SIZE, MAX_SHAPE_SIZE].
+MIN_GYRATION_SQUARED = MIN_SHAPE_SIZE**2 / 12.0
+MAX_GYRATION_SQUARED = MAX_SHAPE_SIZE**2
+
+
+def check_mass(mass: float, what: str) -> float:
+    """A target's mass [kg]: finite, in [:data:`MIN_TARGET_MASS`, :data:`MAX_TARGET_MASS`].
+
+    Raises
+    ------
+    ValueError
+        ``'<what>: expected a finite value in [1e-06, 1e+12] kg (...), got 1e-300'``.
+    """
+    m = float(mass)
+    if not (np.isfinite(m) and MIN_TARGET_MASS <= m <= MAX_TARGET_MASS):
+        raise ValueError(
+            f'{what}: expected a finite value in [{MIN_TARGET_MASS:g}, {MAX_TARGET_MASS:g}] kg '
+            f'(1 mg to an asteroid 1 km across), got {mass!r}'
+        )
+    return m
+
+
+def check_rigid_inertia(mass: float, inertia: Sequence[Sequence[float]], what: str) -> np.ndarray:
+    """A rigid target's inertia about its CoM [kg m^2] for its checked ``mass`` [kg]: a
+    finite symmetric (3, 3) matrix whose principal moments lie in ``mass`` times
+    [:data:`MIN_GYRATION_SQUARED`, :data:`MAX_GYRATION_SQUARED`] (the triangle inequality is
+    the model builder's check).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, the range for this mass and the principal moments given.
+    """
+    J = np.asarray(inertia, dtype=float)
+    if J.shape != (3, 3) or not np.all(np.isfinite(J)):
+        raise ValueError(f'{what}: expected a finite (3, 3) matrix [kg m^2], got {J.tolist()}')
+    scale = max(float(np.abs(J).max()), 1e-300)
+    if not np.allclose(J, J.T, rtol=0.0, atol=1e-12 * scale):
+        raise ValueError(f'{what}: expected a symmetric matrix [kg m^2], got {J.tolist()}')
+    low, high = mass * MIN_GYRATION_SQUARED, mass * MAX_GYRATION_SQUARED
+    moments = np.linalg.eigvalsh(0.5 * (J + J.T))
+    if not (moments[0] >= low and moments[-1] <= high):
+        got = ', '.join(f'{x:.6g}' for x in moments)
+        raise ValueError(
+            f'{what}: expected principal moments in [{low:.6g}, {high:.6g}] kg m^2 for a mass '
+            f'of {mass:g} kg (mass times [(0.1 mm)^2 / 12, (1e6 m)^2]: no smaller than a '
+            f'0.1 mm rod, no larger than the world), got [{got}]'
+        )
+    return J
 
 
 def _finite(value: Sequence[float], size: int, what: str) -> np.ndarray:
@@ -254,20 +316,20 @@ def rigid_target(
     Raises
     ------
     ValueError
-        A bad name, zero, negative or non-finite mass, a non-physical inertia, a non-finite
+        A bad name, a mass outside [:data:`MIN_TARGET_MASS`, :data:`MAX_TARGET_MASS`], a
+        non-physical inertia or one outside :func:`check_rigid_inertia`'s bounds, a non-finite
         pose or velocity (each message names the target).
     UnknownNameError
         A handle on a link other than ``link``.
     """
     check_name(name)
-    m = float(mass)
-    if not np.isfinite(m) or m <= 0.0:
-        raise ValueError(f'target {name!r}: mass expected a finite value > 0, got {mass!r}')
+    m = check_mass(mass, f'target {name!r} mass')
     if not isinstance(shape, Sphere | Box | Cylinder | Capsule):
         raise ValueError(
             f'target {name!r}: shape expected a Sphere, Box, Cylinder or Capsule, got {shape!r}'
         )
-    I_c = shape.inertia(m) if inertia is None else np.asarray(inertia, dtype=float)
+    I_c = shape.inertia(m) if inertia is None else inertia
+    I_c = check_rigid_inertia(m, I_c, f'target {name!r} inertia')
     try:
         builder = ModelBuilder(name)
         builder.add_base(link, mass=m, com=_finite(com, 3, f'target {name!r} com'), inertia=I_c)
@@ -358,6 +420,7 @@ def _target(
                 f'target {name!r} handle {h.name!r}: link {h.link!r} is on a moving body; a '
                 'handle must be on the root body (the root link or a link fixed to it)'
             )
+    check_mass(model.total_mass, f'target {name!r} total mass')
     check_links(model, shapes, f'target {name!r} collision shape')
     q, v = target_state(
         model,
@@ -480,15 +543,21 @@ def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
+    'MAX_GYRATION_SQUARED',
     'MAX_JOINT_RATE',
     'MAX_POSITION',
     'MAX_RATE',
     'MAX_SPEED',
+    'MAX_TARGET_MASS',
+    'MIN_GYRATION_SQUARED',
+    'MIN_TARGET_MASS',
     'ROBOT',
     'Handle',
     'Target',
     'Tumble',
+    'check_mass',
     'check_name',
+    'check_rigid_inertia',
     'locked_inertia',
     'rigid_target',
     'target_state',
