@@ -26,12 +26,14 @@ from .inputs import (
     generalized_force,
     generalized_force_parts,
     generalized_forces,
+    input_error,
     is_batch,
     is_ready,
+    link_wrench_items,
     no_batched_wrenches,
     require_floating,
     state_error,
-    zero_quaternion_error,
+    unit_quaternion,
 )
 from .kernels.batched import b_forward_dynamics, b_inverse_dynamics, b_mass_matrix, b_momentum
 from .kernels.entry import (
@@ -102,7 +104,7 @@ def body_wrenches(
     Parameters
     ----------
     q : (nq,) configuration.
-    link_wrenches : dict or None
+    link_wrenches : Mapping or None
         ``{link: [f; n]}``, inertial frame [N, N m], each acting at its link frame's origin.
     R, p : (nb, 3, 3), (nb, 3), optional
         The body poses at ``q`` when the caller has them.
@@ -111,16 +113,24 @@ def body_wrenches(
     -------
     (nb, 6) ndarray ``[f; n_O]`` per body, inertial frame; or an empty (0, 6) array when
     there are none (the kernels then skip them).
+
+    Raises
+    ------
+    TypeError
+        ``link_wrenches`` not a mapping (:func:`~.inputs.link_wrench_items`).
+    ValueError
+        A wrench of the wrong size or not finite; :class:`~.model.UnknownNameError` for an
+        unknown link.
     """
-    if not link_wrenches:
+    items = link_wrench_items(link_wrenches)
+    if not items:
         return np.empty((0, 6))
     nb = model.arrays.parent.shape[0]
     fext = np.zeros((nb, 6))
     if R is None or p is None:
         R, p = body_poses(model, q)
-    for link, wrench in link_wrenches.items():
+    for link, w in items:
         frame = model.frame(link)
-        w = as_vector(wrench, 6, f'link_wrenches[{link!r}]')
         b = frame.body
         point = p[b] + R[b] @ frame.translation
         fext[b, :3] += w[:3]
@@ -246,11 +256,12 @@ def link_pose_and_jacobian(
     lead = batch_shape(q)
     if is_batch(q):
         Q = as_q_rows(model, q, lead)
-    else:  # a zero quaternion named here: the parallel kernel cannot raise a clear error
-        Q = as_q(model, q)[None, :]
-        zero = zero_quaternion_error(model, Q, rows=False)
-        if zero is not None:
-            raise zero
+    else:  # a NaN or zero quaternion named here: the parallel kernel cannot raise a clear error
+        q = as_q(model, q)
+        error = input_error(model, q=q)
+        if error is not None:
+            raise error
+        Q = q[None, :]
     mask = _support_mask(model, frame.body)
     p, R, J = b_link_frame(
         *model.packed,
@@ -427,9 +438,11 @@ def aba(
 
     Notes
     -----
-    Batched use: ``q`` (..., nq), ``v`` (..., nv), ``tau`` (..., n) and ``base_wrench``
-    (..., 6), broadcast against each other, give (..., nv); the states are spread over all
-    cores. ``link_wrenches`` is single-state only.
+    Batched use: ``q`` (..., nq) with leading batch dimensions sets the batch shape; ``v``
+    (..., nv), ``tau`` (..., n) and ``base_wrench`` (..., 6) broadcast to it (a single
+    ``tau`` (n,) applies to every state; a batched ``v`` needs a batched ``q``), and the
+    result is (..., nv); the states are spread over all cores. ``link_wrenches`` is
+    single-state only.
     """
     shape_q, shape_v, shape_tau = model.shapes
     if (
@@ -608,7 +621,7 @@ def base_link_state(
     require_floating(model, 'base_link_state')
     q = as_q(model, q)
     v = np.zeros(model.nv) if v is None else as_v(model, v)
-    quat = quat_normalize(q[3:7], 'q[3:7]')
+    quat = unit_quaternion(q[3:7], 'q[3:7]')
     lever = quat_to_matrix(quat) @ model.arrays.com[0]
     return q[:3] - lever, quat, v[:3] - cross(v[3:6], lever), v[3:6].copy()
 
@@ -625,7 +638,8 @@ def base_state_from_link(
     Parameters
     ----------
     position : (3,) base link frame origin, inertial frame [m].
-    quaternion : (4,) orientation (x, y, z, w); normalized here (a zero norm is an error).
+    quaternion : (4,) orientation (x, y, z, w); normalized here (a norm below 1e-9, an unset
+        message field, is an error: :func:`~.lie.quat_normalize`).
     linear_velocity : (3,) velocity of the link frame origin, inertial frame [m/s].
     angular_velocity : (3,) inertial frame [rad/s].
 
@@ -635,7 +649,7 @@ def base_state_from_link(
     """
     require_floating(model, 'base_state_from_link')
     p = as_vector(position, 3, 'position')
-    quat = quat_normalize(quaternion)
+    quat = quat_normalize(as_vector(quaternion, 4, 'quaternion'))
     lin = as_vector(linear_velocity, 3, 'linear_velocity')
     w = as_vector(angular_velocity, 3, 'angular_velocity')
     lever = quat_to_matrix(quat) @ model.arrays.com[0]

@@ -21,12 +21,12 @@ import dataclasses
 
 import numpy as np
 
-from .inputs import ArrayLike, as_vector
+from .inputs import ArrayLike, as_vector, real_array
 from .model import BodySpec, Frame, Model, build_model, with_joint_dynamics
 
 
 def _rotation(value: ArrayLike, what: str) -> np.ndarray:
-    R = np.asarray(value, dtype=float)
+    R = np.asarray(real_array(value, what), dtype=float)
     if R.shape != (3, 3) or not np.all(np.isfinite(R)):
         raise ValueError(f'{what}: expected a finite (3, 3) rotation matrix, got {R.tolist()}')
     if not np.allclose(R @ R.T, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0.0:

@@ -42,6 +42,7 @@ from .inputs import (
     generalized_force,
     generalized_force_parts,
     is_ready,
+    positive_step,
     require_floating,
     state_error,
 )
@@ -197,9 +198,7 @@ def step_derivatives(
     q = as_q(model, q)
     v = as_v(model, v)
     gen = generalized_force(model, tau, base_wrench)
-    dt = float(dt)
-    if not math.isfinite(dt) or dt <= 0.0:
-        raise ValueError(f'dt: expected a finite positive step, got {dt}')
+    dt = positive_step(dt)
     nv = model.nv
     A = np.empty((2 * nv, 2 * nv))
     B = np.empty((2 * nv, model.n))

@@ -109,9 +109,10 @@ def forward_dynamics(
 
     Notes
     -----
-    Batched use (``'aba'`` only): ``q`` (..., nq), ``v`` (..., nv), ``tau`` (..., n) and
-    ``base_wrench`` (..., 6), broadcast against each other, give (..., nv); the states are
-    spread over all cores. ``link_wrenches`` is single-state only.
+    Batched use (``'aba'`` only): ``q`` (..., nq) with leading batch dimensions sets the batch
+    shape; ``v`` (..., nv), ``tau`` (..., n) and ``base_wrench`` (..., 6) broadcast to it (a
+    batched ``v`` needs a batched ``q``), and the result is (..., nv); the states are spread
+    over all cores. ``link_wrenches`` is single-state only.
     """
     if method == 'aba':
         return aba(model, q, v, tau, base_wrench, link_wrenches)

@@ -1,13 +1,17 @@
 """Checking and converting the arguments of the dynamics API (the layer below the algorithms).
 
 Every public function of :mod:`ffsim_ros.dynamics` takes array-likes and turns them into
-float64 arrays of the model's sizes here, raising a ``ValueError`` that names the argument,
-what was expected and what came. The per-call fast paths skip the conversion when
+float64 arrays of the model's sizes here, raising an error that names the argument, what was
+expected and what came: a ``TypeError`` for values that are not real numbers (complex
+numbers, strings, None, objects; a bool array is taken as 0/1), a ``ValueError`` for real
+values of the wrong size or range. The per-call fast paths skip the conversion when
 :func:`is_ready` says an argument can go to a compiled kernel as it is.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -21,6 +25,7 @@ MOMENTUM_POINTS = ('origin', 'com', 'base')
 
 _F8 = np.dtype(np.float64)
 _UNIT_STRIDE = (8,)
+_REAL_KINDS = 'fiub'  # the dtype kinds taken as real numbers: float, int, unsigned, bool
 
 
 def is_ready(x: object, shape: tuple[int]) -> bool:
@@ -42,20 +47,153 @@ def is_ready(x: object, shape: tuple[int]) -> bool:
     )
 
 
+def describe(x: object) -> str:
+    """``x`` for an error message: its type and (short) value."""
+    if x is None:
+        return 'None'
+    if isinstance(x, np.ndarray):
+        return f'an array of {x.dtype} of shape {x.shape}'
+    text = repr(x)
+    return f'{type(x).__name__} {text if len(text) <= 60 else text[:57] + "..."}'
+
+
+def is_real_scalar(x: object) -> bool:
+    """Whether ``x`` is one real number (Python or NumPy int or float, a fraction, a decimal;
+    not a bool, a complex number, a string nor an array)."""
+    if isinstance(x, bool | np.bool_):
+        return False
+    return isinstance(x, numbers.Real) or (
+        isinstance(x, numbers.Number) and not isinstance(x, numbers.Complex)
+    )
+
+
+def real_array(x: object, what: str) -> np.ndarray:
+    """``x`` as an ndarray of real numbers, not yet converted to float64 (any int, unsigned,
+    bool or float dtype; an object array whose entries are all real numbers as float64).
+
+    Raises
+    ------
+    TypeError
+        ``'<what>: expected real numbers, got ...'`` for None, strings, complex numbers and
+        objects that are not numbers.
+    ValueError
+        A ragged sequence (rows of different lengths).
+    """
+    if isinstance(x, np.ndarray):
+        arr = x
+    else:
+        if x is None or isinstance(x, str | bytes):
+            raise TypeError(f'{what}: expected real numbers, got {describe(x)}')
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError) as e:
+            raise ValueError(
+                f'{what}: expected an array of real numbers, got {type(x).__name__} numpy '
+                f'cannot make one of ({e})'
+            ) from None
+    kind = arr.dtype.kind
+    if kind in _REAL_KINDS:
+        return arr
+    if kind == 'O':
+        flat = arr.ravel()
+        for i, item in enumerate(flat):
+            if not (is_real_scalar(item) or isinstance(item, bool | np.bool_)):
+                at = f' at index {i}' if arr.ndim else ''
+                raise TypeError(f'{what}: expected real numbers, got {describe(item)}{at}')
+        return arr.astype(float)
+    got = {'c': 'complex numbers', 'U': 'strings', 'S': 'bytes'}.get(kind, 'values')
+    raise TypeError(f'{what}: expected real numbers, got {got} ({arr.dtype})')
+
+
+def real_number(x: object, what: str) -> float:
+    """``x`` as a float: one real number (see :func:`is_real_scalar`; a 0-d real array too).
+
+    Raises
+    ------
+    TypeError
+        ``'<what>: expected a real number, got ...'``.
+    """
+    if x.__class__ is float:
+        return x  # type: ignore[return-value]
+    if is_real_scalar(x):
+        return float(x)  # type: ignore[arg-type]
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in 'fiu':
+        return float(x)
+    raise TypeError(f'{what}: expected a real number, got {describe(x)}')
+
+
+def positive_step(dt: object, what: str = 'dt') -> float:
+    """``dt`` as a float, finite and > 0 (a time step or a tolerance).
+
+    Raises
+    ------
+    TypeError
+        Not a real number.
+    ValueError
+        ``'<what>: expected a finite positive step, got ...'``.
+    """
+    value = dt if dt.__class__ is float else real_number(dt, what)
+    if not (0.0 < value < math.inf):  # type: ignore[operator]
+        kind = 'step' if what == 'dt' else 'value'
+        raise ValueError(f'{what}: expected a finite positive {kind}, got {value}')
+    return value  # type: ignore[return-value]
+
+
+def as_count(x: object, what: str, minimum: int = 1) -> int:
+    """``x`` as an int ``>= minimum``: a Python or NumPy integer (not a bool, not a float,
+    even an integral one).
+
+    Raises
+    ------
+    TypeError
+        Not an integer; ``ValueError``: below ``minimum``.
+    """
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer):
+        raise TypeError(f'{what}: expected an integer >= {minimum}, got {describe(x)}')
+    if x < minimum:
+        raise ValueError(f'{what}: expected an integer >= {minimum}, got {x}')
+    return int(x)
+
+
+def step_count(t_final: object, dt: float) -> int:
+    """The number of whole steps of ``dt`` nearest the duration ``t_final`` (finite, >= 0).
+
+    Raises
+    ------
+    TypeError
+        ``t_final`` not a real number; ``ValueError``: negative, not finite, or so long a
+        duration that the steps cannot be counted.
+    """
+    t = real_number(t_final, 't_final')
+    if not 0.0 <= t < math.inf:
+        raise ValueError(f't_final: expected a finite duration >= 0, got {t}')
+    ratio = t / dt
+    if not ratio < 2.0**53:
+        raise ValueError(
+            f't_final, dt: expected a duration of fewer than 2**53 steps, got {t} s / {dt} s'
+        )
+    return int(round(ratio))
+
+
 def as_vector(x: ArrayLike, size: int, what: str) -> np.ndarray:
     """``x`` as a C-contiguous, aligned, writeable float64 array of shape ``(size,)``.
 
     Raises
     ------
+    TypeError
+        Values that are not real numbers (:func:`real_array`).
     ValueError
         ``'<what>: expected <size> values, got ...'``.
     """
+    if x.__class__ is not np.ndarray or x.dtype is not _F8:  # type: ignore[attr-defined]
+        x = real_array(x, what)
     arr = np.ascontiguousarray(x, dtype=float)
     flags = arr.flags
     if not (flags.writeable and flags.aligned):  # another numba type: would compile again
         arr = arr.copy()
     if arr.shape != (size,):
-        got = arr.shape[0] if arr.ndim == 1 else f'shape {arr.shape}'
+        shape = x.shape  # type: ignore[attr-defined]
+        got = shape[0] if len(shape) == 1 else f'shape {shape}' if shape else 'a scalar'
         raise ValueError(f'{what}: expected {size} values, got {got}')
     return arr
 
@@ -66,9 +204,13 @@ def as_rows(x: ArrayLike, size: int, what: str, lead: tuple[int, ...]) -> np.nda
 
     Raises
     ------
+    TypeError
+        Values that are not real numbers (:func:`real_array`).
     ValueError
         A wrong last axis, or batch dimensions that do not broadcast to ``lead``.
     """
+    if x.__class__ is not np.ndarray or x.dtype is not _F8:  # type: ignore[attr-defined]
+        x = real_array(x, what)
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 0 or arr.shape[-1] != size:
         got = arr.shape[-1] if arr.ndim else 'a scalar'
@@ -105,25 +247,51 @@ def quaternion_starts(model: Model) -> tuple[int, ...]:
 
 def zero_quaternion(model: Model, Q: np.ndarray) -> tuple[int, int] | None:
     """``(row, index)`` of the first zero quaternion (x, y, z, w) in the configurations ``Q``
-    (B, nq) (the kernels normalize each: a zero one divides by zero), or None."""
+    (B, nq) (the kernels normalize each: a zero one divides by zero), or None.
+
+    A quaternion is zero when its four components are: tested on the components, not on the
+    sum of their squares, which underflows to 0 for a 1e-200 quaternion the kernels normalize
+    exactly (they scale it first)."""
     for i in quaternion_starts(model):
-        norms = np.einsum('bi,bi->b', Q[:, i : i + 4], Q[:, i : i + 4])
-        if not (norms > 0.0).all():
-            return int(np.flatnonzero(~(norms > 0.0))[0]), i
+        zero = ~(Q[:, i : i + 4] != 0.0).any(axis=1)
+        if zero.any():
+            return int(np.flatnonzero(zero)[0]), i
     return None
 
 
-def zero_quaternion_error(model: Model, Q: np.ndarray, rows: bool = True) -> ValueError | None:
+def zero_quaternion_error(
+    model: Model, Q: np.ndarray, rows: bool = True, what: str = 'q'
+) -> ValueError | None:
     """The error naming the first zero quaternion of the configurations ``Q`` (B, nq) (its
-    row when ``rows``; a single state's is just at its index), or None when there is none."""
+    row when ``rows``; a single state's is just at its index), or None when there is none;
+    ``what`` names the argument."""
     zero = zero_quaternion(model, Q)
     if zero is None:
         return None
     r, i = zero
     return ValueError(
-        f'q: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
+        f'{what}: expected a non-zero quaternion (x, y, z, w) at index {i}, got '
         f'{Q[r, i : i + 4].tolist()}' + (f' in row {r}' if rows else '')
     )
+
+
+def unit_quaternion(x: np.ndarray, what: str) -> np.ndarray:
+    """``x / |x|`` (4,) of the finite quaternion ``x`` (4,), scaled by its largest component
+    first (a 1e-200 quaternion is normalized exactly, as the kernels do).
+
+    Raises
+    ------
+    ValueError
+        ``'<what>: expected a non-zero finite quaternion (x, y, z, w), got ...'`` (the value
+        passed).
+    """
+    scale = float(np.max(np.abs(x)))
+    if not 0.0 < scale < math.inf:
+        raise ValueError(
+            f'{what}: expected a non-zero finite quaternion (x, y, z, w), got {x.tolist()}'
+        )
+    u = x / scale
+    return u / float(np.linalg.norm(u))
 
 
 def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
@@ -141,6 +309,37 @@ def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
     return Q
 
 
+def input_error(model: Model, **arrays: np.ndarray | None) -> ValueError | None:
+    """The ``ValueError`` naming the first of ``arrays`` (by argument name, None skipped) with
+    a non-finite entry, or the zero quaternion of the configuration ``q`` (nq,); None when
+    the inputs are fine."""
+    for name, x in arrays.items():
+        if x is None:
+            continue
+        x = np.asarray(x, dtype=float).ravel()
+        if not np.isfinite(x).all():
+            i = int(np.flatnonzero(~np.isfinite(x))[0])
+            return ValueError(f'{name}: expected finite values, got {x[i]} at index {i}')
+    q = np.asarray(arrays.get('q', ()), dtype=float)
+    if q.shape == (model.nq,):
+        return zero_quaternion_error(model, q[None, :], rows=False)
+    return None
+
+
+def require_state(model: Model, **arrays: np.ndarray | None) -> None:
+    """Raise the error of :func:`input_error` when there is one (for the NumPy/SciPy
+    formulations, which would fail on such a state with an error naming no argument)."""
+    error = input_error(model, **arrays)
+    if error is not None:
+        raise error
+
+
+def is_kernel_failure(error: Exception) -> bool:
+    """Whether ``error`` is a compiled kernel's own failure on a state (a division by zero, a
+    matrix not positive definite), rather than an argument error."""
+    return isinstance(error, ZeroDivisionError) or 'positive definite' in str(error)
+
+
 def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Exception:
     """The exception to raise when a kernel failed on one state: a ``ValueError`` naming the
     argument that is not finite, or the zero quaternion of ``q``, when there is one; else a
@@ -152,22 +351,46 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
     error : the kernel's exception.
     **arrays : the state's arguments by name, as passed to the kernel.
     """
-    for name, x in arrays.items():
-        x = np.asarray(x, dtype=float).ravel()
-        if not np.isfinite(x).all():
-            i = int(np.flatnonzero(~np.isfinite(x))[0])
-            return ValueError(f'{name}: expected finite values, got {x[i]} at index {i}')
-    q = np.asarray(arrays.get('q', ()), dtype=float)
-    zero = zero_quaternion_error(model, q[None, :], rows=False) if q.shape == (model.nq,) else None
-    if zero is not None:
-        return zero
-    if isinstance(error, ZeroDivisionError) or 'positive definite' in str(error):
+    named = input_error(model, **arrays)
+    if named is not None:
+        return named
+    if is_kernel_failure(error):
         why = str(error) or 'division by zero'
         return ValueError(
             f'the dynamics of {model.name!r} are not defined at this state ({why}): a '
             'degenerate model, e.g. a joint whose motion moves no inertia'
         )
     return error
+
+
+def link_wrench_items(
+    link_wrenches: Mapping[str, ArrayLike] | None,
+) -> list[tuple[str, np.ndarray]]:
+    """The ``(link, [f; n] (6,))`` pairs of ``link_wrenches`` (None: none), each wrench
+    converted and checked finite.
+
+    Raises
+    ------
+    TypeError
+        ``link_wrenches`` not a mapping ``{link name: (6,) wrench}``, or a wrench that is not
+        real numbers; ``ValueError``: a wrench of the wrong size or not finite.
+    """
+    if link_wrenches is None:
+        return []
+    if not isinstance(link_wrenches, Mapping):
+        raise TypeError(
+            'link_wrenches: expected a mapping {link name: [f; n] (6,)}, got '
+            f'{describe(link_wrenches)}'
+        )
+    out = []
+    for link, wrench in link_wrenches.items():
+        what = f'link_wrenches[{link!r}]'
+        w = as_vector(wrench, 6, what)
+        if not np.isfinite(w).all():
+            i = int(np.flatnonzero(~np.isfinite(w))[0])
+            raise ValueError(f'{what}: expected finite values, got {w[i]} at index {i}')
+        out.append((link, w))
+    return out
 
 
 def is_batch(q: ArrayLike) -> bool:

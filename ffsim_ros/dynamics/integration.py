@@ -10,6 +10,7 @@ compiled with the ABA accelerations, :func:`rk4_step` runs it with any accelerat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -18,19 +19,26 @@ from scipy.integrate import solve_ivp
 from .algorithms import body_wrenches
 from .inputs import (
     ArrayLike,
+    as_count,
     as_q,
     as_q_rows,
     as_rows,
     as_v,
     as_vector,
     batch_shape,
+    describe,
     generalized_force,
     generalized_force_parts,
     generalized_forces,
+    input_error,
     is_batch,
+    is_kernel_failure,
     no_batched_wrenches,
+    positive_step,
+    real_number,
     require_floating,
     state_error,
+    unit_quaternion,
 )
 from .kernels.batched import b_integrate, b_rk4_step
 from .kernels.entry import (
@@ -44,7 +52,7 @@ from .kernels.entry import (
     e_rk4_steps,
 )
 from .kernels.lie_group import RK4_NODES, RK4_WEIGHTS
-from .lie import quat_conjugate, quat_log, quat_multiply, quat_normalize, quat_to_matrix
+from .lie import quat_conjugate, quat_log, quat_multiply, quat_to_matrix
 from .model import Model
 
 #: Fixed-step methods of :func:`step`.
@@ -62,25 +70,26 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
 
     Parameters
     ----------
-    q : (nq,) configuration;  v : (nv,) velocity;  dt : float [s].
+    q : (nq,) configuration;  v : (nv,) velocity;  dt : float [s], finite (any sign).
 
     Returns
     -------
     (nq,) ndarray with unit quaternions; (..., nq) for batched ``q`` (..., nq), ``v`` (..., nv).
     """
+    dt = _finite_time(dt)
     if is_batch(q):
         lead = batch_shape(q)
         out = b_integrate(
             *model.packed,
             as_q_rows(model, q, lead),
             as_rows(v, model.nv, 'v', lead),
-            float(dt),
+            dt,
         )
         return out.reshape(lead + (model.nq,))
     q = as_q(model, q)
     v = as_v(model, v)
     try:
-        return e_integrate(*model.packed, q, v, float(dt))
+        return e_integrate(*model.packed, q, v, dt)
     except ZeroDivisionError as e:
         raise state_error(model, e, q=q, v=v) from e
 
@@ -92,31 +101,46 @@ def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
     -------
     (nv,) ndarray: ``[r0_1 - r0_0, rotation vector of Q1 Q0^-1 (inertial frame), phi1 - phi0]``
     where a spherical joint's entry is the rotation vector of ``Q0^-1 Q1`` (child frame).
+
+    Raises
+    ------
+    ValueError
+        Naming ``q0`` or ``q1``: a wrong size, a value that is not finite, a zero quaternion
+        (a quaternion of any other norm is normalized, as :func:`integrate` does).
     """
-    q0 = as_q(model, q0)
-    q1 = as_q(model, q1)
+    q0 = as_vector(q0, model.nq, 'q0')
+    q1 = as_vector(q1, model.nq, 'q1')
+    if not math.isfinite(q0.sum() + q1.sum()):  # (finite sums: no entry to look for)
+        error = input_error(model, q0=q0, q1=q1)
+        if error is not None:
+            raise error
+
+    def unit(name: str, x: np.ndarray, i: int) -> np.ndarray:
+        return unit_quaternion(x[i : i + 4], f'{name}[{i}:{i + 4}]')
+
     out = np.empty(model.nv)
     if model.floating_base:
         out[:3] = q1[:3] - q0[:3]
         # inertial-frame rotation vector of Q1 Q0^-1 (the base turns by left multiplication)
-        out[3:6] = quat_log(quat_multiply(quat_normalize(q1[3:7]), quat_conjugate(q0[3:7])))
+        out[3:6] = quat_log(quat_multiply(unit('q1', q1, 3), quat_conjugate(unit('q0', q0, 3))))
     for k, kind in enumerate(model.joint_types):
         iq, iv = model.idx_q[k], model.idx_v[k]
         if kind == 'spherical':
             # child-frame rotation vector of Q0^-1 Q1 (a ball joint turns by right multiplication)
-            a = quat_normalize(q0[iq : iq + 4])
-            out[iv : iv + 3] = quat_log(quat_multiply(quat_conjugate(a), q1[iq : iq + 4]))
+            a, b = unit('q0', q0, iq), unit('q1', q1, iq)
+            out[iv : iv + 3] = quat_log(quat_multiply(quat_conjugate(a), b))
         else:
             nj = model.nvs[k]
             out[iv : iv + nj] = q1[iq : iq + nj] - q0[iq : iq + nj]
     return out
 
 
-def _positive_step(dt: float) -> float:
-    dt = float(dt)
-    if not np.isfinite(dt) or dt <= 0.0:
-        raise ValueError(f'dt: expected a finite positive step, got {dt}')
-    return dt
+def _finite_time(dt: object) -> float:
+    """``dt`` as a finite float (a duration of any sign)."""
+    value = dt if dt.__class__ is float else real_number(dt, 'dt')
+    if not -math.inf < value < math.inf:  # type: ignore[operator]
+        raise ValueError(f'dt: expected a finite duration, got {value}')
+    return value
 
 
 def step(
@@ -155,28 +179,49 @@ def step(
         ``{link: [f; n]}`` at link origins, inertial frame, taken at the configuration ``q``
         of each step and held constant in the inertial frame over it.
     steps : int
-        Number of steps (>= 1) under the same inputs.
+        Number of steps (>= 1) under the same inputs (a Python or NumPy integer).
     conserve_momentum : bool
         Floating base without external wrenches (joint efforts and gravity only): after each
         step, restore the momentum the step must end with (the momentum before it, plus the
         weight's impulse) by the kinetic-energy-metric projection of the base velocity
         (:mod:`.kernels.conservation`). The momentum then holds to round-off at any step size;
         the trajectory keeps the method's order. A base or link wrench is a ``ValueError``.
+    rtol, atol : float
+        Relative and absolute tolerances of the ``solve_ivp`` methods (finite, > 0; unused by
+        ``'rk4'`` and ``'euler'``).
 
     Returns
     -------
     q_next : (nq,) ndarray;  v_next : (nv,) ndarray
 
+    Raises
+    ------
+    TypeError
+        An argument of the wrong type (``steps`` not an integer, ``dt`` not a real number,
+        values that are not real numbers).
+    ValueError
+        Wrong sizes or values; a non-finite input or a zero quaternion, named; the dynamics
+        failing within the step although the state it started from is finite (too large a
+        step or too fast a motion, said so).
+
     Notes
     -----
     Batched use (``'rk4'`` only, no body-frame or link wrenches): ``q`` (..., nq), ``v``
     (..., nv), ``tau`` (..., n), ``base_wrench`` (..., 6) give (..., nq), (..., nv),
-    computed on all cores.
+    computed on all cores (with ``conserve_momentum``, row by row through the single-state
+    scheme: the rows are the single-state results).
     """
-    dt = _positive_step(dt)
-    steps = int(steps)
-    if steps < 1:
-        raise ValueError(f'steps: expected an integer >= 1, got {steps}')
+    dt = positive_step(dt)
+    if steps.__class__ is not int or steps < 1:
+        steps = as_count(steps, 'steps')
+    if conserve_momentum is not False and conserve_momentum is not True:
+        if not isinstance(conserve_momentum, np.bool_):
+            raise TypeError(
+                f'conserve_momentum: expected a bool, got {describe(conserve_momentum)}'
+            )
+        conserve_momentum = bool(conserve_momentum)
+    if conserve_momentum:
+        _check_conservable(model, base_wrench, base_wrench_body, link_wrenches)
     if is_batch(q):
         no_batched_wrenches(link_wrenches)
         if method != 'rk4' or base_wrench_body is not None:
@@ -188,8 +233,11 @@ def step(
         qn = as_q_rows(model, q, lead)
         vn = as_rows(v, model.nv, 'v', lead)
         gen = generalized_forces(model, tau, base_wrench, lead)
-        for _ in range(steps):
-            qn, vn = b_rk4_step(*model.packed, qn, vn, gen, model.joint_dynamics, dt)
+        if conserve_momentum:
+            qn, vn = _conserving_rows(model, qn, vn, gen, dt, steps)
+        else:
+            for _ in range(steps):
+                qn, vn = b_rk4_step(*model.packed, qn, vn, gen, model.joint_dynamics, dt)
         return qn.reshape(lead + (model.nq,)), vn.reshape(lead + (model.nv,))
     q = as_q(model, q)
     v = as_v(model, v)
@@ -200,9 +248,10 @@ def step(
         body = as_vector(base_wrench_body, 6, 'base_wrench_body')
     if method not in STEP_METHODS:
         raise ValueError(f'method: expected one of {STEP_METHODS}, got {method!r}')
-    if conserve_momentum:
-        _check_conservable(model, base_wrench, base_wrench_body, link_wrenches)
+    if method in SCIPY_METHODS:
+        rtol, atol = positive_step(rtol, 'rtol'), positive_step(atol, 'atol')
     packed, fric = model.packed, model.joint_dynamics
+    given = q, v  # what a failure is judged by: the loop below moves q, v on
     try:  # a kernel failing on the state: the argument that is not finite, named
         if conserve_momentum and method == 'rk4':
             return e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
@@ -229,8 +278,57 @@ def step(
             if target is not None:
                 q, v = e_correct_momentum(*packed, q, v, target)
     except (ValueError, ZeroDivisionError) as e:
-        raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
+        raise _step_error(model, e, *given, gen, dt, steps) from e
     return q, v
+
+
+def _conserving_rows(
+    model: Model, Q: np.ndarray, V: np.ndarray, gen: np.ndarray, dt: float, steps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` momentum-conserving RK4 steps of each row of ``Q`` (B, nq), ``V`` (B, nv)
+    under ``gen`` (B, nv), row by row through the single-state kernel (there is no batched
+    one): each row is exactly the single-state :func:`step`."""
+    packed, fric = model.packed, model.joint_dynamics
+    Qn, Vn = np.empty_like(Q), np.empty_like(V)
+    for r in range(Q.shape[0]):
+        q, v, g = Q[r].copy(), V[r].copy(), gen[r].copy()
+        try:
+            Qn[r], Vn[r] = e_conserving_rk4_steps(*packed, q, v, g, fric, dt, steps)
+        except (ValueError, ZeroDivisionError) as e:
+            raise ValueError(f'{_step_error(model, e, q, v, g, dt, steps)} (row {r})') from e
+    return Qn, Vn
+
+
+def _step_error(
+    model: Model,
+    error: Exception,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    dt: float,
+    steps: int,
+) -> Exception:
+    """The exception to raise when a kernel failed within :func:`step` from the given state
+    ``(q, v)`` under ``gen``: the argument that is not finite or the zero quaternion, named;
+    the model degenerate when its dynamics are not defined at the given state already; else
+    the failure of the step(s) from a finite state (too large a step or too fast a motion, as
+    the simulation engine words it), not the model's; else ``error`` itself."""
+    parts = generalized_force_parts(model, gen)
+    named = input_error(model, q=q, v=v, **parts)
+    if named is not None or not is_kernel_failure(error):
+        return named or error
+    try:  # the dynamics at the start: not defined there, the model is (state_error says so)
+        e_forward_dynamics(*model.packed, q, v, gen, np.empty((0, 6)), model.joint_dynamics, True)
+    except (ValueError, ZeroDivisionError):
+        return state_error(model, error, q=q, v=v, **parts)
+    rate = float(np.max(np.abs(v[model.nv - model.n :]), initial=0.0))
+    within = 'the step' if steps == 1 else f'the {steps} steps'
+    why = str(error) or 'division by zero'
+    return ValueError(
+        f'step: the dynamics failed within {within} from a finite state ({why}; joint rates up '
+        f'to {rate:.3g} rad/s or m/s at the start): too large a step (dt = {dt:g} s) or too '
+        'fast a motion for it?'
+    )
 
 
 def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.ndarray:
@@ -239,8 +337,9 @@ def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.nd
     ``M g dt`` and the CoM follows its ballistic path); inertial frame [kg m/s, kg m^2/s]."""
     require_floating(model, 'momentum_after')
     q, v = as_q(model, q), as_v(model, v)
+    dt = _finite_time(dt)
     try:
-        return e_momentum_target(*model.packed, q, v, float(dt))[:6]
+        return e_momentum_target(*model.packed, q, v, dt)[:6]
     except ZeroDivisionError as e:  # a zero quaternion
         raise state_error(model, e, q=q, v=v) from e
 
@@ -332,7 +431,7 @@ def rk4_step(
     -------
     q_next : (nq,) ;  v_next : (nv,)
     """
-    dt = _positive_step(dt)
+    dt = positive_step(dt)
     q = as_q(model, q)
     v = as_v(model, v)
     packed = model.packed

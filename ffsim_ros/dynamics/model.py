@@ -193,6 +193,15 @@ class Model:
         object.__setattr__(self, 'packed', pack(self.arrays))
         object.__setattr__(self, 'shapes', ((self.nq,), (self.nv,), (self.n,)))
 
+    def __reduce__(self) -> tuple[object, tuple[dict[str, object]]]:
+        """Pickling (a multiprocessing worker, ``copy.deepcopy``): the constructor's fields,
+        the read-only mappings as plain dicts; :func:`_unpickled_model` makes them read-only
+        again, and every array, and rebuilds ``packed`` and ``shapes``."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        fields['frames'] = dict(self.frames)
+        fields['_joint_index'] = dict(self._joint_index)
+        return _unpickled_model, (fields,)
+
     @property
     def gravity(self) -> np.ndarray:
         """(3,) gravitational acceleration in the inertial frame [m/s^2]."""
@@ -265,6 +274,26 @@ class Model:
             ) from None
 
 
+def _unpickled_model(fields: dict[str, object]) -> Model:
+    """The :class:`Model` of :meth:`Model.__reduce__`'s fields, as immutable as the one
+    pickled: read-only mappings and arrays (unpickled arrays come back writeable)."""
+    fields = dict(fields)
+    frames: Mapping[str, Frame] = fields['frames']  # type: ignore[assignment]
+    fields['frames'] = MappingProxyType(
+        {
+            name: Frame(f.body, _readonly(f.rotation), _readonly(f.translation))
+            for name, f in frames.items()
+        }
+    )
+    index: Mapping[str, int] = fields['_joint_index']  # type: ignore[assignment]
+    fields['_joint_index'] = MappingProxyType(dict(index))
+    for key in ('lower', 'upper', 'effort_limit', 'velocity_limit'):
+        fields[key] = _readonly(fields[key])  # type: ignore[arg-type]
+    arrays: ModelArrays = fields['arrays']  # type: ignore[assignment]
+    fields['arrays'] = ModelArrays(*(_readonly(a) for a in arrays))
+    return Model(**fields)  # type: ignore[arg-type]
+
+
 def with_gravity(model: Model, gravity: Sequence[float]) -> Model:
     """A copy of ``model`` with gravitational acceleration ``gravity`` (3,) [m/s^2]."""
     g = _vector(gravity, 3, 'gravity')
@@ -272,7 +301,15 @@ def with_gravity(model: Model, gravity: Sequence[float]) -> Model:
 
 
 def with_joint_dynamics(model: Model, enabled: bool = True) -> Model:
-    """A copy of ``model`` that applies (or not) the joint damping and friction it carries."""
+    """A copy of ``model`` that applies (or not) the joint damping and friction it carries.
+
+    Raises
+    ------
+    TypeError
+        ``enabled`` not a bool (a string such as ``'no'`` would otherwise switch them on).
+    """
+    if not isinstance(enabled, bool | np.bool_):
+        raise TypeError(f'enabled: expected a bool, got {type(enabled).__name__} {enabled!r}')
     return dataclasses.replace(model, joint_dynamics=bool(enabled))
 
 
@@ -307,6 +344,9 @@ def _per_dof(value: float | Sequence[float], size: int, joint: str, what: str) -
 
 
 def _vector(value: Sequence[float], size: int, what: str) -> np.ndarray:
+    kind = np.asarray(value).dtype.kind if value is not None else 'None'
+    if kind not in 'fiu':  # complex numbers, strings, None: a ValueError, as build_model's
+        raise ValueError(f'{what}: expected real numbers, got {value!r}')
     arr = np.asarray(value, dtype=float)
     if arr.shape != (size,):
         raise ValueError(f'{what}: expected {size} values, got shape {arr.shape}')

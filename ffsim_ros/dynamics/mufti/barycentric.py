@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
-from ..inputs import ArrayLike
+from ..inputs import ArrayLike, real_array
 from ..kernels.layout import REVOLUTE
 from ..lie import perpendicular_basis, skew
 from ..model import Model
@@ -67,7 +67,7 @@ from .tree import (
     actuation,
     applied_forces,
     bodies,
-    checked_inputs,
+    checked_state,
     effective_efforts,
     joint_accelerations,
 )
@@ -82,7 +82,7 @@ def _blocks(X: np.ndarray) -> np.ndarray:
 
 
 def _array(x, shape: tuple[int, ...], name: str) -> np.ndarray:
-    a = np.asarray(x, dtype=float)
+    a = np.asarray(real_array(x, name), dtype=float)
     if a.shape != shape:
         raise ValueError(f'{name}: expected shape {shape}, got {a.shape}')
     if not np.all(np.isfinite(a)):
@@ -692,7 +692,7 @@ def barycentric_dynamics(
     (nv,) ndarray
     """
     tree = model_ball_tree(model)
-    q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
+    q, v, tau, bw = checked_state(model, q, v, tau, base_wrench)
     bd = bodies(model, q, v)
     u = applied_forces(model, bd, np.zeros(model.n), bw, link_wrenches)
     gyro = np.cross(bd.w, np.einsum('bij,bj->bi', bd.inertia, bd.w))

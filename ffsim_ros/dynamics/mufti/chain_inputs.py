@@ -8,18 +8,18 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..inputs import ArrayLike, zero_quaternion_error
+from ..inputs import ArrayLike, link_wrench_items, real_array, zero_quaternion_error
 from ..model import Model
 
 
 def check_finite(where: str, **arrays: object) -> None:
     """Raise a ValueError naming the first of ``arrays`` (by argument name) with a non-finite
     value, prefixed by ``where`` (the chain's loop closures); None entries and callables are
-    skipped."""
+    skipped; a ``TypeError`` for values that are not real numbers."""
     for name, x in arrays.items():
         if x is None or callable(x):
             continue
-        x = np.asarray(x, dtype=float).ravel()
+        x = np.asarray(real_array(x, f'{where}: {name}'), dtype=float).ravel()
         if not np.isfinite(x).all():
             i = int(np.flatnonzero(~np.isfinite(x))[0])
             raise ValueError(f'{where}: {name}: expected finite values, got {x[i]} at index {i}')
@@ -38,8 +38,10 @@ def name_bad_input(
     non-finite entry of any argument or link wrench, a zero quaternion in ``q`` (nq,)); return
     when there is none (a singular configuration: the caller re-raises its error)."""
     check_finite(where, q=q, v=v, tau=tau, base_wrench=base_wrench)
-    for link, wrench in (link_wrenches or {}).items():
-        check_finite(where, **{f'link_wrenches[{link!r}]': wrench})
+    try:
+        link_wrench_items(link_wrenches)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f'{where}: {exc}') from None
     Q = np.asarray(q, dtype=float)
     if Q.shape == (model.nq,):
         zero = zero_quaternion_error(model, Q[None, :], rows=False)

@@ -49,7 +49,15 @@ import numpy as np
 
 from ..algorithms import body_wrenches, mass_matrix
 from ..algorithms import momentum as momentum_of
-from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force
+from ..inputs import (
+    ArrayLike,
+    as_q,
+    as_v,
+    as_vector,
+    generalized_force,
+    positive_step,
+    step_count,
+)
 from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model, UnknownNameError
@@ -392,7 +400,7 @@ class ClosedChain:
         if method == 'aba':
             try:
                 return self._aba_dynamics(q, v, tau, bw, link_wrenches, stabilize)
-            except (np.linalg.LinAlgError, ZeroDivisionError):
+            except (np.linalg.LinAlgError, ZeroDivisionError, ValueError):
                 name_bad_input(self.model, self._names(), q, v, tau, bw, link_wrenches)
                 raise
         bd = bodies(model, q, v)
@@ -540,7 +548,7 @@ class ClosedChain:
                 alpha,
                 beta,
             )
-        except (np.linalg.LinAlgError, ZeroDivisionError):  # (inputs scanned only on failure)
+        except (np.linalg.LinAlgError, ZeroDivisionError, ValueError):  # inputs scanned on failure
             name_bad_input(self.model, self._names(), q, v, tau, base_wrench, link_wrenches)
             raise
 
@@ -768,9 +776,7 @@ class ClosedChain:
         q_next : (nq,) ;  v_next : (nv,)
         """
         model = self.model
-        dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0.0:
-            raise ValueError(f'dt: expected a finite positive step, got {dt}')
+        dt = positive_step(dt)
         q = as_q(model, q)
         v = as_v(model, v)
         check_finite(self._names(), q=q, v=v, tau=tau, base_wrench=base_wrench)
@@ -854,12 +860,8 @@ class ClosedChain:
         -------
         t : (k + 1,) [s];  q : (k + 1, nq);  v : (k + 1, nv)
         """
-        dt, t_final = float(dt), float(t_final)
-        if not np.isfinite(dt) or dt <= 0.0:
-            raise ValueError(f'dt: expected a finite positive step, got {dt}')
-        if not np.isfinite(t_final) or t_final < 0.0:
-            raise ValueError(f't_final: expected a finite duration >= 0, got {t_final}')
-        steps = int(round(t_final / dt))
+        dt = positive_step(dt)
+        steps = step_count(t_final, dt)
         q, v = as_q(self.model, q0), as_v(self.model, v0)
         check_finite(self._names(), q0=q, v0=v, tau=tau)
         if self.method == 'aba' and not callable(tau):  # the whole run compiled

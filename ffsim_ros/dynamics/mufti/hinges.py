@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..inputs import ArrayLike, as_vector
+from ..inputs import ArrayLike, as_vector, real_array
 from ..lie import is_rotation
 
 #: Kinds of cut hinge: ball (3 rows), revolute (5), weld (6).
@@ -19,7 +19,7 @@ _ROWS = {'ball': 3, 'revolute': 5, 'weld': 6}
 
 
 def _matrix(x: ArrayLike, what: str) -> np.ndarray:
-    arr = np.asarray(x, dtype=float)
+    arr = np.asarray(real_array(x, what), dtype=float)
     if arr.shape != (3, 3):
         raise ValueError(f'{what}: expected a (3, 3) rotation matrix, got shape {arr.shape}')
     if not is_rotation(arr):

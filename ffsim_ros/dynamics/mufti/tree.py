@@ -49,7 +49,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms import body_kinematics
-from ..inputs import ArrayLike, as_q, as_v, as_vector
+from ..inputs import (
+    ArrayLike,
+    as_q,
+    as_v,
+    as_vector,
+    link_wrench_items,
+    positive_step,
+    real_number,
+    require_state,
+    step_count,
+)
 from ..integration import rk4_step
 from ..kernels.layout import PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..lie import cross, perpendicular_basis
@@ -383,14 +393,12 @@ def applied_forces(
     u[:, 3:] = -cross(bd.w, np.einsum('bij,bj->bi', bd.inertia, bd.w))
     if base_wrench is not None:
         u[0] += base_wrench
-    if link_wrenches:
-        for link, wrench in link_wrenches.items():
-            frame = model.frame(link)
-            wr = as_vector(wrench, 6, f'link_wrenches[{link!r}]')
-            i = frame.body
-            point = bd.p[i] + bd.R[i] @ frame.translation
-            u[i, :3] += wr[:3]
-            u[i, 3:] += wr[3:] + cross(point - bd.c[i], wr[:3])
+    for link, wr in link_wrench_items(link_wrenches):
+        frame = model.frame(link)
+        i = frame.body
+        point = bd.p[i] + bd.R[i] @ frame.translation
+        u[i, :3] += wr[:3]
+        u[i, 3:] += wr[3:] + cross(point - bd.c[i], wr[:3])
     if nb > 1:
         o, _ = joint_frames(model, bd)
         force, torque = actuation(model, bd, tau)
@@ -566,6 +574,28 @@ def checked_inputs(
     return as_q(model, q), as_v(model, v), as_vector(tau, model.n, 'tau'), bw
 
 
+def checked_state(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    base_wrench: ArrayLike | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`checked_inputs`, each checked finite and the quaternions of ``q`` non-zero (the
+    NumPy/SciPy solvers would fail on such a state with errors naming no argument: a singular
+    Lagrangian matrix, eigenvalues that did not converge).
+
+    Raises
+    ------
+    ValueError
+        As :func:`checked_inputs`, or naming the argument that is not finite or the zero
+        quaternion.
+    """
+    q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
+    require_state(model, q=q, v=v, tau=tau, base_wrench=bw)
+    return q, v, tau, bw
+
+
 def hinge_wrenches(
     model: Model, bd: Bodies, rows: Rows, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -633,7 +663,7 @@ def maximal_dynamics(
         fixed-base model.
     """
     check_method(method)
-    q, v, tau, bw = checked_inputs(model, q, v, tau, base_wrench)
+    q, v, tau, bw = checked_state(model, q, v, tau, base_wrench)
     presc = None
     if base_acceleration is not None:
         if not model.floating_base:
@@ -642,6 +672,7 @@ def maximal_dynamics(
                 '(whose base is already prescribed at rest)'
             )
         presc = as_vector(base_acceleration, 6, 'base_acceleration')
+        require_state(model, base_acceleration=presc)
     elif not model.floating_base:
         presc = np.zeros(6)
     bd = bodies(model, q, v)
@@ -750,7 +781,7 @@ def prescribed_base_dynamics(
     """
     if not model.floating_base:
         raise ValueError('motion: expected a floating-base model, got a fixed-base one')
-    qb, vb, ab = motion(float(t))
+    qb, vb, ab = motion(real_number(t, 't'))
     q = np.concatenate((as_vector(qb, 7, 'motion q_base'), as_vector(phi, model.n, 'phi')))
     v = np.concatenate((as_vector(vb, 6, 'motion v_base'), as_vector(phidot, model.n, 'phidot')))
     return maximal_dynamics(
@@ -782,18 +813,16 @@ def simulate_prescribed_base(
     Parameters
     ----------
     tau : (n,) constant efforts, or ``tau(t, phi, phidot) -> (n,)``.
-    t_final, dt : float [s]; ``t_final / dt`` steps (rounded).
+    t_final, dt : float [s]; ``t_final / dt`` steps (rounded); ``t_final`` finite, >= 0.
 
     Returns
     -------
     t : (k + 1,) ;  phi : (k + 1, n) ;  phidot : (k + 1, n)
     """
-    dt = float(dt)
-    if not np.isfinite(dt) or dt <= 0.0:
-        raise ValueError(f'dt: expected a finite positive step, got {dt}')
+    dt = positive_step(dt)
     if not model.floating_base:
         raise ValueError('motion: expected a floating-base model, got a fixed-base one')
-    steps = int(round(float(t_final) / dt))
+    steps = step_count(t_final, dt)
     n = model.n
     if callable(tau):
         effort = tau

@@ -1,0 +1,405 @@
+"""Arguments of the dynamics API: what is refused (and how it is named), what is accepted.
+
+Each test pins a defect found by probing the public functions: a batched step that ignored
+``conserve_momentum``, step counts and numbers taken from floats, strings and complex values,
+failures within a step blamed on the model, solvers failing on NaN without naming it, tiny
+quaternions refused by some functions and normalized by others, a model that could not be
+pickled, and smaller argument checks.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.mufti import simulate_prescribed_base
+from ffsim_ros.dynamics.mufti.samples import platform_chain
+from ffsim_ros.resources import sample_robot
+
+
+@pytest.fixture(scope='module')
+def servicer() -> D.Model:
+    return D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+
+
+def state(model: D.Model, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    q = D.neutral(model)
+    q[3:7] = rng.normal(size=4)
+    q[3:7] /= np.linalg.norm(q[3:7])
+    q[7:] = rng.uniform(-1.0, 1.0, model.n)
+    return q, rng.normal(scale=0.3, size=model.nv), rng.normal(size=model.n)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. batched step with conserve_momentum
+# ----------------------------------------------------------------------------------------------
+
+
+def test_batched_step_conserves_momentum_row_by_row(servicer: D.Model) -> None:
+    """The rows of a batched conserving step are the single-state conserving steps, bit for
+    bit (they were the plain steps: the flag was ignored, momentum drift 260 over 20 steps
+    of 0.05 s, against round-off for the single-state call)."""
+    states = [state(servicer, seed) for seed in range(3)]
+    Q = np.array([s[0] for s in states])
+    V = np.array([s[1] for s in states])
+    T = np.array([s[2] for s in states])
+    Qn, Vn = D.step(servicer, Q, V, T, 0.05, conserve_momentum=True, steps=20)
+    plain = D.step(servicer, Q, V, T, 0.05, steps=20)[1]
+    for r, (q, v, tau) in enumerate(states):
+        q1, v1 = D.step(servicer, q, v, tau, 0.05, conserve_momentum=True, steps=20)
+        assert np.array_equal(Qn[r], q1) and np.array_equal(Vn[r], v1), r
+        target = D.momentum(servicer, q, v)
+        assert np.abs(D.momentum(servicer, Qn[r], Vn[r]) - target).max() < 1e-9
+        assert not np.array_equal(Vn[r], plain[r])
+    # batch shapes are kept, a single tau broadcasts
+    Qb, Vb = D.step(servicer, Q[None], V[None], T[0], 0.05, conserve_momentum=True)
+    assert Qb.shape == (1, 3, servicer.nq) and Vb.shape == (1, 3, servicer.nv)
+    q1, v1 = D.step(servicer, Q[1], V[1], T[0], 0.05, conserve_momentum=True)
+    assert np.array_equal(Qb[0, 1], q1) and np.array_equal(Vb[0, 1], v1)
+
+
+def test_batched_step_refuses_conservation_with_wrenches(servicer: D.Model) -> None:
+    """A base wrench with conserve_momentum is refused for a batch as for one state."""
+    q, v, tau = state(servicer)
+    for Q, V in ((q, v), (q[None], v[None])):
+        with pytest.raises(ValueError, match='conserve_momentum: expected no base or link'):
+            D.step(servicer, Q, V, tau, 0.05, conserve_momentum=True, base_wrench=np.zeros(6))
+    with pytest.raises(TypeError, match="conserve_momentum: expected a bool, got str 'no'"):
+        D.step(servicer, q, v, tau, 0.05, conserve_momentum='no')
+    a = D.step(servicer, q, v, tau, 0.05, conserve_momentum=np.bool_(True))
+    b = D.step(servicer, q, v, tau, 0.05, conserve_momentum=True)
+    assert np.array_equal(a[1], b[1])
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. step counts
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('steps', [2.9, 3.0, '3', True, float('nan'), None, np.float64(2.0)])
+def test_step_count_must_be_an_integer(servicer: D.Model, steps: object) -> None:
+    """2.9 took 2 steps, '3' and True were taken; NaN failed without naming ``steps``.
+    Python and NumPy integers >= 1 are the counts taken."""
+    q, v, tau = state(servicer)
+    with pytest.raises(TypeError, match=r'steps: expected an integer >= 1, got '):
+        D.step(servicer, q, v, tau, 0.01, steps=steps)
+    with pytest.raises(TypeError, match=r'steps: expected an integer >= 1, got '):
+        D.step(servicer, q[None], v[None], tau, 0.01, steps=steps)
+    two = D.step(servicer, q, v, tau, 0.01, steps=2)
+    assert np.array_equal(D.step(servicer, q, v, tau, 0.01, steps=np.int64(2))[1], two[1])
+    for bad in (0, -1, np.int32(0)):
+        with pytest.raises(ValueError, match=f'steps: expected an integer >= 1, got {bad}'):
+            D.step(servicer, q, v, tau, 0.01, steps=bad)
+
+
+def test_durations_of_the_simulate_functions_are_checked() -> None:
+    """``t_final`` of the simulate functions: NaN failed as 'cannot convert float NaN to
+    integer' (prescribed base), a numeric string was taken."""
+    chain, q0 = platform_chain()
+    model = chain.model
+    v0, tau = np.zeros(model.nv), np.zeros(model.n)
+    for t_final, error, text in (
+        (float('nan'), ValueError, 't_final: expected a finite duration >= 0, got nan'),
+        ('0.01', TypeError, "t_final: expected a real number, got str '0.01'"),
+        (1e300, ValueError, 't_final, dt: expected a duration of fewer than 2\\*\\*53 steps'),
+    ):
+        with pytest.raises(error, match=text):
+            chain.simulate(q0, v0, tau, t_final, 1e-3)
+
+    def motion(_t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return D.neutral(model)[:7], np.zeros(6), np.zeros(6)
+
+    for t_final, error, text in (
+        (float('nan'), ValueError, 't_final: expected a finite duration >= 0, got nan'),
+        ('0.01', TypeError, "t_final: expected a real number, got str '0.01'"),
+    ):
+        with pytest.raises(error, match=text):
+            simulate_prescribed_base(model, motion, q0[7:], np.zeros(model.n), tau, t_final, 1e-3)
+    with pytest.raises(TypeError, match="dt: expected a real number, got str '0.001'"):
+        chain.step(q0, v0, tau, '0.001')
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. values that are not real numbers
+# ----------------------------------------------------------------------------------------------
+
+
+def test_complex_values_and_strings_are_refused(servicer: D.Model) -> None:
+    """They were taken as numbers (numeric strings converted, the imaginary part dropped
+    with only numpy's ComplexWarning). Real values of any kind (ints, float32, lists,
+    tuples, Python number objects) are still converted, to the same results."""
+    q, v, tau = state(servicer)
+    cases = (
+        (lambda: D.aba(servicer, q + 1j, v, tau), 'q: expected real numbers, got complex'),
+        (lambda: D.aba(servicer, q, v, ['1'] * 7), 'tau: expected real numbers, got strings'),
+        (lambda: D.aba(servicer, q.astype(str), v, tau), 'q: expected real numbers, got str'),
+        (lambda: D.aba(servicer, q[None] + 1j, v, tau), 'q: expected real numbers, got complex'),
+        (lambda: D.aba(servicer, q, v.astype(complex), tau), 'v: expected real numbers'),
+        (lambda: D.mass_matrix(servicer, q + 0j), 'q: expected real numbers, got complex'),
+        (lambda: D.inverse_dynamics(servicer, q, v, 'abc'), 'a: expected real numbers, got str'),
+        (lambda: D.step(servicer, q, v, tau, '0.01'), 'dt: expected a real number, got str'),
+        (lambda: D.step(servicer, q, v, tau, 0.01 + 0j), 'dt: expected a real number'),
+        (lambda: D.integrate(servicer, q, v, '0.01'), 'dt: expected a real number'),
+        (lambda: D.aba(servicer, None, v, tau), 'q: expected real numbers, got None'),
+        (
+            lambda: D.aba(servicer, q, [*v[:-1], None], tau),
+            'v: expected real numbers, got None at index 12',
+        ),
+        (
+            lambda: D.aba(servicer, q, v, tau, base_wrench=[1, 2, 3, 4, 5, 1j]),
+            'base_wrench: expected real numbers',
+        ),
+        (
+            lambda: D.step(servicer, q, v, tau, 0.01, base_wrench_body=np.zeros(6, complex)),
+            'base_wrench_body: expected real numbers',
+        ),
+    )
+    for call, text in cases:
+        with pytest.raises(TypeError, match=text):
+            call()
+    tau = np.arange(servicer.n) - 3
+    ref = D.aba(servicer, q, v, tau.astype(float))
+    assert np.array_equal(D.aba(servicer, list(q), tuple(v), tau), ref)
+    assert np.array_equal(D.aba(servicer, q, v, tau.astype(np.int32)), ref)
+    assert np.array_equal(D.aba(servicer, q, v, [Fraction(int(t)) for t in tau]), ref)
+    assert np.array_equal(D.aba(servicer, q, v, tau.astype(np.float32)), ref)
+    assert np.array_equal(D.aba(servicer, q[None], v, tau.astype(np.int64))[0], ref)
+    q1 = D.step(servicer, q, v, tau, np.float32(0.5))[0]
+    assert np.array_equal(q1, D.step(servicer, q, v, tau, float(np.float32(0.5)))[0])
+    assert np.array_equal(D.integrate(servicer, q, v, 1), D.integrate(servicer, q, v, 1.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. failures within a step, tolerances
+# ----------------------------------------------------------------------------------------------
+
+
+def test_a_step_failing_from_a_finite_state_says_so(servicer: D.Model) -> None:
+    """A huge dt failed as 'the dynamics ... are not defined at this state ... a degenerate
+    model': the model is fine at the state given; the step failed within."""
+    q, v, tau = state(servicer)
+    for kwargs, within in (
+        ({}, 'the step'),
+        ({'steps': 3}, 'the 3 steps'),
+        ({'link_wrenches': {'base_link': [0] * 6}}, 'the step'),
+        ({'method': 'euler', 'steps': 3}, 'the 3 steps'),  # at a later step, not the first
+    ):
+        with pytest.raises(ValueError) as info:
+            D.step(servicer, q, v, tau, 1e6, **kwargs)
+        text = str(info.value)
+        assert text.startswith(f'step: the dynamics failed within {within} from'), text
+        assert 'from a finite state' in text and 'dt = 1e+06 s' in text, text
+        assert 'degenerate' not in text, text
+        assert 'too large a step' in text and 'too fast a motion' in text
+
+
+@pytest.mark.parametrize('name', ['rtol', 'atol'])
+def test_solver_tolerances_are_checked(servicer: D.Model, name: str) -> None:
+    """rtol=nan failed as a degenerate model, rtol=-1 was only a scipy warning."""
+    q, v, tau = state(servicer)
+    for bad, error in ((float('nan'), ValueError), (-1.0, ValueError), (0.0, ValueError)):
+        with pytest.raises(error, match=f'{name}: expected a finite positive value, got'):
+            D.step(servicer, q, v, tau, 0.01, method='RK45', **{name: bad})
+    with pytest.raises(TypeError, match=f'{name}: expected a real number, got str'):
+        D.step(servicer, q, v, tau, 0.01, method='RK45', **{name: '1e-6'})
+    q1, _ = D.step(servicer, q, v, tau, 0.01, method='RK45', **{name: 1e-8})
+    assert np.all(np.isfinite(q1))
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. non-finite inputs of the NumPy/SciPy formulations
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('method', ['kkt', 'multipliers', 'nullspace', 'barycentric'])
+def test_maximal_formulations_name_a_non_finite_input(servicer: D.Model, method: str) -> None:
+    """They failed with LinAlgError 'singular Lagrangian matrix', 'Eigenvalues did not
+    converge' or scipy's 'array must not contain infs or NaNs'."""
+    q, v, tau = state(servicer)
+    for arg, index in (('q', 8), ('v', 2), ('tau', 4)):
+        given = {'q': q.copy(), 'v': v.copy(), 'tau': tau.copy()}
+        given[arg][index] = np.nan
+        with pytest.raises(ValueError, match=f'{arg}: expected finite values, got nan at index'):
+            D.forward_dynamics(servicer, **given, method=method)
+    qz = q.copy()
+    qz[3:7] = 0.0
+    with pytest.raises(ValueError, match=r'q: expected a non-zero quaternion .* at index 3'):
+        D.forward_dynamics(servicer, qz, v, tau, method=method)
+    with pytest.raises(ValueError, match='base_wrench: expected finite values, got inf'):
+        D.forward_dynamics(servicer, q, v, tau, base_wrench=[0, 0, np.inf, 0, 0, 0], method=method)
+
+
+def test_joint_reactions_name_a_non_finite_input(servicer: D.Model) -> None:
+    q, v, tau = state(servicer)
+    qn, vn = q.copy(), v.copy()
+    qn[8], vn[2] = np.nan, np.inf
+    with pytest.raises(ValueError, match='q: expected finite values, got nan at index 8'):
+        D.joint_reactions(servicer, qn, v, tau)
+    with pytest.raises(ValueError, match='v: expected finite values, got inf at index 2'):
+        D.joint_reactions(servicer, q, vn, tau)
+    link = servicer.link_names[-1]
+    with pytest.raises(ValueError, match=rf"link_wrenches\['{link}'\]: expected finite values"):
+        D.joint_reactions(servicer, q, v, tau, link_wrenches={link: [np.nan, 0, 0, 0, 0, 0]})
+    with pytest.raises(ValueError, match='base_acceleration: expected finite values'):
+        D.maximal_dynamics(servicer, q, v, tau, base_acceleration=[np.nan, 0, 0, 0, 0, 0])
+
+
+def test_a_non_finite_link_wrench_is_named(servicer: D.Model) -> None:
+    q, v, tau = state(servicer)
+    link = servicer.link_names[-1]
+    bad = {link: [0.0, 0.0, 0.0, np.nan, 0.0, 0.0]}
+    for call in (
+        lambda: D.aba(servicer, q, v, tau, link_wrenches=bad),
+        lambda: D.forward_dynamics_crba(servicer, q, v, tau, link_wrenches=bad),
+        lambda: D.inverse_dynamics(servicer, q, v, np.zeros(servicer.nv), link_wrenches=bad),
+        lambda: D.step(servicer, q, v, tau, 0.01, link_wrenches=bad),
+    ):
+        with pytest.raises(ValueError, match=rf"link_wrenches\['{link}'\]: expected finite"):
+            call()
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. tiny quaternions
+# ----------------------------------------------------------------------------------------------
+
+
+def test_a_tiny_quaternion_is_normalized_everywhere(servicer: D.Model) -> None:
+    """A quaternion of norm 1e-200 is a quaternion: the single-state kernels normalized it,
+    while batched aba / integrate and link_pose_and_jacobian refused it (the sum of squares
+    underflowed to 0) and base_link_state / difference refused anything under 1e-9."""
+    q, v, tau = state(servicer)
+    tiny = q.copy()
+    tiny[3:7] *= 1e-200
+    link = servicer.link_names[-1]
+    assert np.allclose(D.aba(servicer, tiny[None], v, tau)[0], D.aba(servicer, q, v, tau))
+    assert np.allclose(D.integrate(servicer, tiny[None], v[None], 0.1)[0],
+                       D.integrate(servicer, q, v, 0.1), rtol=0, atol=1e-14)  # fmt: skip
+    for got, ref in zip(
+        D.link_pose_and_jacobian(servicer, tiny, link),
+        D.link_pose_and_jacobian(servicer, q, link),
+        strict=True,
+    ):
+        assert np.allclose(got, ref, rtol=0, atol=1e-12)
+    for got, ref in zip(
+        D.base_link_state(servicer, tiny, v), D.base_link_state(servicer, q, v), strict=True
+    ):
+        assert np.allclose(got, ref, rtol=0, atol=1e-14)
+    q1 = D.integrate(servicer, q, v, 0.3)
+    tiny1 = q1.copy()
+    tiny1[3:7] *= 1e-200
+    ref = D.difference(servicer, q, q1)
+    assert np.allclose(D.difference(servicer, tiny, q1), ref, rtol=0, atol=1e-12)
+    assert np.allclose(D.difference(servicer, q, tiny1), ref, rtol=0, atol=1e-12)
+
+
+def test_a_zero_quaternion_is_refused_with_the_value_given(servicer: D.Model) -> None:
+    q, v, tau = state(servicer)
+    zero = q.copy()
+    zero[3:7] = 0.0
+    link = servicer.link_names[-1]
+    for call, text in (
+        (lambda: D.aba(servicer, zero[None], v, tau), 'q: expected a non-zero quaternion'),
+        (lambda: D.link_pose_and_jacobian(servicer, zero, link), 'q: expected a non-zero'),
+        (lambda: D.base_link_state(servicer, zero), r'q\[3:7\]: expected a non-zero finite'),
+        (lambda: D.difference(servicer, zero, q), r'q0\[3:7\]: expected a non-zero finite'),
+        (lambda: D.difference(servicer, q, zero), r'q1\[3:7\]: expected a non-zero finite'),
+    ):
+        with pytest.raises(ValueError, match=text) as info:
+            call()
+        assert '[0.0, 0.0, 0.0, 0.0]' in str(info.value), str(info.value)
+    # difference named the product Q1 * conj(Q0), not what was passed; NaN went through
+    nan = q.copy()
+    nan[9] = np.nan
+    with pytest.raises(ValueError, match='q1: expected finite values, got nan at index 9'):
+        D.difference(servicer, q, nan)
+    with pytest.raises(ValueError, match='q: expected finite values, got nan at index 9'):
+        D.link_pose_and_jacobian(servicer, nan, link)
+
+
+# ----------------------------------------------------------------------------------------------
+# 7. pickling a model
+# ----------------------------------------------------------------------------------------------
+
+
+def test_a_model_pickles_and_stays_immutable(servicer: D.Model) -> None:
+    """``pickle.dumps(model)`` failed: cannot pickle 'mappingproxy' object (a model could
+    not go to a multiprocessing worker)."""
+    q, v, tau = state(servicer)
+    for copied in (pickle.loads(pickle.dumps(servicer)), copy.deepcopy(servicer)):
+        assert copied is not servicer and copied.name == servicer.name
+        assert np.array_equal(D.aba(copied, q, v, tau), D.aba(servicer, q, v, tau))
+        assert np.array_equal(D.mass_matrix(copied, q), D.mass_matrix(servicer, q))
+        for a, b in zip(
+            D.step(copied, q, v, tau, 0.01, steps=3),
+            D.step(servicer, q, v, tau, 0.01, steps=3),
+            strict=True,
+        ):
+            assert np.array_equal(a, b)
+        link = servicer.link_names[-1]
+        assert np.array_equal(D.link_jacobian(copied, q, link), D.link_jacobian(servicer, q, link))
+        assert copied.joint_index(servicer.joint_names[2]) == 2
+        # immutable as the original: read-only arrays and mappings, frozen attributes
+        arrays = [copied.lower, copied.upper, copied.effort_limit, copied.velocity_limit]
+        arrays += list(copied.arrays) + list(copied.packed)
+        arrays += [a for f in copied.frames.values() for a in (f.rotation, f.translation)]
+        assert all(not a.flags.writeable for a in arrays)
+        with pytest.raises(ValueError, match='read-only'):
+            copied.arrays.mass[0] = 1.0
+        with pytest.raises(TypeError):
+            copied.frames[link] = None  # type: ignore[index]
+        with pytest.raises(TypeError):
+            copied._joint_index['x'] = 0  # type: ignore[index]
+        with pytest.raises(AttributeError):
+            copied.name = 'other'  # type: ignore[misc]
+    damped = pickle.loads(pickle.dumps(D.with_joint_dynamics(servicer)))
+    assert damped.joint_dynamics
+
+
+# ----------------------------------------------------------------------------------------------
+# 8. smaller argument checks
+# ----------------------------------------------------------------------------------------------
+
+
+def test_link_wrenches_must_be_a_mapping(servicer: D.Model) -> None:
+    """A list raised AttributeError "'list' object has no attribute 'items'"."""
+    q, v, tau = state(servicer)
+    for call in (
+        lambda: D.aba(servicer, q, v, tau, link_wrenches=[1, 2]),
+        lambda: D.bias_forces(servicer, q, v, link_wrenches=[('base_link', [0] * 6)]),
+        lambda: D.step(servicer, q, v, tau, 0.01, link_wrenches=[1]),
+        lambda: D.joint_reactions(servicer, q, v, tau, link_wrenches=[1]),
+    ):
+        with pytest.raises(TypeError, match=r'link_wrenches: expected a mapping \{link name'):
+            call()
+    with pytest.raises(TypeError, match=r"link_wrenches\['base_link'\]: expected real numbers"):
+        D.aba(servicer, q, v, tau, link_wrenches={'base_link': None})
+
+
+def test_with_joint_dynamics_takes_a_bool(servicer: D.Model) -> None:
+    """'no' switched the joint dynamics on."""
+    with pytest.raises(TypeError, match="enabled: expected a bool, got str 'no'"):
+        D.with_joint_dynamics(servicer, 'no')  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match='enabled: expected a bool, got int 1'):
+        D.with_joint_dynamics(servicer, 1)  # type: ignore[arg-type]
+    assert D.with_joint_dynamics(servicer, np.bool_(True)).joint_dynamics is True
+    assert D.with_joint_dynamics(servicer, False).joint_dynamics is False
+
+
+def test_batched_aba_broadcasts_against_q(servicer: D.Model) -> None:
+    """The batch shape is q's: v, tau broadcast to it (the docstrings said the arguments
+    broadcast against each other, but a batched v with a single q is refused, clearly)."""
+    for doc in (D.aba.__doc__, D.forward_dynamics.__doc__):
+        assert 'a batched ``v`` needs a batched ``q``' in ' '.join(str(doc).split())
+    q, v, tau = state(servicer)
+    V = np.stack([v, 2 * v])
+    out = D.aba(servicer, np.stack([q, q]), V, tau)
+    assert np.array_equal(out[1], D.aba(servicer, q, 2 * v, tau))
+    assert np.array_equal(D.aba(servicer, q[None], v, tau)[0], D.aba(servicer, q, v, tau))
+    with pytest.raises(ValueError, match=r'v: expected 13 values, got shape \(2, 13\)'):
+        D.aba(servicer, q, V, tau)
