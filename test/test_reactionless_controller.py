@@ -129,6 +129,55 @@ def test_gains_and_goals_are_validated() -> None:
         ReactionlessController(MODEL, 'no_such_link')
 
 
+def test_gains_must_be_real_scalars() -> None:
+    """A string, None, a bool, a complex number or an array is no gain: a TypeError names it
+    (not numpy's ufunc error or 'truth value is ambiguous'); ints and float32 are taken, as
+    floats."""
+    for bad in ('1', None, True, 1 + 0j, np.array([1, 2]), np.array(1.0), [1.0]):
+        with pytest.raises(TypeError, match='^gain kp_task: expected a real number'):
+            Gains(kp_task=bad)
+    with pytest.raises(ValueError, match='^gain k_null: expected a finite value >= 0'):
+        Gains(k_null=float('nan'))
+    gains = Gains(kp_task=2, kv_joint=np.float32(10.0), kp_attitude=np.int64(3))
+    assert (gains.kp_task, gains.kv_joint, gains.kp_attitude) == (2.0, 10.0, 3.0)
+    assert all(type(value) is float for value in gains.__dict__.values())
+
+
+def test_compute_refuses_a_goal_or_state_nobody_gave() -> None:
+    """compute checks its inputs (cheaply) before using them: one coordinate is not broadcast
+    to three, a NaN or infinite goal does not give NaN efforts, a NaN in q or v is named
+    rather than failing in an SVD; complex or string coordinates are a TypeError."""
+    law = ReactionlessController(MODEL, 'ee_link')
+    q, v = D.neutral(MODEL), np.zeros(MODEL.nv)
+    goal = law.task_terms(q).position + 0.05
+    good = law.compute(q, v, goal)
+    assert np.all(np.isfinite(good.tau)) and np.any(good.tau)
+    for bad in ([goal[0]], goal[:2], np.r_[goal, 0.0], [np.nan, 0, 0], [np.inf, 0, 0]):
+        with pytest.raises(ValueError, match='^goal_position: expected 3 finite coordinates'):
+            law.compute(q, v, bad)
+    for bad in (goal + 1e-3j, 'abc', [True, False, True]):
+        with pytest.raises(TypeError, match='^goal_position: expected 3 finite coordinates'):
+            law.compute(q, v, bad)
+    with pytest.raises(TypeError, match='^goal: expected 3 finite coordinates'):
+        law.check_goal(q, goal + 1e-3j)
+    bad_v = v.copy()
+    bad_v[8] = np.nan
+    with pytest.raises(ValueError, match=f'^v: expected {MODEL.nv} finite values'):
+        law.compute(q, bad_v, goal)
+    bad_q = q.copy()
+    bad_q[9] = np.inf
+    with pytest.raises(ValueError, match=f'^q: expected {MODEL.nq} finite values'):
+        law.compute(bad_q, v, goal)
+    for ref in ([np.nan, 0, 0, 1], [0, 0, 0, 0], [0, 0, 1]):
+        with pytest.raises(ValueError, match='^attitude_reference: expected'):
+            law.compute(q, v, goal, attitude_reference=ref)
+    with pytest.raises(ValueError, match='^goal_rotation: expected'):
+        law.compute(q, v, goal, np.full((3, 3), np.nan))
+    # the checks take what the law took: lists, ints
+    again = law.compute(q.tolist(), [0] * MODEL.nv, goal.tolist())
+    assert np.array_equal(again.tau, good.tau)
+
+
 def test_in_process_closed_loop_reactionless_vs_gjm() -> None:
     """Core-only loop (1 kHz RK4, 100 Hz control): reach 0.3 m; base still vs base turned."""
     results = {}

@@ -54,6 +54,8 @@ stalls and recovers from them):
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -143,9 +145,25 @@ class Gains:
     rate_feedforward: float = 1.0
 
     def __post_init__(self) -> None:
-        for name, value in self.__dict__.items():
-            if not np.isfinite(value) or value < 0.0:
+        """Each gain a real finite number >= 0, kept as a float.
+
+        Raises
+        ------
+        TypeError
+            A gain that is not a real number (a string, None, a bool, a complex number, an
+            array), naming it.
+        ValueError
+            A gain out of its range, naming it.
+        """
+        for name, value in list(self.__dict__.items()):
+            if not isinstance(value, numbers.Real) or isinstance(value, bool | np.bool_):
+                raise TypeError(
+                    f'gain {name}: expected a real number (int or float), got {value!r} '
+                    f'({type(value).__name__})'
+                )
+            if not math.isfinite(value) or value < 0.0:
                 raise ValueError(f'gain {name}: expected a finite value >= 0, got {value}')
+            object.__setattr__(self, name, float(value))  # (frozen: set once, here)
         if not 0.0 < self.max_joint_speed <= 1.0:
             raise ValueError(f'max_joint_speed: expected (0, 1], got {self.max_joint_speed}')
         if self.rate_feedforward > 1.0:
@@ -185,6 +203,30 @@ class ControlOutput:
     mode: ControlMode
     saturated: bool = False
     rns_manipulability: float = float('nan')
+
+
+def real_array(value: object, what: str, shape: tuple[int, ...], expected: str) -> np.ndarray:
+    """``value`` as a float array of ``shape`` with finite values (a cheap check for every
+    control update: the law never runs on a goal or state nobody gave).
+
+    Raises
+    ------
+    TypeError
+        Not real numbers (complex numbers, strings, booleans, objects), naming ``what``.
+    ValueError
+        Another shape (no broadcasting: one coordinate is not three) or a NaN or an infinity,
+        naming ``what``.
+    """
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # ragged
+        raise ValueError(f'{what}: expected {expected}, got {value!r}') from None
+    if arr.dtype.kind not in 'fiu':
+        raise TypeError(f'{what}: expected {expected} (real numbers), got {value!r} ({arr.dtype})')
+    arr = arr.astype(float, copy=False)
+    if arr.shape != shape or not np.isfinite(arr).all():
+        raise ValueError(f'{what}: expected {expected}, got {arr}')
+    return arr
 
 
 def base_rate_map(model: D.Model, q: np.ndarray) -> np.ndarray:
@@ -298,18 +340,21 @@ class ReactionlessController:
 
         Raises
         ------
+        TypeError
+            Coordinates that are not real numbers (complex numbers, strings, ...).
         ValueError
-            Non-finite values, a goal farther from the shoulder than the arm's reach, or (in
-            ``reactionless`` mode) no joint motion that leaves the base still moves the end
-            effector (e.g. an arm of three joints or fewer: the reaction null space is empty).
+            Not 3 coordinates, non-finite values, a goal farther from the shoulder than the
+            arm's reach, or (in ``reactionless`` mode) no joint motion that leaves the base
+            still moves the end effector (e.g. an arm of three joints or fewer: the reaction
+            null space is empty).
         """
-        goal_position = np.asarray(goal_position, dtype=float)
-        if goal_position.shape != (3,) or not np.all(np.isfinite(goal_position)):
-            raise ValueError(f'goal: expected 3 finite coordinates, got {goal_position}')
-        dist = float(np.linalg.norm(goal_position - self.shoulder_position(q)))
+        goal_position = real_array(goal_position, 'goal', (3,), '3 finite coordinates')
+        # (math.dist scales: 1e308 m away is 1e308, not an overflow to inf with a warning)
+        dist = math.dist(goal_position.tolist(), self.shoulder_position(q).tolist())
         if dist > 0.98 * self.reach:  # (the arm fully stretched is a singular pose)
             raise ValueError(
-                f'goal unreachable: {dist:.3f} m from the shoulder, expected at most '
+                f'goal unreachable: {goal_position.tolist()} is {dist:.4g} m from the '
+                f'shoulder, expected at most '
                 f'{0.98 * self.reach:.3f} m (98 % of the reach, {self.reach:.3f} m)'
             )
         if self.mode is ControlMode.REACTIONLESS:
@@ -366,13 +411,34 @@ class ReactionlessController:
 
         Raises
         ------
+        TypeError
+            ``q``, ``v``, ``goal_position``, ``goal_rotation`` or ``attitude_reference`` not
+            real numbers.
         ValueError
-            ``attitude_budget`` without ``attitude_reference`` or not > 0.
+            ``q``, ``v``, ``goal_position`` (3 coordinates: one is not broadcast),
+            ``goal_rotation`` or ``attitude_reference`` of the wrong shape or not finite (a
+            zero quaternion); ``attitude_budget`` without ``attitude_reference`` or not > 0.
         """
         model, g = self.model, self.gains
         n = model.n
-        q = np.asarray(q, dtype=float)
-        v = np.asarray(v, dtype=float)
+        # cheap checks (arrays of 3 to nq values) that keep a goal or a state nobody gave from
+        # being broadcast or turned into NaN efforts, or failing deep in an SVD
+        q = real_array(q, 'q', (model.nq,), f'{model.nq} finite values')
+        v = real_array(v, 'v', (model.nv,), f'{model.nv} finite values')
+        if goal_position is not None:
+            goal_position = real_array(
+                goal_position, 'goal_position', (3,), '3 finite coordinates [m]'
+            )
+        if goal_rotation is not None:
+            goal_rotation = real_array(
+                goal_rotation, 'goal_rotation', (3, 3), 'a (3, 3) rotation matrix of finite values'
+            )
+        if attitude_reference is not None:
+            attitude_reference = real_array(
+                attitude_reference, 'attitude_reference', (4,), 'a finite quaternion (x, y, z, w)'
+            )
+            if not attitude_reference.any():
+                raise ValueError('attitude_reference: expected a non-zero quaternion, got zeros')
         p_ee, R_ee = D.link_pose(model, q, self.ee_link)
         # one evaluation of H, c and the end-effector Jacobian serves every term below
         ff = D.free_floating_terms(model, q, v, self.ee_link)

@@ -8,6 +8,8 @@ the command clipped to the URDF effort limits.
 
 from __future__ import annotations
 
+import numbers
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,17 +31,126 @@ class NonFiniteError(ValueError):
     """An input with a NaN or an infinity."""
 
 
-def check_efforts(model: D.Model, tau: object) -> np.ndarray:
+#: What a NumPy dtype kind holds, for the message refusing it as numbers.
+_KINDS = {
+    'b': 'booleans',
+    'c': 'complex numbers',
+    'U': 'strings',
+    'S': 'bytes',
+    'O': 'objects that are not real numbers',
+    'M': 'datetimes',
+    'm': 'timedeltas',
+    'V': 'raw records',
+}
+
+
+def _shown(value: object) -> str:
+    """``value`` for a message: a short repr and its type."""
+    kind = f'ndarray of {value.dtype}' if isinstance(value, np.ndarray) else type(value).__name__
+    return f'{reprlib.repr(value)} ({kind})'
+
+
+def _real(x: object) -> bool:
+    """Whether ``x`` is a real number (not a bool)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
+
+
+def _integer(x: object) -> bool:
+    """Whether ``x`` is a Python or NumPy integer (not a bool)."""
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
+
+
+def real_values(value: object, what: str) -> np.ndarray:
+    """``value`` (a number, a sequence or an array of real numbers: ints, floats of any width)
+    as a new flat float array; the sizes and finiteness are the caller's to check.
+
+    Raises
+    ------
+    TypeError
+        Complex numbers, strings, bytes, booleans, None or other objects (an imaginary part is
+        never dropped, a numeric string never read as its number); the message names ``what``.
+    ValueError
+        A ragged nesting of sequences, naming ``what``.
+    """
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged (or an object NumPy cannot hold)
+        raise ValueError(
+            f'{what}: expected a flat sequence of real numbers, got {_shown(value)}'
+        ) from None
+    kind = arr.dtype.kind
+    if kind not in 'fiu' and not (kind == 'O' and all(map(_real, arr.reshape(-1).tolist()))):
+        got = _KINDS.get(kind, f'{arr.dtype} values')
+        raise TypeError(
+            f'{what}: expected real numbers (ints or floats), got {got}: {_shown(value)}'
+        )
+    return np.array(arr, dtype=float).reshape(-1)
+
+
+def positive_integer(value: object, what: str, unit: str) -> int:
+    """``value`` as an int >= 1: a Python or NumPy integer (not a bool, not a float, even a
+    whole one: a count or a duration in ``unit`` is never rounded).
+
+    Raises
+    ------
+    TypeError
+        Not an integer, naming ``what``.
+    ValueError
+        An integer < 1, naming ``what``.
+    """
+    if not _integer(value):
+        raise TypeError(f'{what}: expected an integer >= 1 ({unit}), got {_shown(value)}')
+    if value < 1:
+        raise ValueError(f'{what}: expected an integer >= 1 ({unit}), got {value!r}')
+    return int(value)
+
+
+def check_indices(indices: object, n: int) -> np.ndarray:
+    """Joint positions (k,) in joint order, each in ``[0, n)`` and at most once, as a new
+    int64 array: an integer array, or a sequence of Python or NumPy ints (a boolean mask, a
+    float, a string are not positions).
+
+    Raises
+    ------
+    TypeError
+        Anything but integers, naming ``indices``.
+    ValueError
+        A position out of range or repeated, naming ``indices``.
+    """
+    if isinstance(indices, np.ndarray):
+        # integers, or an object array of them; an empty array of any kind holds no index
+        whole = indices.dtype.kind in 'iuO' or indices.size == 0
+        items = indices.reshape(-1).tolist() if whole else None
+    elif isinstance(indices, Sequence) and not isinstance(indices, str | bytes):
+        items = list(indices)
+    else:
+        items = [indices] if _integer(indices) else None
+    if items is None or not all(map(_integer, items)):
+        raise TypeError(
+            'indices: expected integer joint positions (Python or NumPy ints, not booleans), '
+            f'got {_shown(indices)}'
+        )
+    if any(not 0 <= i < n for i in items) or len(set(items)) != len(items):
+        got = [int(i) for i in items]
+        raise ValueError(
+            f'indices: expected distinct values in [0, {n}) (joint positions), got {got}'
+        )
+    return np.array(items, dtype=np.int64)
+
+
+def check_efforts(model: D.Model, tau: object, what: str = 'tau') -> np.ndarray:
     """Joint efforts (n,) [N m | N] in joint order, as a new float array.
 
     Raises
     ------
+    TypeError
+        Not real numbers (:func:`real_values`), naming ``what``.
     WrongSizeError
         ``'expected <n> values in joint order [...], got <k>'``.
     NonFiniteError
         ``'expected finite values, got [...]'``.
     """
-    values = np.array(tau, dtype=float).reshape(-1)
+    values = real_values(tau, what)
     if values.shape != (model.n,):
         raise WrongSizeError(
             f'expected {model.n} values in joint order {list(model.joint_names)}, '
@@ -55,10 +166,12 @@ def check_wrench(wrench: object, what: str = 'wrench') -> np.ndarray:
 
     Raises
     ------
+    TypeError
+        Not real numbers (:func:`real_values`), naming ``what``.
     WrongSizeError, NonFiniteError
         Naming ``what``.
     """
-    values = np.array(wrench, dtype=float).reshape(-1)
+    values = real_values(wrench, what)
     if values.shape != (6,):
         raise WrongSizeError(f'{what}: expected 6 finite values [f; n], got {values.tolist()}')
     if not np.all(np.isfinite(values)):
@@ -80,7 +193,7 @@ class EffortCommands:
     model : Model
         Gives the size ``n`` and the effort limits (n,) [N m | N].
     timeout_ns : int
-        Simulated nanoseconds a command holds (> 0).
+        Simulated nanoseconds a command holds (> 0; a Python or NumPy int).
     """
 
     def __init__(self, model: D.Model, timeout_ns: int) -> None:
@@ -100,10 +213,8 @@ class EffortCommands:
 
     @timeout_ns.setter
     def timeout_ns(self, value: int) -> None:
-        value = int(value)
-        if value <= 0:
-            raise ValueError(f'command timeout: expected > 0 ns, got {value}')
-        self._timeout_ns = value
+        # (the engine's setting is command_timeout_ns; a refused value changes nothing)
+        self._timeout_ns = positive_integer(value, 'command_timeout_ns', 'ns, the command timeout')
 
     @property
     def last(self) -> tuple[np.ndarray, int] | None:
@@ -118,7 +229,7 @@ class EffortCommands:
 
         Raises
         ------
-        ValueError
+        TypeError, ValueError
             A bad command (see :func:`check_efforts`); the previous command stays.
         """
         self._tau = check_efforts(self._model, tau)
@@ -131,23 +242,21 @@ class EffortCommands:
 
         Raises
         ------
+        TypeError
+            Indices that are not integers (:func:`check_indices`: a float, a boolean mask, a
+            string) or efforts that are not real numbers (nothing changes).
         WrongSizeError, NonFiniteError, ValueError
             Sizes that differ, a non-finite effort, an index out of range or repeated
             (nothing changes).
         """
-        index = np.array(indices, dtype=np.int64).reshape(-1)
-        values = np.array(efforts, dtype=float).reshape(-1)
+        index = check_indices(indices, self._model.n)
+        values = real_values(efforts, 'efforts')
         if values.shape != index.shape:
             raise WrongSizeError(
                 f'expected one effort per joint ({index.size}), got {values.size}'
             )
         if not np.all(np.isfinite(values)):
             raise NonFiniteError(f'expected finite values, got {values.tolist()}')
-        n = self._model.n
-        if np.any((index < 0) | (index >= n)) or np.unique(index).size != index.size:
-            raise ValueError(
-                f'joint indices: expected distinct values in [0, {n}), got {index.tolist()}'
-            )
         tau = self._tau.copy()
         tau[index] = values
         self._tau = tau

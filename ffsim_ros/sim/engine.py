@@ -70,7 +70,14 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import quat_normalize
 from ffsim_ros.scene import SceneSnapshot
 
-from .commands import WRENCH_FRAMES, EffortCommands, ExternalWrenches, check_wrench
+from .commands import (
+    WRENCH_FRAMES,
+    EffortCommands,
+    ExternalWrenches,
+    check_wrench,
+    positive_integer,
+    real_values,
+)
 from .limits import JointLimits
 from .watchdog import Health, Watchdog
 from .world import TargetWorld, WorldStepError
@@ -198,6 +205,9 @@ class Engine:
     ValueError
         A fixed-base model, a bad state (or one the loops cannot be closed at), step,
         integrator or timeout; a chain on another model, or with a world holding targets.
+    TypeError
+        A state of values that are not real numbers; a step or timeout that is not an
+        integer (Python or NumPy int; a float, even a whole one, or a bool is refused).
     """
 
     def __init__(
@@ -220,8 +230,7 @@ class Engine:
             raise ValueError('model: expected a floating-base model, got a fixed-base one')
         if integrator not in D.STEP_METHODS:
             raise ValueError(f'integrator: expected one of {D.STEP_METHODS}, got {integrator!r}')
-        if int(dt_ns) != dt_ns or dt_ns <= 0:
-            raise ValueError(f'dt_ns: expected an integer > 0, got {dt_ns}')
+        dt_ns = positive_integer(dt_ns, 'dt_ns', 'ns, the physics step')
         if chain is not None and chain.model is not model:
             raise ValueError("chain: expected loop closures on the engine's model")
         if chain is not None and integrator != 'rk4':
@@ -230,7 +239,7 @@ class Engine:
             raise ValueError('world: targets are not supported with a closed chain (loops)')
         self._model = model
         self._chain = chain
-        self._dt_ns = int(dt_ns)
+        self._dt_ns = dt_ns
         self._integrator = integrator
         self._q0, self._v0 = self._checked_state(q0, v0)
         # state
@@ -298,7 +307,8 @@ class Engine:
 
     @property
     def command_timeout_ns(self) -> int:
-        """Simulated nanoseconds a joint effort command holds (settable, > 0)."""
+        """Simulated nanoseconds a joint effort command holds (settable: an integer > 0, else
+        a TypeError or ValueError and the timeout stays)."""
         return self._commands.timeout_ns
 
     @command_timeout_ns.setter
@@ -410,6 +420,8 @@ class Engine:
         ValueError
             Wrong sizes, non-finite values, a zero base quaternion, a target held, or the
             robot's shapes overlapping a target's (nothing changes).
+        TypeError
+            Values that are not real numbers (complex, strings, ...; nothing changes).
         """
         q, v = self._checked_state(q, v)
         if self._world is not None and self._world.holding:
@@ -460,8 +472,8 @@ class Engine:
 
     def _checked_state(self, q: object, v: object) -> tuple[np.ndarray, np.ndarray]:
         model = self._model
-        q = np.array(q, dtype=float).reshape(-1)
-        v = np.array(v, dtype=float).reshape(-1)
+        q = real_values(q, 'q')
+        v = real_values(v, 'v')
         if q.shape != (model.nq,) or not np.all(np.isfinite(q)):
             raise ValueError(f'q: expected {model.nq} finite values, got {q.tolist()}')
         if v.shape != (model.nv,) or not np.all(np.isfinite(v)):
@@ -483,6 +495,8 @@ class Engine:
         ------
         ValueError
             Wrong size or a non-finite value (the previous command stays).
+        TypeError
+            Values that are not real numbers (the previous command stays).
         """
         self._commands.command(tau, self.time_ns)
 
@@ -494,7 +508,11 @@ class Engine:
         Raises
         ------
         ValueError
-            Sizes that differ, a non-finite effort, a bad index (nothing changes).
+            Sizes that differ, a non-finite effort, an index out of range or repeated
+            (nothing changes).
+        TypeError
+            Indices that are not integers (a float, a boolean mask, a string) or efforts that
+            are not real numbers (nothing changes).
         """
         self._commands.command_joints(indices, efforts, self.time_ns)
 
@@ -517,6 +535,8 @@ class Engine:
         ------
         ValueError
             A bad wrench or frame (nothing changes).
+        TypeError
+            A wrench of values that are not real numbers (nothing changes).
         """
         if frame not in WRENCH_FRAMES:
             raise ValueError(f'frame: expected one of {WRENCH_FRAMES}, got {frame!r}')
@@ -534,9 +554,16 @@ class Engine:
 
         Raises
         ------
+        TypeError
+            Not a mapping, or a wrench of values that are not real numbers (nothing changes).
         ValueError
             An unknown link or a bad wrench (nothing changes).
         """
+        if not isinstance(wrenches, Mapping):
+            raise TypeError(
+                'wrenches: expected a mapping {link name: wrench [f; n] (6,)} (an empty one '
+                f'removes the link wrenches), got {type(wrenches).__name__}'
+            )
         if wrenches:
             self._no_targets('link wrenches')
         links = {}
@@ -583,10 +610,16 @@ class Engine:
         :func:`ffsim_ros.dynamics.step` as the inputs and the limits allow (two when the
         effort command times out within them, else one; one per step near a joint limit). A
         fault stops within the ``n`` steps. The watchdog then checks the state reached.
+
+        Raises
+        ------
+        TypeError
+            ``n`` not an integer (Python or NumPy int; a float, even a whole one, a string or
+            a bool is refused: a count is never rounded).
+        ValueError
+            ``n`` < 1.
         """
-        n = int(n)
-        if n < 1:
-            raise ValueError(f'n: expected an integer >= 1, got {n}')
+        n = positive_integer(n, 'n', 'steps')
         start = self._step
         checked = not self._wrenches.acting
         work = 0.0
@@ -720,9 +753,12 @@ class Engine:
                 if self._chain is not None and np.any(impulse):
                     q1, v1 = self._chain.project(q1, v1)
             except DYNAMICS_ERRORS as exc:
+                hint = self._under() or (
+                    '' if 'too fast a motion' in str(exc) else self._too_fast(v)
+                )
                 self._fault = (
                     f'non-finite state: the dynamics failed within the step from t = {at:.6f} s '
-                    f'({exc}){self._under() or self._too_fast(v)}'
+                    f'({exc}){hint}'
                 )
                 return work
             work += float(applied @ self._joint_motion(q, q1))
