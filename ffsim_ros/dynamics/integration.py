@@ -210,6 +210,12 @@ def step(
     (..., nv), ``tau`` (..., n), ``base_wrench`` (..., 6) give (..., nq), (..., nv),
     computed on all cores (with ``conserve_momentum``, row by row through the single-state
     scheme: the rows are the single-state results).
+
+    The steps are integrated with the world origin moved to the base CoM ``q[0:3]`` at their
+    start (:func:`about_the_base`): the motion does not depend on where the origin is, but the
+    kernels take their spatial quantities about it, with round-off growing with the square of
+    the distance (docs/dynamics.md); the base position is added back at the end, so a robot
+    far from the origin steps as precisely as one at it.
     """
     dt = positive_step(dt)
     if steps.__class__ is not int or steps < 1:
@@ -230,7 +236,7 @@ def step(
                 f'{method!r}' + (' with base_wrench_body' if base_wrench_body is not None else '')
             )
         lead = batch_shape(q)
-        qn = as_q_rows(model, q, lead)
+        qn, origin = about_the_base(model, as_q_rows(model, q, lead))
         vn = as_rows(v, model.nv, 'v', lead)
         gen = generalized_forces(model, tau, base_wrench, lead)
         if conserve_momentum:
@@ -238,9 +244,12 @@ def step(
         else:
             for _ in range(steps):
                 qn, vn = b_rk4_step(*model.packed, qn, vn, gen, model.joint_dynamics, dt)
+        qn = back_from_the_base(qn, origin)
         return qn.reshape(lead + (model.nq,)), vn.reshape(lead + (model.nv,))
     q = as_q(model, q)
     v = as_v(model, v)
+    given = q, v  # what a failure is judged by: the loop below moves q, v on
+    q, origin = about_the_base(model, q)
     gen = generalized_force(model, tau, base_wrench)
     body = _NO_WRENCH
     if base_wrench_body is not None:
@@ -251,12 +260,13 @@ def step(
     if method in SCIPY_METHODS:
         rtol, atol = positive_step(rtol, 'rtol'), positive_step(atol, 'atol')
     packed, fric = model.packed, model.joint_dynamics
-    given = q, v  # what a failure is judged by: the loop below moves q, v on
     try:  # a kernel failing on the state: the argument that is not finite, named
         if conserve_momentum and method == 'rk4':
-            return e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
+            q, v = e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
+            return back_from_the_base(q, origin), v
         if not conserve_momentum and method == 'rk4' and not link_wrenches:
-            return e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
+            q, v = e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
+            return back_from_the_base(q, origin), v
         for _ in range(steps):
             target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
             fext = body_wrenches(model, q, link_wrenches)
@@ -279,7 +289,31 @@ def step(
                 q, v = e_correct_momentum(*packed, q, v, target)
     except (ValueError, ZeroDivisionError) as e:
         raise _step_error(model, e, *given, gen, dt, steps) from e
-    return q, v
+    return back_from_the_base(q, origin), v
+
+
+def about_the_base(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(q with the base CoM at the origin, the base CoM q[..., 0:3])`` for a floating base
+    away from the world origin, else ``(q, None)``: the free-floating dynamics do not depend
+    on where the origin is (uniform gravity included), but the kernels take spatial
+    quantities about it, where terms of ``m |r|^2`` cancel (forward dynamics 4e-8 relative at
+    1 km from the origin, 6e-6 at 10 km). ``q`` (..., nq) is not modified."""
+    if not model.floating_base or not q[..., :3].any():
+        return q, None
+    origin = q[..., :3].copy()
+    q = q.copy()
+    q[..., :3] = 0.0
+    return q, origin
+
+
+def back_from_the_base(q: np.ndarray, origin: np.ndarray | None) -> np.ndarray:
+    """``q`` (..., nq) integrated :func:`about_the_base`, its base CoM moved back by
+    ``origin`` (..., 3) (None: unchanged)."""
+    if origin is None:
+        return q
+    q = q.copy()
+    q[..., :3] += origin
+    return q
 
 
 def _conserving_rows(

@@ -48,8 +48,10 @@ ENERGY_TOLERANCE = 1e-6
 MOMENTUM_FLOOR = 1e-12
 ENERGY_FLOOR = 1e-9
 #: Distance [m] of the centre of mass from the world origin beyond which it warns: the
-#: dynamics are taken about the origin and lose precision with the square of the distance
-#: (forward dynamics 4e-8 relative at 1 km, 6e-6 at 10 km; docs/dynamics.md).
+#: dynamics functions take their quantities about the origin and lose precision with the
+#: square of the distance (forward dynamics 4e-8 relative at 1 km, 6e-6 at 10 km;
+#: docs/dynamics.md). A tree robot's steps and published state are taken about its base (as
+#: precise anywhere); closed chains, targets and the controller's laws are not.
 FAR_FROM_ORIGIN = 1e3
 
 
@@ -223,10 +225,10 @@ class Watchdog:
         distance = math.hypot(*r)
         if distance > FAR_FROM_ORIGIN:
             warnings.append(
-                f'the centre of mass is {distance:.4g} m from the world origin: the dynamics, '
-                'taken about the origin, lose precision with the square of the distance '
-                '(4e-8 relative at 1 km, 6e-6 at 10 km): put the world frame near the robot '
-                '(a local orbital frame)'
+                f'the centre of mass is {distance:.4g} m from the world origin: closed '
+                'chains, targets and the controller take their dynamics about the origin and '
+                'lose precision with the square of the distance (4e-8 relative at 1 km, 6e-6 at '
+                '10 km): put the world frame near the robot (a local orbital frame)'
             )
         if excess > self.energy_tolerance * scale_E + ENERGY_FLOOR:
             warnings.append(
