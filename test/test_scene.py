@@ -298,6 +298,12 @@ def test_bad_scene_calls(robot, shapes):
         Handle('h', 'body', rotation=mirror)
     with pytest.raises(ValueError, match=r'rotation expected a rotation matrix \(det \+1\)'):
         Gripper('ee_link', rotation=mirror)
+    given, turn = np.array([0.0, 0.0, -0.12]), np.eye(3)
+    handle = Handle('h', 'body', translation=given, rotation=turn)
+    given[2], turn[0, 0] = 5.0, -1.0  # the caller's arrays changed afterwards: not the handle's
+    assert handle.translation.tolist() == [0.0, 0.0, -0.12] and handle.rotation[0, 0] == 1.0
+    with pytest.raises(ValueError, match='read-only'):
+        handle.translation[2] = 5.0
     for n in (1.7, 0, True):  # 1.7 steps was run as 1
         with pytest.raises(ValueError, match=r'n: expected an integer >= 1 \(steps\)'):
             scene.advance(n)

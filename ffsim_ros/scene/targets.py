@@ -124,7 +124,7 @@ def check_rigid_inertia(mass: float, inertia: Sequence[Sequence[float]], what: s
 
 
 def _finite(value: Sequence[float], size: int, what: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=float).reshape(-1)
+    arr = np.array(value, dtype=float).reshape(-1)  # a copy: never the caller's array
     if arr.shape != (size,):
         raise ValueError(f'{what}: expected {size} values, got {arr.size}')
     if not np.all(np.isfinite(arr)):
@@ -188,10 +188,11 @@ class Handle:
             raise ValueError(
                 f'{where}: rotation expected a rotation matrix (det +1), got {R.tolist()}'
             )
+        translation = _finite(self.translation, 3, f'{where} translation')
+        for arr in (R, translation):  # a frozen handle: its own arrays, read-only (a caller's
+            arr.setflags(write=False)  # array changed later moved the grasp envelope)
         object.__setattr__(self, 'rotation', R)
-        object.__setattr__(
-            self, 'translation', _finite(self.translation, 3, f'{where} translation')
-        )
+        object.__setattr__(self, 'translation', translation)
         for key in ('radius', 'max_angle', 'max_speed', 'max_rate'):
             x = float(getattr(self, key))
             if np.isnan(x) or x <= 0.0:
