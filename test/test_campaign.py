@@ -227,6 +227,60 @@ def test_failed_runs_are_reported_and_the_rest_completes():
         assert hit[k].goals == clean[k].goals
 
 
+def test_an_exception_of_the_batched_efforts_fails_only_its_run():
+    """The batched law raising in the efforts (a singular matrix) ended the whole campaign;
+    now the run at fault fails with the reason and the others give the same bits."""
+    s = scenario(
+        goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]},
+        timing={'settle': 0.1, 'run_goal_timeout': 0.8},
+    )
+    c = Campaign(s)
+    clean = {r.index: r for r in BatchRunner(c, range(4), batch_size=4)}
+    runner = BatchRunner(c, range(4), batch_size=4)
+    efforts = c.batched.efforts
+
+    def faulty(Qm, *args):
+        for k, slot in enumerate(runner.slots):
+            hit = slot is not None and slot.inputs.index == 2 and runner.T[k] >= 0.5
+            if hit and np.any(np.all(Qm == runner.Q[k], axis=1)):
+                raise np.linalg.LinAlgError('Singular matrix')
+        return efforts(Qm, *args)
+
+    c.batched.efforts = faulty
+    try:
+        hit = {r.index: r for r in runner}
+    finally:
+        del c.batched.efforts
+    assert sorted(hit) == [0, 1, 2, 3]
+    assert "controller error at t = 0.500 s: LinAlgError('Singular matrix')" in hit[2].failure
+    assert hit[2].goals[-1]['outcome'] == 'failed'
+    for k in (0, 1, 3):
+        assert not hit[k].failure
+        np.testing.assert_array_equal(hit[k].q, clean[k].q)
+        np.testing.assert_array_equal(hit[k].v, clean[k].v)
+        assert hit[k].goals == clean[k].goals
+        assert hit[k].metrics == clean[k].metrics
+
+
+@pytest.mark.filterwarnings('ignore:overflow:RuntimeWarning')  # (1e300 overflows, as expected)
+def test_a_huge_momentum_fails_the_runs_instead_of_the_campaign():
+    """An angular momentum of 1e50 made the law's solve singular (and a std of 1e300 a NaN
+    attitude): the campaign crashed. Each run now ends with the controller's error."""
+    for value in (
+        {'dist': 'fixed', 'value': [0.0, 0.0, 1e50]},
+        {'dist': 'normal', 'std': 1e300},
+    ):
+        s = scenario(
+            dispersions={'angular_momentum': value},
+            goals={'kind': 'offsets', 'offsets': [[0.08, 0.04, -0.05]]},
+            timing={'settle': 0.1, 'run_goal_timeout': 0.3},
+        )
+        results = list(BatchRunner(Campaign(s), range(3), batch_size=3))
+        assert len(results) == 3
+        for r in results:
+            assert r.failure.startswith(('controller error at t = ', 'non-finite state'))
+
+
 # --------------------------------------------------------------------------- dispersions
 def test_dispersions_reproducible_from_the_seed(model):
     s = scenario(
@@ -301,6 +355,17 @@ BAD = [
     ({'goals': {'kind': 'chained', 'near': 0.5, 'far': 0.1}}, 'expected 0 < near <= far'),
     ({'timing': {'control_dt': 0.0105}}, 'control_dt (0.0105) must be a whole multiple'),
     ({'timing': {'physics_dt': -1.0}}, 'timing.physics_dt: expected a value > 0'),
+    # the default output folder is campaign_<name>: this one was outside the working directory
+    ({'name': '../../escaped'}, 'name: expected a name without path separators'),
+    # bounds: a control period of 1e300 s looped 1e303 times; 1e9 chained goals
+    ({'timing': {'control_dt': 1e300}}, 'timing.control_dt: expected at most 1 s, got 1e+300'),
+    ({'timing': {'physics_dt': 2.0}}, 'timing.physics_dt: expected at most 1 s, got 2.0'),
+    ({'goals': {'kind': 'chained', 'count': 1e9}}, 'goals.count: expected an integer <= 10000'),
+    # a width high - low beyond a float: an OverflowError of numpy's draw (a traceback)
+    (
+        {'dispersions': {'angular_momentum': {'dist': 'uniform', 'low': -1e308, 'high': 1e308}}},
+        'dispersions.angular_momentum: expected a finite width high - low, got low -1e+308',
+    ),
     ({'gains': {'kp_tsk': 1.0}}, "gains: unknown fields ['kp_tsk']"),
     # mixed key types (YAML {1: x, foo: y}): named, not a TypeError from sorting them
     ({'gains': {1: 1.0, 'kp_tsk': 1.0}}, "gains: unknown fields [1, 'kp_tsk']"),

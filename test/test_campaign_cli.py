@@ -182,6 +182,11 @@ def test_cli_refusals_of_files_and_runs_that_cannot_start(tmp_path, capsys):
     bad = [r for r in rows if r['failure'].startswith('inputs: dispersions.mass_scale: run')]
     assert bad and all('factors must be > 0' in r['failure'] for r in bad)
     assert all(r['goals'] == 0 and math.isnan(r['in.mass_scale.base_link']) for r in bad)
+    # not run: metrics NaN (they were 0.0 and entered the percentiles as real zeros)
+    assert all(math.isnan(r['max_base_rate_deg_s']) for r in bad)
+    assert all(math.isnan(r['peak_effort_ratio']) for r in bad)
+    ran = [r['max_base_rate_deg_s'] for r in rows if r not in bad]
+    assert summarize(rows)['percentiles']['max_base_rate_deg_s'][5] == np.percentile(ran, 5)
     assert all(not r['failure'] for r in rows if r not in bad)  # the others ran
     text = (out / 'summary.md').read_text()
     assert f'{len(bad)} failed (non-finite state, controller error or inputs' in text
@@ -544,3 +549,79 @@ def test_results_rows_have_the_table_columns(tmp_path):
     assert list(row) == columns(c)
     assert row['goals'] == 1 and row['reached'] == int(r.reached)
     assert row['final_error'] == r.goals[0]['error']
+
+
+def test_cli_refuses_damaged_or_unknown_output_folders(tmp_path, capsys):
+    """A damaged scenario.json gave a traceback (exit 1); result tables without one were
+    adopted by a resume of another seed; --replay wrote into another scenario's folder; an
+    --mcap that cannot be written failed only after the replay ran. All exit 2 now, naming
+    the file and what is wrong."""
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    out = tmp_path / 'out'
+    assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 0
+    capsys.readouterr()
+    meta = out / 'scenario.json'
+    good = meta.read_text()
+    for text, message in [
+        (good[:20], 'scenario.json: damaged, expected the JSON of a scenario'),
+        ('', 'scenario.json: damaged, expected the JSON of a scenario'),
+        ('[1]', 'expected an object with a "fingerprint" text and a "scenario" object, got list'),
+    ]:
+        meta.write_text(text)
+        assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 2
+        assert message in capsys.readouterr().err
+    meta.unlink()
+    other = tmp_path / 'other.yaml'
+    other.write_text(TINY + 'seed: 21\n')
+    assert main([str(other), '--output', str(out), '--quiet', '--no-plots']) == 2
+    assert 'holds result tables (runs.csv) but no scenario.json' in capsys.readouterr().err
+    meta.write_text(good)
+    assert main([str(other), '--output', str(out), '--replay', '1']) == 2
+    assert 'holds the results of another scenario' in capsys.readouterr().err
+    assert not (out / 'run_1.npz').exists()
+    args = [str(file), '--output', str(out), '--replay', '1', '--mcap', '/proc/x.mcap']
+    assert main(args) == 2
+    assert "--mcap: cannot write '/proc/x.mcap'" in capsys.readouterr().err
+    assert not (out / 'run_1.npz').exists()
+
+
+def test_scenario_json_is_replaced_atomically(tmp_path, monkeypatch):
+    """scenario.json was rewritten in place at every start (a cut file on an interruption):
+    it is written to a temporary file in the folder that replaces it."""
+    import ffsim_ros.campaign.results as results
+
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    c = Campaign(load_scenario(file))
+    replaced = []
+    real = os.replace
+
+    def spy(src, dst):
+        replaced.append((Path(src).parent, Path(dst)))
+        real(src, dst)
+
+    monkeypatch.setattr(results.os, 'replace', spy)
+    for _ in range(2):
+        ResultsWriter(tmp_path / 'out', c).close()
+    assert replaced == [(tmp_path / 'out', tmp_path / 'out' / 'scenario.json')] * 2
+    assert sorted(p.name for p in (tmp_path / 'out').iterdir()) == ['runs.csv', 'scenario.json']
+
+
+def test_cli_interrupt_prints_one_line_and_exits_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C printed a KeyboardInterrupt traceback."""
+    import ffsim_ros.campaign.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(cli, 'run_local', interrupted)
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    assert main([str(file), '--output', str(tmp_path / 'out'), '--quiet', '--no-plots']) == 130
+    err = capsys.readouterr().err
+    assert (
+        err
+        == 'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)\n'
+    )

@@ -343,7 +343,7 @@ class BatchRunner:
 
     def _undrawn(self, index: int, reason: str) -> RunResult:
         """The result of run ``index`` whose inputs cannot be drawn: failed with ``reason``,
-        no goal, its input columns NaN, the nominal start state and zero metrics."""
+        no goal, its input columns and metrics NaN, the nominal start state."""
         model = self.c.model
         q0, v0 = D.neutral(model), np.zeros(model.nv)
         inputs = RunInputs(
@@ -357,7 +357,9 @@ class BatchRunner:
             plan_seed=0,
             columns=dict.fromkeys(self.c.inputs, float('nan')),
         )
-        metrics = _run_metrics(model, 0.0, 0.0, 0.0, 0.0, np.zeros(model.n))
+        nan = float('nan')  # (not run: no metric, not a zero in the percentiles)
+        metrics = _run_metrics(model, nan, nan, nan, nan, np.full(model.n, nan))
+        metrics['peak_effort_ratio'] = nan
         return RunResult(index, inputs, [], f'inputs: {reason}', metrics, q0, v0, 0.0)
 
     def _law(self, slot: _Slot) -> ReactionlessController:
@@ -628,21 +630,37 @@ class BatchRunner:
     def _terms(self, idx: np.ndarray, Qm: np.ndarray, Vm: np.ndarray) -> BatchTerms:
         return self.c.batched.terms(Qm, Vm, self._models(idx))
 
+    def _update(
+        self, idx: np.ndarray, Qm: np.ndarray, Vm: np.ndarray
+    ) -> tuple[BatchTerms, np.ndarray, np.ndarray, np.ndarray]:
+        """The batched law of the slots ``idx`` up to their efforts: ``(terms, times,
+        offsets, efforts)``. The supervisors' part before the efforts
+        (:meth:`SupervisorBank.begin`) gives the same state when done again with the same
+        inputs, so rows can be redone after a failure of the batch."""
+        law, bank = self.c.batched, self.bank
+        self._inject(idx)
+        terms = self._terms(idx, Qm, Vm)
+        t = self.T[idx]
+        offset = bank.begin(idx, t, Qm, terms.position)
+        targets, refs = bank.targets(idx)
+        tau = law.efforts(Qm, Vm, terms, targets, refs, self._models(idx))
+        return terms, t, offset, tau
+
     def _batched(
         self, idx: np.ndarray, Qm: np.ndarray, Vm: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One update of the batched slots ``idx``: ``(efforts, rows kept, slots to hand to a
-        supervisor)``. A row whose law raises is failed with the reason (rows alone)."""
-        law, bank = self.c.batched, self.bank
+        supervisor)``. When the batched law raises (the terms, the supervisors' bookkeeping
+        or the efforts), each row is tried alone: a row that raises is failed with the reason,
+        the others are updated again as a batch (the same operations: the same numbers)."""
         try:
-            self._inject(idx)
-            terms = self._terms(idx, Qm, Vm)
+            terms, t, offset, tau = self._update(idx, Qm, Vm)
         except Exception:  # noqa: BLE001 - isolate the row(s) that raise, fail them alone
             keep = []
             for j, k in enumerate(idx):
+                r = slice(j, j + 1)
                 try:
-                    self._inject(idx[j : j + 1])
-                    self._terms(idx[j : j + 1], Qm[j : j + 1], Vm[j : j + 1])
+                    self._update(idx[r], Qm[r], Vm[r])
                     keep.append(j)
                 except Exception as exc:  # noqa: BLE001
                     self._fail(int(k), f'controller error at t = {self.T[k]:.3f} s: {exc!r}')
@@ -652,11 +670,7 @@ class BatchRunner:
                 tau[keep], _, planning = self._batched(idx[keep], Qm[keep], Vm[keep])
                 return tau, keep, planning
             return tau, keep, np.zeros(0, dtype=np.int64)
-        t = self.T[idx]
-        offset = bank.begin(idx, t, Qm, terms.position)
-        targets, refs = bank.targets(idx)
-        tau = law.efforts(Qm, Vm, terms, targets, refs, self._models(idx))
-        planning = bank.finish(idx, t, terms.position, offset)
+        planning = self.bank.finish(idx, t, terms.position, offset)
         if self.record:
             for j, k in enumerate(idx):
                 self._trace(int(k), terms.position[j], tau[j])

@@ -9,7 +9,7 @@ folder resumes the campaign (finished runs are not redone); ``--runs`` extends i
 ``run_<RUN>.npz``; with ``--mcap PATH`` also its ROS 2 messages to an MCAP file
 (:mod:`.replay`).
 
-Exit codes: 0 done, 2 a bad scenario or argument (the message names it).
+Exit codes: 0 done, 2 a bad scenario or argument (the message names it), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ import numpy as np
 
 from .batch import BatchRunner, Campaign
 from .executors import EXECUTORS, Progress, passive_thread_waits, run_local, run_ray
-from .results import FORMATS, ResultsWriter, plot, read_rows, summarize, summary_markdown
+from .results import (
+    FORMATS,
+    ResultsWriter,
+    check_folder,
+    plot,
+    read_rows,
+    summarize,
+    summary_markdown,
+    write_scenario,
+)
 from .scenario import ScenarioError, load_scenario
 
 
@@ -61,7 +70,19 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point (``ffsim campaign`` and the ``ffsim_campaign`` console script)."""
+    """Entry point (``ffsim campaign`` and the ``ffsim_campaign`` console script). Ctrl-C: one
+    line (the rows written so far are kept: running it again resumes), exit 130."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(
+            'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)',
+            file=sys.stderr,
+        )
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     passive_thread_waits()
     args = parser().parse_args(argv)
     try:
@@ -121,6 +142,15 @@ def _check_mcap(path: Path) -> None:
         raise ScenarioError(f'--mcap: expected a regular file (or a new one), got {str(path)!r}')
     if not path.parent.is_dir():
         raise ScenarioError(f'--mcap: expected a file in an existing folder, got {str(path)!r}')
+    existed = path.exists()
+    try:  # (writable: found now, not after the replay ran)
+        with open(path, 'ab'):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ScenarioError(f'--mcap: cannot write {str(path)!r}: {reason}') from None
+    if not existed:
+        path.unlink(missing_ok=True)
 
 
 def _check_ray_address(address: str) -> None:
@@ -148,6 +178,8 @@ def _replay(campaign: Campaign, index: int, out: Path, mcap: str | None) -> int:
     if not 0 <= index < runs:
         raise ScenarioError(f'--replay: expected a run index in 0..{runs - 1}, got {index}')
     out.mkdir(parents=True, exist_ok=True)
+    check_folder(out, campaign.scenario)  # (not into another scenario's campaign)
+    write_scenario(out, campaign.scenario)
     result = next(iter(BatchRunner(campaign, [index], batch_size=1, record=True)))
     path = out / f'run_{index}.npz'
     np.savez(path, q_final=result.q, v_final=result.v, t_final=result.t, **result.trajectory)

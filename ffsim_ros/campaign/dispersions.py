@@ -137,7 +137,7 @@ def check_dispersions(scenario: Scenario, model: D.Model) -> None:
         sample_inputs(scenario, model, 0)
     except ScenarioError:
         raise
-    except (TypeError, ValueError) as exc:  # (numpy's own, e.g. a wrong shape of a value)
+    except (TypeError, ValueError, OverflowError) as exc:  # numpy's own (e.g. a wrong shape)
         raise ScenarioError(f'the inputs of run 0 cannot be drawn: {exc}') from None
     if scenario.goals.kind != 'offsets' and scenario.dispersion('goal_offset') is not None:
         raise ScenarioError('dispersions.goal_offset: expected goals.kind offsets')

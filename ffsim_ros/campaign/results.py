@@ -35,6 +35,7 @@ import importlib
 import json
 import math
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -251,6 +252,67 @@ class ParquetTable:
         self.flush()
 
 
+def check_folder(folder: Path, scenario: Scenario) -> None:
+    """Refuse an output ``folder`` that holds the results of another scenario, a damaged
+    ``scenario.json``, or result tables without a ``scenario.json`` (whose scenario cannot be
+    told: a resume would adopt another seed's rows).
+
+    Raises
+    ------
+    ScenarioError
+    """
+    meta = folder / SCENARIO
+    if not meta.exists() and not meta.is_symlink():
+        tables = [name for name in (RUNS, PARQUET) if (folder / name).exists()]
+        if tables:
+            raise ScenarioError(
+                f'{folder}: holds result tables ({", ".join(tables)}) but no {SCENARIO}: their '
+                'scenario cannot be told, so they are not resumed; choose another output folder'
+            )
+        return
+    damaged = f'{meta}: damaged'
+    advice = 'restore it or choose another output folder'
+    try:
+        old = json.loads(meta.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ScenarioError(
+            f'{damaged}, expected the JSON of a scenario: {exc} ({advice})'
+        ) from None
+    if not (
+        isinstance(old, dict)
+        and isinstance(old.get('fingerprint'), str)
+        and isinstance(old.get('scenario'), dict)
+    ):
+        got = type(old).__name__ if not isinstance(old, dict) else f'keys {sorted(old, key=str)}'
+        raise ScenarioError(
+            f'{damaged}, expected an object with a "fingerprint" text and a "scenario" object, '
+            f'got {got} ({advice})'
+        )
+    if old['fingerprint'] != scenario.fingerprint():
+        raise ScenarioError(
+            f'{folder}: holds the results of another scenario '
+            f'({old["scenario"].get("name")!r}); choose another output folder'
+        )
+
+
+def write_scenario(folder: Path, scenario: Scenario) -> None:
+    """Write ``folder/scenario.json`` atomically (a temporary file in ``folder`` replacing it:
+    an interruption leaves the old file or the new one, never a cut one)."""
+    text = json.dumps(
+        {'fingerprint': scenario.fingerprint(), 'scenario': scenario.as_dict()}, indent=1
+    )
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{SCENARIO}.', suffix='.tmp')
+    try:
+        with os.fdopen(fd, 'w') as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, folder / SCENARIO)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 class ResultsWriter:
     """Rows written to the folder's table(s) as runs end (module docstring).
 
@@ -285,14 +347,8 @@ class ResultsWriter:
             raise ScenarioError(f'format: expected one or more of {FORMATS}, got {list(formats)}')
         self.folder.mkdir(parents=True, exist_ok=True)
         scenario = campaign.scenario
-        meta = self.folder / SCENARIO
-        if meta.is_file():
-            old = json.loads(meta.read_text())
-            if old.get('fingerprint') != scenario.fingerprint():
-                raise ScenarioError(
-                    f'{self.folder}: holds the results of another scenario '
-                    f'({old.get("scenario", {}).get("name")!r}); choose another output folder'
-                )
+        check_folder(self.folder, scenario)
+        write_scenario(self.folder, scenario)
         files = {'csv': RUNS, 'parquet': PARQUET}
         self.formats = [f for f in FORMATS if f in formats or (self.folder / files[f]).exists()]
         self.tables: list[CsvTable | ParquetTable] = []
@@ -307,11 +363,6 @@ class ResultsWriter:
         except ScenarioError:
             self.close()
             raise
-        meta.write_text(
-            json.dumps(
-                {'fingerprint': scenario.fingerprint(), 'scenario': scenario.as_dict()}, indent=1
-            )
-        )
         self.done: set[int] = set.intersection(*(t.done for t in self.tables))
 
     def write(self, result: RunResult) -> dict:

@@ -161,6 +161,10 @@ class Distribution:
 MAX_RUNS = 10**7
 #: Smallest physics step [s] (the simulator node's bound too).
 MIN_PHYSICS_DT = 1e-6
+#: Longest physics and control periods [s] (the law's gains assume periods of milliseconds).
+MAX_DT = 1.0
+#: Most goals a run of kind chained is given.
+MAX_CHAINED_GOALS = 10_000
 
 
 @dataclass(frozen=True)
@@ -246,7 +250,7 @@ class Scenario:
             q0 = tuple(_number(x, f'initial.joint_positions[{k}]') for k, x in enumerate(q0))
         dispersions = _mapping(data.get('dispersions', {}) or {}, 'dispersions')
         return cls(
-            name=_string(data.get('name', 'campaign'), 'name'),
+            name=_name(data.get('name', 'campaign')),
             robot=robot,
             ee_link=_string(data.get('ee_link', 'ee_link'), 'ee_link'),
             mode=mode,
@@ -365,6 +369,18 @@ def _string(x: Any, what: str) -> str:
     return x
 
 
+def _name(x: Any) -> str:
+    """The scenario's name: one path component (the default output folder is
+    ``campaign_<name>``: a name with a separator wrote outside the working directory)."""
+    name = _string(x, 'name')
+    if any(c in name for c in '/\\\0') or name in ('.', '..'):
+        raise ScenarioError(
+            f'name: expected a name without path separators (it names the output folder), '
+            f'got {name!r}'
+        )
+    return name
+
+
 def _number(x: Any, what: str) -> float:
     value = _yaml_number(x)
     try:
@@ -447,6 +463,8 @@ def _timing(x: Any) -> Timing:
                 f'timing.physics_dt: expected at least {MIN_PHYSICS_DT:g} s (as the simulator '
                 f'node), got {value}'
             )
+        if f.name in ('physics_dt', 'control_dt') and value > MAX_DT:
+            raise ScenarioError(f'timing.{f.name}: expected at most {MAX_DT:g} s, got {value}')
         values[f.name] = value
     t = Timing(**values)
     ratio = t.control_dt / t.physics_dt
@@ -491,7 +509,10 @@ def _goals(x: Any) -> Goals:
     if not 0.0 < near <= far:
         raise ScenarioError(f'goals: expected 0 < near <= far [m], got near {near}, far {far}')
     return Goals(
-        'chained', count=_integer(x.get('count', 3), 'goals.count', 1), near=near, far=far
+        'chained',
+        count=_integer(x.get('count', 3), 'goals.count', 1, MAX_CHAINED_GOALS),
+        near=near,
+        far=far,
     )
 
 
@@ -537,8 +558,14 @@ def _distribution(name: str, spec: Any) -> Distribution:
         n = max(len(lo), len(hi))  # (a single number applies to every component)
         if len(lo) in (1, n) and len(hi) in (1, n):
             pairs = zip(lo * (n // len(lo)), hi * (n // len(hi)), strict=True)
-            if any(a > b for a, b in pairs):
-                raise ScenarioError(f'{what}: expected low <= high, got {lo} and {hi}')
+            for a, b in pairs:
+                if a > b:
+                    raise ScenarioError(f'{what}: expected low <= high, got {lo} and {hi}')
+                if not math.isfinite(b - a):
+                    raise ScenarioError(
+                        f'{what}: expected a finite width high - low, got low {a:g} and '
+                        f'high {b:g} (width {b - a:g})'
+                    )
     return d
 
 
