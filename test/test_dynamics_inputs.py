@@ -147,6 +147,9 @@ def test_complex_values_and_strings_are_refused(servicer: D.Model) -> None:
         (lambda: D.step(servicer, q, v, tau, 0.01 + 0j), 'dt: expected a real number'),
         (lambda: D.integrate(servicer, q, v, '0.01'), 'dt: expected a real number'),
         (lambda: D.aba(servicer, None, v, tau), 'q: expected real numbers, got None'),
+        # booleans are no numbers, here as in the engine and the law (one rule for all)
+        (lambda: D.aba(servicer, q, v, tau > 0), 'tau: expected real numbers, got booleans'),
+        (lambda: D.aba(servicer, q, v, [True] * 7), 'tau: expected real numbers, got booleans'),
         (
             lambda: D.aba(servicer, q, [*v[:-1], None], tau),
             'v: expected real numbers, got None at index 12',

@@ -656,18 +656,23 @@ def test_watchdog_ignores_round_off_of_a_heavy_robot_at_rest() -> None:
         assert bool(health.warnings) is warns, health.warnings
 
 
+def state_at_the_origin() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A moving state of the servicer with its base CoM at the world origin, and efforts."""
+    rng = np.random.default_rng(0)
+    q = D.neutral(MODEL)
+    q[3:7] = rng.normal(size=4)
+    q[3:7] /= np.linalg.norm(q[3:7])
+    q[7:] = rng.uniform(-1.0, 1.0, MODEL.n)
+    return q, rng.normal(size=MODEL.nv) * 0.2, rng.normal(size=MODEL.n) * 5.0
+
+
 def test_watchdog_warns_when_the_robot_is_far_from_the_world_origin() -> None:
     """The dynamics are taken about the world origin and lose precision with the square of
     the distance (the figures of docs/dynamics.md measured again here): beyond 1 km the
     watchdog says so, at 900 m not."""
     from ffsim_ros.sim.watchdog import FAR_FROM_ORIGIN, Watchdog
 
-    rng = np.random.default_rng(0)
-    q = D.neutral(MODEL)
-    q[3:7] = rng.normal(size=4)
-    q[3:7] /= np.linalg.norm(q[3:7])
-    q[7:] = rng.uniform(-1.0, 1.0, MODEL.n)
-    v, tau = rng.normal(size=MODEL.nv) * 0.2, rng.normal(size=MODEL.n) * 5.0
+    q, v, tau = state_at_the_origin()
     a0 = D.aba(MODEL, q, v, tau)
     errors = {}
     for distance in (10.0, 1e3, 1e4):
@@ -695,12 +700,7 @@ def test_a_step_far_from_the_world_origin_is_the_step_at_it(conserve: bool) -> N
     and the positions to the spacing of doubles there (the kernels about O were 4e-8 / 2.5e-4
     / order-1 off in the accelerations); batched rows too; the engine's published state
     (``state_summary``) as well."""
-    rng = np.random.default_rng(0)
-    q = D.neutral(MODEL)
-    q[3:7] = rng.normal(size=4)
-    q[3:7] /= np.linalg.norm(q[3:7])
-    q[7:] = rng.uniform(-1.0, 1.0, MODEL.n)
-    v, tau = rng.normal(size=MODEL.nv) * 0.2, rng.normal(size=MODEL.n) * 5.0
+    q, v, tau = state_at_the_origin()
     q0, v0 = D.step(MODEL, q, v, tau, 1e-3, steps=1000, conserve_momentum=conserve)
     s0 = D.state_summary(MODEL, q0, v0)
     for distance in (1e3, 1e5, 7e6):

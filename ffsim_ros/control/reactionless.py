@@ -55,13 +55,13 @@ stalls and recovers from them):
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.inputs import is_real_scalar, real_array
 from ffsim_ros.dynamics.lie import matrix_log, matrix_to_quat
 
 from .modes import ControlMode
@@ -156,7 +156,7 @@ class Gains:
             A gain out of its range, naming it.
         """
         for name, value in list(self.__dict__.items()):
-            if not isinstance(value, numbers.Real) or isinstance(value, bool | np.bool_):
+            if not is_real_scalar(value):
                 raise TypeError(
                     f'gain {name}: expected a real number (int or float), got {value!r} '
                     f'({type(value).__name__})'
@@ -205,25 +205,19 @@ class ControlOutput:
     rns_manipulability: float = float('nan')
 
 
-def real_array(value: object, what: str, shape: tuple[int, ...], expected: str) -> np.ndarray:
+def checked_array(value: object, what: str, shape: tuple[int, ...], expected: str) -> np.ndarray:
     """``value`` as a float array of ``shape`` with finite values (a cheap check for every
     control update: the law never runs on a goal or state nobody gave).
 
     Raises
     ------
     TypeError
-        Not real numbers (complex numbers, strings, booleans, objects), naming ``what``.
+        Not real numbers (:func:`~ffsim_ros.dynamics.inputs.real_array`), naming ``what``.
     ValueError
         Another shape (no broadcasting: one coordinate is not three) or a NaN or an infinity,
         naming ``what``.
     """
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):  # ragged
-        raise ValueError(f'{what}: expected {expected}, got {value!r}') from None
-    if arr.dtype.kind not in 'fiu':
-        raise TypeError(f'{what}: expected {expected} (real numbers), got {value!r} ({arr.dtype})')
-    arr = arr.astype(float, copy=False)
+    arr = np.asarray(real_array(value, what), dtype=float)
     if arr.shape != shape or not np.isfinite(arr).all():
         raise ValueError(f'{what}: expected {expected}, got {arr}')
     return arr
@@ -348,7 +342,7 @@ class ReactionlessController:
             still moves the end effector (e.g. an arm of three joints or fewer: the reaction
             null space is empty).
         """
-        goal_position = real_array(goal_position, 'goal', (3,), '3 finite coordinates')
+        goal_position = checked_array(goal_position, 'goal', (3,), '3 finite coordinates')
         # (math.dist scales: 1e308 m away is 1e308, not an overflow to inf with a warning)
         dist = math.dist(goal_position.tolist(), self.shoulder_position(q).tolist())
         if dist > 0.98 * self.reach:  # (the arm fully stretched is a singular pose)
@@ -423,18 +417,18 @@ class ReactionlessController:
         n = model.n
         # cheap checks (arrays of 3 to nq values) that keep a goal or a state nobody gave from
         # being broadcast or turned into NaN efforts, or failing deep in an SVD
-        q = real_array(q, 'q', (model.nq,), f'{model.nq} finite values')
-        v = real_array(v, 'v', (model.nv,), f'{model.nv} finite values')
+        q = checked_array(q, 'q', (model.nq,), f'{model.nq} finite values')
+        v = checked_array(v, 'v', (model.nv,), f'{model.nv} finite values')
         if goal_position is not None:
-            goal_position = real_array(
+            goal_position = checked_array(
                 goal_position, 'goal_position', (3,), '3 finite coordinates [m]'
             )
         if goal_rotation is not None:
-            goal_rotation = real_array(
+            goal_rotation = checked_array(
                 goal_rotation, 'goal_rotation', (3, 3), 'a (3, 3) rotation matrix of finite values'
             )
         if attitude_reference is not None:
-            attitude_reference = real_array(
+            attitude_reference = checked_array(
                 attitude_reference, 'attitude_reference', (4,), 'a finite quaternion (x, y, z, w)'
             )
             if not attitude_reference.any():

@@ -16,6 +16,7 @@ import numpy as np
 
 from .inputs import (
     ArrayLike,
+    about_the_base,
     as_q,
     as_q_rows,
     as_rows,
@@ -571,15 +572,14 @@ def state_summary(model: Model, q: ArrayLike, v: ArrayLike) -> StateSummary:
     """
     require_floating(model, 'state_summary')
     q, v = as_q(model, q), as_v(model, v)
-    origin = q[:3].copy()  # taken about the base CoM (precise far from the origin)
-    local = q.copy()
-    local[:3] = 0.0
+    local, origin = about_the_base(model, q)  # (precise far from the origin)
     try:
         out = e_state_summary(*model.packed, local, v)
     except ZeroDivisionError as e:  # a zero quaternion
         raise state_error(model, e, q=q, v=v) from e
-    out[0:3] += origin  # the base link frame's origin and the CoM: points (the rest: free
-    out[19:22] += origin  # vectors, the momentum about the CoM, the energy)
+    if origin is not None:  # the base link frame's origin and the CoM are points (the rest:
+        out[0:3] += origin  # free vectors, the momentum about the CoM, the energy)
+        out[19:22] += origin
     return StateSummary(
         out[0:3], out[3:7], out[7:10], out[10:13], out[13:19], out[19:22], float(out[22])
     )

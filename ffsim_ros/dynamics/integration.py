@@ -19,12 +19,14 @@ from scipy.integrate import solve_ivp
 from .algorithms import body_wrenches
 from .inputs import (
     ArrayLike,
+    about_the_base,
     as_count,
     as_q,
     as_q_rows,
     as_rows,
     as_v,
     as_vector,
+    back_from_the_base,
     batch_shape,
     describe,
     generalized_force,
@@ -292,30 +294,6 @@ def step(
     return back_from_the_base(q, origin), v
 
 
-def about_the_base(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(q with the base CoM at the origin, the base CoM q[..., 0:3])`` for a floating base
-    away from the world origin, else ``(q, None)``: the free-floating dynamics do not depend
-    on where the origin is (uniform gravity included), but the kernels take spatial
-    quantities about it, where terms of ``m |r|^2`` cancel (forward dynamics 4e-8 relative at
-    1 km from the origin, 6e-6 at 10 km). ``q`` (..., nq) is not modified."""
-    if not model.floating_base or not q[..., :3].any():
-        return q, None
-    origin = q[..., :3].copy()
-    q = q.copy()
-    q[..., :3] = 0.0
-    return q, origin
-
-
-def back_from_the_base(q: np.ndarray, origin: np.ndarray | None) -> np.ndarray:
-    """``q`` (..., nq) integrated :func:`about_the_base`, its base CoM moved back by
-    ``origin`` (..., 3) (None: unchanged)."""
-    if origin is None:
-        return q
-    q = q.copy()
-    q[..., :3] += origin
-    return q
-
-
 def _conserving_rows(
     model: Model, Q: np.ndarray, V: np.ndarray, gen: np.ndarray, dt: float, steps: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -331,6 +309,11 @@ def _conserving_rows(
         except (ValueError, ZeroDivisionError) as e:
             raise ValueError(f'{_step_error(model, e, q, v, g, dt, steps)} (row {r})') from e
     return Qn, Vn
+
+
+class StepFailure(ValueError):
+    """:func:`step` failed from a finite state where the dynamics are defined: too large a
+    step or too fast a motion for it (the message says so, with the joint rates)."""
 
 
 def _step_error(
@@ -358,7 +341,7 @@ def _step_error(
     rate = float(np.max(np.abs(v[model.nv - model.n :]), initial=0.0))
     within = 'the step' if steps == 1 else f'the {steps} steps'
     why = str(error) or 'division by zero'
-    return ValueError(
+    return StepFailure(
         f'step: the dynamics failed within {within} from a finite state ({why}; joint rates up '
         f'to {rate:.3g} rad/s or m/s at the start): too large a step (dt = {dt:g} s) or too '
         'fast a motion for it?'

@@ -8,14 +8,13 @@ the command clipped to the URDF effort limits.
 
 from __future__ import annotations
 
-import numbers
-import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.inputs import as_count, describe, is_integer, real_array
 from ffsim_ros.dynamics.lie import quat_to_matrix
 
 #: Frames a base wrench can be given in: the inertial frame, or the base body's own frame
@@ -31,78 +30,19 @@ class NonFiniteError(ValueError):
     """An input with a NaN or an infinity."""
 
 
-#: What a NumPy dtype kind holds, for the message refusing it as numbers.
-_KINDS = {
-    'b': 'booleans',
-    'c': 'complex numbers',
-    'U': 'strings',
-    'S': 'bytes',
-    'O': 'objects that are not real numbers',
-    'M': 'datetimes',
-    'm': 'timedeltas',
-    'V': 'raw records',
-}
-
-
-def _shown(value: object) -> str:
-    """``value`` for a message: a short repr and its type."""
-    kind = f'ndarray of {value.dtype}' if isinstance(value, np.ndarray) else type(value).__name__
-    return f'{reprlib.repr(value)} ({kind})'
-
-
-def _real(x: object) -> bool:
-    """Whether ``x`` is a real number (not a bool)."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
-
-
-def _integer(x: object) -> bool:
-    """Whether ``x`` is a Python or NumPy integer (not a bool)."""
-    return isinstance(x, int | np.integer) and not isinstance(x, bool)
-
-
 def real_values(value: object, what: str) -> np.ndarray:
-    """``value`` (a number, a sequence or an array of real numbers: ints, floats of any width)
-    as a new flat float array; the sizes and finiteness are the caller's to check.
+    """``value`` (a number, a sequence or an array of real numbers) as a new flat float array,
+    checked as the dynamics API checks its arguments (:func:`~ffsim_ros.dynamics.inputs.
+    real_array`); the sizes and finiteness are the caller's to check.
 
     Raises
     ------
     TypeError
-        Complex numbers, strings, bytes, booleans, None or other objects (an imaginary part is
-        never dropped, a numeric string never read as its number); the message names ``what``.
+        Complex numbers, strings, bytes, booleans, None or other objects, naming ``what``.
     ValueError
         A ragged nesting of sequences, naming ``what``.
     """
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):  # ragged (or an object NumPy cannot hold)
-        raise ValueError(
-            f'{what}: expected a flat sequence of real numbers, got {_shown(value)}'
-        ) from None
-    kind = arr.dtype.kind
-    if kind not in 'fiu' and not (kind == 'O' and all(map(_real, arr.reshape(-1).tolist()))):
-        got = _KINDS.get(kind, f'{arr.dtype} values')
-        raise TypeError(
-            f'{what}: expected real numbers (ints or floats), got {got}: {_shown(value)}'
-        )
-    return np.array(arr, dtype=float).reshape(-1)
-
-
-def positive_integer(value: object, what: str, unit: str) -> int:
-    """``value`` as an int >= 1: a Python or NumPy integer (not a bool, not a float, even a
-    whole one: a count or a duration in ``unit`` is never rounded).
-
-    Raises
-    ------
-    TypeError
-        Not an integer, naming ``what``.
-    ValueError
-        An integer < 1, naming ``what``.
-    """
-    if not _integer(value):
-        raise TypeError(f'{what}: expected an integer >= 1 ({unit}), got {_shown(value)}')
-    if value < 1:
-        raise ValueError(f'{what}: expected an integer >= 1 ({unit}), got {value!r}')
-    return int(value)
+    return np.array(real_array(value, what), dtype=float).reshape(-1)
 
 
 def check_indices(indices: object, n: int) -> np.ndarray:
@@ -124,11 +64,11 @@ def check_indices(indices: object, n: int) -> np.ndarray:
     elif isinstance(indices, Sequence) and not isinstance(indices, str | bytes):
         items = list(indices)
     else:
-        items = [indices] if _integer(indices) else None
-    if items is None or not all(map(_integer, items)):
+        items = [indices] if is_integer(indices) else None
+    if items is None or not all(map(is_integer, items)):
         raise TypeError(
             'indices: expected integer joint positions (Python or NumPy ints, not booleans), '
-            f'got {_shown(indices)}'
+            f'got {describe(indices)}'
         )
     if any(not 0 <= i < n for i in items) or len(set(items)) != len(items):
         got = [int(i) for i in items]
@@ -214,7 +154,7 @@ class EffortCommands:
     @timeout_ns.setter
     def timeout_ns(self, value: int) -> None:
         # (the engine's setting is command_timeout_ns; a refused value changes nothing)
-        self._timeout_ns = positive_integer(value, 'command_timeout_ns', 'ns, the command timeout')
+        self._timeout_ns = as_count(value, 'command_timeout_ns', unit='ns, the command timeout')
 
     @property
     def last(self) -> tuple[np.ndarray, int] | None:

@@ -67,6 +67,7 @@ from typing import TypeVar
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.inputs import as_count
 from ffsim_ros.dynamics.lie import quat_normalize
 from ffsim_ros.scene import SceneSnapshot
 
@@ -75,7 +76,6 @@ from .commands import (
     EffortCommands,
     ExternalWrenches,
     check_wrench,
-    positive_integer,
     real_values,
 )
 from .limits import JointLimits
@@ -230,7 +230,7 @@ class Engine:
             raise ValueError('model: expected a floating-base model, got a fixed-base one')
         if integrator not in D.STEP_METHODS:
             raise ValueError(f'integrator: expected one of {D.STEP_METHODS}, got {integrator!r}')
-        dt_ns = positive_integer(dt_ns, 'dt_ns', 'ns, the physics step')
+        dt_ns = as_count(dt_ns, 'dt_ns', unit='ns, the physics step')
         if chain is not None and chain.model is not model:
             raise ValueError("chain: expected loop closures on the engine's model")
         if chain is not None and integrator != 'rk4':
@@ -619,7 +619,7 @@ class Engine:
         ValueError
             ``n`` < 1.
         """
-        n = positive_integer(n, 'n', 'steps')
+        n = as_count(n, 'n', unit='steps')
         start = self._step
         checked = not self._wrenches.acting
         work = 0.0
@@ -753,8 +753,9 @@ class Engine:
                 if self._chain is not None and np.any(impulse):
                     q1, v1 = self._chain.project(q1, v1)
             except DYNAMICS_ERRORS as exc:
+                # (D.step's StepFailure already says too large a step or too fast a motion)
                 hint = self._under() or (
-                    '' if 'too fast a motion' in str(exc) else self._too_fast(v)
+                    '' if isinstance(exc, D.StepFailure) else self._too_fast(v)
                 )
                 self._fault = (
                     f'non-finite state: the dynamics failed within the step from t = {at:.6f} s '
