@@ -33,6 +33,7 @@ import csv
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -53,7 +54,11 @@ from ffsim_ros.node_support.common import to_stamp
 from ffsim_ros.node_support.scene_support import TargetMessages, event_message
 from ffsim_ros.node_support.state_messages import StateMessages
 from ffsim_ros.recording import McapFile
+from ffsim_ros.scene import SceneSnapshot
 from ffsim_ros.sim import Snapshot
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Fields of ``/capture/state`` (SI units, world frame; ``L`` about the system CoM).
 STATE_FIELDS = (
@@ -165,7 +170,7 @@ class _Recorder:
         self.file.close()
 
 
-def _common_com(loop: CaptureLoop, snap) -> np.ndarray:
+def _common_com(loop: CaptureLoop, snap: SceneSnapshot) -> np.ndarray:
     m_r, m_t = loop.robot.total_mass, loop.target.model.total_mass
     c_r = D.center_of_mass(loop.robot, np.asarray(snap.robot_q))
     c_t = np.asarray(snap.targets[loop.target.name].com)
@@ -255,14 +260,14 @@ def plot(runs: list[CaptureRun], out: Path) -> list[Path]:
 
     paths = []
 
-    def save(fig, name):
+    def save(fig: Figure, name: str) -> None:
         fig.tight_layout()
         path = out / name
         fig.savefig(path, dpi=90)
         plt.close(fig)
         paths.append(path)
 
-    def series(run, attr):
+    def series(run: CaptureRun, attr: str) -> tuple[np.ndarray, np.ndarray]:
         s = run.result.samples
         return np.array([x.time for x in s]), np.array([getattr(x, attr) for x in s])
 

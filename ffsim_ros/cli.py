@@ -24,8 +24,14 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ffsim_ros.recording import McapRecorder
 
 GOAL_OFFSETS = (  # end-effector goals relative to the start position, world frame [m]
     (0.10, 0.20, -0.20),
@@ -311,7 +317,13 @@ def run_mode(
     return _series(mode, mcap_path, rec, goal_times, active)
 
 
-def _series(mode, mcap_path, rec, goal_times, active) -> ModeRun:
+def _series(
+    mode: str,
+    mcap_path: Path,
+    rec: McapRecorder,
+    goal_times: list[float],
+    active: list[tuple[float, np.ndarray]],
+) -> ModeRun:
     odom = rec.messages['/base_odom']
     q0 = None
     t, att, rate = [], [], []
@@ -374,6 +386,23 @@ def summarize(run: ModeRun) -> dict[str, float]:
 
 
 def write_summary(rows: list[dict], out: Path) -> str:
+    """Write the per-mode figures as ``out/summary.csv`` and ``out/summary.md``.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One :func:`summarize` dict per mode (the CSV columns: the keys of the first):
+        ``mode``, ``max_reach_time_s`` [s], ``goals_reached``, ``goals``, ``final_error_mm``
+        [mm], ``max_base_attitude_deg`` [deg], ``max_base_rate_deg_s`` [deg/s] and
+        ``max_abs_momentum`` (largest component of ``[P; L_g]``, [kg m/s] and [N m s]).
+    out : Path
+        Existing output folder.
+
+    Returns
+    -------
+    str
+        The Markdown table written to ``summary.md``.
+    """
     keys = list(rows[0])
     with open(out / 'summary.csv', 'w', newline='') as handle:
         writer = csv.DictWriter(handle, fieldnames=keys)
@@ -405,7 +434,7 @@ def plot(runs: list[ModeRun], out: Path) -> list[Path]:
     colors = {'reactionless': 'tab:green', 'gjm_tracking': 'tab:red'}
     paths = []
 
-    def save(fig, name):
+    def save(fig: Figure, name: str) -> None:
         fig.tight_layout()
         path = out / name
         fig.savefig(path, dpi=90)

@@ -112,6 +112,7 @@ import math
 import sys
 import threading
 from collections import deque
+from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -208,7 +209,7 @@ LATE_COUNT = 3
 class ReactionlessControllerNode(Node):
     """The ``ffsim_reactionless_controller`` node (see the module docstring)."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__('ffsim_reactionless_controller', **kwargs)
         # a constructor that raises destroys the node first (see destroy_on_failure)
         destroy_on_failure(self, self._build_or_release)
@@ -710,7 +711,7 @@ class ReactionlessControllerNode(Node):
             )
         return late
 
-    def _fresh(self, item, now: Time) -> bool:
+    def _fresh(self, item: tuple[np.ndarray, np.ndarray, Time] | None, now: Time) -> bool:
         """Received at most ``state_timeout`` before ``now``, and not after it."""
         if item is None:
             return False

@@ -12,6 +12,7 @@ messages with :class:`McapFile` directly.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -195,7 +196,7 @@ class McapRecorder:
                 )
             )
 
-    def _callback(self, topic: str, channel: int, msg_class: type):
+    def _callback(self, topic: str, channel: int, msg_class: type) -> Callable[[bytes], None]:
         def on_message(data: bytes) -> None:
             if topic == '/clock':
                 clock = deserialize_message(data, msg_class).clock

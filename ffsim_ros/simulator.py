@@ -88,6 +88,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -344,7 +345,7 @@ class Simulator(Node):
     Builds the engine and the ROS interfaces; :meth:`start` starts the physics thread.
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__('ffsim_simulator', **kwargs)
         # a constructor that raises destroys the node first (see destroy_on_failure)
         destroy_on_failure(self, self._build)
@@ -608,7 +609,7 @@ class Simulator(Node):
             return
         self._submit(_Request(lambda engine: engine.set_base_wrench(wrench, frame)))
 
-    def _on_reset(self, request: Trigger.Request, response: Trigger.Response):
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         def reset(engine: Engine) -> str:
             snap = engine.reset()
             self.end_step_jobs('ended by ~/reset')
@@ -617,7 +618,7 @@ class Simulator(Node):
         response.success, response.message = self._call(reset, publish=True)
         return response
 
-    def _on_pause(self, request: SetBool.Request, response: SetBool.Response):
+    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         def pause(engine: Engine) -> str:
             if request.data:
                 engine.pause()

@@ -34,7 +34,7 @@ the drives' speed limits, position stops) are not in it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -457,7 +457,17 @@ class BatchRunner:
         self.stage[k] = _GOAL
         return True
 
-    def _goal_dict(self, slot, outcome, reason, time, error, max_offset, final=np.nan, **kw):
+    def _goal_dict(
+        self,
+        slot: _Slot,
+        outcome: str,
+        reason: str,
+        time: float,
+        error: float,
+        max_offset: float,
+        final: float = np.nan,
+        **kw: int,
+    ) -> dict[str, object]:
         return {
             'goal': slot.goal.tolist(),
             'distance': slot.distance,
@@ -686,7 +696,7 @@ class BatchRunner:
             self._trace(k, out.ee_position, out.tau)
         return out.tau
 
-    def _guarded(self, k: int, fn, *args) -> np.ndarray:
+    def _guarded(self, k: int, fn: Callable[..., np.ndarray], *args: object) -> np.ndarray:
         try:
             return fn(*args)
         except Exception as exc:  # noqa: BLE001 - a failing run ends alone, with its reason

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from types import ModuleType
 from typing import TextIO
 
 from .batch import BatchRunner, Campaign, Faults, RunResult
@@ -46,7 +47,7 @@ def passive_thread_waits() -> None:
 class Progress:
     """A one-line progress report: runs done, rate, ETA (every ``every`` s of wall time)."""
 
-    def __init__(self, total: int, stream: TextIO | None = sys.stderr, every: float = 1.0):
+    def __init__(self, total: int, stream: TextIO | None = sys.stderr, every: float = 1.0) -> None:
         self.total, self.stream, self.every = total, stream, every
         self.done = 0
         self.t0 = self.t_shown = time.perf_counter()
@@ -68,6 +69,15 @@ class Progress:
         return f'{self.done}/{self.total} runs, {rate:.2f} runs/s, ETA {eta}'
 
     def show(self, now: float | None = None) -> None:
+        """Write the report line (:meth:`line`) over the previous one (a carriage return
+        first), with a newline once every run is done; nothing without a ``stream``.
+
+        Parameters
+        ----------
+        now : float, optional
+            ``time.perf_counter()`` reading [s] the rate and ETA are computed at (now when
+            None).
+        """
         if self.stream is not None:
             end = '\n' if self.done >= self.total else ''
             self.stream.write('\r' + self.line(now) + end)
@@ -117,7 +127,7 @@ def local_ray_options(workers: int) -> dict:
     }
 
 
-def import_ray(local: bool):
+def import_ray(local: bool) -> ModuleType:
     """Ray, imported with :data:`LOCAL_RAY_ENVIRONMENT` when ``local`` (a variable set by the
     user is kept).
 

@@ -50,6 +50,21 @@ class OffsetGoals:
         self.k = 0
 
     def next_goal(self, q: np.ndarray, law: ReactionlessController) -> np.ndarray | None:
+        """The next goal of the list (:meth:`GoalSource.next_goal`).
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            The run's true configuration (not used: the goals were fixed at construction).
+        law : ReactionlessController
+            The run's controller (not used).
+
+        Returns
+        -------
+        (3,) ndarray or None
+            ``start + offsets[k]`` [m], inertial frame, at the ``k``-th call (from 0); None
+            once every goal was handed out.
+        """
         if self.k >= len(self.goals):
             return None
         self.k += 1
@@ -66,6 +81,32 @@ class ChainedGoals:
         self.k = 0
 
     def next_goal(self, q: np.ndarray, law: ReactionlessController) -> np.ndarray | None:
+        """The next goal, drawn around the end effector at ``q`` (:meth:`GoalSource.next_goal`).
+
+        A draw is the end effector's position plus a direction uniform on the sphere (a
+        normalized standard normal 3-vector from ``rng``) times a distance uniform in
+        ``[near, far]`` [m]; it is drawn again until ``law.check_goal(q, goal)`` accepts it.
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            The run's true configuration ``[r0 (3), Q0 (4), phi]``: the base CoM position [m]
+            and orientation quaternion (x, y, z, w), inertial frame, then the joint positions
+            [rad | m].
+        law : ReactionlessController
+            The controller that must accept the goal (its ``model`` and ``ee_link`` give the
+            end effector's position).
+
+        Returns
+        -------
+        (3,) ndarray or None
+            The goal [m], inertial frame; None after ``count`` goals.
+
+        Raises
+        ------
+        ValueError
+            No draw accepted in :data:`MAX_DRAWS` draws (naming the last refusal).
+        """
         if self.k >= self.count:
             return None
         self.k += 1

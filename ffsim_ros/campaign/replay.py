@@ -61,7 +61,9 @@ def time_ns(t: float) -> int:
     return int(round(float(t) * 1e9))
 
 
-def snapshot(model: D.Model, t: float, q: np.ndarray, v: np.ndarray, effort: np.ndarray):
+def snapshot(
+    model: D.Model, t: float, q: np.ndarray, v: np.ndarray, effort: np.ndarray
+) -> Snapshot:
     """The :class:`~ffsim_ros.sim.Snapshot` of one replayed instant (what the simulator's
     engine reports for that state)."""
     s = D.state_summary(model, q, v)

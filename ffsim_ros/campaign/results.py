@@ -39,6 +39,8 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +122,7 @@ def run_row(result: RunResult) -> dict:
     return row
 
 
-def pyarrow_modules():
+def pyarrow_modules() -> tuple[ModuleType, ModuleType]:
     """``(pyarrow, pyarrow.parquet)``.
 
     Raises
@@ -138,7 +140,7 @@ def pyarrow_modules():
         ) from None
 
 
-def parquet_schema(names: Sequence[str]):
+def parquet_schema(names: Sequence[str]) -> Any:  # a pyarrow.Schema (pyarrow is optional)
     """The Parquet schema of a table with the columns ``names`` (module docstring)."""
     pa, _ = pyarrow_modules()
     kinds = {
@@ -190,11 +192,14 @@ class CsvTable:
             self.handle.flush()
 
     def write(self, row: dict) -> None:
+        """Append ``row`` (a :func:`run_row`, keyed by the table's columns) and flush it to
+        disk; its ``run`` counts as done."""
         self.writer.writerow(row)
         self.handle.flush()
         self.done.add(int(row['run']))
 
     def close(self) -> None:
+        """Close the file (every row was flushed when written)."""
         self.handle.close()
 
 
@@ -227,6 +232,9 @@ class ParquetTable:
         self.t_flushed = time.monotonic()
 
     def write(self, row: dict) -> None:
+        """Buffer ``row`` (a :func:`run_row`); its ``run`` counts as done. The buffer is
+        written as one part once it holds ``part_rows`` rows or ``part_seconds`` [s] of wall
+        time went since the last part (:meth:`flush`)."""
         self.rows.append(row)
         self.done.add(int(row['run']))
         if (
@@ -249,6 +257,7 @@ class ParquetTable:
         self.rows = []
 
     def close(self) -> None:
+        """Write the rows still buffered as a last part (:meth:`flush`)."""
         self.flush()
 
 
@@ -386,7 +395,7 @@ class ResultsWriter:
         self.close()
 
 
-def read_parquet(folder: str | Path):
+def read_parquet(folder: str | Path) -> Any:  # a pyarrow.Table (pyarrow is optional)
     """The Parquet table of ``folder`` (a ``pyarrow.Table``, sorted by run)."""
     pa, pq = pyarrow_modules()
     path = Path(folder) / PARQUET

@@ -201,7 +201,7 @@ class CaptureLoop:
         self._next: SceneSnapshot | None = None
 
     # ------------------------------------------------------------------------------------------
-    def _handle_point(self, snap) -> tuple[np.ndarray, np.ndarray]:
+    def _handle_point(self, snap: SceneSnapshot) -> tuple[np.ndarray, np.ndarray]:
         """The handle's grasp point and velocity from the target's odometry (root link)."""
         root = snap.targets[self.target.name].root
         gp = grasp_point(
@@ -275,7 +275,16 @@ class CaptureLoop:
         self._next = scene.advance(self.steps, effort=tau)
         return sample
 
-    def _sample(self, t, snap, q, v, capture, tau, saturated) -> CaptureSample:
+    def _sample(
+        self,
+        t: float,
+        snap: SceneSnapshot,
+        q: np.ndarray,
+        v: np.ndarray,
+        capture: np.ndarray,
+        tau: np.ndarray,
+        saturated: bool,
+    ) -> CaptureSample:
         tgt = snap.targets[self.target.name]
         h = tgt.handles[self.handle.name]
         grip = snap.gripper

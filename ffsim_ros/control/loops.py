@@ -122,7 +122,9 @@ class LoopPlanner(RnsPlanner):
         return done
 
     # ---------------------------------------------------------------------------- rollouts
-    def _leg(self, q: np.ndarray, joint: int, sweep: float, bounds: tuple, frozen: tuple):
+    def _leg(
+        self, q: np.ndarray, joint: int, sweep: float, bounds: tuple, frozen: tuple
+    ) -> Generator[None, None, tuple[np.ndarray | None, float]]:
         """One leg, predicted: (end configuration, duration) or (None, 0) where a joint would
         leave ``bounds`` (lower, upper) (n,)."""
         model = self.law.model
@@ -140,7 +142,9 @@ class LoopPlanner(RnsPlanner):
                 return None, 0.0
         return q, taken * self.dt
 
-    def _loop(self, q: np.ndarray, i: int, j: int, a: float):
+    def _loop(
+        self, q: np.ndarray, i: int, j: int, a: float
+    ) -> Generator[None, None, tuple[np.ndarray | None, tuple[Segment, ...]]]:
         """A loop ``(i, j, a)``: (end configuration, its four segments) or (None, ()). The
         joints within the zone of a position limit (:func:`~.rns.limit_zones`) at its start
         are frozen (not ``i`` nor ``j``: then no loop), the others stay out of that zone (the
@@ -166,7 +170,7 @@ class LoopPlanner(RnsPlanner):
             segments.append(Segment(point, duration, joint=joint, sweep=sweep, frozen=frozen))
         return q, tuple(segments)
 
-    def _probe(self, q: np.ndarray):
+    def _probe(self, q: np.ndarray) -> Generator[None, None, tuple[np.ndarray, float]]:
         """``(delta, error)``: the attitude error vector (3,) [rad] toward the reference and
         the position error [m] where a greedy approach with ``PROBE_BUDGET_DEG`` ends."""
         budget = math.radians(PROBE_BUDGET_DEG)

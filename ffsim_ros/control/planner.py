@@ -234,7 +234,9 @@ class RnsPlanner:
         yield
 
     # ---------------------------------------------------------------------------- rollouts
-    def _rates(self, q: np.ndarray, target: np.ndarray, budget: float | None):
+    def _rates(
+        self, q: np.ndarray, target: np.ndarray, budget: float | None
+    ) -> tuple[np.ndarray, TaskTerms]:
         terms = self.law.task_terms(q)
         rates = self.law.desired_rates(
             q,
@@ -246,7 +248,9 @@ class RnsPlanner:
         )
         return rates, terms
 
-    def _steer(self, q: np.ndarray, target: np.ndarray, spend: bool):
+    def _steer(
+        self, q: np.ndarray, target: np.ndarray, spend: bool
+    ) -> Generator[None, None, tuple[np.ndarray, float]]:
         """The reactionless law (the budget law if ``spend``) toward ``target``: (end
         configuration, duration)."""
         hist: list[float] = []
@@ -266,7 +270,9 @@ class RnsPlanner:
             yield from self._tick()
         return q, taken * self.dt
 
-    def _self_move(self, q: np.ndarray, sense: int, duration: float):
+    def _self_move(
+        self, q: np.ndarray, sense: int, duration: float
+    ) -> Generator[None, None, tuple[np.ndarray, np.ndarray, float]]:
         """A self-motion edge of ``duration`` [s]: (end configuration, its end-effector hold
         point, duration)."""
         hold = self.law.task_terms(q).position
@@ -282,7 +288,7 @@ class RnsPlanner:
             yield from self._tick()
         return q, hold, taken * self.dt
 
-    def _approach(self, q: np.ndarray):
+    def _approach(self, q: np.ndarray) -> Generator[None, None, tuple[Approach, bool]]:
         """The final approach (budget law when a budget is set): (Approach, success)."""
         budget = self.budget if self.budget > 0.0 else None
         hist: list[float] = []

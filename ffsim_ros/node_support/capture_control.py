@@ -19,6 +19,7 @@ by :func:`scenario_target`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,9 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.exceptions import NameValidationException
 from rclpy.expand_topic_name import expand_topic_name
+from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from rclpy.validate_full_topic_name import validate_full_topic_name
 from rclpy.validate_topic_name import validate_topic_name
 from std_msgs.msg import Float64MultiArray
@@ -48,7 +51,7 @@ from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.scene import Target, target_from_dict, welded_model
 
 from ..dynamics.yaml_input import load_yaml
-from .common import read_robot_file
+from .common import LogThrottle, read_robot_file
 from .parameters import Check, string
 from .scene_services import grasped_target
 from .scene_support import resolve_scenario
@@ -180,7 +183,7 @@ def odometry_topic(target: str) -> str:
     return f'targets/{target}/odom'
 
 
-def odometry_state(msg) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def odometry_state(msg: Odometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(position, quaternion (x, y, z, w), linear velocity, angular velocity)`` of an
     Odometry message, velocities rotated from the child frame's axes to the world's.
 
@@ -251,7 +254,7 @@ class CaptureControl:
         #: Node-clock time before which no grasp is asked again [s] (:data:`GRASP_RETRY`).
         self.retry_at = -np.inf
 
-    def on_odometry(self, msg) -> None:
+    def on_odometry(self, msg: Odometry) -> None:
         """Keep the target's state from its odometry (raises ValueError for a bad one)."""
         self._odom = odometry_state(msg)
         if self.phase == 'wait':
@@ -384,7 +387,12 @@ class CaptureInterfaces:
     """
 
     def __init__(
-        self, node, control: CaptureControl, grasp_service: str, measured, throttle
+        self,
+        node: Node,
+        control: CaptureControl,
+        grasp_service: str,
+        measured: Callable[[], tuple[np.ndarray, np.ndarray] | str],
+        throttle: LogThrottle,
     ) -> None:
         self.node, self.control = node, control
         self._measured, self._throttle = measured, throttle
@@ -408,7 +416,7 @@ class CaptureInterfaces:
             f'detumbling by {control.mode.value}'
         )
 
-    def _on_odom(self, msg) -> None:
+    def _on_odom(self, msg: Odometry) -> None:
         try:
             self.control.on_odometry(msg)
         except ValueError as exc:
@@ -482,7 +490,7 @@ class CaptureInterfaces:
         ]
         self.status.publish(msg)
 
-    def _reply(self, future) -> None:
+    def _reply(self, future: Future) -> None:
         reply = future.result()
         measured = self._measured()
         log = self.node.get_logger()

@@ -14,6 +14,7 @@ import time
 import traceback
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import rclpy
 from builtin_interfaces.msg import Time
@@ -34,6 +35,9 @@ from rclpy.time_source import TimeSource
 import ffsim_ros.dynamics as D
 from ffsim_ros.files import FileKindError, read_regular_file
 from ffsim_ros.resources import sample_robot
+
+if TYPE_CHECKING:
+    from rosgraph_msgs.msg import Clock
 
 #: Sample robot loaded when neither ``robot_description`` nor ``robot_file`` is set.
 DEFAULT_ROBOT = 'ffsim_servicer_7dof'
@@ -116,7 +120,19 @@ class CheckedClockCallback:
         self.callback = callback
         self.source = callback.__self__  # type: ignore[attr-defined]
 
-    def __call__(self, msg) -> None:
+    def __call__(self, msg: Clock) -> None:
+        """Pass ``msg`` on to the time source's callback once its stamp is a valid time.
+
+        Parameters
+        ----------
+        msg : rosgraph_msgs/Clock
+            A ``/clock`` message; ``clock.nanosec`` must be in ``[0, 1e9)`` [ns].
+
+        Raises
+        ------
+        ValueError
+            ``clock.nanosec`` not in ``[0, 1e9)`` (nothing passed on).
+        """
         nanosec = msg.clock.nanosec
         if not 0 <= nanosec < NS_PER_S:
             raise ValueError(f'clock.nanosec: expected less than {NS_PER_S}, got {nanosec}')

@@ -80,7 +80,9 @@ def _bound_text(low: float | None, high: float | None, low_open: bool, high_open
     return ''
 
 
-def _within(x: float, low, high, low_open: bool, high_open: bool) -> bool:
+def _within(
+    x: float, low: float | None, high: float | None, low_open: bool, high_open: bool
+) -> bool:
     ok = math.isfinite(x)
     if ok and low is not None:
         ok = x > low if low_open else x >= low

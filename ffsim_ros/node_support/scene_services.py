@@ -32,16 +32,19 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import Pose, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import NameValidationException
 from rclpy.expand_topic_name import expand_topic_name
+from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.validate_full_topic_name import validate_full_topic_name
 from simulation_interfaces.msg import EntityState, Result
@@ -52,9 +55,13 @@ from visualization_msgs.msg import MarkerArray
 import ffsim_ros.dynamics as D
 from ffsim_ros.scene import ContactEvent, ScenarioError, Target, target_from_dict, urdf_target
 
+from ..dynamics.inputs import ArrayLike
 from ..dynamics.yaml_input import load_yaml
 from .common import ParameterValueError, read_robot_file, to_stamp
 from .scene_support import TargetMessages, event_message
+
+if TYPE_CHECKING:
+    from ffsim_ros.sim import Engine, Snapshot, TargetWorld
 
 #: Depth of the ``scene_events`` queue (events come in bursts at impacts).
 EVENT_QUEUE_DEPTH = 100
@@ -196,7 +203,7 @@ characters in all), got 'ball-1'
     return None
 
 
-def _finite_pose(pose, where: str) -> tuple[np.ndarray, np.ndarray]:
+def _finite_pose(pose: Pose, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Position (3,) and unit quaternion (4,) of a ``geometry_msgs/Pose``, the position
     within ``MAX_POSITION``."""
     invalid = SpawnEntity.Response.INVALID_POSE
@@ -242,7 +249,7 @@ def uri_path(uri: str) -> str:
     return unquote(parts.path)
 
 
-def parse_spawn(request, name: str, world_frame: str) -> Target:
+def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Target:
     """The :class:`~ffsim_ros.scene.Target` a ``SpawnEntity`` request describes (module
     docstring), named ``name``.
 
@@ -328,7 +335,7 @@ def parse_spawn(request, name: str, world_frame: str) -> Target:
         raise EntityError(R.RESOURCE_PARSE_ERROR, str(exc)) from None
 
 
-def entity_state(snap, name: str, world_frame: str) -> EntityState:
+def entity_state(snap: Snapshot, name: str, world_frame: str) -> EntityState:
     """``EntityState`` of target ``name`` in a simulator snapshot: the pose of its root link
     frame in world, the velocity of its origin and the angular velocity, world frame."""
     root = snap.world.targets[name].root
@@ -353,7 +360,14 @@ def gone(name: str) -> EntityError:
     )
 
 
-def move_target(world, name: str, position, quat, linear, angular) -> None:
+def move_target(
+    world: TargetWorld,
+    name: str,
+    position: ArrayLike,
+    quat: ArrayLike,
+    linear: ArrayLike,
+    angular: ArrayLike,
+) -> None:
     """Set target ``name``'s root link frame pose and twist (origin velocity, angular
     velocity; world frame), its joints kept (physics thread).
 
@@ -389,7 +403,7 @@ class SceneInterfaces:
         (frame id) and ``frame_prefix``.
     """
 
-    def __init__(self, node, frame_prefix: str) -> None:
+    def __init__(self, node: Node, frame_prefix: str) -> None:
         self.node = node
         self.messages = TargetMessages(node.world, frame_prefix)
         reliable = QoSProfile(depth=EVENT_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
@@ -405,7 +419,7 @@ class SceneInterfaces:
                 Trigger, f'~/{name}', callback, qos_profile=SERVICE_QOS, callback_group=group
             )
 
-    def sync_topics(self, names) -> None:
+    def sync_topics(self, names: Collection[str]) -> None:
         """The per-target publishers (``targets/<name>/odom``) of exactly the targets
         ``names``: those of new targets created, those of targets gone destroyed (a spawn and
         delete of many names kept every publisher). Physics thread (and the constructor):
@@ -418,7 +432,7 @@ class SceneInterfaces:
                 self._odom[name] = self.node.create_publisher(Odometry, topic, 10)
 
     # --------------------------------------------------------------- physics thread
-    def publish(self, snap, markers: bool) -> list:
+    def publish(self, snap: Snapshot, markers: bool) -> list:
         """Publish the targets' odometry, the events and (``markers``) the markers of
         ``snap``; return the targets' transforms (sent with the robot's)."""
         world = self.node.engine.world
@@ -451,8 +465,8 @@ class SceneInterfaces:
         return self.messages.transforms(scene, specs, stamp)
 
     # ---------------------------------------------------------------- services
-    def _on_grasp(self, request: Trigger.Request, response: Trigger.Response):
-        def grasp(engine) -> tuple[bool, str]:
+    def _on_grasp(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        def grasp(engine: Engine) -> tuple[bool, str]:
             world = engine.world
             snap = engine.snapshot()
             world.sync(snap.q, snap.v, snap.time_ns)
@@ -474,8 +488,10 @@ class SceneInterfaces:
         response.success, response.message = self._call(grasp)
         return response
 
-    def _on_release(self, request: Trigger.Request, response: Trigger.Response):
-        def release(engine) -> tuple[bool, str]:
+    def _on_release(
+        self, request: Trigger.Request, response: Trigger.Response
+    ) -> Trigger.Response:
+        def release(engine: Engine) -> tuple[bool, str]:
             if not engine.world.holding:
                 return False, 'release refused: not holding a target'
             event, jumped = engine.change_world(lambda w: w.release())
@@ -485,7 +501,7 @@ class SceneInterfaces:
         response.success, response.message = self._call(release)
         return response
 
-    def _call(self, action) -> tuple[bool, str]:
+    def _call(self, action: Callable[[Engine], tuple[bool, str]]) -> tuple[bool, str]:
         try:
             return self.node.run_physics(action, publish=True)
         except (ValueError, RuntimeError, EntityError) as exc:

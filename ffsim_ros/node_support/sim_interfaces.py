@@ -85,6 +85,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import rclpy
@@ -93,7 +94,13 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from simulation_interfaces.action import SimulateSteps
-from simulation_interfaces.msg import EntityState, Result, SimulationState, SimulatorFeatures
+from simulation_interfaces.msg import (
+    EntityFilters,
+    EntityState,
+    Result,
+    SimulationState,
+    SimulatorFeatures,
+)
 from simulation_interfaces.srv import (
     DeleteEntity,
     GetEntities,
@@ -125,6 +132,13 @@ from .scene_services import (
     parse_spawn,
     target_name_problem,
 )
+
+if TYPE_CHECKING:
+    from rclpy.action.server import ServerGoalHandle
+
+    from ffsim_ros.sim import Engine, Snapshot, TargetWorld
+
+T = TypeVar('T')
 
 #: What this simulator supports (``GetSimulatorFeatures``), and only that.
 FEATURES = (
@@ -282,7 +296,7 @@ class SimulationInterfaces:
         """``callback(request, response)`` with a :class:`RequestError` (or a failure of the
         physics thread) answered as the response's ``result``, logged (throttled)."""
 
-        def serve(request, response):
+        def serve(request: Any, response: Any) -> Any:
             try:
                 return callback(request, response)
             except (RequestError, EntityError) as exc:  # (both carry a result code)
@@ -297,7 +311,7 @@ class SimulationInterfaces:
 
         return serve
 
-    def _physics(self, action: Callable, publish: bool = False):
+    def _physics(self, action: Callable[[Engine], T], publish: bool = False) -> T:
         """Run ``action(engine)`` in the physics thread; a ValueError becomes an
         OPERATION_FAILED result naming it."""
         try:
@@ -306,7 +320,9 @@ class SimulationInterfaces:
             raise RequestError(Result.RESULT_OPERATION_FAILED, str(exc)) from None
 
     # ----------------------------------------------------------------------- simulation
-    def _features(self, request, response):
+    def _features(
+        self, request: GetSimulatorFeatures.Request, response: GetSimulatorFeatures.Response
+    ) -> GetSimulatorFeatures.Response:
         if self.node.engine.chain is not None:  # (no targets with loop closures)
             response.features = SimulatorFeatures(
                 features=[f for f in FEATURES if f not in TARGET_FEATURES],
@@ -343,8 +359,10 @@ class SimulationInterfaces:
             return SimulationState.STATE_PAUSED
         return SimulationState.STATE_PLAYING
 
-    def _get_state(self, request, response):
-        def read(engine) -> tuple[int, str]:
+    def _get_state(
+        self, request: GetSimulationState.Request, response: GetSimulationState.Response
+    ) -> GetSimulationState.Response:
+        def read(engine: Engine) -> tuple[int, str]:
             return self.state_of(), engine.fault
 
         state, fault = self._physics(read)
@@ -356,7 +374,9 @@ class SimulationInterfaces:
         )
         return response
 
-    def _set_state(self, request, response):
+    def _set_state(
+        self, request: SetSimulationState.Request, response: SetSimulationState.Response
+    ) -> SetSimulationState.Response:
         target = request.state.state
         if target not in (
             SimulationState.STATE_STOPPED,
@@ -372,7 +392,7 @@ class SimulationInterfaces:
         host = self.node
         code = SetSimulationState.Response
 
-        def apply(engine) -> str:
+        def apply(engine: Engine) -> str:
             current = self.state_of()
             if target == current:
                 if target == SimulationState.STATE_PAUSED:
@@ -400,7 +420,9 @@ class SimulationInterfaces:
         )
         return response
 
-    def _reset(self, request, response):
+    def _reset(
+        self, request: ResetSimulation.Request, response: ResetSimulation.Response
+    ) -> ResetSimulation.Response:
         scope = request.scope
         req = ResetSimulation.Request
         if scope in (req.SCOPE_DEFAULT, req.SCOPE_ALL):
@@ -412,13 +434,13 @@ class SimulationInterfaces:
                 f'(spawned), got {scope}',
             )
 
-        def reset(engine) -> str:
+        def reset(engine: Engine) -> str:
             return f'reset {self.reset_scopes(engine, scope, "ended by reset_simulation")}'
 
         response.result = _result(message=self._physics(reset, publish=True))
         return response
 
-    def reset_scopes(self, engine, scope: int, why: str) -> str:
+    def reset_scopes(self, engine: Engine, scope: int, why: str) -> str:
         """Reset the scopes of ``scope`` (a sum of ``ResetSimulation`` scopes; physics thread),
         end the running step job (``why``); what was done, worded.
 
@@ -436,7 +458,7 @@ class SimulationInterfaces:
             spawned = engine.world.spawned if engine.world is not None else ()
             if spawned:
 
-                def remove(world) -> None:
+                def remove(world: TargetWorld) -> None:
                     if world.holding in spawned:
                         world.release()
                     for name in spawned:
@@ -505,13 +527,15 @@ class SimulationInterfaces:
             self._running_job = None
             self._step_slot.release()
 
-    def _step(self, request, response):
+    def _step(
+        self, request: StepSimulation.Request, response: StepSimulation.Response
+    ) -> StepSimulation.Response:
         self._checked_steps(request.steps)
         completed, _, time_ns = self._wait(StepJob(int(request.steps)))
         response.result = _result(message=f'{completed} steps: sim time {time_ns * 1e-9:.9f} s')
         return response
 
-    def _simulate_steps(self, goal_handle):
+    def _simulate_steps(self, goal_handle: ServerGoalHandle) -> SimulateSteps.Result:
         steps = int(goal_handle.request.steps)
         out = SimulateSteps.Result()
 
@@ -540,7 +564,7 @@ class SimulationInterfaces:
         return out
 
     # ------------------------------------------------------------------------- entities
-    def _matching(self, filters) -> list[str]:
+    def _matching(self, filters: EntityFilters) -> list[str]:
         if filters.categories or filters.tags.tags:
             raise RequestError(
                 Result.RESULT_FEATURE_UNSUPPORTED,
@@ -552,7 +576,7 @@ class SimulationInterfaces:
             raise RequestError(Result.RESULT_OPERATION_FAILED, f'filters.filter: {problem}')
         pattern = compile_name_filter(filters.filter)
 
-        def names(engine) -> tuple[str, ...]:
+        def names(engine: Engine) -> tuple[str, ...]:
             if sphere is None:
                 return (self.entity, *engine.world.targets)
             robot, targets = engine.world.near_sphere(*sphere, engine.snapshot().q)
@@ -560,12 +584,14 @@ class SimulationInterfaces:
 
         return [name for name in self._physics(names) if pattern.search(name)]
 
-    def _entities(self, request, response):
+    def _entities(
+        self, request: GetEntities.Request, response: GetEntities.Response
+    ) -> GetEntities.Response:
         response.entities = self._matching(request.filters)
         response.result = _result()
         return response
 
-    def _entity_state(self, name: str = '', snap=None) -> EntityState:
+    def _entity_state(self, name: str = '', snap: Snapshot | None = None) -> EntityState:
         snap = self._physics(lambda engine: engine.snapshot()) if snap is None else snap
         if name and name != self.entity:
             if snap.world is None or name not in snap.world.targets:
@@ -582,7 +608,9 @@ class SimulationInterfaces:
         ang.x, ang.y, ang.z = snap.base_angular_velocity.tolist()
         return state
 
-    def _entities_states(self, request, response):
+    def _entities_states(
+        self, request: GetEntitiesStates.Request, response: GetEntitiesStates.Response
+    ) -> GetEntitiesStates.Response:
         response.entities = self._matching(request.filters)
         snap = self._physics(lambda engine: engine.snapshot())
         there = set(snap.world.targets) if snap.world is not None else set()
@@ -600,13 +628,17 @@ class SimulationInterfaces:
                 f'unknown entity {entity!r}: expected one of {list(names)}',
             )
 
-    def _get_entity(self, request, response):
+    def _get_entity(
+        self, request: GetEntityState.Request, response: GetEntityState.Response
+    ) -> GetEntityState.Response:
         self._known(request.entity)
         response.state = self._entity_state(request.entity)
         response.result = _result()
         return response
 
-    def _set_entity(self, request, response):
+    def _set_entity(
+        self, request: SetEntityState.Request, response: SetEntityState.Response
+    ) -> SetEntityState.Response:
         self._known(request.entity)
         state = request.state
         invalid = SetEntityState.Response.INVALID_POSE
@@ -638,7 +670,7 @@ class SimulationInterfaces:
         if request.entity != self.entity:
             name = request.entity
 
-            def move_one(engine) -> str:
+            def move_one(engine: Engine) -> str:
                 _, jumped = engine.change_world(
                     lambda world: move_target(
                         world, name, values[0], quat, values[1][:3], values[1][3:]
@@ -650,7 +682,7 @@ class SimulationInterfaces:
             response.result = _result(message=self._physics(move_one, publish=True))
             return response
 
-        def move(engine) -> str:
+        def move(engine: Engine) -> str:
             q_base, v_base = D.base_state_from_link(
                 model, values[0], quat, values[1][:3], values[1][3:]
             )
@@ -662,7 +694,9 @@ class SimulationInterfaces:
         response.result = _result(message=self._physics(move, publish=True))
         return response
 
-    def _spawn(self, request, response):
+    def _spawn(
+        self, request: SpawnEntity.Request, response: SpawnEntity.Response
+    ) -> SpawnEntity.Response:
         code = SpawnEntity.Response
         if self.node.engine.chain is not None:
             raise RequestError(
@@ -700,7 +734,7 @@ class SimulationInterfaces:
             raise RequestError(exc.code, str(exc)) from None
         host = self.node
 
-        def spawn(engine) -> tuple[str, str]:
+        def spawn(engine: Engine) -> tuple[str, str]:
             # the name is final here, where the spawns are applied one at a time (a wrench held
             # is refused by change_world: the scene steps without external wrenches)
             spawned, now = target, self._taken(engine)
@@ -724,11 +758,13 @@ class SimulationInterfaces:
         response.result = _result(message=message)  # (its topics: made in the physics thread)
         return response
 
-    def _taken(self, engine) -> set[str]:
+    def _taken(self, engine: Engine) -> set[str]:
         """The names a spawned target cannot have now (physics thread)."""
         return {self.entity, RESERVED_NAME, *engine.world.targets}
 
-    def _delete(self, request, response):
+    def _delete(
+        self, request: DeleteEntity.Request, response: DeleteEntity.Response
+    ) -> DeleteEntity.Response:
         name = request.entity
         if name == self.entity:
             raise RequestError(
@@ -737,7 +773,7 @@ class SimulationInterfaces:
             )
         self._known(name)
 
-        def delete(engine) -> str:
+        def delete(engine: Engine) -> str:
             if name not in engine.world.targets:  # deleted or reset since the check above
                 raise gone(name)
             _, jumped = engine.change_world(lambda world: world.remove(name))

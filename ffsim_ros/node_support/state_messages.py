@@ -116,7 +116,9 @@ class StateMessages:
         Whether to fill a ``/clock`` message.
     """
 
-    def __init__(self, joint_names, world: str, base_frame: str, clock: bool) -> None:
+    def __init__(
+        self, joint_names: Sequence[str], world: str, base_frame: str, clock: bool
+    ) -> None:
         self.joint_names = tuple(joint_names)
         self.world, self.base_frame = world, base_frame
         self._messages = self._new_messages(clock)

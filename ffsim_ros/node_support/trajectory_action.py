@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import rclpy
@@ -74,6 +75,11 @@ from ffsim_ros.control.trajectory import (
 
 from .common import LogThrottle
 
+if TYPE_CHECKING:
+    from builtin_interfaces.msg import Duration, Time
+    from control_msgs.msg import JointTolerance
+    from rclpy.action.server import ServerGoalHandle
+
 _Result = FollowJointTrajectory.Result
 #: FollowJointTrajectory error code of each refusal kind and outcome.
 ERROR_CODES = {
@@ -95,7 +101,7 @@ STATUSES = {
 }
 
 
-def _seconds(duration) -> float:
+def _seconds(duration: Duration | Time) -> float:
     """Seconds of a ``builtin_interfaces/Duration`` (or Time)."""
     return duration.sec + duration.nanosec * 1e-9
 
@@ -157,7 +163,7 @@ class TrajectoryRequest:
         """Aborted with INVALID_GOAL (preemption, reset, shutdown)."""
         self.finish('aborted', _Result.INVALID_GOAL, message)
 
-    def publish_feedback(self, update: Update, stamp, joint_names) -> None:
+    def publish_feedback(self, update: Update, stamp: Time, joint_names: Sequence[str]) -> None:
         """FollowJointTrajectory feedback of one control update (action goals only)."""
         if self.goal_handle is None:
             return
@@ -290,7 +296,12 @@ class TrajectoryInterfaces:
             else:
                 logger.info(line)
 
-    def request(self, msg: JointTrajectoryMsg, goal=None, goal_handle=None) -> TrajectoryRequest:
+    def request(
+        self,
+        msg: JointTrajectoryMsg,
+        goal: FollowJointTrajectory.Goal | None = None,
+        goal_handle: ServerGoalHandle | None = None,
+    ) -> TrajectoryRequest:
         """A checked :class:`TrajectoryRequest` from the state measured now.
 
         The time and the state are taken first, then the message is checked and converted:
@@ -332,7 +343,9 @@ class TrajectoryInterfaces:
                     'joints', 'multi_dof_trajectory: not supported (no such joints)'
                 )
 
-            def entries(tolerance_list):
+            def entries(
+                tolerance_list: Sequence[JointTolerance],
+            ) -> list[tuple[str, float, float, float]]:
                 return [(t.name, t.position, t.velocity, t.acceleration) for t in tolerance_list]
 
             tolerances = defaults.overridden(
@@ -368,7 +381,7 @@ class TrajectoryInterfaces:
             self._received += 1
             return self._received
 
-    def _accepted(self, goal_handle) -> None:
+    def _accepted(self, goal_handle: ServerGoalHandle) -> None:
         """A goal accepted: numbered in the order of acceptance, then executed."""
         number = self._number()
         with self._order_lock:
@@ -390,7 +403,7 @@ class TrajectoryInterfaces:
             self._submit(request)
         return True
 
-    def _execute(self, goal_handle):
+    def _execute(self, goal_handle: ServerGoalHandle) -> FollowJointTrajectory.Result:
         """A goal's execute callback: check, hand over, wait for the outcome."""
         goal = goal_handle.request
         with self._order_lock:

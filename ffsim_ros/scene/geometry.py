@@ -96,13 +96,18 @@ class Box:
 
     @property
     def bounding_radius(self) -> float:
+        """Radius of the smallest sphere about the frame origin enclosing the shape [m]: half
+        the box's diagonal."""
         return 0.5 * float(np.linalg.norm(self.size))
 
     def inertia(self, mass: float) -> np.ndarray:
+        """(3, 3) inertia of a uniform solid of ``mass`` [kg] about its centre, in its frame's
+        axes (diagonal) [kg m^2]."""
         a, b, c = self.size
         return mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
 
     def coal(self) -> coal.CollisionGeometry:
+        """The coal geometry (``coal.Box`` of the edge lengths [m])."""
         return coal.Box(*self.size)
 
 
@@ -119,14 +124,19 @@ class Cylinder:
 
     @property
     def bounding_radius(self) -> float:
+        """Radius of the smallest sphere about the frame origin enclosing the shape [m]:
+        ``hypot(radius, length / 2)``, to a rim of an end face."""
         return float(np.hypot(self.radius, 0.5 * self.length))
 
     def inertia(self, mass: float) -> np.ndarray:
+        """(3, 3) inertia of a uniform solid of ``mass`` [kg] about its centre, in its frame's
+        axes (diagonal, the axis of symmetry z) [kg m^2]."""
         r, h = self.radius, self.length
         t = mass * (3 * r * r + h * h) / 12.0
         return np.diag([t, t, 0.5 * mass * r * r])
 
     def coal(self) -> coal.CollisionGeometry:
+        """The coal geometry (``coal.Cylinder`` of the radius and length [m], along z)."""
         return coal.Cylinder(self.radius, self.length)
 
 
@@ -143,6 +153,8 @@ class Capsule:
 
     @property
     def bounding_radius(self) -> float:
+        """Radius of the smallest sphere about the frame origin enclosing the shape [m]:
+        ``radius + length / 2``, to a pole of an end cap."""
         return self.radius + 0.5 * self.length
 
     def inertia(self, mass: float) -> np.ndarray:
@@ -157,6 +169,8 @@ class Capsule:
         return np.diag([trans, trans, axial])
 
     def coal(self) -> coal.CollisionGeometry:
+        """The coal geometry (``coal.Capsule`` of the radius and segment length [m], along
+        z)."""
         return coal.Capsule(self.radius, self.length)
 
 

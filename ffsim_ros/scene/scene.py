@@ -57,6 +57,7 @@ from .events import (
 )
 from .geometry import CollisionShape, PlacedShapes, shapes_from_urdf
 from .grasp import (
+    EnvelopeCheck,
     Gripper,
     capture_impulse,
     envelope_check,
@@ -766,7 +767,7 @@ class Scene:
         self._events.append(event)
         return event
 
-    def _capture_failed(self, reason: str, check) -> CaptureEvent:
+    def _capture_failed(self, reason: str, check: EnvelopeCheck | None) -> CaptureEvent:
         event = CaptureEvent(
             self.time,
             '' if check is None else check.target,

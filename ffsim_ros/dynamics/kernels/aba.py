@@ -233,7 +233,7 @@ def acceleration_pass(
 
 
 @njit_leaf
-def aba_views(ws: np.ndarray, nb: int, nv: int):
+def aba_views(ws: np.ndarray, nb: int, nv: int) -> tuple[np.ndarray, ...]:
     """The arrays of the three passes, views on ``ws`` after its kinematics: every array of
     the passes lives in the one workspace (allocation dominates the cost of this kernel for
     small trees otherwise). For :func:`aba_passes` and the closed-chain sweep.

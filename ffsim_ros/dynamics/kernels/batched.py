@@ -23,7 +23,17 @@ CHUNK = 32
 
 
 @njit
-def _fd_rows(idata, fdata, Q, V, T, with_friction, out, lo, hi):
+def _fd_rows(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
     m = unpack(idata, fdata)
     ws = np.empty(fd_ws_size(m.parent.shape[0], idata[1]))
     fext = carve(ws, 0, (0, 6))
@@ -32,7 +42,9 @@ def _fd_rows(idata, fdata, Q, V, T, with_friction, out, lo, hi):
 
 
 @njit
-def _crba_rows(idata, fdata, Q, out, lo, hi):
+def _crba_rows(
+    idata: np.ndarray, fdata: np.ndarray, Q: np.ndarray, out: np.ndarray, lo: int, hi: int
+) -> None:
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     nv = idata[1]
@@ -44,7 +56,17 @@ def _crba_rows(idata, fdata, Q, out, lo, hi):
 
 
 @njit
-def _id_rows(idata, fdata, Q, V, A, with_friction, out, lo, hi):
+def _id_rows(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    A: np.ndarray,
+    with_friction: bool,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
     m = unpack(idata, fdata)
     ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
     fext = carve(ws, 0, (0, 6))
@@ -53,7 +75,14 @@ def _id_rows(idata, fdata, Q, V, A, with_friction, out, lo, hi):
 
 
 @njit
-def _momentum_row(idata, fdata, q, v, h, com):
+def _momentum_row(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    h: np.ndarray,
+    com: np.ndarray,
+) -> None:
     m = unpack(idata, fdata)
     R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
     h[:] = spatial_momentum(m, v, S, mw, hw, Iw)
@@ -69,12 +98,26 @@ def _momentum_row(idata, fdata, q, v, h, com):
 
 
 @njit
-def _integrate_row(idata, fdata, q, v, dt):
+def _integrate_row(
+    idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, dt: float
+) -> np.ndarray:
     return integrate(unpack(idata, fdata), q, v, dt)
 
 
 @njit
-def _rk4_rows(idata, fdata, Q, V, T, with_friction, dt, Qn, Vn, lo, hi):
+def _rk4_rows(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    with_friction: bool,
+    dt: float,
+    Qn: np.ndarray,
+    Vn: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
     m = unpack(idata, fdata)
     ws = np.empty(rk4_ws_size(m.parent.shape[0], Q.shape[1], V.shape[1]))
     none = np.empty(0)
@@ -84,7 +127,14 @@ def _rk4_rows(idata, fdata, Q, V, T, with_friction, dt, Qn, Vn, lo, hi):
 
 
 @njit_parallel
-def b_forward_dynamics(idata, fdata, Q, V, T, with_friction):
+def b_forward_dynamics(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    with_friction: bool,
+) -> np.ndarray:
     """Forward dynamics of ``B`` states: Q (B, nq), V (B, nv), T (B, nv) -> (B, nv)."""
     B = Q.shape[0]
     out = np.empty((B, V.shape[1]))
@@ -95,7 +145,7 @@ def b_forward_dynamics(idata, fdata, Q, V, T, with_friction):
 
 
 @njit_parallel
-def b_mass_matrix(idata, fdata, Q):
+def b_mass_matrix(idata: np.ndarray, fdata: np.ndarray, Q: np.ndarray) -> np.ndarray:
     """Inertia matrices of ``B`` configurations: (B, nq) -> (B, nv, nv)."""
     B = Q.shape[0]
     nv = idata[1]
@@ -107,7 +157,14 @@ def b_mass_matrix(idata, fdata, Q):
 
 
 @njit_parallel
-def b_inverse_dynamics(idata, fdata, Q, V, A, with_friction):
+def b_inverse_dynamics(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    A: np.ndarray,
+    with_friction: bool,
+) -> np.ndarray:
     """Inverse dynamics of ``B`` states: (B, nq), (B, nv), (B, nv) -> (B, nv).
 
     ``A`` (B, 0) stands for zero accelerations (the bias forces).
@@ -121,7 +178,9 @@ def b_inverse_dynamics(idata, fdata, Q, V, A, with_friction):
 
 
 @njit_parallel
-def b_momentum(idata, fdata, Q, V):
+def b_momentum(
+    idata: np.ndarray, fdata: np.ndarray, Q: np.ndarray, V: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``[P; L_O]`` (B, 6) and system CoM (B, 3) of ``B`` states."""
     h = np.empty((Q.shape[0], 6))
     com = np.empty((Q.shape[0], 3))
@@ -131,7 +190,9 @@ def b_momentum(idata, fdata, Q, V):
 
 
 @njit_parallel
-def b_integrate(idata, fdata, Q, V, dt):
+def b_integrate(
+    idata: np.ndarray, fdata: np.ndarray, Q: np.ndarray, V: np.ndarray, dt: float
+) -> np.ndarray:
     """:func:`integrate` of ``B`` states."""
     out = np.empty_like(Q)
     for k in prange(Q.shape[0]):
@@ -140,7 +201,15 @@ def b_integrate(idata, fdata, Q, V, dt):
 
 
 @njit_parallel
-def b_rk4_step(idata, fdata, Q, V, T, with_friction, dt):
+def b_rk4_step(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    with_friction: bool,
+    dt: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """One RK4 step of ``B`` states under constant generalized forces T (B, nv)."""
     B = Q.shape[0]
     Qn = np.empty_like(Q)

@@ -33,7 +33,9 @@ from .momentum import spatial_momentum
 
 
 @njit
-def system_momentum(m: ModelArrays, q: np.ndarray, v: np.ndarray):
+def system_momentum(
+    m: ModelArrays, q: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """Momentum about O and the composite inertia of the whole system about O.
 
     Returns
@@ -48,7 +50,9 @@ def system_momentum(m: ModelArrays, q: np.ndarray, v: np.ndarray):
 
 
 @njit_leaf
-def composite_inertia(mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray):
+def composite_inertia(
+    mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
     """The whole system's inertia about O from the body inertias ``(mw, hw, Iw)``.
 
     Returns
@@ -134,7 +138,7 @@ def recentered(
     first: np.ndarray,
     inertia: np.ndarray,
     first_target: np.ndarray,
-):
+) -> tuple[np.ndarray, ...]:
     """The whole system translated so that its first moment is ``first_target`` (3,)
     ``M r_g`` [kg m]: the base position moved by ``d = (first_target - first) / M``, and the
     momentum about O and composite inertia about O of the translated state.
@@ -169,7 +173,9 @@ def recentered(
 
 
 @njit
-def correct_momentum(m: ModelArrays, q: np.ndarray, v: np.ndarray, target: np.ndarray):
+def correct_momentum(
+    m: ModelArrays, q: np.ndarray, v: np.ndarray, target: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
     """``(q, v)`` with the base velocity changed so that the momentum about O is
     ``target[:6]`` and, when ``target`` (9,) carries the first moment ``M r_g``, the whole
     system first translated onto it (:func:`recentered`).
@@ -202,7 +208,7 @@ def corrected_first_stage(
     with_friction: bool,
     target: np.ndarray,
     ws: np.ndarray,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
     """The first RK4 stage of a step fused with the momentum correction of its start state.
 
     One kinematics pass serves both: the momentum and composite inertia of ``(q, v)``, the
@@ -251,7 +257,7 @@ def conserving_rk4_steps(
     with_friction: bool,
     dt: float,
     count: int,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """``count`` RK4 steps of a floating-base system without external wrenches (joint efforts
     and gravity only), the momentum of each step's end state corrected to the momentum the
     step must end with (:func:`momentum_after`, the CoM on its ballistic line too): fused

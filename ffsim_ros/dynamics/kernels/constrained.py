@@ -235,7 +235,7 @@ def reduced_responses(
     rtol: float,
     basis: np.ndarray,
     keep: np.ndarray,
-):
+) -> tuple[np.ndarray, ...]:
     """The independent row combinations of every cut hinge and their test responses.
 
     Per hinge ``k``: ``U_k`` (its independent combinations, :func:`jacobi_svd` of ``C_k^T``,
@@ -341,7 +341,7 @@ def _tree_sweep(
     with_friction: bool,
     qdd: np.ndarray,
     acc: np.ndarray,
-):
+) -> tuple[np.ndarray, ...]:
     """Kinematics and one ABA sweep; returns ``(R, p, S, vel, U, Dinv)`` (the root's ``Dinv``
     holding its Cholesky factor)."""
     nb = m.parent.shape[0]
@@ -371,7 +371,7 @@ def _tree_sweep(
 
 
 @njit
-def _row_arrays(nrows: int, nl: int):
+def _row_arrays(nrows: int, nl: int) -> tuple[np.ndarray, ...]:
     """``W`` (nrows, 6), ``rhs``, ``xi``, ``verr`` (nrows,), ``ob`` (nl, 3) and a zeroed
     ``basis`` (nrows, 6), carved from one allocation."""
     fw = np.empty(15 * nrows + 3 * nl)
@@ -581,7 +581,7 @@ def closed_chain_step(
     nrows: int,
     dt: float,
     settings: np.ndarray,
-):
+) -> tuple[np.ndarray, np.ndarray, int]:
     """One RK4 step of the closed chain in the local chart at ``q`` (the scheme of
     :func:`.lie_group.rk4_step`, :func:`closed_chain_dynamics` at each stage), then the
     projection onto the manifold (:func:`loop_projection`: Gauss-Newton on the positions,

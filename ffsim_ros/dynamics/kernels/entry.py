@@ -28,7 +28,7 @@ from .rnea import id_ws_size, inverse_dynamics_into
 
 
 @njit
-def e_poses(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
+def e_poses(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Entry point: body poses ``(R (nb,3,3), p (nb,3))``."""
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
@@ -39,7 +39,7 @@ def e_poses(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
 
 
 @njit
-def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray):
+def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
     """Entry point of :func:`kinematics`."""
     return kinematics(unpack(idata, fdata), q, idata[1])
 
@@ -168,7 +168,9 @@ def e_forward_dynamics(
 
 
 @njit
-def e_momentum(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray):
+def e_momentum(
+    idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Entry point: ``([P; L_O] (6,), system CoM (3,))``."""
     m = unpack(idata, fdata)
     R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
@@ -183,7 +185,9 @@ def e_momentum(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarra
 
 
 @njit
-def e_state_summary(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray):
+def e_state_summary(
+    idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray
+) -> np.ndarray:
     """Entry point: what a simulator publishes of a floating-base state, in one pass.
 
     Returns
@@ -269,7 +273,7 @@ def e_rk4_stage(
     theta_rate: np.ndarray,
     acc: np.ndarray,
     h: float,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entry point of :func:`.lie_group.rk4_stage`."""
     return rk4_stage(unpack(idata, fdata), q, v, theta_rate, acc, h)
 
@@ -286,7 +290,7 @@ def e_rk4_steps(
     dt: float,
     wrench_body: np.ndarray,
     count: int,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """``count`` steps of :func:`.lie_group.rk4_step` under constant inputs (one call for a
     batch of physics steps); ``wrench_body`` (6,) in the base frame, or empty."""
     m = unpack(idata, fdata)
@@ -305,7 +309,7 @@ def e_conserving_rk4_steps(
     with_friction: bool,
     dt: float,
     count: int,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """Entry point of :func:`.conservation.conserving_rk4_steps` (``gen`` (nv,) with a zero
     base part)."""
     return conserving_rk4_steps(unpack(idata, fdata), q, v, gen, with_friction, dt, count)
@@ -314,7 +318,7 @@ def e_conserving_rk4_steps(
 @njit
 def e_momentum_target(
     idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, dt: float
-):
+) -> np.ndarray:
     """``[P; L_O; M r_g]`` (9,): the momentum about O and the first moment the state
     ``(q, v)`` has after ``dt`` under gravity alone (:func:`.conservation.momentum_after`)."""
     m = unpack(idata, fdata)
@@ -325,7 +329,7 @@ def e_momentum_target(
 @njit
 def e_correct_momentum(
     idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, target: np.ndarray
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """Entry point of :func:`.conservation.correct_momentum`: the translated configuration and
     the corrected velocity."""
     q, v, _, _, _ = correct_momentum(unpack(idata, fdata), q, v, target)

@@ -20,7 +20,20 @@ CHUNK = 32
 
 
 @njit
-def _frame_rows(idata, fdata, Q, body, rot, trans, mask, P, Rf, J, lo, hi):
+def _frame_rows(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    body: int,
+    rot: np.ndarray,
+    trans: np.ndarray,
+    mask: np.ndarray,
+    P: np.ndarray,
+    Rf: np.ndarray,
+    J: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     nv = idata[1]
@@ -59,7 +72,15 @@ def _frame_rows(idata, fdata, Q, body, rot, trans, mask, P, Rf, J, lo, hi):
 
 
 @njit_parallel
-def b_link_frame(idata, fdata, Q, body, rot, trans, mask):
+def b_link_frame(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    Q: np.ndarray,
+    body: int,
+    rot: np.ndarray,
+    trans: np.ndarray,
+    mask: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Position (B, 3), orientation (B, 3, 3) and Jacobian (B, 6, nv) of the frame at
     ``trans`` (3,), ``rot`` (3, 3) on body ``body`` for each row of ``Q`` (B, nq); ``mask``
     (nv,) bool: the velocity coordinates that move the body (its support)."""

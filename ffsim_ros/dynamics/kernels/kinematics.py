@@ -267,7 +267,7 @@ def kinematics_ws_size(nb: int, nv: int) -> int:
 
 
 @njit
-def kinematics_views(ws: np.ndarray, nb: int, nv: int):
+def kinematics_views(ws: np.ndarray, nb: int, nv: int) -> tuple[np.ndarray, ...]:
     """The arrays of :func:`kinematics` as views on ``ws[:kinematics_ws_size(nb, nv)]``.
 
     Returns
@@ -310,7 +310,7 @@ def kinematics_into(
 
 
 @njit
-def kinematics(m: ModelArrays, q: np.ndarray, nv: int):
+def kinematics(m: ModelArrays, q: np.ndarray, nv: int) -> tuple[np.ndarray, ...]:
     """Poses, motion subspaces and world inertias in one pass.
 
     Returns

@@ -114,7 +114,7 @@ def rk4_stage(
     theta_rate: np.ndarray,
     acc: np.ndarray,
     h: float,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The state at an RK4 stage: ``theta = h theta_rate``, ``v_s = v + h acc``,
     ``q_s = integrate(q, theta)``, from the previous stage's chart rate and acceleration and
     ``h = c_s dt``.
@@ -128,7 +128,9 @@ def rk4_stage(
 
 
 @njit
-def add_body_wrench(q: np.ndarray, gen: np.ndarray, wrench_body: np.ndarray, out: np.ndarray):
+def add_body_wrench(
+    q: np.ndarray, gen: np.ndarray, wrench_body: np.ndarray, out: np.ndarray
+) -> None:
     """``out = gen`` with the base-frame wrench ``wrench_body = [f; n]`` (6,) turned into the
     inertial frame by the base attitude ``q[3:7]`` and added to ``out[:6]`` (a thruster: the
     wrench turns with the base)."""
@@ -159,7 +161,7 @@ def rk4_step(
     dt: float,
     wrench_body: np.ndarray,
     first_acceleration: np.ndarray,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """One RK4 step in the local chart at ``q`` (Runge-Kutta-Munthe-Kaas) with ABA.
 
     Parameters

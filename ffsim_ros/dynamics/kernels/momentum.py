@@ -32,7 +32,7 @@ def spatial_momentum(
 @njit
 def momentum_and_energy(
     m: ModelArrays, v: np.ndarray, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
-):
+) -> tuple[np.ndarray, float]:
     """``[P; L_O]`` (6,) and the kinetic energy ``T = 1/2 sum V_i . (I_i V_i)`` [J] in one pass
     over the bodies (the same body velocities ``V_i`` as :func:`spatial_momentum`)."""
     nb = m.parent.shape[0]

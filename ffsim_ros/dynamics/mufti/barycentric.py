@@ -81,7 +81,7 @@ def _blocks(X: np.ndarray) -> np.ndarray:
     return X.transpose(0, 2, 1, 3).reshape(3 * p, 3 * q)
 
 
-def _array(x, shape: tuple[int, ...], name: str) -> np.ndarray:
+def _array(x: ArrayLike, shape: tuple[int, ...], name: str) -> np.ndarray:
     a = np.asarray(real_array(x, name), dtype=float)
     if a.shape != shape:
         raise ValueError(f'{name}: expected shape {shape}, got {a.shape}')
@@ -322,7 +322,14 @@ class _Terms:
     bq: np.ndarray  # (p,) q . (w'_+ - w'_-) = (w_+ x q) . (w_- - w_+)  [M eq. 48]
 
 
-def _terms(tree: BallTree, R, w, forces, torques, hinge_torques) -> _Terms:
+def _terms(
+    tree: BallTree,
+    R: np.ndarray,
+    w: np.ndarray,
+    forces: np.ndarray | None,
+    torques: np.ndarray | None,
+    hinge_torques: np.ndarray | None,
+) -> _Terms:
     n = tree.n
     R = _array(R, (n, 3, 3), 'R')
     err = np.abs(R @ np.swapaxes(R, 1, 2) - np.eye(3)).max()
@@ -356,7 +363,9 @@ def _terms(tree: BallTree, R, w, forces, torques, hinge_torques) -> _Terms:
 # ----------------------------------------------------------------------------------------------
 
 
-def _lagrangian(tree: BallTree, t: _Terms):
+def _lagrangian(
+    tree: BallTree, t: _Terms
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``J``, ``G``, ``u``, ``b`` of [M eq. 10] in :mod:`.linalg`'s convention (x per body)."""
     n = tree.n
     J = block_mass_matrix(tree.mass, t.I)

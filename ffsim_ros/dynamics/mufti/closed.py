@@ -49,15 +49,7 @@ import numpy as np
 
 from ..algorithms import body_wrenches, mass_matrix
 from ..algorithms import momentum as momentum_of
-from ..inputs import (
-    ArrayLike,
-    as_q,
-    as_v,
-    as_vector,
-    generalized_force,
-    positive_step,
-    step_count,
-)
+from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force, positive_step, step_count
 from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model, UnknownNameError
@@ -218,7 +210,9 @@ class ClosedChain:
     # constraint rows
     # ------------------------------------------------------------------------------------------
 
-    def _hinge_frames(self, bd: Bodies, lp: LoopClosure):
+    def _hinge_frames(
+        self, bd: Bodies, lp: LoopClosure
+    ) -> list[tuple[int, np.ndarray, np.ndarray]]:
         out = []
         for link, rot, tr in (
             (lp.link_a, lp.rotation_a, lp.translation_a),
@@ -468,17 +462,14 @@ class ClosedChain:
             stacklevel=3,
         )
 
-    def _checked_solution(self, q, v, tau, bw, link_wrenches, stabilize):
+    def _checked_solution(
+        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, bw: np.ndarray | None,
+        link_wrenches: Mapping[str, ArrayLike] | None, stabilize: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:  # fmt: skip
         """:meth:`LoopKernel.solve` with the chain's gains, non-finite results refused."""
         on = stabilize and bool(self.alpha or self.beta)
         a, lam, acc, k, fext = self._kernel.solve(
-            q,
-            v,
-            tau,
-            self.alpha if on else 0.0,
-            self.beta if on else 0.0,
-            bw,
-            link_wrenches,
+            q, v, tau, self.alpha if on else 0.0, self.beta if on else 0.0, bw, link_wrenches
         )
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(lam))):
             raise np.linalg.LinAlgError(
@@ -487,7 +478,10 @@ class ClosedChain:
             )
         return a, lam, acc, k, fext
 
-    def _aba_dynamics(self, q, v, tau, bw, link_wrenches, stabilize) -> ClosedChainSolution:
+    def _aba_dynamics(
+        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, bw: np.ndarray | None,
+        link_wrenches: Mapping[str, ArrayLike] | None, stabilize: bool,
+    ) -> ClosedChainSolution:  # fmt: skip
         """:meth:`dynamics` by the compiled tree-coordinate solver (:mod:`.articulated`);
         body accelerations, loop wrenches and tree hinge forces recovered from its result."""
         model = self.model
@@ -819,7 +813,10 @@ class ClosedChain:
             q_next, v_next = self.project(q_next, v_next, momentum=target)
         return q_next, v_next
 
-    def _compiled_steps(self, q, v, tau, base_wrench, dt, k, stabilize, project):
+    def _compiled_steps(
+        self, q: np.ndarray, v: np.ndarray, tau: ArrayLike, base_wrench: ArrayLike | None,
+        dt: float, k: int, stabilize: bool, project: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """``k`` steps of :meth:`step` in one compiled call, ``tau`` and ``base_wrench``
         held; ``q``, ``v`` checked. Returns ``Q`` (k + 1, nq), ``V`` (k + 1, nv)."""
         model = self.model

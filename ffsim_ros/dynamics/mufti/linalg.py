@@ -203,7 +203,9 @@ def reduce_redundant(
     return s[:K, None] * Wt[:K], U[:, :K].T @ b, U[:, :K]
 
 
-def solve_kkt(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
+def solve_kkt(
+    J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Solve the sparse Lagrangian system [M eqs. 10, 49, 63] by sparse LU.
 
     Parameters
@@ -236,7 +238,9 @@ def solve_kkt(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarra
     return sol[:N], sol[N:]
 
 
-def solve_nullspace(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
+def solve_nullspace(
+    J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Null-space (Lagrange's form of d'Alembert's principle) solution [M eqs. 40-a to 40-c].
 
     ``H = G^T = (Q, Q') (R; 0)`` [M Appendix case 1], ``Z = Q'``, ``x = Y b + Z y`` with
@@ -284,7 +288,9 @@ def singular_bodies(mass: np.ndarray, inertia: np.ndarray, rtol: float = 1e-10) 
     return np.flatnonzero((mass <= 0.0) | (eig[:, 0] <= rtol * scale))
 
 
-def solve_multipliers(J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray):
+def solve_multipliers(
+    J: Triplets, G: Triplets | np.ndarray, u: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Eliminate the accelerations, solve for the multipliers [M eqs. 12-14, 50].
 
     From ``J x = u + G^T l``: ``x = J^-1 (u + G^T l)`` [M eqs. 12-13]; substituting into
@@ -405,7 +411,7 @@ def solve_lagrangian(
     check_rank: bool = False,
     rtol: float = 1e-9,
     warn: bool = True,
-):
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Dispatch to :func:`solve_kkt`, :func:`solve_nullspace` or :func:`solve_multipliers`,
     with the SVD reduction.
 

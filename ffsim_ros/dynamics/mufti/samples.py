@@ -14,6 +14,7 @@ examples.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def _bar(name: str, m: float, length: float, w: float = 0.04) -> str:
     )
 
 
-def _rev(name: str, parent: str, child: str, xyz, axis: str = '0 0 1') -> str:
+def _rev(name: str, parent: str, child: str, xyz: Sequence[float], axis: str = '0 0 1') -> str:
     return (
         f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
         f'<origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}"/><axis xyz="{axis}"/>'
@@ -84,7 +85,7 @@ def fourbar_cut(kind: str, rotation_b: np.ndarray | None = None) -> LoopClosure:
     )
 
 
-def _inertial(rng: np.random.Generator, m: float, com) -> str:
+def _inertial(rng: np.random.Generator, m: float, com: Sequence[float]) -> str:
     Qr, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     inertia = Qr @ np.diag(rng.uniform(0.02, 0.05, 3)) @ Qr.T
     # 12 significant digits: LAPACK's QR and BLAS's products round differently on different
@@ -108,7 +109,7 @@ def spatial_loop_urdf(seed: int = 5) -> str:
     ``seed`` draws the links' inertia tensors."""
     rng = np.random.default_rng(seed)
 
-    def link(name: str, m: float, com) -> str:
+    def link(name: str, m: float, com: Sequence[float]) -> str:
         return f'<link name="{name}">{_inertial(rng, m, com)}</link>'
 
     return (
@@ -190,7 +191,7 @@ def platform_urdf(seed: int = 7) -> str:
     ``pj``."""
     rng = np.random.default_rng(seed)
 
-    def link(name: str, m: float, com) -> str:
+    def link(name: str, m: float, com: Sequence[float]) -> str:
         return f'<link name="{name}">{_inertial(rng, m, com)}</link>'
 
     out = ['<robot name="floating_platform">', link('base', 20.0, (0.0, 0.02, 0.05))]
@@ -210,7 +211,9 @@ def platform_urdf(seed: int = 7) -> str:
     return ''.join(out) + '</robot>'
 
 
-def platform_chain(gravity=(0.0, 0.0, 0.0), **kwargs: object) -> tuple[ClosedChain, np.ndarray]:
+def platform_chain(
+    gravity: Sequence[float] = (0.0, 0.0, 0.0), **kwargs: object
+) -> tuple[ClosedChain, np.ndarray]:
     """The floating platform closed by its two ball cut hinges (``'b_tip'``, ``'c_tip'``:
     leg tip ``(0, 0, 0.2)`` in ``b3`` / ``c3`` to the platform), and the configuration
     (base at the origin, legs at :data:`PLATFORM_LEGS`, platform joint 0) where they are

@@ -185,6 +185,19 @@ class Rows:
 
     @staticmethod
     def concat(parts: list[Rows]) -> Rows:
+        """The rows of ``parts`` stacked in order (the empty blocks skipped).
+
+        Parameters
+        ----------
+        parts : list of Rows
+            Blocks of ``m_k`` rows each.
+
+        Returns
+        -------
+        Rows
+            ``sum m_k`` rows; with no row at all, empty arrays: ``a``, ``b`` (0,) int64,
+            ``Ga``, ``Gb`` (0, 6), ``rhs`` (0,).
+        """
         parts = [r for r in parts if r.a.size]
         if not parts:
             z = np.zeros(0, dtype=np.int64)
@@ -548,6 +561,13 @@ class MaximalSolution:
 
 
 def check_method(method: str) -> None:
+    """Refuse a tree solver name that is not one of :data:`METHODS`.
+
+    Raises
+    ------
+    ValueError
+        ``method`` is not ``'kkt'``, ``'nullspace'`` or ``'multipliers'``.
+    """
     if method not in METHODS:
         raise ValueError(f'method: expected one of {METHODS}, got {method!r}')
 
