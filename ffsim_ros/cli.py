@@ -167,11 +167,6 @@ class ModeRun:
     goal_times: list[float]
 
 
-def _quat_angle_deg(q0: np.ndarray, q1: np.ndarray) -> float:
-    d = abs(float(np.dot(q0, q1)))
-    return float(np.degrees(2 * np.arccos(min(1.0, d))))
-
-
 def run_mode(
     mode: str,
     out: Path,
@@ -324,6 +319,8 @@ def _series(
     goal_times: list[float],
     active: list[tuple[float, np.ndarray]],
 ) -> ModeRun:
+    from ffsim_ros.dynamics.lie import quat_angle  # the rotation math, loaded with the results
+
     odom = rec.messages['/base_odom']
     q0 = None
     t, att, rate = [], [], []
@@ -332,7 +329,7 @@ def _series(
         quat = np.array([o.x, o.y, o.z, o.w])
         q0 = quat if q0 is None else q0
         t.append(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
-        att.append(_quat_angle_deg(q0, quat))
+        att.append(float(np.degrees(quat_angle(q0, quat))))
         a = m.twist.twist.angular
         rate.append(float(np.linalg.norm([a.x, a.y, a.z])))
     mom = rec.messages['/momentum']

@@ -412,3 +412,25 @@ def test_is_rotation_refuses_reflections_and_other_shapes() -> None:
     assert not is_rotation(R @ np.diag([1.0, 1.0, -1.0]))  # orthogonal, det -1
     assert not is_rotation(1.01 * R)
     assert not is_rotation(np.eye(2))
+
+
+def test_rotation_between_is_the_smallest_rotation_taking_a_to_b() -> None:
+    """``R a = b`` with ``R`` proper orthonormal, turning by the angle between them about
+    ``a x b`` (scipy's rotation of that vector), down to nearly parallel and opposite vectors."""
+    rng = np.random.default_rng(3)
+    pairs = [(unit(rng.normal(size=3)), unit(rng.normal(size=3))) for _ in range(50)]
+    a0 = unit(rng.normal(size=3))
+    pairs += [(a0, a0), (a0, -a0), (a0, unit(a0 + 1e-9 * rng.normal(size=3)))]
+    pairs += [(a0, unit(-a0 + 1e-5 * rng.normal(size=3)))]
+    for a, b in pairs:
+        R = lie.rotation_between(a, b)
+        assert lie.is_rotation(R)
+        np.testing.assert_allclose(R @ a, b, atol=1e-10)
+        angle = float(np.arctan2(np.linalg.norm(np.cross(a, b)), a @ b))
+        assert abs(np.linalg.norm(lie.matrix_log(R)) - angle) < 1e-7
+        axis = np.cross(a, b)
+        if np.linalg.norm(axis) > 1e-3:
+            expected = Rotation.from_rotvec(angle * unit(axis)).as_matrix()
+            np.testing.assert_allclose(R, expected, atol=1e-12)
+    with pytest.raises(ValueError, match='b: expected 3 values'):
+        lie.rotation_between(a0, [1.0, 0.0])

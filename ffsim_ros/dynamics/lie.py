@@ -341,6 +341,24 @@ def matrix_exp(rotvec: ArrayLike) -> np.ndarray:
     return out[0]
 
 
+def rotation_between(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """The smallest rotation matrix (3, 3) taking the unit vector ``a`` (3,) to the unit vector
+    ``b`` (3,) (same frame; ``R a = b``): the angle ``atan2(|a x b|, a . b)`` about ``a x b``
+    (accurate up to opposite vectors, where it is the half turn about an axis perpendicular
+    to ``a``)."""
+    a, b = _array(a, 3, 'a'), _array(b, 3, 'b')
+    v = cross(a, b)
+    s = float(np.linalg.norm(v))
+    angle = float(np.arctan2(s, float(a @ b)))
+    if s > 0.0:
+        axis = v / s
+    elif angle > 0.0:  # opposite
+        axis = perpendicular_basis(a)[0][0]
+    else:
+        return np.eye(3)
+    return matrix_exp(angle * axis)
+
+
 def is_rotation(R: np.ndarray, atol: float = 1e-9) -> bool:
     """Whether ``R`` is a (3, 3) rotation matrix: orthonormal to ``atol`` and proper
     (determinant +1, not a reflection)."""

@@ -33,6 +33,7 @@ from ffsim_ros.dynamics.lie import (
     perpendicular_basis,
     quat_normalize,
     quat_to_matrix,
+    rotation_between,
 )
 
 from .geometry import (
@@ -513,20 +514,9 @@ def tumble(
     h_dir = np.cos(theta) * k + np.sin(theta) * (np.cos(ph) * e1 + np.sin(ph) * e2)
     h_mag = s * Ik / np.cos(theta)
     w_body = np.linalg.solve(J, h_mag * h_dir)
-    R = _rotation_between(h_dir, d)
+    R = rotation_between(h_dir, d)
     It = float(e1 @ J @ e1) if theta > 0.0 else Ik
     return Tumble(matrix_to_quat(R), R @ w_body, h_mag * d, abs(h_mag) / It if It > 0 else 0.0)
-
-
-def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The smallest rotation taking unit ``a`` to unit ``b``."""
-    v = np.cross(a, b)
-    c = float(a @ b)
-    if c < -1.0 + 1e-12:
-        p = perpendicular_basis(a)[0][0]
-        return 2.0 * np.outer(p, p) - np.eye(3)
-    vx = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-    return np.eye(3) + vx + vx @ vx / (1.0 + c)
 
 
 def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
