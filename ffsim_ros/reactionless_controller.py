@@ -371,7 +371,10 @@ class ReactionlessControllerNode(Node):
             self._reactionless_trajectories = changed['trajectory.reactionless']
         if 'mode' in changed:
             self.supervisor.set_mode(ControlMode(changed['mode']))
-            self.get_logger().info(f'mode -> {changed["mode"]}', throttle_duration_sec=LOG_PERIOD)
+        # every change (not throttled: the last line must say the value in force)
+        self.get_logger().info(
+            'parameters: ' + ', '.join(f'{name} -> {value}' for name, value in changed.items())
+        )
 
     def _log_error(self, text: str) -> None:
         """Log ``text`` as an error, throttled per kind of message (:class:`LogThrottle`: a

@@ -82,6 +82,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -683,8 +684,8 @@ class Simulator(Node):
                 self._idle = False
             count = min(self._batch, self.decimation - engine.step % self.decimation)
             delay = pacer.delay(engine.step + count)
-            if delay > 0.0:
-                self._wake.wait(delay)
+            if delay > 0.0:  # at most until the next diagnostics (1 Hz at any real_time_factor)
+                self._wake.wait(min(delay, self._diagnostics.next - time.monotonic()))
                 continue
             self._after_batch(engine.advance(count), False)
 

@@ -13,7 +13,12 @@
 Node parameters come from ``config/simulator.yaml`` and ``config/reactionless_controller.yaml``
 (then ``config/<sample>.yaml`` for a sample robot that has one -- ``planar_2link`` starts with
 its elbow bent, away from its singular stretched pose --, then ``params_file``, then the launch
-arguments, later ones winning).
+arguments, later ones winning). With a ``params_file``, the package files and it are merged here
+into one temporary file per node (``ls.merged_parameter_file``: the sections whose node key
+applies to the node, as rcl picks them -- ``/**``, ``/**/<node>``, ``<namespace>/<node>`` --,
+the user's values winning whatever their type), removed when the launch shuts down: rcl's own
+merge of several files kept the earlier value where a later one had another type, so a
+``control_rate_hz: "fast"`` was ignored; now the node gets it and refuses it (exit 2, named).
 
 ``localhost_only:=true`` confines the DDS discovery of every process started here to this
 host (default: the environment's own ``ROS_AUTOMATIC_DISCOVERY_RANGE``/``ROS_LOCALHOST_ONLY``,
@@ -131,7 +136,8 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
             'params_file',
             default_value='',
             description='Extra parameter YAML applied to both nodes after the package configs '
-            '(keys /**/ffsim_simulator and /**/ffsim_reactionless_controller).',
+            '(keys /**/ffsim_simulator and /**/ffsim_reactionless_controller), merged with them '
+            'into one file per node: its values win whatever their type.',
         ),
         DeclareLaunchArgument(
             'localhost_only',
@@ -173,13 +179,24 @@ def robot_actions(context: LaunchContext) -> list:
     ls.check_robot_xml(urdf_text, path)  # (an error naming the argument, not the parser's)
     # value_type=str: keep the XML a string (launch_ros would otherwise parse it as YAML)
     description = ParameterValue(urdf_text, value_type=str)
-    ls.check_params_file(_arg(context, 'params_file'))
-    extra = [p for p in [_arg(context, 'params_file')] if p]
+    params_file = _arg(context, 'params_file')
+    ls.check_params_file(params_file)
+    extra = [params_file] if params_file else []
     sample = ls.sample_config(robot)  # e.g. planar_2link's non-singular initial pose
-    sim_files = [str(SIMULATOR_CONFIG), *([str(sample)] if sample else []), *extra]
     set_env, unset_env = ls.discovery_environment(_arg(context, 'localhost_only'))
 
     namespace = f'/{ns}' if ns else None  # absolute: the frame prefix is derived from it
+    merged = []  # temporary parameter files, removed at shutdown
+
+    def parameter_files(name: str, defaults: list[Path]) -> list[str]:
+        """The package's files, or with a params_file one file of both (see the docstring)."""
+        if not params_file:
+            return [str(path) for path in defaults]
+        base = context.launch_configurations.get('ros_namespace')  # (a PushRosNamespace)
+        fqn = ls.node_fqn(name, namespace, base)
+        merged.append(ls.merged_parameter_file(name, fqn, defaults, params_file))
+        return [str(merged[-1])]
+
     # every node of this robot lives on the robot's own simulated time (see module docstring)
     clock = [('/clock', 'clock')]
     common = {'use_sim_time': use_sim_time}
@@ -208,6 +225,13 @@ def robot_actions(context: LaunchContext) -> list:
     if scenario and ls.as_bool(_arg(context, 'capture'), 'capture'):
         ctl_params['capture.scenario'] = sim_params['scenario']
 
+    # (written last: an error above leaves no temporary file behind)
+    sim_files = parameter_files(
+        'ffsim_simulator', [SIMULATOR_CONFIG, *([sample] if sample else [])]
+    )
+    ctl_files = (
+        [] if closed else parameter_files('ffsim_reactionless_controller', [CONTROLLER_CONFIG])
+    )
     controller = (
         []
         if closed
@@ -217,7 +241,7 @@ def robot_actions(context: LaunchContext) -> list:
                 executable='reactionless_controller',
                 name='ffsim_reactionless_controller',
                 namespace=namespace,
-                parameters=[str(CONTROLLER_CONFIG), *extra, ctl_params],
+                parameters=[*ctl_files, ctl_params],
                 remappings=clock,
                 output='screen',
                 emulate_tty=True,
@@ -255,13 +279,12 @@ def robot_actions(context: LaunchContext) -> list:
     # environment) it is left out with a warning, not started after the simulator and failed
     missing = ls.missing_packages(['robot_state_publisher', *(['rviz2'] if rviz else [])])
     if missing:
-        actions.append(
-            LogInfo(
-                msg=f'ffsim: WARNING: {missing} not installed: not started (without '
-                'robot_state_publisher no TF of the links, only world -> base link; install '
-                'ros-$ROS_DISTRO-robot-state-publisher / ros-$ROS_DISTRO-rviz2)'
-            )
+        message = (
+            f'ffsim: {missing} not installed: not started (without robot_state_publisher no TF '
+            'of the links, only world -> base link; install '
+            'ros-$ROS_DISTRO-robot-state-publisher / ros-$ROS_DISTRO-rviz2)'
         )
+        actions.append(OpaqueFunction(function=ls.LaunchWarning(message)))
     if 'robot_state_publisher' not in missing:
         # TF of the links from joint_states (the simulator publishes world -> base link). It
         # republishes robot_description (transient local) with the same text as the simulator.
@@ -298,8 +321,13 @@ def robot_actions(context: LaunchContext) -> list:
     if ls.as_bool(_arg(context, 'record'), 'record'):
         warning = ls.recorder_warning()
         actions.append(
-            LogInfo(msg=warning) if warning else bag_recorder(_arg(context, 'bag_path'))
+            OpaqueFunction(function=ls.LaunchWarning(warning))
+            if warning
+            else bag_recorder(_arg(context, 'bag_path'))
         )
+    actions.extend(
+        RegisterEventHandler(OnShutdown(on_shutdown=ls.file_remover(path))) for path in merged
+    )
     return actions
 
 

@@ -22,7 +22,6 @@ from launch.actions import (
     ExecuteProcess,
     GroupAction,
     IncludeLaunchDescription,
-    LogInfo,
     OpaqueFunction,
     RegisterEventHandler,
     SetEnvironmentVariable,
@@ -165,7 +164,9 @@ def shared_actions(context: LaunchContext) -> list:
     ]
     rviz = ls.as_bool(LaunchConfiguration('rviz').perform(context), 'rviz')
     if rviz and ls.missing_packages(['rviz2']):
-        actions.append(LogInfo(msg='ffsim: WARNING: rviz2 not installed: not started'))
+        actions.append(
+            OpaqueFunction(function=ls.LaunchWarning('ffsim: rviz2 not installed: not started'))
+        )
     elif rviz:
         use_sim_time = ls.as_bool(
             LaunchConfiguration('use_sim_time').perform(context), 'use_sim_time'
@@ -190,7 +191,7 @@ def shared_actions(context: LaunchContext) -> list:
         recorder = ExecuteProcess(
             cmd=ls.bag_command(bag_path), name='ros2_bag_record', output='screen'
         )
-        actions.append(LogInfo(msg=warning) if warning else recorder)
+        actions.append(OpaqueFunction(function=ls.LaunchWarning(warning)) if warning else recorder)
     return actions
 
 

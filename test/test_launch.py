@@ -869,7 +869,11 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
         assert node.kwargs['namespace'] == '/robot1'
         assert _parameters(node)['use_sim_time'] is False
     sim, ctl = nodes['simulator'], nodes['reactionless_controller']
-    assert sim.kwargs['parameters'][1] == str(extra) == ctl.kwargs['parameters'][1]
+    # with a params_file: one temporary file per node, the package's values and the user's
+    merged = [Path(node.kwargs['parameters'][0]) for node in (sim, ctl)]
+    assert [len(node.kwargs['parameters']) for node in (sim, ctl)] == [2, 2]
+    assert node_sections(merged[0]) == node_sections(SIMULATOR_YAML)  # (extra: {})
+    assert node_sections(merged[1]) == node_sections(CONTROLLER_YAML)
     assert _parameters(sim)['frame_prefix'] == 'robot1/'
     assert _parameters(nodes['robot_state_publisher'])['frame_prefix'] == 'robot1/'
     assert _parameters(sim)['initial_base_position'] == [1.0, 2.0, 3.0]
@@ -882,8 +886,9 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
         if d['Class'] == 'rviz_default_plugins/RobotModel'
     ]
     assert [m['TF Prefix'] for m in rviz_models] == ['robot1']
-    _shut_down(actions)  # the temporary RViz config is removed at shutdown
+    _shut_down(actions)  # the temporary RViz config and parameter files are removed at shutdown
     assert not rviz_file.exists()
+    assert not any(path.exists() for path in merged)
     recorders = [a for a in actions if type(a).__name__ == 'ExecuteProcess']
     assert [r.kwargs['cmd'] for r in recorders] == [ls.bag_command(str(tmp_path / 'bag'))]
 
@@ -924,15 +929,14 @@ def test_ffsim_launch_without_the_other_packages_and_with_bad_files(
     )
     actions = _run(module, 'robot_actions')
     assert set(_nodes(actions)) == {'simulator', 'reactionless_controller'}
-    warnings = [
-        a.kwargs['msg'] for a in _of_type(actions, 'LogInfo') if 'WARNING' in a.kwargs['msg']
-    ]
+    warnings = _warnings(actions)
     assert len(warnings) == 1 and "['robot_state_publisher', 'rviz2'] not installed" in warnings[0]
+    assert not any('WARNING' in a.kwargs['msg'] for a in _of_type(actions, 'LogInfo'))
     # record:=true without ros2 bag (a pip or wheel environment): a warning, no recorder (it
     # failed with a traceback, FileNotFoundError 'ros2', found with the real launch system)
     actions = _run(module, 'robot_actions', record='true', rviz='false')
     assert not _of_type(actions, 'ExecuteProcess')
-    warnings = [a.kwargs['msg'] for a in _of_type(actions, 'LogInfo')]
+    warnings = _warnings(actions)
     assert any(
         "['ros2cli', 'ros2bag', 'rosbag2_storage_mcap'] not installed: record:=true ignored" in w
         for w in warnings
@@ -1001,12 +1005,19 @@ def test_multi_robot_launch_actions(stub_launch, monkeypatch) -> None:
     # without ros2 bag: the warning instead of the recorder
     monkeypatch.setattr(ls, 'missing_packages', lambda packages: list(packages))
     actions = _run(module, 'shared_actions', record='true', rviz='false')
-    assert [type(a).__name__ for a in actions] == ['LogInfo']
-    assert 'record:=true ignored' in actions[0].kwargs['msg']
+    assert [type(a).__name__ for a in actions] == ['OpaqueFunction']
+    assert 'record:=true ignored' in _warnings(actions)[0]
+    assert _warnings(_run(module, 'shared_actions')) == ['ffsim: rviz2 not installed: not started']
 
 
 def _of_type(actions: list, name: str) -> list:
     return [a for a in actions if type(a).__name__ == name]
+
+
+def _warnings(actions: list) -> list[str]:
+    """The messages of the warnings the actions log (``ls.LaunchWarning``, warning level)."""
+    functions = [a.kwargs['function'] for a in _of_type(actions, 'OpaqueFunction')]
+    return [f.message for f in functions if isinstance(f, ls.LaunchWarning)]
 
 
 def _shut_down(actions: list) -> None:

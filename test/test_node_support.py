@@ -83,11 +83,12 @@ def test_controller_mode_is_applied_after_the_set_only(rclpy_context) -> None:
     try:
         assert node.law.mode is ControlMode.REACTIONLESS
         result = node.set_parameters_atomically(
-            [Parameter('mode', value='gjm_tracking'), Parameter('mode', value='foo')]
+            [Parameter('trajectory.reactionless', value=True), Parameter('mode', value='foo')]
         )
         assert not result.successful and "got 'foo'" in result.reason
         assert node.law.mode is ControlMode.REACTIONLESS
         assert node.get_parameter('mode').value == 'reactionless'
+        assert node.get_parameter('trajectory.reactionless').value is False
         for mode in reversed(CONTROL_MODES):
             assert node.set_parameters([Parameter('mode', value=mode)])[0].successful
             assert node.law.mode.value == mode == node.get_parameter('mode').value
@@ -218,6 +219,121 @@ def test_undeclared_and_empty_parameter_names_are_refused_by_name(
         probe.destroy_node()
         for node, _, _ in nodes:
             node.destroy_node()
+
+
+def test_wrong_types_and_a_parameter_given_twice_are_refused_by_name(
+    rclpy_context, ros_executor, wait_until
+) -> None:
+    """Over the parameter services: a value of the wrong type is refused with the message of a
+    bad start-up value (rclpy's said ``Wrong parameter type, expected '3' got '4'``: no name,
+    type codes, no value), for a double, a string and a bool of the tables and for rclpy's
+    ``use_sim_time``; an integer for a double is still taken. An atomic set naming a parameter
+    twice is refused (only its last value was checked: ``[real_time_factor=nan,
+    real_time_factor=1.0]`` was taken and /parameter_events announced nan); a non-atomic one
+    is set one parameter at a time by rclpy (the callbacks never see the name twice)."""
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+    from ffsim_ros.simulator import Simulator
+
+    def call(future):
+        assert wait_until(future.done, 20, ros_executor)
+        return future.result()
+
+    sim = Simulator(context=rclpy_context)
+    ctl = ReactionlessControllerNode(context=rclpy_context)
+    probe = Node('parameter_probe', context=rclpy_context)
+    try:
+        clients = {}
+        for node in (probe, sim, ctl):
+            ros_executor.add_node(node)
+        for node in (sim, ctl):
+            clients[node] = AsyncParameterClient(probe, node.get_name())
+            assert wait_until(clients[node].services_are_ready, 20, ros_executor)
+
+        def set_one(node, name, value):
+            results = call(clients[node].set_parameters([Parameter(name, value=value)])).results
+            return results[0].successful, results[0].reason
+
+        for node, name, value, expected in [
+            (sim, 'real_time_factor', 'fast', "expected a double, got 'fast' (a string)"),
+            (sim, 'real_time_factor', True, 'expected a double, got True (a bool)'),
+            (sim, 'command_timeout', [0.5], 'expected a double, got [0.5] (an array of double)'),
+            (sim, 'use_sim_time', 1.0, 'expected a bool, got 1.0 (a double)'),
+            (ctl, 'mode', 1, 'expected a string, got 1 (an integer)'),
+            (ctl, 'trajectory.reactionless', 'true', "expected a bool, got 'true' (a string)"),
+        ]:
+            before = node.get_parameter(name).value
+            assert set_one(node, name, value) == (False, f'{name}: {expected}'), (name, value)
+            assert node.get_parameter(name).value == before
+        # a read-only parameter: rclpy's answer (read-only before the type, as rclpy checks)
+        assert set_one(sim, 'integrator', 5) == (
+            False,
+            'Trying to set a read-only parameter: integrator.',
+        )
+        assert set_one(sim, 'real_time_factor', 2) == (True, '')  # an integer for a double
+        value = sim.get_parameter('real_time_factor')
+        assert value.type_ is Parameter.Type.DOUBLE and value.value == 2.0
+        # a parameter twice in one atomic set: refused, nothing changes
+        for node, first, last in [
+            (sim, ('real_time_factor', float('nan')), ('real_time_factor', 1.0)),
+            (sim, ('real_time_factor', 1.0), ('real_time_factor', float('nan'))),
+            (ctl, ('mode', 'bad'), ('mode', 'reactionless')),
+            (ctl, ('use_sim_time', False), ('use_sim_time', False)),
+        ]:
+            name = first[0]
+            before = node.get_parameter(name).value
+            params = [Parameter(first[0], value=first[1]), Parameter(last[0], value=last[1])]
+            result = call(clients[node].set_parameters_atomically(params)).result
+            assert (result.successful, result.reason) == (
+                False,
+                f'{name}: given twice in one set',
+            ), (first, last)
+            assert node.get_parameter(name).value == before
+        # non-atomic: one set per parameter, each checked (rclpy's parameter service)
+        params = [
+            Parameter('real_time_factor', value=float('nan')),
+            Parameter('real_time_factor', value=3.0),
+        ]
+        results = call(clients[sim].set_parameters(params)).results
+        assert [r.successful for r in results] == [False, True], results
+        assert sim.get_parameter('real_time_factor').value == 3.0
+    finally:
+        probe.destroy_node()
+        sim.destroy_node()
+        ctl.destroy_node()
+
+
+def test_controller_logs_every_parameter_change(rclpy_context, capfd) -> None:
+    """Each accepted change is logged at once: quick mode switches were throttled to one line
+    a second, so the last line named a mode no longer in force."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        capfd.readouterr()
+        for mode in ('gjm_tracking', 'joint_pd', 'reactionless', 'joint_pd'):
+            assert node.set_parameters([Parameter('mode', value=mode)])[0].successful
+        assert (
+            node.set_parameters_atomically(
+                [Parameter('trajectory.reactionless', value=True), Parameter('mode', value='pd')]
+            ).successful
+            is False
+        )
+        assert node.set_parameters([Parameter('trajectory.reactionless', value=True)])[
+            0
+        ].successful
+        logged = capfd.readouterr().err.splitlines()
+        modes = [line.split('mode -> ', 1)[1] for line in logged if 'mode -> ' in line]
+        assert modes == ['gjm_tracking', 'joint_pd', 'reactionless', 'joint_pd'], logged
+        assert any('trajectory.reactionless -> True' in line for line in logged), logged
+        assert node.law.mode.value == 'joint_pd'
+    finally:
+        node.destroy_node()
 
 
 def test_controller_rejects_an_unknown_ee_link(rclpy_context) -> None:

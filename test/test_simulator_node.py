@@ -530,6 +530,30 @@ def test_physics_starts_with_start_and_parameters_apply_between_steps(
     assert not sim.running
 
 
+def test_diagnostics_once_a_wall_second_at_the_lowest_real_time_factor(
+    rclpy_context, ros_executor, wait_until, monkeypatch
+) -> None:
+    """At real_time_factor 0.001 a batch of steps (10 ms simulated) is paced to 10 s of wall
+    time: the physics thread slept that long at once and /diagnostics came every 10 s, not
+    once a wall second. (The rate of a wall-clock timer, not a performance figure: at least 2
+    in 3.5 s, where the whole batch's wait gave 1.)"""
+    sim = _in_process(rclpy_context, ('real_time_factor', 0.001))
+    try:
+        ros_executor.add_node(sim)
+        sent = []
+        monkeypatch.setattr(sim.pub_diagnostics, 'publish', sent.append)
+        sim.start()
+        start = time.monotonic()
+        wait_until(lambda: False, 3.5, ros_executor)
+        assert len(sent) >= 2, [round(time.monotonic() - start, 2), len(sent)]
+        assert sim.engine.step < 20  # (paced: at most a batch or two in 3.5 s)
+        assert sent[-1].status[0].values[3].key == 'real_time_factor_target'
+        assert sent[-1].status[0].values[3].value == '0.001'
+    finally:
+        sim.destroy_node()
+    assert not sim.running
+
+
 def test_a_failing_physics_thread_ends_the_node(rclpy_context, ros_executor, monkeypatch) -> None:
     from ffsim_ros.node_support import FatalNodeError
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import codecs
 import math
 import re
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections import OrderedDict, deque
@@ -433,6 +435,75 @@ def stamp_ns(stamp: Time) -> int:
     return stamp.sec * NS_PER_S + stamp.nanosec
 
 
+#: Signals that ask a node to stop: Ctrl-C, and what ``ros2 launch`` sends (SIGINT, then
+#: SIGTERM after its timeout).
+SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class ShutdownSignals:
+    """The Python handler of SIGINT and SIGTERM while :func:`run_node` runs: it records the
+    first signal (:attr:`received`); while the node starts (:attr:`raising`) it raises
+    ``KeyboardInterrupt`` for it, as Python's own SIGINT handler does; any other signal is
+    only recorded.
+
+    Installed before ``rclpy.init`` (:meth:`install`): rclpy then installs its own C handlers
+    on top, which chain to this one, so rclpy's handling stays what it is: its signal thread
+    wakes the executors and shuts the context down, which ends ``rclpy.spin``. While the node
+    spins, that is how a signal ends it, and nothing is raised at whatever line the main thread
+    is on. What this fixes, found with the real ``ros2 launch`` (2026-11-27):
+
+    * A terminal Ctrl-C reaches a node twice: from the terminal (the whole process group) and
+      from ``ros2 launch``, which forwards one more SIGINT 50-200 ms later. The second landed
+      in the clean-up (``destroy_node``: a ``KeyboardInterrupt`` traceback, exit -2) or in the
+      interpreter's finalization, where Python resets its handlers to the default action
+      (killed by SIGINT, exit -2, nothing printed). A later signal is ignored here, and
+      :meth:`release` leaves both signals ignored (``SIG_IGN``, which the finalization keeps)
+      once one came: the process is on its way out.
+    * The ``KeyboardInterrupt`` of a SIGINT landed anywhere in the spinning main thread:
+      inside a pybind11 call (``take_message`` of a subscription), which turned it into
+      ``RuntimeError: Unable to convert call argument '0' to Python object`` while
+      ``rclpy.ok()`` was still True (exit 1, "failed:" and a traceback), or inside the
+      constructor of an executor's ``Task`` ("Exception ignored in: Future.__del__",
+      ``AttributeError``). None is raised while spinning now, and an error raised once a
+      signal came is taken for the shutdown asked for (exit 0) by :func:`run_node`: e.g. a
+      callback failing on the context rclpy's signal thread shut down.
+    """
+
+    def __init__(self) -> None:
+        #: The first shutdown signal received (its number), or None.
+        self.received: int | None = None
+        #: Whether the first signal raises ``KeyboardInterrupt`` (only while the node starts).
+        self.raising = True
+        self._previous: dict[int, object] = {}
+
+    def __call__(self, signum: int, frame: object) -> None:
+        """The handler (``signal.signal`` calls it in the main thread)."""
+        first = self.received is None
+        if first:
+            self.received = signum
+        if first and self.raising:
+            raise KeyboardInterrupt
+
+    def install(self) -> None:
+        """Handle :data:`SHUTDOWN_SIGNALS` here, before ``rclpy.init``. Nothing is changed
+        outside the main thread (Python handles signals there only), nor for a signal that is
+        ignored (``nohup``, a background job) or has a handler Python did not install."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in SHUTDOWN_SIGNALS:
+            previous = signal.getsignal(signum)
+            if previous is None or previous is signal.SIG_IGN:
+                continue
+            signal.signal(signum, self)
+            self._previous[signum] = previous
+
+    def release(self) -> None:
+        """Put the previous handlers back; once a signal came, ignore the signals instead."""
+        for signum, previous in self._previous.items():
+            signal.signal(signum, signal.SIG_IGN if self.received is not None else previous)
+        self._previous.clear()
+
+
 def run_node(
     factory: Callable[[], Node],
     label: str,
@@ -448,9 +519,10 @@ def run_node(
     Returns
     -------
     int
-        0 after Ctrl-C or an external shutdown (also when the shutdown makes a running
-        callback fail: rcl errors on the invalid context); :data:`EXIT_INVALID_PARAMETER` (2)
-        when the arguments cannot be parsed or the node rejects a parameter at start-up (its
+        0 after Ctrl-C, SIGTERM or an external shutdown (also when the shutdown makes a running
+        callback fail -- rcl errors on the invalid context --: any error raised once a signal
+        came, see :class:`ShutdownSignals`); :data:`EXIT_INVALID_PARAMETER` (2) when the
+        arguments cannot be parsed or the node rejects a parameter at start-up (its
         :class:`ParameterValueError`, or rclpy's own parameter errors); :data:`EXIT_FATAL` (1)
         on a :class:`FatalNodeError` raised while spinning (a worker thread failed) or any
         other error. The reason goes to stderr, prefixed with ``label``.
@@ -460,11 +532,40 @@ def run_node(
     A node that fails in its constructor destroys itself before raising
     (:func:`destroy_on_failure`), and ``main`` destroys a built node before shutting the
     context down: no rcl handle outlives its context, which could crash the interpreter
-    at exit (a segmentation fault instead of the error).
+    at exit (a segmentation fault instead of the error). SIGINT and SIGTERM go through
+    :class:`ShutdownSignals`: the first ends the node (while spinning: through rclpy's
+    shutdown of the context, nothing raised), later ones (a terminal Ctrl-C under ``ros2
+    launch`` delivers two) do not interrupt the clean-up; after one, both stay ignored when
+    this returns.
     """
+    signals = ShutdownSignals()
+    signals.install()  # before rclpy.init: rclpy's handlers chain to it
+    try:
+        return _run_node(factory, label, args, executor, signals)
+    except KeyboardInterrupt:  # the first signal, during rclpy.init
+        signals.raising = False
+        rclpy.try_shutdown()
+        return 0
+    finally:
+        signals.raising = False
+        signals.release()
+
+
+def _run_node(
+    factory: Callable[[], Node],
+    label: str,
+    args: list[str] | None,
+    executor: Callable[[], Executor] | None,
+    signals: ShutdownSignals,
+) -> int:
+    """:func:`run_node` once its signal handlers are installed."""
     try:
         rclpy.init(args=args)
     except Exception as exc:  # noqa: BLE001 - rcl reports unparsable arguments this way
+        signals.raising = False
+        if signals.received is not None:  # (its KeyboardInterrupt, turned into another error)
+            rclpy.try_shutdown()
+            return 0
         print(f'{label}: invalid arguments: {exc}', file=sys.stderr)
         return EXIT_INVALID_PARAMETER
     node = None
@@ -473,22 +574,29 @@ def run_node(
     try:
         spinner = executor() if executor is not None else GuardedSingleThreadedExecutor()
         node = factory()
+        signals.raising = False  # from here on rclpy's signal thread ends the spinning
         rclpy.spin(node, spinner)
     except (ParameterValueError, ParameterException) as exc:
+        signals.raising = False
         print(f'{label}: invalid parameter: {exc}', file=sys.stderr)
         code = EXIT_INVALID_PARAMETER
     except FatalNodeError as exc:
+        signals.raising = False
         print(f'{label}: {exc}', file=sys.stderr)
         code = EXIT_FATAL
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:  # noqa: BLE001 - a bug: say so and exit, never hang half-alive
-        if rclpy.ok():
+        signals.raising = False
+        if rclpy.ok() and signals.received is None:
             print(f'{label}: failed:\n{traceback.format_exc()}', file=sys.stderr)
             code = EXIT_FATAL
-        # else Ctrl-C shut the context down under a running callback (a publisher's
-        # "context is invalid", a wait set that cannot be made): the shutdown asked for
+        # else a shutdown asked for: Ctrl-C shut the context down under a running callback (a
+        # publisher's "context is invalid", a wait set that cannot be made), or a signal came
+        # while the node started and its KeyboardInterrupt came out as another error (a
+        # pybind11 call turns it into "Unable to convert call argument")
     finally:
+        signals.raising = False  # a signal (the second of a Ctrl-C) must not stop the clean-up
         if node is not None:
             node.destroy_node()  # (first: it releases the callbacks that wait on the node)
         if spinner is not None:

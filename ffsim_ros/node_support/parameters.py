@@ -405,11 +405,11 @@ def name_problem(name: Any) -> str | None:
     return None
 
 
-class UndeclaredParameterError(ParameterNotDeclaredException):
-    """A set of a parameter the node has not declared, with a message naming it and what is
-    expected (rclpy's own says ``Invalid access to undeclared parameter(s): []`` for an empty
-    name). A :class:`~rclpy.exceptions.ParameterNotDeclaredException`, so rclpy's parameter
-    services answer it as theirs: ``successful=False`` with this message as the reason."""
+class RefusedSetError(ParameterNotDeclaredException):
+    """A set refused by the pre-set callback, with a message naming the parameter. A
+    :class:`~rclpy.exceptions.ParameterNotDeclaredException` (the only exception rclpy's
+    parameter services catch), so they answer it as theirs: ``successful=False`` with this
+    message as the reason; an in-process ``set_parameters`` raises it."""
 
     def __init__(self, names: Sequence[str], message: str) -> None:
         super().__init__(list(names))
@@ -418,6 +418,37 @@ class UndeclaredParameterError(ParameterNotDeclaredException):
 
     def __str__(self) -> str:
         return self.args[0]
+
+
+class UndeclaredParameterError(RefusedSetError):
+    """A set of a parameter the node has not declared, with a message naming it and what is
+    expected (rclpy's own says ``Invalid access to undeclared parameter(s): []`` for an empty
+    name)."""
+
+
+class WrongParameterTypeError(RefusedSetError):
+    """A set of a value of the wrong type, ``'real_time_factor: expected a double, got 'fast'
+    (a string)'`` as at start-up (rclpy's own says ``Wrong parameter type, expected '3' got
+    '4'``: no name, no value, type codes)."""
+
+
+#: Type names of the ``ParameterType`` constants (messages about parameters outside the table).
+_TYPE_NAMES = {code: name for code, name in (*_TYPES.values(), *_ARRAY_TYPES.values())}
+
+
+def wrong_type_message(name: str, descriptor: ParameterDescriptor, given: Parameter) -> str | None:
+    """``'<name>: expected a bool, got 1.0 (a double)'`` when ``given`` is not of the static
+    type of ``descriptor`` (for a parameter outside the table, e.g. rclpy's ``use_sim_time``),
+    else None (dynamically typed, the right type, no value, or a type without a name here)."""
+    expected = _TYPE_NAMES.get(descriptor.type)
+    if (
+        descriptor.dynamic_typing
+        or expected is None
+        or given.type_ in (Parameter.Type.NOT_SET, Parameter.Type(descriptor.type))
+    ):
+        return None
+    value = plain(given.value)
+    return f'{name}: expected {_article(expected)}, got {value!r} ({_kind_of(value)})'
 
 
 # ------------------------------------------------------------------------------ the table
@@ -562,27 +593,27 @@ class ParameterTable:
         empty name through, declaring it); the on-set callback also refuses a malformed name
         (:func:`name_problem`: an empty one) not declared, for rclpy < Iron. Names declared on
         the node but not in the table (``use_sim_time``, ``qos_overrides.*``, ...) are left
-        to rclpy.
+        to rclpy, but for the type of their value.
+
+        A value of the wrong type (an integer for a double is converted) is refused by the
+        pre-set callback (:meth:`_typed`: :class:`WrongParameterTypeError`, answered as
+        above) with the message of a bad start-up value: ``real_time_factor: expected a
+        double, got 'fast' (a string)``, ``use_sim_time: expected a bool, got 1.0 (a
+        double)`` (rclpy < Iron: rclpy's ``Wrong parameter type, expected '3' got '4'``). A
+        set naming a parameter twice (only an atomic one can: rclpy sets a non-atomic request
+        one parameter at a time) is refused, ``<name>: given twice in one set`` (the check saw
+        the last value only, ``/parameter_events`` announced each).
         """
         post_set = getattr(node, 'add_post_set_parameters_callback', None)  # rclpy >= Iron
         pre_set = getattr(node, 'add_pre_set_parameters_callback', None)  # rclpy >= Iron
 
         def coerce(params: list) -> list:
             """Undeclared names are refused; integers given for doubles become doubles
-            (before rclpy's type check)."""
+            (before rclpy's type check); any other type is refused naming the parameter."""
             undeclared = [p.name for p in params if not node.has_parameter(p.name)]
             if undeclared:
                 raise UndeclaredParameterError(undeclared, self.undeclared_message(undeclared))
-            out = []
-            for p in params:
-                spec = self._by_name.get(p.name)
-                if spec is not None and spec.element_type is float:
-                    try:
-                        p = Parameter(p.name, Parameter.Type(spec.ros_type), spec.coerce(p.value))
-                    except ParameterValueError:
-                        pass  # rclpy refuses it with its type error
-                out.append(p)
-            return out
+            return [self._typed(node, p) for p in params]
 
         def on_set(params: list) -> SetParametersResult:
             malformed = [
@@ -594,6 +625,13 @@ class ParameterTable:
                 return SetParametersResult(
                     successful=False, reason=self.undeclared_message(malformed)
                 )
+            seen: set[str] = set()
+            for p in params:  # (an atomic set: the dict below would keep only the last)
+                if p.name in seen:
+                    return SetParametersResult(
+                        successful=False, reason=f'{p.name}: given twice in one set'
+                    )
+                seen.add(p.name)
             changed = {p.name: p.value for p in params if p.name in self}
             if not changed:
                 return SetParametersResult(successful=True)
@@ -618,6 +656,29 @@ class ParameterTable:
         node.add_on_set_parameters_callback(on_set)
         if post_set is not None:
             post_set(after_set)
+
+    def _typed(self, node: Node, given: Parameter) -> Parameter:
+        """``given`` as the type of its parameter (pre-set): an integer for a double becomes
+        the double; a value of another type raises :class:`WrongParameterTypeError` naming the
+        parameter, the type and the value (for a parameter of the table the message of
+        :meth:`ParameterSpec.coerce`, as at start-up; for another statically typed one,
+        :func:`wrong_type_message`). A read-only parameter and a set without a value
+        (``NOT_SET``: an undeclaration) are left to rclpy, which refuses them (read-only first,
+        as rclpy and rclcpp check it before the type)."""
+        descriptor = node.describe_parameter(given.name)
+        if descriptor.read_only or given.type_ == Parameter.Type.NOT_SET:
+            return given
+        spec = self._by_name.get(given.name)
+        if spec is None:
+            message = wrong_type_message(given.name, descriptor, given)
+            if message is not None:
+                raise WrongParameterTypeError([given.name], message)
+            return given
+        try:
+            value = spec.coerce(given.value)
+        except ParameterValueError as exc:
+            raise WrongParameterTypeError([given.name], str(exc)) from None
+        return Parameter(given.name, Parameter.Type(spec.ros_type), value)
 
     # ------------------------------------------------------------------ the reference
     def markdown(self) -> str:
