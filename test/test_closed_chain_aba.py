@@ -20,7 +20,7 @@ from pinocchio_twin import pinocchio_twin
 
 from ffsim_ros import dynamics as D
 from ffsim_ros.dynamics import mufti as M
-from ffsim_ros.dynamics.builder import random_configuration, random_model
+from ffsim_ros.dynamics.builder import ModelBuilder, random_configuration, random_model
 from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.dynamics.mufti import samples as S
 from ffsim_ros.dynamics.mufti.tree import bodies
@@ -196,6 +196,123 @@ def test_loop_repeated_across_hinges_gives_half_the_multipliers() -> None:
         assert rel_err(sol.multipliers[name], 0.5 * one.multipliers['tips']) < 1e-10
         assert rel_err(sol.multipliers[name], ref.multipliers[name]) < 1e-10
     assert rel_err(sol.a, ref.a) < 1e-10
+
+
+def _bar(mass: float, length: float) -> dict:
+    """A slender bar along x from the joint: mass, CoM and inertia for ``add_body``."""
+    izz = mass * length * length / 12
+    return dict(mass=mass, com=(length / 2, 0, 0), inertia=[mass * 1e-4, 0, 0, izz, 0, izz])
+
+
+def folded_fourbar(kind: str, delta: float) -> tuple[M.ClosedChain, np.ndarray, np.ndarray]:
+    """A planar four-bar modelled spatially (fixed base, joints about z, gravity in the plane),
+    cut at the rocker's tip by a ``kind`` hinge closed at ``q = [0.2, delta, -delta / 2]``:
+    crank, coupler and rocker nearly in line, the loop ``delta`` from its folded singularity
+    (the in-plane loop Jacobian's singular-value ratio ~1.1 delta). Returns the chain, ``q``
+    and the in-plane loop Jacobian ``J`` (2, 3) of the rocker tip."""
+    b = ModelBuilder('fb4', floating_base=False, gravity=(0, -9.81, 0))
+    b.add_base('ground', mass=5.0, com=(0.5, 0, 0), inertia=[0.1, 0, 0, 0.4, 0, 0.45])
+    for name, parent, x, m, length in (
+        ('crank', 'ground', 0.0, 1.0, 0.5),
+        ('coupler', 'crank', 0.5, 2.0, 1.0),
+        ('rocker', 'coupler', 1.0, 1.5, 0.4),
+    ):
+        kw = dict(joint=f'j_{name}', joint_type='revolute', xyz=(x, 0, 0), axis=(0, 0, 1))
+        b.add_body(name, parent=parent, **kw, **_bar(m, length))
+    model = b.build()
+    q = np.array([0.2, delta, -0.5 * delta])
+    p, R = D.link_pose(model, q, 'rocker')
+    tip = p + R @ [0.4, 0, 0]
+    pg, Rg = D.link_pose(model, q, 'ground')
+    cut = M.LoopClosure(
+        'cut', 'rocker', 'ground', kind, translation_a=[0.4, 0, 0], translation_b=Rg.T @ (tip - pg)
+    )
+    Jr = D.link_jacobian(model, q, 'rocker')
+    J = (Jr[:3] - np.cross(R @ [0.4, 0, 0], Jr[3:].T).T)[:2]  # the tip's in-plane velocity
+    return M.ClosedChain(model, [cut]), q, J
+
+
+@pytest.mark.parametrize('kind', ['ball', 'revolute'])
+@pytest.mark.parametrize('delta', [1e-5, 1e-6])
+def test_nearly_folded_loop_keeps_its_independent_rows(kind: str, delta: float) -> None:
+    """Near a loop singularity the in-plane rows are still independent (singular-value ratio
+    ~1e-6, 1e-7: far above the 1e-9 threshold); the Delassus matrix squares that ratio, and its
+    pseudo-inverse, cut at 1e-9 of its own largest eigenvalue, dropped one: rank one short, 45 %
+    off in the accelerations. Now the rank is decided on the rows: the rank of the references,
+    and the accelerations of Gauss's principle on the null space of the loop Jacobian
+    (independent of the package's loop rows) and of ``nullspace`` to 1e-8."""
+    chain, q, J = folded_fourbar(kind, delta)
+    model = chain.model
+    sv = np.linalg.svd(J, compute_uv=False)
+    assert 1e-8 < sv[1] / sv[0] < 2e-6
+    v = np.zeros(model.nv)  # at rest: C a = 0 exactly
+    tau = np.array([0.3, -0.2, 0.1])
+    Mm = D.mass_matrix(model, q)
+    a_free = np.linalg.solve(Mm, tau - D.bias_forces(model, q, v))
+    Z = np.linalg.svd(J)[2][2:].T  # the loop's one degree of freedom
+    a_ref = Z @ np.linalg.solve(Z.T @ Mm @ Z, Z.T @ Mm @ a_free)
+    n_tree = 6 * model.arrays.parent.shape[0] - model.nv
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        sol = chain.dynamics(q, v, tau, method='aba', stabilize=False)
+        ref = chain.dynamics(q, v, tau, method='nullspace', stabilize=False)
+    assert sol.rank == ref.rank == n_tree + 2  # the two in-plane rows
+    assert rel_err(sol.a, a_ref) < 1e-8  # measured 3e-11 (delta 1e-5), 4e-10 (1e-6)
+    assert np.linalg.norm(sol.a - ref.a) < 1e-8 * np.linalg.norm(ref.a)
+    assert np.linalg.norm(J @ sol.a) < 1e-8 * np.linalg.norm(sol.a)
+    assert np.array_equal(chain.acceleration(q, v, tau, stabilize=False), sol.a)
+
+
+def closure_on_a_joint(kind: str) -> tuple[M.ClosedChain, np.ndarray, np.ndarray, np.ndarray]:
+    """A floating base and one revolute link, closed by a ``kind`` cut hinge placed on the
+    link's own joint (hinge frames = the joint frame, z its axis): the closure adds no
+    constraint, the exact answer is the free tree's."""
+    b = ModelBuilder('r', floating_base=True)
+    b.add_base('base', mass=10, inertia=[1, 0, 0, 1, 0, 1])
+    joint = dict(joint='j1', joint_type='revolute', xyz=(0.3, 0.1, 0.2), rpy=(0.3, 0.2, 0.1))
+    inertia = dict(mass=1, com=(0.5, 0, 0), inertia=[0.01, 0, 0, 0.1, 0, 0.1])
+    b.add_body('l1', parent='base', axis=(0, 0, 1), **joint, **inertia)
+    model = b.build()
+    q = D.neutral(model)
+    q[-1] = 0.7
+    p, R = D.link_pose(model, q, 'l1')
+    pb, Rb = D.link_pose(model, q, 'base')
+    cut = M.LoopClosure(
+        'on_j1', 'l1', 'base', kind, rotation_b=Rb.T @ R, translation_b=Rb.T @ (p - pb)
+    )
+    v = np.array([0.1, -0.2, 0.3, 0.2, 0.1, -0.3, 1.0])
+    return M.ClosedChain(model, [cut]), q, v, np.array([0.5])
+
+
+@pytest.mark.parametrize('kind', ['revolute', 'ball'])
+def test_closure_on_an_existing_joint_adds_no_constraint(kind: str) -> None:
+    """Every row of such a hinge is redundant: its singular values on the tree's velocities
+    are all round-off (~1e-17), which the purely relative rank test kept -- the largest
+    against itself --, with loop wrenches of 1e16 N and accelerations 55-81 % off. The floor
+    ``rtol beta_k`` (the bound from the unit rows and the joint's motion subspace) drops them
+    all, in the compiled solver and in its NumPy twin: the free tree's accelerations, no loop
+    wrench, the tree's rank, and the free tree's trajectory."""
+    chain, q, v, tau = closure_on_a_joint(kind)
+    model = chain.model
+    assert np.abs(np.concatenate(chain.constraint_error(q, v))).max() < 1e-15
+    a_free = D.aba(model, q, v, tau)
+    n_tree = 6 * model.arrays.parent.shape[0] - model.nv
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        for method in M.closed.CHAIN_METHODS:
+            sol = chain.dynamics(q, v, tau, method=method, stabilize=False)
+            assert rel_err(sol.a, a_free) < 1e-12, method
+            assert (sol.rank, sol.n_rows) == (n_tree, n_tree + chain.loops[0].rows), method
+            assert np.linalg.norm(sol.loop_wrenches['on_j1']) < 1e-9, method
+        assert rel_err(chain.acceleration(q, v, tau), a_free) < 1e-12
+        _, Q, V = chain.simulate(q, v, tau, 0.02, 1e-3)
+    bd = bodies(model, q, v)  # the NumPy twin's decision: no row kept
+    (U,) = chain.independent_rows(bd, chain.loop_rows(bd)[0])
+    assert U is not None and U.shape == (chain.loops[0].rows, 0)
+    qf, vf = q, v
+    for _ in range(20):
+        qf, vf = D.step(model, qf, vf, tau, 1e-3)
+    assert np.abs(Q[-1] - qf).max() < 1e-12 and np.abs(V[-1] - vf).max() < 1e-12
 
 
 def test_simulation_follows_the_reference_solver() -> None:
@@ -404,3 +521,8 @@ def test_rank_certificate_agrees_with_the_svd() -> None:
     assert certified > 100 and refused > 100, (certified, refused)
     assert not clearly_independent(np.zeros((4, 3)))
     assert not clearly_independent(np.ones((2, 3)))  # fewer rows than columns
+    # the floor: well-conditioned columns of round-off size (rows a closure on an existing
+    # joint cannot violate) are not certified, the same columns at full size are
+    X = np.linalg.qr(rng.normal(size=(5, 3)))[0]
+    assert clearly_independent(X, 1e-9) and clearly_independent(1e-17 * X)
+    assert not clearly_independent(1e-17 * X, 1e-9)

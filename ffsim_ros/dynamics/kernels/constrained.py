@@ -25,9 +25,14 @@ velocity-product terms of [M eqs. 6-9, 48] becoming ``-d . (w_a x v_{o_a} - w_b 
 
 Redundant rows are reduced per cut hinge as the NumPy reference does: the SVD of the hinge's
 rows on the tree's velocities ``C_k`` (its path columns only), rows kept along the left
-singular vectors above ``rtol`` times the largest, minimum-norm multipliers ``U_k lambda_k``
-([M Appendix case 2], decided per hinge). A Delassus matrix still singular after that (rows
-dependent across hinges) is solved by its pseudo-inverse (minimum-norm loop multipliers).
+singular vectors above ``rtol`` times the largest and above ``rtol beta_k``
+(:func:`.cut_hinges.hinge_scale`: the bound on them from the unit rows and the path's motion
+subspaces, so that a hinge whose rows are all round-off -- a closure on an existing joint --
+keeps none), minimum-norm multipliers ``U_k lambda_k`` ([M Appendix case 2], decided per
+hinge). The Delassus system is solved by Cholesky; where it is singular or nearly so after
+that (rows dependent across hinges, a loop singularity) by the rank-revealing solve of
+:mod:`.delassus`: rank decided on the rows' singular values at ``rtol``, not on the Delassus
+matrix's (their squares), minimum-norm loop multipliers.
 """
 
 from __future__ import annotations
@@ -45,19 +50,17 @@ from .aba import (
 from .conservation import correct_momentum, momentum_after, system_momentum
 from .cut_hinges import (
     clearly_independent,
+    hinge_scale,
     hinge_velocity_rows,
     jacobi_svd,
     loop_row_count,
     loop_rows,
 )
+from .delassus import solve_delassus
 from .friction import joint_friction
 from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, unpack
 from .lie_group import RK4_NODES, RK4_WEIGHTS, chart_rate, integrate, rk4_stage
-
-#: Pivot of the Delassus Cholesky factor, relative to the largest diagonal, below which the
-#: pseudo-inverse is used instead.
-DELASSUS_PIVOT_RTOL = 1e-10
 
 
 @njit
@@ -163,67 +166,6 @@ def unit_response(
 
 
 @njit
-def _solve_delassus(A: np.ndarray, b: np.ndarray) -> tuple:
-    """``A x = b`` for the symmetric positive semi-definite Delassus matrix ``A`` (K, K):
-    Cholesky, or the pseudo-inverse (minimum norm) when a pivot falls below
-    :data:`DELASSUS_PIVOT_RTOL` of the largest diagonal. Returns ``(x, rank)``."""
-    K = A.shape[0]
-    if K == 0:
-        return np.zeros(0), 0
-    L = np.zeros((K, K))
-    dmax = 0.0
-    for j in range(K):
-        dmax = max(dmax, abs(A[j, j]))
-    ok = dmax > 0.0
-    for j in range(K):
-        if not ok:
-            break
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > DELASSUS_PIVOT_RTOL * dmax:
-            ok = False
-            break
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, K):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-    if ok:
-        x = b.copy()
-        for i in range(K):
-            s = x[i]
-            for k in range(i):
-                s -= L[i, k] * x[k]
-            x[i] = s / L[i, i]
-        for i in range(K - 1, -1, -1):
-            s = x[i]
-            for k in range(i + 1, K):
-                s -= L[k, i] * x[k]
-            x[i] = s / L[i, i]
-        return x, K
-    X = A.copy()  # A = U diag(sv) V^T with X = U diag(sv): A^+ b = V diag(1/sv^2) X^T b
-    V = np.empty((K, K))
-    sv = np.empty(K)
-    jacobi_svd(X, V, sv)
-    tol = 1e-9 * sv[0]
-    x = np.zeros(K)
-    rank = 0
-    for j in range(K):
-        if sv[j] > tol:
-            rank += 1
-            c = 0.0
-            for i in range(K):
-                c += X[i, j] * b[i]
-            c /= sv[j] * sv[j]
-            for i in range(K):
-                x[i] += V[i, j] * c
-    return x, rank
-
-
-@njit
 def reduced_responses(
     m: ModelArrays,
     S: np.ndarray,
@@ -239,6 +181,7 @@ def reduced_responses(
     """The independent row combinations of every cut hinge and their test responses.
 
     Per hinge ``k``: ``U_k`` (its independent combinations, :func:`jacobi_svd` of ``C_k^T``,
+    singular values above ``rtol`` times the largest and ``rtol`` times :func:`hinge_scale`;
     identity when all rows are independent) into ``basis`` (nrows, 6) and their count into
     ``keep`` (nl,). Then, for each of the ``K`` combined rows ``U_k^T W_k``, the accelerations
     of its unit wrench (:func:`unit_response`).
@@ -276,8 +219,9 @@ def reduced_responses(
         ia = loop_i[lp, 0]
         ib = loop_i[lp, 1]
         Ct = hinge_velocity_rows(m, S, W, r0, nr, ia, ib, flag, cbuf)
+        floor = rtol * hinge_scale(m, S, W, r0, nr, flag)
         kk = 0
-        if clearly_independent(Ct):
+        if clearly_independent(Ct, floor):
             kk = nr  # the SVD would keep every row (its decision, without it)
             for j in range(nr):
                 for r in range(nr):
@@ -285,9 +229,8 @@ def reduced_responses(
         elif Ct.shape[0] > 0:
             # C_k = V diag(sv) U^T: its left singular vectors are the V of C_k^T
             jacobi_svd(Ct, Vk, svk)
-            big = max(svk[0], 1e-300)
             for j in range(min(nr, Ct.shape[0])):
-                if svk[j] > rtol * big:
+                if svk[j] > rtol * svk[0] and svk[j] > floor:
                     kk += 1
             for j in range(kk):
                 for r in range(nr):
@@ -413,7 +356,8 @@ def closed_chain_dynamics(
     fext : (nb, 6) body wrenches about O, or an empty (0, 6) array.
     loop_i, loop_f : cut hinges (:func:`loop_rows`).
     alpha, beta : Baumgarte gains [1/s, 1/s^2] (zero for the plain ``xi'' = 0``).
-    rtol : rank threshold of a hinge's singular values, relative to its largest.
+    rtol : rank threshold of a hinge's singular values, relative to its largest and to
+        :func:`.cut_hinges.hinge_scale` (and of the reduced rows' across hinges).
     qdd : (nv,) output accelerations;  lam : (nrows,) output multipliers per cut-hinge row
     (``+ W lam`` on body a, ``- W lam`` on body b);  acc : (nb, 6) output body spatial
     accelerations at O, gravity offset included (``A - [g; 0]``); an empty (0, 6) array
@@ -445,7 +389,7 @@ def closed_chain_dynamics(
         for c in range(6):
             s -= Wr[j, c] * (acc_free[ra[j], c] - acc_free[rb[j], c])
         br[j] = s
-    lam_r, rank = _solve_delassus(A, br)
+    lam_r, rank = solve_delassus(m, S, A, br, Wr, ra, rb, Mq, rtol)
     for j in range(K):
         lj = lam_r[j]
         for c in range(nv):
@@ -520,8 +464,8 @@ def loop_projection(
             vr[k0 + j] = s
         r0 += nr
         k0 += keep[lp]
-    yq, _ = _solve_delassus(A, xr)
-    yv, _ = _solve_delassus(A, vr)
+    yq, _ = solve_delassus(m, S, A, xr, Wr, ra, rb, Mq, rtol)
+    yv, _ = solve_delassus(m, S, A, vr, Wr, ra, rb, Mq, rtol)
     for c in range(nv):
         sq = 0.0
         sv = 0.0

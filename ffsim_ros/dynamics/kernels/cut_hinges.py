@@ -1,7 +1,8 @@
 """Cut-hinge rows of a closed chain for the compiled solver (:mod:`.constrained`): their
 spatial-wrench form at O, right-hand sides and errors (:func:`loop_rows`), their restriction
 to the velocities of the loop's path (:func:`hinge_velocity_rows`), and the small one-sided
-Jacobi SVD that decides their rank (:func:`jacobi_svd`). The rows are those of
+Jacobi SVD that decides their rank (:func:`jacobi_svd`, against the largest singular value
+and the bound :func:`hinge_scale`). The rows are those of
 :class:`ffsim_ros.dynamics.mufti.ClosedChain` ([M eqs. 6-9, 48, 63-66], seed 001); see
 :mod:`.constrained` for their form.
 """
@@ -37,13 +38,15 @@ CERTIFIED_RATIO = 1e-4
 
 
 @njit
-def clearly_independent(X: np.ndarray) -> bool:
+def clearly_independent(X: np.ndarray, floor: float = 0.0) -> bool:
     """Whether the columns of ``X`` (L, n), n <= 6, are certainly independent with
-    ``sigma_min / sigma_max >= CERTIFIED_RATIO`` -- the common case, decided without the SVD.
+    ``sigma_min / sigma_max >= CERTIFIED_RATIO`` and ``sigma_min > floor`` -- the common
+    case, decided without the SVD.
 
     With the Gram matrix ``G = X^T X = L L^T`` (Cholesky), ``sigma_min^2 = 1 / |G^-1|_2 >=
     1 / |L^-1|_F^2`` and ``sigma_max^2 <= trace G``. False (the caller then takes
     :func:`jacobi_svd`) when the bound is not met, without saying the columns are dependent.
+    (The floor: columns of round-off alone are as well conditioned, relatively, as any.)
     """
     L, n = X.shape
     if n == 0 or L < n:
@@ -68,7 +71,7 @@ def clearly_independent(X: np.ndarray) -> bool:
                 t -= G[i, k] * inv[k]
             inv[i] = t / G[i, i]
             frob += inv[i] * inv[i]
-    return frob * trace * CERTIFIED_RATIO * CERTIFIED_RATIO <= 1.0
+    return frob * trace * CERTIFIED_RATIO * CERTIFIED_RATIO <= 1.0 and frob * floor * floor < 1.0
 
 
 @njit
@@ -307,3 +310,34 @@ def hinge_velocity_rows(
                 C[col, r] = sgn * s
             col += 1
     return C
+
+
+@njit
+def hinge_scale(
+    m: ModelArrays, S: np.ndarray, W: np.ndarray, r0: int, nr: int, flag: np.ndarray
+) -> float:
+    """``beta_k``: the bound ``sqrt(nr) |S_k|_F`` on the singular values of a cut hinge's
+    ``C_k`` (:func:`hinge_velocity_rows`, whose ``flag`` marks the path), ``S_k`` the motion
+    subspaces of its path's joints taken at the hinge's point of application ``o_m`` (velocity
+    of the point there and angular velocity per unit rate, [m/s, rad/s]): a row is a unit
+    force or couple at ``o_m``, so each entry of ``C_k`` is at most its column's norm there.
+    Independent of the origin, it sizes what a genuine row can be against round-off; ``o_m =
+    1/2 sum_d d x (o_m x d)`` from the three translational rows ``W = [d; o_m x d]``."""
+    o0 = 0.0
+    o1 = 0.0
+    o2 = 0.0
+    for r in range(r0, r0 + 3):
+        o0 += 0.5 * (W[r, 1] * W[r, 5] - W[r, 2] * W[r, 4])
+        o1 += 0.5 * (W[r, 2] * W[r, 3] - W[r, 0] * W[r, 5])
+        o2 += 0.5 * (W[r, 0] * W[r, 4] - W[r, 1] * W[r, 3])
+    total = 0.0
+    for i in range(flag.shape[0]):
+        if flag[i] != 1 and flag[i] != 3:
+            continue
+        for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+            w0, w1, w2 = S[3, c], S[4, c], S[5, c]
+            v0 = S[0, c] + w1 * o2 - w2 * o1
+            v1 = S[1, c] + w2 * o0 - w0 * o2
+            v2 = S[2, c] + w0 * o1 - w1 * o0
+            total += v0 * v0 + v1 * v1 + v2 * v2 + w0 * w0 + w1 * w1 + w2 * w2
+    return np.sqrt(nr * total)

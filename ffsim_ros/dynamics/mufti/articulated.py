@@ -41,7 +41,8 @@ class LoopKernel:
     model : Model
     loops : sequence of :class:`~.closed.LoopClosure`
     rtol : float
-        Rank threshold of a hinge's singular values (relative to its largest).
+        Rank threshold of a hinge's singular values (relative to its largest and to the
+        bound from its rows and path, :mod:`.loop_rank`).
     """
 
     def __init__(self, model: Model, loops: Sequence, rtol: float) -> None:

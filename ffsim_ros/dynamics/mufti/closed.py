@@ -35,8 +35,12 @@ stability region).
 
 Redundant cut-hinge rows (a planar four-bar: the out-of-plane rows of the cut hinge are
 implied by the tree's) make ``G`` rank deficient; it is then reduced by SVD [M Appendix case 2]
-with a :class:`~.linalg.RedundantConstraintWarning`, and the minimum-norm multipliers are
-returned (the redundant loop forces are statically indeterminate).
+with a :class:`~.linalg.RedundantConstraintWarning` (per cut hinge, :meth:`independent_rows`),
+and minimum-norm multipliers are returned (the redundant loop forces are statically
+indeterminate): rows redundant within a hinge carry none, whatever the method; for rows
+dependent *across* hinges ``'aba'`` minimizes the norm of the loop multipliers alone,
+``'kkt'``, ``'nullspace'`` and ``'multipliers'`` that of all multipliers, tree hinges included
+-- the accelerations agree, the loop wrenches need not.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from .articulated import LoopKernel
 from .chain_inputs import check_finite, name_bad_input
 from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
+from .loop_rank import hinge_basis, hinge_scale, reduced_rows
 from .tree import (
     METHODS,
     Bodies,
@@ -75,7 +80,8 @@ from .tree import (
 #: Solvers of the closed-chain system: the compiled tree-coordinate form (default) and the
 #: maximal-coordinate references of :mod:`.linalg`.
 CHAIN_METHODS = ('aba',) + METHODS
-#: Singular values of a cut hinge's ``C_k`` below this fraction of its largest are zero.
+#: Singular values of a cut hinge's ``C_k`` below this fraction of its largest, or of the
+#: bound on them from its rows and path (:mod:`.loop_rank`), are zero.
 _RANK_RTOL = 1e-9
 
 #: Default Baumgarte natural frequency [rad/s]: ``alpha = 2 omega``, ``beta = omega^2``.
@@ -96,8 +102,10 @@ class ClosedChainSolution:
         ``lambda_c`` of each cut hinge (3, 5 or 6 values, rows as in the module docstring).
     loop_wrenches : dict[str, (6,) ndarray]
         ``[f; n]`` [N, N m]: the wrench body ``a`` exerts on body ``b`` through the cut hinge,
-        at the hinge point ``o_b``, inertial frame (loop-closure force; the minimum-norm one
-        when the rows are redundant).
+        at the hinge point ``o_b``, inertial frame (loop-closure force). Redundant rows: none
+        from rows redundant within the hinge; for rows dependent across hinges the wrench of
+        the minimum-norm *loop* multipliers with ``'aba'``, of the minimum norm over all
+        multipliers (tree hinges included) with the other methods (module docstring).
     hinge_forces, constraint_torques : (n, 3) ndarray
         Tree hinges as in :class:`~.tree.MaximalSolution`.
     rank : int
@@ -300,6 +308,7 @@ class ClosedChain:
         such rows are only nearly redundant off the manifold (their dependence on the tree's
         rows holds through the closure of the loop): an RK4 stage ~1e-7 m off the manifold
         then passes a relative 1e-9 test as independent and the multipliers explode.
+        (The rank threshold: :mod:`.loop_rank`.)
         """
         nb = self.model.arrays.parent.shape[0]
         Bv = body_velocity_jacobian(self.model, bd)
@@ -308,10 +317,9 @@ class ClosedChain:
         for lp in self.loops:
             sl = slice(r0, r0 + lp.rows)
             part = Rows(rows.a[sl], rows.b[sl], rows.Ga[sl], rows.Gb[sl], rows.rhs[sl])
-            C = part.matrix(nb).dense() @ Bv
-            U, sv, _ = np.linalg.svd(C, full_matrices=False)
-            keep = int(np.sum(sv > _RANK_RTOL * max(sv[0], 1e-300))) if sv.size else 0
-            out.append(None if keep == lp.rows else U[:, :keep])
+            (ia, _, oa), (ib, _, ob) = self._hinge_frames(bd, lp)
+            scale = hinge_scale(self.model, bd, ia, ib, 0.5 * (oa + ob), lp.rows)
+            out.append(hinge_basis(part.matrix(nb).dense() @ Bv, scale, _RANK_RTOL))
             r0 += lp.rows
         return out
 
@@ -319,25 +327,8 @@ class ClosedChain:
         self, rows: Rows, bases: list[np.ndarray | None]
     ) -> tuple[Rows, list[np.ndarray]]:
         """``rows`` with each hinge's rows replaced by their independent combinations
-        ``U_k^T`` (:meth:`independent_rows`), and the per-hinge maps back ``U_k``."""
-        parts, maps = [], []
-        r0 = 0
-        for lp, U in zip(self.loops, bases, strict=True):
-            sl = slice(r0, r0 + lp.rows)
-            U = np.eye(lp.rows) if U is None else U
-            k = U.shape[1]
-            parts.append(
-                Rows(
-                    rows.a[sl][:k].copy(),
-                    rows.b[sl][:k].copy(),
-                    U.T @ rows.Ga[sl],
-                    U.T @ rows.Gb[sl],
-                    U.T @ rows.rhs[sl],
-                )
-            )
-            maps.append(U)
-            r0 += lp.rows
-        return Rows.concat(parts), maps
+        (:meth:`independent_rows`), and the per-hinge maps back ``U_k``."""
+        return reduced_rows(self._row_counts, rows, bases)
 
     def constraint_error(self, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Position and velocity errors of the cut hinges.

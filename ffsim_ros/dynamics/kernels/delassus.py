@@ -1,0 +1,205 @@
+"""The Delassus system ``(C M^-1 C^T) lambda = b`` of the compiled closed-chain solver
+(:mod:`.constrained`), ``C`` its per-hinge reduced loop rows on the tree's velocities.
+
+Cholesky first: on a well-conditioned system the whole of the solve. Where a pivot falls
+below :data:`DELASSUS_PIVOT_RTOL` of the largest diagonal -- rows dependent across cut hinges,
+or nearly so near a loop singularity -- the rank is decided on the rows ``C`` themselves,
+not on the Delassus matrix, whose eigenvalues are their singular values *squared* (times
+``M^-1``'s): with ``C^T = U diag(s) V^T`` (one-sided Jacobi), the directions ``V_j`` with
+``s_j > rtol s_0`` are kept, as the per-hinge reduction keeps a hinge's rows, and the system
+is solved in the square-root form ``N z = diag(s)^-1 V^T b``, ``N = U^T M^-1 U`` (its
+condition that of ``M`` alone; ``M^-1 U`` from the test responses ``M^-1 C^T``), ``lambda =
+V diag(s)^-1 z``: the minimum-norm loop multipliers. A direction along a singular value
+ratio ``r`` then costs ``eps / r`` of the accelerations' accuracy, where the Delassus matrix
+would cost ``eps / r^2`` -- and drop it, below ``r ~ 1e-5``, at its own pivot threshold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+from .cut_hinges import jacobi_svd
+from .layout import ModelArrays
+
+#: Pivot of the Delassus Cholesky factor, relative to the largest diagonal, below which the
+#: rank-revealing solve is used instead.
+DELASSUS_PIVOT_RTOL = 1e-10
+#: Pivot of ``N`` (condition that of ``M``), relative to its largest diagonal, below which a
+#: kept direction is dropped after all: a guard against a singular mass matrix.
+N_PIVOT_RTOL = 1e-14
+
+
+@njit
+def _cholesky_solve(A: np.ndarray, b: np.ndarray, rtol: float) -> tuple:
+    """``A x = b`` by Cholesky for the symmetric ``A`` (K, K); ``(x, True)``, or an empty
+    ``x`` and False when a pivot is not above ``rtol`` times the largest diagonal."""
+    K = A.shape[0]
+    L = np.zeros((K, K))
+    dmax = 0.0
+    for j in range(K):
+        dmax = max(dmax, abs(A[j, j]))
+    if not dmax > 0.0:
+        return np.empty(0), False
+    for j in range(K):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > rtol * dmax:
+            return np.empty(0), False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, K):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    x = b.copy()
+    for i in range(K):
+        s = x[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(K - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, K):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+    return x, True
+
+
+@njit
+def loop_rows_on_velocities(
+    m: ModelArrays, S: np.ndarray, Wr: np.ndarray, ra: np.ndarray, rb: np.ndarray
+) -> np.ndarray:
+    """``C^T`` (nv, K): the rows ``Wr`` (K, 6) (``+`` on body ``ra``, ``-`` on ``rb``) on the
+    tree's velocities; the columns of common ancestors are exactly zero."""
+    nb = m.parent.shape[0]
+    K = Wr.shape[0]
+    Ct = np.zeros((S.shape[1], K))
+    flag = np.empty(nb, dtype=np.int64)
+    for j in range(K):
+        for i in range(nb):
+            flag[i] = 0
+        i = ra[j]
+        while i >= 0:
+            flag[i] = 1
+            i = m.parent[i]
+        i = rb[j]
+        while i >= 0:
+            flag[i] = 2 if flag[i] == 1 else 3
+            i = m.parent[i]
+        for i in range(nb):
+            if flag[i] == 1 or flag[i] == 3:
+                sgn = 1.0 if flag[i] == 1 else -1.0
+                for c in range(m.iv[i], m.iv[i] + m.nvj[i]):
+                    s = 0.0
+                    for k in range(6):
+                        s += Wr[j, k] * S[k, c]
+                    Ct[c, j] = sgn * s
+    return Ct
+
+
+@njit
+def _rank_revealing_solve(
+    m: ModelArrays,
+    S: np.ndarray,
+    b: np.ndarray,
+    Wr: np.ndarray,
+    ra: np.ndarray,
+    rb: np.ndarray,
+    Mq: np.ndarray,
+    rtol: float,
+) -> tuple:
+    """The fallback of :func:`solve_delassus` (module docstring). Returns ``(x, rank)``."""
+    K = Wr.shape[0]
+    nv = S.shape[1]
+    X = loop_rows_on_velocities(m, S, Wr, ra, rb)  # becomes U diag(s)
+    V = np.empty((K, K))
+    sv = np.empty(K)
+    jacobi_svd(X, V, sv)
+    r = 0
+    while r < K and sv[r] > rtol * sv[0] and sv[r] > 0.0:
+        r += 1
+    # G = M^-1 U_r = Mq^T V_r diag(s)^-1;  N = U_r^T G;  c = diag(s)^-1 V_r^T b
+    G = np.zeros((nv, r))
+    c = np.zeros(r)
+    for j in range(r):
+        for k in range(K):
+            f = V[k, j] / sv[j]
+            c[j] += f * b[k]
+            for i in range(nv):
+                G[i, j] += f * Mq[k, i]
+    N = np.zeros((r, r))
+    for i in range(r):
+        for j in range(i + 1):
+            s = 0.0
+            t = 0.0
+            for k in range(nv):
+                s += X[k, i] * G[k, j]
+                t += X[k, j] * G[k, i]
+            N[i, j] = 0.5 * (s / sv[i] + t / sv[j])  # U_i = X_i / s_i; N_ij and N_ji averaged
+            N[j, i] = N[i, j]
+    # N = L L^T, a direction whose pivot vanishes (a singular M) dropped
+    L = np.zeros((r, r))
+    nmax = 0.0
+    for j in range(r):
+        nmax = max(nmax, N[j, j])
+    rank = 0
+    for j in range(r):
+        s = N[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > N_PIVOT_RTOL * nmax:
+            continue  # its column of L stays zero
+        rank += 1
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, r):
+            s = N[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    z = c.copy()
+    for i in range(r):
+        s = z[i]
+        for k in range(i):
+            s -= L[i, k] * z[k]
+        z[i] = s / L[i, i] if L[i, i] > 0.0 else 0.0
+    for i in range(r - 1, -1, -1):
+        s = z[i]
+        for k in range(i + 1, r):
+            s -= L[k, i] * z[k]
+        z[i] = s / L[i, i] if L[i, i] > 0.0 else 0.0
+    x = np.zeros(K)
+    for j in range(r):
+        f = z[j] / sv[j]
+        for k in range(K):
+            x[k] += V[k, j] * f
+    return x, rank
+
+
+@njit
+def solve_delassus(
+    m: ModelArrays,
+    S: np.ndarray,
+    A: np.ndarray,
+    b: np.ndarray,
+    Wr: np.ndarray,
+    ra: np.ndarray,
+    rb: np.ndarray,
+    Mq: np.ndarray,
+    rtol: float,
+) -> tuple:
+    """``A x = b`` for the Delassus matrix ``A = C M^-1 C^T`` (K, K) of the rows ``Wr`` (K, 6)
+    (``+`` on bodies ``ra``, ``-`` on ``rb``), ``Mq`` (K, nv) their responses ``(M^-1
+    C^T)^T``: Cholesky, or where a pivot falls below :data:`DELASSUS_PIVOT_RTOL` of the
+    largest diagonal the rank-revealing solve on ``C`` (module docstring: rank at ``rtol`` of
+    the largest singular value of ``C``, minimum-norm ``x``). Returns ``(x, rank)``."""
+    K = A.shape[0]
+    if K == 0:
+        return np.zeros(0), 0
+    x, ok = _cholesky_solve(A, b, DELASSUS_PIVOT_RTOL)
+    if ok:
+        return x, K
+    return _rank_revealing_solve(m, S, b, Wr, ra, rb, Mq, rtol)
