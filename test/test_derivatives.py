@@ -671,6 +671,39 @@ def test_so3_coefficients_series_and_closed_forms():
 
 
 # --------------------------------------------------------------------------------------------
+# far from the world origin
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('name', ['servicer', 'servicer_g_friction'])
+def test_the_derivatives_far_from_the_world_origin_are_those_at_it(name):
+    """No output depends on where the base is (``d qdd / d r0 = 0``, ``A[:, 0:3] = [E; 0]``,
+    ``J*``'s translation columns 0; the base wrench acts at the base CoM; uniform gravity), so
+    they are evaluated about the base, as ``D.step`` is: at 1 km, 100 km and 7000 km from the
+    origin they are the values at it (they were 5e-8 / 2e-3 off, and raised "a degenerate
+    model" at 7000 km: the kernels' spatial quantities about O cancel terms of ``m |r|^2``)."""
+    model = case_model(name)
+    q, v, tau, rng = state(model, 31)
+    q[:3] = 0.0
+    a, wrench = rng.normal(size=model.nv), rng.normal(size=6) * 20.0
+
+    def outputs(at: np.ndarray) -> list[np.ndarray]:
+        return [
+            *D.forward_dynamics_derivatives(model, at, v, tau, base_wrench=wrench),
+            *D.inverse_dynamics_derivatives(model, at, v, a),
+            *D.step_derivatives(model, at, v, tau, 1e-3, base_wrench=wrench),
+            *D.generalized_velocity_derivatives(model, at, v[6:], 'ee_link'),
+        ]
+
+    at_origin = outputs(q)
+    for distance in (1e3, 1e5, 7e6):
+        far = q.copy()
+        far[:3] = distance * np.array([0.6, 0.8, 0.0])
+        for k, (got, ref) in enumerate(zip(outputs(far), at_origin, strict=True)):
+            assert_close(got, ref, f'output {k} at {distance:g} m', 1e-12)
+
+
+# --------------------------------------------------------------------------------------------
 # bad input
 # --------------------------------------------------------------------------------------------
 

@@ -772,8 +772,8 @@ def test_a_robot_without_joints_gets_every_algorithm() -> None:
 
 def test_non_finite_states_and_zero_quaternions_are_named() -> None:
     """A batched call checks its rows before its parallel loops (a kernel failing there could
-    not report it); a single call names the bad argument when its kernel fails (a NaN that
-    only propagates comes out as NaN: the per-call fast paths do not scan their inputs)."""
+    not report it); a single call names the bad argument when its kernel fails or its result
+    is not finite (the per-call fast paths check their result, not their inputs)."""
     model = D.load_urdf(sample_robot('ffsim_servicer_7dof').read_text())
     rng = np.random.default_rng(8)
     Q = np.array([random_state(model, rng)[0] for _ in range(4)])

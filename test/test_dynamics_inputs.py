@@ -2,15 +2,18 @@
 
 Each test pins a defect found by probing the public functions: a batched step that ignored
 ``conserve_momentum``, step counts and numbers taken from floats, strings and complex values,
-failures within a step blamed on the model, solvers failing on NaN without naming it, tiny
-quaternions refused by some functions and normalized by others, a model that could not be
-pickled, and smaller argument checks.
+failures within a step blamed on the model (by the step's linearization too), solvers failing
+on NaN without naming it, tiny quaternions refused by some functions and normalized by others, a
+model that could not be pickled, smaller argument checks, and an overflow from finite inputs
+returned as NaN or blamed on a non-finite input.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import pickle
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -200,6 +203,22 @@ def test_a_step_failing_from_a_finite_state_says_so(servicer: D.Model) -> None:
         assert 'from a finite state' in text and 'dt = 1e+06 s' in text, text
         assert 'degenerate' not in text, text
         assert 'too large a step' in text and 'too fast a motion' in text
+
+
+def test_the_step_linearization_failing_from_a_finite_state_says_so(servicer: D.Model) -> None:
+    """``step_derivatives`` blamed the model ("the dynamics ... are not defined at this state
+    ... a degenerate model") where ``D.step`` raises ``StepFailure``: too fast a motion, too
+    large a step, efforts too large for it. It fails as the step does, with its words."""
+    q, v, tau = state(servicer)
+    for args in ((q, v * 1e150, tau, 1e-3), (q, v, tau, 1000.0), (q, v, tau * 1e300, 1e-3)):
+        with pytest.raises(D.StepFailure) as step:
+            D.step(servicer, *args)
+        with pytest.raises(D.StepFailure) as linearization:
+            D.step_derivatives(servicer, *args)
+        text = str(linearization.value)
+        assert text == str(step.value)
+        assert text.startswith('step: the dynamics failed within the step from a finite state')
+        assert f'dt = {args[3]:g} s' in text and 'degenerate' not in text, text
 
 
 @pytest.mark.parametrize('name', ['rtol', 'atol'])
@@ -406,3 +425,84 @@ def test_batched_aba_broadcasts_against_q(servicer: D.Model) -> None:
     assert np.array_equal(D.aba(servicer, q[None], v, tau)[0], D.aba(servicer, q, v, tau))
     with pytest.raises(ValueError, match=r'v: expected 13 values, got shape \(2, 13\)'):
         D.aba(servicer, q, V, tau)
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. an overflow from finite inputs
+# ----------------------------------------------------------------------------------------------
+
+
+def test_an_overflow_from_finite_inputs_says_so(servicer: D.Model) -> None:
+    """Finite velocities of 1e200 (their products overflow): aba, every forward-dynamics method,
+    batched aba, bias_forces and inverse_dynamics returned NaN silently, kinetic_energy inf,
+    'nullspace' raised SciPy's "array must not contain infs or NaNs", 'barycentric' named a
+    ``torques`` never passed, the derivatives said "non-finite input". Each says overflow."""
+    q, v, tau = state(servicer)
+    fast = v * 1e200
+    top = f'{np.abs(fast).max():.3g}'.replace('+', r'\+')
+    link = {servicer.link_names[-1]: np.ones(6)}
+    calls = {
+        'aba': lambda: D.aba(servicer, q, fast, tau),
+        'aba, wrenches': lambda: D.aba(servicer, q, fast, tau, np.ones(6), link),
+        'aba, batched': lambda: D.aba(servicer, np.stack([q, q]), np.stack([v, fast]), tau),
+        **{
+            f'forward_dynamics {m}': functools.partial(
+                D.forward_dynamics, servicer, q, fast, tau, method=m
+            )
+            for m in D.FORWARD_DYNAMICS_METHODS
+        },
+        'bias_forces': lambda: D.bias_forces(servicer, q, fast),
+        'bias_forces, batched': lambda: D.bias_forces(
+            servicer, np.stack([q, q]), np.stack([v, fast])
+        ),
+        'inverse_dynamics': lambda: D.inverse_dynamics(servicer, q, fast, v),
+        'inverse_dynamics, wrenches': lambda: D.inverse_dynamics(
+            servicer, q, fast, v, link_wrenches=link
+        ),
+        'kinetic_energy': lambda: D.kinetic_energy(servicer, q, fast),
+        'forward_dynamics_derivatives': lambda: D.forward_dynamics_derivatives(
+            servicer, q, fast, tau
+        ),
+        'inverse_dynamics_derivatives': lambda: D.inverse_dynamics_derivatives(
+            servicer, q, fast, v
+        ),
+    }
+    expected = (
+        r"^overflow: the dynamics of 'ffsim_servicer_7dof' are not finite at this finite state: "
+        rf'velocities/efforts too large \(max \|v\| = {top}[,)]'
+    )
+    for what, call in calls.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', RuntimeWarning)  # NumPy's overflow warnings
+            with pytest.raises(ValueError, match=expected) as info:
+                call()
+        assert type(info.value) is ValueError, what
+        assert what.endswith('batched') == str(info.value).endswith(' in row 1'), what
+    # a NaN that propagated through the fast paths as NaN is named now
+    nan = v.copy()
+    nan[4] = np.nan
+    for call in (
+        lambda: D.aba(servicer, q, nan, tau),
+        lambda: D.bias_forces(servicer, q, nan),
+        lambda: D.inverse_dynamics(servicer, q, v, nan),
+    ):
+        with pytest.raises(ValueError, match='^[va]: expected finite values, got nan at index 4'):
+            call()
+
+
+def test_aba_and_the_bias_forces_are_unchanged_on_ordinary_states(servicer: D.Model) -> None:
+    """The check of the fast paths' results changes no value: they equal the unchecked
+    entry points (the path with wrenches, the CRBA) and are finite."""
+    q, v, tau = state(servicer)
+    a = D.aba(servicer, q, v, tau)
+    assert np.array_equal(a, D.aba(servicer, q, v, tau, np.zeros(6), {'base_link': np.zeros(6)}))
+    crba = D.forward_dynamics_crba(servicer, q, v, tau)
+    assert np.abs(a - crba).max() <= 1e-12 * np.abs(crba).max()
+    c = D.bias_forces(servicer, q, v)
+    assert np.array_equal(c, D.bias_forces(servicer, q, v, link_wrenches={}))
+    H = D.mass_matrix(servicer, q)
+    np.testing.assert_allclose(
+        D.inverse_dynamics(servicer, q, v, a), np.r_[np.zeros(6), tau], rtol=0, atol=1e-11
+    )
+    np.testing.assert_allclose(H @ a + c, np.r_[np.zeros(6), tau], rtol=0, atol=1e-11)
+    assert D.kinetic_energy(servicer, q, v) == 0.5 * float(v @ H @ v)

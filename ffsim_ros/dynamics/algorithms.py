@@ -9,6 +9,7 @@ frame; ``q``/``v`` follow the conventions of :mod:`ffsim_ros.dynamics.model`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -29,9 +30,12 @@ from .inputs import (
     generalized_forces,
     input_error,
     is_batch,
+    is_finite,
     is_ready,
     link_wrench_items,
     no_batched_wrenches,
+    overflow_error,
+    require_finite_result,
     require_floating,
     state_error,
     unit_quaternion,
@@ -384,13 +388,16 @@ def _rnea(
         no_batched_wrenches(link_wrenches)
         lead = batch_shape(q)
         Q = as_q_rows(model, q, lead)
+        V = as_rows(v, nv, 'v', lead)
+        A = None if a is None else as_rows(a, nv, 'a', lead)
         out = b_inverse_dynamics(
             *model.packed,
             Q,
-            as_rows(v, nv, 'v', lead),
-            np.empty((Q.shape[0], 0)) if a is None else as_rows(a, nv, 'a', lead),
+            V,
+            np.empty((Q.shape[0], 0)) if A is None else A,
             model.joint_dynamics,
         )
+        require_finite_result(model, out, v=V, a=A)
         return out.reshape(lead + (nv,))
     q = as_q(model, q)
     v = as_v(model, v)
@@ -409,7 +416,10 @@ def _rnea(
         return out
     fext = body_wrenches(model, q, link_wrenches)
     acc = v[:0] if a is None else a  # an empty a: a = 0
-    return e_inverse_dynamics(*model.packed, q, v, acc, fext, model.joint_dynamics)
+    out = e_inverse_dynamics(*model.packed, q, v, acc, fext, model.joint_dynamics)
+    if not is_finite(out):
+        require_finite_result(model, out, q=q, v=v, a=a, link_wrenches=fext)
+    return out
 
 
 def aba(
@@ -462,13 +472,11 @@ def aba(
     if is_batch(q):
         no_batched_wrenches(link_wrenches)
         lead = batch_shape(q)
-        out = b_forward_dynamics(
-            *model.packed,
-            as_q_rows(model, q, lead),
-            as_rows(v, model.nv, 'v', lead),
-            generalized_forces(model, tau, base_wrench, lead),
-            model.joint_dynamics,
-        )
+        Q = as_q_rows(model, q, lead)
+        V = as_rows(v, model.nv, 'v', lead)
+        gen = generalized_forces(model, tau, base_wrench, lead)
+        out = b_forward_dynamics(*model.packed, Q, V, gen, model.joint_dynamics)
+        require_finite_result(model, out, v=V, **generalized_force_parts(model, gen))
         return out.reshape(lead + (model.nv,))
     return _forward(model, q, v, tau, base_wrench, link_wrenches, True)
 
@@ -503,9 +511,13 @@ def _forward(
     gen = generalized_force(model, tau, base_wrench)
     fext = body_wrenches(model, q, link_wrenches)
     try:
-        return e_forward_dynamics(*model.packed, q, v, gen, fext, model.joint_dynamics, use_aba)
+        out = e_forward_dynamics(*model.packed, q, v, gen, fext, model.joint_dynamics, use_aba)
     except (ValueError, ZeroDivisionError) as e:
         raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
+    if not is_finite(out):
+        parts = generalized_force_parts(model, gen)
+        require_finite_result(model, out, q=q, v=v, **parts, link_wrenches=fext)
+    return out
 
 
 def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin') -> np.ndarray:
@@ -595,7 +607,10 @@ def _base_com(model: Model, q: np.ndarray) -> np.ndarray:
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:
     """``T = 1/2 v^T H v`` [S0 eqs. 23-25] [J]."""
     v = as_v(model, v)
-    return 0.5 * float(v @ mass_matrix(model, q) @ v)
+    energy = 0.5 * float(v @ mass_matrix(model, q) @ v)
+    if not math.isfinite(energy):
+        raise input_error(model, v=v) or overflow_error(model, v=v)
+    return energy
 
 
 def potential_energy(model: Model, q: ArrayLike) -> float:

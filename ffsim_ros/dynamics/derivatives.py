@@ -25,17 +25,24 @@ They are Pinocchio's derivatives (``computeABADerivatives``, Carpentier & Mansar
 package's coordinates: ``test/test_derivatives.py`` derives the conversion from Pinocchio's
 root-origin, body-frame free flyer and its local SE(3) tangent, and checks them against it to
 1e-8 and against central differences on the manifold.
+
+No output depends on where the base is (``d qdd / d r0 = 0``, ``A[:, 0:3] = [E; 0]``, zero
+base-translation columns of the ``J* phidot`` derivative; the base wrench acts at the base CoM,
+gravity is uniform), so every function evaluates the kernels with the base CoM moved to the
+origin (:func:`~.inputs.about_the_base`, as :func:`~.integration.step` does): as precise far
+from the world origin as at it, where the kernels' quantities about O lose ``m |r|^2`` to
+cancellation (docs/dynamics.md).
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
 from .inputs import (
     ArrayLike,
+    about_the_base,
     as_q,
     as_v,
     as_vector,
@@ -43,9 +50,11 @@ from .inputs import (
     generalized_force_parts,
     is_ready,
     positive_step,
+    require_finite_result,
     require_floating,
     state_error,
 )
+from .integration import step_error
 from .kernels.aba_derivatives import e_dynamics_derivatives
 from .kernels.step_derivatives import e_step_derivatives
 from .kernels.velocity_derivatives import e_generalized_velocity_derivatives
@@ -104,7 +113,8 @@ def forward_dynamics_derivatives(
     Raises
     ------
     ValueError
-        Wrong sizes, a non-finite input, a base wrench on a fixed base.
+        Wrong sizes, a non-finite input, a base wrench on a fixed base; an overflow from
+        finite inputs (velocities or efforts too large), said so.
     """
     q = as_q(model, q)
     v = as_v(model, v)
@@ -118,9 +128,10 @@ def forward_dynamics_derivatives(
     dq = np.empty((nv, nv))
     dv = np.empty((nv, nv))
     minv = np.empty((nv, nv))
+    local, _ = about_the_base(model, q)  # (origin-independent outputs, module docstring)
     try:
         e_dynamics_derivatives(
-            *model.packed, q, v, qdd, gen, model.joint_dynamics, qdd, minv, dq, dv
+            *model.packed, local, v, qdd, gen, model.joint_dynamics, qdd, minv, dq, dv
         )
     except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
         raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
@@ -154,9 +165,10 @@ def inverse_dynamics_derivatives(
     H = np.empty((nv, nv))
     dq = np.empty((nv, nv))
     dv = np.empty((nv, nv))
+    local, _ = about_the_base(model, q)
     try:
         e_dynamics_derivatives(
-            *model.packed, q, v, a, _NO_FORCE, model.joint_dynamics, tau, H, dq, dv
+            *model.packed, local, v, a, _NO_FORCE, model.joint_dynamics, tau, H, dq, dv
         )
     except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
         raise state_error(model, e, q=q, v=v, a=a) from e
@@ -194,6 +206,14 @@ def step_derivatives(
     -------
     A : (2 nv, 2 nv) ndarray, ``d(q', v') / d(q, v)``.
     B : (2 nv, n) ndarray, ``d(q', v') / d tau``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`~.integration.step`: wrong sizes, a non-finite input or a zero quaternion
+        named, a model whose dynamics are not defined at the state; the step failing from a
+        finite state is a :class:`~.integration.StepFailure` (too large a step or too fast a
+        motion), as the step's own failure.
     """
     q = as_q(model, q)
     v = as_v(model, v)
@@ -202,12 +222,13 @@ def step_derivatives(
     nv = model.nv
     A = np.empty((2 * nv, 2 * nv))
     B = np.empty((2 * nv, model.n))
+    local, _ = about_the_base(model, q)
     try:
-        e_step_derivatives(*model.packed, q, v, gen, model.joint_dynamics, dt, A, B)
-    except (ValueError, ZeroDivisionError) as e:  # named: a NaN, a zero quaternion
-        raise state_error(model, e, q=q, v=v, **generalized_force_parts(model, gen)) from e
-    if not math.isfinite(float(np.sum(A))):
-        _require_finite(q=q, v=v, **generalized_force_parts(model, gen))
+        e_step_derivatives(*model.packed, local, v, gen, model.joint_dynamics, dt, A, B)
+    except (ValueError, ZeroDivisionError) as e:  # as D.step: a NaN, a zero quaternion named,
+        raise step_error(model, e, q, v, gen, dt) from e  # the model or the step blamed
+    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+        raise step_error(model, None, q, v, gen, dt)
     return A, B
 
 
@@ -246,20 +267,12 @@ def generalized_velocity_derivatives(
     dq = np.empty((6, model.nv))
     dphi = np.empty((6, model.n))
     point = np.array(frame.translation, dtype=float)
+    local, _ = about_the_base(model, q)
     try:
-        e_generalized_velocity_derivatives(*model.packed, q, phidot, frame.body, point, dq, dphi)
+        e_generalized_velocity_derivatives(
+            *model.packed, local, phidot, frame.body, point, dq, dphi
+        )
     except (ValueError, ZeroDivisionError) as e:  # a zero quaternion, a NaN
         raise state_error(model, e, q=q, phidot=phidot) from e
-    if not math.isfinite(float(np.sum(dq))):
-        _require_finite(q=q, phidot=phidot)
+    require_finite_result(model, dq.ravel(), q=q, phidot=phidot)
     return dq, dphi
-
-
-def _require_finite(**arrays: np.ndarray) -> None:
-    """Raise a ``ValueError`` naming the first argument with a NaN or infinite entry."""
-    for name, x in arrays.items():
-        bad = np.flatnonzero(~np.isfinite(x))
-        if bad.size:
-            raise ValueError(
-                f'{name}: expected finite values, got {x[bad[0]]} at index {int(bad[0])}'
-            )

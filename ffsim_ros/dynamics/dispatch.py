@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .algorithms import aba, forward_dynamics_crba
-from .inputs import ArrayLike
+from .inputs import ArrayLike, overflow_error
 from .model import Model
 from .mufti.barycentric import barycentric_dynamics
 from .mufti.tree import maximal_dynamics
@@ -124,4 +124,23 @@ def forward_dynamics(
         ) from None
     if np.ndim(q) > 1:
         raise ValueError(f"method: expected 'aba' with batched states, got {method!r}")
-    return solve(model, q, v, tau, base_wrench, link_wrenches)
+    with np.errstate(over='raise'):  # (the methods check their arguments finite first)
+        try:
+            out = solve(model, q, v, tau, base_wrench, link_wrenches)
+        except FloatingPointError as e:  # not the NaN, SciPy or argument error it would cause
+            raise overflow_error(model, **_given(v, tau, base_wrench)) from e
+    if not np.isfinite(out).all():
+        raise overflow_error(model, **_given(v, tau, base_wrench))
+    return out
+
+
+def _given(
+    v: ArrayLike, tau: ArrayLike, base_wrench: ArrayLike | None
+) -> dict[str, np.ndarray | None]:
+    """The arguments named in an overflow's message (of the right sizes and finite: the
+    method checked them)."""
+    return {
+        'v': np.asarray(v, dtype=float),
+        'base_wrench': None if base_wrench is None else np.asarray(base_wrench, dtype=float),
+        'tau': np.asarray(tau, dtype=float),
+    }

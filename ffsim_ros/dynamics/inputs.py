@@ -378,7 +378,9 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
     """The exception to raise when a kernel failed on one state: a ``ValueError`` naming the
     argument that is not finite, or the zero quaternion of ``q``, when there is one; else a
     ``ValueError`` saying the model is degenerate there, for the kernels' own failures (a
-    division by zero, a matrix not positive definite); else ``error`` itself.
+    division by zero, a matrix not positive definite); else the overflow
+    (:func:`overflow_error`) when the kernel found its result not finite; else ``error``
+    itself.
 
     Parameters
     ----------
@@ -394,7 +396,48 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
             f'the dynamics of {model.name!r} are not defined at this state ({why}): a '
             'degenerate model, e.g. a joint whose motion moves no inertia'
         )
+    if 'non-finite result' in str(error):  # the entry points' check of their result
+        return overflow_error(model, **arrays)
     return error
+
+
+def overflow_error(model: Model, **arrays: np.ndarray | None) -> ValueError:
+    """The ``ValueError`` of a result that is not finite although its inputs ``arrays`` (by
+    argument name, None skipped) are: an overflow of float64, the velocity products of the
+    dynamics going as ``|v|^2``; the largest magnitude of each argument but ``q`` is shown
+    (of those that are not zero)."""
+    largest = {
+        name: float(np.max(np.abs(x), initial=0.0))
+        for name, x in arrays.items()
+        if x is not None and name != 'q'
+    }
+    sizes = ', '.join(f'max |{name}| = {x:.3g}' for name, x in largest.items() if x > 0.0)
+    return ValueError(
+        f'overflow: the dynamics of {model.name!r} are not finite at this finite state: '
+        f'velocities/efforts too large ({sizes})'
+    )
+
+
+def is_finite(x: np.ndarray) -> bool:
+    """Whether every entry of the small array ``x`` is finite: the cheapest test of a
+    single state's result in Python (0.3 us for 13 values, where ``x.sum()`` costs 1 us and
+    ``np.isfinite(x).all()`` 1.3 us), a sum that may overflow alone confirmed entry by entry."""
+    return math.isfinite(sum(x.ravel().tolist())) or bool(np.isfinite(x).all())
+
+
+def require_finite_result(model: Model, out: np.ndarray, **arrays: np.ndarray | None) -> None:
+    """Raise unless ``out`` is finite: the argument of ``arrays`` that is not finite or the
+    zero quaternion (:func:`input_error`), else the overflow (:func:`overflow_error`). For
+    the results the compiled entry points do not check themselves; ``out`` (B, k) with
+    ``arrays`` (B, ...) is a batch (its rows are checked finite already): the first row
+    whose result is not finite is named. One sum when ``out`` is finite."""
+    if math.isfinite(out.sum()) or np.isfinite(out).all():  # (a sum may overflow alone)
+        return
+    if out.ndim == 1:
+        raise input_error(model, **arrays) or overflow_error(model, **arrays)
+    r = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
+    row = {name: None if x is None else x[r] for name, x in arrays.items()}
+    raise ValueError(f'{overflow_error(model, **row)} in row {r}')
 
 
 def link_wrench_items(
@@ -479,10 +522,11 @@ def generalized_force(model: Model, tau: ArrayLike, base_wrench: ArrayLike | Non
 def generalized_force_parts(model: Model, gen: np.ndarray) -> dict[str, np.ndarray]:
     """``[F_b; tau]`` (nv,) of :func:`generalized_force` split back into the arguments it
     was made of, by name (``base_wrench`` (6,) for a floating base, ``tau`` (n,)), for
-    :func:`state_error`: a NaN in the base wrench is named as such, at its own index."""
+    :func:`state_error`: a NaN in the base wrench is named as such, at its own index. A batch
+    ``gen`` (B, nv) gives (B, 6) and (B, n) rows."""
     off = model.nv - model.n
-    parts = {'base_wrench': gen[:off]} if off else {}
-    return {**parts, 'tau': gen[off:]}
+    parts = {'base_wrench': gen[..., :off]} if off else {}
+    return {**parts, 'tau': gen[..., off:]}
 
 
 def generalized_forces(

@@ -290,7 +290,7 @@ def step(
             if target is not None:
                 q, v = e_correct_momentum(*packed, q, v, target)
     except (ValueError, ZeroDivisionError) as e:
-        raise _step_error(model, e, *given, gen, dt, steps) from e
+        raise step_error(model, e, *given, gen, dt, steps) from e
     return back_from_the_base(q, origin), v
 
 
@@ -307,7 +307,7 @@ def _conserving_rows(
         try:
             Qn[r], Vn[r] = e_conserving_rk4_steps(*packed, q, v, g, fric, dt, steps)
         except (ValueError, ZeroDivisionError) as e:
-            raise ValueError(f'{_step_error(model, e, q, v, g, dt, steps)} (row {r})') from e
+            raise ValueError(f'{step_error(model, e, q, v, g, dt, steps)} (row {r})') from e
     return Qn, Vn
 
 
@@ -316,31 +316,38 @@ class StepFailure(ValueError):
     step or too fast a motion for it (the message says so, with the joint rates)."""
 
 
-def _step_error(
+def step_error(
     model: Model,
-    error: Exception,
+    error: Exception | None,
     q: np.ndarray,
     v: np.ndarray,
     gen: np.ndarray,
     dt: float,
-    steps: int,
+    steps: int = 1,
 ) -> Exception:
-    """The exception to raise when a kernel failed within :func:`step` from the given state
-    ``(q, v)`` under ``gen``: the argument that is not finite or the zero quaternion, named;
-    the model degenerate when its dynamics are not defined at the given state already; else
-    the failure of the step(s) from a finite state (too large a step or too fast a motion, as
-    the simulation engine words it), not the model's; else ``error`` itself."""
+    """The exception to raise when a kernel failed within :func:`step` (or its linearization,
+    :func:`~.derivatives.step_derivatives`) from the given state ``(q, v)`` under ``gen``
+    (``error`` None: the kernel returned a result that is not finite): the argument that is
+    not finite or the zero quaternion, named; the model degenerate when its dynamics are not
+    defined at the given state already; else the failure of the step(s) from a finite state
+    (:class:`StepFailure`: too large a step or too fast a motion, as the simulation engine
+    words it), not the model's; else ``error`` itself."""
     parts = generalized_force_parts(model, gen)
     named = input_error(model, q=q, v=v, **parts)
-    if named is not None or not is_kernel_failure(error):
-        return named or error
+    if named is not None:
+        return named
+    if error is not None and not is_kernel_failure(error):
+        return error
+    local, _ = about_the_base(model, q)  # (as the step takes it: precise far from the origin)
     try:  # the dynamics at the start: not defined there, the model is (state_error says so)
-        e_forward_dynamics(*model.packed, q, v, gen, np.empty((0, 6)), model.joint_dynamics, True)
-    except (ValueError, ZeroDivisionError):
-        return state_error(model, error, q=q, v=v, **parts)
+        e_forward_dynamics(
+            *model.packed, local, v, gen, np.empty((0, 6)), model.joint_dynamics, True
+        )
+    except (ValueError, ZeroDivisionError) as start:
+        return state_error(model, error or start, q=q, v=v, **parts)
     rate = float(np.max(np.abs(v[model.nv - model.n :]), initial=0.0))
     within = 'the step' if steps == 1 else f'the {steps} steps'
-    why = str(error) or 'division by zero'
+    why = 'a non-finite result' if error is None else str(error) or 'division by zero'
     return StepFailure(
         f'step: the dynamics failed within {within} from a finite state ({why}; joint rates up '
         f'to {rate:.3g} rad/s or m/s at the start): too large a step (dt = {dt:g} s) or too '

@@ -21,7 +21,8 @@ Modules, from the bottom up (each imports only those above it):
 ========================  =========================================================================
 ``layout``                joint type codes, :class:`~.layout.ModelArrays`, packing of a model into
                           two flat arrays for the entry points
-``spatial``               3x3 and spatial-vector helpers (inlined into the recursions)
+``spatial``               3x3 and spatial-vector helpers (inlined into the recursions), the
+                          entry points' check of their result
 ``cholesky``              dense Cholesky solve
 ``friction``              joint damping and Coulomb friction ``F_f`` [S0 eq. 41]
 ``kinematics``            poses, motion subspaces, world inertias, joint velocity products

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import carve, njit, njit_leaf
+from ..jit import carve, njit
 from .layout import ModelArrays, unpack
 from .ltl import ltl_solve_rows
 from .rnea_derivatives import derivatives_ws_size, dynamics_derivatives_into
+from .spatial import require_finite
 
 
 @njit
@@ -99,7 +100,8 @@ def e_dynamics_derivatives(
     ``mat = H``, ``dq``, ``dv`` its derivatives.
 
     Raises ``ValueError`` when the accelerations (or the generalized force) are not finite
-    (a non-finite input), or the inertia matrix is not positive definite.
+    (a non-finite input, or an overflow: :func:`.spatial.require_finite`), or the inertia
+    matrix is not positive definite.
     """
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
@@ -112,11 +114,3 @@ def e_dynamics_derivatives(
     else:
         dynamics_derivatives_into(m, q, v, a, gen, with_friction, vec, mat, dq, dv, lam, ws)
         require_finite(vec)
-
-
-@njit_leaf
-def require_finite(x: np.ndarray) -> None:
-    """Raise ``ValueError`` unless every entry of ``x`` (n,) is finite."""
-    for c in range(x.shape[0]):
-        if not np.isfinite(x[c]):
-            raise ValueError('dynamics derivatives: non-finite result (non-finite input)')

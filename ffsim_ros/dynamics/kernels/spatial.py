@@ -117,3 +117,14 @@ def spatial_inertia_matrix(
     for r in range(3):
         for c in range(3):
             out[i, c, 3 + r] = out[i, 3 + r, c]
+
+
+@njit_leaf
+def require_finite(x: np.ndarray) -> None:
+    """Raise ``ValueError('non-finite result ...')`` unless every entry of ``x`` (n,) is
+    finite: the entry points' check of their result (a few ns), which
+    :func:`ffsim_ros.dynamics.inputs.state_error` turns into the argument that is not finite,
+    or else an overflow from finite inputs."""
+    for c in range(x.shape[0]):
+        if not np.isfinite(x[c]):
+            raise ValueError('non-finite result (a non-finite input, or an overflow)')
