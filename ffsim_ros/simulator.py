@@ -12,7 +12,8 @@ periods is dropped), so controllers closing the loop over DDS always get their s
 simulated time.
 
 Threads: the executor thread runs the subscriptions, services and parameter callbacks; they
-check their input and queue it. The physics thread alone touches the engine and alone
+check their input and queue it (:mod:`.node_support.inbox`: bounded, a stream of commands
+held as values). The physics thread alone touches the engine and alone
 publishes: between two batches of steps it applies the queued inputs in arrival order
 (efforts, wrenches, reset, pause, parameter changes), then steps and publishes. A reset (or
 any jump of the state) takes one physics step of simulated time, so it is published at once
@@ -85,7 +86,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -128,8 +129,10 @@ from ffsim_ros.node_support import (
     vector,
     zero_or_interval,
 )
+from ffsim_ros.node_support.inbox import Inbox, InboxFull
 from ffsim_ros.node_support.initial_state import initial_state, outside_limits
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
+from ffsim_ros.node_support.physics_status import physics_status
 from ffsim_ros.node_support.scene_services import SERVICE_QOS, EntityError, SceneInterfaces
 from ffsim_ros.node_support.scene_support import SHIPPED_SCENARIOS, world_setup
 from ffsim_ros.node_support.sim_interfaces import RequestError, SimulationInterfaces, StepJob
@@ -399,7 +402,7 @@ class Simulator(Node):
             chain=chain,
         )
         self._pacer = Pacer(values['real_time_factor'], self.engine.dt, self.decimation)
-        self._inbox: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+        self._inbox: Inbox[_Request] = Inbox()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -511,9 +514,21 @@ class Simulator(Node):
         raise FatalNodeError(self._fatal)
 
     # --------------------------------------------------------- callbacks (executor thread)
-    def _submit(self, request: _Request) -> None:
-        self._inbox.put(request)
+    def _submit(self, request: _Request, key: Hashable | None = None) -> None:
+        """Queue ``request``; with a ``key``, a held command (:mod:`.node_support.inbox`), not
+        queued but logged when the inbox is full (InboxFull raised otherwise)."""
+        try:
+            self._inbox.put(request, key)
+        except InboxFull as exc:
+            if key is None:
+                raise
+            self.get_logger().error(f'{exc}; command ignored', throttle_duration_sec=1.0)
         self._wake.set()
+
+    @property
+    def pending_requests(self) -> int:
+        """Requests waiting for the physics thread (held commands count once per kind)."""
+        return len(self._inbox)
 
     def run_physics(self, action: Callable[[Engine], object], publish: bool = False) -> object:
         """Run ``action(engine)`` in the physics thread between two batches of steps, wait
@@ -550,7 +565,10 @@ class Simulator(Node):
         if not self.running:
             job.reply.set_exception(RuntimeError('the physics thread is not running'))
             return
-        self._submit(_Request(lambda engine: self._jobs.append(job), job=job))
+        try:
+            self._submit(_Request(lambda engine: self._jobs.append(job), job=job))
+        except InboxFull as exc:
+            job.reply.set_exception(exc)
 
     def reset_clock(self) -> Snapshot:
         """The simulated clock back to 0 (physics thread; ``ResetSimulation`` of the time
@@ -574,7 +592,7 @@ class Simulator(Node):
                 f'joint_effort_commands: {exc}; command ignored', throttle_duration_sec=1.0
             )
             return
-        self._submit(_Request(lambda engine: engine.command_efforts(tau)))
+        self._submit(_Request(lambda engine: engine.command_efforts(tau)), 'efforts')
 
     def _on_joint_command(self, msg: JointState) -> None:
         try:
@@ -586,7 +604,8 @@ class Simulator(Node):
             if line:
                 self.get_logger().error(line)
             return
-        self._submit(_Request(lambda engine: engine.command_joint_efforts(index, tau)))
+        key = ('joints', *index.tolist())  # (one held command per set of joints)
+        self._submit(_Request(lambda engine: engine.command_joint_efforts(index, tau)), key)
 
     def _on_base_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque
@@ -608,7 +627,7 @@ class Simulator(Node):
             if line:
                 self.get_logger().error(line)
             return
-        self._submit(_Request(lambda engine: engine.set_base_wrench(wrench, frame)))
+        self._submit(_Request(lambda engine: engine.set_base_wrench(wrench, frame)), 'wrench')
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         def reset(engine: Engine) -> str:
@@ -804,34 +823,7 @@ class Simulator(Node):
         """A new ``DiagnosticArray`` of the physics now (restarts the rate measurement)."""
         engine = self.engine
         steps_per_s, rtf = self._diagnostics.read(engine.step, engine.dt)
-        health = engine.health
-        command = engine.last_command
-        age = 'none' if command is None else f'{(engine.time_ns - command[1]) * 1e-9:.6f}'
-        if engine.faulted:
-            level, message = DiagnosticStatus.ERROR, f'integration stopped: {engine.fault}'
-        elif health.warnings:
-            level, message = DiagnosticStatus.WARN, '; '.join(health.warnings)
-        else:
-            level = DiagnosticStatus.OK
-            message = 'paused' if engine.paused else 'running'
-        values = {
-            'sim_time': f'{engine.time:.6f}',
-            'step_rate_hz': f'{steps_per_s:.1f}',
-            'real_time_factor': f'{rtf:.4f}',
-            'real_time_factor_target': f'{self._pacer.rtf:g}',
-            'command_age': age,
-            'command_timeout': f'{engine.command_timeout_ns * 1e-9:g}',
-            'paused': str(engine.paused).lower(),
-            'momentum_preserving': str(engine.conserve_momentum).lower(),
-            'watchdog_checked': str(health.checked).lower(),
-            'momentum_drift': f'{health.momentum_drift:.3g}',
-            'linear_momentum_drift': f'{health.linear_drift:.3g}',
-            'angular_momentum_drift': f'{health.angular_drift:.3g}',
-            'energy_excess': f'{health.energy_excess:.3g}',
-            'energy_scale': f'{health.energy_scale:.3g}',
-            'effort_work': f'{health.work:.6g}',
-            'watchdog_window': f'{health.window:.3f}',
-        }
+        level, message, values = physics_status(engine, steps_per_s, rtf, self._pacer.rtf)
         status = DiagnosticStatus(
             level=level,
             name=f'{self.get_fully_qualified_name()}: physics',
