@@ -22,10 +22,11 @@ warmup: setup
 
 # The tests without DDS on every core (a test file per worker: module fixtures run once), then
 # the DDS tests one at a time (each starts its own nodes; in parallel they would compete for
-# the cores they pace in real time).
+# the cores they pace in real time). FFSIM_REQUIRE_ORACLES=1: a test oracle (Pinocchio, MuJoCo,
+# ...) or rclpy missing from the venv is an error, not a skip (test/conftest.py).
 test: warmup
-	$(PY) -m pytest -q -n auto --dist loadfile -m 'not ros' --durations=20 test
-	$(PY) -m pytest -q -m ros --durations=20 test
+	FFSIM_REQUIRE_ORACLES=1 $(PY) -m pytest -q -n auto --dist loadfile -m 'not ros' --durations=20 test
+	FFSIM_REQUIRE_ORACLES=1 $(PY) -m pytest -q -m ros --durations=20 test
 
 demo: warmup
 	$(PY) -m ffsim_ros.cli demo

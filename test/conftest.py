@@ -32,6 +32,11 @@ ros_process
 Tests that need ROS mark themselves with ``pytest.mark.ros`` (``pytestmark = pytest.mark.ros``);
 they are skipped only when rclpy is genuinely not installed. The rclpy-based fixtures skip
 likewise.
+
+With ``FFSIM_REQUIRE_ORACLES=1`` (``make test``) the session refuses to start when a module
+that ``make setup`` installs for the tests cannot be imported (:data:`REQUIRED_FOR_TESTS`:
+the oracles and rclpy), instead of letting the tests that need it skip: a broken venv must
+not pass.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import importlib
 import importlib.util
 import os
 import signal
@@ -66,6 +72,20 @@ DOMAIN_ID_MIN, DOMAIN_ID_MAX = 1, 101
 #: Guard variable of ros-wheels-bootstrapper: a child must not inherit it, or it would skip
 #: setting up the library path of its own interpreter.
 BOOTSTRAP_GUARD = '_ROS_WHEELS_BOOTSTRAP_COMPLETE'
+
+#: Modules the tests skip without, all installed by ``make setup`` (requirements/dev.txt and the
+#: ROS 2 set-up): required when ``FFSIM_REQUIRE_ORACLES=1``.
+REQUIRED_FOR_TESTS = (
+    'pinocchio',
+    'mujoco',
+    'mcap_ros2.reader',
+    'pyarrow.parquet',
+    'ray',
+    'colcon_core',
+    'catkin_pkg.package',
+    'ament_index_python',
+    'rclpy',
+)
 
 RCLPY_AVAILABLE = importlib.util.find_spec('rclpy') is not None
 RCLPY_MISSING_REASON = (
@@ -165,7 +185,26 @@ os.environ['ROS_LOG_DIR'] = str(ROS_LOG_DIR)
 
 
 # ----------------------------------------------------------------------------- pytest hooks
+def _require_test_modules() -> None:
+    """Import each of :data:`REQUIRED_FOR_TESTS`; a UsageError naming those that fail."""
+    missing = []
+    for name in REQUIRED_FOR_TESTS:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - a broken binary module raises anything
+            missing.append(f'{name} ({type(exc).__name__}: {exc})')
+    if missing:
+        raise pytest.UsageError(
+            'FFSIM_REQUIRE_ORACLES=1: the tests would skip without '
+            + '; '.join(missing)
+            + ' (run `make setup`, or unset FFSIM_REQUIRE_ORACLES to let them skip)'
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # (in the main process only: xdist's workers need not import them all again)
+    if os.environ.get('FFSIM_REQUIRE_ORACLES') == '1' and not hasattr(config, 'workerinput'):
+        _require_test_modules()
     config.addinivalue_line(
         'markers', 'ros: needs rclpy and talks over DDS (skipped only if rclpy is not installed)'
     )

@@ -139,10 +139,16 @@ def runs():
 
 def test_tumbling_target_case(runs):
     scene, target = tumbling_target_scene()
-    snap = scene.snapshot()
-    w = np.linalg.norm(snap.targets['sat'].root.angular_velocity)
+    sat = scene.snapshot().targets['sat']
     v_com = D.momentum(target.model, *scene.target_state('sat'))[:3] / target.model.total_mass
-    assert np.degrees(w) == pytest.approx(5.0, rel=0.02)  # 5 deg/s spin, 0.15 rad nutation
+    # 5 deg/s spin about the body z axis; the momentum about the CoM along (1, 0.2, 0.3),
+    # 0.15 rad (the nutation) from that axis
+    k = quat_to_matrix(sat.root.orientation)[:, 2]
+    assert sat.root.angular_velocity @ k == pytest.approx(np.radians(5.0), abs=1e-12)
+    h = sat.momentum[3:] - np.cross(sat.com, sat.momentum[:3])
+    along = np.array([1.0, 0.2, 0.3])
+    np.testing.assert_allclose(h / np.linalg.norm(h), along / np.linalg.norm(along), atol=1e-12)
+    assert np.arccos(k @ h / np.linalg.norm(h)) == pytest.approx(0.15, abs=1e-12)
     assert np.linalg.norm(v_com) == pytest.approx(0.02, rel=1e-12)
 
 

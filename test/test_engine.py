@@ -268,11 +268,12 @@ def test_fault_keeps_the_last_finite_state() -> None:
         q, v = D.step(MODEL, q, v, np.zeros(N), 1e-3, base_wrench=wrench)
     assert np.array_equal(snap.q, q) and np.array_equal(snap.v, v)
     # ... and the next step is the one that fails
-    try:
-        q1, v1 = D.step(MODEL, q, v, np.zeros(N), 1e-3, base_wrench=wrench)
-        assert not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1)))
-    except ValueError:
-        pass
+    with pytest.raises(
+        D.StepFailure,
+        match=r'^step: the dynamics failed within the step from a finite state \(mass matrix is '
+        'not positive definite',
+    ):
+        D.step(MODEL, q, v, np.zeros(N), 1e-3, base_wrench=wrench)
     # stopped: no step, no resume; reset clears the fault and integration goes on
     assert sim.advance(10).step == snap.step
     with pytest.raises(EngineFault, match='non-finite state'):
@@ -589,16 +590,18 @@ def test_watchdog_catches_a_force_that_is_not_internal(monkeypatch) -> None:
         sim.advance(10)
         assert sim.health.ok and sim.health.checked
         brake = sim.limits.brake
+        kicks = []  # the linear momentum each buggy call added (world frame)
 
-        def buggy(q, v, dt, brake=brake, bug=bug):
-            v, impulse = brake(q, v, dt)
-            v = v.copy()
+        def buggy(q, v, dt, brake=brake, bug=bug, kicks=kicks):
+            braked, impulse = brake(q, v, dt)
+            v = braked.copy()
             if bug == 'push the base':
                 v[0] += 1e-6  # a base velocity change: not a joint torque
             else:  # a joint impulse in the direction of motion: internal, energy from nowhere
                 e = np.zeros(MODEL.nv)
                 e[-1] = 1e-3
                 v += np.linalg.solve(D.mass_matrix(MODEL, q), e)
+            kicks.append(D.momentum(MODEL, q, v)[:3] - D.momentum(MODEL, q, braked)[:3])
             return v, impulse
 
         monkeypatch.setattr(sim.limits, 'brake', buggy)
@@ -606,7 +609,13 @@ def test_watchdog_catches_a_force_that_is_not_internal(monkeypatch) -> None:
         kinds = {w.split()[0]: w for w in sim.health.warnings}
         if expected == 'momentum':  # (the push adds a little energy too)
             assert 'kg m/s' in kinds['momentum']
-            assert sim.health.linear_drift == pytest.approx(10e-6 * MODEL.total_mass, rel=0.05)
+            # one push a step, each m * 1e-6 along the base's x axis; nothing else moves P
+            assert len(kicks) == 10
+            assert [np.linalg.norm(k) for k in kicks] == pytest.approx(
+                [1e-6 * MODEL.total_mass] * 10, rel=1e-9
+            )
+            drift = np.linalg.norm(np.sum(kicks, axis=0))
+            assert sim.health.linear_drift == pytest.approx(drift, rel=1e-9)
         else:
             assert set(kinds) == {'energy'} and ' J ' in kinds['energy']
             assert sim.health.momentum_drift <= 1e-12

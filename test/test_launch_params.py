@@ -78,8 +78,39 @@ def _values(path: Path) -> tuple[str, dict[str, Any]]:
         ('/ffsim_sim', '/ffsim_simulator', False),
     ],
 )
-def test_node_keys_apply_as_rclpy_applies_them(key: str, fqn: str, applies: bool) -> None:
-    assert ls.key_matches_node(key, fqn) is applies
+@pytest.mark.ros
+def test_node_keys_apply_as_rclpy_applies_them(
+    key: str, fqn: str, applies: bool, ros_domain_id: int, tmp_path: Path
+) -> None:
+    """The package's matching against rcl's own: a node named ``fqn`` started with a file
+    whose one section is ``key`` gets its parameter exactly when ``key`` applies (rclpy's
+    ``parameter_dict_from_yaml_file`` is no oracle: it knows no wildcard but a lone ``/**``)."""
+    import rclpy
+    from rclpy.context import Context
+
+    path = tmp_path / 'params.yaml'
+    path.write_text(yaml.safe_dump({key: {ls.PARAMS_KEY: {'probe': 1}}}))
+    namespace, name = fqn.rsplit('/', 1)
+    context = Context()
+    args = ['--ros-args', '--params-file', str(path)]
+    rclpy.init(args=args, context=context, domain_id=ros_domain_id)
+    try:
+        node = rclpy.create_node(
+            name,
+            namespace=namespace or '/',
+            context=context,
+            enable_rosout=False,
+            start_parameter_services=False,
+        )
+        try:
+            assert node.get_fully_qualified_name() == fqn
+            by_rcl = node.declare_parameter('probe', 0).value == 1
+        finally:
+            node.destroy_node()
+    finally:
+        context.try_shutdown()
+    assert by_rcl is applies  # (the table, as documentation)
+    assert ls.key_matches_node(key, fqn) is by_rcl
 
 
 def test_node_names_as_launch_ros_makes_them() -> None:

@@ -12,6 +12,7 @@ interpreter. A few values are also tried as real processes, for the exit code it
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -781,39 +782,89 @@ def test_controller_guards_over_dds(ros_process, ros_node, ros_executor, wait_un
     assert wait_until(lambda: len(fake.status) > count, 10, ros_executor)
     assert fake.status[-1].data[6] == 0.0  # the law's mode: index 0, reactionless
 
-    # goal floods: 200 bad goals (NaN), then 200 good ones, one per control tick
-    def goal(x: float):
-        def publish() -> None:
-            msg = PoseStamped()
-            msg.header.frame_id = 'world'
-            msg.pose.position.x = x
-            msg.pose.orientation.w = 1.0
-            goals.publish(msg)
+    # goal floods: bad goals (NaN), then good ones, each told apart by its coordinates and
+    # sent once the controller has answered the one before on goal_status (a new goal_id
+    # each: none lost), until two lines of the kind are logged; the second line's count of
+    # lines held back is then exactly the goals of that kind between the two
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-        return publish
-
-    here = D.link_pose(MODEL, D.neutral(MODEL), 'ee_link')[0]
-    t = t0 + 0.61
-    flood = (
-        ('rejected', float('nan'), 'expected 3 finite coordinates'),
-        ('accepted', float(here[0]) + 0.01, ''),
+    statuses: list = []
+    latched = QoSProfile(
+        depth=100,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
     )
-    for name, x, reason in flood:
-        start = time.monotonic()
-        ticks = 0
-        while time.monotonic() - start < 1.5:  # a goal every 10 ms of the clock, for 1.5 s
-            t = fake.run(t, t + 0.1, goal=goal(x)) + 0.01
-            ticks += 11
-        fake.settle()
-        elapsed = time.monotonic() - start
-        # a loaded machine may deliver a clock tick before the state of the same instant: a goal
-        # may then be rejected for stale state, a line of its own kind, not counted here
-        lines = [
-            line
-            for line in ctl.stderr().splitlines()
-            if f'ee_goal {name}' in line and reason in line
-        ]
-        assert 2 <= len(lines) <= 2 + elapsed, (name, len(lines), elapsed, ticks)
-        held = int(re.search(r'\((\d+) more like it not shown\)', lines[1]).group(1))
-        assert held >= 10, lines[1]  # goals processed meanwhile, not logged
+    fake.node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched)
+    assert wait_until(lambda: statuses, 30, ros_executor), ctl.describe()  # the current one
+
+    def status_field(key: str) -> str:
+        return next(kv.value for kv in statuses[-1].values if kv.key == key)
+
+    def goal(position):
+        msg = PoseStamped()
+        msg.header.frame_id = 'world'
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, position)
+        msg.pose.orientation.w = 1.0
+        return msg
+
+    def flood(positions, name: str, reason: str) -> tuple[list[str], list[str]]:
+        """Send the goals at ``positions`` one by one (the clock ticking, with state) until
+        the log has two lines of the kind; their goal_status reasons, and the lines."""
+        nonlocal t
+        first_id, reasons, lines = int(status_field('goal_id')), [], []
+        deadline = time.monotonic() + 120  # (a bound for a hung controller only)
+        for k, position in enumerate(positions):
+            goals.publish(goal(position))
+            while int(status_field('goal_id')) < first_id + k + 1:
+                assert time.monotonic() < deadline, ctl.describe()
+                fake.tick(t)
+                t += 0.01
+            assert int(status_field('goal_id')) == first_id + k + 1  # this goal's status
+            reasons.append(status_field('reason'))
+            if k % 10 == 9:
+                lines = [
+                    line
+                    for line in ctl.stderr().splitlines()
+                    if f'ee_goal {name}' in line and reason in line
+                ]
+                if len(lines) >= 2:
+                    return reasons, lines
+        raise AssertionError(f'{len(positions)} goals and no second {name} line')
+
+    def held_back(line: str) -> int:
+        found = re.search(r'\((\d+) more like it not shown\)', line)
+        return int(found.group(1)) if found else 0
+
+    t = t0 + 0.61
+    # NaN goals: refused on arrival (with or without state), goal k shown as [nan, k, 0.5]
+    count = 20_000
+    reasons, lines = flood(
+        [(math.nan, k, 0.5) for k in range(count)], 'rejected', 'expected 3 finite coordinates'
+    )
+    assert all('rejected: goal: expected 3 finite coordinates' in r for r in reasons)
+    shown = [int(float(re.search(r'got \[nan, ([^,]+), 0\.5\]', line).group(1))) for line in lines]
+    assert shown[0] == 0 and held_back(lines[0]) == 0  # the first of its kind
+    for before, after, line in zip(shown[:-1], shown[1:], lines[1:], strict=True):
+        assert held_back(line) == after - before - 1 > 0, (before, after, line)
+    # goals within reach, 0.2 mm apart (the log shows 4 decimals) toward the shoulder
+    here = D.link_pose(MODEL, D.neutral(MODEL), 'ee_link')[0]
+    body = MODEL.frame('ee_link').body
+    while MODEL.arrays.parent[body] > 0:
+        body = int(MODEL.arrays.parent[body])
+    shoulder = D.body_poses(MODEL, D.neutral(MODEL))[1][body]
+    start = here + [0.01, 0.0, 0.0]
+    inward = (shoulder - start) / np.linalg.norm(shoulder - start)
+    positions = [start + 2e-4 * k * inward for k in range(2000)]  # (40 cm at most)
+    index = {str(np.round(p, 4).tolist()): k for k, p in enumerate(positions)}
+    assert len(index) == len(positions)  # each goal told apart in the log
+    reasons, lines = flood(positions, 'accepted', '')
+    # a loaded machine may deliver a clock tick before the state of the same instant: a goal
+    # may then be rejected for stale state, a line of its own kind, not counted here
+    accepted = [not r.startswith('rejected') for r in reasons]
+    shown = [index[re.search(r'accepted: (\[[^]]*\])', line).group(1)] for line in lines]
+    assert shown[0] == accepted.index(True)  # the first of its kind
+    for before, after, line in zip(shown[:-1], shown[1:], lines[1:], strict=True):
+        assert held_back(line) == sum(accepted[before + 1 : after]), (before, after, line)
+    assert held_back(lines[1]) > 0  # (goals answered in over a wall second of the throttle)
     assert ctl.is_running()

@@ -23,6 +23,7 @@ import pytest
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import matrix_to_quat, quat_to_matrix, rpy_to_matrix
 from ffsim_ros.scene import (
+    ContactEvent,
     Gripper,
     Handle,
     ImpactLaw,
@@ -35,7 +36,12 @@ from ffsim_ros.scene import (
     welded_model,
 )
 
-pin = pytest.importorskip('pinocchio')
+try:  # Pinocchio is a test-only oracle: only the tests comparing with it need it
+    import pinocchio as pin
+except ImportError:  # pragma: no cover - exercised where pinocchio is not installed
+    pin = None
+
+needs_pinocchio = pytest.mark.skipif(pin is None, reason='pinocchio (test-only oracle) missing')
 
 ROBOT_URDF = Path(__file__).resolve().parents[1] / 'urdf' / 'ffsim_servicer_7dof.urdf'
 EE = 'ee_link'
@@ -113,6 +119,7 @@ def test_weld_equals_the_fixed_joint_tree(robot, welded):
                 np.testing.assert_allclose(x, y, atol=1e-12)
 
 
+@needs_pinocchio
 def test_weld_against_pinocchio(welded):
     """Centre of mass, link placements and kinetic energy of the welded model against
     Pinocchio on the combined URDF (free-flyer root at the base link origin)."""
@@ -262,6 +269,7 @@ def _captured(robot):
     return scene, m0
 
 
+@needs_pinocchio
 def test_capture_in_scene_then_two_seconds_against_pinocchio(robot):
     """Momentum through the capture to 1e-10; poses after 2 s within 1e-6 of Pinocchio's
     dynamics of the combined tree (same post-capture state, independent integrator)."""
@@ -290,7 +298,7 @@ def test_capture_in_scene_then_two_seconds_against_pinocchio(robot):
     for _ in range(1000):
         qp, vp = _pin_rk4(pm, pd, qp, vp, 2e-3)
     snap = scene.advance(1000)
-    assert not [e for e in snap.events if getattr(e, 'kind', '') == 'impact']
+    assert [e for e in snap.events if isinstance(e, ContactEvent)] == []  # (no impact)
     np.testing.assert_allclose(snap.momentum, m0, atol=1e-10)
     pin.forwardKinematics(pm, pd, qp)
     pin.updateFramePlacements(pm, pd)
@@ -327,6 +335,7 @@ def _floats(x):
     return ' '.join(f'{float(v):.17g}' for v in x)
 
 
+@needs_pinocchio
 def test_capture_against_pinocchio_constraint_dynamics(robot):
     """The weld as a constraint, not a merge: robot and target as two free-flyer trees in
     one Pinocchio model held by a 6D rigid constraint (``pin.constraintDynamics``), from the

@@ -266,6 +266,10 @@ def test_commands_guarded_timeout_and_sign(ros_process, probe) -> None:
 
 
 def test_pause_and_reset(ros_process, probe) -> None:
+    """While paused the simulated time stands still: every joint_states message up to the
+    reset is stamped at or before the paused instant (read from the physics thread), whatever
+    arrives late; the reset is published at once, one physics step after that instant."""
+    from simulation_interfaces.srv import GetEntityState
     from std_srvs.srv import SetBool, Trigger
 
     start_sim(ros_process, 'real_time_factor:=2.0', 'command_timeout:=5.0')
@@ -275,19 +279,32 @@ def test_pause_and_reset(ros_process, probe) -> None:
         tau, lambda: probe.msgs['js'] and abs(probe.msgs['js'][-1].position[0]) > 1e-3, 20
     )
     assert probe.call(SetBool, '/ffsim_simulator/pause', SetBool.Request(data=True)).success
-    probe.spin_until(lambda: False, 0.3)  # let in-flight messages arrive
-    count = len(probe.msgs['js'])
-    paused_stamp = stamp_ns(probe.msgs['js'][-1])
-    assert not probe.spin_until(lambda: len(probe.msgs['js']) > count, 0.5)  # nothing new
+
+    def sim_time_ns() -> int:  # the engine's time, read between two batches of steps
+        reply = probe.call(
+            GetEntityState,
+            '/ffsim_simulator/get_entity_state',
+            GetEntityState.Request(entity='ffsim_servicer_7dof'),
+        )
+        return stamp_ns(reply.state)
+
+    paused_ns = sim_time_ns()
+    assert paused_ns > 0
     reply = probe.call(Trigger, '/ffsim_simulator/reset', Trigger.Request())
     assert reply.success
-    assert probe.spin_until(lambda: len(probe.msgs['js']) > count, 10)
-    after = probe.msgs['js'][-1]
-    assert np.all(np.asarray(after.position) == 0.0) and np.all(np.asarray(after.velocity) == 0.0)
     # a reset takes one physics step: published at once, later than everything before it
-    assert stamp_ns(after) == paused_stamp + 1_000_000
+    reset_ns = paused_ns + 1_000_000
+    assert reply.message == f'reset to the initial state at sim time {reset_ns / 1e9:.6f} s'
+    assert sim_time_ns() == reset_ns  # (still paused: no step after the reset's)
+    assert probe.spin_until(lambda: stamp_ns(probe.msgs['js'][-1]) > paused_ns, 10)
+    stamps = [stamp_ns(m) for m in probe.msgs['js']]
+    first_after = next(i for i, t in enumerate(stamps) if t > paused_ns)
+    assert max(stamps[:first_after]) == paused_ns  # the paused state was published, no later
+    after = probe.msgs['js'][first_after]
+    assert stamps[first_after] == reset_ns
+    assert np.all(np.asarray(after.position) == 0.0) and np.all(np.asarray(after.velocity) == 0.0)
     assert probe.call(SetBool, '/ffsim_simulator/pause', SetBool.Request(data=False)).success
-    assert probe.spin_until(lambda: stamp_ns(probe.msgs['js'][-1]) > paused_stamp, 10)
+    assert probe.spin_until(lambda: stamp_ns(probe.msgs['js'][-1]) > reset_ns, 10)
 
 
 def test_non_finite_state_stops_integration(ros_process, probe) -> None:
@@ -497,7 +514,8 @@ def test_physics_starts_with_start_and_parameters_apply_between_steps(
     sim = _in_process(rclpy_context, ('real_time_factor', 0.0))
     try:
         ros_executor.add_node(sim)
-        wait_until(lambda: False, 0.3, ros_executor)
+        for _ in range(5):  # the node's ready callbacks (timers, services), no physics
+            ros_executor.spin_once(timeout_sec=0)
         assert not sim.running and sim.engine.step == 0  # nothing runs before start()
         sim.start()
         assert wait_until(lambda: sim.engine.step > 100, 30, ros_executor)
@@ -516,8 +534,8 @@ def test_physics_starts_with_start_and_parameters_apply_between_steps(
         )
         assert not result.successful
         assert sim.get_parameter('real_time_factor').value == 0.0
-        wait_until(lambda: False, 0.2, ros_executor)
-        assert sim.engine.command_timeout_ns == 50_000_000
+        # read by the physics thread after every change queued before: none was queued
+        assert sim.run_physics(lambda engine: engine.command_timeout_ns) == 50_000_000
         # descriptors come from the table
         from ffsim_ros.simulator import PARAMETERS
 
@@ -535,20 +553,24 @@ def test_diagnostics_once_a_wall_second_at_the_lowest_real_time_factor(
 ) -> None:
     """At real_time_factor 0.001 a batch of steps (10 ms simulated) is paced to 10 s of wall
     time: the physics thread slept that long at once and /diagnostics came every 10 s, not
-    once a wall second. (The rate of a wall-clock timer, not a performance figure: at least 2
-    in 3.5 s, where the whole batch's wait gave 1.)"""
+    once a wall second. Three messages must come before the first batch is taken (all at
+    step 0), however fast the machine: a thread blocked behind each batch's wait publishes
+    its second message when the first wait ends, just before that batch, and its third after
+    the second batch's wait, at step 10."""
     sim = _in_process(rclpy_context, ('real_time_factor', 0.001))
     try:
         ros_executor.add_node(sim)
-        sent = []
-        monkeypatch.setattr(sim.pub_diagnostics, 'publish', sent.append)
+        assert (sim.engine.dt_ns, sim.decimation) == (1_000_000, 10)  # a batch: 10 wall s
+        sent = []  # (engine step when published (in the physics thread), message)
+        monkeypatch.setattr(
+            sim.pub_diagnostics, 'publish', lambda msg: sent.append((sim.engine.step, msg))
+        )
         sim.start()
-        start = time.monotonic()
-        wait_until(lambda: False, 3.5, ros_executor)
-        assert len(sent) >= 2, [round(time.monotonic() - start, 2), len(sent)]
-        assert sim.engine.step < 20  # (paced: at most a batch or two in 3.5 s)
-        assert sent[-1].status[0].values[3].key == 'real_time_factor_target'
-        assert sent[-1].status[0].values[3].value == '0.001'
+        assert wait_until(lambda: len(sent) >= 3, 40, ros_executor), len(sent)
+        assert [step for step, _ in sent[:3]] == [0, 0, 0]  # the first batch had not run
+        status = sent[2][1].status[0]
+        assert status.values[3].key == 'real_time_factor_target'
+        assert status.values[3].value == '0.001'
     finally:
         sim.destroy_node()
     assert not sim.running

@@ -12,10 +12,10 @@ from __future__ import annotations
 import array
 import math
 import re
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from sequences import Untouchable
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.control.reactionless import base_rate_map
@@ -137,19 +137,6 @@ def test_huge_joint_name_lists_are_refused_up_front() -> None:
     with pytest.raises(TrajectoryError) as info:
         check_waypoints(MODEL, names, [1.0], [[0.1] * 5], [[]], [[]])
     assert "more than once: ['arm_joint_1', 'arm_joint_3']" in str(info.value)
-
-
-class Untouchable(Sequence):
-    """``count`` entries that must not be read (a message too long to look at)."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, index):
-        raise AssertionError(f'entry {index} read')
 
 
 def test_too_many_points_are_refused_before_any_per_point_work() -> None:
