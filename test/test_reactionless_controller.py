@@ -474,3 +474,45 @@ def test_bad_goals_rejected_and_stale_state_stops_commands(
     count = len(loop.cmd)
     assert not wait_until(lambda: len(loop.cmd) > count, 1.0, ros_executor)
     assert ctl.is_running()
+
+
+def test_joint_pd_desired_rate_is_the_rate_its_pd_law_tends_to() -> None:
+    """In ``joint_pd`` mode the law is ``phiddot = kp e - kd phidot``, i.e. ``kd (phidot_d -
+    phidot)`` with ``phidot_d = kp / kd e``: the reported rate is that, in rad/s (it was the
+    joint-angle error ``e`` itself, in rad, whatever the gains). With ``kp = kd`` it is ``e``;
+    other gains scale it by ``kp / kd``; it does not depend on the joint rates."""
+    q = D.neutral(MODEL)
+    goal = ReactionlessController(MODEL, 'ee_link').task_terms(q).position + [0.05, -0.05, 0.05]
+    v = np.zeros(MODEL.nv)
+    v[6:] = 0.01
+
+    def rate(gains: Gains, v: np.ndarray) -> np.ndarray:
+        law = ReactionlessController(MODEL, 'ee_link', mode='joint_pd', gains=gains)
+        return law.compute(q, v, goal).phidot_desired
+
+    error = rate(Gains(kp_joint=8.0, kd_joint=8.0), v)  # kp = kd: the joint-angle error [rad]
+    assert np.linalg.norm(error) > 1e-3
+    for kp, kd in ((25.0, 8.0), (4.0, 16.0)):
+        np.testing.assert_allclose(rate(Gains(kp_joint=kp, kd_joint=kd), v), kp / kd * error)
+        np.testing.assert_allclose(
+            rate(Gains(kp_joint=kp, kd_joint=kd), np.zeros(MODEL.nv)), kp / kd * error
+        )
+    np.testing.assert_array_equal(rate(Gains(kd_joint=0.0), v), 0.0)
+
+
+def test_models_with_spherical_joints_are_refused_by_the_law_and_prescribed_motion() -> None:
+    """The law and the prescribed-base motion take ``phi = q[7:]`` as one angle per joint: a
+    spherical joint (4 coordinates, 3 rates) is refused naming the sizes, not met by a shape
+    error deep inside."""
+    from ffsim_ros.dynamics.builder import random_model
+    from ffsim_ros.dynamics.mufti import prescribed_base_dynamics
+
+    model = random_model(3, 3, joint_types=('spherical', 'revolute'))
+    assert model.nq != 7 + model.n
+    with pytest.raises(ValueError, match=r'no spherical joint\), got nq = \d+, n = \d+'):
+        ReactionlessController(model, model.link_names[-1])
+    q = D.neutral(model)
+    with pytest.raises(ValueError, match=r'no spherical joint, whose orientation is no angle'):
+        prescribed_base_dynamics(
+            model, lambda t: (q[:7], np.zeros(6), np.zeros(6)), 0.0, q[7:], np.zeros(model.n), 0
+        )

@@ -177,7 +177,8 @@ class ControlOutput:
     Attributes
     ----------
     tau : (n,) joint efforts [N m | N], clipped to the effort limits.
-    phidot_desired : (n,) commanded joint rates [rad/s | m/s].
+    phidot_desired : (n,) commanded joint rates [rad/s | m/s] (``joint_pd``: the rate the PD
+        law tends to, ``kp_joint / kd_joint`` times the joint-angle error; 0 if ``kd_joint`` is).
     ee_position : (3,) end-effector position, inertial frame [m].
     ee_quaternion : (4,) end-effector orientation (x, y, z, w).
     position_error : float, distance to the goal [m].
@@ -224,7 +225,8 @@ def checked_array(value: object, what: str, shape: tuple[int, ...], expected: st
 
 
 def base_rate_map(model: D.Model, q: np.ndarray) -> np.ndarray:
-    """``A`` (3, n) with ``w0 = -A phidot`` under zero momentum [S0 eq. 21]."""
+    """``A`` (3, n) with ``w0 = -A phidot`` under zero momentum [S0 eq. 21]: the angular rows
+    of ``H0^-1 H0m`` at ``q`` (nq,), inertial frame [rad/s per rad/s | per m/s]."""
     H0, H0m, _ = D.inertia_blocks(model, q)
     return np.linalg.solve(H0, H0m)[3:6]
 
@@ -257,7 +259,7 @@ class ReactionlessController:
     Raises
     ------
     ValueError
-        A fixed-base model, an unknown link or mode.
+        A fixed-base model or one with spherical joints, an unknown link or mode.
     """
 
     def __init__(
@@ -269,8 +271,12 @@ class ReactionlessController:
         gains: Gains | None = None,
         track_orientation: bool = False,
     ) -> None:
-        if not model.floating_base:
-            raise ValueError('ReactionlessController: expected a floating-base model')
+        if not model.floating_base or model.nq != 7 + model.n:  # (phi = q[7:], one per joint)
+            raise ValueError(
+                'ReactionlessController: expected a floating-base model with joints of one '
+                f'coordinate each (nq = 7 + n, no spherical joint), got nq = {model.nq}, '
+                f'n = {model.n}, floating base {model.floating_base}'
+            )
         if model.frame(ee_link).body == 0:  # (frame() raises naming the known links)
             moving = [n for n in model.link_names if model.frame(n).body != 0]
             raise ValueError(
@@ -320,7 +326,8 @@ class ReactionlessController:
         return float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
 
     def shoulder_position(self, q: np.ndarray) -> np.ndarray:
-        """Inertial position of the first joint on the path to the end effector [m]."""
+        """(3,) inertial position [m] of the first joint on the path to the end effector (its
+        child body's frame origin) at ``q`` (nq,)."""
         R, p = D.body_poses(self.model, q)
         b = self.model.frame(self.ee_link).body
         first = b
@@ -331,6 +338,15 @@ class ReactionlessController:
 
     def check_goal(self, q: np.ndarray, goal_position: np.ndarray) -> None:
         """Reject a goal that cannot be reached.
+
+        Parameters
+        ----------
+        q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]`` (base CoM [m], joints [rad | m]),
+            at which the shoulder (:meth:`shoulder_position`) and the reaction null space are
+            evaluated.
+        goal_position : (3,) goal of the ``ee_link`` frame's origin, inertial (world) frame [m]
+            (as :meth:`compute`'s); reachable within 98 % of ``reach`` [m] from the
+            shoulder.
 
         Raises
         ------
@@ -382,12 +398,15 @@ class ReactionlessController:
 
         Parameters
         ----------
-        q : (nq,) measured configuration;  v : (nv,) measured velocity.
-        goal_position : (3,) end-effector goal, inertial frame [m]; None holds the arm still
-            (zero joint rates, computed-torque brake).
-        goal_rotation : (3, 3) goal orientation (used with ``track_orientation``).
-        attitude_reference : (4,) base quaternion to hold in reactionless mode (default: the
-            current attitude, i.e. rate damping only).
+        q : (nq,) measured configuration ``[r0, Q0 (x, y, z, w), phi]`` (base CoM [m]).
+        v : (nv,) measured velocity ``[V0, w0, phidot]``, inertial frame [m/s, rad/s].
+        goal_position : (3,) goal of the ``ee_link`` frame origin, inertial frame [m]; None
+            holds the arm still (zero joint rates, computed-torque brake).
+        goal_rotation : (3, 3) goal orientation of the ``ee_link`` frame (ee frame -> inertial
+            frame; used with ``track_orientation``).
+        attitude_reference : (4,) base quaternion (x, y, z, w) (base frame -> inertial frame)
+            to hold in reactionless mode (default: the current attitude, i.e. rate damping
+            only).
         attitude_budget : float, optional
             Reactionless mode only: the end-effector task first and the base attitude kept
             within this offset from ``attitude_reference`` [rad] (:func:`~.rns.budget_rates`)
@@ -448,7 +467,8 @@ class ReactionlessController:
         if goal_position is not None and self.mode is ControlMode.JOINT_PD:
             phi_goal = self._joint_goal_for(q, np.asarray(goal_position, float))
             phiddot = g.kp_joint * (phi_goal - q[7:]) - g.kd_joint * phidot
-            phidot_d = phi_goal - q[7:]
+            rate_gain = g.kp_joint / g.kd_joint if g.kd_joint > 0.0 else 0.0
+            phidot_d = rate_gain * (phi_goal - q[7:])  # the rate the PD law tends to
         else:
             options = dict(attitude_budget=attitude_budget, self_motion=self_motion)
             args = (goal_position, goal_rotation, attitude_reference)

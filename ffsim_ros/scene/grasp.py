@@ -73,9 +73,20 @@ def frame_state(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """World pose and twist of a frame fixed in ``link``'s frame.
 
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) configuration;  v : (nv,) velocity (``model``'s conventions: base CoM, base
+        quaternion (x, y, z, w), joints; velocities world frame) [m, rad | m; m/s, rad/s].
+    link : str
+        Link of ``model`` the frame is fixed in.
+    rotation : (3, 3) orientation of the frame in the link frame (frame -> link).
+    translation : (3,) origin of the frame in the link frame [m].
+
     Returns
     -------
-    p : (3,) origin [m];  R : (3, 3);  v : (3,) velocity of the origin [m/s];  w : (3,) [rad/s].
+    p : (3,) origin, world [m];  R : (3, 3) orientation (frame -> world);  v : (3,) velocity
+    of the origin, world [m/s];  w : (3,) angular velocity of ``link``'s body, world [rad/s].
     """
     o, Rl = D.link_pose(model, q, link)
     p = o + Rl @ translation
@@ -114,7 +125,27 @@ def envelope_check(
     gripper_state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     handle_state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> EnvelopeCheck:
-    """Compare the gripper's and the handle's frames (:func:`frame_state`) with the envelope."""
+    """Compare the gripper's and the handle's frames (:func:`frame_state`) with the envelope.
+
+    Parameters
+    ----------
+    target : str
+        The target's name (copied into the result).
+    handle : Handle
+        Its envelope: ``radius`` [m], ``max_angle`` [rad], ``max_speed`` [m/s],
+        ``max_rate`` [rad/s].
+    gripper_state, handle_state : tuple ``(p, R, v, w)``
+        Each frame's :func:`frame_state`, world frame: origin ``p`` (3,) [m], orientation
+        ``R`` (3, 3) (frame -> world), velocity of the origin ``v`` (3,) [m/s], angular
+        velocity ``w`` (3,) [rad/s].
+
+    Returns
+    -------
+    EnvelopeCheck
+        ``distance = |p_h - p_g|``, ``angle = |log(R_g^T R_h)|`` (in [0, pi]),
+        ``speed = |v_h - v_g|`` (the two origins' velocities), ``rate = |w_h - w_g|``;
+        inside when none exceeds its limit.
+    """
     pg, Rg, vg, wg = gripper_state
     ph, Rh, vh, wh = handle_state
     values = {
@@ -167,7 +198,35 @@ def capture_impulse(
     handle_link: str,
     point: np.ndarray,
 ) -> CaptureImpulse:
-    """The least-energy impulse welding the two bodies at ``point`` (module docstring)."""
+    """The least-energy impulse welding the two bodies at ``point`` (module docstring).
+
+    Parameters
+    ----------
+    robot : Model
+        The robot (floating base, as in the scene).
+    q_r : (robot.nq,) ;  v_r : (robot.nv,)
+        The robot's state before the capture (the dynamics' conventions: ``q = [r0, Q0, phi]``
+        with the base CoM ``r0`` and quaternion ``Q0`` (x, y, z, w), ``v = [V0, w0, phidot]``
+        in the world frame) [m, -, rad | m; m/s, rad/s, rad/s | m/s].
+    gripper_link : str
+        Link of ``robot`` holding the gripper (on a moving body).
+    target : Model
+        The target (floating base).
+    q_t : (target.nq,) ;  v_t : (target.nv,)
+        The target's state before the capture, same conventions.
+    handle_link : str
+        Link of ``target`` carrying the handle.
+    point : (3,)
+        The weld point ``o``, world frame [m] (the handle origin in
+        :meth:`~.scene.Scene.grasp`), taken as a point of both bodies.
+
+    Returns
+    -------
+    CaptureImpulse
+        Velocities after (same layout as ``v_r``, ``v_t``), the impulse ``[f; m]`` the robot
+        exerts on the target at ``point`` [N s, N m s], the energy lost [J] and the relative
+        twist before, all world frame.
+    """
     G_r = contact_jacobian(robot, q_r, gripper_link, point)
     G_t = contact_jacobian(target, q_t, handle_link, point)
     A_r = np.linalg.solve(D.mass_matrix(robot, q_r), G_r.T)
@@ -194,7 +253,30 @@ def welded_model(
     prefix: str,
 ) -> D.Model:
     """The robot and the target welded where they are (:func:`~ffsim_ros.dynamics.weld_models`,
-    the target's root link at its present pose relative to ``gripper_link``)."""
+    the target's root link at its present pose relative to ``gripper_link``).
+
+    Parameters
+    ----------
+    robot : Model
+        Floating or fixed base.
+    q_r : (robot.nq,)
+        The robot's configuration (base CoM [m], quaternion (x, y, z, w), joints [rad | m]).
+    gripper_link : str
+        Link of ``robot`` that carries the target.
+    target : Model
+        Floating base.
+    q_t : (target.nq,)
+        The target's configuration, same conventions: the pose of its root link frame
+        relative to ``gripper_link``'s frame at ``q_r`` is the weld's fixed transform.
+    prefix : str
+        Prepended to the target's link and joint names (``'<target>/'`` in the scene).
+
+    Returns
+    -------
+    Model
+        ``q = [q_r, phi_t]`` (``robot.nq + target.nq - 7``), ``v = [v_r, phidot_t]``
+        (``robot.nv + target.nv - 6``): :func:`merge_state`.
+    """
     og, Rg = D.link_pose(robot, q_r, gripper_link)
     ot, Rt = D.link_pose(target, q_t, target.base_link)
     return D.weld_models(
@@ -215,7 +297,23 @@ def merge_state(
     v_t: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The welded model's ``(q, v)``: the robot's coordinates, then the target's joints (the
-    target's base is carried by the gripper; its velocity must already satisfy the weld)."""
+    target's base is carried by the gripper; its velocity must already satisfy the weld).
+
+    Parameters
+    ----------
+    robot : Model
+        The robot (not used: the layout is that of ``q_r``, ``v_r``).
+    q_r : (robot.nq,) ;  v_r : (robot.nv,)
+        The robot's state (base CoM, quaternion (x, y, z, w), joints; world-frame velocities).
+    q_t : (target.nq,) ;  v_t : (target.nv,)
+        The target's state (floating base): its base parts ``q_t[:7]`` (root-body CoM [m],
+        quaternion (x, y, z, w)) and ``v_t[:6]`` ([m/s, rad/s], world) are dropped.
+
+    Returns
+    -------
+    q : (robot.nq + target.nq - 7,) ;  v : (robot.nv + target.nv - 6,)
+        ``[q_r, q_t[7:]]`` and ``[v_r, v_t[6:]]``, the layout of :func:`welded_model`.
+    """
     return np.r_[q_r, q_t[7:]], np.r_[v_r, v_t[6:]]
 
 
@@ -228,7 +326,21 @@ def split_state(
     v: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Inverse of :func:`merge_state`: ``(q_r, v_r, q_t, v_t)``, the target's base from the
-    pose and twist of its root link in the welded model."""
+    pose and twist of its root link in the welded model.
+
+    Parameters
+    ----------
+    welded : Model
+        :func:`welded_model` of ``robot`` and ``target`` with ``prefix``.
+    q : (welded.nq,) ;  v : (welded.nv,)
+        The welded state (:func:`merge_state`'s layout).
+
+    Returns
+    -------
+    q_r : (robot.nq,) ;  v_r : (robot.nv,) ;  q_t : (target.nq,) ;  v_t : (target.nv,)
+        The target's base part rebuilt: root-body CoM [m] and quaternion (x, y, z, w), CoM
+        velocity [m/s] and angular velocity [rad/s], world frame.
+    """
     root = prefix + target.base_link
     p, R = D.link_pose(welded, q, root)
     tw = D.link_jacobian(welded, q, root) @ v
@@ -251,6 +363,16 @@ def weld_wrench(
 ) -> np.ndarray:
     """(6,) ``[f; n]`` the robot exerts on the welded target at ``point`` (world) [N, N m]
     in the welded state ``(q, v)`` under the robot's joint efforts ``tau`` (module docstring).
+
+    Parameters
+    ----------
+    welded, robot : Model
+        :func:`welded_model` and the robot alone (floating base: the wrench is read off its
+        base rows).
+    q : (welded.nq,) ;  v : (welded.nv,)
+        The welded state (:func:`merge_state`'s layout, world-frame velocities).
+    tau : (robot.n,) the robot's joint efforts [N m | N] (the target's joints unactuated).
+    point : (3,) the weld point, world [m]; ``n`` is the moment about it.
     """
     tau_w = np.zeros(welded.n)
     tau_w[: robot.n] = tau

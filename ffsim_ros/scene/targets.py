@@ -253,6 +253,26 @@ def target_state(
     """``(q, v)`` of a target from its root link pose, the velocity of its CoM and the angular
     velocity of its root body (world frame), and its joint coordinates and rates.
 
+    Parameters
+    ----------
+    model : Model
+        The target's model (floating base).
+    name : str
+        The target's name (for the error messages).
+    position : (3,) origin of the root *link frame* (not the CoM), world [m].
+    orientation : (4,) quaternion (x, y, z, w) of the root link frame in the world frame;
+        normalized here.
+    linear_velocity : (3,) velocity of the target's (whole system's) CoM, world [m/s].
+    angular_velocity : (3,) angular velocity of the root body, world [rad/s].
+    joint_positions : (nq - 7,) joint coordinates [rad | m] (default: the neutral ones).
+    joint_velocities : (n,) joint rates [rad/s | m/s] (default: zeros).
+
+    Returns
+    -------
+    q : (nq,) ``[r0, Q0, phi]``, ``r0`` the root-body CoM [m], ``Q0`` (x, y, z, w);
+    v : (nv,) ``[V0, w0, phidot]``, world frame [m/s, rad/s], ``V0`` the root-body CoM velocity
+        chosen so that the system CoM moves at ``linear_velocity``.
+
     Raises
     ------
     ValueError
@@ -313,7 +333,10 @@ def rigid_target(
 ) -> Target:
     """A free rigid body: ``mass`` [kg], ``inertia`` (3, 3) about its CoM in its frame
     [kg m^2] (default: the uniform solid ``shape`` centred on the frame), one collision
-    ``shape`` centred on its frame, handles on link ``link``.
+    ``shape`` centred on its frame, handles on link ``link``; ``com`` (3,) its CoM in its
+    frame [m]; ``position`` (3,) [m] and ``orientation`` (4,) (x, y, z, w) the pose of that
+    frame, ``linear_velocity`` (3,) [m/s] of the CoM and ``angular_velocity`` (3,) [rad/s],
+    world (:func:`target_state`).
 
     Raises
     ------
@@ -360,6 +383,31 @@ def urdf_target(
 ) -> Target:
     """A free-floating multibody from a URDF (its root link free), with the URDF's
     ``<collision>`` primitives (:func:`~.geometry.shapes_from_urdf`, ``meshes`` policy).
+
+    Parameters
+    ----------
+    name : str
+        The target's name (:func:`check_name`).
+    urdf : str or path-like
+        URDF XML or a path to it.
+    handles : sequence of Handle
+        On links of the root body (the root link or links fixed to it).
+    position : (3,) origin of the root *link frame* (not the CoM), world [m].
+    orientation : (4,) quaternion (x, y, z, w) of the root link frame in the world frame
+        (normalized; default identity).
+    linear_velocity : (3,) velocity of the whole target's CoM, world [m/s].
+    angular_velocity : (3,) angular velocity of the root body, world [rad/s].
+    joint_positions : (n,) joint coordinates in the model's joint order [rad | m] (default:
+        zeros); joint_velocities : (n,) joint rates [rad/s | m/s] (default: zeros).
+    meshes : {'error', 'ignore', 'bounding_box'}
+        What a ``<mesh>`` collision becomes.
+    package_dirs : mapping, optional
+        ``{package: directory}`` resolving ``package://`` mesh names.
+
+    Returns
+    -------
+    Target
+        Its ``q``, ``v`` from :func:`target_state`.
 
     Raises
     ------
@@ -521,7 +569,8 @@ def tumble(
 
 def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
     """(3, 3) inertia of a multibody about its CoM with its joints locked, in its root body
-    frame [kg m^2] (what :func:`tumble` needs for a multibody target)."""
+    frame [kg m^2] (what :func:`tumble` needs for a multibody target); ``q`` (nq,) its
+    configuration (root-body CoM [m], quaternion (x, y, z, w), joints)."""
     com = D.center_of_mass(model, q)
     R0 = quat_to_matrix(q[3:7])
     I_world = np.empty((3, 3))

@@ -415,11 +415,25 @@ class Engine:
     def set_state(self, q: np.ndarray, v: np.ndarray) -> Snapshot:
         """Jump to ``(q, v)`` (inputs kept, fault cleared); the clock moves one step.
 
+        Parameters
+        ----------
+        q : (nq,) ``[r0, Q0, phi]``, ``nq = 7 + n`` plus one per spherical joint
+            (:mod:`ffsim_ros.dynamics`): ``r0`` the base *body's CoM* (not the base link
+            origin, which is :attr:`Snapshot.base_position`), world [m]; ``Q0`` the base
+            attitude quaternion (x, y, z, w), base frame -> world, normalized here; ``phi`` the
+            joint coordinates [rad | m] (a spherical joint's unit quaternion (x, y, z, w)).
+        v : (nv,) ``[V0, w0, phidot]``, ``nv = 6 + n``: the base CoM velocity [m/s] and the base
+            angular velocity [rad/s], world frame; the joint rates [rad/s | m/s] (a spherical
+            joint's: the child's angular velocity relative to its parent, child frame).
+
+        With a closed chain, the state is assembled onto the loops first (module docstring).
+
         Raises
         ------
         ValueError
-            Wrong sizes, non-finite values, a zero base quaternion, a target held, or the
-            robot's shapes overlapping a target's (nothing changes).
+            Wrong sizes, non-finite values, a zero base quaternion, a target held, the
+            robot's shapes overlapping a target's, or a state the loops of the chain cannot
+            be closed from (nothing changes).
         TypeError
             Values that are not real numbers (complex, strings, ...; nothing changes).
         """

@@ -539,10 +539,12 @@ def closed_chain_step(
 
     Parameters
     ----------
-    gen : (nv,) generalized force, held over the step.
+    q : (nq,) ;  v : (nv,) the tree state;  dt : step [s].
+    gen : (nv,) generalized force ``[F_b; tau]`` [N, N m, N m | N], held over the step.
     gains : (3,) ``[alpha, beta, rtol]``: Baumgarte gains in the stages and the rank
         threshold.
-    settings : (4,) ``[project, conserve, tol, max_iter]`` (flags as 0/1).
+    settings : (4,) ``[project, conserve, tol, max_iter]`` (flags as 0/1; ``tol`` on the loop
+        errors [m, rad, m/s, rad/s]).
 
     Returns
     -------
@@ -715,7 +717,16 @@ def e_closed_chain(
     lam: np.ndarray,
     acc: np.ndarray,
 ) -> int:
-    """Entry point: :func:`closed_chain_dynamics` on the packed model."""
+    """Entry point: :func:`closed_chain_dynamics` on the packed model; returns its rank.
+
+    Parameters
+    ----------
+    idata, fdata : the packed model (``Model.packed``).  q : (nq,) ``[r0, Q0 (x, y, z, w),
+    phi]`` [m, -, rad | m];  v : (nv,) ``[V0, w0, phidot]``, inertial [m/s, rad/s, ...];
+    gen : (nv,) ``[F_b; tau]`` or (n,) ``tau`` [N, N m, N m | N];  fext : (nb, 6) about O or
+    (0, 6);  loop_i : (nl, 3) int64;  loop_f : (nl, 24) [m];  alpha [1/s], beta [1/s^2],
+    rtol;  qdd : (nv,), lam : (nrows,), acc : (nb, 6) or (0, 6) outputs -- as there.
+    """
     m = unpack(idata, fdata)
     return closed_chain_dynamics(
         m, q, v, gen, fext, with_friction, loop_i, loop_f, alpha, beta, rtol, qdd, lam, acc
@@ -735,7 +746,17 @@ def e_loop_projection(
     dq: np.ndarray,
     dv: np.ndarray,
 ) -> float:
-    """Entry point: :func:`loop_projection` on the packed model."""
+    """Entry point: :func:`loop_projection` on the packed model; returns ``max |xi|``
+    [m, rad].
+
+    Parameters
+    ----------
+    idata, fdata : the packed model.  q : (nq,) ;  v : (nv,) the tree state (as
+    :func:`e_closed_chain`);  loop_i : (nl, 3), loop_f : (nl, 24) the cut hinges
+    (:func:`.cut_hinges.loop_rows`);  nrows : their row count;  rtol : rank threshold;
+    dq : (nv,) output tangent correction (``q <- integrate(q, dq, 1)``) [m, rad, rad | m];
+    dv : (nv,) output velocity correction [m/s, rad/s, rad/s | m/s].
+    """
     return loop_projection(unpack(idata, fdata), q, v, loop_i, loop_f, nrows, rtol, dq, dv)
 
 

@@ -73,7 +73,9 @@ def e_rnea(
     with_friction: bool,
     out: np.ndarray,
 ) -> None:
-    """Entry point without external wrenches: :func:`inverse_dynamics_into` into ``out``."""
+    """Entry point without external wrenches: :func:`inverse_dynamics_into` into ``out``
+    (nv,) ``[F; T; tau]`` [N, N m, N m | N] (base wrench at the base CoM, inertial frame) from
+    ``q`` (nq,), ``v`` (nv,) and ``a`` (nv,) ``[dV0, dw0, phiddot]`` [m/s^2, rad/s^2, ...]."""
     m = unpack(idata, fdata)
     ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
     inverse_dynamics_into(m, q, v, a, carve(ws, 0, (0, 6)), with_friction, out, ws)
@@ -167,7 +169,10 @@ def e_forward_dynamics(
     with_friction: bool,
     use_aba: bool,
 ) -> np.ndarray:
-    """Entry point: :func:`forward_dynamics` (ABA) or :func:`forward_dynamics_crba`."""
+    """Entry point: :func:`forward_dynamics` (ABA) or :func:`forward_dynamics_crba`: the
+    accelerations (nv,) ``[dV0, dw0, phiddot]`` under ``tau`` (nv,) ``[F_b; tau]`` (base wrench
+    at the base CoM, inertial frame) [N, N m, N m | N] and ``fext`` (nb, 6) body wrenches about
+    O, inertial frame, or an empty (0, 6) array."""
     m = unpack(idata, fdata)
     if use_aba:
         return forward_dynamics(m, q, v, tau, fext, with_friction)
@@ -259,7 +264,10 @@ def e_state_summary(
 def e_integrate(
     idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, v: np.ndarray, dt: float
 ) -> np.ndarray:
-    """Entry point of :func:`integrate`."""
+    """Entry point of :func:`integrate`: ``q (+) v dt`` (nq,) for the packed model
+    (``idata``, ``fdata``: ``Model.packed``), ``q`` (nq,) ``[r0, Q0 (x, y, z, w), phi]``, ``v``
+    (nv,) ``[V0, w0, phidot]`` (inertial; a spherical joint's rate in its child frame) [m/s,
+    rad/s, rad/s | m/s] and ``dt`` [s]."""
     return integrate(unpack(idata, fdata), q, v, dt)
 
 
@@ -267,7 +275,10 @@ def e_integrate(
 def e_chart_rate(
     idata: np.ndarray, fdata: np.ndarray, theta: np.ndarray, v: np.ndarray
 ) -> np.ndarray:
-    """Entry point of :func:`chart_rate`."""
+    """Entry point of :func:`chart_rate`: ``dtheta/dt`` (nv,) at the chart coordinates
+    ``theta`` (nv,) (the tangent vector of ``q = integrate(q_ref, theta, 1)``) for the
+    velocity ``v`` (nv,), both in ``v``'s layout and units; ``idata``, ``fdata``: the packed
+    model."""
     return chart_rate(unpack(idata, fdata), theta, v)
 
 
@@ -281,7 +292,10 @@ def e_rk4_stage(
     acc: np.ndarray,
     h: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Entry point of :func:`.lie_group.rk4_stage`."""
+    """Entry point of :func:`.lie_group.rk4_stage`: ``(q_s (nq,), v_s (nv,), theta (nv,))``
+    from ``q`` (nq,), ``v`` (nv,), the previous stage's chart rate ``theta_rate`` (nv,) and
+    acceleration ``acc`` (nv,) [m/s^2, rad/s^2, ...] and ``h = c_s dt`` [s]; ``idata``,
+    ``fdata``: the packed model."""
     return rk4_stage(unpack(idata, fdata), q, v, theta_rate, acc, h)
 
 

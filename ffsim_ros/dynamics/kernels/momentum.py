@@ -14,7 +14,24 @@ from .spatial import inertia_times, row6
 def spatial_momentum(
     m: ModelArrays, v: np.ndarray, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
 ) -> np.ndarray:
-    """``[P; L_O]`` = sum of body momenta about O [S0 eqs. 6-7]."""
+    """``[P; L_O]`` = sum of body momenta about O [S0 eqs. 6-7].
+
+    Parameters
+    ----------
+    m : ModelArrays
+    v : (nv,) generalized velocity ``[V0, w0, phidot]`` (base CoM velocity and angular
+        velocity, inertial frame) [m/s, rad/s, rad/s | m/s].
+    S : (6, nv) joint motion subspaces at O, inertial frame (:func:`.kinematics.motion_subspace`).
+    mw : (nb,) [kg];  hw : (nb, 3) first moments ``m_i c_i`` about O [kg m];  Iw : (nb, 3, 3)
+        rotational inertias about O [kg m^2]: the bodies' spatial inertias, inertial frame
+        (:func:`.kinematics.world_inertias`).
+
+    Returns
+    -------
+    (6,) ndarray
+        ``[P; L_O]``: linear momentum [kg m/s] and angular momentum about the inertial origin O
+        [kg m^2/s], inertial frame.
+    """
     nb = m.parent.shape[0]
     vel = np.zeros((nb, 6))
     out = np.zeros(6)
@@ -34,7 +51,8 @@ def momentum_and_energy(
     m: ModelArrays, v: np.ndarray, S: np.ndarray, mw: np.ndarray, hw: np.ndarray, Iw: np.ndarray
 ) -> tuple[np.ndarray, float]:
     """``[P; L_O]`` (6,) and the kinetic energy ``T = 1/2 sum V_i . (I_i V_i)`` [J] in one pass
-    over the bodies (the same body velocities ``V_i`` as :func:`spatial_momentum`)."""
+    over the bodies (the same body velocities ``V_i`` as :func:`spatial_momentum`; arguments and
+    units as there)."""
     nb = m.parent.shape[0]
     vel = np.zeros((nb, 6))
     out = np.zeros(6)

@@ -373,7 +373,10 @@ def root_rows(base_acceleration: np.ndarray) -> Rows:
 
 
 def effective_efforts(model: Model, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """Joint efforts plus the joint friction ``F_f`` [S0 eq. 41] when the model enables it."""
+    """Joint efforts plus the joint friction ``F_f`` [S0 eq. 41] when the model enables it:
+    ``tau - d phidot - f_c tanh(phidot / 1e-3)`` (n,) [N m | N], velocity order, from ``v``
+    (nv,) (its joint rates ``phidot = v[nv - n:]`` [rad/s | m/s]) and ``tau`` (n,) [N m | N];
+    ``tau`` itself when the joint dynamics are off."""
     if not model.joint_dynamics:
         return tau
     off = model.nv - model.n
@@ -466,6 +469,7 @@ def actuation(model: Model, bd: Bodies, tau: np.ndarray) -> tuple[np.ndarray, np
 
 def joint_accelerations(model: Model, q: np.ndarray, bd: Bodies, X: np.ndarray) -> np.ndarray:
     """Generalized accelerations ``[dV0, dw0, phiddot]`` from body accelerations ``X`` (nb, 6).
+    ``X[i] = [r''_i; w'_i]`` (CoM, inertial frame) [m/s^2, rad/s^2]; returns (nv,).
 
     Revolute (``w_- - w_+ = k gamma'`` with ``k`` fixed in the parent, [M eq. 43]):
     ``gamma'' = k . (w'_- - w'_+)`` (the term ``(w_+ x k) gamma'`` is normal to ``k``).
@@ -619,7 +623,8 @@ def checked_state(
 def hinge_wrenches(
     model: Model, bd: Bodies, rows: Rows, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``f_j``, ``g^c_j`` (about ``o_j``) on the parent, and ``o_j``, from the tree rows."""
+    """``f_j`` [N], ``g^c_j`` (about ``o_j``) [N m] on the parent, and ``o_j`` [m], (n, 3) each,
+    inertial frame, from ``rows`` and their multipliers ``lam`` (m,) (the tree rows first)."""
     n = model.arrays.parent.shape[0] - 1
     o, _ = joint_frames(model, bd)
     if n == 0:
@@ -769,6 +774,13 @@ def joint_reactions(
 BaseMotion = Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]]
 
 
+#: The models a prescribed base motion takes: the joint angles ``phi`` are the rest of ``q``.
+_PRESCRIBED_MODEL = (
+    'model: expected a floating-base model with joints of one coordinate each (nq = 7 + n: no '
+    'spherical joint, whose orientation is no angle)'
+)
+
+
 def prescribed_base_dynamics(
     model: Model,
     motion: BaseMotion,
@@ -792,15 +804,16 @@ def prescribed_base_dynamics(
         A floating-base model (its base is the prescribed body).
     motion : callable
         ``motion(t) -> (q_base, v_base, a_base)``, see :data:`BaseMotion`.
-    t : float [s];  phi, phidot : (n,) joint positions and rates;  tau : (n,) efforts.
+    t : float [s];  phi, phidot : (n,) joint positions [rad | m] and rates [rad/s | m/s];
+    tau : (n,) efforts [N m | N].
 
     Returns
     -------
     MaximalSolution
         ``a = [dV0, dw0, phiddot]`` with the prescribed base part.
     """
-    if not model.floating_base:
-        raise ValueError('motion: expected a floating-base model, got a fixed-base one')
+    if not model.floating_base or model.nq != 7 + model.n:
+        raise ValueError(_PRESCRIBED_MODEL + f', got nq = {model.nq}, n = {model.n}')
     qb, vb, ab = motion(real_number(t, 't'))
     q = np.concatenate((as_vector(qb, 7, 'motion q_base'), as_vector(phi, model.n, 'phi')))
     v = np.concatenate((as_vector(vb, 6, 'motion v_base'), as_vector(phidot, model.n, 'phidot')))
@@ -832,7 +845,8 @@ def simulate_prescribed_base(
 
     Parameters
     ----------
-    tau : (n,) constant efforts, or ``tau(t, phi, phidot) -> (n,)``.
+    phi0, phidot0 : (n,) initial joint positions [rad | m] and rates [rad/s | m/s].
+    tau : (n,) constant efforts [N m | N], or ``tau(t, phi, phidot) -> (n,)``.
     t_final, dt : float [s]; ``t_final / dt`` steps (rounded); ``t_final`` finite, >= 0.
 
     Returns
@@ -840,8 +854,8 @@ def simulate_prescribed_base(
     t : (k + 1,) ;  phi : (k + 1, n) ;  phidot : (k + 1, n)
     """
     dt = positive_step(dt)
-    if not model.floating_base:
-        raise ValueError('motion: expected a floating-base model, got a fixed-base one')
+    if not model.floating_base or model.nq != 7 + model.n:
+        raise ValueError(_PRESCRIBED_MODEL + f', got nq = {model.nq}, n = {model.n}')
     steps = step_count(t_final, dt)
     n = model.n
     if callable(tau):
