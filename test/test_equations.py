@@ -7,7 +7,9 @@ A-12). "eq. 38" is the nonlinear effects ``c`` in one and a barycentric form in 
 reference is written as a tag: ``[S0 eq. 38]``, ``[M eqs. 12-14]``, ``[M Remark 4]``,
 ``[M Appendix case 2]``, ``[M sec. 3.1]``.
 
-Checked here, over the package's Python files and docs/dynamics.md, docs/mufti.md:
+Checked here, over the package's Python files, README.md and docs/dynamics.md, docs/mufti.md,
+docs/capture.md (the tags of docs/equations.md's own prose too, which names equations bare by
+design: its table is the map):
 
 * every tag is well formed (one seed, known kinds of items, ``eq.``/``eqs.`` agreeing with the
   count) and no bare reference is left outside a tag: "eq. N"/"eqs. N" nowhere in the source,
@@ -34,7 +36,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / 'ffsim_ros'
 KERNELS = PACKAGE / 'dynamics' / 'kernels'
 TABLE = ROOT / 'docs' / 'equations.md'
-DOCS = (ROOT / 'docs' / 'dynamics.md', ROOT / 'docs' / 'mufti.md')
+#: Prose checked for bare references too (an untagged "seed 000 eqs. 9" in any of them fails).
+DOCS = (
+    ROOT / 'README.md',
+    ROOT / 'docs' / 'dynamics.md',
+    ROOT / 'docs' / 'mufti.md',
+    ROOT / 'docs' / 'capture.md',
+)
+#: Files whose tags are checked (well formed, within their seed, in the table).
+TAGGED_DOCS = (*DOCS, TABLE)
 
 #: Files skipped by the bare-reference check (none: every module is tagged).
 PENDING: tuple[str, ...] = ()
@@ -276,6 +286,7 @@ def test_tag_grammar():
         with pytest.raises(ValueError):
             parse_tag(bad)
     assert not BARE_EQ.search("method ``'eq38'``")
+    assert BARE_EQ.search('the CoM (seed 000 eqs. 9, 12-16)')
     for bare in ('(eq. 5)', 'eqs. 6-7', 'Eq. (38)', 'equation [39]', 'eq 21', 'eq. A-6'):
         assert BARE_EQ.search(bare), bare
     for bare in ('Remark 4', 'the Appendix', 'sec. 3.1', 'section 4', 'Fig. 3a'):
@@ -288,7 +299,7 @@ def test_tag_grammar():
 def test_tags_are_well_formed():
     """Every tag has one seed, ``S0`` or ``M``, and a body of known items."""
     bad = []
-    for path in [*_python_files(), *DOCS]:
+    for path in [*_python_files(), *TAGGED_DOCS]:
         for where, seed, body in tags_in(path):
             try:
                 if seed not in SEED_REFS:
@@ -309,7 +320,7 @@ def test_no_bare_references():
 def test_tagged_references_exist_in_their_seed():
     """Equation numbers within each seed (S0: 1-41; M: 1-73, 40-a..d, A-1..12, ...)."""
     bad = []
-    for path in [*_python_files(), *DOCS]:
+    for path in [*_python_files(), *TAGGED_DOCS]:
         for where, seed, body in tags_in(path):
             if seed not in SEED_REFS:
                 continue  # reported by test_tags_are_well_formed
@@ -336,7 +347,7 @@ def test_every_tag_has_a_row():
     """Each reference tagged in the package or the docs is in the table, under its seed."""
     have = {(seed, ref) for _, seed, ref, _ in table_rows()}
     missing = []
-    for path in [*_python_files(), *DOCS]:
+    for path in [*_python_files(), *TAGGED_DOCS]:
         for where, seed, body in tags_in(path):
             try:
                 refs = parse_tag(body)

@@ -1,16 +1,20 @@
 """Capture control of a free-floating robot: interception and post-capture detumbling (no ROS).
 
 Momentum. Seed 000 writes the momentum about the base CoM as ``[P; L0] = H0 x0dot + H0m
-phidot`` [S0 eq. 19]; the zero-momentum laws of :mod:`.reactionless` drop its left side. Here
-it is kept: with ``h0 = H[:6] v`` the present momentum (conserved in the absence of external
-forces, but a target grasped brings its own), the base moves with
+phidot`` [S0 eqs. 19, 21]; the zero-momentum laws of :mod:`.reactionless` drop its left side.
+Here it is kept: with ``h0 = H[:6] v`` the present momentum (conserved in the absence of
+external forces, but a target grasped brings its own), the base moves with
 
     x0dot = H0^-1 h0 - B phidot,   B = H0^-1 H0m                       [S0 eq. 21]
     w0 = c - A phidot,             c = [H0^-1 h0]_w,  A = [B]_w           (1)
 
 (``[.]_w``: the angular rows). ``c`` is the base angular velocity the system would have with
-its joints locked now -- the rigid-body rate ``I_sys^-1 L_g`` of the whole system; it is zero
-for a robot that never touched anything. A point ``p`` of the gripper moves with
+its joints locked now -- the rigid-body rate ``I_sys^-1 L_g`` of the whole system
+(:attr:`MomentumTerms.locked_rate`); it is zero for a robot that never touched anything. These
+``B``, ``A`` and ``c`` are the code's names, not the control map ``B(q)`` of [S0 eq. 41] nor
+the nonlinear effects ``c`` of [S0 eq. 38] (``ff.c``; the ``c*`` below is made from it): see
+"Code names that differ from the seeds'" in docs/equations.md. A point ``p`` of the gripper
+moves with
 
     pdot = J_s x0dot + J_m phidot = J_s H0^-1 h0 + J* phidot,  J* = J_m - J_s B    [S0 eq. 5]
 
@@ -197,7 +201,8 @@ class MomentumTerms:
 
     @property
     def locked_rate(self) -> np.ndarray:
-        """``c`` (3,): the base angular velocity with the joints locked [rad/s]."""
+        """``c`` (3,) of relation (1), not the nonlinear effects ``c`` of [S0 eq. 38]: the base
+        angular velocity with the joints locked [rad/s]."""
         return self.drift[3:]
 
 

@@ -1,10 +1,12 @@
 """Reaction null space (RNS) of a free-floating arm: the rate laws and measures (no ROS).
 
 Under zero momentum the base angular velocity is ``w0 = -A phidot`` with ``A`` the angular rows
-of ``B = H0^-1 H0m`` ([S0 eq. 21]); the joint rates with ``A phidot = 0`` are the reaction null
-space of Nenchev & Yoshida: moving in it leaves the base attitude untouched. Everything here
-works on the *rate-weighted* joint coordinates ``phidot = W xi`` (``W``: the joint velocity
-limits normalized to a maximum of 1), so that each joint moves in proportion to what it can do.
+of ``B = H0^-1 H0m`` ([S0 eq. 21]; ``B`` is not the control map ``B(q)`` of [S0 eq. 41]: see
+docs/equations.md, "Code names that differ from the seeds'"); the joint rates with
+``A phidot = 0`` are the reaction null space of Nenchev & Yoshida: moving in it leaves the base
+attitude untouched. Everything here works on the *rate-weighted* joint coordinates
+``phidot = W xi`` (``W``: the joint velocity limits normalized to a maximum of 1), so that each
+joint moves in proportion to what it can do.
 
 =========================  ===================================================================
 :func:`reactionless_rates`  attitude task first (``A phidot = -w0_d``), the end-effector task

@@ -8,7 +8,8 @@ Glossary (inertial frame, SI units):
 ``Hm``         manipulator inertia (n, n) (``H_phi``) [S0 eq. 24]
 ``c_b, c_m``   base and joint parts of the nonlinear effects ``c`` [S0 eq. 38]
 ``B``          ``H0^-1 H0m`` (6, n): under zero momentum the base moves with
-               ``x0dot = -B phidot`` [S0 eq. 21]
+               ``x0dot = -B phidot`` [S0 eq. 21] (not the control map ``B(q)`` of
+               [S0 eq. 41]; its angular rows are the ``A`` of :mod:`ffsim_ros.control`)
 ``J*``         generalized Jacobian ``Jm - Js B`` (Yoshida & Umetani 1993)
 ``H*, c*``     generalized inertia ``Hm - H0m^T B`` and bias ``c_m - H0m^T H0^-1 c_b`` of the
                unactuated-base dynamics ``tau = H* phiddot + c*`` ([S0 eq. 39] with ``F_b = 0``)
@@ -16,7 +17,8 @@ Glossary (inertial frame, SI units):
 
 :func:`free_floating_terms` computes them all from one evaluation of ``H``, ``c`` and a link
 Jacobian (what a controller needs each cycle); the other functions are its single-purpose
-views.
+views. Names the code gives other meanings than the seeds do (``B``, ``A``, ``H_b``, ``q``):
+docs/equations.md, "Code names that differ from the seeds'".
 """
 
 from __future__ import annotations

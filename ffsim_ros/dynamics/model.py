@@ -17,6 +17,11 @@ Glossary (SPART / SpaceDyn names, seed 000):
 ``J*``         generalized Jacobian ``Jm - Js H0^-1 H0m`` (Yoshida & Umetani 1993)
 =============  ================================================================================
 
+``q`` is the whole configuration; seed 000's ``q`` in [S0 eqs. 21, 26-39] is the joint angles,
+``phi`` here (its [S0 eqs. 40-41] use ``q`` for all generalized coordinates, as the code does).
+The names the code uses otherwise than the seeds: docs/equations.md, "Code names that differ
+from the seeds'".
+
 A *body* is a set of links welded together by fixed joints; its frame is the frame of its
 first link (the child link of the moving joint, or the root link for the base). Every link
 stays addressable by name as a :class:`Frame` of its body.

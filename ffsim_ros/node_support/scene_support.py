@@ -396,8 +396,10 @@ class TargetMessages:
 
     def grasp_wrench(self, scene: SceneSnapshot, gripper: Gripper, stamp: Any) -> WrenchStamped:
         """``grasp_wrench``: the wrench the robot exerts on the held target (the weld's
-        constraint force, [M eqs. 62-66]) as a wrist force-torque sensor reads it: about the
-        origin of the gripper's link frame (``<prefix><gripper.link>``), in its axes [N, N m].
+        constraint force, read off the robot's base rows of [S0 eq. 41] by
+        :func:`ffsim_ros.scene.grasp.weld_wrench`) as a wrist force-torque sensor reads it:
+        about the origin of the gripper's link frame (``<prefix><gripper.link>``), in its axes
+        [N, N m].
 
         ``scene.grasp_wrench`` is ``[f; n]`` about the weld point, world axes; the grasp frame
         ``scene.gripper`` is the link frame moved by ``gripper.rotation`` and

@@ -3,10 +3,12 @@
 Issue 17's core: targets (rigid bodies or URDF multibodies, with a tumble helper), collision
 geometry from URDF ``<collision>`` primitives checked with ``coal``, impact and compliant
 contact laws at a point with the full free-floating generalized inertia of both systems (the
-``J^T F_c`` and ``F_f`` terms of [S0 eq. 41]), and the grasp as a weld joining robot and target
-into one tree [M eqs. 62-66]. :class:`Scene` steps it all (``advance(n)`` -> snapshot with
-events); :mod:`.scenario` builds one from YAML. Imports only the public API of
-:mod:`ffsim_ros.dynamics`. See ``docs/capture.md``.
+``J^T F_c`` term of [S0 eq. 41], normal and Coulomb tangential; ``F_f`` is the joint friction),
+and the grasp as a weld joining robot and target into one tree (it closes no loop, unlike the
+cut hinges of [M sec. 4]; its wrench from the robot's base rows of [S0 eq. 41]).
+:class:`Scene` steps it all (``advance(n)`` -> snapshot with events); :mod:`.scenario` builds
+one from YAML. Imports only the public API of :mod:`ffsim_ros.dynamics`. See
+``docs/capture.md``.
 """
 
 from .events import (

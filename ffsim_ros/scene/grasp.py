@@ -1,4 +1,5 @@
-"""Grasp: a weld between the gripper and a target's handle [M eqs. 62-66].
+"""Grasp: a weld between the gripper and a target's handle (it closes no loop, unlike the cut
+hinges of [M sec. 4]; its wrench read off the robot's base rows of [S0 eq. 41]).
 
 Robot and target are two trees, each with its free root. A weld cut hinge between the gripper
 link ``g`` (robot) and the handle's link ``h`` (target) makes them one tree, not a closed chain:

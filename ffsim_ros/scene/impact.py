@@ -1,4 +1,8 @@
-"""Contact laws at a point: the ``J^T F_c`` and ``F_f`` terms of [S0 eq. 41].
+"""Contact laws at a point: the ``J^T F_c`` term of [S0 eq. 41], normal and Coulomb tangential.
+
+(Coulomb friction at the contact is part of the contact force ``F_c`` and acts through ``J^T``;
+``F_f`` of [S0 eq. 41] is the joint friction,
+:func:`ffsim_ros.dynamics.kernels.friction.joint_friction`.)
 
 Two systems ``a`` and ``b`` touch at a point ``p`` with unit normal ``n`` pointing from ``b``
 into ``a``. The velocity of the material point of each system at ``p`` is ``J v`` with ``J``
@@ -9,11 +13,13 @@ impulse ``J^T P``: ``H dv = J_a^T P``, so that
 
     du = W dP,     W = J_a H_a^-1 J_a^T + J_b H_b^-1 J_b^T                            (1)
 
-with ``H`` the *full* free-floating generalized inertia of each system [S0 eqs. 24-27] (base
-included: nothing is anchored during an impact). ``J H^-1 J^T`` is Yoshida's extended
-inversed inertia tensor at the contact point (:func:`inverse_inertia`; its 6x6 form with the
-angular rows serves the grasp). The impulse acts on both systems at the same point, so the
-total linear and angular momentum is unchanged whatever ``P`` is.
+with ``H_a``, ``H_b`` the *full* free-floating generalized inertias of systems ``a`` and ``b``
+[S0 eqs. 24-27] (base included: nothing is anchored during an impact; ``H_b`` here is not the
+base inertia ``H_b = H0`` of [S0 eq. 27], see "Code names that differ from the seeds'" in
+docs/equations.md). ``J H^-1 J^T`` is Yoshida's extended inversed inertia tensor at the
+contact point (:func:`inverse_inertia`; its 6x6 form with the angular rows serves the grasp).
+The impulse acts on both systems at the same point, so the total linear and angular momentum
+is unchanged whatever ``P`` is.
 
 Rigid impact (:class:`ImpactLaw`, :func:`solve_impact`): Stronge's energetic restitution with
 Coulomb friction, integrated over the normal impulse ``p`` as Routh's method does

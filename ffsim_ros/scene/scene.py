@@ -4,10 +4,11 @@ Representation. Each free system -- the robot, each target not held -- is its ow
 :class:`~ffsim_ros.dynamics.Model` stepped side by side with the momentum-preserving RK4 step
 (:func:`ffsim_ros.dynamics.step`, ``conserve_momentum=True``): between contacts they do not
 interact, so nothing couples them and each keeps its momentum to round-off. Contacts couple
-them by equal and opposite impulses at one point (:mod:`.impact`, the ``J^T F_c`` and ``F_f``
-terms of [S0 eq. 41]), which exchange momentum exactly. A grasp welds the held target to the
-gripper: the two trees become one (:mod:`.grasp`, :func:`~ffsim_ros.dynamics.weld_models`),
-stepped as one compiled model until the release splits it again.
+them by equal and opposite impulses at one point (:mod:`.impact`, the ``J^T F_c`` term of
+[S0 eq. 41], normal and Coulomb tangential), which exchange momentum exactly. A grasp welds
+the held target to the gripper: the two trees become one (:mod:`.grasp`,
+:func:`~ffsim_ros.dynamics.weld_models`), stepped as one compiled model until the release
+splits it again.
 
 A step of ``dt``:
 

@@ -570,7 +570,9 @@ def tumble(
 def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
     """(3, 3) inertia of a multibody about its CoM with its joints locked, in its root body
     frame [kg m^2] (what :func:`tumble` needs for a multibody target); ``q`` (nq,) its
-    configuration (root-body CoM [m], quaternion (x, y, z, w), joints)."""
+    configuration (root-body CoM [m], quaternion (x, y, z, w), joints). It is ``H_w`` of
+    [S0 eqs. 15-16] as re-derived in docs/equations.md, ``sum (I_i - m_i r~_gi r~_0i)`` (the
+    printed ``+`` is a seed defect), turned into the root body frame."""
     com = D.center_of_mass(model, q)
     R0 = quat_to_matrix(q[3:7])
     I_world = np.empty((3, 3))

@@ -1,7 +1,7 @@
 """Momentum-preserving stepping of a free-floating system.
 
 The total momentum ``h = [P; L_O]`` about the inertial origin is linear in the velocities
-[S0 eqs. 6-7, 21]. Without external forces it is constant, under uniform gravity it changes
+[S0 eqs. 6-7, 11]. Without external forces it is constant, under uniform gravity it changes
 by the exactly known impulse of the weight; an integration step (RK4) keeps it only to its
 truncation error. After a step, :func:`correct_momentum` restores the known momentum by the
 smallest velocity change in the kinetic-energy metric: with ``A v = h`` the momentum map,

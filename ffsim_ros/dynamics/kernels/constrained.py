@@ -3,7 +3,8 @@ loop-closure rows.
 
 The Lagrangian system of a tree closed by cut hinges ([M eqs. 10, 49, 63], seed 001) is solved
 in the tree's own coordinates: with ``M`` the tree's mass matrix and ``C`` the cut-hinge rows
-on the generalized velocities,
+on the generalized velocities (not Mufti's ``M = diag(m_i E_3)`` [M eq. 4] and incidence
+matrix ``C`` [M eq. 1]; docs/equations.md, code names),
 
     qdd = qdd_free + M^-1 C^T lambda,    (C M^-1 C^T) lambda = gamma - C qdd_free,
 

@@ -4,10 +4,12 @@
 articulated-body sweep for the tree's own accelerations, one more O(n) backward/forward pass
 per independent cut-hinge row with the sweep's articulated inertias for ``M^-1 C^T``, and the
 small Delassus system ``(C M^-1 C^T) lambda = gamma - C qdd_free``
-(:mod:`ffsim_ros.dynamics.kernels.constrained`). The rows, their Baumgarte terms
-[M Remark 4] and the per-hinge reduction of redundant rows [M Appendix case 2] are those of
-:mod:`.closed`; the maximal-coordinate solvers (``'kkt'``, ``'nullspace'``,
-``'multipliers'``) stay as the references it is checked against.
+(:mod:`ffsim_ros.dynamics.kernels.constrained`; ``M`` the tree's mass matrix and ``C`` the
+cut-hinge rows on its velocities, not Mufti's ``M = diag(m_i E_3)`` [M eq. 4] and incidence
+matrix ``C`` [M eq. 1]: docs/equations.md, "Code names that differ from the seeds'"). The
+rows, their Baumgarte terms [M Remark 4] and the per-hinge reduction of redundant rows
+[M Appendix case 2] are those of :mod:`.closed`; the maximal-coordinate solvers (``'kkt'``,
+``'nullspace'``, ``'multipliers'``) stay as the references it is checked against.
 """
 
 from __future__ import annotations
@@ -333,7 +335,8 @@ class LoopKernel:
         articulated-body passes. The loop rows have no base columns (the base is an ancestor
         of both sides), so the momentum rows decouple in the kinetic-energy metric: the loop
         correction leaves the momentum, and the momentum correction
-        (``-H_bb^-1 (H_b v - X^-1 h)``, the base velocity only) leaves the loop rows."""
+        (``-H0^-1 (H[:6] v - X^-1 h)`` with ``H[:6]`` the base rows ``[H0, H0m]`` of the mass
+        matrix, not the ``H_b`` of [S0 eq. 27]; the base velocity only) leaves the loop rows."""
         model = self.model
         err = np.inf
         for _ in range(max_iter + 1):
@@ -350,7 +353,7 @@ class LoopKernel:
             )
         v = v + dv
         if h_target is not None:
-            dh = momentum(model, q, v) - h_target  # X H_b v - h, X = [[E, 0], [r0~, E]]
+            dh = momentum(model, q, v) - h_target  # X H[:6] v - h, X = [[E, 0], [r0~, E]]
             dh[3:] -= cross(q[:3], dh[:3])  # X^-1
             v[:6] -= np.linalg.solve(mass_matrix(model, q)[:6, :6], dh)
         return q, v

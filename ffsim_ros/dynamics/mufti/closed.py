@@ -300,14 +300,15 @@ class ClosedChain:
         """Per cut hinge, an orthonormal basis ``U_k`` (rows_k, K_k) of its independent row
         combinations, or None when all its rows are independent.
 
-        The rank is decided on ``C_k = G_k B``, the map from the tree's velocities to the
-        hinge's relative velocity (``B`` the body-velocity Jacobian, [M Remark 2]): the rows
-        the tree's motion cannot violate (a planar loop's out-of-plane rows) are exactly zero
-        there, on the constraint manifold and off it, because the rows are body-fixed and act
-        at one point. [M Appendix case 2] decides the rank on the whole ``G`` instead, where
-        such rows are only nearly redundant off the manifold (their dependence on the tree's
-        rows holds through the closure of the loop): an RK4 stage ~1e-7 m off the manifold
-        then passes a relative 1e-9 test as independent and the multipliers explode.
+        The rank is decided on ``G_k Z``, the map from the tree's velocities to the hinge's
+        relative velocity (``Z = d(r', w)/dq'`` the body-velocity Jacobian of [M Remark 2],
+        ``Bv`` here, :func:`~.tree.body_velocity_jacobian`): the rows the tree's motion cannot
+        violate (a planar loop's out-of-plane rows) are exactly zero there, on the constraint
+        manifold and off it, because the rows are body-fixed and act at one point.
+        [M Appendix case 2] decides the rank on the whole ``G`` instead, where such rows are
+        only nearly redundant off the manifold (their dependence on the tree's rows holds
+        through the closure of the loop): an RK4 stage ~1e-7 m off the manifold then passes a
+        relative 1e-9 test as independent and the multipliers explode.
         (The rank threshold: :mod:`.loop_rank`.)
         """
         nb = self.model.arrays.parent.shape[0]
@@ -643,7 +644,7 @@ class ClosedChain:
         loop rows (minimum in the kinetic-energy metric: the displacement internal loop
         impulses would produce, so the system CoM does not move). Velocities: the
         kinetic-energy-metric projection onto ``G v = 0`` and, for a floating base, onto the
-        momentum ``[P; L_O]`` (loop-closure forces are internal: [S0 eqs. 6-7, 21]).
+        momentum ``[P; L_O]`` (loop-closure forces are internal: [S0 eqs. 6-7, 11]).
 
         Parameters
         ----------

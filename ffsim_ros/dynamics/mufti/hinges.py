@@ -1,5 +1,6 @@
 """Cut hinges of closed chains: :class:`LoopClosure`, the joint a loop is cut at (seed 001's
-loop-closing arcs [M Remark 2]), checked when made. Its rows are built by
+loop-closing arcs: the columns ``C*`` of ``C_c = (C, C*)``, constrained by
+``C*^T r + L*^T 1_n = 0``, [M sec. 4, eqs. 62, 65-66]), checked when made. Its rows are built by
 :meth:`~.closed.ClosedChain.loop_rows` and, compiled, by
 :func:`ffsim_ros.dynamics.kernels.cut_hinges.loop_rows`.
 """

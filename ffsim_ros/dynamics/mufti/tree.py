@@ -38,7 +38,8 @@ seed's ``-Q^T C^T`` row sign, ``u_4 = Q'^T C^T w``): the dot and the velocity ar
 lost.
 
 A fixed base (and a base whose motion is prescribed, [M Remark 3]) is welded to an external body
-``b_0`` by a hinge ``h_0`` of 6 rows at the base CoM: ``r''_0 = a_presc``, ``w'_0 = alpha``.
+``b_0`` by a hinge ``h_0`` of 6 rows at the base CoM: ``r''_0 = a_presc``, ``w'_0 = alpha``
+(not the Baumgarte gain of [M Remark 4]: docs/equations.md, code names).
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
 
 
 def body_velocity_jacobian(model: Model, bd: Bodies) -> np.ndarray:
-    """``B`` (6 nb, nv) with ``[r'_i; w_i] = B v`` ([M Remark 2]: ``Z = d(r', w)/d q'``)."""
+    """``Z = d(r', w)/dq'`` of [M Remark 2] (named ``B`` here; docs/equations.md, code names),
+    (6 nb, nv): ``[r'_i; w_i] = Z v``."""
     a = model.arrays
     nb = a.parent.shape[0]
     nv = bd.S.shape[1]
