@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -580,20 +579,17 @@ def _check_reach_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         args.robot_text = read_robot_file(str(path), what='--robot')
     except ParameterValueError as exc:
         parser.error(str(exc))
-    from ffsim_ros.dynamics.urdf import NO_DTD, dtd_problem
+    from ffsim_ros.dynamics.urdf import UrdfXmlError, parse_urdf_xml
 
-    problem = dtd_problem(args.robot_text)
-    if problem is not None:
-        parser.error(f'--robot: {NO_DTD}, got {problem} in {str(path)!r}')
     try:
-        ET.fromstring(args.robot_text)
-    except ET.ParseError as exc:
-        parser.error(f'--robot: expected a URDF (XML), got malformed XML in {str(path)!r}: {exc}')
+        parse_urdf_xml(args.robot_text)
+    except UrdfXmlError as exc:
+        parser.error(exc.about('--robot', path))
     if args.rtf is None:
         args.rtf = 1.0
     else:
-        from ffsim_ros.simulator import MAX_REAL_TIME_FACTOR as HIGH
-        from ffsim_ros.simulator import MIN_REAL_TIME_FACTOR as LOW
+        from ffsim_ros.sim.pacing import MAX_REAL_TIME_FACTOR as HIGH
+        from ffsim_ros.sim.pacing import MIN_REAL_TIME_FACTOR as LOW
 
         if args.rtf != 0 and not LOW <= args.rtf <= HIGH:  # (False for nan)
             parser.error(

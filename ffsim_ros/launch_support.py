@@ -208,7 +208,8 @@ def discovery_environment(
 def check_robot_xml(urdf_text: str, path: str | Path) -> None:
     """Raise a ``ValueError`` naming the ``robot`` argument when its file is not XML with a
     ``<robot>`` root (the launch would otherwise fail on a bare parser message), or declares
-    a DTD (:func:`ffsim_ros.dynamics.urdf.dtd_problem`: XML entities), which the nodes refuse.
+    a DTD (XML entities), which the nodes refuse: the nodes' own check,
+    :func:`ffsim_ros.dynamics.urdf.parse_urdf_xml`.
 
     Parameters
     ----------
@@ -217,19 +218,12 @@ def check_robot_xml(urdf_text: str, path: str | Path) -> None:
     path : str or Path
         The file, for the message.
     """
-    from ffsim_ros.dynamics.urdf import NO_DTD, dtd_problem  # (the launch has it loaded)
+    from ffsim_ros.dynamics.urdf import UrdfXmlError, parse_urdf_xml  # (loaded by the launch)
 
-    problem = dtd_problem(urdf_text)
-    if problem is not None:
-        raise ValueError(f'robot: {NO_DTD}, got {problem} in {str(path)!r}')
     try:
-        root = ET.fromstring(urdf_text)
-    except ET.ParseError as exc:
-        raise ValueError(f'robot: expected a URDF (XML) file, got {str(path)!r}: {exc}') from None
-    if root.tag != 'robot':
-        raise ValueError(
-            f'robot: expected a URDF with a <robot> root, got <{root.tag}> in {str(path)!r}'
-        )
+        parse_urdf_xml(urdf_text)
+    except UrdfXmlError as exc:
+        raise ValueError(exc.about('robot', path)) from None
 
 
 def check_params_file(path: str) -> None:

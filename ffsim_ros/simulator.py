@@ -148,6 +148,7 @@ from ffsim_ros.sim import (
     check_efforts,
     check_wrench,
 )
+from ffsim_ros.sim.pacing import MAX_REAL_TIME_FACTOR, MIN_REAL_TIME_FACTOR
 
 try:  # a real ROS install has tf2_ros; the PyPI wheels do not
     from tf2_ros import TransformBroadcaster
@@ -161,8 +162,6 @@ except ImportError:  # pragma: no cover - depends on the installation
 MIN_PHYSICS_RATE, MAX_PHYSICS_RATE = 1.0, 1e6
 #: Lowest ``publish_rate_hz`` [Hz] (one message every 100 s of simulated time).
 MIN_PUBLISH_RATE = 0.01
-#: Range of a non-zero ``real_time_factor`` (0: as fast as possible); the pacing divides by it.
-MIN_REAL_TIME_FACTOR, MAX_REAL_TIME_FACTOR = 1e-3, 1e3
 #: Most physics steps integrated between two looks at the request queue: 10 ms of simulated
 #: time, or one step (a reset or a command waits at most that long).
 MAX_BATCH_SECONDS = 0.01

@@ -64,6 +64,10 @@ def demo_error(argv: list[str], capsys) -> str:
             '--robot: expected XML without a DTD (entity declarations and external DTDs are '
             "refused: URDF uses none), got <!DOCTYPE r [...]> (declarations) in '{tmp}/dtd.urdf'",
         ),
+        (
+            ['--robot', '{tmp}/sdf.urdf'],  # (the nodes' check, as the launch file's)
+            "--robot: expected a URDF with a <robot> root, got <sdf> in '{tmp}/sdf.urdf'",
+        ),
         (['--robot', '{tmp}/r.xacro'], '--robot: expected a sample robot name or a .urdf file'),
         (['--rtf', '-1'], '--rtf: expected 0 (as fast as possible) or in [0.001, 1000]'),
         (['--rtf', 'nan'], '--rtf: expected 0'),
@@ -92,6 +96,7 @@ def test_demo_refuses_bad_arguments_before_starting(
     (tmp_path / 'bad.urdf').write_text('<robot name="r"><link')
     (tmp_path / 'dtd.urdf').write_text('<!DOCTYPE r [<!ENTITY a "1">]><robot name="&a;"/>')
     (tmp_path / 'r.xacro').write_text('<robot name="r"/>')
+    (tmp_path / 'sdf.urdf').write_text('<sdf version="1.6"/>')
     argv = [a.replace('{tmp}', str(tmp_path)) for a in argv]
     message = message.replace('{tmp}', str(tmp_path))
     if '--output' not in argv:

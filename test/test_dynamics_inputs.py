@@ -318,6 +318,14 @@ def test_a_tiny_quaternion_is_normalized_everywhere(servicer: D.Model) -> None:
     ref = D.difference(servicer, q, q1)
     assert np.allclose(D.difference(servicer, tiny, q1), ref, rtol=0, atol=1e-12)
     assert np.allclose(D.difference(servicer, q, tiny1), ref, rtol=0, atol=1e-12)
+    huge, huge1 = q.copy(), q1.copy()  # squares beyond the largest float: scaled first too
+    huge[3:7] *= 1e160
+    huge1[3:7] *= 1e160
+    assert np.allclose(D.difference(servicer, huge, huge1), ref, rtol=0, atol=1e-12)
+    for got, ref in zip(
+        D.base_link_state(servicer, huge, v), D.base_link_state(servicer, q, v), strict=True
+    ):
+        assert np.allclose(got, ref, rtol=0, atol=1e-14)
 
 
 def test_a_zero_quaternion_is_refused_with_the_value_given(servicer: D.Model) -> None:

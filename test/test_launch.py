@@ -943,7 +943,9 @@ def test_ffsim_launch_without_the_other_packages_and_with_bad_files(
     ), warnings
     not_urdf = tmp_path / 'notes.urdf'
     not_urdf.write_text('# not XML')
-    with pytest.raises(ValueError, match=r"^robot: expected a URDF \(XML\) file, got '.*notes"):
+    with pytest.raises(
+        ValueError, match=r"^robot: expected a URDF \(XML\), got malformed XML in '.*notes"
+    ):
         _run(module, 'robot_actions', robot=str(not_urdf))
     entity = tmp_path / 'entity.urdf'  # the nodes refuse a DTD: named here, before they start
     entity.write_text('<!DOCTYPE robot [<!ENTITY a "x">]><robot name="&a;"/>')

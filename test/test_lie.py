@@ -360,7 +360,7 @@ def test_so3_chart_rate_is_continuous_at_its_series_boundary() -> None:
     'bad', [[0.0, 0.0, 0.0, 0.0], [np.nan, 0.0, 0.0, 1.0], [0.0, np.inf, 0.0, 1.0], [1e-12] * 4]
 )
 def test_zero_or_non_finite_quaternions_are_errors_naming_the_argument(bad) -> None:
-    with pytest.raises(ValueError, match=r'base attitude: expected a non-zero finite \(x, y, z'):
+    with pytest.raises(ValueError, match=r'base attitude: expected a non-zero finite quaternion'):
         lie.quat_normalize(bad, 'base attitude')
     for f in (lie.quat_to_matrix, lie.quat_log):
         with pytest.raises(ValueError, match=r'quaternion: expected a non-zero finite .* got \['):
@@ -412,6 +412,112 @@ def test_is_rotation_refuses_reflections_and_other_shapes() -> None:
     assert not is_rotation(R @ np.diag([1.0, 1.0, -1.0]))  # orthogonal, det -1
     assert not is_rotation(1.01 * R)
     assert not is_rotation(np.eye(2))
+    assert not is_rotation(R + np.diag([1e-8, 0.0, 0.0]))  # (|R R^T - E| 2e-8 > 1e-9)
+    assert not is_rotation(np.full((3, 3), np.nan)) and not is_rotation(np.diag([np.inf, 1, 1]))
+
+
+def test_are_rotations_of_stacked_matrices_against_scipy() -> None:
+    """The stacked form: scipy's rotations (random, and through every angle of
+    :data:`ANGLES`) are rotations, the same mirrored (orthogonal, det -1) are not, nor scaled,
+    skewed or non-finite ones; a (..., 3, 3) stack gives a (...) mask, equal to
+    :func:`is_rotation` matrix by matrix."""
+    rng = np.random.default_rng(17)
+    rots = list(Rotation.random(40, random_state=5).as_matrix())
+    rots += [Rotation.from_rotvec(t * a).as_matrix() for a in axes(rng) for t in ANGLES]
+    rots = np.array(rots)
+    mirrors = rots @ np.diag([1.0, -1.0, 1.0])
+    assert np.all(np.linalg.det(mirrors) < 0.0)  # scipy's rotations, mirrored
+    assert lie.are_rotations(rots).all()
+    assert not lie.are_rotations(mirrors).any()
+    assert not lie.are_rotations(-rots).any()  # (-R: det -1 too)
+    skewed = rots.copy()
+    skewed[:, 0, 1] += 1e-7
+    assert not lie.are_rotations(skewed).any()
+    assert lie.are_rotations(skewed, atol=1e-6).all()
+    stack = np.stack((rots[:5], mirrors[:5], 1.001 * rots[:5]))
+    stack[0, 3, 2, 2] = np.nan
+    stack[1, 4] = rots[4]
+    got = lie.are_rotations(stack)
+    assert got.shape == (3, 5) and got.dtype == bool
+    expected = np.zeros((3, 5), bool)
+    expected[0] = [True, True, True, False, True]
+    expected[1, 4] = True
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, [[lie.is_rotation(R) for R in row] for row in stack])
+    assert (
+        lie.are_rotations(rots[0]).shape == () and lie.are_rotations(np.zeros((0, 3, 3))).size == 0
+    )
+    with pytest.raises(
+        ValueError, match=r'R: expected \(\.\.\., 3, 3\) matrices, got shape \(4, 3\)'
+    ):
+        lie.are_rotations(np.zeros((4, 3)))
+
+
+@pytest.mark.parametrize('scale', [1e-300, 1e-160, 1e-8, 1.0, 1e160, 1e300])
+def test_quat_unit_normalizes_any_finite_non_zero_quaternion(scale: float) -> None:
+    """Without a tolerance: scipy's normalized quaternion (same sign) for any scale."""
+    rng = np.random.default_rng(19)
+    for _ in range(20):
+        q = rng.normal(size=4)
+        ref = Rotation.from_quat(q).as_quat(canonical=False)
+        ref = ref if ref @ q > 0 else -ref
+        np.testing.assert_allclose(lie.quat_unit(scale * q), ref, rtol=0, atol=4e-16)
+
+
+def test_quat_unit_with_a_tolerance_and_its_errors() -> None:
+    """With a tolerance, the norm must be 1 within it (the message names the argument, the
+    tolerance and the norm got); without, only zero or non-finite ones are refused (and, with
+    ``min_norm``, smaller norms: :func:`quat_normalize`'s 1e-9)."""
+    q = np.array([0.0, 0.0, 0.6, 0.8])
+    np.testing.assert_allclose(lie.quat_unit(q, 'o', 1e-3), q, rtol=0, atol=2e-16)
+    np.testing.assert_allclose(lie.quat_unit(1.0009 * q, 'o', 1e-3), q, rtol=0, atol=1e-16)
+    for bad, norm in ((1.0011 * q, '1.0011'), (2 * q, '2'), (0 * q, '0'), (1e160 * q, '1e+160')):
+        with pytest.raises(ValueError) as info:
+            lie.quat_unit(bad, 'robot.orientation', 1e-3)
+        assert str(info.value) == (
+            'robot.orientation: expected a unit quaternion (x, y, z, w) of norm 1 within 0.001, '
+            f'got {bad.tolist()} (norm {norm})'
+        )
+    for bad in ([np.nan, 0, 0, 1], [np.inf, 0, 0, 1]):
+        with pytest.raises(
+            ValueError, match=r'^o: expected a unit quaternion .* \(norm (nan|inf)\)'
+        ):
+            lie.quat_unit(bad, 'o', 1e-3)
+    with pytest.raises(ValueError, match=r'^o: expected a unit quaternion'):
+        lie.quat_unit(
+            [0.0] * 4, 'o', tolerance=2.0
+        )  # (zero is no quaternion, whatever the tolerance)
+    with pytest.raises(
+        ValueError, match=r'^expected a unit quaternion .* got \[0\.0, 0\.0, 2\.0, 0\.0\]'
+    ):
+        lie.quat_unit([0.0, 0.0, 2.0, 0.0], '', 0.1)  # (no name: the caller adds it)
+    for bad in ([0.0] * 4, [np.nan, 0, 0, 1], [0, 0, -np.inf, 1]):
+        with pytest.raises(ValueError, match=r'^q\[3:7\]: expected a non-zero finite quaternion'):
+            lie.quat_unit(bad, 'q[3:7]')
+    with pytest.raises(ValueError, match=r'^q: expected 4 values, got shape \(3,\)'):
+        lie.quat_unit([0.0, 0.0, 1.0], 'q')
+    tiny = [1e-12] * 4
+    np.testing.assert_allclose(lie.quat_unit(tiny), [0.5] * 4, rtol=0, atol=1e-16)
+    with pytest.raises(ValueError, match='non-zero finite'):
+        lie.quat_unit(tiny, min_norm=1e-9)
+    with pytest.raises(ValueError, match='non-zero finite'):
+        lie.quat_normalize(tiny)
+
+
+def test_qconj_inverts_a_unit_quaternion_as_scipy() -> None:
+    """``qconj`` (compiled, called here as Python calls it) is scipy's inverse of a unit
+    quaternion, exactly (signs only), and ``q * conj(q)`` is the identity; the array form
+    agrees bit for bit."""
+    rng = np.random.default_rng(23)
+    quats = [unit(rng.normal(size=4)) for _ in range(20)]
+    quats += [Rotation.from_rotvec(t * a).as_quat() for a in axes(rng) for t in ANGLES]
+    for quat in quats:
+        got = np.array(lie.qconj(tuple(quat)))
+        np.testing.assert_array_equal(got, lie.quat_conjugate(quat))
+        ref = Rotation.from_quat(quat).inv().as_quat(canonical=False)
+        assert_same_rotation_quat(got, ref, atol=4e-16)  # (scipy normalizes again)
+        identity = np.array(lie.qmul(tuple(quat), tuple(got)))
+        np.testing.assert_allclose(identity, [0.0, 0.0, 0.0, 1.0], rtol=0, atol=4e-16)
 
 
 def test_rotation_between_is_the_smallest_rotation_taking_a_to_b() -> None:

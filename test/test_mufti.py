@@ -926,6 +926,8 @@ def test_assembly_and_bad_loops() -> None:
         M.ClosedChain(model, [M.LoopClosure('x', 'crank', 'nope')])
     with pytest.raises(ValueError, match='rotation matrix'):
         M.LoopClosure('x', 'crank', 'ground', rotation_a=np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"^loop 'x' rotation_b: expected a rotation matrix"):
+        M.LoopClosure('x', 'crank', 'ground', rotation_b=np.diag([1.0, 1.0, -1.0]))  # a mirror
     with pytest.raises(RuntimeError, match='no convergence'):
         chain.assemble([0.7, -0.5, -1.8], locked=['j1', 'j2', 'j3'], max_iter=3)
 

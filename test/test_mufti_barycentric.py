@@ -470,6 +470,13 @@ def test_single_body_is_euler_and_bad_inputs_raise() -> None:
         BC.ball_tree_dynamics(tree, R, w, hinge_torques=np.zeros((3, 3)))
     with pytest.raises(ValueError, match='R: expected rotation matrices'):
         BC.ball_tree_dynamics(tree, 2 * R, w)
+    mirrored = R.copy()
+    mirrored[2] = R[2] @ np.diag([1.0, -1.0, 1.0])  # orthogonal, det -1: was accepted once
+    with pytest.raises(ValueError) as info:
+        BC.ball_tree_dynamics(tree, mirrored, w)
+    assert str(info.value).startswith(
+        'R: expected rotation matrices (orthonormal, det +1), got R[2] with R R^T - E up to '
+    ) and str(info.value).endswith(' and det -1'), str(info.value)
     base = dict(
         mass=np.ones(3),
         inertia=np.stack([np.eye(3)] * 3),

@@ -516,3 +516,14 @@ def test_models_with_spherical_joints_are_refused_by_the_law_and_prescribed_moti
         prescribed_base_dynamics(
             model, lambda t: (q[:7], np.zeros(6), np.zeros(6)), 0.0, q[7:], np.zeros(model.n), 0
         )
+
+
+def test_a_goal_rotation_that_is_a_mirror_is_refused() -> None:
+    law = ReactionlessController(MODEL, 'ee_link', track_orientation=True)
+    q = D.neutral(MODEL)
+    goal = law.task_terms(q).position + 0.05
+    mirror = np.diag([1.0, 1.0, -1.0])
+    with pytest.raises(ValueError, match=r'goal_rotation: expected a rotation matrix .*det -1'):
+        law.compute(q, np.zeros(MODEL.nv), goal, goal_rotation=mirror)
+    out = law.compute(q, np.zeros(MODEL.nv), goal, goal_rotation=np.eye(3))  # a rotation: taken
+    assert np.all(np.isfinite(out.tau))

@@ -20,7 +20,7 @@ import pytest
 from scene_samples import TARGET_URDF
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import matrix_to_quat, quat_to_matrix
+from ffsim_ros.dynamics.lie import matrix_exp, matrix_to_quat, quat_to_matrix
 from ffsim_ros.scene import (
     Box,
     Capsule,
@@ -311,6 +311,34 @@ def test_bad_scene_calls(robot, shapes):
     for kwargs in ({'spin_axis': (0, 0, 0)}, {'momentum_direction': (0, 0, 0)}):
         with pytest.raises(ValueError, match=f'{next(iter(kwargs))}: expected a non-zero'):
             tumble(inertia, spin_rate=0.1, nutation=0.2, **kwargs)  # (a NaN tumble before)
+
+
+def test_a_reflection_is_refused_wherever_a_rotation_is_taken(robot):
+    """A mirror (orthogonal, det -1) is not a rotation: a collision shape, a grasp frame, a
+    handle and a weld refuse it, naming the argument (a collision shape took it, checked for
+    orthonormality only)."""
+    from ffsim_ros.scene import CollisionShape
+
+    turn = matrix_exp([0.3, -0.2, 0.5])
+    mirror = turn @ np.diag([1.0, 1.0, -1.0])
+    rot = r'rotation expected a rotation matrix \(det \+1\), got \[\['
+    with pytest.raises(ValueError, match=rf"^collision shape of link 'body': {rot}"):
+        CollisionShape('body', Sphere(0.1), mirror)
+    with pytest.raises(ValueError, match=rf"^collision shape of link 'body': {rot}"):
+        CollisionShape('body', Sphere(0.1), 1.01 * turn)
+    assert CollisionShape('body', Sphere(0.1), turn).rotation.tolist() == turn.tolist()
+    with pytest.raises(ValueError, match=rf"^handle 'h': {rot}"):
+        Handle('h', 'body', rotation=mirror)
+    with pytest.raises(ValueError, match=rf"^gripper 'ee_link': {rot}"):
+        Gripper('ee_link', rotation=mirror)
+    target = D.load_urdf(TARGET_URDF, floating_base=True)
+    with pytest.raises(
+        ValueError, match=r'^weld_models: rotation: expected a rotation matrix \(det'
+    ):
+        D.weld_models(robot, 'ee_link', target, rotation=mirror, prefix='t/')
+    assert (
+        D.weld_models(robot, 'ee_link', target, rotation=turn, prefix='t/').n == robot.n + target.n
+    )
 
 
 def test_shapes_from_urdf_primitives_and_mesh_policy():

@@ -32,7 +32,7 @@ import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.jit import njit
-from ffsim_ros.dynamics.lie import qexp, qlog, qmul, qnormalize
+from ffsim_ros.dynamics.lie import qconj, qexp, qlog, qmul, qnormalize
 
 from .modes import ControlMode
 from .reactionless import FEEDFORWARD_STEP, ReactionlessController
@@ -44,7 +44,7 @@ class BatchTerms(NamedTuple):
 
     position: np.ndarray  #: (B, 3) end-effector position [m]
     H: np.ndarray  #: (B, nv, nv) generalized inertia
-    B: np.ndarray  #: (B, 6, n) ``H0^-1 H0m``
+    B: np.ndarray  #: (B, 6, n) ``H0^-1 H0m`` (B states; not the control map B(q) of [S0 eq. 41])
     J_star: np.ndarray  #: (B, 6, n) generalized Jacobian
     H_star: np.ndarray  #: (B, n, n) generalized inertia of the joints
     c_star: np.ndarray  #: (B, n) bias of the joints
@@ -56,7 +56,7 @@ def _attitude_errors(quats: np.ndarray, refs: np.ndarray) -> np.ndarray:
     out = np.empty((quats.shape[0], 3))
     for k in range(quats.shape[0]):
         a = (refs[k, 0], refs[k, 1], refs[k, 2], refs[k, 3])
-        b = (-quats[k, 0], -quats[k, 1], -quats[k, 2], quats[k, 3])
+        b = qconj((quats[k, 0], quats[k, 1], quats[k, 2], quats[k, 3]))
         x, y, z, w = qnormalize(qmul(a, b))
         out[k, 0], out[k, 1], out[k, 2] = qlog(x, y, z, w)
     return out
@@ -230,7 +230,25 @@ class BatchedLaw:
     def terms(
         self, Q: np.ndarray, V: np.ndarray, models: Sequence[D.Model] | None = None
     ) -> BatchTerms:
-        """:func:`batch_terms` with the law's model (or one model per row)."""
+        """:func:`batch_terms` of ``B`` states with the law's model (or one model per row).
+
+        Parameters
+        ----------
+        Q : (B, nq) ndarray
+            Configurations, one per row (the law's model is floating-base: ``[r0, Q0 (x, y,
+            z, w), phi]``, base CoM [m] and joint coordinates [rad | m], inertial frame).
+        V : (B, nv) ndarray
+            Generalized velocities, one per row (``[V0, w0, phidot]``: base CoM velocity
+            [m/s] and angular velocity [rad/s], inertial frame, then joint rates).
+        models : sequence of Model, optional
+            One model per row (the law's geometry; e.g. other masses); None: the law's model.
+
+        Returns
+        -------
+        BatchTerms
+            The free-floating terms of each row (inertial frame, SI units), of the law's end
+            effector link.
+        """
         return batch_terms(self.model if models is None else models, Q, V, self.law.ee_link)
 
     def efforts(

@@ -62,7 +62,7 @@ import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.inputs import is_real_scalar, real_array
-from ffsim_ros.dynamics.lie import matrix_log, matrix_to_quat
+from ffsim_ros.dynamics.lie import is_rotation, matrix_log, matrix_to_quat
 
 from .modes import ControlMode
 from .rns import (
@@ -430,7 +430,8 @@ class ReactionlessController:
         ValueError
             ``q``, ``v``, ``goal_position`` (3 coordinates: one is not broadcast),
             ``goal_rotation`` or ``attitude_reference`` of the wrong shape or not finite (a
-            zero quaternion); ``attitude_budget`` without ``attitude_reference`` or not > 0.
+            zero quaternion), a ``goal_rotation`` that is no rotation (a mirror);
+            ``attitude_budget`` without ``attitude_reference`` or not > 0.
         """
         model, g = self.model, self.gains
         n = model.n
@@ -446,6 +447,11 @@ class ReactionlessController:
             goal_rotation = checked_array(
                 goal_rotation, 'goal_rotation', (3, 3), 'a (3, 3) rotation matrix of finite values'
             )
+            if not is_rotation(goal_rotation):  # (a mirror or a skewed matrix: no attitude)
+                raise ValueError(
+                    f'goal_rotation: expected a rotation matrix (orthonormal, det +1), got '
+                    f'{goal_rotation.tolist()} (det {np.linalg.det(goal_rotation):.6g})'
+                )
         if attitude_reference is not None:
             attitude_reference = checked_array(
                 attitude_reference, 'attitude_reference', (4,), 'a finite quaternion (x, y, z, w)'

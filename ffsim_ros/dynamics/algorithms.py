@@ -38,7 +38,6 @@ from .inputs import (
     require_finite_result,
     require_floating,
     state_error,
-    unit_quaternion,
 )
 from .kernels.batched import b_forward_dynamics, b_inverse_dynamics, b_mass_matrix, b_momentum
 from .kernels.entry import (
@@ -54,7 +53,7 @@ from .kernels.entry import (
     e_state_summary,
 )
 from .kernels.frames import b_link_frame
-from .lie import cross, quat_normalize, quat_to_matrix
+from .lie import cross, quat_normalize, quat_to_matrix, quat_unit
 from .model import Model
 
 
@@ -641,7 +640,7 @@ def base_link_state(
     require_floating(model, 'base_link_state')
     q = as_q(model, q)
     v = np.zeros(model.nv) if v is None else as_v(model, v)
-    quat = unit_quaternion(q[3:7], 'q[3:7]')
+    quat = quat_unit(q[3:7], 'q[3:7]')
     lever = quat_to_matrix(quat) @ model.arrays.com[0]
     return q[:3] - lever, quat, v[:3] - cross(v[3:6], lever), v[3:6].copy()
 

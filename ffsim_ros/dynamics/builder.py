@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from .lie import rpy_to_matrix
+from .lie import quat_to_matrix, rpy_to_matrix
 from .model import JOINT_TYPES, BodySpec, Frame, Model, build_model
 
 _JOINT_KEYS = {
@@ -289,7 +289,33 @@ class ModelBuilder:
         xyz: Sequence[float] = (0.0, 0.0, 0.0),
         rpy: Sequence[float] = (0.0, 0.0, 0.0),
     ) -> ModelBuilder:
-        """Add a massless frame rigidly attached to link ``parent`` (like a URDF fixed joint)."""
+        """Add a massless frame rigidly attached to link ``parent`` (like a URDF fixed joint).
+
+        Parameters
+        ----------
+        name : str
+            Name of the new frame (not the name of a link or frame already added).
+        parent : str
+            A link or frame already added; the new frame is carried by its body.
+        xyz : (3,) array_like
+            Origin of the new frame in the ``parent`` frame [m] (the parent link's frame: its
+            joint frame at zero joint coordinates; or the parent frame's own axes and origin).
+        rpy : (3,) array_like
+            Orientation of the new frame in the ``parent`` frame [rad]: URDF roll-pitch-yaw,
+            fixed axes X, then Y, then Z (``R = Rz(yaw) Ry(pitch) Rx(roll)``, which maps the
+            new frame's coordinates to the parent's).
+
+        Returns
+        -------
+        ModelBuilder
+            ``self`` (calls chain).
+
+        Raises
+        ------
+        ValueError
+            An empty name, one already used, an unknown parent, or ``xyz`` / ``rpy`` not 3
+            finite values (the message names the frame).
+        """
         name = _name(name, 'frame: name')
         parent = _name(parent, f'frame {name}: parent')
         if name in self._frames:
@@ -492,15 +518,7 @@ def random_model(
     def inertia(scale: float) -> np.ndarray:
         a, b = rng.uniform(0.5, 1.5, size=2) * scale
         c = rng.uniform(abs(a - b) + 0.05 * scale, a + b)  # triangle inequality holds
-        quat = rng.normal(size=4)
-        x, y, z, w = quat / np.linalg.norm(quat)
-        R = np.array(
-            [
-                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-            ]
-        )
+        R = quat_to_matrix(rng.normal(size=4))  # a uniformly random rotation
         return R @ np.diag([a, b, c]) @ R.T
 
     def unit() -> np.ndarray:

@@ -1,8 +1,9 @@
 """Welding two models into one tree: a weld cut hinge eliminated exactly.
 
 Two free-floating systems (a robot and a target, each a :class:`~.model.Model` with its own
-root) joined by a weld [M eqs. 62-66] do not form a closed chain: the weld joins two trees into
-*one* tree, so the cut hinge needs no multipliers at all. :func:`weld_models` builds that tree:
+root) joined by a weld do not form a closed chain (the cut hinges of [M sec. 4, eqs. 62, 65-66]
+close loops inside one tree): the weld joins two trees into *one* tree, so it needs no
+multipliers at all. :func:`weld_models` builds that tree:
 model ``b``'s root body is merged into the body carrying ``link`` of model ``a`` (mass, CoM and
 inertia by the parallel-axis theorem, as :func:`~.urdf.load_urdf` merges a fixed joint) and
 ``b``'s moving bodies hang from it, after ``a``'s bodies. The result is an ordinary compiled
@@ -22,6 +23,7 @@ import dataclasses
 import numpy as np
 
 from .inputs import ArrayLike, as_vector, real_array
+from .lie import is_rotation
 from .model import BodySpec, Frame, Model, build_model, with_joint_dynamics
 
 
@@ -29,8 +31,8 @@ def _rotation(value: ArrayLike, what: str) -> np.ndarray:
     R = np.asarray(real_array(value, what), dtype=float)
     if R.shape != (3, 3) or not np.all(np.isfinite(R)):
         raise ValueError(f'{what}: expected a finite (3, 3) rotation matrix, got {R.tolist()}')
-    if not np.allclose(R @ R.T, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0.0:
-        raise ValueError(f'{what}: expected a rotation matrix, got {R.tolist()}')
+    if not is_rotation(R):
+        raise ValueError(f'{what}: expected a rotation matrix (det +1), got {R.tolist()}')
     return R
 
 

@@ -285,25 +285,6 @@ def zero_quaternion_error(
     )
 
 
-def unit_quaternion(x: np.ndarray, what: str) -> np.ndarray:
-    """``x / |x|`` (4,) of the finite quaternion ``x`` (4,), scaled by its largest component
-    first (a 1e-200 quaternion is normalized exactly, as the kernels do).
-
-    Raises
-    ------
-    ValueError
-        ``'<what>: expected a non-zero finite quaternion (x, y, z, w), got ...'`` (the value
-        passed).
-    """
-    scale = float(np.max(np.abs(x)))
-    if not 0.0 < scale < math.inf:
-        raise ValueError(
-            f'{what}: expected a non-zero finite quaternion (x, y, z, w), got {x.tolist()}'
-        )
-    u = x / scale
-    return u / float(np.linalg.norm(u))
-
-
 def about_the_base(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """``(q with the base CoM at the origin, the base CoM q[..., 0:3])`` for a floating base
     away from the world origin, else ``(q, None)``: the free-floating dynamics do not depend

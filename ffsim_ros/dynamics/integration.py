@@ -40,7 +40,6 @@ from .inputs import (
     real_number,
     require_floating,
     state_error,
-    unit_quaternion,
 )
 from .kernels.batched import b_integrate, b_rk4_step
 from .kernels.entry import (
@@ -54,7 +53,7 @@ from .kernels.entry import (
     e_rk4_steps,
 )
 from .kernels.lie_group import RK4_NODES, RK4_WEIGHTS
-from .lie import quat_conjugate, quat_log, quat_multiply, quat_to_matrix
+from .lie import quat_conjugate, quat_log, quat_multiply, quat_to_matrix, quat_unit
 from .model import Model
 
 #: Fixed-step methods of :func:`step`.
@@ -118,7 +117,7 @@ def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
             raise error
 
     def unit(name: str, x: np.ndarray, i: int) -> np.ndarray:
-        return unit_quaternion(x[i : i + 4], f'{name}[{i}:{i + 4}]')
+        return quat_unit(x[i : i + 4], f'{name}[{i}:{i + 4}]')
 
     out = np.empty(model.nv)
     if model.floating_base:

@@ -12,13 +12,14 @@ Conventions used everywhere in the package:
 
 Two layers share the formulas:
 
-* scalar kernels on tuples of floats (``qmul``, ``qexp``, ``qlog``, ``qfrom_matrix``,
-  ``so3_chart_rate``) and
+* scalar kernels on tuples of floats (``qmul``, ``qconj``, ``qexp``, ``qlog``,
+  ``qfrom_matrix``, ``so3_chart_rate``) and
   in-place writers on stacks of matrices (``quat_to_matrix_into``, ``axis_angle_into``),
   compiled with numba and inlined into the recursive algorithms of :mod:`.kernels`;
 * array functions for the rest of the package (``quat_to_matrix``, ``matrix_to_quat``,
   ``quat_multiply``, ``quat_log``, ``matrix_log``, ``skew``, ``rpy_to_matrix``, ...), which call
-  the scalar kernels where one exists.
+  the scalar kernels where one exists; every check that a quaternion is one (``quat_unit``) or
+  a matrix a rotation (``is_rotation``, ``are_rotations``) is here too.
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ def qmul(a: tuple, b: tuple) -> tuple:
         aw * bz + ax * by - ay * bx + az * bw,
         aw * bw - ax * bx - ay * by - az * bz,
     )
+
+
+@njit_leaf
+def qconj(a: tuple) -> tuple:
+    """Conjugate ``(-x, -y, -z, w)`` of a quaternion 4-tuple ``(x, y, z, w)``: the inverse of a
+    unit quaternion (exact: only signs change)."""
+    return (-a[0], -a[1], -a[2], a[3])
 
 
 @njit_leaf
@@ -196,22 +204,74 @@ def _array(x: ArrayLike, size: int, what: str) -> np.ndarray:
     return arr
 
 
-def quat_normalize(quat: ArrayLike, what: str = 'quaternion') -> np.ndarray:
-    """The unit quaternion ``quat / |quat|`` (4,).
+def quat_unit(
+    quat: ArrayLike,
+    what: str = 'quaternion',
+    tolerance: float | None = None,
+    *,
+    min_norm: float = 0.0,
+) -> np.ndarray:
+    """The unit quaternion ``quat / |quat|`` (4,): the one check and normalization of a
+    quaternion ``(x, y, z, w)`` given to the package.
+
+    The norm is taken after dividing by the largest component (as :func:`qnormalize` does):
+    the squares of a 1e160 quaternion would overflow, those of a 1e-160 one be subnormal; both
+    normalize as exactly as a unit one.
+
+    Parameters
+    ----------
+    quat : (4,) array_like
+        The quaternion ``(x, y, z, w)``.
+    what : str
+        Names the argument in the messages (``''``: a message without the name, for a caller
+        that adds it).
+    tolerance : float, optional
+        None: any finite quaternion of non-zero norm is normalized. A number: the norm must be
+        1 within it (``|norm - 1| <= tolerance``): a value clearly off (a typo, another
+        convention) is refused rather than silently rescaled.
+    min_norm : float
+        With ``tolerance`` None, a norm below it counts as zero (refused).
 
     Raises
     ------
     ValueError
-        Naming ``what``, for a quaternion that is not 4 finite values of non-zero norm.
+        Naming ``what``: not 4 values; a component not finite; a zero norm (below
+        ``min_norm``); a norm off 1 by more than ``tolerance`` (the norm expected and the norm
+        got).
     """
-    q = _array(quat, 4, what)
+    prefix = f'{what}: ' if what else ''
+    q = np.asarray(quat, dtype=float)
+    if q.shape != (4,):
+        raise ValueError(f'{prefix}expected 4 values, got shape {q.shape}')
     scale = float(np.max(np.abs(q)))
-    if np.isfinite(scale) and scale > 0.0:
-        u = q / scale  # no overflow nor subnormal squares for huge or tiny quaternions
-        norm = float(np.linalg.norm(u))
-        if norm * scale >= 1e-9:
-            return u / norm
-    raise ValueError(f'{what}: expected a non-zero finite (x, y, z, w), got {q.tolist()}')
+    usable = bool(0.0 < scale < np.inf)  # (False for nan)
+    u = q / scale if usable else q  # no overflow nor subnormal squares
+    unorm = float(np.linalg.norm(u))
+    norm = unorm * scale if usable else unorm
+    if tolerance is not None:
+        if not (usable and abs(norm - 1.0) <= tolerance):
+            raise ValueError(
+                f'{prefix}expected a unit quaternion (x, y, z, w) of norm 1 within '
+                f'{tolerance:g}, got {q.tolist()} (norm {norm:.6g})'
+            )
+    elif not (usable and norm >= min_norm):
+        raise ValueError(
+            f'{prefix}expected a non-zero finite quaternion (x, y, z, w), got {q.tolist()}'
+        )
+    return u / unorm
+
+
+def quat_normalize(quat: ArrayLike, what: str = 'quaternion') -> np.ndarray:
+    """The unit quaternion ``quat / |quat|`` (4,) of a quaternion of norm at least 1e-9
+    (:func:`quat_unit` with ``min_norm=1e-9``: a smaller one, e.g. an unset message field,
+    counts as zero).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, for a quaternion that is not 4 finite values of norm >= 1e-9.
+    """
+    return quat_unit(quat, what, min_norm=1e-9)
 
 
 def quat_conjugate(quat: ArrayLike) -> np.ndarray:
@@ -359,15 +419,32 @@ def rotation_between(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     return matrix_exp(angle * axis)
 
 
-def is_rotation(R: np.ndarray, atol: float = 1e-9) -> bool:
-    """Whether ``R`` is a (3, 3) rotation matrix: orthonormal to ``atol`` and proper
-    (determinant +1, not a reflection)."""
+def are_rotations(R: np.ndarray, atol: float = 1e-9) -> np.ndarray:
+    """Which of the stacked matrices ``R`` (..., 3, 3) are rotation matrices: bool (...).
+
+    A rotation matrix is finite, orthonormal to ``atol`` (every entry of ``R R^T - E`` within
+    ``atol``) and proper (determinant +1: a reflection, orthogonal with determinant -1, is
+    not a rotation).
+
+    Raises
+    ------
+    ValueError
+        ``R`` is not of shape (..., 3, 3).
+    """
     R = np.asarray(R, dtype=float)
-    return (
-        R.shape == (3, 3)
-        and bool(np.allclose(R @ R.T, np.eye(3), atol=atol))
-        and float(np.linalg.det(R)) > 0.0
-    )
+    if R.ndim < 2 or R.shape[-2:] != (3, 3):
+        raise ValueError(f'R: expected (..., 3, 3) matrices, got shape {R.shape}')
+    with np.errstate(invalid='ignore', over='ignore'):  # (inf, nan: refused below)
+        err = np.abs(R @ np.swapaxes(R, -1, -2) - np.eye(3)).max(axis=(-2, -1))
+        proper = np.linalg.det(R) > 0.0
+    return (err <= atol) & proper
+
+
+def is_rotation(R: np.ndarray, atol: float = 1e-9) -> bool:
+    """Whether ``R`` is one (3, 3) rotation matrix (:func:`are_rotations`: finite, orthonormal
+    to ``atol`` and proper); any other shape is not one."""
+    R = np.asarray(R, dtype=float)
+    return R.shape == (3, 3) and bool(are_rotations(R, atol))
 
 
 def matrix_log(R: np.ndarray) -> np.ndarray:

@@ -337,15 +337,66 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
                 )
             text = path.read_bytes()  # the parser reads the encoding the XML declares
             where = f' in {path}'
+    return parse_urdf_xml(text, where)
+
+
+class UrdfXmlError(ValueError):
+    """URDF text refused by :func:`parse_urdf_xml` (a ``ValueError``).
+
+    Attributes
+    ----------
+    kind : {'dtd', 'malformed', 'root'}
+        A DTD (:func:`dtd_problem`), XML the parser refuses, or another root than ``<robot>``.
+    detail : str
+        The declaration found, the parser's message, or the root element's tag.
+    """
+
+    def __init__(self, message: str, kind: str, detail: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.detail = detail
+
+    def about(self, argument: str, path: str | os.PathLike[str]) -> str:
+        """The message naming ``argument``, a file argument (``robot`` of the launch file,
+        ``--robot`` of ``ffsim``), whose file ``path`` held the text refused."""
+        file = repr(os.fspath(path))
+        if self.kind == 'dtd':
+            return f'{argument}: {NO_DTD}, got {self.detail} in {file}'
+        if self.kind == 'malformed':
+            return f'{argument}: expected a URDF (XML), got malformed XML in {file}: {self.detail}'
+        return f'{argument}: expected a URDF with a <robot> root, got <{self.detail}> in {file}'
+
+
+def parse_urdf_xml(text: str | bytes, where: str = '') -> ET.Element:
+    """The ``<robot>`` element of the URDF XML ``text``: the one check of a URDF's XML in the
+    package (the nodes, the launch file and ``ffsim`` use it, through :func:`read_urdf_xml`
+    or directly). A DTD is refused before anything of the text is parsed
+    (:func:`dtd_problem`).
+
+    Parameters
+    ----------
+    text : str or bytes
+        The XML itself (bytes: the parser honours the encoding the XML declares).
+    where : str
+        Appended to ``'URDF'`` in the messages (``' in <file>'``).
+
+    Raises
+    ------
+    UrdfXmlError
+        A DTD, malformed XML or another root element (``kind`` says which;
+        :meth:`UrdfXmlError.about` words it for a file argument).
+    """
     problem = dtd_problem(text)
     if problem is not None:
-        raise ValueError(f'URDF{where}: {NO_DTD}, got {problem}')
+        raise UrdfXmlError(f'URDF{where}: {NO_DTD}, got {problem}', 'dtd', problem)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
-        raise ValueError(f'malformed URDF XML{where}: {exc}') from None
+        raise UrdfXmlError(f'malformed URDF XML{where}: {exc}', 'malformed', str(exc)) from None
     if root.tag != 'robot':
-        raise ValueError(f'URDF: expected a <robot> root element, got <{root.tag}>')
+        raise UrdfXmlError(
+            f'URDF{where}: expected a <robot> root element, got <{root.tag}>', 'root', root.tag
+        )
     return root
 
 

@@ -48,6 +48,8 @@ from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from ffsim_ros.dynamics.lie import quat_unit
+
 from .common import DEFAULT_ROBOT, MAX_ROBOT_BYTES, ParameterValueError
 
 Value = bool | int | float | str | list
@@ -163,10 +165,7 @@ def unit_quaternion(tolerance: float = 1e-3) -> Check:
         values = [float(x) for x in value]
         if len(values) != 4 or not all(math.isfinite(x) for x in values):
             raise ValueError(f'expected {what}, got {values}')
-        norm = math.sqrt(sum(x * x for x in values))
-        if abs(norm - 1.0) > tolerance:
-            raise ValueError(f'expected {what}, got {values} (norm {norm:.6g})')
-        return [x / norm for x in values]
+        return quat_unit(values, '', tolerance).tolist()  # (the table names the parameter)
 
     return Check(what, test)
 

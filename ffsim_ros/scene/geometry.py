@@ -30,7 +30,7 @@ import coal
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import rpy_to_matrix
+from ffsim_ros.dynamics.lie import is_rotation, rpy_to_matrix
 from ffsim_ros.dynamics.urdf import read_urdf_xml
 
 #: What :func:`shapes_from_urdf` does with a ``<mesh>``.
@@ -205,8 +205,11 @@ class CollisionShape:
             )
         R = np.array(self.rotation, dtype=float)
         t = np.array(self.translation, dtype=float).reshape(-1)
-        if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-9):
-            raise ValueError(f'collision shape of link {self.link!r}: rotation is not a rotation')
+        if not is_rotation(R):  # (orthonormal and proper: a reflection is refused)
+            raise ValueError(
+                f'collision shape of link {self.link!r}: rotation expected a rotation matrix '
+                f'(det +1), got {R.tolist()}'
+            )
         if t.shape != (3,) or not np.all(np.isfinite(t)):
             raise ValueError(
                 f'collision shape of link {self.link!r}: translation expected 3 finite values, '

@@ -57,7 +57,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import rpy_to_matrix
+from ffsim_ros.dynamics.lie import quat_unit, rpy_to_matrix
 
 from ..dynamics.yaml_input import YamlInputError, load_yaml
 from .geometry import Box, Capsule, Cylinder, Sphere, shapes_from_urdf
@@ -159,13 +159,10 @@ def _vec(
 def _quat(value: Any, where: str) -> np.ndarray:
     """A quaternion (x, y, z, w) of norm 1 within :data:`QUAT_TOLERANCE`, normalized."""
     q = _vec(value, 4, where)
-    norm = float(np.linalg.norm(q))
-    if abs(norm - 1.0) > QUAT_TOLERANCE:
-        raise ScenarioError(
-            f'{where}: expected a unit quaternion (x, y, z, w) of norm 1 within '
-            f'{QUAT_TOLERANCE:g}, got {value!r} (norm {norm:.6g})'
-        )
-    return q / norm
+    try:
+        return quat_unit(q, where, QUAT_TOLERANCE)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def _num(value: Any, where: str) -> float:

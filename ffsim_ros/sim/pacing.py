@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import time
 
+#: Range of a non-zero real-time factor (0: as fast as possible): the pacing divides by it
+#: (the simulator's ``real_time_factor`` parameter, ``ffsim reach --rtf``).
+MIN_REAL_TIME_FACTOR, MAX_REAL_TIME_FACTOR = 1e-3, 1e3
+
 
 class Pacer:
     """Paces steps of ``dt`` seconds against the wall clock at ``rtf`` (simulated seconds per

@@ -59,7 +59,7 @@ import scipy.linalg as sla
 
 from ..inputs import ArrayLike, real_array
 from ..kernels.layout import REVOLUTE
-from ..lie import perpendicular_basis, skew
+from ..lie import are_rotations, perpendicular_basis, skew
 from ..model import Model
 from .graph import incidence_matrix, path_matrix
 from .linalg import block_mass_matrix, singular_bodies, solve_kkt, solve_multipliers
@@ -332,9 +332,14 @@ def _terms(
 ) -> _Terms:
     n = tree.n
     R = _array(R, (n, 3, 3), 'R')
-    err = np.abs(R @ np.swapaxes(R, 1, 2) - np.eye(3)).max()
-    if err > 1e-9 or np.any(np.linalg.det(R) < 0.0):
-        raise ValueError(f'R: expected rotation matrices, got R R^T - E up to {err:.2e}')
+    bad = np.flatnonzero(~are_rotations(R))
+    if bad.size:
+        i = int(bad[0])
+        err = float(np.abs(R[i] @ R[i].T - np.eye(3)).max())
+        raise ValueError(
+            f'R: expected rotation matrices (orthonormal, det +1), got R[{i}] with R R^T - E '
+            f'up to {err:.2e} and det {np.linalg.det(R[i]):.6g}'
+        )
     w = _array(w, (n, 3), 'w')
     F = np.zeros((n, 3)) if forces is None else _array(forces, (n, 3), 'forces')
     G = np.zeros((n, 3)) if torques is None else _array(torques, (n, 3), 'torques')
