@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from clock_source import clock_source
 
 import ffsim_ros.dynamics as D
 
@@ -286,39 +287,30 @@ def test_a_clock_message_with_nanosec_beyond_a_second_is_dropped(rclpy_context) 
             ),
             post_callback=lambda _: seen.append(clock.now().nanoseconds),
         )
-        source = rclpy.create_node('clock_source', context=rclpy_context)
-        executor.add_node(node)
-        executor.add_node(source)
-        try:
-            pub = source.create_publisher(Clock, '/clock', 10)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not pub.get_subscription_count():
-                executor.spin_once(timeout_sec=0.05)
-            bad = Clock()
-            bad.clock.nanosec = invalid
-            three, five = Clock(), Clock()
-            three.clock.sec, five.clock.sec = 3, 5
+        with clock_source(rclpy_context, executor, node) as (pub, deadline):
+            try:
+                bad = Clock()
+                bad.clock.nanosec = invalid
+                three, five = Clock(), Clock()
+                three.clock.sec, five.clock.sec = 3, 5
 
-            def handled() -> bool:  # the invalid time read, or dropped with a warning
-                return invalid in seen or any('nanosec' in w for w in warnings)
+                def handled() -> bool:  # the invalid time read, or dropped with a warning
+                    return invalid in seen or any('nanosec' in w for w in warnings)
 
-            while time.monotonic() < deadline and clock.now().nanoseconds != 3 * 10**9:
-                pub.publish(three)
-                executor.spin_once(timeout_sec=0.05)
-            while time.monotonic() < deadline and not (
-                handled() and clock.now().nanoseconds == 5 * 10**9
-            ):
-                pub.publish(bad)  # (depth 1: it may be overwritten before it is taken)
-                executor.spin_once(timeout_sec=0.05)
-                pub.publish(five)
-                executor.spin_once(timeout_sec=0.05)
-            assert time.monotonic() < deadline, 'the clock never followed /clock'
-            return seen, warnings
-        finally:
-            handle.unregister()
-            executor.shutdown()
-            node.destroy_node()
-            source.destroy_node()
+                while time.monotonic() < deadline and clock.now().nanoseconds != 3 * 10**9:
+                    pub.publish(three)
+                    executor.spin_once(timeout_sec=0.05)
+                while time.monotonic() < deadline and not (
+                    handled() and clock.now().nanoseconds == 5 * 10**9
+                ):
+                    pub.publish(bad)  # (depth 1: it may be overwritten before it is taken)
+                    executor.spin_once(timeout_sec=0.05)
+                    pub.publish(five)
+                    executor.spin_once(timeout_sec=0.05)
+                assert time.monotonic() < deadline, 'the clock never followed /clock'
+                return seen, warnings
+            finally:
+                handle.unregister()
 
     for executor in (
         GuardedSingleThreadedExecutor(context=rclpy_context),

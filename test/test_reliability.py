@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from clock_source import clock_source
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.urdf import NO_DTD
@@ -361,14 +362,7 @@ def test_a_negative_clock_message_is_dropped_not_fatal(rclpy_context) -> None:
             context=rclpy_context,
             parameter_overrides=[Parameter('use_sim_time', value=True)],
         )
-        source = rclpy.create_node('clock_source', context=rclpy_context)
-        executor.add_node(node)
-        executor.add_node(source)
-        try:
-            pub = source.create_publisher(Clock, '/clock', 10)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not pub.get_subscription_count():
-                executor.spin_once(timeout_sec=0.05)
+        with clock_source(rclpy_context, executor, node) as (pub, deadline):
             bad = Clock()
             bad.clock.sec = -5
             good = Clock()
@@ -379,10 +373,6 @@ def test_a_negative_clock_message_is_dropped_not_fatal(rclpy_context) -> None:
                 pub.publish(good)
                 executor.spin_once(timeout_sec=0.05)
             return node.get_clock().now().nanoseconds
-        finally:
-            executor.shutdown()
-            node.destroy_node()
-            source.destroy_node()
 
     assert run(GuardedSingleThreadedExecutor(context=rclpy_context)) == 3_000_000_000
     assert run(TopicsInlineExecutor(num_threads=2, context=rclpy_context)) == 3_000_000_000

@@ -11,11 +11,18 @@ from ..jit import njit, njit_leaf
 def cholesky_factor_inplace(A: np.ndarray, n: int) -> bool:
     """The lower Cholesky factor of ``A[:n, :n]`` (symmetric positive definite) into its lower
     triangle; ``False`` (``A`` partly overwritten) when a pivot is not positive."""
+    return cholesky_factor_above(A, n, 0.0)
+
+
+@njit_leaf
+def cholesky_factor_above(A: np.ndarray, n: int, floor: float) -> bool:
+    """:func:`cholesky_factor_inplace` with every pivot (squared diagonal of the factor)
+    required above ``floor`` (``False`` at the first that is not)."""
     for j in range(n):
         s = A[j, j]
         for k in range(j):
             s -= A[j, k] * A[j, k]
-        if not s > 0.0:
+        if not s > floor:
             return False
         d = np.sqrt(s)
         A[j, j] = d
@@ -51,16 +58,23 @@ def cholesky_solve_inplace(A: np.ndarray, x: np.ndarray) -> None:
     n = A.shape[0]
     if not cholesky_factor_inplace(A, n):
         raise ValueError('mass matrix is not positive definite')
+    cholesky_substitute(A, x, n)
+
+
+@njit_leaf
+def cholesky_substitute(L: np.ndarray, x: np.ndarray, n: int) -> None:
+    """``x[:n] <- (L L^T)^-1 x[:n]`` for the Cholesky factor in the lower triangle of
+    ``L[:n, :n]`` (the two triangular solves)."""
     for i in range(n):
         s = x[i]
         for k in range(i):
-            s -= A[i, k] * x[k]
-        x[i] = s / A[i, i]
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
     for i in range(n - 1, -1, -1):
         s = x[i]
         for k in range(i + 1, n):
-            s -= A[k, i] * x[k]
-        x[i] = s / A[i, i]
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
 
 
 @njit

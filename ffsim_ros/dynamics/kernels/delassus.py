@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
+from .cholesky import cholesky_factor_above, cholesky_substitute
 from .cut_hinges import jacobi_svd
 from .layout import ModelArrays
 
@@ -35,36 +36,14 @@ def _cholesky_solve(A: np.ndarray, b: np.ndarray, rtol: float) -> tuple:
     """``A x = b`` by Cholesky for the symmetric ``A`` (K, K); ``(x, True)``, or an empty
     ``x`` and False when a pivot is not above ``rtol`` times the largest diagonal."""
     K = A.shape[0]
-    L = np.zeros((K, K))
     dmax = 0.0
     for j in range(K):
         dmax = max(dmax, abs(A[j, j]))
-    if not dmax > 0.0:
+    L = A.copy()
+    if not (dmax > 0.0 and cholesky_factor_above(L, K, rtol * dmax)):
         return np.empty(0), False
-    for j in range(K):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > rtol * dmax:
-            return np.empty(0), False
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, K):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
     x = b.copy()
-    for i in range(K):
-        s = x[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(K - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, K):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
+    cholesky_substitute(L, x, K)
     return x, True
 
 
