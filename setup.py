@@ -112,8 +112,8 @@ setup(
     extras_require={'ray': ['ray>=2.9'], 'parquet': ['pyarrow>=14']},
     entry_points={
         'console_scripts': [
-            'simulator = ffsim_ros.simulator:main',
-            'reactionless_controller = ffsim_ros.reactionless_controller:main',
+            'simulator = ffsim_ros.console:simulator',
+            'reactionless_controller = ffsim_ros.console:reactionless_controller',
             'ffsim = ffsim_ros.cli:main',
             'ffsim_campaign = ffsim_ros.campaign.cli:main',
         ],
