@@ -260,6 +260,7 @@ def test_spawn_resource_errors_say_what_was_expected_and_what_came(tmp_path) -> 
     strings that are numbers (``1e-1``) are numbers, a huge radius is refused with the bound."""
     import os
 
+    from simulation_interfaces.msg import Result
     from simulation_interfaces.srv import SpawnEntity
 
     from ffsim_ros.node_support.scene_services import EntityError
@@ -267,24 +268,41 @@ def test_spawn_resource_errors_say_what_was_expected_and_what_came(tmp_path) -> 
     R = SpawnEntity.Response
     fifo = tmp_path / 'target.yaml'
     os.mkfifo(fifo)
+    folder = tmp_path / 'robot.urdf'
+    folder.mkdir()
     for request, code, text in (
-        (_spawn_request(uri=str(tmp_path)), R.NO_RESOURCE, f"got '{tmp_path}' (a directory)"),
+        (_spawn_request(uri=str(folder)), R.RESOURCE_PARSE_ERROR, f"got '{folder}' (a directory)"),
         (
             _spawn_request(uri='/dev/zero'),
-            R.NO_RESOURCE,
-            "uri: expected a regular file, got '/dev/zero' (a character device)",
+            R.UNSUPPORTED_FORMAT,
+            "uri: expected a .urdf or .yaml file, got '/dev/zero'",
         ),
-        (_spawn_request(uri=f'file://{fifo}'), R.NO_RESOURCE, f"got '{fifo}' (a FIFO)"),
+        (_spawn_request(uri=f'file://{fifo}'), R.RESOURCE_PARSE_ERROR, f"got '{fifo}' (a FIFO)"),
         (
             _spawn_request(uri=f'file://{tmp_path}/missing.urdf'),
-            R.NO_RESOURCE,
+            Result.RESULT_NOT_FOUND,
             f"uri: cannot read '{tmp_path}/missing.urdf': No such file or directory",
+        ),
+        (  # the format is decided before the file is read (a missing .sdf was NO_RESOURCE)
+            _spawn_request(uri=f'{tmp_path}/missing.sdf'),
+            R.UNSUPPORTED_FORMAT,
+            f"uri: expected a .urdf or .yaml file, got '{tmp_path}/missing.sdf'",
+        ),
+        (  # NO_RESOURCE is the standard's "both uri and resource string are empty"
+            _spawn_request(),
+            R.NO_RESOURCE,
+            'expected uri (a .urdf or .yaml file) or resource_string',
         ),
         (
             _spawn_request(uri='http://example.com/x.urdf'),
-            R.NO_RESOURCE,
+            R.UNSUPPORTED_FORMAT,
             "uri: expected a file path or a file:// URI, got 'http://example.com/x.urdf' "
             '(a http:// URI: not fetched)',
+        ),
+        (
+            _spawn_request(uri='package://ffsim_ros/urdf/x.urdf'),
+            R.UNSUPPORTED_FORMAT,
+            '(a package:// URI: not fetched)',
         ),
         (
             _spawn_request(text='{shape: {type: sphere, radius: 1e300}, mass: 1}'),
@@ -429,7 +447,9 @@ def test_target_names_are_tokens_of_their_topics() -> None:
 
 def test_spawned_urdf_of_a_yaml_description_takes_the_checks_of_uri(tmp_path) -> None:
     """``{urdf: <path>}`` read its file whole (a sparse 1 GB file: 6-8 s and 1 GB of memory,
-    a FIFO named "no such file"): it takes the checks of ``uri``, refused as NO_RESOURCE."""
+    a FIFO named "no such file"): it takes the checks of ``uri``; a missing one is the
+    standard's MISSING_ASSETS (a resource's asset not found), one that is not a regular text
+    file of at most 16 MiB RESOURCE_PARSE_ERROR."""
     from simulation_interfaces.srv import SpawnEntity
 
     from ffsim_ros.node_support.common import MAX_ROBOT_BYTES
@@ -439,15 +459,24 @@ def test_spawned_urdf_of_a_yaml_description_takes_the_checks_of_uri(tmp_path) ->
     with open(big, 'wb') as f:
         f.truncate(MAX_ROBOT_BYTES + 1)  # (sparse: no disk used)
     os.mkfifo(fifo)
-    for path, text in (
-        (big, f"expected at most {MAX_ROBOT_BYTES} bytes, got '{big}' of {MAX_ROBOT_BYTES + 1}"),
-        (fifo, f"expected a regular file, got '{fifo}' (a FIFO)"),
-        ('/dev/zero', "expected a regular file, got '/dev/zero' (a character device)"),
-        (tmp_path / 'missing.urdf', 'No such file or directory'),
+    R = SpawnEntity.Response
+    for path, code, text in (
+        (
+            big,
+            R.RESOURCE_PARSE_ERROR,
+            f"expected at most {MAX_ROBOT_BYTES} bytes, got '{big}' of {MAX_ROBOT_BYTES + 1}",
+        ),
+        (fifo, R.RESOURCE_PARSE_ERROR, f"expected a regular file, got '{fifo}' (a FIFO)"),
+        (
+            '/dev/zero',
+            R.RESOURCE_PARSE_ERROR,
+            "expected a regular file, got '/dev/zero' (a character device)",
+        ),
+        (tmp_path / 'missing.urdf', R.MISSING_ASSETS, 'No such file or directory'),
     ):
         with pytest.raises(EntityError) as info:
             parse_spawn(_spawn_request(text=f'{{urdf: {path}}}'), 't', 'world')
-        assert info.value.code == SpawnEntity.Response.NO_RESOURCE, str(info.value)
+        assert info.value.code == code, str(info.value)
         assert str(info.value).startswith('resource.urdf: ') and text in str(info.value)
     # a good one, relative to the folder of a YAML uri, as before
     (tmp_path / 'sat.urdf').write_text(TARGET_URDF)

@@ -907,6 +907,11 @@ def _entity_request(position, quaternion, linear, angular, frame='world', entity
     return request
 
 
+def _with_acceleration(request, value: float):
+    request.state.acceleration.angular.z = value
+    return request
+
+
 def _state_vectors(state) -> tuple[np.ndarray, ...]:
     p, o = state.pose.position, state.pose.orientation
     lin, ang = state.twist.linear, state.twist.angular
@@ -1014,6 +1019,11 @@ def test_entities_state_round_trip_and_bad_input(ros_process, probe) -> None:
             invalid,
             "{'state.twist.linear.x': inf}",
         ),
+        (  # the acceleration is ignored, but a NaN in it is not taken silently
+            _with_acceleration(_entity_request(position, unit, linear, angular), math.nan),
+            invalid,
+            "{'state.acceleration.angular.z': nan}",
+        ),
         (
             _entity_request([2e6, 0.0, 0.0], unit, linear, angular),
             invalid,
@@ -1045,7 +1055,7 @@ def test_entities_state_round_trip_and_bad_input(ros_process, probe) -> None:
             SpawnEntity,
             'spawn_entity',
             spawn,
-            SpawnEntity.Response.NO_RESOURCE,
+            Result.RESULT_NOT_FOUND,
             "uri: cannot read '/nonexistent/target.urdf': No such file",
         ),
         (

@@ -656,6 +656,15 @@ class Arm:
         return future.result()
 
 
+def _with_component_tolerance(goal: object) -> object:
+    from control_msgs.msg import JointComponentTolerance
+
+    goal.component_path_tolerance = [
+        JointComponentTolerance(joint_name='bogus', component=99, position=math.nan)
+    ]
+    return goal
+
+
 @pytest.mark.ros
 def test_follow_joint_trajectory_over_dds(ros_process, ros_node, ros_executor, wait_until):
     from action_msgs.msg import GoalStatus
@@ -694,6 +703,12 @@ def test_follow_joint_trajectory_over_dds(ros_process, ros_node, ros_executor, w
             arm.goal(names, [1.0], [[0.1, math.nan, 0.1]]),
             R.INVALID_GOAL,
             "points[0].positions: expected finite values, got {'arm_joint_2': nan}",
+        ),
+        (  # a multi-DOF joint's component tolerance could not be checked: refused, not ignored
+            _with_component_tolerance(arm.goal(names, [1.0], [[0.1] * 3])),
+            R.INVALID_JOINTS,
+            'component_path_tolerance: expected none (no multi-DOF joints: their tolerances '
+            "could not be checked), got 1 for ['bogus']",
         ),
     ):
         reply = arm.result(arm.send(goal))

@@ -228,8 +228,8 @@ def uri_path(uri: str) -> str:
     Raises
     ------
     EntityError
-        NO_RESOURCE for a URI of another scheme (``http://``, ``package://``: not fetched)
-        or a ``file://`` URI of another host.
+        UNSUPPORTED_FORMAT for a URI of another scheme (``http://``, ``package://``: not
+        fetched) or a ``file://`` URI of another host.
     """
     scheme = re.match(r'([A-Za-z][A-Za-z0-9+.-]*)://', uri)
     if scheme is None:
@@ -237,16 +237,23 @@ def uri_path(uri: str) -> str:
     parts = urlsplit(uri)
     if parts.scheme.lower() != 'file':
         raise EntityError(
-            SpawnEntity.Response.NO_RESOURCE,
+            SpawnEntity.Response.UNSUPPORTED_FORMAT,
             f'uri: expected a file path or a file:// URI, got {uri!r} (a {scheme.group(1)}:// '
             'URI: not fetched)',
         )
     if parts.netloc not in ('', 'localhost'):
         raise EntityError(
-            SpawnEntity.Response.NO_RESOURCE,
+            SpawnEntity.Response.UNSUPPORTED_FORMAT,
             f'uri: expected a file:// URI of this host (file:///path), got {uri!r}',
         )
     return unquote(parts.path)
+
+
+def _unreadable(path: Path, missing: int) -> int:
+    """The ``SpawnEntity`` code for a file :func:`read_robot_file` refused: ``missing`` when
+    there is none at ``path``, else RESOURCE_PARSE_ERROR (a directory, a device, a FIFO, too
+    large, not text)."""
+    return missing if not path.exists() else SpawnEntity.Response.RESOURCE_PARSE_ERROR
 
 
 def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Target:
@@ -256,10 +263,15 @@ def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Ta
     Raises
     ------
     EntityError
-        With the ``SpawnEntity.Response`` code: NO_RESOURCE (also for the ``urdf`` file of a
-        YAML description, which takes the checks of ``uri``: a regular file of at most 16 MiB,
-        opened without blocking), UNSUPPORTED_FORMAT, RESOURCE_PARSE_ERROR (naming the field:
-        ``resource.mass: ...``), INVALID_POSE.
+        With the ``SpawnEntity.Response`` code (the standard's meanings): NO_RESOURCE when
+        neither ``uri`` nor ``resource_string`` is given; UNSUPPORTED_FORMAT for a ``uri``
+        that is not a ``.urdf`` or ``.yaml`` file (decided before reading it) or not a file
+        path; ``Result.RESULT_NOT_FOUND`` when the ``uri`` file does not exist and
+        MISSING_ASSETS when the ``urdf`` file of a YAML description does not; both files
+        take the checks of :func:`~ffsim_ros.node_support.common.read_robot_file` (a regular
+        file of at most 16 MiB, opened without blocking), RESOURCE_PARSE_ERROR otherwise, as
+        for a description that does not parse (naming the field: ``resource.mass: ...``);
+        INVALID_POSE.
     """
     R = SpawnEntity.Response
     frame = request.initial_pose.header.frame_id
@@ -279,16 +291,16 @@ def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Ta
     base = Path.cwd()
     if uri:
         path = Path(uri_path(uri))
+        if path.suffix not in ('.urdf', '.yaml', '.yml'):
+            raise EntityError(
+                R.UNSUPPORTED_FORMAT, f'uri: expected a .urdf or .yaml file, got {uri!r}'
+            )
         try:
             source = read_robot_file(
                 str(path), what='uri', content='a URDF or YAML description', text='text'
             )
         except ParameterValueError as exc:
-            raise EntityError(R.NO_RESOURCE, str(exc)) from None
-        if path.suffix not in ('.urdf', '.yaml', '.yml'):
-            raise EntityError(
-                R.UNSUPPORTED_FORMAT, f'uri: expected a .urdf or .yaml file, got {uri!r}'
-            )
+            raise EntityError(_unreadable(path, Result.RESULT_NOT_FOUND), str(exc)) from None
         base = path.parent
         is_urdf = path.suffix == '.urdf'
     else:
@@ -328,7 +340,7 @@ def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Ta
         try:
             read_robot_file(str(base / urdf), what='resource.urdf')
         except ParameterValueError as exc:
-            raise EntityError(R.NO_RESOURCE, str(exc)) from None
+            raise EntityError(_unreadable(base / urdf, R.MISSING_ASSETS), str(exc)) from None
     try:
         return target_from_dict(desc, 'resource', base)
     except ScenarioError as exc:

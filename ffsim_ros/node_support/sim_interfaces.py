@@ -657,6 +657,12 @@ class SimulationInterfaces:
         check_values(position, MAX_POSITION, invalid)  # (the bound of spawn_entity too)
         check_values(quaternion, 2.0, invalid)
         check_values(twist, MAX_TWIST, invalid)
+        accel = state.acceleration  # ignored, as the standard allows; a NaN is still refused
+        acceleration = {f'state.acceleration.linear.{k}': getattr(accel.linear, k) for k in 'xyz'}
+        acceleration |= {
+            f'state.acceleration.angular.{k}': getattr(accel.angular, k) for k in 'xyz'
+        }
+        check_values(acceleration, np.inf, invalid)
         quat = np.array(list(quaternion.values()))
         norm = float(np.linalg.norm(quat))
         if abs(norm - 1.0) > QUATERNION_TOLERANCE:

@@ -342,6 +342,15 @@ class TrajectoryInterfaces:
                 raise TrajectoryError(
                     'joints', 'multi_dof_trajectory: not supported (no such joints)'
                 )
+            for field in ('component_path_tolerance', 'component_goal_tolerance'):
+                components = getattr(goal, field)
+                if components:  # tolerances of multi-DOF joints' components: none to check
+                    raise TrajectoryError(
+                        'joints',
+                        f'{field}: expected none (no multi-DOF joints: their tolerances could '
+                        f'not be checked), got {len(components)} for '
+                        f'{sorted({c.joint_name for c in components})[:5]}',
+                    )
 
             def entries(
                 tolerance_list: Sequence[JointTolerance],
