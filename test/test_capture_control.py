@@ -452,3 +452,134 @@ def test_a_capture_not_made_in_time_is_aborted_and_the_arm_held(robot):
     endless.update(0.0, q, v)
     endless.update(1e5, q, v)
     assert endless.phase == 'intercept'
+
+
+def test_intercept_matches_the_rate_of_a_far_handle_without_losing_the_position(robot):
+    """A flat box (1.2 x 1.2 x 0.06 m, 30 kg) spinning at 5 deg/s, its handle 0.65 m from the
+    CoM: the handle moves with ``v + w x r`` and turns with ``w``. The rate-matching task (third
+    priority) leaves the base rate and the grasp point's velocity as they were without it, and
+    brings the gripper's rate closer to the handle's; without the target's rate the law is the
+    former one."""
+    from ffsim_ros.control.capture import secondary_scale
+
+    q = D.neutral(robot)
+    q[7:] = [0.0, 0.05, 0.03, -0.2, 0.4, 0.3, 0.0]  # the arm of the flat-box probe at t = 2 s
+    v = np.zeros(robot.nv)
+    terms = momentum_terms(robot, q, v)
+    gains = CaptureGains(damping=1e-6)
+    p, _, _ = point_generalized_jacobian(robot, q, 'ee_link', np.zeros(3), terms.ff.B)
+    w = np.array([np.radians(5.0), 0.0, 0.0])  # spin about the line from the gripper
+    offset = np.array([-0.65, 0.0, 0.0])  # handle in the box frame, 0.65 m from the CoM
+    R = quat_to_matrix([0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)])  # box turned 90 deg
+    handle = p + np.array([0.01, 0.02, 0.0])
+    gp = grasp_point(
+        handle - R @ offset,
+        [0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)],
+        [0.0, -0.02, 0.0],
+        w,
+        offset,
+    )
+    assert np.linalg.norm(gp.position - handle) < 1e-12
+    np.testing.assert_allclose(gp.angular_velocity, w)
+    assert np.linalg.norm(gp.velocity - [0.0, -0.02, 0.0]) == pytest.approx(0.65 * w[0])
+    args = (robot, q, terms, ('ee_link', np.zeros(3)), gp, gains)
+    matched, dist = intercept_rates(*args, attitude_reference=q[3:7])
+    plain, _ = intercept_rates(
+        robot,
+        q,
+        terms,
+        ('ee_link', np.zeros(3)),
+        GraspPoint(gp.position, gp.velocity),
+        gains,
+        attitude_reference=q[3:7],
+    )
+    assert dist == pytest.approx(np.linalg.norm([0.01, 0.02]), rel=1e-12)
+    vmax = gains.max_joint_speed * robot.velocity_limit
+    assert np.all(np.abs(matched) <= vmax * (1 + 1e-12))
+    J = D.link_jacobian(robot, q, 'ee_link')
+    v_m, v_p = _state_with(terms, matched), _state_with(terms, plain)
+    # priority kept: base rate (attitude held) and grasp point velocity unchanged
+    np.testing.assert_allclose(v_m[3:6], 0.0, atol=1e-12)
+    np.testing.assert_allclose(J[:3] @ v_m, J[:3] @ v_p, atol=1e-6)
+    # the rate task changed the joint rates and brought the gripper's rate nearer the handle's
+    assert np.linalg.norm(matched - plain) > 1e-3
+    rel_m, rel_p = np.linalg.norm(w - J[3:] @ v_m), np.linalg.norm(w - J[3:] @ v_p)
+    assert rel_m < 0.9 * rel_p
+    # the third task only takes what the joint speed limits leave
+    assert secondary_scale(np.zeros(2), np.array([2.0, -1.0]), np.array([1.0, 1.0])) == 0.5
+    assert secondary_scale(np.array([1.0, 0.0]), np.array([1.0, 0.0]), np.ones(2)) == 0.0
+    assert secondary_scale(np.zeros(2), np.array([0.1, 0.0]), np.ones(2)) == 1.0
+
+
+def _odometry_at(target, handle_at, rate=0.0, velocity=(0.0, 0.0, 0.0)):
+    """The target unturned, its handle at ``handle_at``, spinning about z at ``rate``."""
+    from nav_msgs.msg import Odometry
+
+    msg = Odometry()
+    p = np.asarray(handle_at) - target.handles[0].translation
+    msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = p
+    msg.pose.pose.orientation.w = 1.0
+    msg.twist.twist.angular.z = float(rate)
+    msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.linear.z = velocity
+    return msg
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_the_timeout_reason_names_the_closest_approach_and_the_last_violation(robot):
+    """The abort's reason says how close the handle came (and when) and the last time it was
+    within reach but outside half its speed / rate envelope, with the limits; it only named
+    the last distance before."""
+    from ffsim_ros.node_support.capture_control import CaptureControl
+
+    _, target = tumbling_target_scene()
+    handle = dataclasses.replace(target.handles[0], max_rate=0.2, radius=0.02)
+    target = dataclasses.replace(target, handles=(handle,))
+    control = CaptureControl(robot, 'ee_link', target, 'gjm', timeout=5.0)
+    q, v = _moving_state(robot, np.random.default_rng(3), scale=0.0)
+    gripper = D.link_pose(robot, q, 'ee_link')[0]
+    control.on_odometry(_odometry_at(target, gripper + [0.0, 0.0, 0.05]))
+    control.update(10.0, q, v)
+    control.on_odometry(_odometry_at(target, gripper + [0.0, 0.004, 0.0], rate=0.15))
+    _, ask = control.update(11.0, q, v)  # 0.4 cm away, turning beyond 0.1 rad/s: waited for
+    assert not ask and control.violation == pytest.approx((11.0, 0.0, 0.15))
+    control.on_odometry(_odometry_at(target, gripper + [0.003, 0.0, 0.0], rate=0.12))
+    control.update(12.0, q, v)  # closer (0.3 cm), still turning too fast
+    control.on_odometry(_odometry_at(target, gripper + [0.0, 0.3, 0.0]))
+    control.update(13.0, q, v)  # then away
+    assert not control.waiting
+    control.update(15.5, q, v)
+    assert control.outcome == 'aborted'
+    assert control.reason == (
+        'not captured within capture.timeout 5 s: the handle 30.0 cm from the gripper; '
+        'closest approach 0.30 cm at t = 12.00 s (grasp asked within 1.00 cm); last within '
+        'reach at t = 12.00 s but moving at 0.00 cm/s (limit 0.50) and turning at 0.1200 '
+        'rad/s (limit 0.1000) against the gripper; holding the arm still'
+    )
+    # a reset (the clock back) starts a new record
+    control.update(1.0, q, v)
+    assert control.outcome == 'active' and control.violation is None
+    assert control.closest == pytest.approx((0.3, 1.0), rel=1e-9)
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_speed_and_rate_are_refreshed_after_the_capture(robot):
+    """goal_status's speed and rate after the grasp are those of the held handle, updated
+    every step, not frozen at the grasp request (only the distance was refreshed)."""
+    from ffsim_ros.node_support.capture_control import CaptureControl
+
+    _, target = tumbling_target_scene()
+    control = CaptureControl(robot, 'ee_link', target, 'gjm')
+    q, v = _moving_state(robot, np.random.default_rng(3), scale=0.0)
+    gripper = D.link_pose(robot, q, 'ee_link')[0]
+    control.on_odometry(_odometry_at(target, gripper, rate=0.004, velocity=(0.003, 0.0, 0.0)))
+    control.update(0.0, q, v)
+    assert control.rate == pytest.approx(0.004) and control.speed == pytest.approx(0.003)
+    control.on_grasp_reply(True, 0.0, q, v)
+    control.on_odometry(_odometry_at(target, gripper, rate=0.0))  # held: at rest like the arm
+    control.update(0.01, q, v)
+    assert control.outcome in ('captured', 'detumbled')
+    assert control.rate == pytest.approx(0.0, abs=1e-12)
+    assert control.speed == pytest.approx(0.0, abs=1e-12)
+    control.on_odometry(_odometry_at(target, gripper, rate=0.002))
+    control.update(0.02, q, v)
+    assert control.rate == pytest.approx(0.002)

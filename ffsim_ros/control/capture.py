@@ -27,7 +27,14 @@ The commanded gripper velocity is the feed-forward plus a saturated proportional
 of Nenchev & Yoshida with the base angular velocity as the first task
 (:func:`~.rns.reactionless_rates`): ``A phidot = c - w0_d`` with ``w0_d = K_att e_att`` the
 attitude hold, and ``J* phidot = pdot_d - J_s H0^-1 h0`` in what remains. With zero momentum
-this is the reactionless law of :mod:`.reactionless` with a moving goal.
+this is the reactionless law of :mod:`.reactionless` with a moving goal. The grasp also needs
+the handle's rate matched (its envelope's ``max_rate``): the gripper's angular velocity,
+``w_g = J_ws H0^-1 h0 + J_w* phidot`` (the angular rows of [S0 eq. 5]), is asked to be the
+target's ``w`` as a third task, in the null space of the first two
+(:func:`~.rns.prioritized_rates`), and only as far as the joint speed limits leave room once
+the first two are served (:func:`secondary_scale`): the base attitude and the position keep
+priority. On the 7-joint servicer that leaves one degree of freedom, so the match is partial:
+it cancels the spin-up of the wrist where that one direction can, not a target's own rate.
 
 (b) Detumbling after the grasp, on the welded model (robot and target one tree,
 :func:`ffsim_ros.scene.welded_model`). The target's motion relative to the base is the arm's
@@ -66,7 +73,13 @@ import numpy as np
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import quat_to_matrix, skew
 
-from .rns import attitude_error, rate_weights, reactionless_rates, saturate
+from .rns import (
+    attitude_error,
+    prioritized_rates,
+    rate_weights,
+    reactionless_rates,
+    saturate,
+)
 
 
 class DetumbleMode(str, Enum):
@@ -97,6 +110,9 @@ class CaptureGains:
         Joint-rate gain of the computed-torque inner loop [1/s].
     damping : float
         Damped-least-squares factor of the interception task [m/s per rad/s].
+    rate_damping : float
+        Damped-least-squares factor of the interception's rate-matching task (the gripper's
+        angular velocity to the target's) [rad/s per rad/s].
     max_joint_speed : float
         Fraction (0, 1] of each joint's velocity limit the laws may command.
     store_time : float
@@ -113,6 +129,7 @@ class CaptureGains:
     kp_attitude: float = 2.0
     kv_joint: float = 20.0
     damping: float = 0.02
+    rate_damping: float = 0.02
     max_joint_speed: float = 0.9
     store_time: float = 3.0
     base_acceleration: float = float(np.radians(0.05))
@@ -135,11 +152,14 @@ class GraspPoint:
 
     Attributes
     ----------
-    position : (3,) [m];  velocity : (3,) [m/s].
+    position : (3,) [m];  velocity : (3,) [m/s];
+    angular_velocity : (3,) of the handle (its link's) [rad/s], or None (unknown: the
+        interception then leaves the gripper's rate free).
     """
 
     position: np.ndarray
     velocity: np.ndarray
+    angular_velocity: np.ndarray | None = None
 
 
 def grasp_point(
@@ -180,7 +200,9 @@ def grasp_point(
     R = quat_to_matrix(arr['orientation'] / np.linalg.norm(arr['orientation']))
     r = R @ arr['offset']
     return GraspPoint(
-        arr['position'] + r, arr['linear_velocity'] + np.cross(arr['angular_velocity'], r)
+        arr['position'] + r,
+        arr['linear_velocity'] + np.cross(arr['angular_velocity'], r),
+        arr['angular_velocity'],
     )
 
 
@@ -236,6 +258,17 @@ def limit_rates(phidot: np.ndarray, vmax: np.ndarray) -> np.ndarray:
     return phidot / ratio if ratio > 1.0 else phidot
 
 
+def secondary_scale(phidot: np.ndarray, phidot2: np.ndarray, vmax: np.ndarray) -> float:
+    """The largest ``s`` in [0, 1] with ``|phidot + s phidot2| <= vmax`` (n,) joint by joint
+    (0 where ``phidot`` alone is beyond a limit: :func:`limit_rates` then scales it)."""
+    s = 1.0
+    for p, d, m in zip(phidot, phidot2, vmax, strict=True):
+        if d != 0.0:
+            room = (np.copysign(m, d) - p) / d
+            s = min(s, max(0.0, float(room)))
+    return s
+
+
 def intercept_rates(
     model: D.Model,
     q: np.ndarray,
@@ -247,6 +280,11 @@ def intercept_rates(
 ) -> tuple[np.ndarray, float]:
     """Joint rates (n,) tracking a moving grasp point inside the reaction null space (module
     docstring, (a)), and the distance to it [m].
+
+    Three tasks in priority order: the base angular velocity (attitude hold), the grasp point's
+    velocity, and -- when ``target.angular_velocity`` is known -- the gripper's angular velocity
+    matched to it, in the null space of the first two and scaled down to what the joint speed
+    limits leave (:func:`secondary_scale`).
 
     Parameters
     ----------
@@ -261,16 +299,34 @@ def intercept_rates(
     if attitude_reference is not None:
         w0_d = gains.kp_attitude * attitude_error(q[3:7], np.asarray(attitude_reference, float))
     weights = rate_weights(model)
-    phidot, _ = reactionless_rates(
+    vmax = gains.max_joint_speed * model.velocity_limit
+    if target.angular_velocity is None:
+        phidot, _ = reactionless_rates(
+            Jstar,
+            terms.A,
+            xdot - Js @ terms.drift,
+            w0_d - terms.locked_rate,
+            weights,
+            gains.damping,
+        )
+        return limit_rates(phidot, vmax), float(np.linalg.norm(e))
+    # the gripper's angular velocity: w_g = J_ws H0^-1 h0 + J_w* phidot (angular rows of
+    # [S0 eq. 5], the generalized Jacobian J_w* = J_wm - J_ws B)
+    Jw = D.link_jacobian(model, q, link)[3:]
+    Jws = Jw[:, :6]
+    phidot, phidot2 = prioritized_rates(
         Jstar,
         terms.A,
         xdot - Js @ terms.drift,
+        Jw[:, 6:] - Jws @ terms.ff.B,
+        np.asarray(target.angular_velocity, float) - Jws @ terms.drift,
         w0_d - terms.locked_rate,
         weights,
         gains.damping,
+        gains.rate_damping,
     )
-    vmax = gains.max_joint_speed * model.velocity_limit
-    return limit_rates(phidot, vmax), float(np.linalg.norm(e))
+    phidot = limit_rates(phidot, vmax)
+    return phidot + secondary_scale(phidot, phidot2, vmax) * phidot2, float(np.linalg.norm(e))
 
 
 def distribution_rates(terms: MomentumTerms, w0_d: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -400,4 +456,5 @@ __all__ = [
     'limit_rates',
     'momentum_terms',
     'point_generalized_jacobian',
+    'secondary_scale',
 ]

@@ -11,6 +11,8 @@ joint moves in proportion to what it can do.
 =========================  ===================================================================
 :func:`reactionless_rates`  attitude task first (``A phidot = -w0_d``), the end-effector task
                             in its null space by damped least squares (task priority)
+:func:`prioritized_rates`   the same, and a secondary task (e.g. the gripper's angular
+                            velocity) in the null space of both
 :func:`budget_rates`        end-effector task first, the attitude task weighted by a barrier
                             that grows without bound as the attitude offset nears a budget
 :func:`restore_rates`       end-effector task first, the attitude task inside its null space
@@ -176,6 +178,52 @@ def reactionless_rates(
     JN = JW @ N
     zeta = dls_pinv(JN, damping) @ (xdot - JW @ xi_att)
     return weights * (xi_att + N @ zeta), JN
+
+
+def prioritized_rates(
+    J: np.ndarray,
+    A: np.ndarray,
+    xdot: np.ndarray,
+    J2: np.ndarray,
+    xdot2: np.ndarray,
+    w0_d: np.ndarray,
+    weights: np.ndarray,
+    damping: float,
+    damping2: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Three-level task priority: :func:`reactionless_rates` (base angular velocity first, the
+    task ``J phidot = xdot`` in the reaction null space), then a secondary task
+    ``J2 phidot = xdot2`` inside the null space of both.
+
+    With ``N`` an orthonormal basis of ``null(A W)`` and ``zeta`` the damped least-squares
+    solution of the first task, ``N2`` an orthonormal basis of ``null(J W N)``, the secondary
+    correction is ``eta = (J2 W N N2)^#_d (xdot2 - J2 W (xi_att + N zeta))`` (damped inverse,
+    factor ``damping2``): it moves neither the base attitude nor the first task at first order.
+    On the 7-joint servicer with a position task ``N2`` has one dimension (none at a fold of
+    the reaction null space, where the correction is zero).
+
+    Parameters
+    ----------
+    J2 : (m2, n) secondary task rows;  xdot2 : (m2,) its rate;  damping2 : its damping factor.
+        Other arguments as :func:`reactionless_rates`.
+
+    Returns
+    -------
+    phidot : (n,) joint rates of the attitude and first tasks (those of
+        :func:`reactionless_rates`);  phidot2 : (n,) the secondary correction (to add, or to
+        scale down where the joint speed limits leave no room: the first tasks keep priority).
+    """
+    AW = A * weights
+    pinv, N = _null_basis(AW)
+    xi_att = pinv @ (-w0_d)
+    JN = (J * weights) @ N
+    zeta = dls_pinv(JN, damping) @ (xdot - (J * weights) @ xi_att)
+    _, N2 = _null_basis(JN)
+    if N2.shape[1] == 0:
+        return weights * (xi_att + N @ zeta), np.zeros(weights.size)
+    J2N = (J2 * weights) @ N
+    eta = dls_pinv(J2N @ N2, damping2) @ (xdot2 - (J2 * weights) @ xi_att - J2N @ zeta)
+    return weights * (xi_att + N @ zeta), weights * (N @ (N2 @ eta))
 
 
 def budget_rates(

@@ -245,6 +245,12 @@ class CaptureControl:
         self.speed = float('nan')
         self.rate = float('nan')
         self.waiting = ''
+        #: Closest approach of the present intercept: ``(distance [m], time [s])`` (None
+        #: before the first update), for the abort's reason.
+        self.closest: tuple[float, float] | None = None
+        #: The last update with the handle within half its capture radius but outside half its
+        #: speed or rate envelope: ``(time [s], speed [m/s], rate [rad/s])`` (None: never).
+        self.violation: tuple[float, float, float] | None = None
         self.timeout = float(timeout)
         #: ``'active'`` (intercepting, grasping), ``'captured'`` (detumbling),
         #: ``'detumbled'`` (the law's ``hold``) or ``'aborted'`` (with :attr:`reason`).
@@ -270,6 +276,11 @@ class CaptureControl:
     def update(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, bool]:
         """Efforts (n,) for the measured robot state and whether to ask for the grasp now."""
         if self.detumbler is not None and self._held(q):
+            # (distance refreshed by _held; speed and rate too: the held handle's motion
+            # against the gripper, ~0 while welded, not the figures of the grasp request)
+            gp = self.grasp_point()
+            if gp is not None:
+                self._relative_motion(gp, q, v)
             tau, _, _ = self.detumbler.update(t, q, v)
             self.phase = self.detumbler.phase
             self.outcome = 'detumbled' if self.phase == 'hold' else 'captured'
@@ -277,8 +288,10 @@ class CaptureControl:
         if self.detumbler is not None:  # the target left the gripper: capture it again
             self.detumbler, self.attitude, self.phase = None, None, 'intercept'
             self.outcome, self._since = 'active', t
+            self.closest = self.violation = None
         if self._since is not None and t < self._since:  # the clock went back (a reset)
             self._since = t
+            self.closest = self.violation = None
             if self.phase == 'aborted':
                 self.phase, self.outcome, self.reason = 'intercept', 'active', ''
         if self.attitude is None:
@@ -304,6 +317,7 @@ class CaptureControl:
                 f'not captured within capture.timeout {self.timeout:g} s: the handle '
                 f'{self.distance * 100:.1f} cm from the gripper'
                 + (f'; {self.waiting}' if self.waiting else '')
+                + self._history()
                 + '; holding the arm still'
             )
             tau, _ = computed_torque(self.robot, terms, v, np.zeros(self.robot.n), 20.0)
@@ -317,18 +331,18 @@ class CaptureControl:
             self.gains,
             attitude_reference=self.attitude,
         )
-        J = D.link_jacobian(self.robot, q, self.gripper_link)
         self.distance = dist
-        self.speed = float(np.linalg.norm(gp.velocity - J[:3] @ v))
-        # the handle turns with the target's root link: its rate against the gripper's (the
-        # envelope's max_rate; asking regardless drew a refusal every update)
-        self.rate = float(np.linalg.norm(self._odom[3] - J[3:] @ v))
+        self._relative_motion(gp, q, v)
         tau, _ = computed_torque(self.robot, terms, v, phidot, self.gains.kv_joint)
+        if self.closest is None or dist < self.closest[0]:
+            self.closest = (dist, t)
         close = dist < GRASP_MARGIN * self.handle.radius
         matched = (
             self.speed < GRASP_MARGIN * self.handle.max_speed
             and self.rate < GRASP_MARGIN * self.handle.max_rate
         )
+        if self.phase == 'intercept' and close and not matched:
+            self.violation = (t, self.speed, self.rate)
         #: Why the grasp is not asked with the handle in reach ('' otherwise), for the log.
         self.waiting = (
             f'the handle is {dist * 100:.2f} cm away but moves at {self.speed * 100:.2f} cm/s '
@@ -342,6 +356,35 @@ class CaptureControl:
         if ask:
             self.phase = 'grasping'
         return tau, ask
+
+    def _relative_motion(self, gp: GraspPoint, q: np.ndarray, v: np.ndarray) -> None:
+        """:attr:`speed` [m/s] and :attr:`rate` [rad/s] of the handle against the gripper
+        (inertial frame; the robot's measured ``q``, ``v``)."""
+        J = D.link_jacobian(self.robot, q, self.gripper_link)
+        self.speed = float(np.linalg.norm(gp.velocity - J[:3] @ v))
+        # the handle turns with the target's root link: its rate against the gripper's (the
+        # envelope's max_rate; asking regardless drew a refusal every update)
+        self.rate = float(np.linalg.norm(gp.angular_velocity - J[3:] @ v))
+
+    def _history(self) -> str:
+        """The closest approach and the last envelope violation of the present intercept,
+        for the abort's reason ('' before any update)."""
+        h = self.handle
+        text = ''
+        if self.closest is not None:
+            d, t = self.closest
+            text += (
+                f'; closest approach {d * 100:.2f} cm at t = {t:.2f} s (grasp asked within '
+                f'{GRASP_MARGIN * h.radius * 100:.2f} cm)'
+            )
+        if self.violation is not None:
+            t, speed, rate = self.violation
+            text += (
+                f'; last within reach at t = {t:.2f} s but moving at {speed * 100:.2f} cm/s '
+                f'(limit {GRASP_MARGIN * h.max_speed * 100:.2f}) and turning at {rate:.4f} '
+                f'rad/s (limit {GRASP_MARGIN * h.max_rate:.4f}) against the gripper'
+            )
+        return text
 
     def _held(self, q: np.ndarray) -> bool:
         """Whether the handle (from the last odometry) is still at the gripper: after
@@ -466,7 +509,9 @@ class CaptureInterfaces:
     def publish_status(self) -> None:
         """``goal_status`` when the capture's phase or outcome changed: level OK while active
         or captured, WARN when aborted; message the outcome (and the reason); values the
-        target, phase and the last relative distance, speed and rate."""
+        target, phase and the last relative distance, speed and rate (after the grasp those of
+        the held handle, refreshed every update: about zero while it is welded, not the
+        figures at the grasp request)."""
         cap = self.control
         key = (cap.phase, cap.outcome, cap.reason)
         if key == self._status_key:
