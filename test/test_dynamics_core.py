@@ -874,6 +874,57 @@ def test_a_joint_that_moves_no_inertia_is_refused_at_load(
     assert s[-1] <= 1e-12 * s[0]
 
 
+def _chain(n: int, collinear_at: int | None = None) -> str:
+    """A chain of ``n`` revolute joints about y, 0.1 m apart, 1 kg links; with
+    ``collinear_at``, joint ``cj<k>`` is followed by a collinear one through a massless link."""
+    inertial = '<inertial><mass value="{m}"/>' + _I + '</inertial>'
+    links = ['<link name="base_link">' + inertial.format(m=10) + '</link>']
+    joints = []
+    for i in range(n):
+        parent = 'base_link' if i == 0 else f'c{i - 1}'
+        child = f'c{i}'
+        if i == collinear_at:
+            links.append('<link name="massless"/>')
+            joints.append(
+                f'<joint name="collinear" type="revolute"><parent link="{parent}"/>'
+                f'<child link="massless"/><origin xyz="0.1 0 0"/><axis xyz="0 1 0"/>'
+                + _LIM
+                + '</joint>'
+            )
+            parent = 'massless'
+        links.append(f'<link name="{child}">' + inertial.format(m=1) + '</link>')
+        joints.append(
+            f'<joint name="cj{i}" type="revolute"><parent link="{parent}"/><child '
+            f'link="{child}"/><origin xyz="{0.0 if i == collinear_at else 0.1} 0 0"/>'
+            '<axis xyz="0 1 0"/>' + _LIM + '</joint>'
+        )
+    return '<robot name="chain">' + ''.join(links) + ''.join(joints) + '</robot>'
+
+
+def test_long_chains_load_and_an_oversized_model_is_refused_by_its_size() -> None:
+    """Found by a probe (2026-11-27): the load-time rank check ran a NumPy loop of rank-one
+    updates, O(n^3) in Python-level steps (41-85 s at 3000 joints), and a 20000-joint chain
+    (7.5 MB, within the 16 MiB file limit) died allocating a 3 GiB inertia matrix. The pivots
+    come from LAPACK now, and a model of more than MAX_NV velocity coordinates is refused
+    before any n^2 allocation, naming the count."""
+    import ffsim_ros.dynamics.model as model_module
+
+    n = 1200
+    model = D.load_urdf(_chain(n))
+    assert model.nv == 6 + n
+    # a degenerate joint deep in the chain is still found and named (the pivots of LAPACK's
+    # factorization): the one after the collinear pair's massless link
+    with pytest.raises(ValueError, match=r'joint cj1100: its motion .* moves no inertia'):
+        D.load_urdf(_chain(n, collinear_at=1100))
+    limit = model_module.MAX_NV
+    with pytest.raises(
+        ValueError,
+        match=rf'expected at most {limit} velocity coordinates .* got {limit + 1} '
+        rf'\({limit - 4} bodies\)',
+    ):
+        D.load_urdf(_chain(limit - 5))
+
+
 def test_a_posture_singular_alone_still_loads() -> None:
     """Two joint axes aligned at zero through a massless link (iCub's neck): singular at the
     neutral posture only, so the model loads and its dynamics are defined elsewhere."""
@@ -1037,7 +1088,7 @@ def test_urdf_sources_encodings_and_required_elements(tmp_path) -> None:
 
 
 def test_mimic_joints_load_as_independent_joints_with_a_warning() -> None:
-    """As Pinocchio's and MuJoCo's URDF parsers by default: a <mimic> joint is a joint of its
+    """As Pinocchio's URDF parser by default: a <mimic> joint is a joint of its
     own (the coupling is not modelled), said by a MimicWarning naming it; a mimic of itself
     is refused, one of a joint the robot does not have named in the warning."""
     link = (

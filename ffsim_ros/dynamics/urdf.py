@@ -248,9 +248,9 @@ def _check_mimics(root: ET.Element, types: dict[str, str]) -> None:
         mimics.append(f'{name} (mimics {target})')
     if mimics:
         warnings.warn(
-            f'URDF mimic joints loaded as independent joints, the coupling not modelled (as '
-            f"Pinocchio's and MuJoCo's parsers do by default): {', '.join(mimics)}; command "
-            'each joint yourself',
+            'URDF mimic joints loaded as independent joints, the coupling not modelled (as '
+            "Pinocchio's parser does by default; MuJoCo's adds an equality constraint): "
+            f'{", ".join(mimics)}; command each joint yourself',
             MimicWarning,
             stacklevel=3,
         )
