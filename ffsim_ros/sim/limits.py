@@ -49,6 +49,13 @@ STOP_PERIOD_STEPS = 20
 #: Relative excess of speed over its limit that the braking impulse removes.
 SPEED_TOLERANCE = 1e-9
 
+#: Block changes of the braking's active set tried without lowering the count of joints in
+#: the wrong state before single changes (:func:`_braking_impulses`).
+BLOCK_TRIES = 3
+
+#: Active-set iterations allowed per driven joint before the coordinate-descent fallback.
+MAX_PIVOTS_PER_JOINT = 10
+
 
 class JointLimits:
     """The joint limits an :class:`~ffsim_ros.sim.Engine` enforces (module docstring).
@@ -200,24 +207,33 @@ class JointLimits:
         return True
 
 
-def _braking_impulses(
+def braking_active_set(
     W: np.ndarray, w: np.ndarray, w_max: np.ndarray, cap: np.ndarray
-) -> np.ndarray:
-    """``lambda`` (k,) minimizing ``1/2 l^T W l + l^T w + sum w_max |l|`` over ``|l| <= cap``
-    (``W`` (k, k) symmetric positive definite; see :meth:`JointLimits.brake`).
+) -> tuple[np.ndarray, bool]:
+    """The braking impulses ``lambda`` (k,) [N m s] of :meth:`JointLimits.brake` by an active
+    set, and whether it settled (the conditions below all met).
 
-    Active set: each joint is free (``lambda = 0``), held at its limit on one side
+    ``lambda`` minimizes ``1/2 l^T W l + l^T w + sum w_max |l|`` over ``|l| <= cap``: ``W``
+    (k, k) the driven joints' block of ``H^-1`` (symmetric positive definite), ``w`` (k,) their
+    speeds [rad/s | m/s], ``w_max`` (k,) their limits, ``cap`` (k,) the drives' largest
+    impulses ``T_max dt``. Each joint is free (``lambda = 0``), held at its limit on one side
     (``lambda`` solved so that ``w + W lambda = +-w_max``), or at its bound (``lambda =
-    -+cap``). Starting from "held" for the joints over their limit, every joint that breaks its
-    conditions (a held joint needing the wrong sign or more than its bound; a free joint over
-    its limit; a bounded joint back within it) changes state and the held ones are solved
-    again; a few coordinate-descent sweeps (exact per joint: a soft threshold) finish the rare
-    case the set does not settle.
+    -+cap``). Starting from "held" for the joints over their limit, the joints that break their
+    conditions (a held joint needing the wrong sign -- free, whatever its size -- or more than
+    its bound; a free joint over its limit; a bounded joint back within it) change state and
+    the held ones are solved again: all of them at once while that lowers the number of joints
+    in the wrong state (block principal pivoting, Judice & Pires), else, after
+    :data:`BLOCK_TRIES` more tries, only the last of them (Murty's single-pivot rule). At most
+    :data:`MAX_PIVOTS_PER_JOINT` ``k + 3`` iterations. A held joint needing the wrong sign and
+    more than its bound used to be sent to its bound: on a 120-joint chain with 43 joints over
+    their limits the set then cycled, and the coordinate descent after it took 0.44 s per
+    1 ms step (now 5 iterations, about 1 ms).
     """
     k = w.size
     state = np.where(w > w_max, 1, np.where(w < -w_max, -1, 0))  # +-1 held, +-2 bound, 0 free
     lam = np.zeros(k)
-    for _ in range(3 * k + 3):
+    fewest, tries = k + 1, BLOCK_TRIES
+    for _ in range(MAX_PIVOTS_PER_JOINT * k + 3):
         held, bound = np.abs(state) == 1, np.abs(state) == 2
         lam[:] = 0.0
         lam[bound] = -np.sign(state[bound]) * cap[bound]
@@ -227,16 +243,39 @@ def _braking_impulses(
         after = w + W @ lam
         new = state.copy()
         opposing = -np.sign(state) * lam  # > 0 when a held joint's impulse opposes its motion
-        new[held & (opposing < 0.0)] = 0
-        new[held & (np.abs(lam) > cap)] = 2 * state[held & (np.abs(lam) > cap)]
+        new[held & (opposing < 0.0)] = 0  # (before its bound: a joint the wrong sign would
+        beyond = held & (opposing >= 0.0) & (np.abs(lam) > cap)  # push on is free, not bound)
+        new[beyond] = 2 * state[beyond]
         free = state == 0
         new[free & (after > w_max * (1 + 1e-12))] = 1
         new[free & (after < -w_max * (1 + 1e-12))] = -1
         back = bound & (np.sign(state) * after < w_max)
         new[back] = np.sign(state[back])
-        if np.array_equal(new, state):
-            return lam
-        state = new
+        wrong = np.flatnonzero(new != state)
+        if wrong.size == 0:
+            return lam, True
+        if wrong.size < fewest:
+            fewest, tries = wrong.size, BLOCK_TRIES
+            state = new
+        elif tries > 0:
+            tries -= 1
+            state = new
+        else:
+            state[wrong[-1]] = new[wrong[-1]]
+    return lam, False
+
+
+def _braking_impulses(
+    W: np.ndarray, w: np.ndarray, w_max: np.ndarray, cap: np.ndarray
+) -> np.ndarray:
+    """``lambda`` (k,) minimizing ``1/2 l^T W l + l^T w + sum w_max |l|`` over ``|l| <= cap``
+    (``W`` (k, k) symmetric positive definite; see :meth:`JointLimits.brake`): by
+    :func:`braking_active_set`, else (not settled) a few coordinate-descent sweeps from its
+    last iterate (exact per joint: a soft threshold)."""
+    lam, settled = braking_active_set(W, w, w_max, cap)
+    if settled:
+        return lam
+    k = w.size
     for _ in range(200):  # coordinate descent from the last iterate
         change = 0.0
         for j in range(k):
