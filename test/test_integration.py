@@ -303,3 +303,129 @@ def test_body_wrench_is_checked() -> None:
         D.rk4_step(model, q, v, -1e-3, aba_acceleration(model, tau))
     with pytest.raises(ValueError, match=f'acceleration: expected {model.nv} values, got 3'):
         D.rk4_step(model, q, v, 1e-3, lambda t, q, v: np.zeros(3))
+
+
+# --------------------------------------------------------------------------------------------
+# link wrenches act where their links are at each stage
+# --------------------------------------------------------------------------------------------
+
+LINK_WRENCH = {'tip_1': np.array([0.0, 3.0, 20.0, 0.5, 0.0, -0.2])}
+
+
+def link_wrench_acceleration(model, tau, links, base_wrench_body=None):
+    """``acceleration(t, q, v)`` for ``D.rk4_step``: ABA with the link wrenches applied at
+    the stage's link origins (independent of the step's own per-stage code)."""
+
+    def acceleration(_t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        world = None if base_wrench_body is None else rotated(q, base_wrench_body)
+        return D.forward_dynamics(model, q, v, tau, base_wrench=world, link_wrenches=links)
+
+    return acceleration
+
+
+@pytest.mark.parametrize('method', ['rk4', 'euler'])
+def test_a_zero_link_wrench_steps_as_none(method: str) -> None:
+    """A (zero) link wrench takes the Python path of the scheme; with no link wrench the
+    compiled one: the two agree to round-off, with a body-frame base wrench too."""
+    model = robot()
+    q, v = tumbling_state(model, 31)
+    rng = np.random.default_rng(32)
+    tau, bwb = rng.normal(size=model.n), 5.0 * rng.normal(size=6)
+    zero = {'tip_1': np.zeros(6)}
+    for dt, steps in ((1e-3, 3), (0.05, 1)):
+        kw = {'method': method, 'base_wrench_body': bwb, 'steps': steps}
+        qc, vc = D.step(model, q, v, tau, dt, **kw)
+        qp, vp = D.step(model, q, v, tau, dt, link_wrenches=zero, **kw)
+        np.testing.assert_allclose(qp, qc, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(vp, vc, rtol=0, atol=1e-13 * max(1.0, np.linalg.norm(v)))
+
+
+def test_link_wrench_step_equals_the_driver_at_each_stage() -> None:
+    """The step with a link wrench is the package's RK4 scheme with the wrench applied at
+    each stage's link origin (``rk4_step`` over ``forward_dynamics``), to round-off."""
+    model = robot()
+    q, v = tumbling_state(model, 33)
+    tau = np.random.default_rng(34).normal(size=model.n)
+    bwb = np.array([1.0, -2.0, 0.5, 0.1, 0.0, 0.3])
+    for dt in (1e-3, 0.05):
+        qs, vs = D.step(model, q, v, tau, dt, link_wrenches=LINK_WRENCH, base_wrench_body=bwb)
+        acc = link_wrench_acceleration(model, tau, LINK_WRENCH, bwb)
+        qp, vp = D.rk4_step(model, q, v, dt, acc)
+        np.testing.assert_allclose(qs, qp, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(vs, vp, rtol=0, atol=1e-13 * max(1.0, np.linalg.norm(v)))
+
+
+def test_link_wrench_keeps_the_fourth_order() -> None:
+    """Held at the step's start, the link wrench's point cut RK4 to first order (error
+    ratio 2 when dt halves); applied at each stage the ratio is 2^4 = 16."""
+    model = robot(gravity=(0.0, 0.0, 0.0))
+    q, v = tumbling_state(model, 35)
+    v *= 0.3
+    tau = np.zeros(model.n)
+    T = 0.2
+
+    def run(dt: float) -> tuple[np.ndarray, np.ndarray]:
+        steps = int(round(T / dt))
+        return D.step(model, q, v, tau, dt, link_wrenches=LINK_WRENCH, steps=steps)
+
+    q_ref, v_ref = run(T / 400)
+    errors = [state_error(model, *run(dt), q_ref, v_ref) for dt in (T / 20, T / 40)]
+    ratio = errors[0] / errors[1]
+    assert 13.0 < ratio < 19.0, (errors, ratio)
+
+
+# --------------------------------------------------------------------------------------------
+# the body-frame base wrench is checked like the base wrench
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('method', ['rk4', 'euler', 'RK45'])
+@pytest.mark.parametrize('index', [0, 4])
+@pytest.mark.parametrize('bad', [np.nan, np.inf])
+def test_non_finite_body_wrench_is_named(method: str, index: int, bad: float) -> None:
+    """It raised 'mass matrix is not positive definite ... too large a step'."""
+    model = robot()
+    q, v = tumbling_state(model, 36)
+    w = np.zeros(6)
+    w[index] = bad
+    with pytest.raises(
+        ValueError, match=f'base_wrench_body: expected finite values, got {bad} at index {index}'
+    ):
+        D.step(model, q, v, np.zeros(model.n), 1e-3, method=method, base_wrench_body=w)
+
+
+@pytest.mark.parametrize('method', ['rk4', 'euler', 'RK45'])
+@pytest.mark.parametrize('name', ['base_wrench', 'base_wrench_body'])
+def test_huge_base_wrench_is_an_overflow_naming_it(method: str, name: str) -> None:
+    """A finite 1e200 N wrench drives rates whose squares overflow: said so, with the
+    wrench's size (it said only 'too large a step')."""
+    model = robot()
+    q, v = tumbling_state(model, 37)
+    with (
+        np.errstate(all='ignore'),
+        pytest.raises(
+            D.StepFailure,
+            match=rf'Overflow: the inputs drive rates up to .*max \|{name}\| = 1e\+200',
+        ),
+    ):
+        D.step(
+            model, q, v, np.zeros(model.n), 1e-3, method=method, **{name: [1e200, 0, 0, 0, 0, 0]}
+        )
+
+
+def test_non_finite_base_wrench_is_named_by_euler() -> None:
+    """Euler returned NaN states for a NaN base wrench (its Python loop was not checked)."""
+    model = robot()
+    q, v = tumbling_state(model, 38)
+    with pytest.raises(
+        ValueError, match='base_wrench: expected finite values, got nan at index 2'
+    ):
+        D.step(
+            model,
+            q,
+            v,
+            np.zeros(model.n),
+            1e-3,
+            method='euler',
+            base_wrench=[0, 0, np.nan, 0, 0, 0],
+        )

@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -326,3 +328,107 @@ def test_bad_impact_law(kwargs, word):
 def test_bad_compliant_law(kwargs, word):
     with pytest.raises(ValueError, match=word):
         CompliantLaw(**kwargs)
+
+
+_N = np.array([0.0, 0.0, 1.0])
+_U = np.array([0.1, 0.0, -0.5])
+
+
+@pytest.mark.parametrize(
+    'depth, u, n, word',
+    [
+        (np.nan, _U, _N, 'depth: expected a finite'),
+        (np.inf, _U, _N, 'depth: expected a finite'),
+        (1e-3, [np.nan, 0.0, -0.5], _N, r'u: expected finite values, got nan at index 0'),
+        (1e-3, [0.0, 0.0, np.nan], _N, r'u: expected finite values, got nan at index 2'),
+        (1e-3, _U[:2], _N, r'u: expected a \(3,\) vector'),
+        (1e-3, _U, [np.nan, 0.0, 1.0], r'n: expected finite values'),
+        (1e-3, _U, 10.0 * _N, r'n: expected a unit normal .* \|n\| = 10'),
+        (1e-3, _U, 0.0 * _N, r'n: expected a unit normal .* a zero vector'),
+    ],
+)
+def test_compliant_impulse_refuses_bad_contact_inputs(depth, u, n, word):
+    """NaN u / depth / n gave a zero impulse (max(0, nan) is 0), an infinite depth a NaN one,
+    a x10 normal a 74x larger impulse and a zero normal a friction-only one: now refused,
+    named, by impulse (with and without W) and force."""
+    law = CompliantLaw(stiffness=1e4, damping=50.0, friction=0.4)
+    for call in (
+        lambda: law.impulse(depth, u, n, 5e-4, np.eye(3)),
+        lambda: law.impulse(depth, u, n, 5e-4),
+        lambda: law.force(depth, u, n),
+    ):
+        with pytest.raises(ValueError, match=word):
+            call()
+
+
+def test_compliant_impulse_accepts_a_unit_normal_to_round_off():
+    """A normal unit to 1e-12 gives the impulse of the exact one (to its own round-off)."""
+    law = CompliantLaw(stiffness=1e4, damping=50.0, friction=0.4)
+    exact = law.impulse(1e-3, _U, _N, 5e-4, np.eye(3))
+    np.testing.assert_allclose(exact, [-0.007, 0.0, 0.0175], rtol=1e-12)
+    near = law.impulse(1e-3, _U, _N * (1.0 + 1e-12), 5e-4, np.eye(3))
+    np.testing.assert_allclose(near, exact, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    'law, kwargs, word',
+    [
+        (CompliantLaw, {'stiffness': '1e4'}, "stiffness: expected a real number, got str '1e4'"),
+        (CompliantLaw, {'stiffness': True}, 'stiffness: expected a real number, got bool True'),
+        (CompliantLaw, {'stiffness': 1.0, 'damping': '1'}, 'damping: expected a real number'),
+        (CompliantLaw, {'stiffness': 1.0, 'friction': '0.3'}, 'friction: expected a real'),
+        (ImpactLaw, {'restitution': '0.5'}, 'restitution: expected a real number, got str'),
+        (ImpactLaw, {'restitution': False}, 'restitution: expected a real number, got bool'),
+        (ImpactLaw, {'friction': None}, 'friction: expected a real number, got NoneType'),
+        (ImpactLaw, {'tolerance': b'1e-6'}, 'tolerance: expected a real number, got bytes'),
+    ],
+)
+def test_law_parameters_must_be_real_numbers(law, kwargs, word):
+    """Strings were stored as strings (float(x) was checked, x kept), True as 1 N/m."""
+    with pytest.raises(TypeError, match=word):
+        law(**kwargs)
+
+
+def test_law_parameters_are_stored_as_floats():
+    law = CompliantLaw(stiffness=np.int64(10000), damping=np.float32(0.5), friction=1)
+    assert [type(x) for x in (law.stiffness, law.damping, law.friction)] == [float] * 3
+    assert (law.stiffness, law.damping, law.friction) == (1e4, 0.5, 1.0)
+    rigid = ImpactLaw(restitution=np.float64(0.25), friction=np.int32(1), tolerance=1e-6)
+    assert type(rigid.restitution) is float and type(rigid.friction) is float
+    assert (rigid.restitution, rigid.friction) == (0.25, 1.0)
+
+
+@pytest.mark.parametrize(
+    'args, word',
+    [
+        ((np.eye(3), [0.1, 0.0, -0.5], [0.0, 0.0, 0.0], 0.5, 0.3), 'n: expected a non-zero'),
+        ((np.eye(2), [0.1, 0.0, -0.5], [0.0, 0.0, 1.0], 0.5, 0.3), r'W: expected a \(3, 3\)'),
+        ((np.eye(3), [0.1, 0.0], [0.0, 0.0, 1.0], 0.5, 0.3), r'u: expected a \(3,\) vector'),
+        ((np.eye(3), [0.1, 0.0, -0.5], [0.0, 1.0], 0.5, 0.3), r'n: expected a \(3,\) vector'),
+        ((np.eye(3), [0.1, 0.0, -0.5], [0.0, np.inf, 1.0], 0.5, 0.3), 'n: expected finite'),
+        ((np.diag([1.0, -1.0, 1.0]), [0.1, 0, -0.5], [0, 0, 1.0], 0.5, 0.3), 'semi-definite'),
+        ((np.diag([-1.0, 1.0, 1.0]), [0.1, 0, -0.5], [0, 0, 1.0], 0.5, 0.3), 'semi-definite'),
+        ((np.triu(np.ones((3, 3))), [0.1, 0, -0.5], [0, 0, 1.0], 0.5, 0.3), 'symmetric'),
+        ((np.eye(3), [1e199, 0.0, -5e199], [0, 0, 1.0], 0.5, 0.3), 'overflow: .* u too large'),
+    ],
+)
+def test_solve_impact_names_the_bad_argument(args, word):
+    """A zero normal said 'expected finite W, u and n' (with a divide warning), wrong shapes
+    raised NumPy's matmul errors, |u| = 1e200 'no convergence' and an indefinite W ran."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # (no RuntimeWarning on the way)
+        with pytest.raises(ValueError, match=word):
+            solve_impact(*args)
+
+
+def test_solve_impact_accepts_round_off_asymmetry_and_a_semi_definite_w():
+    """``J H^-1 J^T`` is symmetric PSD to round-off only, and singular where a point cannot
+    move one way: such a W solves, the asymmetric one as its symmetric part."""
+    W_sym = np.array([[1.0, 0.2, 0.0], [0.2, 0.5, 0.0], [0.0, 0.0, 0.0]])
+    W = W_sym.copy()
+    W[0, 1] += 1e-13
+    u, n = np.array([0.3, -1.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    a = solve_impact(W, u, n, 0.5, 0.3)
+    b = solve_impact(W_sym, u, n, 0.5, 0.3)
+    np.testing.assert_allclose(a.impulse, b.impulse, rtol=1e-10, atol=1e-14)
+    assert a.energy_loss >= 0.0 and float(n @ a.impulse) > 0.0

@@ -56,11 +56,17 @@ from .inputs import (
 )
 from .integration import step_error
 from .kernels.aba_derivatives import e_dynamics_derivatives
+from .kernels.entry import e_mass_matrix, e_rk4_steps
+from .kernels.implicit_friction import implicit_friction_rates
+from .kernels.rnea_derivatives import COULOMB_EPS
 from .kernels.step_derivatives import e_step_derivatives
 from .kernels.velocity_derivatives import e_generalized_velocity_derivatives
-from .model import Model
+from .model import Model, with_gravity, with_joint_dynamics
+from .stiff_friction import explicit_part, friction_slopes, implicit_dofs
 
 _NO_FORCE = np.empty(0)  # an empty generalized force: the inverse dynamics at a given a
+_NO_FEXT = np.empty((0, 6))
+_NO_DOFS = np.empty(0, dtype=np.int64)
 
 
 class ForwardDynamicsDerivatives(NamedTuple):
@@ -195,7 +201,9 @@ def step_derivatives(
     where ``dq`` is the tangent at ``q`` (``q (+) dq = integrate(q, dq)``, module docstring) and
     ``dq'`` the tangent at ``q'`` (``integrate(q', dq')``). Computed by chaining the analytical
     derivatives of the four stages through the scheme's Lie-group maps (exact for the
-    discrete map: no finite differences), gravity and joint friction included.
+    discrete map: no finite differences), gravity and joint friction included; where the
+    step takes a joint's friction implicitly (too stiff for ``dt``, :mod:`.stiff_friction`),
+    through that impulse too.
 
     Parameters
     ----------
@@ -223,12 +231,72 @@ def step_derivatives(
     A = np.empty((2 * nv, 2 * nv))
     B = np.empty((2 * nv, model.n))
     local, _ = about_the_base(model, q)
+    fric = model.joint_dynamics
     try:
-        e_step_derivatives(*model.packed, local, v, gen, model.joint_dynamics, dt, A, B)
+        slopes = friction_slopes(model)
+        dofs = _NO_DOFS
+        if slopes.any():  # the friction D.step takes implicitly (.stiff_friction)
+            H = np.empty((nv, nv))
+            e_mass_matrix(*model.packed, local, H)
+            dofs = implicit_dofs(H, slopes, dt)
+        packed = model.packed if dofs.size == 0 else explicit_part(model, dofs)
+        e_step_derivatives(*packed, local, v, gen, fric, dt, A, B)
+        if dofs.size:
+            q1, v1 = e_rk4_steps(*packed, local, v, gen, _NO_FEXT, fric, dt, _NO_FORCE, 1)
+            A, B = _through_the_impulse(model, q1, v1, dofs, dt, A, B)
     except (ValueError, ZeroDivisionError) as e:  # as D.step: a NaN, a zero quaternion named,
         raise step_error(model, e, q, v, gen, dt) from e  # the model or the step blamed
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
         raise step_error(model, None, q, v, gen, dt)
+    return A, B
+
+
+def _through_the_impulse(
+    model: Model,
+    q1: np.ndarray,
+    v1: np.ndarray,
+    dofs: np.ndarray,
+    dt: float,
+    A: np.ndarray,
+    B: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(A, B)`` of the explicit part of a split step (:mod:`.stiff_friction`), ending at
+    ``(q1, v1)``, chained through the implicit friction impulse of ``dofs`` over ``dt``.
+
+    The impulse ``v+ = v1 + H^-1 S p``, ``w = S^T v1 + A_s p``, ``p = -dt phi(w)``
+    (``A_s = S^T H^-1 S``) at ``q1`` gives, with ``X = d(H^-1 S p)/dq`` at fixed ``p`` (the
+    forward dynamics' ``dq`` at rest, without gravity or friction, under ``S p``) and
+    ``K = -dt Phi' (I + dt A_s Phi')^-1``: ``dv+ = (X + H^-1 S K X_S) dq1 + (I + H^-1 S K
+    S^T) dv1`` (``X_S`` the rows ``dofs`` of ``X``); ``q+ = q1``.
+    """
+    nv, k = model.nv, dofs.size
+    H = np.empty((nv, nv))
+    e_mass_matrix(*model.packed, q1, H)
+    E = np.zeros((nv, k))
+    E[dofs, np.arange(k)] = 1.0
+    HinvS = np.linalg.solve(H, E)
+    As = HinvS[dofs]
+    As = 0.5 * (As + As.T)
+    d, f = model.arrays.damping[dofs], model.arrays.friction[dofs]
+    w = implicit_friction_rates(np.linalg.inv(As), v1[dofs], d, f, COULOMB_EPS, dt)
+    th = np.tanh(w / COULOMB_EPS)
+    slope = d + f / COULOMB_EPS * (1.0 - th * th)  # phi'(w)
+    p = -dt * (d * w + f * th)
+    rest = with_gravity(with_joint_dynamics(model, False), (0.0, 0.0, 0.0))
+    Sp = E @ p
+    X = forward_dynamics_derivatives(
+        rest,
+        q1,
+        np.zeros(nv),
+        Sp[nv - model.n :],
+        base_wrench=Sp[:6] if model.floating_base else None,
+    ).dq
+    K = -dt * slope[:, None] * np.linalg.inv(np.eye(k) + dt * As * slope[None, :])
+    Jq = X + HinvS @ (K @ X[dofs])
+    Jv = np.eye(nv) + HinvS @ K @ E.T
+    A, B = A.copy(), B.copy()
+    A[nv:] = Jq @ A[:nv] + Jv @ A[nv:]
+    B[nv:] = Jq @ B[:nv] + Jv @ B[nv:]
     return A, B
 
 

@@ -34,20 +34,23 @@ from .inputs import (
     generalized_forces,
     input_error,
     is_batch,
+    is_finite,
     is_kernel_failure,
+    link_wrench_items,
     no_batched_wrenches,
     positive_step,
     real_number,
     require_floating,
     state_error,
 )
-from .kernels.batched import b_integrate, b_rk4_step
+from .kernels.batched import b_integrate, b_mass_matrix, b_rk4_step
 from .kernels.entry import (
     e_chart_rate,
     e_conserving_rk4_steps,
     e_correct_momentum,
     e_forward_dynamics,
     e_integrate,
+    e_mass_matrix,
     e_momentum_target,
     e_rk4_stage,
     e_rk4_steps,
@@ -55,6 +58,7 @@ from .kernels.entry import (
 from .kernels.lie_group import RK4_NODES, RK4_WEIGHTS
 from .lie import quat_conjugate, quat_log, quat_multiply, quat_to_matrix, quat_unit
 from .model import Model
+from .stiff_friction import explicit_part, friction_impulse, friction_slopes, implicit_dofs
 
 #: Fixed-step methods of :func:`step`.
 FIXED_STEP_METHODS = ('rk4', 'euler')
@@ -64,6 +68,10 @@ SCIPY_METHODS = ('RK45', 'DOP853', 'Radau', 'BDF', 'LSODA')
 STEP_METHODS = FIXED_STEP_METHODS + SCIPY_METHODS
 
 _NO_WRENCH = np.empty(0)
+_NO_LINK_WRENCH = np.empty((0, 6))
+_NO_DOFS = np.empty(0, dtype=np.int64)
+#: Rates [m/s, rad/s] beyond which the velocity products of the dynamics overflow float64.
+_OVERFLOW_RATE = 1e150
 
 
 def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
@@ -177,8 +185,11 @@ def step(
         thruster), re-expressed in the inertial frame wherever the dynamics are evaluated
         (each RK4 stage). Added to ``base_wrench``.
     link_wrenches : dict, optional
-        ``{link: [f; n]}`` at link origins, inertial frame, taken at the configuration ``q``
-        of each step and held constant in the inertial frame over it.
+        ``{link: [f; n]}`` at link origins, inertial frame [N, N m], constant in the inertial
+        frame; each acts at its link's origin *where the link is* at every evaluation of the
+        dynamics (each RK4 stage, the ``solve_ivp`` right-hand side), so RK4 keeps its 4th
+        order under them (the step runs the scheme of :func:`rk4_step` in Python: slower than
+        the compiled step without link wrenches, the same results to round-off).
     steps : int
         Number of steps (>= 1) under the same inputs (a Python or NumPy integer).
     conserve_momentum : bool
@@ -212,6 +223,17 @@ def step(
     computed on all cores (with ``conserve_momentum``, row by row through the single-state
     scheme: the rows are the single-state results).
 
+    Joint friction (``model.joint_dynamics``) [S0 eq. 41]: where a joint's friction is too
+    stiff for an explicit step of ``dt`` (``dt (d + f_c / 1e-3) (H^-1)_jj`` above
+    :data:`.stiff_friction.STIFF_RATIO`, e.g. the servicer's wrist at 1 ms), ``'rk4'`` and
+    ``'euler'`` split each step: the method without that joint's friction, then its friction
+    as a backward-Euler impulse over the step (:mod:`.stiff_friction`: stable at any ``dt``,
+    internal, so the momentum is kept; a released joint comes to rest and a sub-breakaway
+    effort creeps as the law says). Whether to split is decided at the start of the call
+    (then at each step while some joint is stiff); where no joint is stiff the results are
+    those of the method alone, bit for bit. :func:`~.derivatives.step_derivatives`
+    linearizes the split step too.
+
     The steps are integrated with the world origin moved to the base CoM ``q[0:3]`` at their
     start (:func:`about_the_base`): the motion does not depend on where the origin is, but the
     kernels take their spatial quantities about it, with round-off growing with the square of
@@ -237,9 +259,13 @@ def step(
                 f'{method!r}' + (' with base_wrench_body' if base_wrench_body is not None else '')
             )
         lead = batch_shape(q)
-        qn, origin = about_the_base(model, as_q_rows(model, q, lead))
+        given_rows = as_q_rows(model, q, lead)
+        qn, origin = about_the_base(model, given_rows)
         vn = as_rows(v, model.nv, 'v', lead)
         gen = generalized_forces(model, tau, base_wrench, lead)
+        if _stiff_rows(model, qn, dt):  # (each row as the single-state step: split steps)
+            qn, vn = _single_rows(model, given_rows, vn, gen, dt, steps, conserve_momentum)
+            return qn.reshape(lead + (model.nq,)), vn.reshape(lead + (model.nv,))
         if conserve_momentum:
             qn, vn = _conserving_rows(model, qn, vn, gen, dt, steps)
         else:
@@ -256,41 +282,127 @@ def step(
     if base_wrench_body is not None:
         require_floating(model, 'base_wrench_body')
         body = as_vector(base_wrench_body, 6, 'base_wrench_body')
+        error = input_error(model, base_wrench_body=body)
+        if error is not None:
+            raise error
     if method not in STEP_METHODS:
         raise ValueError(f'method: expected one of {STEP_METHODS}, got {method!r}')
     if method in SCIPY_METHODS:
         rtol, atol = positive_step(rtol, 'rtol'), positive_step(atol, 'atol')
     packed, fric = model.packed, model.joint_dynamics
-    try:  # a kernel failing on the state: the argument that is not finite, named
+    links = dict(link_wrench_items(link_wrenches))  # (checked once, not at each stage)
+
+    def advance(
+        pk: tuple[np.ndarray, np.ndarray], q: np.ndarray, v: np.ndarray, count: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` steps of ``method`` with the packed model ``pk``."""
         if conserve_momentum and method == 'rk4':
-            q, v = e_conserving_rk4_steps(*packed, q, v, gen, fric, dt, steps)
-            return back_from_the_base(q, origin), v
-        if not conserve_momentum and method == 'rk4' and not link_wrenches:
-            q, v = e_rk4_steps(*packed, q, v, gen, np.empty((0, 6)), fric, dt, body, steps)
-            return back_from_the_base(q, origin), v
-        for _ in range(steps):
-            target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
-            fext = body_wrenches(model, q, link_wrenches)
+            return e_conserving_rk4_steps(*pk, q, v, gen, fric, dt, count)
+        if method == 'rk4' and not links:
+            return e_rk4_steps(*pk, q, v, gen, _NO_LINK_WRENCH, fric, dt, body, count)
+
+        def acceleration(qt: np.ndarray, vel: np.ndarray) -> np.ndarray:
+            # the link wrenches act where their links are at (qt): re-evaluated at each stage
+            force = gen if body.size == 0 else _with_body_wrench(model, qt, gen, body)
+            fext = body_wrenches(model, qt, links) if links else _NO_LINK_WRENCH
+            return e_forward_dynamics(*pk, qt, vel, force, fext, fric, True)
+
+        for _ in range(count):
+            target = e_momentum_target(*pk, q, v, dt) if conserve_momentum else None
             if method == 'rk4':
-                q, v = e_rk4_steps(*packed, q, v, gen, fext, fric, dt, body, 1)
+                q, v = _rk4(model, q, v, dt, lambda _h, qs, vs: acceleration(qs, vs))
                 continue
-
-            def acceleration(
-                qt: np.ndarray, vel: np.ndarray, fext: np.ndarray = fext
-            ) -> np.ndarray:
-                force = gen if body.size == 0 else _with_body_wrench(model, qt, gen, body)
-                return e_forward_dynamics(*packed, qt, vel, force, fext, fric, True)
-
             if method == 'euler':
                 v = v + dt * acceleration(q, v)
-                q = e_integrate(*packed, q, v, dt)
+                q = e_integrate(*pk, q, v, dt)
             else:
                 q, v = _solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
             if target is not None:
-                q, v = e_correct_momentum(*packed, q, v, target)
+                q, v = e_correct_momentum(*pk, q, v, target)
+        return q, v
+
+    try:  # a kernel failing on the state: the argument that is not finite, named
+        slopes = friction_slopes(model) if method in FIXED_STEP_METHODS else None
+        H = None
+        dofs = _NO_DOFS
+        if slopes is not None and slopes.any():  # joint friction: too stiff for dt? [S0 eq. 41]
+            H = _mass_matrix(model, q)
+            dofs = implicit_dofs(H, slopes, dt)
+        if dofs.size == 0:  # (friction nowhere too stiff at the start: the method alone)
+            q, v = advance(packed, q, v, steps)
+        else:
+            for k in range(steps):
+                if k > 0:
+                    dofs = implicit_dofs(H, slopes, dt)
+                if dofs.size == 0:
+                    q, v = advance(packed, q, v, 1)
+                    H = _mass_matrix(model, q)
+                    continue
+                # the explicit method without the stiff joints' friction, then their implicit
+                # friction impulse at the step's end (.stiff_friction)
+                target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
+                q, v = advance(explicit_part(model, dofs), q, v, 1)
+                H = _mass_matrix(model, q)
+                v = friction_impulse(model, H, v, dofs, dt)
+                if target is not None:  # (the impulse is internal: round-off only)
+                    q, v = e_correct_momentum(*packed, q, v, target)
     except (ValueError, ZeroDivisionError) as e:
-        raise step_error(model, e, *given, gen, dt, steps) from e
+        raise step_error(model, e, *given, gen, dt, steps, wrench_body=body) from e
+    except RuntimeError as e:  # solve_ivp failed: an input's overflow when there is one
+        error = step_error(model, None, *given, gen, dt, steps, wrench_body=body)
+        if type(error) is StepFailure:  # (solve_ivp's own words then; an overflow is named)
+            raise
+        raise error from e
+    if not (is_finite(q) and is_finite(v)):  # (the Python loop's results are not checked)
+        raise step_error(model, None, *given, gen, dt, steps, wrench_body=body)
     return back_from_the_base(q, origin), v
+
+
+def _mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
+    """The inertia matrix (nv, nv) at ``q`` (nq,)."""
+    H = np.empty((model.nv, model.nv))
+    e_mass_matrix(*model.packed, q, H)
+    return H
+
+
+def _stiff_rows(model: Model, Q: np.ndarray, dt: float) -> bool:
+    """Whether the joint friction of any row of ``Q`` (B, nq) is too stiff for RK4 at ``dt``
+    (:func:`.stiff_friction.implicit_dofs`)."""
+    slopes = friction_slopes(model)
+    if not slopes.any():
+        return False
+    Hs = b_mass_matrix(*model.packed, Q)
+    return any(implicit_dofs(H, slopes, dt).size for H in Hs)
+
+
+def _single_rows(
+    model: Model,
+    Q: np.ndarray,
+    V: np.ndarray,
+    gen: np.ndarray,
+    dt: float,
+    steps: int,
+    conserve_momentum: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` RK4 steps of each row of ``Q`` (B, nq), ``V`` (B, nv) under ``gen`` (B, nv)
+    by the single-state :func:`step` (a row's error names it)."""
+    Qn, Vn = np.empty_like(Q), np.empty_like(V)
+    for r in range(Q.shape[0]):
+        parts = generalized_force_parts(model, gen[r])
+        try:
+            Qn[r], Vn[r] = step(
+                model,
+                Q[r],
+                V[r],
+                parts['tau'],
+                dt,
+                base_wrench=parts.get('base_wrench'),
+                steps=steps,
+                conserve_momentum=conserve_momentum,
+            )
+        except ValueError as e:
+            raise ValueError(f'{e} (row {r})') from e
+    return Qn, Vn
 
 
 def _conserving_rows(
@@ -315,6 +427,11 @@ class StepFailure(ValueError):
     step or too fast a motion for it (the message says so, with the joint rates)."""
 
 
+class StepOverflow(StepFailure):
+    """A :class:`StepFailure` whose inputs drive rates beyond ~1e150 within the step, whose
+    squares overflow float64 whatever the step (the message names the inputs' sizes)."""
+
+
 def step_error(
     model: Model,
     error: Exception | None,
@@ -323,6 +440,8 @@ def step_error(
     gen: np.ndarray,
     dt: float,
     steps: int = 1,
+    *,
+    wrench_body: np.ndarray | None = None,
 ) -> Exception:
     """The exception to raise when a kernel failed within :func:`step` (or its linearization,
     :func:`~.derivatives.step_derivatives`) from the given state ``(q, v)`` under ``gen``
@@ -330,28 +449,47 @@ def step_error(
     not finite or the zero quaternion, named; the model degenerate when its dynamics are not
     defined at the given state already; else the failure of the step(s) from a finite state
     (:class:`StepFailure`: too large a step or too fast a motion, as the simulation engine
-    words it), not the model's; else ``error`` itself."""
+    words it), not the model's; else ``error`` itself. ``wrench_body`` (6,) is the step's
+    ``base_wrench_body`` (base frame), or None or empty for none: named when it is not
+    finite, or in the overflow it causes."""
     parts = generalized_force_parts(model, gen)
+    if wrench_body is not None and wrench_body.size:
+        parts['base_wrench_body'] = wrench_body
     named = input_error(model, q=q, v=v, **parts)
     if named is not None:
         return named
     if error is not None and not is_kernel_failure(error):
         return error
     local, _ = about_the_base(model, q)  # (as the step takes it: precise far from the origin)
+    force = gen
+    if wrench_body is not None and wrench_body.size:
+        force = _with_body_wrench(model, local, gen, wrench_body)
     try:  # the dynamics at the start: not defined there, the model is (state_error says so)
-        e_forward_dynamics(
-            *model.packed, local, v, gen, np.empty((0, 6)), model.joint_dynamics, True
+        if not np.isfinite(force).all():  # (a huge base-frame wrench turned into the world)
+            raise ValueError('non-finite result')
+        a0 = e_forward_dynamics(
+            *model.packed, local, v, force, np.empty((0, 6)), model.joint_dynamics, True
         )
     except (ValueError, ZeroDivisionError) as start:
         return state_error(model, error or start, q=q, v=v, **parts)
-    rate = float(np.max(np.abs(v[model.nv - model.n :]), initial=0.0))
     within = 'the step' if steps == 1 else f'the {steps} steps'
+    rate = float(np.max(np.abs(v[model.nv - model.n :]), initial=0.0))
     why = 'a non-finite result' if error is None else str(error) or 'division by zero'
-    return StepFailure(
+    text = (
         f'step: the dynamics failed within {within} from a finite state ({why}; joint rates up '
         f'to {rate:.3g} rad/s or m/s at the start): too large a step (dt = {dt:g} s) or too '
         'fast a motion for it?'
     )
+    # the rates the inputs drive within the steps: beyond ~1e150 their squares (the velocity
+    # products of the dynamics) overflow float64 whatever the step -- said, the inputs named
+    reach = float(np.max(np.abs(v), initial=0.0) + steps * dt * np.max(np.abs(a0), initial=0.0))
+    if not reach <= _OVERFLOW_RATE:
+        largest = {name: float(np.max(np.abs(x), initial=0.0)) for name, x in parts.items()}
+        largest = {'v': float(np.max(np.abs(v), initial=0.0)), **largest}
+        sizes = ', '.join(f'max |{k}| = {x:.3g}' for k, x in largest.items() if x > 0.0)
+        text += f' Overflow: the inputs drive rates up to {reach:.3g} within {within} ({sizes})'
+        return StepOverflow(text)
+    return StepFailure(text)
 
 
 def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.ndarray:
@@ -457,6 +595,26 @@ def rk4_step(
     dt = positive_step(dt)
     q = as_q(model, q)
     v = as_v(model, v)
+    return _rk4(
+        model,
+        q,
+        v,
+        dt,
+        lambda h, qs, vs: as_v(model, acceleration(t + h, qs, vs), 'acceleration'),
+    )
+
+
+def _rk4(
+    model: Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    dt: float,
+    acceleration: Callable[[float, np.ndarray, np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """One step of the package's RK4 scheme from ``q`` (nq,), ``v`` (nv,) over ``dt`` [s]:
+    the same stage points, weights and order of operations as the compiled
+    :func:`.kernels.lie_group.rk4_step_into`, with ``acceleration(h, q_s, v_s)`` (nv,) at
+    each stage, ``h = c_s dt`` [s] its time from the step's start."""
     packed = model.packed
     d = np.zeros(model.nv)
     a = d
@@ -466,7 +624,7 @@ def rk4_step(
     for s, (node, weight) in enumerate(zip(RK4_NODES, RK4_WEIGHTS, strict=True)):
         if s > 0:
             qs, vs, ths = e_rk4_stage(*packed, q, v, d, a, node * dt)
-        a = as_v(model, acceleration(t + node * dt, qs, vs), 'acceleration')
+        a = acceleration(node * dt, qs, vs)
         d = e_chart_rate(*packed, ths, vs)
         theta += weight * dt * d
         v_sum += weight * dt * a

@@ -44,6 +44,7 @@ from . import (
 )
 from .lie import matrix_exp, matrix_to_quat, quat_exp, quat_log, quat_multiply, quat_to_matrix
 from .random_urdf import random_urdf
+from .stiff_friction import friction_impulse
 
 #: The parts of :func:`warm_up`, each callable alone (``python -m ffsim_ros.dynamics.warmup
 #: derivatives closed``): ``make setup`` compiles them in two processes, one per core.
@@ -93,6 +94,8 @@ def warm_up_algorithms(model: Model) -> None:
         step(model, q, v, tau, 1e-3, method=method)
     step(model, q, v, tau, 1e-3, steps=2)
     rk4_step(model, q, v, 1e-3, lambda t, qq, vv, m=model, u=tau: aba(m, qq, vv, u))
+    # the implicit impulse of joint friction too stiff for the step (.stiff_friction)
+    friction_impulse(model, mass_matrix(model, q), v, np.array([model.nv - 1]), 1e-3)
     Q, V, T = np.stack([q, q]), np.stack([v, v]), np.stack([tau, tau])
     forward_dynamics(model, Q, V, T)
     mass_matrix(model, Q)

@@ -80,9 +80,68 @@ MAX_STIFFNESS = 1e9
 MAX_DAMPING = 1e9
 
 
+#: Tolerance on ``|n| = 1`` of the contact normals [-] (a computed normal is unit to
+#: round-off; one that is not is a caller's error, which would scale the impulse).
+_UNIT_RTOL = 1e-6
+#: Relative tolerance of :func:`solve_impact`'s check that ``W`` is symmetric positive
+#: semi-definite (round-off of ``J H^-1 J^T``), relative to its largest entry.
+_PSD_RTOL = 1e-9
+
+
+def _real(value: object, where: str) -> float:
+    """``value`` as a float: a real number (Python or NumPy), not a string or a bool.
+
+    Raises
+    ------
+    TypeError
+        ``'<where>: expected a real number, got <type> <value>'``.
+    """
+    if not isinstance(value, (bool, np.bool_, str, bytes)):
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f'{where}: expected a real number, got {type(value).__name__} {value!r}')
+
+
+def _vector3(value: object, where: str) -> np.ndarray:
+    """``value`` as a finite (3,) float array.
+
+    Raises
+    ------
+    ValueError
+        Naming ``where``: a shape other than (3,), or a value that is not finite.
+    """
+    x = np.asarray(value, dtype=float)
+    if x.shape != (3,):
+        raise ValueError(f'{where}: expected a (3,) vector, got shape {x.shape}')
+    if not np.isfinite(x).all():
+        i = int(np.flatnonzero(~np.isfinite(x))[0])
+        raise ValueError(f'{where}: expected finite values, got {x[i]} at index {i}')
+    return x
+
+
+def _unit_normal(value: object, where: str) -> np.ndarray:
+    """``value`` as a finite (3,) unit vector (``|n| = 1`` within :data:`_UNIT_RTOL`).
+
+    Raises
+    ------
+    ValueError
+        Naming ``where``: wrong shape, not finite, zero, or not of unit length.
+    """
+    n = _vector3(value, where)
+    norm = float(np.linalg.norm(n))
+    if not abs(norm - 1.0) <= _UNIT_RTOL:
+        what = 'a zero vector' if norm == 0.0 else f'|n| = {norm:.9g}'
+        raise ValueError(
+            f'{where}: expected a unit normal (|n| = 1 within {_UNIT_RTOL:g}), got {what}'
+        )
+    return n
+
+
 def _friction_coefficient(value: float, where: str) -> float:
     """A friction coefficient in [0, :data:`MAX_FRICTION`]."""
-    mu = float(value)
+    mu = _real(value, where)
     if not (np.isfinite(mu) and 0.0 <= mu <= MAX_FRICTION):
         raise ValueError(
             f'{where}: expected a finite value in [0, {MAX_FRICTION:g}] (real coefficients are '
@@ -138,16 +197,20 @@ class ImpactLaw:
     tolerance: float = 1e-6
 
     def __post_init__(self) -> None:
-        e, tol = float(self.restitution), float(self.tolerance)
+        e, tol = _real(self.restitution, 'restitution'), _real(self.tolerance, 'tolerance')
         if not 0.0 <= e <= 1.0:
             raise ValueError(f'restitution: expected a value in [0, 1], got {self.restitution!r}')
-        _friction_coefficient(self.friction, 'friction')
+        mu = _friction_coefficient(self.friction, 'friction')
         if not (np.isfinite(tol) and 0.0 < tol <= MAX_TOLERANCE):
             raise ValueError(
                 f'tolerance: expected a finite value in (0, {MAX_TOLERANCE:g}] m (bodies within '
                 f'it count as touching: a larger one bounces them apart visibly before they '
                 f'touch), got {self.tolerance!r}'
             )
+        # the converted values are stored (a NumPy scalar becomes a float)
+        object.__setattr__(self, 'restitution', e)
+        object.__setattr__(self, 'friction', mu)
+        object.__setattr__(self, 'tolerance', tol)
 
 
 @dataclass(frozen=True)
@@ -169,7 +232,8 @@ class CompliantLaw:
     stiction_speed: float = 1e-3
 
     def __post_init__(self) -> None:
-        k, c, v_s = float(self.stiffness), float(self.damping), float(self.stiction_speed)
+        k, c = _real(self.stiffness, 'stiffness'), _real(self.damping, 'damping')
+        v_s = _real(self.stiction_speed, 'stiction_speed')
         if not (np.isfinite(k) and 0.0 < k <= MAX_STIFFNESS):
             raise ValueError(
                 f'stiffness: expected a finite value in (0, {MAX_STIFFNESS:g}] N/m (the explicit '
@@ -183,11 +247,35 @@ class CompliantLaw:
                 f'damper needs damping n^T W n dt < 2: {MAX_DAMPING:g} N s/m is the limit for a '
                 f'1 t body at the smallest step, 1e-6 s), got {self.damping!r}'
             )
-        _friction_coefficient(self.friction, 'friction')
+        mu = _friction_coefficient(self.friction, 'friction')
         if not (np.isfinite(v_s) and v_s > 0.0):
             raise ValueError(
                 f'stiction_speed: expected a finite value > 0, got {self.stiction_speed!r}'
             )
+        # the converted values are stored (a NumPy scalar becomes a float)
+        for name, value in (
+            ('stiffness', k),
+            ('damping', c),
+            ('friction', mu),
+            ('stiction_speed', v_s),
+        ):
+            object.__setattr__(self, name, value)
+
+    @staticmethod
+    def _inputs(
+        where: str, depth: float, u: np.ndarray, n: np.ndarray
+    ) -> tuple[float, np.ndarray, np.ndarray]:
+        """``depth``, ``u``, ``n`` checked: finite, (3,) vectors, ``n`` of unit length.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Naming the argument (``'<where>: depth: ...'``, ``u``, ``n``).
+        """
+        d = _real(depth, f'{where}: depth')
+        if not np.isfinite(d):
+            raise ValueError(f'{where}: depth: expected a finite depth [m], got {d!r}')
+        return d, _vector3(u, f'{where}: u'), _unit_normal(n, f'{where}: n')
 
     def _normal(self, depth: float, u: np.ndarray, n: np.ndarray) -> tuple[float, np.ndarray]:
         """``F_n`` [N] (>= 0) and the tangential relative velocity ``u_t`` (3,) [m/s]."""
@@ -203,7 +291,13 @@ class CompliantLaw:
         The force of the module docstring, friction unlimited: ``force(...) * h`` is
         :meth:`impulse` without ``W`` (kept for compatibility; the scene steps with
         :meth:`impulse`).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`impulse` for ``depth``, ``u`` and ``n``.
         """
+        depth, u, n = self._inputs('force', depth, u, n)
         fn, ut = self._normal(depth, u, n)
         if fn == 0.0:
             return np.zeros(3)
@@ -228,9 +322,9 @@ class CompliantLaw:
         Parameters
         ----------
         depth : float
-            Penetration depth >= 0 [m].
-        u : (3,) relative velocity ``a`` minus ``b`` at the contact [m/s], world.
-        n : (3,) unit normal from ``b`` into ``a``, world.
+            Penetration depth [m], finite (>= 0 in contact; a negative one is a gap).
+        u : (3,) relative velocity ``a`` minus ``b`` at the contact [m/s], world, finite.
+        n : (3,) unit normal from ``b`` into ``a``, world: finite, ``|n| = 1`` within 1e-6.
         h : float
             Duration of the impulse, >= 0 [s] (the scene's half step).
         W : (3, 3) inverse inertia at the contact [1/kg], world, optional
@@ -245,9 +339,14 @@ class CompliantLaw:
         Raises
         ------
         ValueError
-            ``h`` negative or not finite, ``W`` not a finite (3, 3) matrix.
+            ``h`` negative or not finite, ``W`` not a finite (3, 3) matrix; ``depth`` or ``u``
+            not finite, ``u`` or ``n`` not of shape (3,), ``n`` not finite or not of unit
+            length (a zero normal said so), each named.
+        TypeError
+            ``depth`` or ``h`` not a real number.
         """
-        h = float(h)
+        depth, u, n = self._inputs('impulse', depth, u, n)
+        h = _real(h, 'impulse: h')
         if not (np.isfinite(h) and h >= 0.0):
             raise ValueError(f'impulse: h: expected a finite duration >= 0 s, got {h!r}')
         if W is None:
@@ -257,8 +356,6 @@ class CompliantLaw:
             raise ValueError(f'impulse: W: expected a (3, 3) inverse inertia, got shape {W.shape}')
         if not np.all(np.isfinite(W)):
             raise ValueError(f'impulse: W: expected finite values [1/kg], got {W.tolist()}')
-        n = np.asarray(n, dtype=float)
-        u = np.asarray(u, dtype=float)
         fn, ut = self._normal(depth, u, n)
         if fn == 0.0:
             return np.zeros(3)
@@ -402,7 +499,7 @@ def solve_impact(
     ----------
     W : (3, 3) inverse inertia at the contact, formula (1) of the module docstring [1/kg].
     u : (3,) relative velocity ``a`` minus ``b`` before the impact [m/s], world.
-    n : (3,) unit normal from ``b`` into ``a``.
+    n : (3,) normal from ``b`` into ``a`` (normalized here; not zero).
     restitution : float in [0, 1] (Stronge's energetic coefficient).
     friction : float in [0, :data:`MAX_FRICTION`] (Coulomb).
 
@@ -410,17 +507,28 @@ def solve_impact(
     -------
     ImpactSolution
         Zero impulse when the bodies do not approach (``n . u >= 0``).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: ``W`` not a finite (3, 3) matrix or not symmetric positive
+        semi-definite (within 1e-9 of its largest entry), ``u`` or ``n`` not a finite (3,)
+        vector, a zero ``n``, ``restitution`` or ``friction`` out of range; an overflow of the
+        impulse (``|u|`` too large for float64), said so.
+    TypeError
+        ``restitution`` or ``friction`` not a real number.
     """
-    e = float(restitution)
+    e = _real(restitution, 'solve_impact: restitution')
     if not 0.0 <= e <= 1.0:
         raise ValueError(f'solve_impact: restitution: expected a value in [0, 1], got {e}')
     mu = _friction_coefficient(friction, 'solve_impact: friction')
-    n = np.asarray(n, dtype=float)
-    n = n / np.linalg.norm(n)
-    u = np.asarray(u, dtype=float)
-    W = 0.5 * (np.asarray(W, dtype=float) + np.asarray(W, dtype=float).T)
-    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(u)) and np.all(np.isfinite(n))):
-        raise ValueError('solve_impact: expected finite W, u and n, got NaN/inf')
+    n = _vector3(n, 'solve_impact: n')
+    norm = float(np.linalg.norm(n))
+    if not norm > 0.0 or not np.isfinite(norm):
+        raise ValueError(f'solve_impact: n: expected a non-zero normal, got {n.tolist()}')
+    n = n / norm
+    u = _vector3(u, 'solve_impact: u')
+    W = _inverse_inertia_3(W)
     t1, t2 = (x[0] for x in perpendicular_basis(n))
     B = np.vstack((n, t1, t2))
     Wc, uc = B @ W @ B.T, B @ u
@@ -435,6 +543,10 @@ def solve_impact(
         p_c = -uc[0] / Wc[0, 0]
         P = np.array([(1.0 + e) * p_c, 0.0, 0.0])
         return _solution(B, Wc, uc, P, p_c, False, ('slide',))
+    with np.errstate(over='ignore', invalid='ignore'):
+        work = float(uc @ uc) / Wc[0, 0]  # the scale of the normal work, u^2 / W
+    if not np.isfinite(work):
+        raise _overflow(u, W)
     st = _Impulse(Wc, uc, mu)
     p_scale = -uc[0] / Wc[0, 0] + np.linalg.norm(uc[1:]) / max(mu * Wc[0, 0], 1e-300)
     h_max = p_scale / _SLIDE_STEPS
@@ -484,9 +596,54 @@ def solve_impact(
         if p_c is None and st.u[0] >= -_EVENT_RTOL * st.scale:
             st.u[0] = max(st.u[0], 0.0)
             p_c, target, slack = _end_compression(st, e)
+        if not (np.isfinite(st.E) and np.isfinite(st.P).all() and np.isfinite(st.u).all()):
+            raise _overflow(u, W)
     else:  # pragma: no cover - guarded by the step sizes
         raise RuntimeError('solve_impact: no convergence (degenerate inverse inertia?)')
     return _solution(B, Wc, uc, st.P, float(p_c), sticking, tuple(phases))
+
+
+def _inverse_inertia_3(value: object) -> np.ndarray:
+    """``W`` as a finite (3, 3) matrix, symmetrized, after checking that it is symmetric
+    positive semi-definite within :data:`_PSD_RTOL` of its largest entry [1/kg].
+
+    Raises
+    ------
+    ValueError
+        ``'solve_impact: W: ...'``: wrong shape, not finite, not symmetric, or a negative
+        eigenvalue (the eigenvalues are shown).
+    """
+    W = np.asarray(value, dtype=float)
+    if W.shape != (3, 3):
+        raise ValueError(
+            f'solve_impact: W: expected a (3, 3) inverse inertia [1/kg], got shape {W.shape}'
+        )
+    if not np.isfinite(W).all():
+        raise ValueError(f'solve_impact: W: expected finite values [1/kg], got {W.tolist()}')
+    tol = _PSD_RTOL * float(np.max(np.abs(W)))
+    asym = float(np.max(np.abs(W - W.T)))
+    if asym > tol:
+        raise ValueError(
+            'solve_impact: W: expected a symmetric matrix (J H^-1 J^T), got W - W^T up to '
+            f'{asym:.3g}'
+        )
+    W = 0.5 * (W + W.T)
+    eig = np.linalg.eigvalsh(W)
+    if eig[0] < -tol:
+        raise ValueError(
+            'solve_impact: W: expected a positive semi-definite inverse inertia (J H^-1 J^T), '
+            f'got eigenvalues {eig.tolist()}'
+        )
+    return W
+
+
+def _overflow(u: np.ndarray, W: np.ndarray) -> ValueError:
+    """The error of an impulse that overflows float64 from finite ``u`` and ``W``."""
+    return ValueError(
+        'solve_impact: overflow: the impulse is not finite in float64 (max |u| = '
+        f'{float(np.max(np.abs(u))):.3g} m/s, max |W| = {float(np.max(np.abs(W))):.3g} 1/kg): '
+        'u too large'
+    )
 
 
 def _end_compression(st: _Impulse, e: float) -> tuple[float, float, float]:

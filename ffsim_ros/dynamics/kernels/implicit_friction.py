@@ -1,0 +1,115 @@
+"""Backward-Euler joint friction over a step: the rates of the stiff joints after the
+implicit friction impulse (:mod:`ffsim_ros.dynamics.stiff_friction`, [S0 eq. 41])."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..jit import njit
+
+
+@njit
+def _merit(
+    Ainv: np.ndarray,
+    w0: np.ndarray,
+    d: np.ndarray,
+    f: np.ndarray,
+    eps: float,
+    dt: float,
+    w: np.ndarray,
+) -> float:
+    """``F(w) = (w - w0)^T A^-1 (w - w0) / 2 + dt sum_j (d_j w_j^2 / 2 + f_j eps log cosh
+    (w_j / eps))`` (``log cosh y = |y| + log1p(exp(-2 |y|)) - log 2``: no overflow)."""
+    k = w.shape[0]
+    out = 0.0
+    for i in range(k):
+        ri = w[i] - w0[i]
+        for j in range(k):
+            out += 0.5 * ri * Ainv[i, j] * (w[j] - w0[j])
+        y = abs(w[i] / eps)
+        log_cosh = y + math.log1p(math.exp(-2.0 * y)) - math.log(2.0)
+        out += dt * (0.5 * d[i] * w[i] * w[i] + f[i] * eps * log_cosh)
+    return out
+
+
+@njit
+def implicit_friction_rates(
+    Ainv: np.ndarray,
+    w0: np.ndarray,
+    d: np.ndarray,
+    f: np.ndarray,
+    eps: float,
+    dt: float,
+) -> np.ndarray:
+    """The rates ``w`` (k,) with ``A^-1 (w - w0) + dt phi(w) = 0``, ``phi_j(x) = d_j x + f_j
+    tanh(x / eps)``: the minimum of the strictly convex :func:`_merit`, by Newton's method
+    with a backtracking (Armijo) line search, from ``w0``.
+
+    Parameters
+    ----------
+    Ainv : (k, k) inverse of ``A = S^T H^-1 S`` [kg m^2 | kg], symmetric positive definite.
+    w0 : (k,) rates before the impulse [rad/s | m/s].
+    d, f : (k,) viscous damping [N m s/rad | N s/m] and Coulomb friction [N m | N], >= 0.
+    eps : float, the regularization rate [rad/s | m/s];  dt : float, the step [s].
+    """
+    k = w0.shape[0]
+    w = w0.copy()
+    grad = np.empty(k)
+    hess = np.empty((k, k))
+    step = np.empty(k)
+    trial = np.empty(k)
+    scale = eps
+    for i in range(k):
+        scale = max(scale, abs(w0[i]) + eps)
+    F = _merit(Ainv, w0, d, f, eps, dt, w)
+    for _ in range(100):
+        for i in range(k):
+            th = math.tanh(w[i] / eps)
+            g = dt * (d[i] * w[i] + f[i] * th)
+            for j in range(k):
+                g += Ainv[i, j] * (w[j] - w0[j])
+                hess[i, j] = Ainv[i, j]
+            grad[i] = g
+            hess[i, i] += dt * (d[i] + f[i] / eps * (1.0 - th * th))
+        # Cholesky of the (SPD) Hessian in place, then the Newton step
+        for j in range(k):
+            s = hess[j, j]
+            for c in range(j):
+                s -= hess[j, c] * hess[j, c]
+            hess[j, j] = math.sqrt(s)
+            for r in range(j + 1, k):
+                s = hess[r, j]
+                for c in range(j):
+                    s -= hess[r, c] * hess[j, c]
+                hess[r, j] = s / hess[j, j]
+        for r in range(k):
+            s = -grad[r]
+            for c in range(r):
+                s -= hess[r, c] * step[c]
+            step[r] = s / hess[r, r]
+        for r in range(k - 1, -1, -1):
+            s = step[r]
+            for c in range(r + 1, k):
+                s -= hess[c, r] * step[c]
+            step[r] = s / hess[r, r]
+        slope = 0.0
+        for i in range(k):
+            slope += grad[i] * step[i]
+        t = 1.0
+        while True:
+            for i in range(k):
+                trial[i] = w[i] + t * step[i]
+            F_trial = _merit(Ainv, w0, d, f, eps, dt, trial)
+            if F_trial <= F + 1e-4 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        moved = 0.0
+        for i in range(k):
+            moved = max(moved, abs(trial[i] - w[i]))
+            w[i] = trial[i]
+        F = F_trial
+        if moved <= 1e-14 * scale:
+            break
+    return w

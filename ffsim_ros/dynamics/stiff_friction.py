@@ -1,0 +1,140 @@
+"""Joint friction too stiff for an explicit step: the implicit friction impulse [S0 eq. 41].
+
+The joint friction ``F_f = -d qdot - f_c tanh(qdot / eps)`` (``eps`` = 1e-3 rad/s or m/s,
+:func:`.kernels.friction.joint_friction`) has the slope ``k_j = d_j + f_c,j / eps`` at rest.
+Against the effective inertia ``I_j = 1 / (H^-1)_jj`` that a joint's own effort meets (the
+rest of the tree, the base included, free), the rate of joint ``j`` decays at ``k_j / I_j``;
+an explicit step of ``dt`` is stable only while ``rho_j = dt k_j / I_j`` stays under 2.785
+(RK4) or 2 (Euler). The servicer's wrist has ``f_c = 0.2 N m`` against 0.0218 kg m^2:
+``rho = 9.2`` at 1 ms, and RK4 held a released joint at a false 2e-3 rad/s for ever.
+
+Where ``rho_j`` exceeds :data:`STIFF_RATIO` (or several joints' coupled ``dt K^1/2 H^-1
+K^1/2`` exceeds :data:`COUPLED_RATIO`), the step is split (:func:`implicit_dofs`): the
+explicit method integrates the dynamics without those joints' friction, then their friction
+acts as one impulse over the step, backward Euler on the same law at the step's end
+(:func:`friction_impulse`):
+
+    w = w* - dt A phi(w),   A = S^T H^-1 S,   p = -dt phi(w),   v = v* + H^-1 S p
+
+(``S`` selects the stiff joints' rates, ``w*`` their rates after the explicit part,
+``phi_j(x) = d_j x + f_c,j tanh(x / eps)``). It is unconditionally stable, dissipative and
+cannot reverse a joint's rate within a step; its equilibria are those of the law (a joint
+under a constant effort below the breakaway creeps at ``eps atanh(tau / f_c)``, as the
+regularized law does, and a released joint comes to rest); ``S p`` has no base rows, so the
+momentum is unchanged (the friction is internal). The split is first order in ``dt`` for
+those joints only; where no joint is stiff nothing changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels.implicit_friction import implicit_friction_rates
+from .kernels.rnea_derivatives import COULOMB_EPS
+from .model import Model
+
+#: Largest ``rho_j = dt k_j (H^-1)_jj`` [-] left to the explicit method (RK4's real-axis
+#: stability limit is 2.785, Euler's 2): its per-step decay ``R(-1)`` = 0.375 (RK4) is within
+#: 2 % of the exact ``exp(-1)``.
+STIFF_RATIO = 1.0
+#: Largest eigenvalue [-] of ``dt K^1/2 H^-1 K^1/2`` over the joints left explicit: several
+#: coupled joints, each under :data:`STIFF_RATIO`, can add up.
+COUPLED_RATIO = 1.5
+
+
+def friction_slopes(model: Model) -> np.ndarray:
+    """(nv,) slope of each DoF's friction at rest, ``d + f_c / eps`` [N m s/rad | N s/m]
+    (zero for the base DoFs and without joint dynamics)."""
+    if not model.joint_dynamics:
+        return np.zeros(model.nv)
+    a = model.arrays
+    return a.damping + a.friction / COULOMB_EPS
+
+
+def implicit_dofs(H: np.ndarray, slopes: np.ndarray, dt: float) -> np.ndarray:
+    """The DoFs whose friction is too stiff for an explicit step of ``dt``.
+
+    Parameters
+    ----------
+    H : (nv, nv) inertia matrix at the step's start [kg, kg m, kg m^2].
+    slopes : (nv,) :func:`friction_slopes` [N m s/rad | N s/m].
+    dt : float
+        Step [s].
+
+    Returns
+    -------
+    (k,) int ndarray
+        Velocity indices, ascending, of the DoFs with ``rho_j > STIFF_RATIO``, then of the
+        stiffest of the others while their coupled ratio exceeds :data:`COUPLED_RATIO`;
+        empty when none is stiff.
+    """
+    cols = np.flatnonzero(slopes)
+    if cols.size == 0:
+        return cols
+    Hinv = np.linalg.inv(H)[np.ix_(cols, cols)]  # (H^-1) on the DoFs with friction
+    rho = dt * slopes[cols] * np.diag(Hinv)
+    stiff = rho > STIFF_RATIO
+    for _ in range(cols.size):  # coupled joints: move the stiffest to the implicit set
+        keep = ~stiff
+        if keep.sum() < 2 or rho[keep].sum() <= COUPLED_RATIO:  # (the trace bounds lambda)
+            break
+        k = np.sqrt(dt * slopes[cols[keep]])
+        lam = float(np.linalg.eigvalsh(k[:, None] * Hinv[np.ix_(keep, keep)] * k[None, :])[-1])
+        if lam <= COUPLED_RATIO:
+            break
+        stiff[np.flatnonzero(keep)[np.argmax(rho[keep])]] = True
+    return cols[stiff]
+
+
+def explicit_part(model: Model, dofs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``model.packed`` with the damping and Coulomb friction of ``dofs`` set to zero (the
+    explicit part of the split step)."""
+    idata, fdata = model.packed
+    fdata = fdata.copy()
+    # the damping and friction blocks of fdata (kernels.layout.pack: idata[2:12] offsets)
+    o_damp, o_fric = int(idata[2 + 7]), int(idata[2 + 8])
+    fdata[o_damp + dofs] = 0.0
+    fdata[o_fric + dofs] = 0.0
+    fdata.setflags(write=False)
+    return idata, fdata
+
+
+def friction_impulse(
+    model: Model, H: np.ndarray, v: np.ndarray, dofs: np.ndarray, dt: float
+) -> np.ndarray:
+    """The velocity (nv,) after the implicit friction impulse of ``dofs`` over ``dt`` [s].
+
+    Parameters
+    ----------
+    H : (nv, nv) inertia matrix at the configuration the impulse acts at.
+    v : (nv,) velocity before it (after the explicit part of the step).
+    dofs : (k,) velocity indices of :func:`implicit_dofs`.
+
+    Returns
+    -------
+    (nv,) ndarray ``v + H^-1 S p`` (module docstring): ``p`` minimizes the strictly convex
+    ``F(w) = (w - w*)^T A^-1 (w - w*) / 2 + dt sum_j Phi_j(w_j)``, ``Phi_j' = phi_j``, solved
+    by Newton's method with a backtracking line search (global convergence;
+    :func:`.kernels.implicit_friction.implicit_friction_rates`).
+    """
+    a = model.arrays
+    k = dofs.size
+    E = np.zeros((model.nv, k))
+    E[dofs, np.arange(k)] = 1.0
+    HinvS = np.linalg.solve(H, E)  # (nv, k)
+    A = HinvS[dofs]
+    Ainv = np.linalg.inv(0.5 * (A + A.T))
+    d, f = a.damping[dofs], a.friction[dofs]
+    w = implicit_friction_rates(Ainv, v[dofs], d, f, COULOMB_EPS, dt)
+    p = -dt * (d * w + f * np.tanh(w / COULOMB_EPS))  # the friction impulse [N m s | N s]
+    return v + HinvS @ p
+
+
+__all__ = [
+    'COUPLED_RATIO',
+    'STIFF_RATIO',
+    'explicit_part',
+    'friction_impulse',
+    'friction_slopes',
+    'implicit_dofs',
+]

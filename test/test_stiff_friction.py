@@ -1,0 +1,200 @@
+"""Joint friction too stiff for an explicit step [S0 eq. 41] (:mod:`ffsim_ros.dynamics.
+stiff_friction`).
+
+The servicer's wrist (joint 7: Coulomb 0.2 N m, regularized below 1e-3 rad/s, against an
+effective inertia of 0.0218 kg m^2) has ``dt f_c / (eps I) = 9.2`` at 1 ms, beyond RK4's
+stability limit 2.785: released at 0.05 rad/s it kept a false 2.063e-3 rad/s for ever (RK4)
+or oscillated by 5.1e-3 rad/s (Euler). The step now takes such joints' friction as an
+implicit (backward-Euler) impulse over the step; the references are the law's own steady
+states and the steps small enough for the explicit method alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.builder import random_configuration, random_model
+from ffsim_ros.dynamics.kernels.entry import e_rk4_steps
+from ffsim_ros.dynamics.stiff_friction import (
+    COUPLED_RATIO,
+    STIFF_RATIO,
+    friction_impulse,
+    friction_slopes,
+    implicit_dofs,
+)
+
+URDF = Path(__file__).resolve().parents[1] / 'urdf' / 'ffsim_servicer_7dof.urdf'
+EPS = 1e-3  # the law's regularization [rad/s]
+
+
+@pytest.fixture(scope='module')
+def servicer() -> D.Model:
+    return D.with_joint_dynamics(D.load_urdf(str(URDF)), True)
+
+
+def run(model, tau7, v7, dt, T, method='rk4', conserve=False):
+    """Joint 7 from rest or released at ``v7`` under the effort ``tau7``: its rates."""
+    q, v = D.neutral(model).copy(), np.zeros(model.nv)
+    v[-1] = v7
+    tau = np.zeros(model.n)
+    tau[-1] = tau7
+    rates = []
+    for _ in range(int(round(T / dt))):
+        q, v = D.step(model, q, v, tau, dt, method=method, conserve_momentum=conserve)
+        rates.append(v[-1])
+    return q, v, np.array(rates)
+
+
+def test_the_wrist_is_stiff_at_1_ms_and_not_at_0_1_ms(servicer) -> None:
+    H = D.mass_matrix(servicer, D.neutral(servicer))
+    slopes = friction_slopes(servicer)
+    rho = 1e-3 * slopes * np.diag(np.linalg.inv(H))
+    assert rho[-1] == pytest.approx(9.19, abs=0.01)  # the probe's figure
+    np.testing.assert_array_equal(implicit_dofs(H, slopes, 1e-3), np.flatnonzero(rho > 1.0))
+    assert implicit_dofs(H, slopes, 1e-4).size == 0
+    assert friction_slopes(D.with_joint_dynamics(servicer, False)).any() == 0.0
+
+
+@pytest.mark.parametrize('method', ['rk4', 'euler'])
+@pytest.mark.parametrize('dt', [1e-3, 1e-2])
+def test_a_released_joint_comes_to_rest(servicer, method: str, dt: float) -> None:
+    """Released at 0.05 rad/s without effort, the wrist stops (it stayed at 2.063e-3 rad/s
+    under RK4 and oscillated by 5.1e-3 rad/s under Euler at 1 ms)."""
+    _, v, rates = run(servicer, 0.0, 0.05, dt, 1.0, method)
+    assert np.abs(rates[-int(0.1 / dt) :]).max() < 1e-8
+    assert np.abs(v[6:]).max() < 1e-8
+    # the rate never reverses by more than round-off on the way (friction does not push)
+    assert rates.min() > -1e-8
+
+
+@pytest.mark.parametrize('method', ['rk4', 'euler'])
+def test_a_sub_breakaway_effort_creeps_at_the_laws_own_rate(servicer, method: str) -> None:
+    """Half the breakaway effort: the regularized law's steady creep ``eps atanh(1/2)`` (less
+    the viscous share), the same at 1 ms (split step) as at 0.1 ms (explicit alone)."""
+    _, _, fine = run(servicer, 0.1, 0.0, 1e-4, 1.0, method)
+    _, _, coarse = run(servicer, 0.1, 0.0, 1e-3, 1.0, method)
+    d, f = servicer.joint_damping[-1], servicer.joint_friction[-1]
+    # steady state: tau = d w + f tanh(w / eps), solved by fixed point from eps atanh(tau/f)
+    w = EPS * np.arctanh(0.1 / f)
+    for _ in range(50):
+        w = EPS * np.arctanh((0.1 - d * w) / f)
+    assert fine[-1] == pytest.approx(w, rel=1e-6)
+    assert coarse[-1] == pytest.approx(w, rel=1e-6)
+    assert np.abs(coarse[-int(0.05 / 1e-3) :] - w).max() < 1e-6 * w  # steady, no cycle
+
+
+def test_momentum_is_kept_by_the_impulse(servicer) -> None:
+    """The friction impulse is internal (no base rows in ``S p``): momentum unchanged to
+    round-off; with ``conserve_momentum`` the split steps keep it to round-off too."""
+    rng = np.random.default_rng(3)
+    q = random_configuration(servicer, rng)
+    v = 0.05 * rng.normal(size=servicer.nv)
+    H = D.mass_matrix(servicer, q)
+    dofs = np.array([10, 11, 12])
+    v1 = friction_impulse(servicer, H, v, dofs, 1e-2)
+    P = D.momentum(servicer, q, v)
+    np.testing.assert_allclose(
+        D.momentum(servicer, q, v1), P, rtol=0, atol=1e-13 * np.abs(P).max()
+    )
+    # and it dissipates: the kinetic energy falls, the stiff joints' rates do not reverse
+    assert D.kinetic_energy(servicer, q, v1) < D.kinetic_energy(servicer, q, v)
+    assert np.all(v1[dofs] * v[dofs] >= 0.0)
+    q1, v1 = q, v
+    for _ in range(20):
+        q1, v1 = D.step(servicer, q1, v1, np.zeros(servicer.n), 1e-2, conserve_momentum=True)
+    np.testing.assert_allclose(D.momentum(servicer, q1, v1), P, rtol=0, atol=1e-12)
+
+
+def test_the_impulse_solves_backward_euler(servicer) -> None:
+    """``w = w* - dt A phi(w)`` holds at the solution (residual to round-off), against an
+    independent evaluation of ``A = S^T H^-1 S`` and ``phi``."""
+    rng = np.random.default_rng(4)
+    q = random_configuration(servicer, rng)
+    v = 0.2 * rng.normal(size=servicer.nv)
+    H = D.mass_matrix(servicer, q)
+    dofs = np.array([9, 10, 12])
+    dt = 5e-3
+    v1 = friction_impulse(servicer, H, v, dofs, dt)
+    A = np.linalg.inv(H)[np.ix_(dofs, dofs)]
+    d, f = servicer.arrays.damping[dofs], servicer.arrays.friction[dofs]
+    w = v1[dofs]
+    residual = w - v[dofs] + dt * A @ (d * w + f * np.tanh(w / EPS))
+    assert np.abs(residual).max() < 1e-13
+    # the other DoFs move by H^-1 S p only
+    p = np.linalg.solve(A, w - v[dofs])  # the impulse: w = w* + A p
+    np.testing.assert_allclose(p, -dt * (d * w + f * np.tanh(w / EPS)), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(
+        v1, v + np.linalg.solve(H, np.eye(servicer.nv)[:, dofs] @ p), atol=1e-13
+    )
+
+
+def with_friction(model: D.Model, damping: float, friction: float) -> D.Model:
+    """``model`` with every joint's damping and Coulomb friction set, joint dynamics on."""
+    a = model.arrays
+    d, f = np.zeros(model.nv), np.zeros(model.nv)
+    d[model.nv - model.n :], f[model.nv - model.n :] = damping, friction
+    model = dataclasses.replace(model, arrays=a._replace(damping=d, friction=f))
+    return D.with_joint_dynamics(model, True)
+
+
+@pytest.mark.parametrize('method', ['rk4', 'euler'])
+def test_non_stiff_friction_steps_bit_for_bit_as_before(method: str) -> None:
+    """Where no joint is stiff the step is the explicit method alone, bit for bit: the
+    compiled RK4 steps (the only path before) and semi-implicit Euler over ABA."""
+    model = with_friction(random_model(5, 4, joint_types=('revolute', 'prismatic')), 0.05, 0.01)
+    rng = np.random.default_rng(6)
+    q = random_configuration(model, rng)
+    q[:3] = 0.0  # (at the origin: the step's move to the base CoM changes no bit)
+    v = rng.normal(size=model.nv)
+    tau = rng.normal(size=model.n)
+    dt = 1e-3
+    H = D.mass_matrix(model, q)
+    assert implicit_dofs(H, friction_slopes(model), dt).size == 0
+    qs, vs = D.step(model, q, v, tau, dt, method=method, steps=3)
+    gen = np.r_[np.zeros(6), tau]
+    if method == 'rk4':
+        qr, vr = e_rk4_steps(*model.packed, q, v, gen, np.empty((0, 6)), True, dt, np.empty(0), 3)
+    else:
+        qr, vr = q, v
+        for _ in range(3):
+            vr = vr + dt * D.forward_dynamics(model, qr, vr, tau)
+            qr = D.integrate(model, qr, vr, dt)
+    np.testing.assert_array_equal(qs, qr)
+    np.testing.assert_array_equal(vs, vr)
+    # the friction did act (the same steps without it differ)
+    free = D.with_joint_dynamics(model, False)
+    assert np.abs(D.step(free, q, v, tau, dt, method=method, steps=3)[1] - vs).max() > 1e-6
+    if method == 'rk4':  # the batched step (no row stiff) is the single-state one
+        Vb = D.step(model, np.array([q, q]), np.array([v, v]), np.array([tau, tau]), dt, steps=3)[
+            1
+        ]
+        np.testing.assert_allclose(Vb[0], vs, rtol=0, atol=1e-14)
+
+
+def test_a_stiff_batch_steps_each_row_as_the_single_state(servicer) -> None:
+    rng = np.random.default_rng(7)
+    Q = np.array([random_configuration(servicer, rng) for _ in range(3)])
+    V = 0.05 * rng.normal(size=(3, servicer.nv))
+    T = 0.1 * rng.normal(size=(3, servicer.n))
+    Qb, Vb = D.step(servicer, Q, V, T, 1e-3, steps=4)
+    for r in range(3):
+        qs, vs = D.step(servicer, Q[r], V[r], T[r], 1e-3, steps=4)
+        np.testing.assert_array_equal(Qb[r], qs)
+        np.testing.assert_array_equal(Vb[r], vs)
+
+
+def test_coupled_joints_are_checked_together() -> None:
+    """Two DoFs each under STIFF_RATIO but coupled beyond COUPLED_RATIO: the stiffer is
+    taken implicitly; uncoupled, neither."""
+    H = np.array([[1.0, 0.95], [0.95, 1.0]])
+    Hinv = np.linalg.inv(H)
+    k = 0.9 * STIFF_RATIO / Hinv[0, 0]  # rho = 0.9 each
+    lam = np.linalg.eigvalsh(k * Hinv)[-1]
+    assert lam > COUPLED_RATIO
+    np.testing.assert_array_equal(implicit_dofs(H, np.array([k, 1.01 * k]), 1.0), [1])
+    assert implicit_dofs(np.eye(2), np.array([0.9, 0.9]), 1.0).size == 0
