@@ -458,7 +458,8 @@ def test_bad_scenario_is_rejected_naming_the_field(change, message):
         ({'initial': {'joint_positions': [0.0, 0.1]}}, 'initial.joint_positions: expected 7'),
         (
             {'dispersions': {'mass_scale': {'dist': 'uniform', 'low': -1.0, 'high': 0.0}}},
-            'dispersions.mass_scale: run 0 drew',
+            'dispersions.mass_scale: expected factors that can be > 0, got a distribution '
+            'drawing at most 0.0',
         ),
     ],
 )
@@ -524,3 +525,80 @@ def test_sample_campaign_file_is_valid():
     assert (c.scenario.runs, c.scenario.mode, c.model.n) == (256, 'reactionless', 7)
     assert c.batched is not None  # the law is batched (no per-run fallback from the start)
     assert 'in.mass_scale.base_link' in c.inputs
+
+
+@pytest.mark.parametrize('seed', [2, 5])
+def test_acceptance_does_not_depend_on_run_0s_draw(seed):
+    """mass_scale normal(1, 0.6) was refused with seed 2 (run 0 drew a factor <= 0) and
+    accepted with seed 5: accepted with both, the runs that draw a factor <= 0 failing alone
+    with the reason."""
+    from ffsim_ros.campaign.dispersions import DrawError
+
+    s = scenario(seed=seed, dispersions={'mass_scale': {'dist': 'normal', 'std': 0.6}})
+    c = Campaign(s)
+    failures = []
+    for index in range(10):
+        try:
+            c.run_inputs(index)
+        except DrawError as exc:
+            failures.append(str(exc))
+    assert failures and all('factors must be > 0' in f for f in failures)
+    assert ('run 0 drew' in failures[0]) == (seed == 2)
+
+
+@pytest.mark.parametrize(
+    ('spec', 'message'),
+    [
+        (
+            {'angular_momentum': {'dist': 'normal', 'mean': 1e308, 'std': 1e308}},
+            'dispersions.angular_momentum: expected mean +- 8 std finite, got mean 1e+308',
+        ),
+        (
+            {'mass_scale': {'dist': 'normal', 'mean': -1.0, 'std': 0.0}},
+            'dispersions.mass_scale: expected factors that can be > 0, got a distribution '
+            'drawing at most -1.0',
+        ),
+        ({'inertia_scale': 0.0}, 'dispersions.inertia_scale: expected factors that can be > 0'),
+        (
+            {'noise_base_rate': {'dist': 'uniform', 'low': -2.0, 'high': -1.0}},
+            'dispersions.noise_base_rate: expected a std that can be >= 0',
+        ),
+    ],
+)
+def test_dispersions_that_cannot_give_a_valid_run_are_refused(spec, message):
+    with pytest.raises(ScenarioError) as err:
+        Campaign(scenario(dispersions=spec))
+    assert message in str(err.value)
+
+
+def test_joint_offsets_recorded_as_applied_and_bounds():
+    """A joint offset that the limits cut was recorded as drawn (the start it did not have);
+    a nominal start outside the limits was clipped silently; timeouts of 1e300 s were taken."""
+    model = Campaign(scenario()).model
+    lower, upper = np.asarray(model.lower), np.asarray(model.upper)
+    j = int(np.flatnonzero(np.isfinite(upper))[0])
+    phi = np.where(np.isfinite(upper), upper - 0.01, 0.0)
+    s = scenario(
+        initial={'joint_positions': phi.tolist()},
+        dispersions={'joint_positions': {'dist': 'uniform', 'low': -0.5, 'high': 0.5}},
+    )
+    c = Campaign(s)
+    for index in range(4):
+        inputs = c.run_inputs(index)
+        recorded = np.array([inputs.columns[f'in.joint_positions.{n}'] for n in model.joint_names])
+        np.testing.assert_allclose(phi + recorded, inputs.q0[7:], rtol=0, atol=1e-12)
+        assert np.all(inputs.q0[7:] <= upper) and np.all(inputs.q0[7:] >= lower)
+    bad = phi.copy()
+    bad[j] = upper[j] + 5.0
+    with pytest.raises(ScenarioError) as err:
+        Campaign(scenario(initial={'joint_positions': bad.tolist()}))
+    name = model.joint_names[j]
+    assert f'initial.joint_positions: expected {name} within its limits' in str(err.value)
+    for change, message in [
+        ({'timing': {'run_goal_timeout': 1e300}}, 'timing.run_goal_timeout: expected at most'),
+        ({'timing': {'settle': 2e6}}, 'timing.settle: expected at most 1e+06 s, got 2e+06'),
+        ({'reach': {'goal_timeout': 1e300}}, 'reach.goal_timeout: expected at most 1e+06 s'),
+    ]:
+        with pytest.raises(ScenarioError) as err:
+            scenario(**change)
+        assert message in str(err.value)

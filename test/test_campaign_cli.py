@@ -625,3 +625,208 @@ def test_cli_interrupt_prints_one_line_and_exits_130(tmp_path, capsys, monkeypat
         err
         == 'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)\n'
     )
+
+
+def interrupted_kernel(*args, **kwargs):
+    """What numba raises when a Ctrl-C lands inside a kernel: a SystemError whose context is
+    the KeyboardInterrupt."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        raise SystemError(  # noqa: B904 - as numba: the interrupt is its context
+            'CPUDispatcher(<function rk4>) returned a result with an exception set'
+        )
+
+
+@pytest.mark.parametrize('where', ['physics', 'law'])
+def test_interrupt_inside_a_kernel_is_not_a_failed_run(tmp_path, monkeypatch, where):
+    """A Ctrl-C inside a numba kernel came as a SystemError that the handlers isolating a bad
+    row took for the run's failure (retried, the campaign went on or ended with exit 1): it
+    is raised as KeyboardInterrupt, and the CLI exits 130 with its one line."""
+    import ffsim_ros.campaign.batch as batch
+
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    c = Campaign(load_scenario(file))
+    if where == 'physics':
+        monkeypatch.setattr(batch.D, 'step', interrupted_kernel)
+    else:
+        monkeypatch.setattr(batch.BatchRunner, '_update', interrupted_kernel)
+    with pytest.raises(KeyboardInterrupt):
+        list(BatchRunner(c, range(2)))
+    assert batch.interrupted(SystemError('x')) is False
+
+
+def test_cli_kernel_interrupt_exits_130(tmp_path, capsys, monkeypatch):
+    import ffsim_ros.campaign.cli as cli
+
+    monkeypatch.setattr(cli, 'run_local', interrupted_kernel)
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    assert main([str(file), '--output', str(tmp_path / 'out'), '--quiet', '--no-plots']) == 130
+    assert capsys.readouterr().err == (
+        'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)\n'
+    )
+
+
+def test_cli_sigint_mid_campaign_exits_130_and_resumes_to_the_same_table(tmp_path, capsys):
+    """SIGINT to a running campaign (after its first rows): one line, exit 130, the rows kept;
+    a resume completes the table an uninterrupted campaign writes (no run failed by the
+    interrupt)."""
+    import signal
+    import subprocess
+    import time
+
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY.replace('runs: 2', 'runs: 400'))
+    out = tmp_path / 'out'
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = [sys.executable, '-m', 'ffsim_ros.campaign.cli', str(file), '--output', str(out)]
+    proc = subprocess.Popen(
+        [*cmd, '--quiet', '--no-plots'],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    )
+    try:
+        deadline = time.monotonic() + 300
+        table = out / 'runs.csv'
+        while not (table.is_file() and len(csv_lines(table)) >= 5):  # header + 4 rows
+            assert proc.poll() is None and time.monotonic() < deadline, proc.poll()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stderr == (
+        'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)\n'
+    )
+    kept = read_rows(out)
+    assert 4 <= len(kept) < 400
+    runs = int(max(r['run'] for r in kept)) + 3  # (some of them not done yet)
+    args = ['--runs', str(runs), '--quiet', '--no-plots']
+    assert main([str(file), '--output', str(out), *args]) == 0
+    assert main([str(file), '--output', str(tmp_path / 'ref'), *args]) == 0
+    resumed = [r for r in read_rows(out) if r['run'] < runs]
+    assert same_rows(resumed, read_rows(tmp_path / 'ref'))
+    assert not any(r['failure'] for r in resumed)
+
+
+def test_cli_ray_not_importable_exits_2_before_writing(tmp_path):
+    """``--executor ray`` without an importable Ray gave an ImportError traceback (exit 1)
+    after runs.csv and scenario.json were written and the summary deleted: exit 2 with the
+    install hint, nothing written."""
+    import subprocess
+
+    stub = tmp_path / 'stub' / 'ray'
+    stub.mkdir(parents=True)
+    (stub / '__init__.py').write_text("raise ImportError('no Ray here')\n")
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'summary.md').write_text('kept')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(stub.parent), *sys.path]))
+    cmd = [sys.executable, '-m', 'ffsim_ros.campaign.cli', str(file), '--output', str(out)]
+    proc = subprocess.run(
+        [*cmd, '--executor', 'ray', '--quiet', '--no-plots'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        'ffsim campaign: error: --executor ray: the Ray executor needs Ray: pip install '
+        "'ffsim_ros[ray]' (or -r requirements/ray.txt)\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ['summary.md']
+
+
+def test_cli_table_that_cannot_be_written_one_line_exit_1_and_resumes(tmp_path):
+    """A full disk (here a file size limit) mid-campaign gave three chained OSError tracebacks
+    (exit 1), and a CSV that failed to close skipped the Parquet part: one line naming the
+    file, exit 1, no temporary part left; a resume completes the table."""
+    import resource
+    import subprocess
+
+    pytest.importorskip('pyarrow')
+    file = tmp_path / 'tiny.yaml'
+    spread = 'dispersions: {joint_positions: {dist: uniform, low: -0.05, high: 0.05}}\n'
+    file.write_text(TINY.replace('runs: 2', 'runs: 40').replace('batch_size: 2', 'batch_size: 4'))
+    file.write_text(file.read_text() + spread)
+    out = tmp_path / 'out'
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = [sys.executable, '-m', 'ffsim_ros.campaign.cli', str(file), '--output', str(out)]
+    args = ['--quiet', '--no-plots', '--format', 'both']
+
+    def limit() -> None:  # runs.csv reaches 4096 bytes after some 20 rows of 40
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run(
+        [*cmd, *args], env=env, capture_output=True, text=True, timeout=300, preexec_fn=limit
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == (
+        f'ffsim campaign: error: cannot write {out / "runs.csv"}: File too large; the rows '
+        'written so far are kept (run again to resume)\n'
+    )
+    assert not list((out / 'runs.parquet').iterdir())  # (the part too large: no .tmp left)
+    assert 1 <= (out / 'runs.csv').read_text().count('\n') - 1 < 40  # (whole rows kept)
+    assert main([str(file), '--output', str(out), *args]) == 0
+    assert main([str(file), '--output', str(tmp_path / 'ref'), *args]) == 0
+    assert same_rows(read_rows(out), read_rows(tmp_path / 'ref'))
+    parquet = [read_parquet(d).to_pylist() for d in (out, tmp_path / 'ref')]
+    assert same_rows(*parquet) and len(parquet[0]) == 40
+
+
+def test_results_writer_closes_every_table_when_one_fails(tmp_path, monkeypatch):
+    """A CSV whose close failed skipped the Parquet part (its rows lost)."""
+    import ffsim_ros.campaign.results as results
+
+    pytest.importorskip('pyarrow')
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    c = Campaign(load_scenario(file))
+    writer = ResultsWriter(tmp_path / 'out', c, ('csv', 'parquet'))
+    for r in BatchRunner(c, range(2)):
+        writer.write(r)
+
+    def full(self):
+        raise OSError(28, 'No space left on device')
+
+    monkeypatch.setattr(results.CsvTable, 'close', full)
+    with pytest.raises(results.WriteError) as info:
+        with writer:
+            pass
+    assert str(info.value) == (
+        f'cannot write {tmp_path / "out" / "runs.csv"}: No space left on device; the rows '
+        'written so far are kept (run again to resume)'
+    )
+    assert [r['run'] for r in read_parquet(tmp_path / 'out').to_pylist()] == [0, 1]
+
+
+def test_summary_percentiles_leave_out_the_failed_runs():
+    """With every run failed the percentiles were 0 everywhere (a failed run's metrics stop
+    where it failed: it read as a perfect campaign): they are over the runs without a
+    failure, and the summary says over how many."""
+    from ffsim_ros.campaign.results import METRICS, summary_markdown
+    from ffsim_ros.campaign.scenario import Scenario
+
+    def row(k: int, failure: str, value: float) -> dict:
+        return {'reached': 0, 'failure': failure, **{key: value for key, _ in METRICS}}
+
+    s = Scenario.from_dict({'robot': 'planar_2link', 'runs': 12, 'goals': {'kind': 'chained'}})
+    failed = [row(k, 'controller error at t = 0.010 s', 0.0) for k in range(12)]
+    summary = summarize(failed)
+    assert (summary['failed'], summary['ran']) == (12, 0)
+    assert all(pct == {} for pct in summary['percentiles'].values())
+    text = summary_markdown(s, summary)
+    assert 'Percentiles over the 0 runs without a failure' in text
+    assert '| max base attitude change [deg] | - | - | - | - |' in text
+    mixed = summarize([*failed[:3], *(row(k, '', 2.0) for k in range(9))])
+    assert (mixed['failed'], mixed['ran']) == (3, 9)
+    assert mixed['percentiles']['momentum_error_angular'][5] == 2.0

@@ -33,7 +33,10 @@ the drives' speed limits, position stops) are not in it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -96,6 +99,84 @@ class Faults:
 
 class InjectedFault(RuntimeError):
     """The exception a :class:`Faults` ``law_error`` raises."""
+
+
+# ----------------------------------------------------------------------------- Ctrl-C
+class _Interrupt:
+    """A Ctrl-C received under :func:`deferred_interrupts`, not yet raised."""
+
+    requested = False
+
+
+def deferred_interrupts() -> contextlib.AbstractContextManager[None]:
+    """Within: a SIGINT (Ctrl-C) is noted and raised as :class:`KeyboardInterrupt` at the next
+    safe point (:func:`check_interrupt`: once per control period of a :class:`BatchRunner`,
+    once per wait of the Ray executor), or when leaving, instead of wherever the main thread
+    is. Raised inside a numba kernel, it surfaces as a ``SystemError`` that the handlers
+    isolating a failing run would take for the run's failure. A second Ctrl-C before the
+    first is raised is raised at once. A no-op outside the main thread, or when SIGINT does
+    not have Python's default handler (ignored, or handled by the caller)."""
+    return _deferred_interrupts()
+
+
+@contextlib.contextmanager
+def _deferred_interrupts() -> Iterator[None]:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def note(signum: int, frame: object) -> None:
+        if _Interrupt.requested:  # a second Ctrl-C: at once
+            _Interrupt.requested = False
+            raise KeyboardInterrupt
+        _Interrupt.requested = True
+
+    _Interrupt.requested = False
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        check_interrupt()
+
+
+def check_interrupt() -> None:
+    """Raise :class:`KeyboardInterrupt` if a Ctrl-C was noted (:func:`deferred_interrupts`).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        A Ctrl-C was noted since the last check.
+    """
+    if _Interrupt.requested:
+        _Interrupt.requested = False
+        raise KeyboardInterrupt
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was caused by or raised while handling, a
+    :class:`KeyboardInterrupt` (e.g. numba's ``SystemError`` of a kernel the interrupt landed
+    in)."""
+    todo, seen = [exc], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        todo += [e.__cause__, e.__context__]
+    return False
+
+
+def _not_interrupted(exc: BaseException) -> None:
+    """Re-raise a Ctrl-C hidden in ``exc`` (:func:`interrupted`) as :class:`KeyboardInterrupt`
+    (a handler that isolates a failing run must not take it for the run's failure)."""
+    if interrupted(exc):
+        raise KeyboardInterrupt from exc
 
 
 class Campaign:
@@ -291,6 +372,7 @@ class BatchRunner:
             yield from self._drain()
             if not np.any(self.occupied):
                 return
+            check_interrupt()
             self._period()
             yield from self._drain()
 
@@ -610,14 +692,15 @@ class BatchRunner:
         model, dt, steps = self.c.model, self.c.physics_dt, self.c.steps
         try:
             return D.step(model, q0, v0, tau, dt, steps=steps)
-        except Exception:  # noqa: BLE001 - find the row(s) that raise, fail them alone
+        except Exception as exc:  # noqa: BLE001 - find the row(s) that raise, fail them alone
+            _not_interrupted(exc)
             Q, V = np.full_like(q0, np.nan), np.full_like(v0, np.nan)
             for j in range(q0.shape[0]):
                 r = slice(j, j + 1)
                 try:
                     Q[r], V[r] = D.step(model, q0[r], v0[r], tau[r], dt, steps=steps)
-                except Exception:  # noqa: BLE001, S112 - reported as a non-finite state
-                    continue
+                except Exception as exc_j:  # noqa: BLE001 - reported as a non-finite state
+                    _not_interrupted(exc_j)
             return Q, V
 
     def _slot_of(self, index: int) -> int:
@@ -665,15 +748,17 @@ class BatchRunner:
         the others are updated again as a batch (the same operations: the same numbers)."""
         try:
             terms, t, offset, tau = self._update(idx, Qm, Vm)
-        except Exception:  # noqa: BLE001 - isolate the row(s) that raise, fail them alone
+        except Exception as exc:  # noqa: BLE001 - isolate the row(s) that raise, fail them alone
+            _not_interrupted(exc)
             keep = []
             for j, k in enumerate(idx):
                 r = slice(j, j + 1)
                 try:
                     self._update(idx[r], Qm[r], Vm[r])
                     keep.append(j)
-                except Exception as exc:  # noqa: BLE001
-                    self._fail(int(k), f'controller error at t = {self.T[k]:.3f} s: {exc!r}')
+                except Exception as exc_j:  # noqa: BLE001
+                    _not_interrupted(exc_j)
+                    self._fail(int(k), f'controller error at t = {self.T[k]:.3f} s: {exc_j!r}')
             keep = np.array(keep, dtype=np.int64)
             tau = np.zeros((idx.size, self.c.model.n))
             if keep.size:
@@ -700,6 +785,7 @@ class BatchRunner:
         try:
             return fn(*args)
         except Exception as exc:  # noqa: BLE001 - a failing run ends alone, with its reason
+            _not_interrupted(exc)
             self._fail(k, f'controller error at t = {self.T[k]:.3f} s: {exc!r}')
             return np.zeros(self.c.model.n)
 

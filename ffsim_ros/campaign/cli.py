@@ -9,7 +9,10 @@ folder resumes the campaign (finished runs are not redone); ``--runs`` extends i
 ``run_<RUN>.npz``; with ``--mcap PATH`` also its ROS 2 messages to an MCAP file
 (:mod:`.replay`).
 
-Exit codes: 0 done, 2 a bad scenario or argument (the message names it), 130 interrupted.
+Exit codes: 0 done, 1 a file of the campaign cannot be written (disk full, no permission: one
+line naming it; the rows written so far are kept, running it again resumes), 2 a bad scenario or
+argument (the message names it; nothing is written), 130 interrupted (Ctrl-C: taken at the end
+of a control period, never inside a kernel, so that no run is failed by it).
 """
 
 from __future__ import annotations
@@ -21,11 +24,19 @@ from pathlib import Path
 
 import numpy as np
 
-from .batch import BatchRunner, Campaign
-from .executors import EXECUTORS, Progress, passive_thread_waits, run_local, run_ray
+from .batch import BatchRunner, Campaign, deferred_interrupts, interrupted
+from .executors import (
+    EXECUTORS,
+    Progress,
+    import_ray,
+    passive_thread_waits,
+    run_local,
+    run_ray,
+)
 from .results import (
     FORMATS,
     ResultsWriter,
+    WriteError,
     check_folder,
     plot,
     read_rows,
@@ -71,15 +82,27 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point (``ffsim campaign`` and the ``ffsim_campaign`` console script). Ctrl-C: one
-    line (the rows written so far are kept: running it again resumes), exit 130."""
+    line (the rows written so far are kept: running it again resumes), exit 130; a file that
+    cannot be written: one line, exit 1."""
     try:
         return _main(argv)
     except KeyboardInterrupt:
-        print(
-            'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)',
-            file=sys.stderr,
-        )
-        return 130
+        return _interrupted()
+    except WriteError as exc:
+        print(f'ffsim campaign: error: {exc}', file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if interrupted(exc):  # a Ctrl-C that landed in a kernel (numba's SystemError)
+            return _interrupted()
+        raise
+
+
+def _interrupted() -> int:
+    print(
+        'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)',
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _main(argv: list[str] | None) -> int:
@@ -106,6 +129,11 @@ def _main(argv: list[str] | None) -> int:
             _check_ray_address(args.address)
         if args.replay is not None:
             return _replay(campaign, args.replay, out, args.mcap)
+        if args.executor == 'ray':
+            try:  # (before anything is written)
+                import_ray(local=args.address is None)
+            except ImportError as exc:
+                raise ScenarioError(f'--executor ray: {exc}') from None
         formats = FORMATS if args.format == 'both' else (args.format,)
         writer = ResultsWriter(out, campaign, formats)
         (out / 'summary.md').unlink(missing_ok=True)  # (written again when the runs end)
@@ -114,19 +142,24 @@ def _main(argv: list[str] | None) -> int:
         return 2
     todo = [i for i in range(scenario.runs) if i not in writer.done]
     progress = Progress(len(todo), None if args.quiet else sys.stderr)
-    if args.executor == 'local':
-        results = run_local(campaign, todo)
-    else:
-        results = run_ray(scenario, todo, address=args.address, workers=args.workers)
-    with writer:
+    with writer, deferred_interrupts():  # (Ctrl-C at a safe point; the tables closed after)
+        if args.executor == 'local':
+            results = run_local(campaign, todo)
+        else:
+            results = run_ray(scenario, todo, address=args.address, workers=args.workers)
         for result in results:
             writer.write(result)
             progress.update()
     rows = [r for r in read_rows(out) if r['run'] < scenario.runs]
     text = summary_markdown(scenario, summarize(rows))
-    (out / 'summary.md').write_text(text)
-    if not args.no_plots:
-        plot(rows, out, campaign.inputs)
+    path = out / 'summary.md'
+    try:
+        path.write_text(text)
+        if not args.no_plots:
+            path = out
+            plot(rows, out, campaign.inputs)
+    except OSError as exc:
+        raise WriteError(Path(exc.filename or path), exc) from None
     print(text)
     return 0
 

@@ -111,36 +111,116 @@ def _column(name: str, component: str) -> str:
     return f'in.{name}' + (f'.{component}' if component else '')
 
 
-def _draw(d: Distribution, rng: np.random.Generator, size: int, what: str) -> np.ndarray:
-    def vec(key: str) -> np.ndarray:
+#: A normal distribution is checked over mean +- SUPPORT_STDS std (its draws beyond: < 1e-15).
+SUPPORT_STDS = 8.0
+#: Parameters whose values must be > 0 (scale factors) or >= 0 (sensor noise std).
+POSITIVE = ('mass_scale', 'inertia_scale')
+
+
+class DrawError(ScenarioError):
+    """One run's draw is not a valid input (a scale factor <= 0, a noise std < 0, a
+    non-finite start): that run fails with the reason, the campaign goes on."""
+
+
+def _params(d: Distribution, size: int, what: str) -> dict[str, np.ndarray]:
+    """The parameters of ``d`` as one value per component (``size``).
+
+    Raises
+    ------
+    ScenarioError
+        A parameter with neither one value nor ``size``.
+    """
+    out = {}
+    for key, _ in d.params:
         x = np.asarray(d.param(key), dtype=float).reshape(-1)
         if x.size == 1:
-            return np.full(size, float(x[0]))
-        if x.size != size:
+            x = np.full(size, float(x[0]))
+        elif x.size != size:
             raise ScenarioError(
                 f'dispersions.{what}.{key}: expected one value or {size} (one per component), '
                 f'got {x.size}'
             )
-        return x
+        out[key] = x
+    return out
 
+
+def _draw(d: Distribution, rng: np.random.Generator, size: int, what: str) -> np.ndarray:
+    p = _params(d, size, what)
     if d.kind == 'fixed':
-        return vec('value')
+        return p['value']
     if d.kind == 'uniform':
-        return rng.uniform(vec('low'), vec('high'))
-    return rng.normal(vec('mean'), vec('std'))
+        return rng.uniform(p['low'], p['high'])
+    return rng.normal(p['mean'], p['std'])
+
+
+def support(d: Distribution, size: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` per component of the values ``d`` draws: the value, the bounds, or
+    mean -+ :data:`SUPPORT_STDS` std (a normal distribution).
+
+    Raises
+    ------
+    ScenarioError
+        A parameter with the wrong number of components; bounds that are not finite.
+    """
+    p = _params(d, size, what)
+    if d.kind == 'fixed':
+        lo = hi = p['value']
+    elif d.kind == 'uniform':
+        lo, hi = p['low'], p['high']
+    else:
+        with np.errstate(over='ignore', invalid='ignore'):
+            lo = p['mean'] - SUPPORT_STDS * p['std']
+            hi = p['mean'] + SUPPORT_STDS * p['std']
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            raise ScenarioError(
+                f'dispersions.{what}: expected mean +- {SUPPORT_STDS:g} std finite, got mean '
+                f'{_plain(p["mean"])} and std {_plain(p["std"])}'
+            )
+    return lo, hi
+
+
+def _plain(x: np.ndarray) -> float | list[float]:
+    return float(x[0]) if np.all(x == x[0]) else x.tolist()
 
 
 def check_dispersions(scenario: Scenario, model: D.Model) -> None:
-    """Draw run 0's inputs once: a size mismatch or an impossible value is a ScenarioError now,
-    not in the middle of a campaign."""
+    """Check the dispersions up front, whatever a run draws: the number of components of each
+    parameter, finite bounds (a normal distribution's mean -+ :data:`SUPPORT_STDS` std), scale
+    factors that can be > 0 and noise levels that can be >= 0 (a distribution that never
+    draws one is refused; one that sometimes does not fails those runs alone, with the reason:
+    :class:`DrawError`); then run 0's inputs are drawn once, for the errors of the rest of the
+    scenario (e.g. ``initial.joint_positions`` of the wrong size).
+
+    Raises
+    ------
+    ScenarioError
+        Naming the parameter, what was expected and what it got.
+    """
+    if scenario.goals.kind != 'offsets' and scenario.dispersion('goal_offset') is not None:
+        raise ScenarioError('dispersions.goal_offset: expected goals.kind offsets')
+    for name in DISPERSIONS:
+        d = scenario.dispersion(name)
+        if d is None:
+            continue
+        lo, hi = support(d, len(components(name, scenario, model)), name)
+        if name in POSITIVE and not np.all(hi > 0.0):
+            raise ScenarioError(
+                f'dispersions.{name}: expected factors that can be > 0, got a distribution '
+                f'drawing at most {_plain(hi)}'
+            )
+        if name in NOISE_PARAMS and not np.all(hi >= 0.0):
+            raise ScenarioError(
+                f'dispersions.{name}: expected a std that can be >= 0, got a distribution '
+                f'drawing at most {_plain(hi)}'
+            )
     try:
         sample_inputs(scenario, model, 0)
+    except DrawError:  # (run 0's luck: that run fails alone)
+        pass
     except ScenarioError:
         raise
     except (TypeError, ValueError, OverflowError) as exc:  # numpy's own (e.g. a wrong shape)
         raise ScenarioError(f'the inputs of run 0 cannot be drawn: {exc}') from None
-    if scenario.goals.kind != 'offsets' and scenario.dispersion('goal_offset') is not None:
-        raise ScenarioError('dispersions.goal_offset: expected goals.kind offsets')
 
 
 def sample_inputs(scenario: Scenario, model: D.Model, index: int) -> RunInputs:
@@ -150,8 +230,10 @@ def sample_inputs(scenario: Scenario, model: D.Model, index: int) -> RunInputs:
     Raises
     ------
     ScenarioError
-        A parameter with the wrong number of components, a scale factor that is not > 0, a
-        noise level < 0.
+        A parameter with the wrong number of components.
+    DrawError
+        This run drew a scale factor that is not > 0, a noise level < 0, or a start state
+        that is not finite.
     """
     rng = run_rng(scenario.seed, index, INPUTS)
     drawn: dict[str, np.ndarray] = {}
@@ -167,16 +249,21 @@ def sample_inputs(scenario: Scenario, model: D.Model, index: int) -> RunInputs:
             columns[_column(name, c)] = float(value)
     for name in ('mass_scale', 'inertia_scale'):
         if np.any(drawn[name] <= 0.0):
-            raise ScenarioError(
+            raise DrawError(
                 f'dispersions.{name}: run {index} drew {drawn[name].tolist()}; factors must be > 0'
                 ' (narrow the distribution)'
             )
     noise = np.array([drawn[p][0] for p in NOISE_PARAMS])
     if np.any(noise < 0.0):
-        raise ScenarioError(
-            f'sensor noise of run {index}: expected std >= 0, got {noise.tolist()}'
+        raise DrawError(f'sensor noise of run {index}: expected std >= 0, got {noise.tolist()}')
+    q0, v0, applied = _initial_state(scenario, model, drawn)
+    if scenario.dispersion('joint_positions') is not None:  # the offsets within the limits
+        for c, value in zip(components('joint_positions', scenario, model), applied, strict=True):
+            columns[_column('joint_positions', c)] = float(value)
+    if not (np.isfinite(q0).all() and np.isfinite(v0).all()):
+        raise DrawError(
+            f'run {index}: the drawn start state is not finite (narrow the dispersions)'
         )
-    q0, v0 = _initial_state(scenario, model, drawn)
     offsets = None
     if scenario.goals.kind == 'offsets':
         offsets = np.asarray(scenario.goals.offsets, float) + drawn['goal_offset'].reshape(-1, 3)
@@ -196,9 +283,16 @@ def sample_inputs(scenario: Scenario, model: D.Model, index: int) -> RunInputs:
 
 def _initial_state(
     scenario: Scenario, model: D.Model, drawn: dict[str, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(q0, v0)``: the nominal start plus the drawn joint offsets (kept within the limits),
-    the drawn attitude, joint rates and momentum (the base velocity that carries it)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(q0, v0, offsets)``: the nominal start plus the drawn joint offsets (kept within the
+    limits: ``offsets`` are the ones applied), the drawn attitude, joint rates and momentum
+    (the base velocity that carries it).
+
+    Raises
+    ------
+    ScenarioError
+        ``initial.joint_positions`` of the wrong size, or outside the joint limits.
+    """
     q = D.neutral(model)
     if scenario.initial_joint_positions is not None:
         phi = np.asarray(scenario.initial_joint_positions, float)
@@ -206,13 +300,23 @@ def _initial_state(
             raise ScenarioError(
                 f'initial.joint_positions: expected {model.nq - 7} values, got {phi.size}'
             )
+        out = np.flatnonzero((phi < model.lower) | (phi > model.upper))
+        if out.size:
+            j = int(out[0])
+            raise ScenarioError(
+                f'initial.joint_positions: expected {model.joint_names[j]} within its limits '
+                f'[{model.lower[j]:g}, {model.upper[j]:g}], got {phi[j]:g}'
+            )
         q[7:] = phi
-    q[7:] = np.clip(q[7:] + drawn['joint_positions'], model.lower, model.upper)
+    nominal, offsets = q[7:].copy(), drawn['joint_positions']
+    q[7:] = np.clip(nominal + offsets, model.lower, model.upper)
+    clipped = q[7:] != nominal + offsets
+    applied = np.where(clipped, q[7:] - nominal, offsets)  # (the drawn bits when not clipped)
     q[3:7] = turn_quaternions(q[None, 3:7], drawn['base_attitude'][None, :])[0]
     phidot = drawn['joint_rates'].copy()
     momentum = np.concatenate((drawn['linear_momentum'], drawn['angular_momentum']))
     base = D.base_velocity_from_momentum(model, q, phidot, momentum, about='com')
-    return q, np.concatenate((base, phidot))
+    return q, np.concatenate((base, phidot)), applied
 
 
 def controller_model(model: D.Model, inputs: RunInputs) -> D.Model:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import TextIO
 
-from .batch import BatchRunner, Campaign, Faults, RunResult
+from .batch import BatchRunner, Campaign, Faults, RunResult, check_interrupt
 from .scenario import Scenario
 
 EXECUTORS = ('local', 'ray')
@@ -149,6 +149,10 @@ def import_ray(local: bool) -> ModuleType:
         ) from None
 
 
+#: Seconds :func:`run_ray` waits for a task at a time before checking for a Ctrl-C.
+RAY_WAIT = 0.2
+
+
 def run_ray(
     scenario: Scenario,
     indices: Sequence[int],
@@ -192,9 +196,25 @@ def run_ray(
     B = int(batch_size or scenario.batch_size)
     data = scenario.as_dict()
     chunks = [list(indices[i : i + B]) for i in range(0, len(indices), B)]
-    pending = []
-    while chunks or pending:
-        while chunks and len(pending) < 2 * int(workers):
-            pending.append(task.remote(data, chunks.pop(0), B))
-        ready, pending = ray.wait(pending, num_returns=1)
-        yield from ray.get(ready[0])
+    pending: list = []
+    try:
+        while chunks or pending:
+            while chunks and len(pending) < 2 * int(workers):
+                pending.append(task.remote(data, chunks.pop(0), B))
+            ready: list = []
+            while not ready:  # (a Ctrl-C noted by deferred_interrupts is taken between waits)
+                check_interrupt()
+                ready, pending = ray.wait(pending, num_returns=1, timeout=RAY_WAIT)
+            try:
+                done = ray.get(ready[0])
+            except Exception:
+                check_interrupt()  # a task ended by the same Ctrl-C: the interrupt, not its error
+                raise
+            yield from done
+    except (KeyboardInterrupt, GeneratorExit):
+        for ref in pending:  # the tasks in flight are not left running
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001, S112 - ended or Ray gone: nothing to cancel
+                continue
+        raise

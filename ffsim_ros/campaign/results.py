@@ -150,6 +150,25 @@ def parquet_schema(names: Sequence[str]) -> Any:  # a pyarrow.Schema (pyarrow is
     return pa.schema([(name, kinds.get(name, pa.float64())) for name in names])
 
 
+class WriteError(Exception):
+    """A file of the campaign could not be written (disk full, file too large, no permission):
+    ``cannot write <path>: <reason>; the rows written so far are kept (run again to resume)``.
+
+    Parameters
+    ----------
+    path : Path, the file (or folder) being written.
+    error : OSError, the failure.
+    """
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path, self.error = Path(path), error
+        reason = error.strerror or str(error) or type(error).__name__
+        super().__init__(
+            f'cannot write {self.path}: {reason}; the rows written so far are kept '
+            '(run again to resume)'
+        )
+
+
 def _drop_cut_row(path: Path) -> None:
     """Cut ``path`` after its last line end: a run interrupted while writing its row leaves
     the row without one, and the next row would be appended onto it (that run is then run
@@ -169,7 +188,7 @@ class CsvTable:
     """``runs.csv``: rows appended and flushed one by one."""
 
     def __init__(self, folder: Path, names: list[str]) -> None:
-        path = folder / RUNS
+        path = self.path = folder / RUNS
         self.done: set[int] = set()
         if path.is_file():
             _drop_cut_row(path)
@@ -214,7 +233,7 @@ class ParquetTable:
         part_seconds: float = PART_SECONDS,
     ) -> None:
         self.pa, self.pq = pyarrow_modules()
-        self.dir = folder / PARQUET
+        self.dir = self.path = folder / PARQUET
         self.dir.mkdir(exist_ok=True)
         self.schema = parquet_schema(names)
         self.part_rows, self.part_seconds = int(part_rows), float(part_seconds)
@@ -251,8 +270,12 @@ class ParquetTable:
         table = self.pa.Table.from_pylist(self.rows, schema=self.schema)
         name = f'part-{self.next_part:05d}.parquet'
         tmp = self.dir / f'.{name}.tmp'
-        self.pq.write_table(table, tmp, row_group_size=len(self.rows))
-        os.replace(tmp, self.dir / name)
+        try:
+            self.pq.write_table(table, tmp, row_group_size=len(self.rows))
+            os.replace(tmp, self.dir / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         self.next_part += 1
         self.rows = []
 
@@ -375,24 +398,49 @@ class ResultsWriter:
         self.done: set[int] = set.intersection(*(t.done for t in self.tables))
 
     def write(self, result: RunResult) -> dict:
-        """Write the row of ``result`` to every table that lacks it; returns the row."""
+        """Write the row of ``result`` to every table that lacks it; returns the row.
+
+        Raises
+        ------
+        WriteError
+            A table cannot be written (naming it and why).
+        """
         row = run_row(result)
         for table in self.tables:
             if result.index not in table.done:
-                table.write(row)
+                try:
+                    table.write(row)
+                except OSError as exc:
+                    raise WriteError(table.path, exc) from None
         self.done.add(result.index)
         return row
 
     def close(self) -> None:
-        """Write what is buffered, close the files."""
+        """Write what is buffered, close the files: every table, even when one fails.
+
+        Raises
+        ------
+        WriteError
+            A table cannot be written (the first that failed).
+        """
+        errors = []
         for table in self.tables:
-            table.close()
+            try:
+                table.close()
+            except OSError as exc:
+                errors.append(WriteError(table.path, exc))
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> ResultsWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        try:
+            self.close()
+        except WriteError:
+            if kind is None:
+                raise  # (else the error in flight is the one reported)
 
 
 def read_parquet(folder: str | Path) -> Any:  # a pyarrow.Table (pyarrow is optional)
@@ -433,20 +481,24 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tup
 
 def summarize(rows: Iterable[dict]) -> dict:
     """Success rate with its 95 % Wilson interval, failures, and the percentiles
-    (:data:`PERCENTILES`) of each metric of :data:`METRICS` over the runs where it is finite."""
+    (:data:`PERCENTILES`) of each metric of :data:`METRICS` over the runs without a failure
+    (``ran``: a failed run's metrics stop where it failed, or were never measured) where the
+    metric is finite."""
     rows = list(rows)
     n = len(rows)
     ok = sum(int(r['reached']) for r in rows)
+    ran = [r for r in rows if not r['failure']]
     out = {
         'runs': n,
         'reached': ok,
         'success_rate': ok / n if n else math.nan,
         'success_interval': wilson_interval(ok, n),
-        'failed': sum(bool(r['failure']) for r in rows),
+        'failed': n - len(ran),
+        'ran': len(ran),
         'percentiles': {},
     }
     for key, _ in METRICS:
-        x = np.array([float(r[key]) for r in rows], dtype=float)
+        x = np.array([float(r[key]) for r in ran], dtype=float)
         x = x[np.isfinite(x)]
         out['percentiles'][key] = (
             {p: float(np.percentile(x, p)) for p in PERCENTILES} if x.size else {}
@@ -465,6 +517,9 @@ def summary_markdown(scenario: Scenario, summary: dict) -> str:
         f'{100 * summary["success_rate"]:.1f} % (95 % CI {100 * lo:.1f}-{100 * hi:.1f} %, '
         f'Wilson); {summary["failed"]} failed (non-finite state, controller error or inputs '
         'that cannot be drawn).',
+        '',
+        f'Percentiles over the {summary["ran"]} runs without a failure (the failed runs are '
+        'not in them).',
         '',
         '| metric | ' + ' | '.join(f'p{p}' for p in PERCENTILES) + ' |',
         '|---|' + '---|' * len(PERCENTILES),

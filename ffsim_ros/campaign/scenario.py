@@ -163,6 +163,9 @@ MAX_RUNS = 10**7
 MIN_PHYSICS_DT = 1e-6
 #: Longest physics and control periods [s] (the law's gains assume periods of milliseconds).
 MAX_DT = 1.0
+#: Longest per-goal bounds and settling time [s] (``timing.run_goal_timeout``, ``timing.settle``,
+#: ``reach.goal_timeout``): 11.6 days of simulated time per goal.
+MAX_TIMEOUT = 1e6
 #: Most goals a run of kind chained is given.
 MAX_CHAINED_GOALS = 10_000
 
@@ -255,7 +258,7 @@ class Scenario:
             ee_link=_string(data.get('ee_link', 'ee_link'), 'ee_link'),
             mode=mode,
             gains=_dataclass(Gains, data.get('gains', {}), 'gains'),
-            reach=_dataclass(ReachSettings, data.get('reach', {}), 'reach'),
+            reach=_reach(data.get('reach', {})),
             timing=_timing(data.get('timing', {})),
             goals=_goals(data['goals']),
             runs=_integer(data['runs'], 'runs', 1, MAX_RUNS),
@@ -465,6 +468,10 @@ def _timing(x: Any) -> Timing:
             )
         if f.name in ('physics_dt', 'control_dt') and value > MAX_DT:
             raise ScenarioError(f'timing.{f.name}: expected at most {MAX_DT:g} s, got {value}')
+        if f.name in ('settle', 'run_goal_timeout') and value > MAX_TIMEOUT:
+            raise ScenarioError(
+                f'timing.{f.name}: expected at most {MAX_TIMEOUT:g} s, got {value:g}'
+            )
         values[f.name] = value
     t = Timing(**values)
     ratio = t.control_dt / t.physics_dt
@@ -474,6 +481,15 @@ def _timing(x: Any) -> Timing:
             f'({t.physics_dt})'
         )
     return t
+
+
+def _reach(x: Any) -> ReachSettings:
+    reach = _dataclass(ReachSettings, x, 'reach')
+    if reach.goal_timeout > MAX_TIMEOUT:
+        raise ScenarioError(
+            f'reach.goal_timeout: expected at most {MAX_TIMEOUT:g} s, got {reach.goal_timeout:g}'
+        )
+    return reach
 
 
 def _goals(x: Any) -> Goals:
