@@ -724,7 +724,7 @@ class ReactionlessControllerNode(Node):
     def _on_timer(self) -> None:
         now = self._now()
         self._check_period(now.nanoseconds)
-        joints, base = self._state.latest()  # one instant where the stamps allow
+        joints, base, state_ns = self._state.latest_stamped()  # one instant where possible
         if not (self._fresh(joints, now) and self._fresh(base, now)):
             self.get_logger().warning(
                 'no fresh joint_states/base_odom: not commanding', throttle_duration_sec=2.0
@@ -769,9 +769,8 @@ class ReactionlessControllerNode(Node):
             )
             return
         self.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
-        stamp = now.to_msg()
-        pose = PoseStamped()
-        pose.header.stamp = stamp
+        pose = PoseStamped()  # stamped with the state it is computed from, not the update's
+        pose.header.stamp = Time(nanoseconds=state_ns).to_msg()  # time (up to 50 ms later)
         pose.header.frame_id = self.world
         pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (
             float(x) for x in out.ee_position

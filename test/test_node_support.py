@@ -591,12 +591,18 @@ def test_state_pairing_gives_one_instant_where_the_stamps_allow() -> None:
     assert pairing.latest() == ('j20', 'b20')
     pairing.add_base(30, 'b30')  # the base first, this time
     assert pairing.latest() == ('j20', 'b20')
+    assert pairing.latest_stamped() == ('j20', 'b20', 20)  # the stamp of the pair
     pairing.clear_base()
     assert pairing.latest() == ('j20', None)
     for k in range(5):  # other stamps: the newest of each; the old pair has left the window
         pairing.add_joints(41 + 10 * k, f'j{41 + 10 * k}')
         pairing.add_base(45 + 10 * k, f'b{45 + 10 * k}')
     assert pairing.latest() == ('j81', 'b85')
+    assert pairing.latest_stamped() == ('j81', 'b85', 81)  # (the joints' stamp)
+    pairing.add_base(81, 'b81')
+    assert pairing.latest_stamped() == ('j81', 'b81', 81)
+    pairing.clear_joints()
+    assert pairing.latest_stamped() == (None, 'b81', None)
     pairing.clear()
     assert pairing.latest() == (None, None)
     with pytest.raises(ValueError, match='depth: expected an integer >= 1, got 0'):

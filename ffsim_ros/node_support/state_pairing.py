@@ -57,11 +57,18 @@ class StatePairing(Generic[Item]):
     def latest(self) -> tuple[Item | None, Item | None]:
         """``(joints, base)``: the newest pair with one stamp, else the newest of each (None
         for a stream with no message)."""
+        joints, base, _ = self.latest_stamped()
+        return joints, base
+
+    def latest_stamped(self) -> tuple[Item | None, Item | None, int | None]:
+        """:meth:`latest` and the stamp [ns] of the state it gives: the pair's stamp, else
+        the newest joint message's (the arm's motion dominates what is computed from it), None
+        without joint messages."""
         base = {stamp: item for stamp, item in self._base}
         for stamp, item in reversed(self._joints):
             if stamp in base:
-                return item, base[stamp]
-        return (
-            self._joints[-1][1] if self._joints else None,
-            self._base[-1][1] if self._base else None,
-        )
+                return item, base[stamp], stamp
+        if not self._joints:
+            return None, self._base[-1][1] if self._base else None, None
+        stamp, item = self._joints[-1]
+        return item, self._base[-1][1] if self._base else None, stamp
