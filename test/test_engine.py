@@ -176,6 +176,20 @@ def test_link_wrenches_and_bad_wrenches() -> None:
         sim.set_link_wrenches({'no_such_link': w})
     with pytest.raises(ValueError, match='expected 6 finite values'):
         sim.set_base_wrench([1.0, np.nan, 0, 0, 0, 0])
+    # finite but absurd: refused as the NaN is (a 1e300 N base wrench stopped the simulation
+    # for good -- its velocity products overflow); the bound itself is taken
+    from ffsim_ros.sim.commands import MAX_WRENCH, NonFiniteError
+
+    for wrench in ([1e300, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, -2.0 * MAX_WRENCH]):
+        with pytest.raises(
+            NonFiniteError, match=r'base wrench: expected values of magnitude <= 1e\+07'
+        ):
+            sim.set_base_wrench(wrench)
+    with pytest.raises(NonFiniteError, match='wrench on ee_link: expected values of magnitude'):
+        sim.set_link_wrenches({'ee_link': [0, 0, 1e9, 0, 0, 0]})
+    at_bound = engine(q0=q0, v0=v0)
+    at_bound.set_base_wrench([MAX_WRENCH, 0, 0, 0, 0, 0])
+    assert np.array_equal(at_bound.wrenches.base, [MAX_WRENCH, 0, 0, 0, 0, 0])
     with pytest.raises(ValueError, match='frame'):
         sim.set_base_wrench(w, 'ee_link')
     assert sim.wrenches.base is None and set(sim.wrenches.links) == {'ee_link'}

@@ -101,21 +101,34 @@ def check_efforts(model: D.Model, tau: object, what: str = 'tau') -> np.ndarray:
     return values
 
 
+#: Largest magnitude of a wrench component taken [N, N m]: thrusters and contacts of space
+#: robots are far below; a finite 1e300 N stopped the simulation for good (its velocity
+#: products overflow) where it should have been refused like a NaN.
+MAX_WRENCH = 1e7
+
+
 def check_wrench(wrench: object, what: str = 'wrench') -> np.ndarray:
-    """A wrench ``[f; n]`` (6,) of finite values [N, N m], as a new float array.
+    """A wrench ``[f; n]`` (6,) of finite values [N, N m] of magnitude at most
+    :data:`MAX_WRENCH`, as a new float array.
 
     Raises
     ------
     TypeError
         Not real numbers (:func:`real_values`), naming ``what``.
     WrongSizeError, NonFiniteError
-        Naming ``what``.
+        Naming ``what``; a component beyond :data:`MAX_WRENCH` is a ``NonFiniteError`` too
+        (out of the range taken).
     """
     values = real_values(wrench, what)
     if values.shape != (6,):
         raise WrongSizeError(f'{what}: expected 6 finite values [f; n], got {values.tolist()}')
     if not np.all(np.isfinite(values)):
         raise NonFiniteError(f'{what}: expected 6 finite values [f; n], got {values.tolist()}')
+    if np.abs(values).max() > MAX_WRENCH:
+        raise NonFiniteError(
+            f'{what}: expected values of magnitude <= {MAX_WRENCH:g} [N, N m], got '
+            f'{values.tolist()}'
+        )
     return values
 
 
