@@ -3,9 +3,14 @@
 The demo starts the simulator and the reactionless controller as separate ROS 2 processes
 (real DDS, confined to localhost on a domain id of its own), drives the end effector through
 a scripted sequence of goals once in ``reactionless`` and once in ``gjm_tracking`` mode,
-records every topic to MCAP (one file per mode), and writes PNG plots and a summary table
-comparing the two modes. ``ffsim demo --scenario capture`` runs the capture of a tumbling
-target instead (:mod:`ffsim_ros.capture_demo`).
+records the nodes' topics to MCAP (one file per mode, :data:`RECORDED_TOPICS`), and writes PNG
+plots and a summary table comparing the two modes. ``ffsim demo --scenario capture`` runs the
+capture of a tumbling target instead (:mod:`ffsim_ros.capture_demo`).
+
+Ctrl-C (SIGINT) or SIGTERM stops the reach demo at its next check (within about 50 ms while a
+mode runs): the recording of the mode under way is finished (a readable MCAP of what was
+recorded), the nodes are stopped, one line says so on stderr, and the exit status is 130
+(SIGINT) or 143 (SIGTERM); no summary or plots are written then.
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from ffsim_ros.node_support.common import ShutdownSignals
     from ffsim_ros.recording import McapRecorder
 
 GOAL_OFFSETS = (  # end-effector goals relative to the start position, world frame [m]
@@ -41,6 +47,63 @@ MODES = ('reactionless', 'gjm_tracking')
 REACHED = 5e-3  # m
 #: ``--robot`` of the reach demo when not given.
 DEFAULT_ROBOT = 'ffsim_servicer_7dof'
+#: Topics the reach demo records (name -> ``pkg/msg/Type``): all the simulator and the
+#: controller publish, and ``/rosout`` (their log). Latched ones are subscribed transient-local.
+RECORDED_TOPICS = {
+    '/joint_states': 'sensor_msgs/msg/JointState',
+    '/base_odom': 'nav_msgs/msg/Odometry',
+    '/tf': 'tf2_msgs/msg/TFMessage',
+    '/momentum': 'std_msgs/msg/Float64MultiArray',
+    '/markers': 'visualization_msgs/msg/MarkerArray',
+    '/clock': 'rosgraph_msgs/msg/Clock',
+    '/robot_description': 'std_msgs/msg/String',
+    '/diagnostics': 'diagnostic_msgs/msg/DiagnosticArray',
+    '/ee_goal': 'geometry_msgs/msg/PoseStamped',
+    '/ee_pose': 'geometry_msgs/msg/PoseStamped',
+    '/ee_path': 'nav_msgs/msg/Path',
+    '/goal_status': 'diagnostic_msgs/msg/DiagnosticStatus',
+    '/status': 'std_msgs/msg/Float64MultiArray',
+    '/joint_effort_commands': 'std_msgs/msg/Float64MultiArray',
+    '/rosout': 'rcl_interfaces/msg/Log',
+}
+#: Of :data:`RECORDED_TOPICS`, those subscribed transient-local (their last messages kept).
+LATCHED_TOPICS = frozenset({'/robot_description', '/goal_status'})
+
+
+class Interrupted(Exception):
+    """The demo was asked to stop by a signal (SIGINT or SIGTERM), found at a check.
+
+    Parameters
+    ----------
+    signum : int
+        The signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        #: The MCAP files finished before the demo stopped (comma-separated), if known.
+        self.recorded = ''
+
+
+def check_signals(signals: ShutdownSignals | None) -> None:
+    """Raise :class:`Interrupted` if ``signals`` (a handler that only records, see
+    :func:`demo`) received a shutdown signal.
+
+    Raises
+    ------
+    Interrupted
+        A signal came.
+    """
+    if signals is not None and signals.received is not None:
+        raise Interrupted(signals.received)
+
+
+def _message_class(type_name: str) -> type:
+    import importlib
+
+    pkg, _, name = type_name.split('/')
+    return getattr(importlib.import_module(f'{pkg}.msg'), name)
 
 
 # ---------------------------------------------------------------------------------- domain id
@@ -175,16 +238,18 @@ def run_mode(
     goals: tuple,
     rtf: float,
     progress: bool = True,
+    signals: ShutdownSignals | None = None,
+    finished: list[Path] | None = None,
 ) -> ModeRun:
-    """Run simulator + controller in ``mode`` and record; returns the in-memory series."""
+    """Run simulator + controller in ``mode`` and record; returns the in-memory series.
+
+    ``signals``: checked between steps (:func:`check_signals`); a signal received ends the run
+    with :class:`Interrupted`, the recording finished and the nodes stopped. Whatever ends the
+    run, its nodes are stopped (SIGINT, SIGKILL after 10 s) before this returns or raises, and
+    the MCAP file is appended to ``finished`` once it is finished (renamed to its name).
+    """
     import rclpy
     from geometry_msgs.msg import PoseStamped
-    from nav_msgs.msg import Odometry
-    from rosgraph_msgs.msg import Clock
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray, String
-    from tf2_msgs.msg import TFMessage
-    from visualization_msgs.msg import MarkerArray
 
     from ffsim_ros.launch_support import sample_config
     from ffsim_ros.recording import McapRecorder
@@ -194,7 +259,71 @@ def run_mode(
     sample = sample_config(robot)  # e.g. planar_2link's non-singular initial pose
     log = out / 'logs'
     log.mkdir(parents=True, exist_ok=True)
-    procs = []
+    procs: list[tuple[subprocess.Popen, IO[str]]] = []
+    context = rclpy.Context()
+    node = executor = rec = None
+    mcap_path = out / f'{mode}.mcap'
+    goal_times: list[float] = []
+    active: list[tuple[float, np.ndarray]] = []
+    try:
+        _start_nodes(procs, mode, log, env, robot_path, sample, rtf, signals)
+        rclpy.init(args=[], context=context, domain_id=int(env['ROS_DOMAIN_ID']))
+        node = rclpy.create_node('ffsim_demo_recorder', context=context)
+        executor = rclpy.executors.SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        topics = {name: _message_class(kind) for name, kind in RECORDED_TOPICS.items()}
+        rec = McapRecorder(
+            node,
+            mcap_path,
+            topics,
+            keep={'/base_odom', '/momentum', '/ee_pose', '/joint_states'},
+            latched=set(LATCHED_TOPICS),
+        )
+        goal_pub = node.create_publisher(PoseStamped, '/ee_goal', 10)
+        _drive(
+            mode,
+            rec,
+            executor,
+            goal_pub,
+            procs,
+            log,
+            seconds_per_goal,
+            goals,
+            progress,
+            signals,
+            goal_times,
+            active,
+        )
+    finally:
+        try:
+            if rec is not None:
+                rec.close()  # first: the recording is finished whatever comes next
+                if finished is not None:
+                    finished.append(mcap_path)
+        finally:
+            stop_processes([p for p, _ in procs])
+            for _, stream in procs:
+                stream.close()
+            if node is not None:
+                node.destroy_node()
+            if executor is not None:
+                executor.shutdown()
+            context.try_shutdown()
+    return _series(mode, mcap_path, rec, goal_times, active)
+
+
+def _start_nodes(
+    procs: list[tuple[subprocess.Popen, IO[str]]],
+    mode: str,
+    log: Path,
+    env: dict[str, str],
+    robot_path: str,
+    sample: Path | None,
+    rtf: float,
+    signals: ShutdownSignals | None,
+) -> None:
+    """Start the simulator and the controller, appending each (process, log stream) to
+    ``procs`` as soon as it runs (the caller stops them)."""
     for module, args in (
         (
             'ffsim_ros.simulator',
@@ -211,104 +340,89 @@ def run_mode(
             ['-p', f'robot_file:={robot_path}', '-p', f'mode:={mode}', '-p', 'use_sim_time:=true'],
         ),
     ):
+        check_signals(signals)
         stream = open(log / f'{mode}_{module.split(".")[-1]}.log', 'w')  # noqa: SIM115
-        procs.append(
-            (
-                subprocess.Popen(
-                    [sys.executable, '-m', module, '--ros-args', *args],
-                    env=env,
-                    stdout=stream,
-                    stderr=subprocess.STDOUT,
-                ),
-                stream,
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, '-m', module, '--ros-args', *args],
+                env=env,
+                stdout=stream,
+                stderr=subprocess.STDOUT,
             )
-        )
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context, domain_id=int(env['ROS_DOMAIN_ID']))
-    node = rclpy.create_node('ffsim_demo_recorder', context=context)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    topics = {
-        '/joint_states': JointState,
-        '/base_odom': Odometry,
-        '/tf': TFMessage,
-        '/momentum': Float64MultiArray,
-        '/markers': MarkerArray,
-        '/clock': Clock,
-        '/robot_description': String,
-        '/ee_goal': PoseStamped,
-        '/ee_pose': PoseStamped,
-        '/status': Float64MultiArray,
-        '/joint_effort_commands': Float64MultiArray,
-    }
-    mcap_path = out / f'{mode}.mcap'
-    rec = McapRecorder(
-        node,
-        mcap_path,
-        topics,
-        keep={'/base_odom', '/momentum', '/ee_pose', '/joint_states'},
-        latched={'/robot_description'},
-    )
-    goal_pub = node.create_publisher(PoseStamped, '/ee_goal', 10)
-    goal_times: list[float] = []
-    active: list[tuple[float, np.ndarray]] = []
-    try:
-        deadline = time.monotonic() + 120
-        while not (
-            rec.messages['/ee_pose']
-            and rec.messages['/base_odom']
-            and rec.sim_time_ns is not None  # goal times are read from /clock
-            and goal_pub.get_subscription_count() > 0
-            and rec.subscriptions[0].get_publisher_count() > 0
-        ):
-            executor.spin_once(timeout_sec=0.05)
-            for p, _ in procs:
-                if p.poll() is not None:
-                    raise RuntimeError(f'{mode}: a node exited early (see {log})')
-            if time.monotonic() > deadline:
-                raise RuntimeError(f'{mode}: nodes not discovered within 120 s (see {log})')
-        pose = rec.messages['/ee_pose'][-1][1].pose.position
-        start = np.array([pose.x, pose.y, pose.z])
-
-        def sim_now() -> float:
-            return (rec.sim_time_ns or 0) * 1e-9
-
-        for k, offset in enumerate(goals):
-            goal = start + np.asarray(offset)
-            msg = PoseStamped()
-            msg.header.frame_id = 'world'
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(rec.sim_time_ns or 0, 10**9)
-            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal.tolist()
-            msg.pose.orientation.w = 1.0
-            goal_pub.publish(msg)
-            t_goal = sim_now()
-            goal_times.append(t_goal)
-            active.append((t_goal, goal))
-            last_print = 0.0
-            while sim_now() < t_goal + seconds_per_goal:
-                executor.spin_once(timeout_sec=0.05)
-                if progress and time.monotonic() - last_print > 1.0:
-                    last_print = time.monotonic()
-                    err = np.nan
-                    if rec.messages['/ee_pose']:
-                        p = rec.messages['/ee_pose'][-1][1].pose.position
-                        err = np.linalg.norm(np.array([p.x, p.y, p.z]) - goal)
-                    print(
-                        f'  [{mode:>12}] goal {k + 1}/{len(goals)}  sim t = {sim_now():6.2f} s'
-                        f'  ee error = {err * 1e3:7.2f} mm',
-                        flush=True,
-                    )
-                if any(p.poll() is not None for p, _ in procs):
-                    raise RuntimeError(f'{mode}: a node exited during the run (see {log})')
-    finally:
-        rec.close()
-        stop_processes([p for p, _ in procs])
-        for _, stream in procs:
+        except BaseException:
             stream.close()
-        node.destroy_node()
-        executor.shutdown()
-        context.try_shutdown()
-    return _series(mode, mcap_path, rec, goal_times, active)
+            raise
+        procs.append((proc, stream))
+
+
+def _drive(
+    mode: str,
+    rec: McapRecorder,
+    executor: object,
+    goal_pub: object,
+    procs: list[tuple[subprocess.Popen, IO[str]]],
+    log: Path,
+    seconds_per_goal: float,
+    goals: tuple,
+    progress: bool,
+    signals: ShutdownSignals | None,
+    goal_times: list[float],
+    active: list[tuple[float, np.ndarray]],
+) -> None:
+    """Wait for the nodes, then publish each goal and spin for ``seconds_per_goal`` of sim
+    time; ``goal_times`` and ``active`` are filled in as the goals go out. A signal is checked
+    for before a node's exit (a terminal Ctrl-C stops the nodes too)."""
+    from geometry_msgs.msg import PoseStamped
+
+    deadline = time.monotonic() + 120
+    while not (
+        rec.messages['/ee_pose']
+        and rec.messages['/base_odom']
+        and rec.sim_time_ns is not None  # goal times are read from /clock
+        and goal_pub.get_subscription_count() > 0
+        and rec.subscriptions[0].get_publisher_count() > 0
+    ):
+        executor.spin_once(timeout_sec=0.05)
+        check_signals(signals)
+        for p, _ in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f'{mode}: a node exited early (see {log})')
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'{mode}: nodes not discovered within 120 s (see {log})')
+    pose = rec.messages['/ee_pose'][-1][1].pose.position
+    start = np.array([pose.x, pose.y, pose.z])
+
+    def sim_now() -> float:
+        return (rec.sim_time_ns or 0) * 1e-9
+
+    for k, offset in enumerate(goals):
+        goal = start + np.asarray(offset)
+        msg = PoseStamped()
+        msg.header.frame_id = 'world'
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(rec.sim_time_ns or 0, 10**9)
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal.tolist()
+        msg.pose.orientation.w = 1.0
+        goal_pub.publish(msg)
+        t_goal = sim_now()
+        goal_times.append(t_goal)
+        active.append((t_goal, goal))
+        last_print = 0.0
+        while sim_now() < t_goal + seconds_per_goal:
+            executor.spin_once(timeout_sec=0.05)
+            check_signals(signals)
+            if progress and time.monotonic() - last_print > 1.0:
+                last_print = time.monotonic()
+                err = np.nan
+                if rec.messages['/ee_pose']:
+                    p = rec.messages['/ee_pose'][-1][1].pose.position
+                    err = np.linalg.norm(np.array([p.x, p.y, p.z]) - goal)
+                print(
+                    f'  [{mode:>12}] goal {k + 1}/{len(goals)}  sim t = {sim_now():6.2f} s'
+                    f'  ee error = {err * 1e3:7.2f} mm',
+                    flush=True,
+                )
+            if any(p.poll() is not None for p, _ in procs):
+                raise RuntimeError(f'{mode}: a node exited during the run (see {log})')
 
 
 def _series(
@@ -481,7 +595,17 @@ def plot(runs: list[ModeRun], out: Path) -> list[Path]:
 
 # ------------------------------------------------------------------------------------ demo
 def demo(args: argparse.Namespace) -> int:
-    """Run the demo of ``args`` (checked by :func:`check_demo_arguments`)."""
+    """Run the demo of ``args`` (checked by :func:`check_demo_arguments`); the exit status.
+
+    Returns
+    -------
+    int
+        0 when done; 2 for a robot with loop closures; 130 (SIGINT, Ctrl-C) or 143 (SIGTERM)
+        when the reach demo was stopped by that signal (module docstring): SIGINT and SIGTERM
+        are only recorded by the handler (:class:`~ffsim_ros.node_support.common.
+        ShutdownSignals`, never raising) and taken at the next :func:`check_signals`, so the
+        recording is finished and the nodes stopped; later ones are ignored.
+    """
     if args.scenario == 'capture':  # in-process closed loop, no DDS (ffsim_ros.capture_demo)
         from ffsim_ros.capture_demo import run_demo
 
@@ -496,6 +620,27 @@ def demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from ffsim_ros.node_support.common import ShutdownSignals
+
+    signals = ShutdownSignals()
+    signals.raising = False  # recorded, taken at the next check
+    signals.install()
+    try:
+        return _reach_demo(args, signals)
+    except Interrupted as exc:
+        print(
+            f'ffsim demo: stopped by {signal.Signals(exc.signum).name}: the recordings so far '
+            f'are finished ({exc.recorded or "none"}), the nodes stopped; no summary or plots',
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + exc.signum
+    finally:
+        signals.release()
+
+
+def _reach_demo(args: argparse.Namespace, signals: ShutdownSignals) -> int:
+    """The reach scenario of :func:`demo`, checking ``signals`` between steps."""
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
     lease = DomainLease()
@@ -514,8 +659,19 @@ def demo(args: argparse.Namespace) -> int:
         flush=True,
     )
     t0 = time.monotonic()
+    finished: list[Path] = []  # MCAP files finished
     try:
-        runs = [run_mode(mode, out, env, args.robot, seconds, goals, args.rtf) for mode in MODES]
+        runs = []
+        for mode in MODES:
+            check_signals(signals)
+            run = run_mode(
+                mode, out, env, args.robot, seconds, goals, args.rtf, True, signals, finished
+            )
+            runs.append(run)
+        check_signals(signals)
+    except Interrupted as exc:
+        exc.recorded = ', '.join(str(path) for path in finished)
+        raise
     finally:
         lease.close()
     rows = [summarize(r) for r in runs]
@@ -526,6 +682,10 @@ def demo(args: argparse.Namespace) -> int:
         print(f'recorded {r.mcap} ({sum(r.counts.values())} messages on {len(r.counts)} topics)')
     print('plots: ' + ', '.join(str(p) for p in paths))
     print(f'done in {time.monotonic() - t0:.1f} s')
+    if signals.received is not None:  # came while the summary and plots were written
+        name = signal.Signals(signals.received).name
+        print(f'ffsim demo: {name} received at the end: every output is written', file=sys.stderr)
+        return 128 + signals.received
     return 0
 
 
@@ -538,9 +698,9 @@ def check_demo_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
 
     A bad one ends the command through ``parser.error`` (exit 2, naming it): an unknown robot
     or a file that is not a readable URDF, a real-time factor the simulator refuses, a
-    non-positive or non-finite ``--seconds-per-goal``, an output that is not a folder that can
-    be created or written, and (``--scenario capture``) an option that does not apply to it.
-    Sets ``args.robot_text`` (the URDF) for the reach scenario.
+    non-positive or non-finite ``--seconds-per-goal``, an output that is empty or not a folder
+    that can be created or written, and (``--scenario capture``) an option that does not apply
+    to it. Sets ``args.robot_text`` (the URDF) for the reach scenario.
     """
     if args.scenario == 'capture':
         given = [
@@ -559,7 +719,7 @@ def check_demo_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
             )
     else:
         _check_reach_arguments(parser, args)
-    _check_output(parser, Path(args.output))
+    _check_output(parser, args.output)
 
 
 def _check_reach_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -604,9 +764,12 @@ def _check_reach_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         )
 
 
-def _check_output(parser: argparse.ArgumentParser, out: Path) -> None:
+def _check_output(parser: argparse.ArgumentParser, output: str) -> None:
     """``--output``: a folder, created (with its parents) when missing, that this user can
-    write into."""
+    write into; not empty (``Path('')`` would be the current folder)."""
+    if not output:
+        parser.error("--output: expected a folder, got '' (use . for the current folder)")
+    out = Path(output)
     if out.exists() and not out.is_dir():
         parser.error(f'--output: expected a folder, got {str(out)!r}, which is not one')
     try:

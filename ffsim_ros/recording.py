@@ -2,7 +2,10 @@
 
 :class:`McapFile` writes serialized (CDR) messages to an MCAP file with the ``ros2`` profile,
 ``ros2msg`` schemas (the full message definition with its dependencies, as rosbag2 writes it)
-and ``cdr`` encoding, so ``ros2 bag info/play`` and Foxglove read the file.
+and ``cdr`` encoding, so ``ros2 bag info/play`` and Foxglove read the file. It is written as
+``<name>.part`` in the same folder and renamed to its name when finished (:meth:`McapFile.close`):
+a process killed before that leaves no half file under the name, and an earlier file of that
+name is kept until then.
 :class:`McapRecorder` subscribes to topics in raw form and writes them with it; log times are
 the simulated time of the last ``/clock`` message (monotonic; messages before the first one
 are logged at time 0). A campaign's replay (:mod:`ffsim_ros.campaign.replay`) writes its
@@ -11,6 +14,7 @@ messages with :class:`McapFile` directly.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +97,12 @@ def message_definition(type_name: str) -> str:
     return '\n'.join(parts) + '\n'
 
 
+def partial_path(path: Path) -> Path:
+    """Where :class:`McapFile` writes ``path`` until it is finished: ``<name>.part`` beside it."""
+    path = Path(path)
+    return path.with_name(path.name + '.part')
+
+
 def _type_name(msg_class: type) -> str:
     module = msg_class.__module__.split('.')
     return f'{module[0]}/msg/{msg_class.__name__}'
@@ -104,12 +114,14 @@ class McapFile:
     Parameters
     ----------
     path : Path
-        Output file (overwritten).
+        Output file. Written as :func:`partial_path` (``<name>.part``, overwritten) and renamed
+        over ``path`` by :meth:`close`: until then an earlier file ``path`` is untouched.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._file: BinaryIO = open(self.path, 'wb')  # noqa: SIM115 - closed in close()
+        self.part = partial_path(self.path)
+        self._file: BinaryIO = open(self.part, 'wb')  # noqa: SIM115 - closed in close()
         self._writer = Writer(self._file)
         self._writer.start(profile='ros2', library='ffsim_ros')
         self._schemas: dict[str, int] = {}
@@ -136,10 +148,15 @@ class McapFile:
         self.write(channel, time_ns, serialize_message(msg))
 
     def close(self) -> None:
-        """Finish the file (summary and index) and close it."""
+        """Finish the file (summary and index), close it and rename it to :attr:`path`
+        (replacing an earlier file). Idempotent. If finishing fails, the ``.part`` file stays
+        and the error is raised."""
         if not self._file.closed:
-            self._writer.finish()
-            self._file.close()
+            try:
+                self._writer.finish()
+            finally:
+                self._file.close()
+            os.replace(self.part, self.path)
 
     def __enter__(self) -> McapFile:
         return self
@@ -162,7 +179,8 @@ class McapRecorder:
     keep : set of str, optional
         Topics whose deserialized messages are also kept in memory (``self.messages``).
     latched : set of str, optional
-        Topics subscribed with transient-local durability (e.g. ``robot_description``).
+        Topics subscribed with transient-local durability (e.g. ``robot_description``,
+        ``goal_status``), reliable, the last 100 messages kept.
     """
 
     def __init__(
@@ -186,7 +204,7 @@ class McapRecorder:
             qos = QoSProfile(depth=1000)
             if latched and topic in latched:
                 qos = QoSProfile(
-                    depth=1,
+                    depth=100,
                     reliability=ReliabilityPolicy.RELIABLE,
                     durability=DurabilityPolicy.TRANSIENT_LOCAL,
                 )
@@ -210,5 +228,6 @@ class McapRecorder:
         return on_message
 
     def close(self) -> None:
-        """Finish the MCAP file (summary and index) and close it."""
+        """Finish the MCAP file (summary and index), close it and rename it to :attr:`path`
+        (:meth:`McapFile.close`)."""
         self._mcap.close()

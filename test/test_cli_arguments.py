@@ -76,6 +76,8 @@ def demo_error(argv: list[str], capsys) -> str:
         (['--seconds-per-goal', '0'], '--seconds-per-goal: expected'),
         (['--seconds-per-goal', 'inf'], '--seconds-per-goal: expected'),
         (['--output', '{tmp}/afile'], '--output: expected a folder'),
+        (['--output', ''], "--output: expected a folder, got ''"),
+        (['--scenario', 'capture', '--output', ''], "--output: expected a folder, got ''"),
         (['--output', '{tmp}/fifo.urdf'], '--output: expected a folder'),
         (['--output', '/proc/ffsim_out'], '--output: cannot create the folder'),
         (['--scenario', 'capture', '--output', '{tmp}/afile'], '--output: expected a folder'),

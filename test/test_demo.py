@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,8 +90,12 @@ def test_short_demo_records_plots_and_compares(tmp_path: Path, ros_env: dict[str
             '/ee_pose',
             '/status',
             '/joint_effort_commands',
+            '/ee_path',
+            '/goal_status',
+            '/diagnostics',
         }
         assert expected <= set(counts)
+        assert not (out / f'{mode}.mcap.part').exists()
         # joint_states at 100 Hz of sim time: count within 10 % of the recorded sim span
         span = stamps[-1] - stamps[0]
         assert span >= 5.9  # at least the 6 s of sim time after the goal
@@ -166,3 +173,122 @@ def test_demo_refuses_a_closed_chain_robot(tmp_path: Path, capsys) -> None:
     assert main(['demo', '--robot', 'floating_platform', '--output', str(tmp_path)]) == 2
     assert 'expected a tree' in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing started, nothing written
+
+
+def _write_mcap(path: Path, text: str) -> None:
+    """A small finished MCAP file with one ``/old`` message ``text``."""
+    from std_msgs.msg import String
+
+    from ffsim_ros.recording import McapFile
+
+    with McapFile(path) as out:
+        out.write_message(out.channel('/old', String), 1, String(data=text))
+
+
+def _read_mcap(path: Path) -> tuple[list[str], list[int]]:
+    """Topics and log times of the messages of ``path`` in file order, read with the summary
+    and CRCs checked (the seeking reader reads the footer first)."""
+    from mcap.reader import make_reader
+
+    topics, times = [], []
+    with open(path, 'rb') as stream:
+        reader = make_reader(stream, validate_crcs=True)
+        assert reader.get_summary() is not None
+        for _, channel, message in reader.iter_messages(log_time_order=False):
+            topics.append(channel.topic)
+            times.append(message.log_time)
+    return topics, times
+
+
+def test_mcap_file_replaces_an_earlier_file_only_when_finished(tmp_path: Path) -> None:
+    """McapFile writes <name>.part and renames it over <name> when closed: until then an
+    earlier file is untouched (a process killed meanwhile leaves it), and no half file is ever
+    under the name."""
+    from std_msgs.msg import String
+
+    from ffsim_ros.recording import McapFile, partial_path
+
+    path = tmp_path / 'run.mcap'
+    _write_mcap(path, 'earlier')
+    earlier = path.read_bytes()
+    assert not partial_path(path).exists()
+    new = McapFile(path)
+    channel = new.channel('/new', String)
+    for k in range(3000):  # 3 MB that do not compress much: chunks written (1 MB each)
+        new.write_message(channel, k, String(data=os.urandom(500).hex()))
+    new._file.flush()
+    assert partial_path(path).stat().st_size > 500_000  # written, not finished
+    assert path.read_bytes() == earlier  # (what a SIGKILL now would leave)
+    new.close()
+    new.close()  # idempotent
+    assert not partial_path(path).exists()
+    topics, times = _read_mcap(path)
+    assert topics == ['/new'] * 3000 and times == list(range(3000))
+
+
+def _session(sid: int) -> list[int]:
+    """Live (not zombie) processes of the session ``sid``."""
+    pids = []
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[3]) == sid and fields[0] != 'Z':
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.parametrize(('signum', 'code'), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_finishes_the_recording_and_stops_the_nodes(
+    tmp_path: Path, ros_env: dict[str, str], signum: signal.Signals, code: int
+) -> None:
+    """SIGTERM during the first mode (what `timeout` sends): exit 143 with one line (Ctrl-C,
+    SIGINT to the demo alone: the same, exit 130), the mode's
+    MCAP finished under its name (readable, log times monotonic in file order), no .part left,
+    no node left running, and the earlier recording of the mode not reached kept as it was."""
+    out = tmp_path / 'demo'
+    out.mkdir()
+    _write_mcap(out / 'reactionless.mcap', 'earlier')
+    _write_mcap(out / 'gjm_tracking.mcap', 'earlier')
+    earlier = (out / 'gjm_tracking.mcap').read_bytes()
+    argv = ['demo', '--short', '--seconds-per-goal', '60', '--output', str(out)]
+    stdout, stderr = tmp_path / 'stdout', tmp_path / 'stderr'
+    with open(stdout, 'w') as o, open(stderr, 'w') as e:
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'ffsim_ros.cli', *argv],
+            env=ros_env,
+            stdout=o,
+            stderr=e,
+            cwd=ROOT,
+            start_new_session=True,  # its session: the demo and the nodes it starts
+        )
+    try:
+        deadline = time.monotonic() + 180
+        while not (
+            stdout.read_text().count('goal 1/1') >= 2  # (a progress line a second)
+            and (out / 'reactionless.mcap.part').exists()
+        ):  # the first mode runs, its goal sent, recording
+            assert proc.poll() is None, stderr.read_text()[-3000:]
+            assert time.monotonic() < deadline, 'the demo did not reach its goal in 180 s'
+            time.sleep(0.1)
+        assert len(_session(proc.pid)) >= 3  # the demo, the simulator, the controller
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == code
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    err = stderr.read_text()
+    assert 'Traceback' not in err
+    assert f'ffsim demo: stopped by {signum.name}' in err and 'reactionless.mcap' in err
+    assert _session(proc.pid) == []  # no orphaned node
+    assert not list(out.glob('*.part'))
+    topics, times = _read_mcap(out / 'reactionless.mcap')
+    assert '/old' not in topics and topics.count('/ee_goal') == 1
+    assert '/joint_states' in topics and '/goal_status' in topics
+    assert all(b >= a for a, b in zip(times, times[1:], strict=False)) and times[-1] > 0
+    assert (out / 'gjm_tracking.mcap').read_bytes() == earlier  # never started: kept
+    assert not (out / 'summary.csv').exists()

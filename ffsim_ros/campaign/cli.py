@@ -18,6 +18,7 @@ of a control period, never inside a kernel, so that no run is failed by it).
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 from pathlib import Path
@@ -184,6 +185,8 @@ def _check_mcap(path: Path) -> None:
         raise ScenarioError(f'--mcap: cannot write {str(path)!r}: {reason}') from None
     if not existed:
         path.unlink(missing_ok=True)
+    if not os.access(path.parent, os.W_OK | os.X_OK):  # (written as <name>.part, then renamed)
+        raise ScenarioError(f'--mcap: cannot write into the folder of {str(path)!r}')
 
 
 def _check_ray_address(address: str) -> None:
