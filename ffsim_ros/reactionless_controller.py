@@ -6,30 +6,8 @@ J* under zero momentum (Yoshida & Umetani 1993), restricted to the reactionless 
 the base-arm coupling (Nguyen-Huynh 2013; Dimitrov & Yoshida 2004), turned into joint torques
 by computed torque on the unactuated-base dynamics ``tau = H* phiddot + c*``.
 
-Topics (relative names):
-
-=========================  ===================================  ==============================
-topic                      type                                 content
-=========================  ===================================  ==============================
-``joint_states`` (sub)     sensor_msgs/JointState               joint positions and rates,
-                                                                matched by joint name
-``base_odom`` (sub)        nav_msgs/Odometry                    base link pose in world_frame,
-                                                                twist in base link axes
-``ee_goal`` (sub)          geometry_msgs/PoseStamped            goal in world_frame
-``joint_effort_commands``  std_msgs/Float64MultiArray           efforts, model joint order
-``ee_pose``                geometry_msgs/PoseStamped            end effector in world_frame
-``ee_path``                nav_msgs/Path                        last ``EE_PATH_LENGTH`` end-
-                                                                effector poses in world_frame,
-                                                                one per ``EE_PATH_PERIOD``
-``status``                 std_msgs/Float64MultiArray           see ``STATUS_FIELDS``
-``goal_status``            diagnostic_msgs/DiagnosticStatus     the ee_goal's outcome (active,
-                                                                reached, aborted and why), on
-                                                                change, transient local
-``~/joint_trajectory``     trajectory_msgs/JointTrajectory      joint trajectory to follow
-(sub)                                                           (as ros2_controllers' JTC)
-``targets/<name>/odom``    nav_msgs/Odometry                    with ``capture.scenario``: the
-(sub)                                                           target's root link (REP 105)
-=========================  ===================================  ==============================
+Topics (relative names), parameters and services: the node's tables in README.md
+(``ffsim_reactionless_controller``); ``status`` fields in ``STATUS_FIELDS``.
 
 Capture (``capture.*`` parameters, issue 17): with a ``capture.scenario`` the node intercepts
 that scenario's target from its odometry inside the reaction null space, asks the simulator's
@@ -57,39 +35,26 @@ separated field names of ``STATUS_FIELDS`` (tracking error [m], base angular rat
 ``|P|`` [kg m/s], ``|L_g|`` [kg m^2/s], manipulability and condition number of the task rows
 of J*, mode index into ``MODES``, goal active 0/1): numeric, so it plots and records directly.
 
-Guards: an ``ee_goal`` with NaN/inf coordinates or orientation, in a frame other than
-world_frame, or out of reach is rejected with an error naming what was expected and what came,
-and changes nothing in progress: while a goal is active it goes on, the rejection only logged
-(``goal_status`` keeps the active goal's status); otherwise the rejection is a goal of its own
-on ``goal_status``, aborted at once with the reason ``rejected: ...``, and the arm is held still
-(zero commanded joint rates: a computed-torque brake) -- a joint trajectory followed, or held
-after it, goes on;
-without fresh ``joint_states`` and ``base_odom`` -- received at most ``state_timeout`` ago on
-the node's clock, and not "in the future" (received at a later time than now: the clock went
-back) -- no command is published, so the simulator's command timeout zeroes the efforts, and
-a well-formed ``ee_goal`` received then is rejected at once (``rejected: no fresh joint_states
-...`` on ``goal_status``; it replaces the active goal and preempts the trajectory, as any
-``ee_goal``), never kept to be carried out once state arrives (a goal sent before the
-simulator runs would otherwise start seconds later, unannounced). A malformed
-``joint_states`` (a joint named twice, missing or non-finite) or ``base_odom`` is logged and
-ignored, the last good state kept. When
-the node's clock jumps back (a new simulator restarting ``/clock`` from 0), or ahead by more
-than ``CLOCK_JUMP_AHEAD`` = 30 s (or ``state_timeout``, if longer) between two readings (the
-clock set forward, or this node stalled that long), everything learned under the old clock is
-dropped: the measured state, the goal (pending and active, ended as aborted saying how the clock
-jumped), the held attitude, the path and the trajectory (its goal aborted); control resumes,
-holding the arm still, once fresh state arrives on the new clock. The same happens (the
-measurement kept)
-when the measured state jumps: the ``joint_states`` or ``base_odom`` stamps go back (a time
-reset seen by a wall-clock controller), or a joint or base position lands farther than
-``jump_threshold`` from where the previous message and the velocities lead (a reset of the
-state, a moved base: ``continuity_gap``; messages more than ``JUMP_WINDOW`` = 0.1 s apart are
-not compared, since the prediction's error grows with the square of the interval) -- then the
-goal ends as aborted saying why and the arm is held still from the state after
-the jump, zero joint rates, so no torque spike. The base attitude held in reactionless mode
-is captured from the measurement when a goal is accepted, so a restarted controller picks up
-where the robot is. Every log line that can repeat (bad messages, goals accepted or rejected,
-stale state) is throttled: bad input and goals per kind of message (``LogThrottle``).
+Guards (README.md, "Reliability and security", has the details): an ``ee_goal`` that is
+malformed (NaN/inf, a frame other than world_frame), out of reach, inside (or within
+``reach.position_tolerance`` of) a ``<collision>`` primitive of the base body at the measured
+base pose, or received without fresh ``joint_states`` and ``base_odom`` (at most
+``state_timeout`` old on the node's clock) is rejected naming what was expected and what came:
+an active goal goes on (the rejection logged), else the rejection is a goal of its own on
+``goal_status``, aborted at once (``rejected: ...``), the arm held still. Without fresh state
+no command is published (the simulator's command timeout zeroes the efforts); a malformed
+``joint_states`` or ``base_odom`` is logged and ignored, the last good state kept. A clock
+jumping back, or ahead by more than ``CLOCK_JUMP_AHEAD`` (or ``state_timeout``), drops what
+was learned under the old clock -- state, goals (aborted or rejected saying how the clock
+jumped), held attitude, path, trajectory -- and control resumes, holding still, on fresh
+state; so does a jump of the measured state (stamps going back, or a position farther than
+``jump_threshold`` from where the previous message and the velocities lead, for messages at
+most ``JUMP_WINDOW`` apart). On simulated time a wall-clock watchdog (:meth:`_on_watchdog`)
+notices a clock stopped for ``CLOCK_STALL`` wall seconds: paused simulator (its publishers
+still there), the goal goes on and a pending one is taken; dead simulator, the goals are
+dropped and ``ee_goal`` is rejected at once until the clock advances. The attitude held in
+reactionless mode is captured from the measurement when a goal is accepted. Log lines that
+can repeat are throttled per kind (``LogThrottle``).
 
 Threads: the node is spun by rclpy's single-threaded executor (subscriptions, the control
 timer, parameters: the control state is touched by one callback at a time). The action and
@@ -111,12 +76,14 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 from collections import deque
 from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
@@ -156,11 +123,16 @@ from ffsim_ros.node_support.controller_parameters import (
     PARAMETERS,
     gains_from,
 )
+from ffsim_ros.node_support.controller_watch import (
+    ClockStall,
+    LateUpdates,
+    base_collision_shapes,
+)
 from ffsim_ros.node_support.goal_status import (
     GoalStatusPublisher,
     reach_settings_from,
 )
-from ffsim_ros.node_support.state_messages import joint_state_values
+from ffsim_ros.node_support.state_messages import joint_state_values, odometry_base_state
 from ffsim_ros.node_support.state_pairing import StatePairing
 from ffsim_ros.node_support.trajectory_action import (
     ERROR_CODES,
@@ -197,13 +169,12 @@ JUMP_WINDOW = 0.1
 #: 30 s is beyond such lags and still catches the jumps that mattered: a clock set forward
 #: by minutes ended the goal as a false ``goal_timeout`` (300 s by default).
 CLOCK_JUMP_AHEAD = 30.0
-#: An update later than this many control periods after the previous one is late.
-LATE_PERIODS = 2.5
-#: Late updates are warned about when at least ``LATE_COUNT`` of the last ``LATE_WINDOW``
-#: were: a persistent overload, not one hiccup (the processes of a launch compete for the
-#: cores while they load, which used to give one or two warnings at every start).
-LATE_WINDOW = 20
-LATE_COUNT = 3
+#: The node's clock is stalled when it has not advanced for this many wall seconds (or
+#: ``state_timeout``, if longer): on simulated time, a paused or dead simulator (its ``/clock``
+#: ticks 10 ms of simulated time apart, > 100 times a wall second at a real-time factor >= 1).
+CLOCK_STALL = 2.0
+#: Wall seconds between two looks at the node's clock (:meth:`_on_watchdog`).
+WATCHDOG_PERIOD = 0.5
 
 
 class ReactionlessControllerNode(Node):
@@ -229,7 +200,9 @@ class ReactionlessControllerNode(Node):
     def _build(self) -> None:
         values = PARAMETERS.declare(self)
         # the reactionless laws and the generalized Jacobian are for trees
-        model, _, _ = load_robot(values['robot_description'], values['robot_file'], tree_only=True)
+        model, urdf, _ = load_robot(
+            values['robot_description'], values['robot_file'], tree_only=True
+        )
         self.model = model
         ee_link = values['ee_link']
         if ee_link not in model.link_names:
@@ -272,15 +245,25 @@ class ReactionlessControllerNode(Node):
         #: a clock advancing by more than this [ns] between two readings jumped ahead (_now)
         self.clock_jump_ns = max(int(CLOCK_JUMP_AHEAD * 1e9), self.state_timeout_ns)
         self.world = values['world_frame'] or 'world'
+        source = 'robot_description' if values['robot_description'] else 'robot_file'
+        shapes, meshes = base_collision_shapes(urdf, model, source)  # (goals kept out of them)
+        if meshes:
+            self.get_logger().warning(
+                f'collision meshes of {meshes} left out: goals are kept out of the primitive '
+                'collision shapes of the base only'
+            )
+        reach = reach_settings_from(values)
         self.law = ReactionlessController(
             model,
             ee_link,
             mode=values['mode'],
             gains=gains_from(values),
             track_orientation=values['track_orientation'],
+            collision_shapes=shapes,
+            collision_margin=reach.position_tolerance,
         )
         # the ee_goal, its outcome and the attitude held: the supervisor's (issue 15)
-        self.supervisor = ReachSupervisor(self.law, reach_settings_from(values))
+        self.supervisor = ReachSupervisor(self.law, reach)
         # (positions or q_base, velocities or v_base, received at): paired by stamp; changed
         # by the control thread under the lock, read under it by the others (_measured)
         self._state: StatePairing[tuple[np.ndarray, np.ndarray, Time]] = StatePairing()
@@ -309,8 +292,7 @@ class ReactionlessControllerNode(Node):
         self._base_at_start: np.ndarray | None = None
         self._base_turned = 0.0
         self.control_period = 1.0 / values['control_rate_hz']
-        self._last_update_ns: int | None = None  # the node-clock time of the last update
-        self._late: deque[bool] = deque(maxlen=LATE_WINDOW)  # the last updates: late or not
+        self._late = LateUpdates(self.control_period)
 
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'joint_effort_commands', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'ee_pose', 10)
@@ -354,6 +336,13 @@ class ReactionlessControllerNode(Node):
         PARAMETERS.watch(self, self._on_parameters)
         rate = values['control_rate_hz']
         self.create_timer(1.0 / rate, self._on_timer)
+        # the node's clock seen stalled: on wall time, whatever the node's clock (_on_watchdog)
+        self._clock_stall = ClockStall()
+        self._stalled: str | None = None  # why goals are rejected at once while it lasts
+        self.clock_stall = max(CLOCK_STALL, values['state_timeout'])
+        self.create_timer(
+            WATCHDOG_PERIOD, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME)
+        )
         self.get_logger().info(
             f'{model.name}: controlling {ee_link} in {self.law.mode.value} mode at {rate:g} Hz'
             f' (use_sim_time={self.get_parameter("use_sim_time").value})'
@@ -412,6 +401,8 @@ class ReactionlessControllerNode(Node):
                 f'more than {self.clock_jump_ns * 1e-9:g} s between two readings: the clock '
                 'set forward, a simulator started at a later time, or this node stalled?',
             )
+        if now_ns != last:
+            self._stalled = None  # (the clock advances again: a resumed or new simulation)
         self._last_now_ns = now_ns
         return now
 
@@ -422,7 +413,6 @@ class ReactionlessControllerNode(Node):
         with self._state_lock:
             self._state.clear()
         self._previous_joints = self._previous_base = None
-        self._last_update_ns = None
         self._late.clear()
         self._drop_goals(what, cause)
         self._log_warning(
@@ -432,11 +422,20 @@ class ReactionlessControllerNode(Node):
 
     def _drop_goals(self, reason: str, cause: str = 'a reset of the simulation?') -> None:
         """Drop the goals (pending and active), the trajectory (aborted, saying ``reason`` and
-        the likely ``cause``), the held attitude and the path: the arm is then held still."""
-        self._pending_goal = None
+        the likely ``cause``), the held attitude and the path: the arm is then held still. A
+        pending goal (received, not taken yet) gets its own status after the active one's:
+        rejected, saying why."""
+        pending, self._pending_goal = self._pending_goal, None
         # goal (ended as aborted, saying why), its clock and the held attitude: arm held still
         self.supervisor.reset(f'dropped: {reason} ({cause})')
         self.goal_status.update(self.supervisor.status)
+        if pending is not None:
+            q, position = self._status_state(pending)
+            t = self.get_clock().now().nanoseconds * 1e-9
+            text = f'{reason} ({cause}) before the goal was taken'
+            self._log_error(f'ee_goal rejected ({text})')
+            self.supervisor.reject(t, q, text, position)
+            self.goal_status.update(self.supervisor.status)
         self._path_poses.clear()
         self._path_last_ns = None
         self._drop_trajectories(f'aborted: {reason} ({cause})')
@@ -500,6 +499,9 @@ class ReactionlessControllerNode(Node):
                 f'no fresh {" and ".join(stale)} at {now.nanoseconds * 1e-9:.3f} s '
                 f'(state_timeout {self.state_timeout_ns * 1e-9:g} s)'
             )
+        stalled = self._stalled  # (fresh on a clock that stopped with the simulator)
+        if stalled is not None:
+            return stalled
         return np.r_[base[0], joints[0]], np.r_[base[1], joints[1]]
 
     # ------------------------------------------------------------------------- callbacks
@@ -531,29 +533,8 @@ class ReactionlessControllerNode(Node):
                 f'{frame[:100]!r}; ignored, the last good state kept'
             )
             return
-        p = msg.pose.pose.position
-        o = msg.pose.pose.orientation
-        tw = msg.twist.twist
-        values = {
-            'position': (p.x, p.y, p.z),
-            'orientation': (o.x, o.y, o.z, o.w),
-            'linear': (tw.linear.x, tw.linear.y, tw.linear.z),
-            'angular': (tw.angular.x, tw.angular.y, tw.angular.z),
-        }
-        bad = {k: list(v) for k, v in values.items() if not all(math.isfinite(x) for x in v)}
-        if bad:
-            self._log_error(
-                f'base_odom: expected a finite pose and twist, got {bad}; ignored, the last '
-                'good state kept'
-            )
-            return
         try:
-            R = quat_to_matrix(quat_normalize([o.x, o.y, o.z, o.w], 'orientation'))
-            lin = R @ [tw.linear.x, tw.linear.y, tw.linear.z]  # base link axes -> world
-            ang = R @ [tw.angular.x, tw.angular.y, tw.angular.z]
-            qb, vb = D.base_state_from_link(
-                self.model, [p.x, p.y, p.z], [o.x, o.y, o.z, o.w], lin, ang
-            )
+            qb, vb = odometry_base_state(self.model, msg)
         except ValueError as exc:
             self._log_error(f'base_odom: {exc}; ignored, the last good state kept')
             return
@@ -571,6 +552,48 @@ class ReactionlessControllerNode(Node):
                     self._state.clear_joints()
         with self._state_lock:
             self._state.add_base(stamp_ns(msg.header.stamp), (qb, vb, now))
+
+    def _on_watchdog(self) -> None:
+        """Every ``WATCHDOG_PERIOD`` wall seconds: notice a node clock that has not advanced
+        for ``clock_stall`` wall seconds (simulated time: the simulator paused or dead; the
+        control timer, on the node's clock, then never fires). With the ``joint_states`` and
+        ``base_odom`` publishers still there, the simulation is paused: the active goal stays
+        active and a pending goal is taken on the last state (it would wait for the resume
+        unannounced). With either gone (the simulator died), the goals are dropped -- the
+        active one aborted, the pending one rejected, saying why -- and every ee_goal is
+        rejected at once until the clock advances again."""
+        now_ns = self.get_clock().now().nanoseconds
+        stalled_for = self._clock_stall.observe(now_ns, time.monotonic())
+        if stalled_for < self.clock_stall or self.capture is not None:
+            return
+        missing = [n for n in ('joint_states', 'base_odom') if self.count_publishers(n) == 0]
+        if not missing:  # paused: the goal in progress goes on at the resume
+            if self._pending_goal is not None:
+                goal, self._pending_goal = self._pending_goal, None
+                measured = self._measured()
+                t = now_ns * 1e-9
+                if isinstance(measured, str):
+                    self._reject_without_state(goal, t, measured)
+                else:
+                    self._accept_goal(goal, t, measured[0])
+                    self.goal_status.update(self.supervisor.status)
+            return
+        first = self._stalled is None
+        self._stalled = (
+            f'the simulation clock has not advanced for {stalled_for:.1f} s and no simulator '
+            f'publishes {" or ".join(missing)}'
+        )
+        busy = (
+            self._pending_goal is not None
+            or self.supervisor.status.outcome is GoalOutcome.ACTIVE
+            or self._request is not None
+        )
+        if busy:
+            self._drop_goals(self._stalled, 'the simulator stopped?')
+        if first or busy:
+            self._log_warning(
+                f'{self._stalled}: goals dropped, ee_goal rejected until the clock advances'
+            )
 
     def _on_goal(self, msg: PoseStamped) -> None:
         """Check the goal and keep it for the next update (module docstring): a goal that
@@ -697,15 +720,11 @@ class ReactionlessControllerNode(Node):
 
     # ------------------------------------------------------------------------------ loop
     def _check_period(self, now_ns: int) -> bool:
-        """Whether this update comes more than ``LATE_PERIODS`` control periods of the node's
-        clock after the previous one; warned (throttled) when ``LATE_COUNT`` of the last
-        ``LATE_WINDOW`` updates were late: on simulated time, the simulation runs faster than
-        this controller keeps up, and the law (tuned for its period) degrades."""
-        last, self._last_update_ns = self._last_update_ns, now_ns
-        gap = 0.0 if last is None else (now_ns - last) * 1e-9
-        late = gap > LATE_PERIODS * self.control_period
-        self._late.append(late)
-        if late and sum(self._late) >= LATE_COUNT:
+        """Whether this update is late on the node's clock (:class:`LateUpdates`), warned
+        (throttled) when it keeps happening: on simulated time, the simulation runs faster
+        than this controller keeps up, and the law (tuned for its period) degrades."""
+        late, gap = self._late.observe(now_ns)
+        if gap is not None:
             self.get_logger().warning(
                 f'control update {gap * 1e3:.1f} ms after the previous one on the node clock '
                 f'(period {self.control_period * 1e3:g} ms): the simulation runs faster than '

@@ -136,3 +136,109 @@ def test_goal_outcomes_over_dds(ros_process, ros_node, ros_executor, wait_until)
         for s in statuses
     )
     assert sim.is_running() and ctl.is_running()
+
+
+@pytest.mark.ros
+def test_goals_answered_when_the_simulator_pauses_or_dies(
+    ros_process, ros_node, ros_executor, wait_until
+) -> None:
+    """On simulated time the node's clock stops with the simulator. Paused (its publishers
+    still there): the active goal stays active and a goal sent meanwhile is answered (taken,
+    active). Killed (SIGKILL: no goodbye on DDS): the active goal ends as aborted and a goal
+    sent then is rejected, each saying that the clock stopped and no simulator publishes
+    joint_states -- never left without an answer (the goal was kept for a control update
+    that never came)."""
+    import os
+    import signal
+
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from simulation_interfaces.msg import SimulationState
+    from simulation_interfaces.srv import SetSimulationState
+
+    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=1.0'], name='sim')
+    ctl = ros_process(
+        'ffsim_ros.reactionless_controller',
+        ros_args=['-p', 'use_sim_time:=true'],
+        name='controller',
+    )
+    node = ros_node('probe')
+    ros_executor.add_node(node)
+    statuses: list = []
+    poses: list = []
+    latched = QoSProfile(
+        depth=50,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    subs = [
+        node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched),
+        node.create_subscription(PoseStamped, 'ee_pose', poses.append, 100),
+    ]
+    goals = node.create_publisher(PoseStamped, 'ee_goal', 10)
+    set_state = node.create_client(SetSimulationState, '/ffsim_simulator/set_simulation_state')
+    assert wait_until(
+        lambda: (
+            all(s.get_publisher_count() for s in subs)
+            and goals.get_subscription_count()
+            and poses
+            and set_state.service_is_ready()
+        ),
+        60,
+        ros_executor,
+    ), ctl.describe()
+
+    def send(offset) -> None:
+        p = poses[-1].pose.position
+        msg = PoseStamped()
+        msg.header.frame_id = 'world'
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
+            np.array([p.x, p.y, p.z]) + offset
+        ).tolist()
+        msg.pose.orientation.w = 1.0
+        goals.publish(msg)
+
+    def of(goal_id: int, which: str) -> list:
+        return [
+            s
+            for s in statuses
+            if {kv.key: kv.value for kv in s.values}.get('goal_id') == str(goal_id)
+            and s.message.startswith(which)
+        ]
+
+    def outcome(goal_id: int, which: str, timeout: float = 60.0):
+        assert wait_until(lambda: of(goal_id, which), timeout, ros_executor), (
+            [s.message for s in statuses],
+            ctl.describe(),
+        )
+        return of(goal_id, which)[0]
+
+    # a goal 0.3 m away (about 5 s of motion), then the simulation paused
+    send(np.array([0.1, 0.2, -0.2]))
+    outcome(1, 'active')
+    future = set_state.call_async(
+        SetSimulationState.Request(state=SimulationState(state=SimulationState.STATE_PAUSED))
+    )
+    assert wait_until(future.done, 20, ros_executor)
+    assert future.result().result.result == 1, future.result().result  # RESULT_OK
+    # paused: well beyond the stall the node notices (2 s of wall time), the goal goes on
+    assert not wait_until(lambda: of(1, 'aborted'), 6.0, ros_executor), ctl.describe()
+    assert 'active' in statuses[-1].message, [s.message for s in statuses]
+    # a goal sent while paused is answered (taken on the paused state), not kept unannounced
+    send(np.array([0.1, 0.2, -0.2]))
+    outcome(2, 'active', 20.0)
+    assert not of(1, 'reached') and not of(1, 'aborted')  # (replaced by goal 2)
+    # killed: no goodbye on DDS, its publishers vanish once their lease expires
+    os.killpg(sim.pid, signal.SIGKILL)
+    sim.popen.wait(timeout=10)
+    why = 'the simulation clock has not advanced for '
+    aborted = outcome(2, 'aborted', 90.0)
+    assert why in aborted.message and 'no simulator publishes' in aborted.message, aborted.message
+    # a goal sent now is rejected at once, saying why
+    send(np.array([0.0, 0.02, 0.0]))
+    rejected = outcome(3, 'aborted', 20.0)
+    assert 'rejected: ' + why in rejected.message, rejected.message
+    assert 'joint_states' in rejected.message, rejected.message
+    assert not of(3, 'active')
+    assert ctl.is_running()

@@ -129,6 +129,64 @@ def test_gains_and_goals_are_validated() -> None:
         ReactionlessController(MODEL, 'no_such_link')
 
 
+def test_point_distance_of_each_shape() -> None:
+    from ffsim_ros.scene.geometry import Box, Capsule, Cylinder, Sphere, point_distance
+
+    box = Box((2.0, 1.0, 0.5))
+    assert point_distance(box, [0.0, 0.0, 0.0]) == pytest.approx(-0.25)  # to the nearest face
+    assert point_distance(box, [1.1, 0.0, 0.0]) == pytest.approx(0.1)
+    assert point_distance(box, [1.3, 0.9, 0.0]) == pytest.approx(0.5)  # (0.3, 0.4) to an edge
+    assert point_distance(Sphere(0.5), [0.0, 0.3, 0.0]) == pytest.approx(-0.2)
+    cyl = Cylinder(0.5, 2.0)
+    assert point_distance(cyl, [0.3, 0.4, 0.9]) == pytest.approx(-0.0)
+    assert point_distance(cyl, [0.0, 0.0, 0.0]) == pytest.approx(-0.5)
+    assert point_distance(cyl, [0.0, 0.0, 1.5]) == pytest.approx(0.5)
+    cap = Capsule(0.5, 2.0)
+    assert point_distance(cap, [0.0, 0.0, 1.4]) == pytest.approx(-0.1)  # in a cap
+    assert point_distance(cap, [0.0, 0.8, 0.0]) == pytest.approx(0.3)
+
+
+def test_goals_inside_the_base_are_refused_at_the_measured_base_pose() -> None:
+    """A goal inside the collision geometry of the base body (the base link and the links
+    fixed to it) is refused, naming the link and the shape, with the margin; where the base is
+    now (free-floating: it moved and turned), not where it started; shapes of the arm's links
+    are no such volume; a robot without collision geometry has no such check."""
+    from ffsim_ros.scene.geometry import shapes_from_urdf
+
+    shapes = shapes_from_urdf(sample_robot('ffsim_servicer_7dof'), model=MODEL, meshes='ignore')
+    margin = 0.005
+    law = ReactionlessController(
+        MODEL, 'ee_link', collision_shapes=shapes, collision_margin=margin
+    )
+    assert {s.link for s in law.base_shapes.shapes} >= {'base_link', 'arm_mount'}
+    q = D.neutral(MODEL)
+    pb, Rb = D.link_pose(MODEL, q, 'base_link')
+    inside = pb + Rb @ [0.7, 0.0, 0.3]  # in the base box (1.8 x 1.6 x 1.6 m) by 0.2 m
+    with pytest.raises(ValueError, match="inside the robot's base") as err:
+        law.check_goal(q, inside)
+    assert "box 1.8 x 1.6 x 1.6 m of link 'base_link'" in str(err.value)
+    # the margin: a goal just outside the face is refused, one beyond the margin is not
+    face = pb + Rb @ [0.9 + 0.5 * margin, 0.0, -0.5]
+    with pytest.raises(ValueError, match="too close to the robot's base"):
+        law.check_goal(q, face)
+    law.check_goal(q, pb + Rb @ [0.9 + 2.0 * margin, 0.0, -0.5])
+    # the base moved back by 0.5 m and turned about z: the same point is now outside its box
+    moved = q.copy()
+    moved[0] -= 0.5
+    moved[3:7] = [0.0, 0.0, np.sin(0.05), np.cos(0.05)]
+    pm, Rm = D.link_pose(MODEL, moved, 'base_link')
+    assert np.abs(Rm.T @ (inside - pm)).max() > 0.9 + margin  # (outside the box)
+    law.check_goal(moved, inside)
+    with pytest.raises(ValueError, match="'base_link'"):  # where the base is now
+        law.check_goal(moved, pm + Rm @ [0.7, 0.0, 0.3])
+    # the arm's own shapes are not the base: the gripper box is no refused volume
+    law.check_goal(q, D.link_pose(MODEL, q, 'arm_link_7')[0])
+    # no collision geometry: only the reach is checked (the goal inside the base accepted)
+    ReactionlessController(MODEL, 'ee_link').check_goal(q, inside)
+    with pytest.raises(ValueError, match='collision_margin'):
+        ReactionlessController(MODEL, 'ee_link', collision_margin=-1.0)
+
+
 def test_gains_must_be_real_scalars() -> None:
     """A string, None, a bool, a complex number or an array is no gain: a TypeError names it
     (not numpy's ufunc error or 'truth value is ambiguous'); ints and float32 are taken, as
@@ -493,6 +551,8 @@ def test_bad_goals_rejected_and_stale_state_stops_commands(
         ([np.nan, 0.0, 0.0], 'world', 'finite'),
         (here + [0.0, 0.1, 0.0], 'base_link', "expected frame_id 'world'"),
         (here + [10.0, 0.0, 0.0], 'world', 'unreachable'),
+        # inside the base box (the default servicer's, 1.8 x 1.6 x 1.6 m about the origin)
+        ([0.0, 0.0, 0.0], 'world', "inside the robot's base: [0.0, 0.0, 0.0] is 0."),
     ):
         loop.send_goal(goal, frame)
         assert wait_until(lambda t=text: t in ctl.stderr(), 20, ros_executor), ctl.describe()

@@ -55,7 +55,7 @@ stalls and recovers from them):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +63,7 @@ import numpy as np
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.inputs import is_real_scalar, real_array
 from ffsim_ros.dynamics.lie import is_rotation, matrix_log, matrix_to_quat
+from ffsim_ros.scene.geometry import CollisionShape, PlacedShapes, describe_shape, point_distance
 
 from .modes import ControlMode
 from .rns import (
@@ -255,11 +256,19 @@ class ReactionlessController:
     gains : Gains
     track_orientation : bool
         Track the goal orientation too (6 task rows) instead of the position only.
+    collision_shapes : sequence of CollisionShape
+        The robot's collision shapes (:func:`~ffsim_ros.scene.geometry.shapes_from_urdf`);
+        those on the base body (the base link and the links fixed to it) are the volume
+        :meth:`check_goal` keeps goals out of; the others are ignored. Empty (default): no
+        such check.
+    collision_margin : float
+        A goal closer than this to the base's shapes [m] (or inside them) is refused.
 
     Raises
     ------
     ValueError
-        A fixed-base model or one with spherical joints, an unknown link or mode.
+        A fixed-base model or one with spherical joints, an unknown link or mode, a shape
+        on a link the model does not have, a negative or non-finite margin.
     """
 
     def __init__(
@@ -270,6 +279,8 @@ class ReactionlessController:
         mode: ControlMode | str = ControlMode.REACTIONLESS,
         gains: Gains | None = None,
         track_orientation: bool = False,
+        collision_shapes: Sequence[CollisionShape] = (),
+        collision_margin: float = 0.0,
     ) -> None:
         if not model.floating_base or model.nq != 7 + model.n:  # (phi = q[7:], one per joint)
             raise ValueError(
@@ -292,6 +303,13 @@ class ReactionlessController:
         self._joint_goal: np.ndarray | None = None
         self._joint_goal_key: tuple | None = None
         self.reach = self._estimate_reach()
+        margin = float(collision_margin)
+        if not math.isfinite(margin) or margin < 0.0:
+            raise ValueError(f'collision_margin: expected a finite value >= 0, got {margin!r}')
+        self.collision_margin = margin
+        on_base = [s for s in collision_shapes if model.frame(s.link).body == 0]
+        #: the base body's collision shapes, placed (None: no collision geometry on the base)
+        self.base_shapes = PlacedShapes(model, on_base) if on_base else None
 
     @property
     def mode(self) -> ControlMode:
@@ -346,7 +364,8 @@ class ReactionlessController:
             evaluated.
         goal_position : (3,) goal of the ``ee_link`` frame's origin, inertial (world) frame [m]
             (as :meth:`compute`'s); reachable within 98 % of ``reach`` [m] from the
-            shoulder.
+            shoulder, and farther than ``collision_margin`` outside every collision shape of
+            the base body (``collision_shapes``) at ``q``.
 
         Raises
         ------
@@ -354,9 +373,10 @@ class ReactionlessController:
             Coordinates that are not real numbers (complex numbers, strings, ...).
         ValueError
             Not 3 coordinates, non-finite values, a goal farther from the shoulder than the
-            arm's reach, or (in ``reactionless`` mode) no joint motion that leaves the base
-            still moves the end effector (e.g. an arm of three joints or fewer: the reaction
-            null space is empty).
+            arm's reach, inside the base's collision geometry (or within the margin of it:
+            the message names the link and the shape), or (in ``reactionless`` mode) no joint
+            motion that leaves the base still moves the end effector (e.g. an arm of three
+            joints or fewer: the reaction null space is empty).
         """
         goal_position = checked_array(goal_position, 'goal', (3,), '3 finite coordinates')
         # (math.dist scales: 1e308 m away is 1e308, not an overflow to inf with a warning)
@@ -367,6 +387,7 @@ class ReactionlessController:
                 f'shoulder, expected at most '
                 f'{0.98 * self.reach:.3f} m (98 % of the reach, {self.reach:.3f} m)'
             )
+        self._check_base_collision(q, goal_position)
         if self.mode is ControlMode.REACTIONLESS:
             terms = self.task_terms(q)
             J = terms.J_star[self._rows]
@@ -379,6 +400,29 @@ class ReactionlessController:
                     f'goal unreachable in reactionless mode: no motion of the {self.model.n} '
                     f'joints leaves the base still and moves the end effector (reaction null '
                     f'space of dimension {JN.shape[1]}); use gjm_tracking'
+                )
+
+    def _check_base_collision(self, q: np.ndarray, goal: np.ndarray) -> None:
+        """Raise ValueError if ``goal`` (3,) lies inside (or within ``collision_margin`` of)
+        a collision shape of the base body placed at ``q`` (the base moves: the measured
+        configuration), naming the link and the shape."""
+        placed = self.base_shapes
+        if placed is None:
+            return
+        Rb, p = placed.world(np.asarray(q, dtype=float))
+        for i, shape in enumerate(placed.shapes):
+            local = placed.rotation(Rb, i).T @ (goal - p[i])
+            d = point_distance(shape.shape, local)
+            if d < self.collision_margin:
+                what, where = (
+                    ("goal inside the robot's base", f'{-d:.4g} m inside')
+                    if d < 0.0
+                    else ("goal too close to the robot's base", f'only {d:.4g} m outside')
+                )
+                raise ValueError(
+                    f'{what}: {goal.tolist()} is {where} the collision '
+                    f'{describe_shape(shape.shape)} of link {shape.link!r} (on the base), '
+                    f'expected at least {self.collision_margin:.4g} m outside it'
                 )
 
     # ------------------------------------------------------------------------------------------

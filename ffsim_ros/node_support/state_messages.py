@@ -2,7 +2,8 @@
 
 ``joint_states``, ``/tf``, ``base_odom``, ``momentum``, ``markers`` and ``/clock`` (see
 ``ffsim_ros.simulator``), all stamped with the snapshot's simulated time; and, on the
-receiving side, :func:`joint_state_values` (a ``joint_states`` message checked whole).
+receiving side, :func:`joint_state_values` (a ``joint_states`` message checked whole) and
+:func:`odometry_base_state` (a ``base_odom`` message as base coordinates).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ffsim_ros.dynamics.lie import quat_rotate_inverse
+import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_normalize, quat_rotate_inverse, quat_to_matrix
 from ffsim_ros.sim import Snapshot
 
 from .common import to_stamp
@@ -101,6 +103,32 @@ def joint_state_values(
             )
         )
     return pos, vel
+
+
+def odometry_base_state(model: D.Model, msg: Odometry) -> tuple[np.ndarray, np.ndarray]:
+    """The base coordinates ``(q_b (7,), v_b (6,))`` of ``model`` -- base CoM [m] and
+    quaternion (x, y, z, w), their world-frame velocities [m/s, rad/s] -- from a ``base_odom``
+    message: the base link's pose in the world and its twist in base link axes (REP 105).
+
+    Raises
+    ------
+    ValueError
+        A non-finite pose or twist (naming which), or a quaternion that is not one.
+    """
+    p, o, tw = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
+    values = {
+        'position': (p.x, p.y, p.z),
+        'orientation': (o.x, o.y, o.z, o.w),
+        'linear': (tw.linear.x, tw.linear.y, tw.linear.z),
+        'angular': (tw.angular.x, tw.angular.y, tw.angular.z),
+    }
+    bad = {k: list(v) for k, v in values.items() if not all(math.isfinite(x) for x in v)}
+    if bad:
+        raise ValueError(f'expected a finite pose and twist, got {bad}')
+    R = quat_to_matrix(quat_normalize(values['orientation'], 'orientation'))
+    lin = R @ values['linear']  # base link axes -> world
+    ang = R @ values['angular']
+    return D.base_state_from_link(model, values['position'], values['orientation'], lin, ang)
 
 
 class StateMessages:

@@ -19,6 +19,7 @@ distances (negative when the shapes overlap) with witness points and the normal.
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
@@ -223,6 +224,37 @@ class CollisionShape:
     def renamed(self, link: str) -> CollisionShape:
         """The same shape on link ``link`` (e.g. a prefixed name in a welded model)."""
         return CollisionShape(link, self.shape, self.rotation, self.translation)
+
+
+def point_distance(shape: Shape, point: np.ndarray) -> float:
+    """Signed distance [m] from ``point`` (3,), in the shape's frame, to the surface of
+    ``shape``: positive outside, negative inside (minus the depth below the surface).
+
+    Closed forms: the sphere and the capsule (distance to the centre, or to the segment between
+    the cap centres, less the radius); the box and the cylinder (the exact signed distance of
+    the excess over the half extents: axes x, y, z, or the radial distance and z).
+    """
+    p = np.asarray(point, dtype=float).reshape(3)
+    if isinstance(shape, Sphere):
+        return float(np.linalg.norm(p)) - shape.radius
+    if isinstance(shape, Capsule):
+        z = min(max(p[2], -0.5 * shape.length), 0.5 * shape.length)
+        return float(math.dist(p.tolist(), [0.0, 0.0, z])) - shape.radius
+    if isinstance(shape, Box):
+        excess = np.abs(p) - 0.5 * np.array(shape.size)
+    else:  # Cylinder
+        excess = np.array([math.hypot(p[0], p[1]) - shape.radius, abs(p[2]) - 0.5 * shape.length])
+    return float(np.linalg.norm(np.maximum(excess, 0.0)) + min(excess.max(), 0.0))
+
+
+def describe_shape(shape: Shape) -> str:
+    """``'box 1.8 x 1.6 x 1.6 m'``, ``'sphere of radius 0.1 m'``, ... (for messages)."""
+    if isinstance(shape, Box):
+        return 'box ' + ' x '.join(f'{x:.4g}' for x in shape.size) + ' m'
+    if isinstance(shape, Sphere):
+        return f'sphere of radius {shape.radius:.4g} m'
+    kind = 'capsule' if isinstance(shape, Capsule) else 'cylinder'
+    return f'{kind} of radius {shape.radius:.4g} m, length {shape.length:.4g} m'
 
 
 def _floats(text: str | None, count: int, default: Sequence[float], where: str) -> np.ndarray:
@@ -436,5 +468,7 @@ __all__ = [
     'Shape',
     'Sphere',
     'check_links',
+    'describe_shape',
+    'point_distance',
     'shapes_from_urdf',
 ]
