@@ -195,6 +195,18 @@ def ros_environment(domain_id: int, log_dir: Path) -> dict[str, str]:
     return env
 
 
+def terminate_with_parent() -> None:
+    """In a child process before it runs (``preexec_fn``): ask Linux to send it SIGTERM when
+    the process that started it dies, so a demo killed outright (SIGKILL, no clean-up) leaves
+    no node running on the domain id it released. Elsewhere: nothing."""
+    if not sys.platform.startswith('linux'):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def stop_processes(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
     """SIGINT every running process (ROS nodes shut down cleanly), then SIGKILL stragglers."""
     for p in procs:
@@ -348,6 +360,7 @@ def _start_nodes(
                 env=env,
                 stdout=stream,
                 stderr=subprocess.STDOUT,
+                preexec_fn=terminate_with_parent,  # noqa: PLW1509 - before rclpy's threads
             )
         except BaseException:
             stream.close()

@@ -303,8 +303,10 @@ class ReactionlessControllerNode(Node):
         self.pub_status = self.create_publisher(Float64MultiArray, 'status', 10)
         # state feedback: only the newest message (depth 1), so that a controller running
         # behind (a loaded machine) never closes its loop on a backlog of older states
-        self.create_subscription(JointState, 'joint_states', self._on_joints, 1)
-        self.create_subscription(Odometry, 'base_odom', self._on_odom, 1)
+        self._state_subs = (  # (their resolved, remapped names: the watchdog counts on them)
+            self.create_subscription(JointState, 'joint_states', self._on_joints, 1),
+            self.create_subscription(Odometry, 'base_odom', self._on_odom, 1),
+        )
         self.create_subscription(PoseStamped, 'ee_goal', self._on_goal, 10)
         self.trajectories = TrajectoryInterfaces(
             self,
@@ -554,19 +556,16 @@ class ReactionlessControllerNode(Node):
             self._state.add_base(stamp_ns(msg.header.stamp), (qb, vb, now))
 
     def _on_watchdog(self) -> None:
-        """Every ``WATCHDOG_PERIOD`` wall seconds: notice a node clock that has not advanced
-        for ``clock_stall`` wall seconds (simulated time: the simulator paused or dead; the
-        control timer, on the node's clock, then never fires). With the ``joint_states`` and
-        ``base_odom`` publishers still there, the simulation is paused: the active goal stays
-        active and a pending goal is taken on the last state (it would wait for the resume
-        unannounced). With either gone (the simulator died), the goals are dropped -- the
-        active one aborted, the pending one rejected, saying why -- and every ee_goal is
-        rejected at once until the clock advances again."""
+        """Every ``WATCHDOG_PERIOD`` wall seconds: a node clock stopped for ``clock_stall`` wall
+        seconds (its control timer then never fires) with the state's publishers still there
+        is a paused simulation (a pending goal is taken on the last state); with one gone, a
+        dead one: goals dropped saying why, ee_goal rejected until the clock advances."""
         now_ns = self.get_clock().now().nanoseconds
         stalled_for = self._clock_stall.observe(now_ns, time.monotonic())
         if stalled_for < self.clock_stall or self.capture is not None:
             return
-        missing = [n for n in ('joint_states', 'base_odom') if self.count_publishers(n) == 0]
+        subs = self._state_subs  # (count_publishers does not remap a name: theirs are)
+        missing = [s.topic_name for s in subs if self.count_publishers(s.topic_name) == 0]
         if not missing:  # paused: the goal in progress goes on at the resume
             if self._pending_goal is not None:
                 goal, self._pending_goal = self._pending_goal, None
@@ -789,7 +788,8 @@ class ReactionlessControllerNode(Node):
             return
         self.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
         pose = PoseStamped()  # stamped with the state it is computed from, not the update's
-        pose.header.stamp = Time(nanoseconds=state_ns).to_msg()  # time (up to 50 ms later)
+        stamp = now if state_ns is None or state_ns < 0 else Time(nanoseconds=state_ns)
+        pose.header.stamp = stamp.to_msg()  # (a negative stamp, from some other publisher: now)
         pose.header.frame_id = self.world
         pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (
             float(x) for x in out.ee_position

@@ -241,6 +241,45 @@ def _session(sid: int) -> list[int]:
     return pids
 
 
+def test_a_killed_demo_leaves_no_node_and_no_file_under_its_name(
+    tmp_path: Path, ros_env: dict[str, str]
+) -> None:
+    """SIGKILL to the demo alone (no clean-up runs): its nodes get SIGTERM from the kernel
+    (PR_SET_PDEATHSIG) and end -- they kept running on the domain id the demo released --, and
+    the earlier recording stays under the mode's name (the new one only as .part)."""
+    out = tmp_path / 'demo'
+    out.mkdir()
+    _write_mcap(out / 'reactionless.mcap', 'earlier')
+    earlier = (out / 'reactionless.mcap').read_bytes()
+    argv = ['demo', '--short', '--seconds-per-goal', '60', '--output', str(out)]
+    stdout = tmp_path / 'stdout'
+    with open(stdout, 'w') as o:
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'ffsim_ros.cli', *argv],
+            env=ros_env,
+            stdout=o,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 180
+        while not (out / 'reactionless.mcap.part').exists() or len(_session(proc.pid)) < 3:
+            assert proc.poll() is None, stdout.read_text()[-3000:]
+            assert time.monotonic() < deadline, 'the demo did not start its nodes in 180 s'
+            time.sleep(0.1)
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 60
+        while _session(proc.pid):  # the nodes end on their own (clean shutdown on SIGTERM)
+            assert time.monotonic() < deadline, f'nodes left running: {_session(proc.pid)}'
+            time.sleep(0.1)
+    finally:
+        if _session(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (out / 'reactionless.mcap').read_bytes() == earlier
+
+
 @pytest.mark.parametrize(('signum', 'code'), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_sigterm_finishes_the_recording_and_stops_the_nodes(
     tmp_path: Path, ros_env: dict[str, str], signum: signal.Signals, code: int

@@ -157,10 +157,21 @@ def test_goals_answered_when_the_simulator_pauses_or_dies(
     from simulation_interfaces.msg import SimulationState
     from simulation_interfaces.srv import SetSimulationState
 
-    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=1.0'], name='sim')
+    # the simulator in a namespace, the controller's topics remapped to it: the watchdog must
+    # count publishers on the remapped names (count_publishers does not remap: the paused
+    # simulator was taken for a dead one)
+    sim = ros_process(
+        'ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=1.0', '-r', '__ns:=/sim'],
+        name='sim',
+    )  # fmt: skip
+    remaps = [
+        arg
+        for topic in ('joint_states', 'base_odom', 'joint_effort_commands')
+        for arg in ('-r', f'{topic}:=/sim/{topic}')
+    ]
     ctl = ros_process(
         'ffsim_ros.reactionless_controller',
-        ros_args=['-p', 'use_sim_time:=true'],
+        ros_args=['-p', 'use_sim_time:=true', *remaps],
         name='controller',
     )
     node = ros_node('probe')
@@ -177,7 +188,7 @@ def test_goals_answered_when_the_simulator_pauses_or_dies(
         node.create_subscription(PoseStamped, 'ee_pose', poses.append, 100),
     ]
     goals = node.create_publisher(PoseStamped, 'ee_goal', 10)
-    set_state = node.create_client(SetSimulationState, '/ffsim_simulator/set_simulation_state')
+    set_state = node.create_client(SetSimulationState, '/sim/ffsim_simulator/set_simulation_state')
     assert wait_until(
         lambda: (
             all(s.get_publisher_count() for s in subs)
@@ -239,6 +250,6 @@ def test_goals_answered_when_the_simulator_pauses_or_dies(
     send(np.array([0.0, 0.02, 0.0]))
     rejected = outcome(3, 'aborted', 20.0)
     assert 'rejected: ' + why in rejected.message, rejected.message
-    assert 'joint_states' in rejected.message, rejected.message
+    assert '/sim/joint_states' in rejected.message, rejected.message
     assert not of(3, 'active')
     assert ctl.is_running()

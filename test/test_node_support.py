@@ -663,6 +663,43 @@ def test_controller_pairs_joints_and_base_of_one_instant(rclpy_context) -> None:
         node.destroy_node()
 
 
+def test_ee_pose_stamp_of_the_state_and_a_negative_stamp_survived(rclpy_context) -> None:
+    """ee_pose carries the stamp of the measured state it was computed from; a state stamped
+    before the epoch (some other publisher's) made building that stamp raise inside the
+    control update and end the node (exit 1): such a pose is stamped with the update's time."""
+    from builtin_interfaces.msg import Time as TimeMsg
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.node_support.common import stamp_ns
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        callbacks = {s.topic_name: s.callback for s in node.subscriptions}
+        names = list(node.model.joint_names)
+        poses: list = []
+        node.pub_pose.publish = poses.append  # type: ignore[method-assign]
+        for stamp in (TimeMsg(sec=-3, nanosec=0), TimeMsg(sec=7, nanosec=5_000_000)):
+            joints = JointState(name=names, position=[0.1] * len(names))
+            joints.velocity = [0.0] * len(names)
+            joints.header.stamp = stamp
+            odom = Odometry()
+            odom.pose.pose.orientation.w = 1.0
+            odom.header.stamp = stamp
+            callbacks['/joint_states'](joints)
+            callbacks['/base_odom'](odom)
+            before = node.get_clock().now().nanoseconds
+            node._on_timer()
+            got = stamp_ns(poses[-1].header.stamp)
+            if stamp.sec >= 0:
+                assert got == stamp_ns(stamp)
+            else:
+                assert got >= before
+    finally:
+        node.destroy_node()
+
+
 def test_a_jump_ends_the_goal_as_aborted_and_only_close_messages_are_compared(
     rclpy_context,
 ) -> None:

@@ -53,6 +53,9 @@ SPEED_TOLERANCE = 1e-9
 #: the wrong state before single changes (:func:`_braking_impulses`).
 BLOCK_TRIES = 3
 
+#: Round-off allowed in the braking active set's tests, relative to the quantities compared.
+RELATIVE_SLACK = 1e-9
+
 #: Active-set iterations allowed per driven joint before the coordinate-descent fallback.
 MAX_PIVOTS_PER_JOINT = 10
 
@@ -242,15 +245,22 @@ def braking_active_set(
             lam[held] = np.linalg.solve(W[held][:, held], rhs)
         after = w + W @ lam
         new = state.copy()
+        # the tests allow round-off (RELATIVE_SLACK): on an ill-conditioned W (cond 1e4-1e5)
+        # a joint at a switching point flipped back and forth, and the set did not settle
         opposing = -np.sign(state) * lam  # > 0 when a held joint's impulse opposes its motion
-        new[held & (opposing < 0.0)] = 0  # (before its bound: a joint the wrong sign would
-        beyond = held & (opposing >= 0.0) & (np.abs(lam) > cap)  # push on is free, not bound)
+        slack = RELATIVE_SLACK * (np.abs(lam) + cap)
+        wrong_sign = held & (opposing < -slack)  # (before its bound: a joint the wrong sign
+        new[wrong_sign] = 0  # would push on is free, not bound)
+        beyond = held & ~wrong_sign & (np.abs(lam) > cap + slack)
         new[beyond] = 2 * state[beyond]
         free = state == 0
-        new[free & (after > w_max * (1 + 1e-12))] = 1
-        new[free & (after < -w_max * (1 + 1e-12))] = -1
-        back = bound & (np.sign(state) * after < w_max)
+        new[free & (after > w_max * (1 + RELATIVE_SLACK))] = 1
+        new[free & (after < -w_max * (1 + RELATIVE_SLACK))] = -1
+        back = bound & (np.sign(state) * after < w_max * (1 - RELATIVE_SLACK))
         new[back] = np.sign(state[back])
+        # braked past the other limit (the coupling's doing): its impulse now pushes it on,
+        # free (it cycled between bound and held on the side it no longer moves to)
+        new[bound & (np.sign(state) * after < -w_max * (1 + RELATIVE_SLACK))] = 0
         wrong = np.flatnonzero(new != state)
         if wrong.size == 0:
             return lam, True

@@ -9,6 +9,12 @@ import numpy as np
 
 from ..jit import njit
 
+#: The Newton iteration ends when its step is at most this fraction of the rates' scale
+#: (``max |w0| + eps``).
+NEWTON_DONE = 1e-14
+#: Newton steps within this fraction of the scale are taken whole, without a line search.
+NEWTON_FULL = 1e-6
+
 
 @njit
 def _merit(
@@ -95,21 +101,26 @@ def implicit_friction_rates(
                 s -= hess[c, r] * step[c]
             step[r] = s / hess[r, r]
         slope = 0.0
+        size = 0.0
         for i in range(k):
             slope += grad[i] * step[i]
+            size = max(size, abs(step[i]))
+        if size <= NEWTON_DONE * scale:  # converged: the Newton step is round-off
+            break
         t = 1.0
-        while True:
-            for i in range(k):
-                trial[i] = w[i] + t * step[i]
+        if size > NEWTON_FULL * scale:  # far from the root: a line search (global convergence)
+            while True:
+                for i in range(k):
+                    trial[i] = w[i] + t * step[i]
+                F_trial = _merit(Ainv, w0, d, f, eps, dt, trial)
+                if F_trial <= F + 1e-4 * t * slope or t < 1e-12:
+                    break
+                t *= 0.5
+        else:  # near it, full steps (quadratic convergence; the merit's decrease is
+            for i in range(k):  # round-off there, so a line search stalled short of the root)
+                trial[i] = w[i] + step[i]
             F_trial = _merit(Ainv, w0, d, f, eps, dt, trial)
-            if F_trial <= F + 1e-4 * t * slope or t < 1e-12:
-                break
-            t *= 0.5
-        moved = 0.0
         for i in range(k):
-            moved = max(moved, abs(trial[i] - w[i]))
             w[i] = trial[i]
         F = F_trial
-        if moved <= 1e-14 * scale:
-            break
     return w
