@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..jit import njit
+from .cholesky import cholesky_factor_inplace, cholesky_substitute
 
 #: The Newton iteration ends when its step is at most this fraction of the rates' scale
 #: (``max |w0| + eps``).
@@ -79,27 +80,12 @@ def implicit_friction_rates(
                 hess[i, j] = Ainv[i, j]
             grad[i] = g
             hess[i, i] += dt * (d[i] + f[i] / eps * (1.0 - th * th))
-        # Cholesky of the (SPD) Hessian in place, then the Newton step
-        for j in range(k):
-            s = hess[j, j]
-            for c in range(j):
-                s -= hess[j, c] * hess[j, c]
-            hess[j, j] = math.sqrt(s)
-            for r in range(j + 1, k):
-                s = hess[r, j]
-                for c in range(j):
-                    s -= hess[r, c] * hess[j, c]
-                hess[r, j] = s / hess[j, j]
+        # the Newton step: the (symmetric positive definite) Hessian by Cholesky, in place
+        if not cholesky_factor_inplace(hess, k):
+            raise ValueError('implicit friction: the Newton matrix is not positive definite')
         for r in range(k):
-            s = -grad[r]
-            for c in range(r):
-                s -= hess[r, c] * step[c]
-            step[r] = s / hess[r, r]
-        for r in range(k - 1, -1, -1):
-            s = step[r]
-            for c in range(r + 1, k):
-                s -= hess[c, r] * step[c]
-            step[r] = s / hess[r, r]
+            step[r] = -grad[r]
+        cholesky_substitute(hess, step, k)
         slope = 0.0
         size = 0.0
         for i in range(k):
