@@ -40,11 +40,31 @@ def test_goal_status_message_fields() -> None:
     assert msg.level == DiagnosticStatus.OK and msg.message == 'reached (holding)'
 
 
+def _goal_probe(node, depth: int) -> tuple[list, list, list, object]:
+    """``goal_status`` (transient local, ``depth`` kept) and ``ee_pose`` received into lists,
+    and an ``ee_goal`` publisher: ``(statuses, poses, subscriptions, publisher)``."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    statuses: list = []
+    poses: list = []
+    latched = QoSProfile(
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    subs = [
+        node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched),
+        node.create_subscription(PoseStamped, 'ee_pose', poses.append, 100),
+    ]
+    return statuses, poses, subs, node.create_publisher(PoseStamped, 'ee_goal', 10)
+
+
 @pytest.mark.ros
 def test_goal_outcomes_over_dds(ros_process, ros_node, ros_executor, wait_until) -> None:
     from diagnostic_msgs.msg import DiagnosticStatus
     from geometry_msgs.msg import PoseStamped
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     timeout = 1.5  # [s] of simulated time: a 0.3 m goal takes about 5 s at 0.08 m/s
     sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=1.0'], name='sim')
@@ -55,18 +75,7 @@ def test_goal_outcomes_over_dds(ros_process, ros_node, ros_executor, wait_until)
     )
     node = ros_node('probe')
     ros_executor.add_node(node)
-    statuses: list = []
-    poses: list = []
-    latched = QoSProfile(
-        depth=10,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    )
-    subs = [
-        node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched),
-        node.create_subscription(PoseStamped, 'ee_pose', poses.append, 100),
-    ]
-    goals = node.create_publisher(PoseStamped, 'ee_goal', 10)
+    statuses, poses, subs, goals = _goal_probe(node, depth=10)
     assert wait_until(
         lambda: (
             all(s.get_publisher_count() for s in subs) and goals.get_subscription_count() and poses
@@ -151,9 +160,7 @@ def test_goals_answered_when_the_simulator_pauses_or_dies(
     import os
     import signal
 
-    from diagnostic_msgs.msg import DiagnosticStatus
     from geometry_msgs.msg import PoseStamped
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from simulation_interfaces.msg import SimulationState
     from simulation_interfaces.srv import SetSimulationState
 
@@ -176,18 +183,7 @@ def test_goals_answered_when_the_simulator_pauses_or_dies(
     )
     node = ros_node('probe')
     ros_executor.add_node(node)
-    statuses: list = []
-    poses: list = []
-    latched = QoSProfile(
-        depth=50,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    )
-    subs = [
-        node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched),
-        node.create_subscription(PoseStamped, 'ee_pose', poses.append, 100),
-    ]
-    goals = node.create_publisher(PoseStamped, 'ee_goal', 10)
+    statuses, poses, subs, goals = _goal_probe(node, depth=50)
     set_state = node.create_client(SetSimulationState, '/sim/ffsim_simulator/set_simulation_state')
     assert wait_until(
         lambda: (
