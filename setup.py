@@ -110,10 +110,11 @@ setup(
     # optional: `ffsim campaign --executor ray` (the local executor needs nothing extra) and
     # `--format parquet` (CSV needs nothing extra)
     extras_require={'ray': ['ray>=2.9'], 'parquet': ['pyarrow>=14']},
+    # the nodes' executables: plain scripts holding SIGINT/SIGTERM from their first statement
+    # (ffsim_ros.console), installed into lib/ffsim_ros by setup.cfg like the console scripts
+    scripts=['scripts/simulator', 'scripts/reactionless_controller'],
     entry_points={
         'console_scripts': [
-            'simulator = ffsim_ros.console:simulator',
-            'reactionless_controller = ffsim_ros.console:reactionless_controller',
             'ffsim = ffsim_ros.cli:main',
             'ffsim_campaign = ffsim_ros.campaign.cli:main',
         ],

@@ -26,7 +26,16 @@ pytest.importorskip('colcon_core', reason='colcon (requirements/dev.txt) not ins
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = 'ffsim_ros'
 #: What a source checkout holds that setup.py builds from (tests, benchmarks, docs left out).
-SOURCES = ('setup.py', 'setup.cfg', 'package.xml', 'resource', PACKAGE, 'launch', 'config')
+SOURCES = (
+    'setup.py',
+    'setup.cfg',
+    'package.xml',
+    'resource',
+    'scripts',
+    PACKAGE,
+    'launch',
+    'config',
+)
 SHARED = ('launch', 'config', 'urdf', 'models')
 #: Kinds of shared files installed (a folder's README stays in the source).
 INSTALLED = ('.py', '.yaml', '.rviz', '.urdf')
@@ -183,4 +192,14 @@ def test_symlink_install_links_the_sources(tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-4000:]
     assert Path(run.stdout.split()[-1]).resolve() == (src / PACKAGE / '__init__.py').resolve()
-    assert os.access(prefix / 'lib' / PACKAGE / 'simulator', os.X_OK)
+    for node, param in (  # the nodes' scripts run the nodes: a bad parameter exits 2
+        ('simulator', 'physics_rate_hz'),
+        ('reactionless_controller', 'state_timeout'),
+    ):
+        script = prefix / 'lib' / PACKAGE / node
+        assert os.access(script, os.X_OK)
+        bad = subprocess.run(
+            [str(script), '--ros-args', '-p', f'{param}:=-1.0'],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert bad.returncode == 2 and param in bad.stderr, bad.stderr[-2000:]

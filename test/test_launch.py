@@ -90,8 +90,11 @@ def installed_files(setup_kwargs: dict[str, Any]) -> dict[str, str]:
 
 
 def console_scripts(setup_kwargs: dict[str, Any]) -> set[str]:
+    """The executables setup.py installs: its console scripts and its plain scripts (the
+    nodes', ffsim_ros.console)."""
     scripts = setup_kwargs['entry_points']['console_scripts']
-    return {entry.split('=')[0].strip() for entry in scripts}
+    plain = {Path(path).name for path in setup_kwargs.get('scripts', [])}
+    return {entry.split('=')[0].strip() for entry in scripts} | plain
 
 
 def module_constants(tree: ast.Module) -> dict[str, Any]:
