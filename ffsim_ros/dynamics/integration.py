@@ -321,13 +321,17 @@ def step(
                 q, v = e_correct_momentum(*pk, q, v, target)
         return q, v
 
+    # the compiled steps return as they always did (the engine checks the state it commits);
+    # the Python loops' results are checked below (a NaN there named, not returned)
+    compiled = method == 'rk4' and (conserve_momentum or not links)
     try:  # a kernel failing on the state: the argument that is not finite, named
-        slopes = friction_slopes(model) if method in FIXED_STEP_METHODS else None
         H = None
         dofs = _NO_DOFS
-        if slopes is not None and slopes.any():  # joint friction: too stiff for dt? [S0 eq. 41]
-            H = _mass_matrix(model, q)
-            dofs = implicit_dofs(H, slopes, dt)
+        if fric and method in FIXED_STEP_METHODS:  # joint friction too stiff? [S0 eq. 41]
+            slopes = friction_slopes(model)
+            if slopes.any():
+                H = _mass_matrix(model, q)
+                dofs = implicit_dofs(H, slopes, dt)
         if dofs.size == 0:  # (friction nowhere too stiff at the start: the method alone)
             q, v = advance(packed, q, v, steps)
         else:
@@ -346,6 +350,7 @@ def step(
                 v = friction_impulse(model, H, v, dofs, dt)
                 if target is not None:  # (the impulse is internal: round-off only)
                     q, v = e_correct_momentum(*packed, q, v, target)
+            compiled = False
     except (ValueError, ZeroDivisionError) as e:
         raise step_error(model, e, *given, gen, dt, steps, wrench_body=body) from e
     except RuntimeError as e:  # solve_ivp failed: an input's overflow when there is one
@@ -353,7 +358,7 @@ def step(
         if type(error) is StepFailure:  # (solve_ivp's own words then; an overflow is named)
             raise
         raise error from e
-    if not (is_finite(q) and is_finite(v)):  # (the Python loop's results are not checked)
+    if not compiled and not (is_finite(q) and is_finite(v)):
         raise step_error(model, None, *given, gen, dt, steps, wrench_body=body)
     return back_from_the_base(q, origin), v
 
@@ -368,6 +373,8 @@ def _mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
 def _stiff_rows(model: Model, Q: np.ndarray, dt: float) -> bool:
     """Whether the joint friction of any row of ``Q`` (B, nq) is too stiff for RK4 at ``dt``
     (:func:`.stiff_friction.implicit_dofs`)."""
+    if not model.joint_dynamics:
+        return False
     slopes = friction_slopes(model)
     if not slopes.any():
         return False
