@@ -19,44 +19,9 @@ from __future__ import annotations
 
 import importlib
 import signal
-from collections.abc import Callable
-from types import ModuleType
 
 #: The signals held during a node module's import.
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def import_holding_signals(module: str) -> ModuleType | None:
-    """Import ``module`` with SIGINT and SIGTERM recorded instead of acted on.
-
-    Parameters
-    ----------
-    module : str
-        Dotted name of the module to import.
-
-    Returns
-    -------
-    module or None
-        The module; None when one of :data:`HELD_SIGNALS` arrived during the import (the
-        caller should exit without starting anything). The previous handlers are put back
-        either way.
-    """
-    received: list[int] = []
-
-    def record(signum: int, _frame: object) -> None:
-        received.append(signum)
-
-    previous = {signum: signal.signal(signum, record) for signum in HELD_SIGNALS}
-    try:
-        loaded = importlib.import_module(module)
-    finally:
-        if received:  # stopping: later signals (a launch forwards the terminal's) are ignored
-            for signum in HELD_SIGNALS:
-                signal.signal(signum, signal.SIG_IGN)
-        else:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-    return None if received else loaded
 
 
 def run_held(module: str, received: list[int], args: list[str] | None = None) -> int:
@@ -92,18 +57,3 @@ def run_held(module: str, received: list[int], args: list[str] | None = None) ->
 
 #: Python's own handlers of :data:`HELD_SIGNALS`, put back before a node's ``main``.
 DEFAULT_HANDLERS = (signal.default_int_handler, signal.SIG_DFL)
-
-
-def _console_main(module: str) -> Callable[[list[str] | None], int]:
-    def main(args: list[str] | None = None) -> int:
-        loaded = import_holding_signals(module)
-        if loaded is None:
-            return 0
-        return loaded.main(args)
-
-    main.__doc__ = f'``{module}.main`` once its module is imported (signals held meanwhile).'
-    return main
-
-
-simulator = _console_main('ffsim_ros.simulator')
-reactionless_controller = _console_main('ffsim_ros.reactionless_controller')

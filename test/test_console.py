@@ -1,4 +1,4 @@
-"""The nodes' console scripts hold SIGINT/SIGTERM while their module imports (ffsim_ros.console).
+"""The nodes' executables hold SIGINT/SIGTERM while their module imports (ffsim_ros.console).
 
 Found with the real ``ros2 launch`` (2026-11-27): a Ctrl-C during a node's first 1-3 s (the
 imports of rclpy, NumPy and the kernels, before ``main`` installs its handlers) ended it with
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ffsim_ros.console import HELD_SIGNALS, import_holding_signals
+from ffsim_ros.console import DEFAULT_HANDLERS, HELD_SIGNALS, run_held
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +40,14 @@ def _module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: st
     return name
 
 
+def _held() -> list[int]:
+    """What a node script does first: SIGINT and SIGTERM appended to a list."""
+    received: list[int] = []
+    for signum in HELD_SIGNALS:
+        signal.signal(signum, lambda s, frame: received.append(s))
+    return received
+
+
 @pytest.mark.parametrize('signum', HELD_SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_a_signal_during_the_import_lets_it_finish_then_stops(
     signum: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handlers_restored: None
@@ -53,50 +61,42 @@ def test_a_signal_during_the_import_lets_it_finish_then_stops(
         os.kill(os.getpid(), {signum})
         os.kill(os.getpid(), {signum})  # the launch forwards the terminal's Ctrl-C
         finished = True
+        def main(args):
+            raise AssertionError('not started')
         """,
     )
-    assert import_holding_signals(name) is None
+    received = _held()
+    assert run_held(name, received) == 0 and received == [signum, signum]
     assert sys.modules[name].finished  # not interrupted half-way
     for held in HELD_SIGNALS:  # stopping: a later signal must not raise in the clean-up
         assert signal.getsignal(held) is signal.SIG_IGN
     os.kill(os.getpid(), signal.SIGINT)  # ignored: no KeyboardInterrupt
 
 
-def test_without_a_signal_the_module_comes_back_and_the_handlers_too(
+def test_without_a_signal_main_runs_with_pythons_handlers_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handlers_restored: None
 ) -> None:
-    def mine(signum: int, frame: object) -> None:
-        raise AssertionError('not expected')
-
-    before = {signum: signal.signal(signum, mine) for signum in HELD_SIGNALS}
-    assert before[signal.SIGINT] is signal.default_int_handler
-    name = _module(tmp_path, monkeypatch, 'fake_quiet_node', 'value = 42\n')
-    loaded = import_holding_signals(name)
-    assert loaded is not None and loaded.value == 42
-    for signum in HELD_SIGNALS:
-        assert signal.getsignal(signum) is mine
+    name = _module(
+        tmp_path, monkeypatch, 'fake_quiet_node', 'def main(args):\n    return ("ran", args)\n'
+    )
+    assert run_held(name, _held(), ['--ros-args']) == ('ran', ['--ros-args'])
+    assert tuple(signal.getsignal(h) for h in HELD_SIGNALS) == DEFAULT_HANDLERS
 
 
-def test_an_import_error_propagates_with_the_handlers_restored(
+def test_an_import_error_propagates_with_pythons_handlers_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handlers_restored: None
 ) -> None:
     name = _module(tmp_path, monkeypatch, 'fake_broken_node', "raise ImportError('no rclpy')\n")
-    before = {signum: signal.getsignal(signum) for signum in HELD_SIGNALS}
     with pytest.raises(ImportError, match='no rclpy'):
-        import_holding_signals(name)
-    assert {signum: signal.getsignal(signum) for signum in HELD_SIGNALS} == before
+        run_held(name, _held())
+    assert tuple(signal.getsignal(h) for h in HELD_SIGNALS) == DEFAULT_HANDLERS
 
 
-def test_the_node_scripts_hold_the_signals_first_and_run_their_node(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handlers_restored: None
-) -> None:
+def test_the_node_scripts_hold_the_signals_first_and_run_their_node() -> None:
     """setup.py installs the nodes as plain scripts whose first statements hold the signals
     (a setuptools entry point's generated wrapper scans the installed distributions before
-    any code of ours: a Ctrl-C there, ~1.5 s under a loaded launch, still gave a traceback);
-    run_held then runs the node module's ``main`` with the arguments, Python's handlers back,
-    or returns 0 without starting it when a signal came during the import."""
-    from ffsim_ros.console import DEFAULT_HANDLERS, run_held
-
+    any code of ours: a Ctrl-C there, ~1.5 s under a loaded launch, still gave a traceback),
+    then hand their module to run_held."""
     tree = ast.parse((ROOT / 'setup.py').read_text())
     (scripts,) = [
         kw.value for node in ast.walk(tree) if isinstance(node, ast.Call)
@@ -110,29 +110,6 @@ def test_the_node_scripts_hold_the_signals_first_and_run_their_node(
         assert isinstance(first, ast.Assign) and isinstance(statements[1], ast.For)
         call = body[-1].value.args[0]  # sys.exit(run_held('ffsim_ros.<name>', received))
         assert ast.literal_eval(call.args[0]) == f'ffsim_ros.{name}'
-    quiet = _module(
-        tmp_path, monkeypatch, 'fake_node_main', 'def main(args):\n    return ("ran", args)\n'
-    )
-    received: list[int] = []
-    for held in HELD_SIGNALS:
-        signal.signal(held, lambda signum, frame: received.append(signum))
-    assert run_held(quiet, received, ['--ros-args']) == ('ran', ['--ros-args'])
-    assert tuple(signal.getsignal(h) for h in HELD_SIGNALS) == DEFAULT_HANDLERS
-    stopped = _module(
-        tmp_path,
-        monkeypatch,
-        'fake_node_stopped',
-        f"""
-        import os
-        os.kill(os.getpid(), {int(signal.SIGTERM)})
-        def main(args):
-            raise AssertionError('not started')
-        """,
-    )
-    for held in HELD_SIGNALS:
-        signal.signal(held, lambda signum, frame: received.append(signum))
-    assert run_held(stopped, received) == 0 and received == [signal.SIGTERM]
-    assert all(signal.getsignal(h) is signal.SIG_IGN for h in HELD_SIGNALS)
 
 
 @pytest.mark.ros
