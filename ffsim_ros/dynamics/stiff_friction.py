@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels.implicit_friction import implicit_friction_rates
+from .kernels.layout import pack
 from .kernels.rnea_derivatives import COULOMB_EPS
 from .model import Model
 
@@ -89,14 +90,10 @@ def implicit_dofs(H: np.ndarray, slopes: np.ndarray, dt: float) -> np.ndarray:
 def explicit_part(model: Model, dofs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``model.packed`` with the damping and Coulomb friction of ``dofs`` set to zero (the
     explicit part of the split step)."""
-    idata, fdata = model.packed
-    fdata = fdata.copy()
-    # the damping and friction blocks of fdata (kernels.layout.pack: idata[2:12] offsets)
-    o_damp, o_fric = int(idata[2 + 7]), int(idata[2 + 8])
-    fdata[o_damp + dofs] = 0.0
-    fdata[o_fric + dofs] = 0.0
-    fdata.setflags(write=False)
-    return idata, fdata
+    a = model.arrays
+    damping, friction = a.damping.copy(), a.friction.copy()
+    damping[dofs] = friction[dofs] = 0.0
+    return pack(a._replace(damping=damping, friction=friction))
 
 
 def friction_impulse(
