@@ -726,8 +726,9 @@ class ReactionlessControllerNode(Node):
         if gap is not None:
             self.get_logger().warning(
                 f'control update {gap * 1e3:.1f} ms after the previous one on the node clock '
-                f'(period {self.control_period * 1e3:g} ms): the simulation runs faster than '
-                'this controller keeps up; lower the real_time_factor',
+                f'(period {self.control_period * 1e3:g} ms): the simulation ran faster than '
+                'this controller keeps up (a real_time_factor too high for this machine, or '
+                'steps taken unpaced by StepSimulation / SimulateSteps)',
                 throttle_duration_sec=LOG_PERIOD,
             )
         return late

@@ -88,7 +88,12 @@ PARAMETERS = ParameterTable(
     'ffsim_reactionless_controller',
     [
         *robot_source_specs(),
-        ParameterSpec('ee_link', 'ee_link', 'controlled link (a link of the robot)', string(255)),
+        ParameterSpec(
+            'ee_link',
+            'ee_link',
+            'controlled link (a link of the robot; the launch files pick the first link named *ee_link when none is given)',
+            string(255),
+        ),
         ParameterSpec(
             'world_frame',
             'world',
