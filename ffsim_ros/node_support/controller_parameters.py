@@ -91,7 +91,8 @@ PARAMETERS = ParameterTable(
         ParameterSpec(
             'ee_link',
             'ee_link',
-            'controlled link (a link of the robot; the launch files pick the first link named *ee_link when none is given)',
+            'controlled link (a link of the robot; the launch files pick the first link named '
+            '*ee_link when none is given)',
             string(255),
         ),
         ParameterSpec(
