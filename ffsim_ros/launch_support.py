@@ -239,14 +239,21 @@ _MAP = 'tag:yaml.org,2002:map'
 _STR = 'tag:yaml.org,2002:str'
 
 
-def node_fqn(name: str, namespace: str | None = None, base_namespace: str | None = None) -> str:
-    """Fully qualified name of a launched node, as launch_ros makes it: ``namespace`` if it is
-    absolute, else ``base_namespace`` (the launch's ``ros_namespace``, a ``PushRosNamespace``)
-    joined with it; ``/<name>`` without either."""
+def full_namespace(namespace: str | None = None, base_namespace: str | None = None) -> str:
+    """The namespace a launched node runs in, as launch_ros makes it (``Node``'s
+    ``prefix_namespace`` of the launch's ``ros_namespace``): ``namespace`` if it is absolute,
+    else ``base_namespace`` (a ``PushRosNamespace``) joined with it; without leading or
+    trailing ``/`` ('' for the root)."""
     ns = str(namespace or '').strip()
     if not ns.startswith('/'):
         ns = '/'.join(p for p in (str(base_namespace or '').strip('/'), ns.strip('/')) if p)
-    ns = ns.strip('/')
+    return ns.strip('/')
+
+
+def node_fqn(name: str, namespace: str | None = None, base_namespace: str | None = None) -> str:
+    """Fully qualified name of a launched node, as launch_ros makes it:
+    ``/<full namespace>/<name>`` (:func:`full_namespace`), ``/<name>`` without any."""
+    ns = full_namespace(namespace, base_namespace)
     return f'/{ns}/{name}' if ns else f'/{name}'
 
 

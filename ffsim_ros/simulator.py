@@ -132,7 +132,7 @@ from ffsim_ros.node_support import (
 from ffsim_ros.node_support.inbox import Inbox, InboxFull
 from ffsim_ros.node_support.initial_state import initial_state, outside_limits
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
-from ffsim_ros.node_support.physics_status import physics_status
+from ffsim_ros.node_support.physics_status import ClockWatch, physics_status
 from ffsim_ros.node_support.scene_services import SERVICE_QOS, EntityError, SceneInterfaces
 from ffsim_ros.node_support.scene_support import SHIPPED_SCENARIOS, world_setup
 from ffsim_ros.node_support.sim_interfaces import RequestError, SimulationInterfaces, StepJob
@@ -240,7 +240,8 @@ PARAMETERS = ParameterTable(
         ParameterSpec(
             'frame_prefix',
             '',
-            'prefix of the robot link frame ids (robot1/ under the namespace robot1)',
+            'prefix of the robot link and target frame ids, e.g. robot1/ (not taken from the '
+            'namespace: the launch files set <namespace>/)',
             frame_id(prefix=True),
             in_config=False,
         ),
@@ -382,7 +383,9 @@ class Simulator(Node):
                 f'{self.base_frame!r} (TF would carry a transform from it to itself), got '
                 f"{self.world!r}; set world_frame (e.g. 'inertial') or frame_prefix"
             )
-        setup = world_setup(values['scenario'], model, self.urdf, dt_ns)
+        setup, moved = world_setup(values['scenario'], model, self.urdf, dt_ns).placed(values)
+        if moved:
+            self.get_logger().info(moved)
         chain, q0, v0 = initial_state(model, loops, setup.initial_values(values))
         if chain is not None and setup.targets:
             raise ParameterValueError('scenario: expected no targets with loop closures, got some')
@@ -453,6 +456,7 @@ class Simulator(Node):
         self.pub_markers = self.create_publisher(MarkerArray, 'markers', 10)
         self.pub_description = self.create_publisher(String, 'robot_description', latched)
         self.pub_clock = self.create_publisher(Clock, '/clock', 10) if publish_clock else None
+        self.clock_watch = ClockWatch(self, self.pub_clock)  # (another publisher on it: warned)
         # the ROS convention: one /diagnostics topic for all (absolute, also under a namespace)
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         # with tf2_ros, its broadcaster; else our own publisher, which also takes the base's
@@ -815,8 +819,10 @@ class Simulator(Node):
     # --------------------------------------------------------------------------- publish
     def _publish_diagnostics(self) -> None:
         """``/diagnostics``: the physics status, the watchdog's figures, the step rate, the
-        real-time factor achieved and the age of the effort command (physics thread)."""
+        real-time factor achieved and the age of the effort command (physics thread); a shared
+        clock topic warned."""
         self.pub_diagnostics.publish(self.diagnostics())
+        self.clock_watch.check()
 
     def diagnostics(self) -> DiagnosticArray:
         """A new ``DiagnosticArray`` of the physics now (restarts the rate measurement)."""

@@ -29,7 +29,9 @@ A ``.xacro`` robot is expanded once, here, by ``xacro``: the nodes get the URDF 
 controller's default end effector is chosen from its links as for a URDF file. The RViz config
 written for a namespace is a temporary file, removed when the launch shuts down.
 
-Namespaces: every node of the robot runs in ``namespace``; its TF frames get the prefix
+Namespaces: every node of the robot runs in ``namespace`` (relative: included under a
+``PushRosNamespace``, in ``<pushed>/<namespace>``, the whole of which is meant by
+``<namespace>`` below); its TF frames get the prefix
 ``<namespace>/`` (robot_state_publisher ``frame_prefix`` for the links, the simulator's
 ``frame_prefix`` for ``world -> <namespace>/base_link``), so robots launched side by side share
 ``/tf`` and the ``world`` frame without clashing. Each robot is its own simulation with its own
@@ -89,9 +91,9 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             'ee_link',
             default_value='',
-            description='End-effector link the controller moves. Empty: ee_link from '
-            'config/reactionless_controller.yaml (or params_file); without params_file, a robot '
-            'with no ee_link gets its first *ee_link link (dual_arm_servicer: left_ee_link).',
+            description="End-effector link the controller moves. Empty: the params_file's "
+            'ee_link if it sets one for the controller, else ee_link, or for a robot without '
+            'that link its first *ee_link link (dual_arm_servicer: left_ee_link).',
         ),
         DeclareLaunchArgument(
             'rviz',
@@ -108,8 +110,9 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             'namespace',
             default_value='',
-            description="Namespace of the robot's nodes and topics (e.g. robot1); also the "
-            'prefix "<namespace>/" of its TF frames. Empty: no namespace, no prefix.',
+            description="Namespace of the robot's nodes and topics (e.g. robot1; under a "
+            'PushRosNamespace, within it); also the prefix "<namespace>/" of its TF frames '
+            '(the pushed namespace included). Empty: no namespace, no prefix.',
         ),
         DeclareLaunchArgument(
             'initial_base_position',
@@ -170,7 +173,12 @@ def _arg(context: LaunchContext, name: str) -> str:
 def robot_actions(context: LaunchContext) -> list:
     """Nodes (and the recorder) of one robot, from the evaluated launch arguments."""
     ns = ls.clean_namespace(_arg(context, 'namespace'))
-    prefix = ls.frame_prefix(ns)
+    # relative, as launch_ros takes it: under a parent's PushRosNamespace (ros_namespace) the
+    # nodes run in <pushed>/<ns>, and the frame prefix is made of that whole namespace
+    namespace = ns or None
+    base = context.launch_configurations.get('ros_namespace')
+    full = ls.full_namespace(namespace, base)
+    prefix = ls.frame_prefix(full)
     use_sim_time = ls.as_bool(_arg(context, 'use_sim_time'), 'use_sim_time')
     robot = _arg(context, 'robot')
     path = ls.resolve_robot(robot)
@@ -181,21 +189,25 @@ def robot_actions(context: LaunchContext) -> list:
     description = ParameterValue(urdf_text, value_type=str)
     params_file = _arg(context, 'params_file')
     ls.check_params_file(params_file)
-    extra = [params_file] if params_file else []
     sample = ls.sample_config(robot)  # e.g. planar_2link's non-singular initial pose
     set_env, unset_env = ls.discovery_environment(_arg(context, 'localhost_only'))
 
-    namespace = f'/{ns}' if ns else None  # absolute: the frame prefix is derived from it
     merged = []  # temporary parameter files, removed at shutdown
 
     def parameter_files(name: str, defaults: list[Path]) -> list[str]:
         """The package's files, or with a params_file one file of both (see the docstring)."""
         if not params_file:
             return [str(path) for path in defaults]
-        base = context.launch_configurations.get('ros_namespace')  # (a PushRosNamespace)
         fqn = ls.node_fqn(name, namespace, base)
         merged.append(ls.merged_parameter_file(name, fqn, defaults, params_file))
         return [str(merged[-1])]
+
+    def user_sets(name: str, parameter: str) -> bool:
+        """Whether the params_file gives the node ``name`` a value of ``parameter``."""
+        fqn = ls.node_fqn(name, namespace, base)
+        return bool(params_file) and parameter in ls.node_parameters(
+            fqn, [(params_file, 'params_file')]
+        )
 
     # every node of this robot lives on the robot's own simulated time (see module docstring)
     clock = [('/clock', 'clock')]
@@ -218,7 +230,9 @@ def robot_actions(context: LaunchContext) -> list:
     }
     ee_link = _arg(context, 'ee_link')
     closed = ls.has_loops(urdf_text)  # a closed chain: simulated, no controller (trees only)
-    if not ee_link and not extra and not closed:
+    # the default end effector unless the params_file sets ee_link for the controller (its
+    # sections that apply to it, as rcl picks them)
+    if not ee_link and not closed and not user_sets('ffsim_reactionless_controller', 'ee_link'):
         ee_link = ls.default_ee_link(urdf_text)  # 'ee_link' itself when the robot has one
     if ee_link:
         ctl_params['ee_link'] = ee_link
@@ -256,7 +270,7 @@ def robot_actions(context: LaunchContext) -> list:
         *(SetEnvironmentVariable(name, value) for name, value in set_env.items()),
         *(UnsetEnvironmentVariable(name) for name in unset_env),
         LogInfo(
-            msg=f'ffsim: robot {path} in namespace "/{ns}", TF frames "{prefix}<link>", '
+            msg=f'ffsim: robot {path} in namespace "/{full}", TF frames "{prefix}<link>", '
             f'use_sim_time={use_sim_time}'
             + (f', DDS discovery {set_env}' if set_env else '')
             + (', loop closures: no reactionless controller (trees only)' if closed else '')
@@ -301,7 +315,7 @@ def robot_actions(context: LaunchContext) -> list:
         )
     if rviz and 'rviz2' not in missing:
         # with a namespace: a temporary copy of ffsim.rviz with its topics and prefix
-        rviz_config = ls.write_rviz_config([ns], RVIZ_CONFIG)
+        rviz_config = ls.write_rviz_config([full], RVIZ_CONFIG)
         actions.append(
             Node(
                 package='rviz2',

@@ -171,8 +171,11 @@ def shared_actions(context: LaunchContext) -> list:
         use_sim_time = ls.as_bool(
             LaunchConfiguration('use_sim_time').perform(context), 'use_sim_time'
         )
-        # a temporary copy of ffsim.rviz with the robot displays once per namespace
-        rviz_config = ls.write_rviz_config(ROBOTS, RVIZ_CONFIG)
+        # a temporary copy of ffsim.rviz with the robot displays once per namespace (the
+        # robots' whole namespaces: under a parent's PushRosNamespace, within it)
+        base = context.launch_configurations.get('ros_namespace')
+        robots = [ls.full_namespace(ns, base) for ns in ROBOTS]
+        rviz_config = ls.write_rviz_config(robots, RVIZ_CONFIG)
         actions += [
             Node(
                 package='rviz2',
@@ -180,7 +183,7 @@ def shared_actions(context: LaunchContext) -> list:
                 name='rviz2',
                 arguments=['-d', str(rviz_config)],
                 parameters=[{'use_sim_time': use_sim_time}],
-                remappings=[('/clock', f'/{ROBOTS[0]}/clock')],
+                remappings=[('/clock', f'/{robots[0]}/clock')],
                 output='screen',
             ),
             RegisterEventHandler(OnShutdown(on_shutdown=ls.file_remover(rviz_config))),

@@ -788,9 +788,14 @@ def stub_launch(monkeypatch) -> None:
     monkeypatch.setattr(ls, 'missing_packages', lambda packages: [])
 
 
-def _run(module, function: str, **arguments: str) -> list:
+def _run(module, function: str, *, pushed: str | None = None, **arguments: str) -> list:
+    """Run the OpaqueFunction ``function`` of the launch ``module`` with its ``arguments``
+    (the others at their defaults); ``pushed``: the ``ros_namespace`` a parent's
+    ``PushRosNamespace`` sets (absolute, as launch_ros stores it)."""
     description = module.generate_launch_description()
     context = _LaunchContext()
+    if pushed is not None:
+        context.launch_configurations['ros_namespace'] = pushed
     for entity in description.args[0]:
         if type(entity).__name__ == 'DeclareLaunchArgument':
             name, kw = entity.args[0], entity.kwargs
@@ -869,7 +874,7 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
     )
     nodes = _nodes(actions)
     for node in nodes.values():
-        assert node.kwargs['namespace'] == '/robot1'
+        assert node.kwargs['namespace'] == 'robot1'  # (relative: under a parent's push too)
         assert _parameters(node)['use_sim_time'] is False
     sim, ctl = nodes['simulator'], nodes['reactionless_controller']
     # with a params_file: one temporary file per node, the package's values and the user's
@@ -881,7 +886,8 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
     assert _parameters(nodes['robot_state_publisher'])['frame_prefix'] == 'robot1/'
     assert _parameters(sim)['initial_base_position'] == [1.0, 2.0, 3.0]
     assert _parameters(ctl)['mode'] == 'joint_pd'
-    assert 'ee_link' not in _parameters(ctl)  # a params file is given: its ee_link (or YAML's)
+    # a params file without ee_link: the robot's default, as without one (dual-arm: left_...)
+    assert _parameters(ctl)['ee_link'] == 'left_ee_link'
     rviz_file = Path(nodes['rviz2'].kwargs['arguments'][1])
     rviz_models = [
         d
@@ -903,6 +909,95 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
         _run(module, 'robot_actions', initial_base_position='[1, 2]')
     with pytest.raises(FileNotFoundError):
         _run(module, 'robot_actions', robot='no_such_robot')
+
+
+def test_the_default_end_effector_unless_the_params_file_sets_one(stub_launch, tmp_path) -> None:
+    """With a params_file that sets no ee_link for the controller, the dual-arm robot gets its
+    default end effector (left_ee_link) as without one: it got none, so the package's
+    ``ee_link`` (no such link) and the controller exited 2. One that sets ee_link for the
+    controller (a key that applies to it) keeps it."""
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+
+    def controller(text: str, **arguments: str) -> tuple[dict, dict]:
+        """The launch's parameters of the controller, and those of its merged file."""
+        path = tmp_path / 'user.yaml'
+        path.write_text(text)
+        actions = _run(
+            module,
+            'robot_actions',
+            robot='dual_arm_servicer',
+            rviz='false',
+            params_file=str(path),
+            **arguments,
+        )
+        ctl = _nodes(actions)['reactionless_controller']
+        (section,) = node_sections(Path(ctl.kwargs['parameters'][0])).values()
+        _shut_down(actions)
+        return _parameters(ctl), section
+
+    others = '/**/ffsim_simulator: {ros__parameters: {ee_link: right_ee_link}}\n'
+    elsewhere = (
+        'robot9/ffsim_reactionless_controller: {ros__parameters: {ee_link: right_ee_link}}\n'
+    )
+    gains = '/**/ffsim_reactionless_controller: {ros__parameters: {control_rate_hz: 50.0}}\n'
+    for text in (others, elsewhere, gains):
+        launched, _ = controller(text, namespace='robot1')
+        assert launched['ee_link'] == 'left_ee_link', text
+    for key in (
+        '/**/ffsim_reactionless_controller',
+        '/**',
+        'robot1/ffsim_reactionless_controller',
+    ):
+        launched, merged = controller(
+            f'{key}: {{ros__parameters: {{ee_link: right_ee_link}}}}\n', namespace='robot1'
+        )
+        assert 'ee_link' not in launched, key  # the file's value, not overridden
+        assert merged['ee_link'] == 'right_ee_link', key
+    # the launch argument wins over the file
+    launched, _ = controller(others.replace('simulator', 'reactionless_controller'), ee_link='x')
+    assert launched['ee_link'] == 'x'
+
+
+def test_a_pushed_namespace_is_kept_and_prefixes_the_frames(stub_launch, tmp_path) -> None:
+    """Included under a parent's ``PushRosNamespace`` (launch_ros' ``ros_namespace``), the
+    robot's nodes get a relative namespace, which launch_ros prefixes with the pushed one, and
+    the TF frame prefix, the RViz displays and the parameter files' node names are those of
+    the whole namespace (the namespace was made absolute: the push was dropped)."""
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    extra = tmp_path / 'extra.yaml'
+    extra.write_text('fleet/robot1/ffsim_simulator: {ros__parameters: {real_time_factor: 2.0}}\n')
+    for namespace, full in (('robot1', 'fleet/robot1'), ('', 'fleet')):
+        actions = _run(
+            module, 'robot_actions', pushed='/fleet', namespace=namespace, params_file=str(extra)
+        )
+        nodes = _nodes(actions)
+        for node in nodes.values():
+            # launch_ros: a relative namespace is prefixed with ros_namespace, None gets it
+            assert node.kwargs['namespace'] == (namespace or None)
+        assert _parameters(nodes['simulator'])['frame_prefix'] == f'{full}/'
+        assert _parameters(nodes['robot_state_publisher'])['frame_prefix'] == f'{full}/'
+        (log,) = _of_type(actions, 'LogInfo')
+        assert f'in namespace "/{full}", TF frames "{full}/<link>"' in log.kwargs['msg']
+        config = yaml.safe_load(Path(nodes['rviz2'].kwargs['arguments'][1]).read_text())
+        models = [
+            d
+            for d in config['Visualization Manager']['Displays']
+            if d['Class'] == 'rviz_default_plugins/RobotModel'
+        ]
+        assert [m['TF Prefix'] for m in models] == [full]
+        assert f'/{full}/markers' in set(rviz_topics(config).values())
+        # the params_file's section for /fleet/robot1/ffsim_simulator applies there only
+        (sim_section,) = node_sections(Path(nodes['simulator'].kwargs['parameters'][0])).values()
+        assert (sim_section.get('real_time_factor') == 2.0) == (full == 'fleet/robot1')
+        _shut_down(actions)
+    # multi_robot under a push: one RViz on the robots' whole namespaces and robot1's clock
+    multi = _load_launch_module(ROOT / 'launch' / 'multi_robot.launch.py')
+    actions = _run(multi, 'shared_actions', pushed='/fleet')
+    (rviz,) = _nodes(actions).values()
+    assert rviz.kwargs['remappings'] == [('/clock', '/fleet/robot1/clock')]
+    config = yaml.safe_load(Path(rviz.kwargs['arguments'][1]).read_text())
+    _shut_down(actions)
+    assert {'/fleet/robot1/markers', '/fleet/robot2/markers'} <= set(rviz_topics(config).values())
 
 
 def test_ffsim_launch_without_the_other_packages_and_with_bad_files(

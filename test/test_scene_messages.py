@@ -141,6 +141,62 @@ def test_scenario_base_pose_and_joints_apply_where_parameters_are_left_default(t
     assert got['initial_base_orientation'] == [0.0, 0.0, 1.0, 0.0]
 
 
+def test_an_initial_base_position_override_moves_the_scenario_targets(tmp_path) -> None:
+    """An ``initial_base_position`` other than the scenario's ``robot.base_position``
+    translates the scenario's targets by the difference (orientation and velocity kept) and
+    says so; left at its default, or equal to the scenario's, nothing moves."""
+    import yaml
+
+    urdf_path = share_path('urdf', 'ffsim_servicer_7dof.urdf')
+    model = D.load_urdf(urdf_path.read_text())
+    sphere = {'shape': {'type': 'sphere', 'radius': 0.2}, 'mass': 40.0}
+    path = tmp_path / 'scenario.yaml'
+    path.write_text(
+        yaml.safe_dump(
+            {
+                'robot': {
+                    'urdf': str(urdf_path),
+                    'gripper': {'link': 'ee_link'},
+                    'base_position': [1.0, 2.0, 3.0],
+                },
+                'targets': [
+                    {'name': 'a', **sphere, 'position': [4.0, 2.0, 3.0]},
+                    {
+                        'name': 'b',
+                        **sphere,
+                        'position': [1.0, 2.0, 9.0],
+                        'orientation': [0.0, 0.0, 1.0, 0.0],
+                        'linear_velocity': [0.0, 0.01, 0.0],
+                    },
+                ],
+            }
+        )
+    )
+    setup = world_setup(str(path), model, urdf_path.read_text(), 1_000_000)
+    for kept in ([0.0, 0.0, 0.0], [1.0, 2.0, 3.0]):
+        same, note = setup.placed({'initial_base_position': kept})
+        assert same is setup and note == ''
+    moved, note = setup.placed({'initial_base_position': [1.0, -3.0, 3.5]})
+    assert note == (
+        'scenario: initial_base_position [1.0, -3.0, 3.5] overrides the base position '
+        f'[1.0, 2.0, 3.0] of {path}: its targets (a, b) moved by [0.0, -5.0, 0.5] m with it'
+    )
+    assert [t.name for t in moved.targets] == ['a', 'b']
+    for before, after in zip(setup.targets, moved.targets, strict=True):
+        np.testing.assert_array_equal(after.q[:3], before.q[:3] + [0.0, -5.0, 0.5])
+        np.testing.assert_array_equal(after.q[3:], before.q[3:])
+        np.testing.assert_array_equal(after.v, before.v)
+        assert after.model is before.model and after.handles == before.handles
+    assert moved.initial_values(
+        {
+            'initial_joint_positions': [],
+            'initial_joint_velocities': [],
+            'initial_base_position': [1.0, -3.0, 3.5],
+            'initial_base_orientation': [0.0, 0.0, 0.0, 1.0],
+        }
+    )['initial_base_position'] == [1.0, -3.0, 3.5]
+
+
 def test_scenario_files_of_the_nodes_are_read_strictly(tmp_path) -> None:
     """The simulator's ``scenario`` and the controller's ``capture.scenario`` refuse a
     duplicated key (PyYAML keeps the last one silently) and undecodable bytes, naming the file:

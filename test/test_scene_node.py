@@ -270,6 +270,50 @@ def test_bad_scenario_exits_2_naming_it(ros_process, tmp_path, case: str) -> Non
     assert expected in sim.stderr(), sim.describe()
 
 
+def test_a_robot_moved_by_initial_base_position_takes_the_scenario_targets_along(
+    rclpy_context,
+) -> None:
+    """``initial_base_position`` overrides the scenario's base position (the origin for
+    ``capture``): the scenario's targets move with the robot, their poses relative to its base
+    and gripper those of the scenario (they stayed at their world poses, 5 m away from the
+    gripper, and the capture never happened). In-process, no other node."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.simulator import Simulator
+
+    def scene(*overrides):
+        sim = Simulator(
+            context=rclpy_context,
+            parameter_overrides=[
+                Parameter('scenario', value='capture'),
+                Parameter('start_paused', value=True),
+                *(Parameter(name, value=value) for name, value in overrides),
+            ],
+        )
+        try:
+            return sim.engine.world.snapshot()
+        finally:
+            sim.destroy_node()
+
+    offset = np.array([0.0, 5.0, 0.0])
+    there = scene()
+    moved = scene(('initial_base_position', offset.tolist()))
+    np.testing.assert_allclose(moved.robot_base.position, there.robot_base.position + offset)
+    for name, target in there.targets.items():
+        np.testing.assert_allclose(
+            moved.targets[name].root.position, target.root.position + offset, atol=1e-12
+        )
+        np.testing.assert_array_equal(
+            moved.targets[name].root.orientation, target.root.orientation
+        )
+        for handle, frame in target.handles.items():  # the handle as near the gripper
+            np.testing.assert_allclose(
+                moved.targets[name].handles[handle].position - moved.gripper.position,
+                frame.position - there.gripper.position,
+                atol=1e-12,
+            )
+
+
 @pytest.mark.parametrize('robot', ['camera', 'base_only'])
 def test_robots_without_a_gripper_link_start_and_refuse_grasps(
     rclpy_context, tmp_path, robot: str

@@ -652,3 +652,49 @@ def test_tf_goes_through_tf2_ros_broadcaster_where_installed(
         snap.base_orientation.tolist()
     )
     assert snap.base_position[0] > 0.0  # the base moved (and so did what was sent)
+
+
+def test_a_clock_topic_shared_by_two_simulators_is_warned(
+    rclpy_context, wait_until, monkeypatch
+) -> None:
+    """Two simulators publishing one ``/clock`` (namespaced without the ``/clock`` remap) break
+    the controllers' time, which goes back; the simulator now says so on its status tick (once
+    a second, the warning throttled), naming the publishers and the fix. One remapped to its
+    own clock topic is not warned. In-process: the nodes of one context."""
+    from ffsim_ros.node_support.physics_status import shared_clock_warning
+    from ffsim_ros.simulator import Simulator
+
+    class Recorder:  # the node's logger, its warnings kept
+        def __init__(self, real) -> None:
+            self.real, self.warnings = real, []
+
+        def warning(self, line: str) -> None:
+            self.warnings.append(line)
+
+        def __getattr__(self, name: str):
+            return getattr(self.real, name)
+
+    a = Simulator(context=rclpy_context, namespace='a')
+    b = Simulator(context=rclpy_context, namespace='b')
+    own = Simulator(
+        context=rclpy_context, namespace='c', cli_args=['--ros-args', '-r', '/clock:=clock']
+    )
+    try:
+        expected = shared_clock_warning('/clock', ['/a/ffsim_simulator', '/b/ffsim_simulator'])
+        assert expected.startswith(
+            "2 publishers on the clock topic /clock ('/a/ffsim_simulator', '/b/ffsim_simulator')"
+        )
+        assert '-r /clock:=clock' in expected
+        logger = Recorder(a.get_logger())
+        monkeypatch.setattr(a, 'get_logger', lambda: logger)
+        a.start()  # the physics thread's status tick checks
+        assert wait_until(lambda: logger.warnings, 20.0), 'no warning'
+        assert logger.warnings[0] == expected
+        # a simulator with its own clock topic: alone on it, nothing to say
+        assert own.pub_clock.topic_name == '/c/clock'
+        assert wait_until(lambda: own.count_publishers('/c/clock') == 1, 10.0)
+        assert own.clock_watch.check() == ''
+        assert a.clock_watch.check() == expected  # (and not among /clock's publishers)
+    finally:
+        for sim in (a, b, own):
+            sim.destroy_node()

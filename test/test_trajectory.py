@@ -849,3 +849,57 @@ def test_follow_joint_trajectory_over_dds(ros_process, ros_node, ros_executor, w
     print(f'reactionless correction: base turned {corrected:.4f} deg (uncorrected {turned:.3f})')
     assert corrected < 0.1 * turned, text
     assert sim.is_running() and ctl.is_running()
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize(
+    ('remaps', 'expected'),
+    [
+        # command-line remap of the action (as MoveIt's controller names ask)
+        (
+            ['-r', '~/follow_joint_trajectory:=/arm_controller/follow_joint_trajectory'],
+            '/arm_controller/follow_joint_trajectory',
+        ),
+        # a relative target resolves in the controller's namespace
+        (
+            ['-r', '__ns:=/r1', '-r', '~/follow_joint_trajectory:=arm/follow_joint_trajectory'],
+            '/r1/arm/follow_joint_trajectory',
+        ),
+        # no remap of the action: under the node's name, namespace and name remaps applied
+        (['-r', '__ns:=/r1', '-r', '__node:=ctl'], '/r1/ctl/follow_joint_trajectory'),
+    ],
+)
+def test_the_trajectory_action_follows_the_controller_nodes_remaps(
+    ros_domain_id: int, wait_until, remaps: list[str], expected: str
+) -> None:
+    """The action server is where the controller node's remaps put ``~/follow_joint_trajectory``
+    (it lives on a companion node without the command line's arguments: a remap of the action
+    was ignored, the action staying at ``<node>/follow_joint_trajectory``). Read from the
+    ROS graph of this process (its own endpoints; no other process)."""
+    import rclpy
+    from rclpy.action import get_action_server_names_and_types_by_node
+    from rclpy.context import Context
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    context = Context()
+    rclpy.init(args=['--ros-args', *remaps], context=context, domain_id=ros_domain_id)
+    try:
+        node = ReactionlessControllerNode(context=context)
+        try:
+            action_node = node.trajectories.action_node
+
+            def served() -> list[str]:
+                return [
+                    name
+                    for name, _ in get_action_server_names_and_types_by_node(
+                        action_node, action_node.get_name(), action_node.get_namespace()
+                    )
+                ]
+
+            assert wait_until(lambda: served() == [expected], 10.0), served()
+            assert node.trajectories.action_name == expected
+        finally:
+            node.destroy_node()
+    finally:
+        context.try_shutdown()

@@ -237,7 +237,8 @@ PARAMETERS = ParameterTable(
     config_notes=(
         'Loaded by launch/ffsim.launch.py. Set by the launch file, not here: '
         'robot_description,\nuse_sim_time, mode (the `controller_mode` argument) and ee_link '
-        'when the `ee_link` argument\nis given (or the robot has no link named ee_link, e.g. '
+        'when the `ee_link` argument\nis given (or, unless a params_file sets it, the '
+        "robot's default: ee_link, or for a robot\nwithout that link its first *ee_link, e.g. "
         'dual_arm_servicer -> left_ee_link).'
     ),
 )

@@ -1,11 +1,85 @@
 """The simulator's physics status on ``/diagnostics``: level, message and the figures (no
-publishing here; :class:`ffsim_ros.simulator.Simulator` wraps them in a ``DiagnosticArray``)."""
+publishing here; :class:`ffsim_ros.simulator.Simulator` wraps them in a ``DiagnosticArray``);
+and, checked at the same pace, the warning for a clock topic it shares (:class:`ClockWatch`)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
 from ffsim_ros.sim import Engine
+
+from .common import LogThrottle
+
+if TYPE_CHECKING:
+    from rclpy.node import Node
+    from rclpy.publisher import Publisher
+
+#: Shortest time between two warnings about a shared clock topic [s].
+CLOCK_WARNING_PERIOD = 10.0
+
+
+def shared_clock_warning(topic: str, publishers: Sequence[str]) -> str:
+    """The warning for the clock ``topic`` published by the nodes ``publishers`` (the
+    simulator among them): '' when it is the only one.
+
+    Two simulators on one ``/clock`` (both with ``publish_clock``, no remap) interleave their
+    simulated times: the controllers see the time go back and stop, and nothing else says why.
+    """
+    if len(publishers) <= 1:
+        return ''
+    return (
+        f'{len(publishers)} publishers on the clock topic {topic} '
+        f'({", ".join(repr(name) for name in sorted(publishers))}): their simulated times '
+        'interleave and the nodes using it see the time go back; give each simulator a clock '
+        'of its own (-r /clock:=clock in each namespace, as the launch files do) or set '
+        'publish_clock:=false'
+    )
+
+
+class ClockWatch:
+    """Warns (at most once per ``period``) while several nodes publish on the simulator's
+    clock topic.
+
+    Parameters
+    ----------
+    node : Node
+        The simulator node (its graph is read).
+    publisher : Publisher or None
+        Its clock publisher (None without ``publish_clock``: nothing to check).
+    period : float
+        Shortest time between two warnings [s].
+    """
+
+    def __init__(
+        self, node: Node, publisher: Publisher | None, period: float = CLOCK_WARNING_PERIOD
+    ) -> None:
+        self._node = node
+        self._topic = None if publisher is None else publisher.topic_name  # (resolved)
+        self._throttle = LogThrottle(period)
+
+    def check(self) -> str:
+        """Count the publishers on the clock topic (a graph query, cheap: call it every
+        second or so) and log the warning when there are several.
+
+        Returns
+        -------
+        str
+            The warning ('' when the clock topic has one publisher, or none is published);
+            logged unless one was within ``period``.
+        """
+        if self._topic is None or self._node.count_publishers(self._topic) <= 1:
+            return ''
+        names = [
+            f'{info.node_namespace.rstrip("/")}/{info.node_name}'
+            for info in self._node.get_publishers_info_by_topic(self._topic)
+        ]
+        text = shared_clock_warning(self._topic, names)
+        if text and (line := self._throttle.admit(text)):
+            self._node.get_logger().warning(line)
+        return text
 
 
 def physics_status(

@@ -33,7 +33,7 @@ Messages (all stamped with the simulated time, frames prefixed by ``frame_prefix
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +145,45 @@ class WorldSetup:
             if given is not None and list(values[key]) in defaults:
                 out[key] = given.tolist()
         return out
+
+    def placed(self, values: dict) -> tuple[WorldSetup, str]:
+        """This set-up with its targets moved as the robot is when the
+        ``initial_base_position`` parameter overrides the scenario's base position.
+
+        The scenario's targets are world poses placed around its robot (``robot.base_position``,
+        the origin when not given): a robot moved by the parameter (:meth:`initial_values`)
+        would leave them behind, out of reach. They are translated by the same offset, the
+        scenario's geometry relative to the base position kept (orientations, velocities and
+        an ``initial_base_orientation`` override untouched).
+
+        Parameters
+        ----------
+        values : dict
+            The node's parameter values (``initial_base_position``).
+
+        Returns
+        -------
+        setup : WorldSetup
+            This one when nothing moves, else a copy with the targets translated.
+        note : str
+            The line to log saying so ('' when nothing moves).
+        """
+        given = [float(x) for x in values['initial_base_position']]
+        if not self.targets or given == [0.0, 0.0, 0.0]:  # (the default: the scenario's)
+            return self, ''
+        scenario = np.zeros(3) if self.base_position is None else self.base_position
+        offset = np.array(given) - scenario
+        if not offset.any():
+            return self, ''
+        targets = tuple(
+            replace(t, q=np.concatenate([t.q[:3] + offset, t.q[3:]])) for t in self.targets
+        )
+        note = (
+            f'scenario: initial_base_position {given} overrides the base position '
+            f'{scenario.tolist()} of {self.source}: its targets '
+            f'({", ".join(t.name for t in targets)}) moved by {offset.tolist()} m with it'
+        )
+        return replace(self, targets=targets), note
 
     def world(self, model: D.Model, q0: np.ndarray, v0: np.ndarray, dt_ns: int) -> TargetWorld:
         """The world around the robot at ``(q0, v0)``.

@@ -8,7 +8,8 @@ outcome rules are :mod:`ffsim_ros.control.trajectory`'s; here are the messages a
 threads:
 
 * the action server lives on a companion node, ``<node name>_action`` (no parameters, no
-  command-line remaps; the action is named after the controller node, remapped or not),
+  command-line remaps of its own; the action is named as the controller node resolves
+  ``~/follow_joint_trajectory``, its node-name, namespace and action remaps included),
   spun by a multi-threaded executor in a thread of its own, so that goals wait without
   holding up the controller's single-threaded executor (rclpy's multi-threaded one costs the
   control loop throughput);
@@ -241,10 +242,15 @@ class TrajectoryInterfaces:
         # loop (measured: the control timer ran at 35-50 % of its rate in the demo)
         self._time_source = TimeSource(node=node)
         self._time_source.attach_clock(self.action_node.get_clock())
+        # the name the control node resolves, its remaps included (``-r
+        # ~/follow_joint_trajectory:=...``; rcl_action applies a node's topic remap rules to
+        # action names, and the companion node, without arguments of its own, keeps this
+        # absolute name as it is)
+        self.action_name = node.resolve_topic_name('~/follow_joint_trajectory')
         self.action = ActionServer(
             self.action_node,
             FollowJointTrajectory,
-            f'{node.get_fully_qualified_name()}/follow_joint_trajectory',
+            self.action_name,
             execute_callback=self._execute,
             goal_callback=lambda goal: GoalResponse.ACCEPT,
             handle_accepted_callback=self._accepted,
