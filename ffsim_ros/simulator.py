@@ -17,7 +17,9 @@ held as values). The physics thread alone touches the engine and alone
 publishes: between two batches of steps it applies the queued inputs in arrival order
 (efforts, wrenches, reset, pause, parameter changes), then steps and publishes. A reset (or
 any jump of the state) takes one physics step of simulated time, so it is published at once
-with a stamp later than everything published before: stamps never go back and never repeat.
+with a stamp later than everything published before: stamps never go back. They repeat only
+for late joiners: while the physics is idle (paused, stopped, faulted) a publisher that gains
+subscribers sends its last message again (:mod:`.node_support.late_joiners`).
 
 Topics (relative names, so a namespace moves them all):
 
@@ -132,6 +134,7 @@ from ffsim_ros.node_support import (
 from ffsim_ros.node_support.inbox import Inbox, InboxFull
 from ffsim_ros.node_support.initial_state import initial_state, outside_limits
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
+from ffsim_ros.node_support.late_joiners import LateJoiners
 from ffsim_ros.node_support.physics_status import ClockWatch, physics_status
 from ffsim_ros.node_support.scene_services import SERVICE_QOS, EntityError, SceneInterfaces
 from ffsim_ros.node_support.scene_support import SHIPPED_SCENARIOS, world_setup
@@ -409,6 +412,7 @@ class Simulator(Node):
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_published = -1  # engine step of the last publish
+        self._published: Snapshot | None = None  # (for late joiners while idle)
         self._publish_count = 0
         self._diagnostics = RateMeter(self.engine.step, DIAGNOSTICS_PERIOD)
         self._fatal = ''
@@ -422,6 +426,12 @@ class Simulator(Node):
         self._log_throttle = LogThrottle(1.0)
         self._create_interfaces(values['publish_clock'])
         self.scene_interfaces = SceneInterfaces(self, values['frame_prefix'])
+        self._late_joiners = LateJoiners(
+            self._messages,
+            (self.pub_clock, self.pub_joints, self.pub_odom, self.pub_momentum, self.pub_markers),
+            self._tf,
+            self.scene_interfaces.last_state,
+        )
         PARAMETERS.watch(self, self._on_parameters)
         limits = self.engine.limits
         self.get_logger().info(
@@ -697,8 +707,11 @@ class Simulator(Node):
             if self._jobs:  # stepping a paused simulation: not paced
                 self._step_job(self._jobs[0])
                 continue
-            if engine.paused or engine.faulted:
+            if engine.paused or engine.faulted:  # the last state for late joiners, no step
+                if not self._idle:  # (the physics ran: its subscribers had its messages)
+                    self._late_joiners.rebase(self._published)
                 self._idle = True
+                self._late_joiners.poll(time.monotonic(), self._published)
                 self._wake.wait(0.1)
                 continue
             if self._idle:
@@ -844,7 +857,7 @@ class Simulator(Node):
         """Publish the messages of ``snap`` if it is later than the last published instant."""
         if snap.step <= self._last_published:
             return
-        self._last_published = snap.step
+        self._last_published, self._published = snap.step, snap
         markers = self._publish_count % 10 == 0  # for the eye: a tenth of the rate
         self._publish_count += 1
         wire = self._messages.serialized(snap, markers)  # bytes for the fixed-layout topics
@@ -863,18 +876,9 @@ class Simulator(Node):
             self.pub_markers.publish(marker_bytes)
 
     def messages(self, snap: Snapshot, markers: bool = True) -> tuple:
-        """The messages of one instant, all stamped with its simulated time
-        (:meth:`~ffsim_ros.node_support.state_messages.StateMessages.fill`: the same objects
-        filled at every call; only the physics thread builds and publishes them, and a publish
-        serializes its message before it returns, so no message is ever torn).
-
-        Returns
-        -------
-        tuple
-            ``(Clock or None, JointState, TransformStamped, Odometry, Float64MultiArray,
-            MarkerArray or None)``: ``/clock`` only with ``publish_clock``, markers only when
-            asked.
-        """
+        """The messages of one instant, all stamped with its simulated time: the tuple of
+        :meth:`~ffsim_ros.node_support.state_messages.StateMessages.fill` (the same objects
+        filled at every call; physics thread)."""
         return self._messages.fill(snap, markers)
 
 

@@ -476,6 +476,30 @@ class SceneInterfaces:
             self.pub_markers.publish(self.messages.markers(scene, specs, inside, stamp))
         return self.messages.transforms(scene, specs, stamp)
 
+    def last_state(self, snap: Snapshot) -> tuple[dict, list]:
+        """What :meth:`publish` sent of the instant ``snap`` on the targets' odometry topics
+        and on TF, for subscribers that join while the physics is idle
+        (:mod:`.late_joiners`; physics thread).
+
+        Returns
+        -------
+        tuple
+            ``({odometry publisher: Odometry}, [TransformStamped])``, empty without targets.
+        """
+        scene = snap.world
+        if scene is None:
+            return {}, []
+        specs = self.node.engine.world.targets
+        if not scene.targets.keys() <= specs.keys():
+            return {}, []  # (targets gone since: what removed them published since)
+        stamp = to_stamp(snap.time_ns)
+        odoms = {
+            self._odom[name]: self.messages.odometry(name, scene, stamp)
+            for name in scene.targets
+            if name in self._odom
+        }
+        return odoms, self.messages.transforms(scene, specs, stamp)
+
     # ---------------------------------------------------------------- services
     def _on_grasp(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         def grasp(engine: Engine) -> tuple[bool, str]:

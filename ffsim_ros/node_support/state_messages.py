@@ -248,6 +248,27 @@ class StateMessages:
             tf.payload(),
         )
 
+    def last_serialized(self) -> tuple:
+        """The bytes of the last :meth:`serialized` call, as :meth:`serialized` returned them
+        (the markers' of the last call that asked for them): the templates keep them until
+        the next call. Only meaningful once :meth:`serialized` has been called (with the
+        markers).
+
+        Returns
+        -------
+        tuple of bytes
+            ``(/clock or None, joint_states, base_odom, momentum, markers, /tf)``.
+        """
+        clock, joints, odom, momentum, tf, marks = self._wire
+        return (
+            None if clock is None else clock.payload(),
+            joints.payload(),
+            odom.payload(),
+            momentum.payload(),
+            marks.payload(),
+            tf.payload(),
+        )
+
     def base_transform(self, snap: Snapshot) -> TransformStamped:
         """The base's transform message of ``snap`` (the same object at every call)."""
         pose = (*snap.base_position.tolist(), *snap.base_orientation.tolist())

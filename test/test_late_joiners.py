@@ -1,0 +1,213 @@
+"""Subscribers that join while the physics is idle get the last published state
+(node_support/late_joiners.py): the poll's logic with stand-in publishers, then over DDS a
+probe and a controller started after a simulator that started paused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip('rclpy')
+
+from geometry_msgs.msg import TransformStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+import ffsim_ros.dynamics as D  # noqa: E402
+from ffsim_ros.node_support.late_joiners import POLL_PERIOD, LateJoiners  # noqa: E402
+from ffsim_ros.node_support.state_messages import StateMessages  # noqa: E402
+from ffsim_ros.resources import sample_robot  # noqa: E402
+from ffsim_ros.sim import Engine  # noqa: E402
+
+MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+
+
+class Publisher:
+    """A publisher's subscription count (set by the test) and what it sent."""
+
+    def __init__(self, topic_name: str) -> None:
+        self.topic_name, self.count, self.sent = topic_name, 0, []
+
+    def get_subscription_count(self) -> int:
+        return self.count
+
+    def publish(self, msg) -> None:
+        self.sent.append(msg)
+
+
+class Poller:
+    """:class:`LateJoiners` on stand-in publishers, polled once per period."""
+
+    def __init__(self, tf=None, targets=lambda snap: ({}, [])) -> None:
+        self.messages = StateMessages(MODEL.joint_names, 'world', 'base_link', clock=True)
+        names = ('/clock', 'joint_states', 'base_odom', 'momentum', 'markers')
+        self.pubs = {name: Publisher(name) for name in names}
+        self.tf = Publisher('/tf') if tf is None else tf
+        self.joiners = LateJoiners(self.messages, tuple(self.pubs.values()), self.tf, targets)
+        q = D.neutral(MODEL)
+        q[7:] = np.linspace(-0.3, 0.3, MODEL.n)
+        self.snap = Engine(MODEL, q, np.zeros(MODEL.nv), dt_ns=1_000_000).snapshot()
+        self.now = 0.0
+
+    def publish(self) -> tuple:
+        """What the simulator's publish serializes and sends (with the markers)."""
+        return self.messages.serialized(self.snap, markers=True)
+
+    def poll(self) -> list[str]:
+        self.now += POLL_PERIOD
+        return self.joiners.poll(self.now, self.snap)
+
+
+def test_the_last_published_bytes_go_to_a_gain_once_the_counts_settle() -> None:
+    p = Poller()
+    assert p.joiners.poll(0.0, None) == []  # nothing published yet: nothing to repeat
+    wire = p.publish()
+    assert p.poll() == [] and p.poll() == []  # no subscriber
+    p.pubs['joint_states'].count = p.pubs['/clock'].count = 1
+    assert p.poll() == []  # a gain: served once the counts stand still for a poll
+    assert p.joiners.poll(p.now + 0.5 * POLL_PERIOD, p.snap) == []  # (once per period)
+    assert p.poll() == ['/clock', 'joint_states']  # /clock first
+    assert p.pubs['/clock'].sent == [wire[0]] and p.pubs['joint_states'].sent == [wire[1]]
+    assert p.poll() == [] and p.poll() == []  # once: no repeat without a newcomer
+    # a second joiner: one repeat on its topic alone; one that leaves changes nothing
+    p.pubs['joint_states'].count = 2
+    assert p.poll() == [] and p.poll() == ['joint_states']
+    p.pubs['joint_states'].count = 1
+    assert p.poll() == [] and p.poll() == []
+    p.pubs['joint_states'].count = 2  # (one joins after it: served)
+    assert p.poll() == [] and p.poll() == ['joint_states']
+    # the physics ran (and published to the subscribers there): rebased, nothing repeated
+    p.pubs['base_odom'].count = p.pubs['markers'].count = p.tf.count = 1
+    wire = p.publish()
+    p.joiners.rebase(p.snap)
+    assert p.poll() == [] and p.poll() == []
+    p.tf.count = p.pubs['momentum'].count = 2
+    assert p.poll() == [] and p.poll() == ['momentum', '/tf']
+    assert p.pubs['momentum'].sent == [wire[3]] and p.tf.sent == [wire[-1]]  # the base alone
+    assert [len(pub.sent) for pub in p.pubs.values()] == [1, 3, 0, 1, 0]
+
+
+def test_with_targets_or_tf2_ros_tf_is_the_message_of_all_transforms() -> None:
+    target_tf = TransformStamped(child_frame_id='target/client')
+    target_odom, odom_pub = Odometry(child_frame_id='target/client'), Publisher('odom')
+    p = Poller(targets=lambda snap: ({odom_pub: target_odom}, [target_tf]))
+    p.publish()
+    p.tf.count = odom_pub.count = 1
+    assert p.poll() == [] and p.poll() == ['/tf', 'odom']
+    assert odom_pub.sent == [target_odom]
+    (sent,) = p.tf.sent
+    assert isinstance(sent, TFMessage)
+    assert [t.child_frame_id for t in sent.transforms] == ['base_link', 'target/client']
+    assert sent.transforms[0] == p.messages.base_transform(p.snap)
+
+    class Broadcaster:  # tf2_ros.TransformBroadcaster: its publisher is pub_tf
+        pub_tf = Publisher('/tf')
+
+    p = Poller(tf=Broadcaster())
+    p.publish()
+    Broadcaster.pub_tf.count = 1
+    assert p.poll() == [] and p.poll() == ['/tf']
+    (sent,) = Broadcaster.pub_tf.sent
+    assert [t.child_frame_id for t in sent.transforms] == ['base_link']
+
+    class Bare:  # a broadcaster without a publisher to poll: /tf left out
+        def sendTransform(self, transforms) -> None:  # noqa: N802 - tf2_ros's name
+            raise AssertionError('not called')
+
+    p = Poller(tf=Bare())
+    p.publish()
+    p.pubs['joint_states'].count = 1
+    assert p.poll() == [] and p.poll() == ['joint_states']
+
+
+@pytest.mark.ros
+def test_nodes_started_after_a_paused_simulator_get_its_state_and_goals_go_active(
+    ros_process, ros_node, ros_executor, wait_until, publish_until
+) -> None:
+    """A simulator started paused published its initial state once, before anybody could
+    hear it (its topics are volatile): a probe subscribing once it is up got nothing, and a
+    controller started after it rejected every ee_goal ("no fresh joint_states"). Now each
+    joiner gets the last published state, stamp and content, with no step taken, and the
+    controller takes a goal (active: the paused clock read as a paused simulation)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from simulation_interfaces.msg import SimulationState
+    from simulation_interfaces.srv import GetSimulationState
+    from std_msgs.msg import Float64MultiArray
+
+    joints0, base0 = [0.1, -0.2, 0.3, 0.0, 0.2, 0.0, 0.0], [0.5, 0.0, 0.0]
+    sim = ros_process(
+        'ffsim_ros.simulator',
+        ros_args=[
+            '-p', 'start_paused:=true',
+            '-p', f'initial_joint_positions:={joints0}',
+            '-p', f'initial_base_position:={base0}',
+        ],
+        name='sim',
+    )  # fmt: skip
+    node = ros_node('probe')
+    ros_executor.add_node(node)
+
+    def paused() -> bool:  # answered by the physics thread: after its first publish
+        future = client.call_async(GetSimulationState.Request())
+        assert wait_until(future.done, 20, ros_executor), sim.describe()
+        return future.result().state.state == SimulationState.STATE_PAUSED
+
+    client = node.create_client(GetSimulationState, '/ffsim_simulator/get_simulation_state')
+    assert wait_until(client.service_is_ready, 60, ros_executor), sim.describe()
+    assert paused()
+    got: dict[str, list] = {}
+    for msg_type, topic in (
+        (Clock, '/clock'),
+        (JointState, 'joint_states'),
+        (Odometry, 'base_odom'),
+        (TFMessage, '/tf'),
+        (Float64MultiArray, 'momentum'),
+    ):
+        node.create_subscription(msg_type, topic, got.setdefault(topic, []).append, 10)
+    assert wait_until(lambda: all(got.values()), 20, ros_executor), (
+        {k: len(v) for k, v in got.items()},
+        sim.describe(),
+    )
+    assert {k: len(v) for k, v in got.items()} == dict.fromkeys(got, 1)  # (no other joiner)
+    (clock,), (js,), (odom,), (tf,), _ = got.values()
+    stamps = [clock.clock, js.header.stamp, odom.header.stamp, tf.transforms[0].header.stamp]
+    assert all(s.sec == 0 and s.nanosec == 0 for s in stamps), stamps  # the initial instant
+    assert list(js.position) == joints0 and list(js.name) == list(MODEL.joint_names)
+    p = odom.pose.pose.position
+    assert [p.x, p.y, p.z] == pytest.approx(base0, abs=1e-12)
+    assert tf.transforms[0].child_frame_id == 'base_link'
+
+    # a controller on simulated time started now: the state and /clock reach it, and the
+    # clock that stands still reads as a paused simulation, so a goal is taken
+    ctl = ros_process(
+        'ffsim_ros.reactionless_controller', ros_args=['-p', 'use_sim_time:=true'], name='ctl'
+    )
+    statuses: list = []
+    latched = QoSProfile(
+        depth=20,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched)
+    goals = node.create_publisher(PoseStamped, 'ee_goal', 10)
+    assert wait_until(goals.get_subscription_count, 60, ros_executor), ctl.describe()
+    q0 = np.r_[D.base_state_from_link(MODEL, base0, [0, 0, 0, 1])[0], joints0]
+    goal = PoseStamped()
+    goal.header.frame_id = 'world'
+    p = goal.pose.position
+    p.x, p.y, p.z = (D.link_pose(MODEL, q0, 'ee_link')[0] + [0.1, 0.2, -0.2]).tolist()
+    goal.pose.orientation.w = 1.0
+
+    def active() -> bool:
+        return any(s.message.startswith('active') for s in statuses)
+
+    assert publish_until(lambda: goals.publish(goal), active, 30), (
+        [s.message for s in statuses],
+        ctl.describe(),
+    )
+    assert paused() and all(m.header.stamp.sec == 0 for m in got['joint_states'])  # no step
+    assert sim.is_running() and ctl.is_running()
