@@ -343,6 +343,13 @@ targets:
         ('missing link', 'ffsim_ros.simulator', '): invalid loop closure'),
         ('integrator', 'ffsim_ros.simulator', "integrator: expected 'rk4' with loop closures"),
         ('targets', 'ffsim_ros.simulator', 'scenario: expected no targets with loop closures'),
+        (  # every value within its limits, the assembly moves j3 from -1.5 to -2.07
+            'assembled beyond a limit',
+            'ffsim_ros.simulator',
+            "initial_joint_positions: expected a start whose assembly onto the loops ['cut'] "
+            'keeps every joint within its position limits (position_limits is on), got joints '
+            'moved beyond them -- j3: asked -1.5, assembled -2.06',
+        ),
     ],
 )
 def test_nodes_refuse_what_they_cannot_run_with_exit_2(
@@ -359,6 +366,14 @@ def test_nodes_refuse_what_they_cannot_run_with_exit_2(
         scenario = tmp_path / 'targets.yaml'
         scenario.write_text(_SCENARIO)
         extra = ['-p', f'scenario:={scenario}']
+    elif case == 'assembled beyond a limit':
+        path = tmp_path / 'fourbar.urdf'
+        text = _fourbar_plus(_fourbar_loop('revolute', '<axis xyz="0 0 1"/>'))
+        j3 = text.index('<joint name="j3"')
+        path.write_text(
+            text[:j3] + text[j3:].replace('lower="-10" upper="10"', 'lower="-1.6" upper="-1.4"', 1)
+        )
+        extra = ['-p', 'position_limits:=true', '-p', 'initial_joint_positions:=[1.2,-0.9,-1.5]']
     proc = ros_process(node, ros_args=['-p', f'robot_file:={path}', *extra], name='node')
     deadline = time.monotonic() + 60
     while proc.is_running() and time.monotonic() < deadline:

@@ -70,10 +70,11 @@ for robot, ee in (('ffsim_servicer_7dof', 'ee_link'), ('dual_arm_servicer', 'lef
 from ffsim_ros.dynamics.mufti.samples import tumbling_platform
 chain, q, v = tumbling_platform()
 model = chain.model
-engine = Engine(model, q, 3.0 * v, dt_ns=1_000_000, chain=chain)
-engine.command_efforts(np.full(model.n, 1.0))
-snap = engine.advance(30)
-assert not snap.faulted, snap.fault
+for conserve in (True, False):  # (the momentum projection is a run-time flag)
+    engine = Engine(model, q, 3.0 * v, dt_ns=1_000_000, chain=chain, conserve_momentum=conserve)
+    engine.command_efforts(np.full(model.n, 1.0))
+    snap = engine.advance(30)
+    assert not snap.faulted, snap.fault
 from ffsim_ros.control.capture_loop import CaptureLoop, tumbling_target_scene
 scene, target = tumbling_target_scene()
 result = CaptureLoop(scene, target, mode='momentum_distribution').run(5.0)

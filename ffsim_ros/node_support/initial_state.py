@@ -3,7 +3,8 @@
 :func:`initial_state` reads the ``initial_*`` parameters (checked against the robot's limits
 where they are enforced); with the robot's loop closures (URDF+ ``<loop>`` elements, read by
 :func:`~.common.load_robot`), the state is assembled on them (the joints moved onto the
-loops' manifold, the base kept, the velocity projected).
+loops' manifold, the base kept, the velocity projected) and, with ``position_limits``, the
+assembled joints are checked against the limits again.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def initial_state(
         Naming the parameter: a joint vector of the wrong size, a joint beyond its position
         limits with ``position_limits`` or faster than its speed limit with
         ``velocity_limits`` (``initial_joint_*``); with loops, an integrator other than
-        ``rk4`` or joint positions the loops cannot be closed from.
+        ``rk4``, joint positions the loops cannot be closed from, or (with
+        ``position_limits``) whose assembly moves a joint beyond its limits.
     """
     q0, v0 = _tree_state(model, values)
     if not loops:
@@ -41,13 +43,29 @@ def initial_state(
             f'step), got {values["integrator"]!r}'
         )
     chain = D.ClosedChain(model, loops)
+    names = [lp.name for lp in loops]
     try:
         q, v = chain.assemble(q0, v0)
     except RuntimeError as exc:
         raise ParameterValueError(
-            f'initial_joint_positions: the loops {[lp.name for lp in loops]} cannot be closed '
-            f'from them ({exc})'
+            f'initial_joint_positions: the loops {names} cannot be closed from them ({exc})'
         ) from None
+    if values['position_limits'] and model.single_dof_joints:
+        offset = model.nq - model.n
+        asked, assembled = q0[offset:], q[offset:]
+        beyond = np.flatnonzero((assembled < model.lower) | (assembled > model.upper))
+        if beyond.size:
+            items = '; '.join(
+                f'{model.joint_names[j]}: asked {asked[j]:g}, assembled {assembled[j]:g}, '
+                f'limits [{model.lower[j]:g}, {model.upper[j]:g}]'
+                for j in beyond
+            )
+            raise ParameterValueError(
+                f'initial_joint_positions: expected a start whose assembly onto the loops '
+                f'{names} keeps every joint within its position limits (position_limits is '
+                f'on), got joints moved beyond them -- {items}; set initial_joint_positions '
+                'nearer a configuration where the loops close within the limits'
+            )
     return chain, q, v
 
 

@@ -46,10 +46,11 @@ integrated alone, exactly as without a world.
 
 Closed chains: with a :class:`~ffsim_ros.dynamics.ClosedChain` given (loop closures on the
 model, seed 001), every step is the chain's (:meth:`~ffsim_ros.dynamics.ClosedChain.step`,
-the compiled solver, RK4 then the projection onto the constraint manifold that also keeps the
-momentum), every state given (initial, :meth:`Engine.set_state`) is assembled onto the
-manifold first (:meth:`~ffsim_ros.dynamics.ClosedChain.assemble`: the joints move, the base
-pose is kept, the velocity is projected in the kinetic-energy metric), and a drive's braking
+the compiled solver, RK4 then the projection onto the constraint manifold and, with
+``conserve_momentum``, onto the momentum ``[P; L_O]``), every state given (initial,
+:meth:`Engine.set_state`) is assembled onto the manifold first
+(:meth:`~ffsim_ros.dynamics.ClosedChain.assemble`: the joints move, the base pose is kept,
+the velocity is projected in the kinetic-energy metric), and a drive's braking
 at a speed limit is followed by the projection. Targets are not supported with one (a world
 may be given, without targets; adding one is refused).
 
@@ -808,10 +809,11 @@ class Engine:
         self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int, wrenches: dict
     ) -> tuple[np.ndarray, np.ndarray]:
         """``count`` steps of the closed chain: one compiled run without wrenches, else step
-        by step (a base wrench in the base frame turns with the base)."""
+        by step (a base wrench in the base frame turns with the base). The projection onto
+        the momentum follows ``conserve_momentum`` (under a wrench it is not done)."""
         chain, dt = self._chain, self.dt
         if not wrenches:
-            _, Q, V = chain.simulate(q, v, tau, count * dt, dt)
+            _, Q, V = chain.simulate(q, v, tau, count * dt, dt, conserve_momentum=self._conserve)
             return Q[-1], V[-1]
         links = wrenches.get('link_wrenches')
         for _ in range(count):

@@ -58,6 +58,7 @@ from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model, UnknownNameError
 from .articulated import LoopKernel
+from .assembly import assemble_positions
 from .chain_inputs import check_finite, name_bad_input
 from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
@@ -563,9 +564,13 @@ class ClosedChain:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Project ``(q, v)`` onto the constraint manifold (assembly of the closed chain).
 
-        Positions: Gauss-Newton on ``xi(q) = 0`` with the minimum-norm step in the free
-        coordinates (``lstsq``, so redundant rows are harmless), on the Lie group
-        (``q <- integrate(q, dq)``). Velocities: the kinetic-energy-metric projection
+        Positions: damped Gauss-Newton (Levenberg-Marquardt) on ``xi(q) = 0`` in the free
+        coordinates (least squares, so redundant rows are harmless; each coordinate moves at
+        most 0.5 rad or m a step, :mod:`.assembly`), on the Lie group
+        (``q <- integrate(q, dq)``); once closed, each free joint angle (revolute, continuous,
+        universal) is moved by whole turns to the equivalent nearest its value in ``q``
+        among those within its position limits, or nearest that value when none is (the
+        loops stay closed). Velocities: the kinetic-energy-metric projection
         ``v <- v + P dv``, ``dv = -H_f^-1 G_f^T (G_f H_f^-1 G_f^T)^+ G v`` (the velocity
         change an impulse along the constraints produces).
 
@@ -593,26 +598,8 @@ class ClosedChain:
         # (a NaN in a joint off the loops left xi finite and failed in LAPACK's SVD)
         name_bad_input(self.model, self._names(), q, v, np.zeros(0))
         free = self._free_mask(locked, move_base)
-        nb = model.arrays.parent.shape[0]
+        q = assemble_positions(model, self._loop_errors, q, free, tol, max_iter, self._names())
         zero = np.zeros(model.nv)
-        err = np.inf
-        for _ in range(max_iter):
-            bd = bodies(model, q, zero)
-            rows, xi, _, _ = self.loop_rows(bd)
-            err = float(np.max(np.abs(xi)))
-            if not np.isfinite(err):
-                raise ValueError(f'assemble: {self._names()}: non-finite configuration')
-            if err <= tol:
-                break
-            Jx = (rows.matrix(nb).dense() @ body_velocity_jacobian(model, bd))[:, free]
-            step = np.zeros(model.nv)
-            step[free] = -np.linalg.lstsq(Jx, xi, rcond=None)[0]
-            q = integrate(model, q, step)
-        else:
-            raise RuntimeError(
-                f'assemble: {self._names()}: no convergence in {max_iter} iterations (max |xi| '
-                f'= {err:.3e} > {tol:.1e}); start closer to an assembled configuration'
-            )
         bd = bodies(model, q, zero)
         Gq = self._velocity_rows(bd)
         Gf = Gq[:, free]
@@ -620,6 +607,14 @@ class ClosedChain:
         HiGt = np.linalg.solve(Hf, Gf.T)
         v[free] -= HiGt @ (np.linalg.pinv(Gf @ HiGt, rcond=1e-10) @ (Gq @ v))
         return q, v
+
+    def _loop_errors(self, q: np.ndarray) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+        """The loop errors ``xi`` at ``q`` and a function returning their Jacobian on the
+        tree's velocities there (:func:`.assembly.assemble_positions`)."""
+        bd = bodies(self.model, q, np.zeros(self.model.nv))
+        rows, xi, _, _ = self.loop_rows(bd)
+        nb = self.model.arrays.parent.shape[0]
+        return xi, lambda: rows.matrix(nb).dense() @ body_velocity_jacobian(self.model, bd)
 
     def _velocity_rows(self, bd: Bodies) -> np.ndarray:
         """The independent loop rows on the tree's velocities, ``U^T G B`` (K, nv): their
@@ -735,6 +730,7 @@ class ClosedChain:
         link_wrenches: Mapping[str, ArrayLike] | None = None,
         stabilize: bool = False,
         project: bool = True,
+        conserve_momentum: bool = True,
     ) -> tuple[np.ndarray, np.ndarray]:
         """One step of the package's RK4 scheme on the Lie group
         (:func:`ffsim_ros.dynamics.rk4_step`) with the closed-chain accelerations.
@@ -756,6 +752,12 @@ class ClosedChain:
             projection it stays within its tolerance, 1e-13 (the compiled step, without link
             wrenches, spares the projection where the loops' position and velocity errors are
             already within it, and still corrects the momentum).
+        conserve_momentum : bool
+            With ``project``, a floating base and no external wrench: project onto the
+            momentum ``[P; L_O]`` the step must end with (gravity's impulse added), as
+            ``D.step(..., conserve_momentum=True)`` (default). False: the projection onto the
+            loops alone (it leaves the momentum: loop impulses are internal), so the momentum
+            keeps RK4's truncation error, as plain RK4 on a tree.
 
         Returns
         -------
@@ -767,7 +769,8 @@ class ClosedChain:
         v = as_v(model, v)
         check_finite(self._names(), q=q, v=v, tau=tau, base_wrench=base_wrench)
         if self.method == 'aba' and not link_wrenches:  # the whole step compiled
-            Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, stabilize, project)
+            flags = (stabilize, project, conserve_momentum)
+            Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, *flags)
             return Q[1], V[1]
         if self.method == 'aba':  # the compiled solver, inputs converted once per step
             gen = generalized_force(
@@ -802,12 +805,15 @@ class ClosedChain:
             target = None
             if model.floating_base and base_wrench is None and not link_wrenches:
                 target = momentum_after(model, q, v, dt)
-            q_next, v_next = self.project(q_next, v_next, momentum=target)
+            if conserve_momentum or target is None:
+                q_next, v_next = self.project(q_next, v_next, momentum=target)
+            else:  # the loops alone: the momentum the step reached is kept
+                q_next, v_next = self.project(q_next, v_next)
         return q_next, v_next
 
     def _compiled_steps(
         self, q: np.ndarray, v: np.ndarray, tau: ArrayLike, base_wrench: ArrayLike | None,
-        dt: float, k: int, stabilize: bool, project: bool,
+        dt: float, k: int, stabilize: bool, project: bool, conserve: bool,
     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """``k`` steps of :meth:`step` in one compiled call, ``tau`` and ``base_wrench``
         held; ``q``, ``v`` checked. Returns ``Q`` (k + 1, nq), ``V`` (k + 1, nv)."""
@@ -821,7 +827,7 @@ class ClosedChain:
             dt,
             k,
             (self.alpha, self.beta) if on else (0.0, 0.0),
-            (project, project and model.floating_base and bw is None, 1e-13, 10),
+            (project, project and conserve and model.floating_base and bw is None, 1e-13, 10),
         )
 
     def simulate(
@@ -834,6 +840,7 @@ class ClosedChain:
         *,
         stabilize: bool = False,
         project: bool = True,
+        conserve_momentum: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """RK4 trajectory of the closed chain (:meth:`step`).
 
@@ -843,7 +850,8 @@ class ClosedChain:
         t_final, dt : float
             Duration and step [s]: ``k = round(t_final / dt)`` whole steps are taken (the run
             ends at ``k dt``, the multiple of ``dt`` nearest ``t_final``).
-        stabilize, project : as :meth:`step` (Baumgarte; projection onto the manifold).
+        stabilize, project, conserve_momentum : as :meth:`step` (Baumgarte; projection onto
+            the manifold; and onto the momentum).
 
         Returns
         -------
@@ -854,7 +862,8 @@ class ClosedChain:
         q, v = as_q(self.model, q0), as_v(self.model, v0)
         check_finite(self._names(), q0=q, v0=v, tau=tau)
         if self.method == 'aba' and not callable(tau):  # the whole run compiled
-            Q, V = self._compiled_steps(q, v, tau, None, dt, steps, stabilize, project)
+            flags = (stabilize, project, conserve_momentum)
+            Q, V = self._compiled_steps(q, v, tau, None, dt, steps, *flags)
             return np.arange(steps + 1) * dt, Q, V
         Q = np.empty((steps + 1, q.size))
         V = np.empty((steps + 1, v.size))
@@ -862,7 +871,10 @@ class ClosedChain:
         for s in range(steps):
             t = s * dt
             eff = tau(t, q, v) if callable(tau) else tau
-            q, v = self.step(q, v, eff, dt, stabilize=stabilize, project=project)
+            q, v = self.step(
+                q, v, eff, dt, stabilize=stabilize, project=project,
+                conserve_momentum=conserve_momentum,
+            )  # fmt: skip
             Q[s + 1], V[s + 1] = q, v
         return np.arange(steps + 1) * dt, Q, V
 
