@@ -159,7 +159,12 @@ def check_interrupt() -> None:
 def interrupted(exc: BaseException) -> bool:
     """Whether ``exc`` is, or was caused by or raised while handling, a
     :class:`KeyboardInterrupt` (e.g. numba's ``SystemError`` of a kernel the interrupt landed
-    in)."""
+    in).
+
+    Parameters
+    ----------
+    exc : BaseException
+    """
     todo, seen = [exc], set()
     while todo:
         e = todo.pop()
@@ -183,6 +188,10 @@ class Campaign:
     """What every run of a scenario shares, built once per process: the simulated model
     (loaded from ``robot_path``), the nominal controller and its batched law, the table's
     columns.
+
+    Parameters
+    ----------
+    scenario : Scenario
 
     Raises
     ------
@@ -223,7 +232,12 @@ class Campaign:
         self.inputs = input_columns(scenario, model)
 
     def run_inputs(self, index: int) -> RunInputs:
-        """The inputs of run ``index``."""
+        """The inputs of run ``index``.
+
+        Parameters
+        ----------
+        index : int
+        """
         return sample_inputs(self.scenario, self.model, index)
 
 
@@ -856,7 +870,12 @@ class BatchRunner:
 
 
 def outcome_counts(results: Iterable[RunResult]) -> dict[str, int]:
-    """Goals per outcome over ``results`` (a quick tally)."""
+    """Goals per outcome over ``results`` (a quick tally).
+
+    Parameters
+    ----------
+    results : iterable of RunResult
+    """
     out: dict[str, int] = {o.value: 0 for o in GoalOutcome}
     out.update(rejected=0, failed=0)
     for r in results:

@@ -49,7 +49,17 @@ from .scenario import ScenarioError, load_scenario
 
 
 def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
-    """The command's argument parser."""
+    """The command's argument parser.
+
+    Parameters
+    ----------
+    prog : str
+        The program name in the usage line.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split('\n\n')[0].split(': ', 1)[1])
     p.add_argument('scenario', help='scenario YAML file (see ffsim_ros.campaign.scenario)')
     p.add_argument('--output', default=None, help='output folder (default: campaign_<name>)')
@@ -84,7 +94,18 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point (``ffsim campaign`` and the ``ffsim_campaign`` console script). Ctrl-C: one
     line (the rows written so far are kept: running it again resumes), exit 130; a file that
-    cannot be written: one line, exit 1."""
+    cannot be written: one line, exit 1.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     try:
         return _main(argv)
     except KeyboardInterrupt:

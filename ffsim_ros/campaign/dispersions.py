@@ -38,12 +38,40 @@ NOISE_PARAMS = (
 
 
 def run_seed(seed: int, index: int, stream: int) -> np.random.SeedSequence:
-    """The seed sequence of stream ``stream`` of run ``index`` (module docstring)."""
+    """The seed sequence of stream ``stream`` of run ``index`` (module docstring).
+
+    Parameters
+    ----------
+    seed : int
+        The campaign's seed.
+    index : int
+        The run's index.
+    stream : int
+        The stream: :data:`INPUTS`, :data:`GOALS`, :data:`NOISE` or :data:`PLANNER`.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+    """
     return np.random.SeedSequence(int(seed), spawn_key=(int(index), int(stream)))
 
 
 def run_rng(seed: int, index: int, stream: int) -> np.random.Generator:
-    """A generator on :func:`run_seed`."""
+    """A generator on :func:`run_seed`.
+
+    Parameters
+    ----------
+    seed : int
+        The campaign's seed.
+    index : int
+        The run's index.
+    stream : int
+        The stream: :data:`INPUTS`, :data:`GOALS`, :data:`NOISE` or :data:`PLANNER`.
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
     return np.random.default_rng(run_seed(seed, index, stream))
 
 
@@ -85,7 +113,21 @@ class RunInputs:
 
 
 def components(name: str, scenario: Scenario, model: D.Model) -> list[str]:
-    """Component names of the parameter ``name`` for this scenario and robot."""
+    """Component names of the parameter ``name`` for this scenario and robot.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`~.scenario.DISPERSIONS`.
+    scenario : Scenario
+    model : Model
+        The simulated robot.
+
+    Returns
+    -------
+    list of str
+        ``['x', 'y', 'z']``, the joint or body names, ``'<goal>.<axis>'``, or ``['']``.
+    """
     per = DISPERSIONS[name].per
     if per == 'axis':
         return list(_AXES)
@@ -99,7 +141,19 @@ def components(name: str, scenario: Scenario, model: D.Model) -> list[str]:
 
 
 def input_columns(scenario: Scenario, model: D.Model) -> list[str]:
-    """The input columns of the results table (one per dispersed component)."""
+    """The input columns of the results table (one per dispersed component).
+
+    Parameters
+    ----------
+    scenario : Scenario
+    model : Model
+        The simulated robot.
+
+    Returns
+    -------
+    list of str
+        ``in.<parameter>.<component>`` names.
+    """
     out = []
     for name in DISPERSIONS:
         if scenario.dispersion(name) is not None:
@@ -157,6 +211,19 @@ def support(d: Distribution, size: int, what: str) -> tuple[np.ndarray, np.ndarr
     """``(low, high)`` per component of the values ``d`` draws: the value, the bounds, or
     mean -+ :data:`SUPPORT_STDS` std (a normal distribution).
 
+    Parameters
+    ----------
+    d : Distribution
+    size : int
+        Number of components.
+    what : str
+        The parameter's name, for the messages.
+
+    Returns
+    -------
+    low, high : (size,) ndarray
+        In the parameter's units (:data:`~.scenario.DISPERSIONS`).
+
     Raises
     ------
     ScenarioError
@@ -190,6 +257,12 @@ def check_dispersions(scenario: Scenario, model: D.Model) -> None:
     draws one is refused; one that sometimes does not fails those runs alone, with the reason:
     :class:`DrawError`); then run 0's inputs are drawn once, for the errors of the rest of the
     scenario (e.g. ``initial.joint_positions`` of the wrong size).
+
+    Parameters
+    ----------
+    scenario : Scenario
+    model : Model
+        The simulated robot.
 
     Raises
     ------
@@ -226,6 +299,18 @@ def check_dispersions(scenario: Scenario, model: D.Model) -> None:
 def sample_inputs(scenario: Scenario, model: D.Model, index: int) -> RunInputs:
     """The inputs of run ``index`` (module docstring): a pure function of the scenario, the
     model and ``index``.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    model : Model
+        The simulated robot.
+    index : int
+        The run's index.
+
+    Returns
+    -------
+    RunInputs
 
     Raises
     ------
@@ -322,7 +407,20 @@ def _initial_state(
 def controller_model(model: D.Model, inputs: RunInputs) -> D.Model:
     """The model the run's controller uses: ``model`` with each body's mass and inertia about
     its CoM scaled by the run's factors (the CoM positions and the geometry unchanged, so the
-    configuration means the same to both)."""
+    configuration means the same to both).
+
+    Parameters
+    ----------
+    model : Model
+        The simulated robot.
+    inputs : RunInputs
+        The run's inputs (its ``mass_scale``, ``inertia_scale`` per body).
+
+    Returns
+    -------
+    Model
+        ``model`` itself when no factor differs from 1.
+    """
     if not inputs.model_error:
         return model
     import dataclasses

@@ -45,7 +45,17 @@ def passive_thread_waits() -> None:
 
 
 class Progress:
-    """A one-line progress report: runs done, rate, ETA (every ``every`` s of wall time)."""
+    """A one-line progress report: runs done, rate, ETA (every ``every`` s of wall time).
+
+    Parameters
+    ----------
+    total : int
+        Runs to do.
+    stream : text stream or None
+        Where the line is written (None: nowhere).
+    every : float
+        Wall seconds between two reports [s].
+    """
 
     def __init__(self, total: int, stream: TextIO | None = sys.stderr, every: float = 1.0) -> None:
         self.total, self.stream, self.every = total, stream, every
@@ -53,7 +63,12 @@ class Progress:
         self.t0 = self.t_shown = time.perf_counter()
 
     def update(self, n: int = 1) -> None:
-        """``n`` more runs done."""
+        """``n`` more runs done.
+
+        Parameters
+        ----------
+        n : int
+        """
         self.done += n
         now = time.perf_counter()
         if now - self.t_shown >= self.every or self.done >= self.total:
@@ -61,7 +76,17 @@ class Progress:
             self.show(now)
 
     def line(self, now: float | None = None) -> str:
-        """The report line."""
+        """The report line.
+
+        Parameters
+        ----------
+        now : float, optional
+            ``time.perf_counter()`` now [s] (None: read).
+
+        Returns
+        -------
+        str
+        """
         elapsed = (time.perf_counter() if now is None else now) - self.t0
         rate = self.done / elapsed if elapsed > 0 else 0.0
         left = self.total - self.done
@@ -91,7 +116,23 @@ def run_local(
     batch_size: int | None = None,
     faults: Faults | None = None,
 ) -> Iterator[RunResult]:
-    """The runs ``indices`` of ``campaign`` in one batch runner in this process."""
+    """The runs ``indices`` of ``campaign`` in one batch runner in this process.
+
+    Parameters
+    ----------
+    campaign : Campaign
+    indices : iterable of int
+        The runs to do.
+    batch_size : int, optional
+        Slots of the batch (default: the scenario's).
+    faults : Faults, optional
+        Injected faults (tests).
+
+    Yields
+    ------
+    RunResult
+        Each run as it ends.
+    """
     yield from BatchRunner(campaign, indices, batch_size=batch_size, faults=faults)
 
 
@@ -118,7 +159,17 @@ LOOPBACK = '127.0.0.1'
 def local_ray_options(workers: int) -> dict:
     """``ray.init`` options of the local Ray :func:`run_ray` starts: a new cluster
     (``address='local'``, never one named by ``RAY_ADDRESS``) of ``workers`` CPUs on this
-    machine only, no dashboard, the workers' logs not streamed to this process."""
+    machine only, no dashboard, the workers' logs not streamed to this process.
+
+    Parameters
+    ----------
+    workers : int
+        CPUs of the local cluster.
+
+    Returns
+    -------
+    dict
+    """
     return {
         'address': 'local',
         'num_cpus': int(workers),
@@ -130,6 +181,16 @@ def local_ray_options(workers: int) -> dict:
 def import_ray(local: bool) -> ModuleType:
     """Ray, imported with :data:`LOCAL_RAY_ENVIRONMENT` when ``local`` (a variable set by the
     user is kept).
+
+    Parameters
+    ----------
+    local : bool
+        Set :data:`LOCAL_RAY_ENVIRONMENT` first (a local Ray is to be started).
+
+    Returns
+    -------
+    module
+        ``ray``.
 
     Raises
     ------
@@ -165,6 +226,11 @@ def run_ray(
 
     Parameters
     ----------
+    scenario : Scenario
+    indices : sequence of int
+        The runs to do.
+    batch_size : int, optional
+        Slots per task's batch (default: the scenario's).
     address : an existing cluster (``ray.init(address=...)``); None starts a local Ray with
         ``workers`` CPUs, on localhost only (:func:`local_ray_options`), or uses the one this
         process already started.

@@ -39,11 +39,32 @@ class GoalSource(Protocol):
 
     def next_goal(self, q: np.ndarray, law: ReactionlessController) -> np.ndarray | None:
         """The next goal (3,) [m], inertial frame, with the arm at ``q`` (true state); None
-        when the run has no goal left."""
+        when the run has no goal left.
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            The run's true configuration ``[r0, Q0 (x, y, z, w), phi]``, base in the inertial
+            frame [m, -, rad | m].
+        law : ReactionlessController
+            The run's controller.
+
+        Returns
+        -------
+        (3,) ndarray or None
+        """
 
 
 class OffsetGoals:
-    """The goals ``start + offsets[k]`` in order (``start``: the end effector at ``q0``)."""
+    """The goals ``start + offsets[k]`` in order (``start``: the end effector at ``q0``).
+
+    Parameters
+    ----------
+    start : (3,) ndarray
+        End-effector position at the run's start, inertial frame [m].
+    offsets : (k, 3) ndarray
+        Goal offsets from ``start``, inertial frame [m].
+    """
 
     def __init__(self, start: np.ndarray, offsets: np.ndarray) -> None:
         self.goals = [np.asarray(start, float) + np.asarray(o, float) for o in offsets]
@@ -55,7 +76,8 @@ class OffsetGoals:
         Parameters
         ----------
         q : (nq,) ndarray
-            The run's true configuration (not used: the goals were fixed at construction).
+            The run's true configuration [m, -, rad | m] (not used: the goals were fixed at
+            construction).
         law : ReactionlessController
             The run's controller (not used).
 
@@ -74,7 +96,17 @@ class OffsetGoals:
 class ChainedGoals:
     """``count`` goals, each ``near``-``far`` m [m] in a uniformly random direction from where
     the end effector is when drawn, redrawn until the controller accepts it (the draws of
-    :func:`ffsim_ros.control.closed_loop.chained_goals`)."""
+    :func:`ffsim_ros.control.closed_loop.chained_goals`).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The run's goal stream.
+    count : int
+        Number of goals.
+    near, far : float
+        Distance range from the end effector [m].
+    """
 
     def __init__(self, rng: np.random.Generator, count: int, near: float, far: float) -> None:
         self.rng, self.count, self.near, self.far = rng, count, near, far
@@ -147,6 +179,18 @@ GOAL_SOURCES: dict[str, Callable[[Scenario, RunInputs, ReactionlessController], 
 
 def goal_source(scenario: Scenario, inputs: RunInputs, law: ReactionlessController) -> GoalSource:
     """The goal source of a run (:data:`GOAL_SOURCES`).
+
+    Parameters
+    ----------
+    scenario : Scenario
+    inputs : RunInputs
+        The run's sampled inputs (initial state, goal offsets).
+    law : ReactionlessController
+        The run's controller.
+
+    Returns
+    -------
+    GoalSource
 
     Raises
     ------

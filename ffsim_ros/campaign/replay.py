@@ -57,7 +57,18 @@ TOPICS = {
 
 
 def time_ns(t: float) -> int:
-    """Simulated time ``t`` [s] as integer nanoseconds (rounded)."""
+    """Simulated time ``t`` [s] as integer nanoseconds (rounded).
+
+    Parameters
+    ----------
+    t : float
+        [s].
+
+    Returns
+    -------
+    int
+        [ns].
+    """
     return int(round(float(t) * 1e9))
 
 
@@ -65,7 +76,27 @@ def snapshot(
     model: D.Model, t: float, q: np.ndarray, v: np.ndarray, effort: np.ndarray
 ) -> Snapshot:
     """The :class:`~ffsim_ros.sim.Snapshot` of one replayed instant (what the simulator's
-    engine reports for that state)."""
+    engine reports for that state).
+
+    Parameters
+    ----------
+    model : Model
+        The simulated robot.
+    t : float
+        Simulated time [s].
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0 (x, y, z, w), phi]``, base in the inertial frame
+        [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+        [m/s, rad/s, rad/s | m/s].
+    effort : (n,) ndarray
+        Joint efforts applied, joint order [N m | N].
+
+    Returns
+    -------
+    Snapshot
+    """
     s = D.state_summary(model, q, v)
     return Snapshot(
         step=0,
@@ -88,7 +119,19 @@ def snapshot(
 def replay_states(result: RunResult) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The replayed instants of a recorded run: ``(t (N,), q (N, nq), v (N, nv), effort (N, n))``
     with the effort applied over the period before each instant (zeros at the first); the
-    control instants, then the end state unless the run failed."""
+    control instants, then the end state unless the run failed.
+
+    Parameters
+    ----------
+    result : RunResult
+        Recorded with ``record=True`` (``ValueError`` otherwise).
+
+    Returns
+    -------
+    t, q, v, effort : ndarray
+        [s]; configurations [m, -, rad | m] and velocities [m/s, rad/s, rad/s | m/s] (base
+        parts in the inertial frame); joint efforts [N m | N].
+    """
     tr = result.trajectory
     if tr is None:
         raise ValueError('replay_states: expected a result recorded with record=True')
@@ -109,7 +152,24 @@ def write_mcap(
 ) -> dict[str, int]:
     """Write the recorded run ``result`` of ``campaign`` to the MCAP file ``path`` (module
     docstring); ``world`` and ``frame_prefix`` as the simulator's parameters. Returns the
-    number of messages per topic."""
+    number of messages per topic.
+
+    Parameters
+    ----------
+    campaign : Campaign
+    result : RunResult
+        Recorded with ``record=True``.
+    path : str or Path
+        The MCAP file written.
+    world : str
+        The world frame id.
+    frame_prefix : str
+        Prefix of the robot's frame ids.
+
+    Returns
+    -------
+    dict of str to int
+    """
     model = campaign.model
     topics = TOPICS
     builder = StateMessages(model.joint_names, world, frame_prefix + model.base_link, clock=True)

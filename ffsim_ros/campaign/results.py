@@ -71,7 +71,16 @@ PERCENTILES = (5, 50, 95, 100)
 
 
 def columns(campaign: Campaign) -> list[str]:
-    """The columns of the table of ``campaign`` (module docstring)."""
+    """The columns of the table of ``campaign`` (module docstring).
+
+    Parameters
+    ----------
+    campaign : Campaign
+
+    Returns
+    -------
+    list of str
+    """
     joints = [f'peak_effort.{j}' for j in campaign.model.joint_names]
     return [
         'run',
@@ -94,7 +103,17 @@ def columns(campaign: Campaign) -> list[str]:
 
 
 def run_row(result: RunResult) -> dict:
-    """The row of one run (module docstring)."""
+    """The row of one run (module docstring).
+
+    Parameters
+    ----------
+    result : RunResult
+
+    Returns
+    -------
+    dict
+        Column name -> value (units of the module docstring).
+    """
     goals = result.goals
     reached = result.reached
     m = result.metrics
@@ -141,7 +160,17 @@ def pyarrow_modules() -> tuple[ModuleType, ModuleType]:
 
 
 def parquet_schema(names: Sequence[str]) -> Any:  # a pyarrow.Schema (pyarrow is optional)
-    """The Parquet schema of a table with the columns ``names`` (module docstring)."""
+    """The Parquet schema of a table with the columns ``names`` (module docstring).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The columns, in order.
+
+    Returns
+    -------
+    pyarrow.Schema
+    """
     pa, _ = pyarrow_modules()
     kinds = {
         **dict.fromkeys(INTEGER_COLUMNS, pa.int64()),
@@ -185,7 +214,15 @@ def _drop_cut_row(path: Path) -> None:
 
 
 class CsvTable:
-    """``runs.csv``: rows appended and flushed one by one."""
+    """``runs.csv``: rows appended and flushed one by one.
+
+    Parameters
+    ----------
+    folder : Path
+        The campaign's output folder.
+    names : list of str
+        The columns (:func:`columns`).
+    """
 
     def __init__(self, folder: Path, names: list[str]) -> None:
         path = self.path = folder / RUNS
@@ -212,7 +249,12 @@ class CsvTable:
 
     def write(self, row: dict) -> None:
         """Append ``row`` (a :func:`run_row`, keyed by the table's columns) and flush it to
-        disk; its ``run`` counts as done."""
+        disk; its ``run`` counts as done.
+
+        Parameters
+        ----------
+        row : dict
+        """
         self.writer.writerow(row)
         self.handle.flush()
         self.done.add(int(row['run']))
@@ -223,7 +265,19 @@ class CsvTable:
 
 
 class ParquetTable:
-    """``runs.parquet/``: rows buffered, written as whole part files (module docstring)."""
+    """``runs.parquet/``: rows buffered, written as whole part files (module docstring).
+
+    Parameters
+    ----------
+    folder : Path
+        The campaign's output folder.
+    names : list of str
+        The columns (:func:`columns`).
+    part_rows : int
+        Rows per part file.
+    part_seconds : float
+        Wall time after which the buffer is written [s].
+    """
 
     def __init__(
         self,
@@ -253,7 +307,12 @@ class ParquetTable:
     def write(self, row: dict) -> None:
         """Buffer ``row`` (a :func:`run_row`); its ``run`` counts as done. The buffer is
         written as one part once it holds ``part_rows`` rows or ``part_seconds`` [s] of wall
-        time went since the last part (:meth:`flush`)."""
+        time went since the last part (:meth:`flush`).
+
+        Parameters
+        ----------
+        row : dict
+        """
         self.rows.append(row)
         self.done.add(int(row['run']))
         if (
@@ -288,6 +347,11 @@ def check_folder(folder: Path, scenario: Scenario) -> None:
     """Refuse an output ``folder`` that holds the results of another scenario, a damaged
     ``scenario.json``, or result tables without a ``scenario.json`` (whose scenario cannot be
     told: a resume would adopt another seed's rows).
+
+    Parameters
+    ----------
+    folder : Path
+    scenario : Scenario
 
     Raises
     ------
@@ -329,7 +393,13 @@ def check_folder(folder: Path, scenario: Scenario) -> None:
 
 def write_scenario(folder: Path, scenario: Scenario) -> None:
     """Write ``folder/scenario.json`` atomically (a temporary file in ``folder`` replacing it:
-    an interruption leaves the old file or the new one, never a cut one)."""
+    an interruption leaves the old file or the new one, never a cut one).
+
+    Parameters
+    ----------
+    folder : Path
+    scenario : Scenario
+    """
     text = json.dumps(
         {'fingerprint': scenario.fingerprint(), 'scenario': scenario.as_dict()}, indent=1
     )
@@ -400,6 +470,14 @@ class ResultsWriter:
     def write(self, result: RunResult) -> dict:
         """Write the row of ``result`` to every table that lacks it; returns the row.
 
+        Parameters
+        ----------
+        result : RunResult
+
+        Returns
+        -------
+        dict
+
         Raises
         ------
         WriteError
@@ -444,7 +522,16 @@ class ResultsWriter:
 
 
 def read_parquet(folder: str | Path) -> Any:  # a pyarrow.Table (pyarrow is optional)
-    """The Parquet table of ``folder`` (a ``pyarrow.Table``, sorted by run)."""
+    """The Parquet table of ``folder`` (a ``pyarrow.Table``, sorted by run).
+
+    Parameters
+    ----------
+    folder : str or Path
+
+    Returns
+    -------
+    pyarrow.Table
+    """
     pa, pq = pyarrow_modules()
     path = Path(folder) / PARQUET
     parts = sorted(path.glob('part-*.parquet'))
@@ -456,7 +543,16 @@ def read_parquet(folder: str | Path) -> Any:  # a pyarrow.Table (pyarrow is opti
 
 def read_rows(folder: str | Path) -> list[dict]:
     """The rows of ``folder/runs.csv``, or of ``folder/runs.parquet`` when there is no CSV
-    (numbers as floats, ``failure`` and ``reasons`` as text), sorted by run."""
+    (numbers as floats, ``failure`` and ``reasons`` as text), sorted by run.
+
+    Parameters
+    ----------
+    folder : str or Path
+
+    Returns
+    -------
+    list of dict
+    """
     path = Path(folder) / RUNS
     if not path.is_file() and (Path(folder) / PARQUET).is_dir():
         rows = read_parquet(folder).to_pylist()
@@ -469,7 +565,20 @@ def read_rows(folder: str | Path) -> list[dict]:
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval of a success rate (95 % by default): ``(low, high)``."""
+    """Wilson score interval of a success rate (95 % by default): ``(low, high)``.
+
+    Parameters
+    ----------
+    successes, n : int
+        Successes among ``n`` trials.
+    z : float
+        Standard normal quantile of the confidence level.
+
+    Returns
+    -------
+    tuple of float
+        In [0, 1].
+    """
     if n == 0:
         return (0.0, 1.0)
     p = successes / n
@@ -483,7 +592,17 @@ def summarize(rows: Iterable[dict]) -> dict:
     """Success rate with its 95 % Wilson interval, failures, and the percentiles
     (:data:`PERCENTILES`) of each metric of :data:`METRICS` over the runs without a failure
     (``ran``: a failed run's metrics stop where it failed, or were never measured) where the
-    metric is finite."""
+    metric is finite.
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Rows of the table (:func:`run_row`, :func:`read_rows`).
+
+    Returns
+    -------
+    dict
+    """
     rows = list(rows)
     n = len(rows)
     ok = sum(int(r['reached']) for r in rows)
@@ -507,7 +626,19 @@ def summarize(rows: Iterable[dict]) -> dict:
 
 
 def summary_markdown(scenario: Scenario, summary: dict) -> str:
-    """``summary.md``: the success rate and a percentile table."""
+    """``summary.md``: the success rate and a percentile table.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    summary : dict
+        :func:`summarize`'s.
+
+    Returns
+    -------
+    str
+        Markdown text.
+    """
     lo, hi = summary['success_interval']
     lines = [
         f'# Campaign {scenario.name}',
@@ -533,7 +664,21 @@ def summary_markdown(scenario: Scenario, summary: dict) -> str:
 
 def plot(rows: list[dict], folder: str | Path, inputs: list[str], max_inputs: int = 8) -> list:
     """Histograms of the metrics and each metric against the dispersed inputs (the first
-    ``max_inputs`` input columns): ``histograms.png`` and ``inputs.png``; returns the paths."""
+    ``max_inputs`` input columns): ``histograms.png`` and ``inputs.png``; returns the paths.
+
+    Parameters
+    ----------
+    rows : list of dict
+    folder : str or Path
+        Where the images are written.
+    inputs : list of str
+        Input column names.
+    max_inputs : int
+
+    Returns
+    -------
+    list of Path
+    """
     import matplotlib
 
     matplotlib.use('Agg')

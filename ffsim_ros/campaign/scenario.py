@@ -143,7 +143,18 @@ class Distribution:
     params: tuple[tuple[str, float | tuple[float, ...]], ...]
 
     def param(self, name: str) -> float | tuple[float, ...]:
-        """The parameter ``name``."""
+        """The parameter ``name``.
+
+        Parameters
+        ----------
+        name : str
+            E.g. ``'low'``, ``'high'``, ``'mean'``, ``'std'``, ``'value'``.
+
+        Returns
+        -------
+        float or tuple of float
+            In the dispersed parameter's units.
+        """
         return dict(self.params)[name]
 
     @property
@@ -221,6 +232,17 @@ class Scenario:
         """Check ``data`` (a parsed YAML mapping); ``base``: the folder relative robot paths
         are taken from.
 
+        Parameters
+        ----------
+        data : Mapping
+            The scenario document.
+        base : Path, optional
+            Folder of relative robot paths (None: they are kept as given).
+
+        Returns
+        -------
+        Scenario
+
         Raises
         ------
         ScenarioError
@@ -273,14 +295,34 @@ class Scenario:
         )
 
     def with_changes(self, **changes: Any) -> Scenario:
-        """A copy with fields replaced (e.g. ``runs``), checked again."""
+        """A copy with fields replaced (e.g. ``runs``), checked again.
+
+        Parameters
+        ----------
+        **changes
+            Fields of :class:`Scenario` and their new values.
+
+        Returns
+        -------
+        Scenario
+        """
         data = dict(self.as_dict())
         data.update(changes)
         return Scenario.from_dict(data)
 
     # ------------------------------------------------------------------------------ views
     def dispersion(self, name: str) -> Distribution | None:
-        """The distribution of ``name`` (None when not dispersed)."""
+        """The distribution of ``name`` (None when not dispersed).
+
+        Parameters
+        ----------
+        name : str
+            A key of :data:`DISPERSIONS`.
+
+        Returns
+        -------
+        Distribution or None
+        """
         return dict(self.dispersions).get(name)
 
     def as_dict(self) -> dict:
@@ -319,6 +361,15 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and check a scenario YAML file (:class:`Scenario`).
 
+    Parameters
+    ----------
+    path : str or Path
+        The file (relative robot paths are taken from its folder).
+
+    Returns
+    -------
+    Scenario
+
     Raises
     ------
     ScenarioError
@@ -345,6 +396,16 @@ def read_scenario_file(path: str | Path, max_bytes: int = MAX_SCENARIO_BYTES) ->
     """The bytes of the scenario file ``path``, read safely
     (:func:`ffsim_ros.files.read_regular_file`, as the nodes read theirs): opened without
     blocking, a regular file only (not a FIFO, ``/dev/zero``, a folder), at most ``max_bytes``.
+
+    Parameters
+    ----------
+    path : str or Path
+    max_bytes : int
+        Largest size read [bytes].
+
+    Returns
+    -------
+    bytes
 
     Raises
     ------

@@ -95,7 +95,13 @@ class SupervisorBank:
 
     # --------------------------------------------------------------------------- per slot
     def reset(self, k: int) -> None:
-        """Slot ``k`` as a new supervisor: no goal, no reference, goal count 0."""
+        """Slot ``k`` as a new supervisor: no goal, no reference, goal count 0.
+
+        Parameters
+        ----------
+        k : int
+            The slot.
+        """
         self.reference[k] = np.nan
         self.goal_id[k] = 0
         self._clear(k)
@@ -118,7 +124,22 @@ class SupervisorBank:
 
     def set_goal(self, k: int, t: float, q: np.ndarray, goal: np.ndarray, p: np.ndarray) -> None:
         """:meth:`ReachSupervisor.set_goal` for slot ``k`` (the goal already checked), the end
-        effector at ``p`` (3,) at ``q``."""
+        effector at ``p`` (3,) at ``q``.
+
+        Parameters
+        ----------
+        k : int
+            The slot.
+        t : float
+            Time [s] (the run's simulated clock).
+        q : (nq,) ndarray
+            Measured configuration ``[r0, Q0 (x, y, z, w), phi]``, base in the inertial frame
+            [m, -, rad | m].
+        goal : (3,) ndarray
+            End-effector goal, inertial frame [m].
+        p : (3,) ndarray
+            End-effector position at ``q``, inertial frame [m].
+        """
         goal_id = self.goal_id[k] + 1
         self._clear(k)
         self.goal_id[k] = goal_id
@@ -135,13 +156,32 @@ class SupervisorBank:
 
     def adopt(self, k: int, reference: np.ndarray | None, goal_id: int) -> None:
         """Take over slot ``k`` from a per-run supervisor between goals: its attitude
-        reference and goal count (what carries from one goal to the next)."""
+        reference and goal count (what carries from one goal to the next).
+
+        Parameters
+        ----------
+        k : int
+            The slot.
+        reference : (4,) ndarray or None
+            The attitude reference, base quaternion (x, y, z, w) in the inertial frame [-].
+        goal_id : int
+        """
         self._clear(k)
         self.reference[k] = np.nan if reference is None else reference
         self.goal_id[k] = goal_id
 
     def status(self, k: int) -> GoalStatus:
-        """The :class:`GoalStatus` of slot ``k`` after its last update."""
+        """The :class:`GoalStatus` of slot ``k`` after its last update.
+
+        Parameters
+        ----------
+        k : int
+            The slot.
+
+        Returns
+        -------
+        GoalStatus
+        """
         has_goal = not np.isnan(self.goal[k, 0])
         t = self.t_last[k] if not np.isnan(self.t_last[k]) else self.t0[k]
         progress = 0.0
@@ -170,14 +210,34 @@ class SupervisorBank:
 
     def mirror(self, k: int, status: GoalStatus) -> None:
         """Record a per-run supervisor's status in slot ``k`` (outcome and phase: what the
-        batch's goal sequencing reads)."""
+        batch's goal sequencing reads).
+
+        Parameters
+        ----------
+        k : int
+            The slot.
+        status : GoalStatus
+        """
         self.outcome[k] = OUTCOME[status.outcome]
         self.phase[k] = PHASE[status.phase]
 
     # ------------------------------------------------------------------------- per update
     def offsets(self, idx: np.ndarray, quats: np.ndarray) -> np.ndarray:
         """Attitude offsets (len(idx),) [rad] of the base quaternions ``quats``: from the
-        reference (reactionless), else from the attitude at the goal's start, else 0."""
+        reference (reactionless), else from the attitude at the goal's start, else 0.
+
+        Parameters
+        ----------
+        idx : (B,) int ndarray
+            The slots (indices, unitless).
+        quats : (B, 4) ndarray
+            Base quaternions (x, y, z, w) in the inertial frame [-], one per slot of ``idx``.
+
+        Returns
+        -------
+        (B,) ndarray
+            [rad].
+        """
         ref = self.start_attitude[idx]
         if self.reactionless:
             held = self.reference[idx]
@@ -191,7 +251,25 @@ class SupervisorBank:
     def begin(self, idx: np.ndarray, t: np.ndarray, Q: np.ndarray, P: np.ndarray) -> np.ndarray:
         """The part of :meth:`ReachSupervisor.update` before the efforts, for the slots
         ``idx`` at times ``t`` with measured configurations ``Q`` and end effectors ``P``
-        (B, 3): reference capture, offsets, timeouts. Returns the offsets."""
+        (B, 3): reference capture, offsets, timeouts. Returns the offsets.
+
+        Parameters
+        ----------
+        idx : (B,) int ndarray
+            The slots (indices, unitless).
+        t : (B,) ndarray
+            Times [s] (each run's simulated clock; no frame).
+        Q : (B, nq) ndarray
+            Measured configurations ``[r0, Q0 (x, y, z, w), phi]``, base in the inertial frame
+            [m, -, rad | m].
+        P : (B, 3) ndarray
+            End-effector positions, inertial frame [m].
+
+        Returns
+        -------
+        (B,) ndarray
+            Attitude offsets [rad].
+        """
         if self.reactionless:
             none = np.isnan(self.reference[idx, 0])
             if np.any(none):
@@ -210,7 +288,20 @@ class SupervisorBank:
 
     def targets(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """What the law steers each slot toward: ``(targets (B, 3) -- NaN rows brake,
-        references (B, 4) or None)``."""
+        references (B, 4) or None)``.
+
+        Parameters
+        ----------
+        idx : (B,) int ndarray
+            The slots (indices, unitless).
+
+        Returns
+        -------
+        targets : (B, 3) ndarray
+            End-effector targets, inertial frame [m]; NaN rows brake.
+        references : (B, 4) ndarray or None
+            Base attitude references (x, y, z, w), inertial frame [-] (reactionless mode).
+        """
         phase = self.phase[idx]
         targets = np.where((phase == _RESTORING)[:, None], self.hold_position[idx], self.goal[idx])
         steer = np.isin(phase, _STEERING)
@@ -227,7 +318,23 @@ class SupervisorBank:
     ) -> np.ndarray:
         """The part of :meth:`ReachSupervisor.update` after the efforts: position errors,
         reached, progress, stalls, the end of restoring. Returns the slots (a subset of
-        ``idx``) that stalled where the supervisor would plan a detour."""
+        ``idx``) that stalled where the supervisor would plan a detour.
+
+        Parameters
+        ----------
+        idx : (B,) int ndarray
+            The slots (indices, unitless).
+        t : (B,) ndarray
+            Times [s] (each run's simulated clock; no frame).
+        P : (B, 3) ndarray
+            End-effector positions, inertial frame [m].
+        offset : (B,) ndarray
+            Attitude offsets from :meth:`begin` [rad] (scalars: no frame).
+
+        Returns
+        -------
+        (k,) int64 ndarray
+        """
         goal = self.goal[idx]
         has = ~np.isnan(goal[:, 0])
         err = np.zeros(len(idx))

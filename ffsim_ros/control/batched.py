@@ -76,7 +76,19 @@ def _turned(quats: np.ndarray, rotvecs: np.ndarray) -> np.ndarray:
 
 def attitude_errors(quaternions: np.ndarray, references: np.ndarray) -> np.ndarray:
     """Rotation vectors (B, 3) [rad], inertial frame, turning each base quaternion (B, 4) into
-    its reference (B, 4): the rows of :func:`~ffsim_ros.control.rns.attitude_error`."""
+    its reference (B, 4): the rows of :func:`~ffsim_ros.control.rns.attitude_error`.
+
+    Parameters
+    ----------
+    quaternions, references : (B, 4) ndarray
+        Base attitudes and their references, unit quaternions (x, y, z, w) in the inertial
+        frame [-].
+
+    Returns
+    -------
+    (B, 3) ndarray
+        ``log(reference quaternion^-1)`` per row [rad], inertial frame.
+    """
     q = np.ascontiguousarray(quaternions, dtype=float)
     r = np.ascontiguousarray(references, dtype=float)
     if q.shape != r.shape or q.ndim != 2 or q.shape[1] != 4:
@@ -86,7 +98,20 @@ def attitude_errors(quaternions: np.ndarray, references: np.ndarray) -> np.ndarr
 
 def turn_quaternions(quaternions: np.ndarray, rotvecs: np.ndarray) -> np.ndarray:
     """Unit quaternions (B, 4) ``exp(r) Q`` of base quaternions (B, 4) turned by inertial-frame
-    rotation vectors (B, 3) [rad] (e.g. an attitude measurement error)."""
+    rotation vectors (B, 3) [rad] (e.g. an attitude measurement error).
+
+    Parameters
+    ----------
+    quaternions : (B, 4) ndarray
+        Base attitudes, quaternions (x, y, z, w) in the inertial frame [-].
+    rotvecs : (B, 3) ndarray
+        Rotation vectors applied on the left, inertial frame [rad].
+
+    Returns
+    -------
+    (B, 4) ndarray
+        Unit quaternions (x, y, z, w) [-].
+    """
     q = np.ascontiguousarray(quaternions, dtype=float)
     r = np.ascontiguousarray(rotvecs, dtype=float)
     if q.ndim != 2 or q.shape[1] != 4 or r.shape != (q.shape[0], 3):
@@ -133,6 +158,18 @@ def batch_terms(
     ----------
     models : Model, or one Model per row (the same geometry, e.g. different masses): the
         model(s) the terms are computed with.
+    Q : (B, nq) ndarray
+        Configurations ``[r0, Q0 (x, y, z, w), phi]``, one per row: base CoM [m] and attitude
+        [-] in the inertial frame, joint coordinates [rad | m].
+    V : (B, nv) ndarray
+        Velocities ``[V0, w0, phidot]``, one per row: base CoM velocity [m/s] and angular
+        velocity [rad/s] in the inertial frame, joint rates [rad/s | m/s].
+    link : str
+        End-effector link (its frame origin is the point of ``J_star`` and ``position``).
+
+    Returns
+    -------
+    BatchTerms
     """
     Q = np.ascontiguousarray(Q, dtype=float)
     V = np.ascontiguousarray(V, dtype=float)
@@ -163,11 +200,21 @@ def batch_task_terms(
     """The end-effector terms of :func:`~.rns.task_terms` for ``B`` configurations ``Q``
     (B, nq): inertias and Jacobians only, no bias forces.
 
+    Parameters
+    ----------
+    models : Model, or one Model per row (the same geometry).
+    Q : (B, nq) ndarray
+        Configurations ``[r0, Q0 (x, y, z, w), phi]``, one per row: base CoM [m] and attitude
+        [-] in the inertial frame, joint coordinates [rad | m].
+    link : str
+        End-effector link.
+
     Returns
     -------
-    position : (B, 3) end-effector position, inertial frame [m].
-    J_star : (B, 6, n) generalized Jacobian.
-    Bm : (B, 6, n) ``H0^-1 H0m``.
+    position : (B, 3) end-effector position (link frame origin), inertial frame [m].
+    J_star : (B, 6, n) generalized Jacobian, rows ``[v; w]``, inertial frame
+        [m/s, rad/s per rad/s | m/s].
+    Bm : (B, 6, n) ``H0^-1 H0m``, inertial frame [m/s, rad/s per rad/s | m/s].
     """
     Q = np.ascontiguousarray(Q, dtype=float)
     model, H = _mass_matrices(models, Q)
@@ -177,7 +224,16 @@ def batch_task_terms(
 
 
 def batch_supported(law: ReactionlessController) -> str:
-    """Why ``law`` cannot be batched ('' when it can; see the module docstring)."""
+    """Why ``law`` cannot be batched ('' when it can; see the module docstring).
+
+    Parameters
+    ----------
+    law : ReactionlessController
+
+    Returns
+    -------
+    str
+    """
     if law.mode is ControlMode.JOINT_PD:
         return 'joint_pd mode (fixed-base inverse kinematics per goal)'
     if law.track_orientation:
@@ -264,11 +320,19 @@ class BatchedLaw:
 
         Parameters
         ----------
-        Q, V : (B, nq), (B, nv) the measured states;  terms : their :func:`batch_terms`.
+        Q : (B, nq) ndarray
+            Measured configurations ``[r0, Q0 (x, y, z, w), phi]``, one per row: base CoM [m]
+            and attitude [-] in the inertial frame, joint coordinates [rad | m].
+        V : (B, nv) ndarray
+            Measured velocities ``[V0, w0, phidot]``, one per row: base CoM velocity [m/s] and
+            angular velocity [rad/s] in the inertial frame, joint rates [rad/s | m/s].
+        terms : BatchTerms
+            Their :func:`batch_terms`.
         targets : (B, 3) end-effector targets, inertial frame [m]; a row of NaN brakes (the
             arm held still: ``compute(q, v, None)``).
-        references : (B, 4) base attitudes to hold (``reactionless``); a row of NaN or None:
-            none (rate damping only).
+        references : (B, 4) base attitudes to hold (``reactionless``), unit quaternions
+            (x, y, z, w) in the inertial frame [-]; a row of NaN or None: none (rate damping
+            only).
         models : the model of each row, as given to :meth:`terms` (None: the law's).
         """
         B = Q.shape[0]
@@ -308,9 +372,19 @@ class BatchedLaw:
 
         Parameters
         ----------
-        Q, V : (B, nq), (B, nv) the measured states;  rates : (B, n) their
-            :meth:`desired_rates` [rad/s | m/s];  targets, references : as in :meth:`efforts`
-            (no NaN target);  models : the model of each row (None: the law's).
+        Q : (B, nq) ndarray
+            Measured configurations ``[r0, Q0 (x, y, z, w), phi]``, one per row: base CoM [m]
+            and attitude [-] in the inertial frame, joint coordinates [rad | m].
+        V : (B, nv) ndarray
+            Measured velocities ``[V0, w0, phidot]``, one per row: base CoM velocity [m/s] and
+            angular velocity [rad/s] in the inertial frame, joint rates [rad/s | m/s].
+        rates : (B, n) ndarray
+            Their :meth:`desired_rates`, joint rates [rad/s | m/s].
+        targets : (B, 3) end-effector targets, inertial frame [m] (no NaN row).
+        references : (B, 4) or None
+            Base attitudes to hold, unit quaternions (x, y, z, w) in the inertial frame [-]
+            (as in :meth:`efforts`).
+        models : the model of each row (None: the law's).
         """
         g = self.gains
         ahead = D.integrate(self.model, Q, V, FEEDFORWARD_STEP)
@@ -332,7 +406,24 @@ class BatchedLaw:
         references: np.ndarray | None,
     ) -> np.ndarray:
         """Rows of :meth:`ReactionlessController.desired_rates` (position task, no budget, no
-        self-motion), scaled to the joint velocity limits: (B, n) [rad/s | m/s]."""
+        self-motion), scaled to the joint velocity limits: (B, n) [rad/s | m/s].
+
+        Parameters
+        ----------
+        Q : (B, nq) ndarray
+            Configurations ``[r0, Q0 (x, y, z, w), phi]``: base CoM [m] and attitude [-] in
+            the inertial frame, joint coordinates [rad | m].
+        position : (B, 3) ndarray
+            End-effector positions (link frame origin), inertial frame [m].
+        J_star, Bm : (B, 6, n) ndarray
+            Generalized Jacobians and ``H0^-1 H0m`` (:func:`batch_task_terms`), inertial
+            frame [m/s, rad/s per rad/s | m/s].
+        targets : (B, 3) ndarray
+            End-effector targets, inertial frame [m].
+        references : (B, 4) ndarray or None
+            Base attitudes to hold, unit quaternions (x, y, z, w) in the inertial frame [-];
+            a row of NaN: none.
+        """
         g = self.gains
         Jt = J_star[:, :3]
         xdot = _saturate(g.kp_task * (targets - position), g.max_ee_speed)
@@ -412,5 +503,15 @@ class BatchedLaw:
 
 
 def ee_errors(targets: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Distances (B,) [m] from the end effectors (B, 3) to their targets (B, 3)."""
+    """Distances (B,) [m] from the end effectors (B, 3) to their targets (B, 3).
+
+    Parameters
+    ----------
+    targets, positions : (B, 3) ndarray
+        Targets and end-effector positions, same (inertial) frame [m].
+
+    Returns
+    -------
+    (B,) ndarray [m]
+    """
     return _norms(targets - positions)

@@ -173,10 +173,17 @@ def grasp_point(
 
     Parameters
     ----------
-    position : (3,) link origin [m];  orientation : (4,) quaternion (x, y, z, w);
-    linear_velocity : (3,) of the link origin [m/s];  angular_velocity : (3,) [rad/s] -- all
-    inertial frame (rotate a REP-105 child-frame twist to the inertial frame first);
+    position : (3,) link origin, inertial frame [m].
+    orientation : (4,) the link's quaternion (x, y, z, w) in the inertial frame [-].
+    linear_velocity : (3,) of the link origin, inertial frame [m/s].
+    angular_velocity : (3,) of the link, inertial frame [rad/s] (rotate a REP-105 child-frame
+        twist to the inertial frame first).
     offset : (3,) handle origin in the link frame [m].
+
+    Returns
+    -------
+    GraspPoint
+        Inertial frame.
 
     Raises
     ------
@@ -229,7 +236,20 @@ class MomentumTerms:
 
 
 def momentum_terms(model: D.Model, q: np.ndarray, v: np.ndarray) -> MomentumTerms:
-    """:class:`MomentumTerms` at ``(q, v)`` (one mass matrix and bias evaluation)."""
+    """:class:`MomentumTerms` at ``(q, v)`` (one mass matrix and bias evaluation).
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+    v : (nv,) velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+        [m/s, rad/s, rad/s | m/s].
+
+    Returns
+    -------
+    MomentumTerms
+    """
     ff = D.free_floating_terms(model, q, v)
     h0 = ff.H[:6] @ v
     drift = np.linalg.solve(ff.H[:6, :6], h0)
@@ -240,7 +260,31 @@ def point_generalized_jacobian(
     model: D.Model, q: np.ndarray, link: str, offset: np.ndarray, B: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Position ``p`` (3,), ``J_s`` (3, 6) and ``J*`` (3, n) of a point fixed in ``link``
-    (``offset`` (3,) in the link frame) [S0 eq. 5], ``B`` = ``H0^-1 H0m``."""
+    (``offset`` (3,) in the link frame) [S0 eq. 5], ``B`` = ``H0^-1 H0m``.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+    link : str
+        The link carrying the point.
+    offset : (3,) ndarray
+        The point in the link frame [m].
+    B : (6, n) ndarray
+        ``H0^-1 H0m`` at ``q`` (:attr:`~ffsim_ros.dynamics.FreeFloatingTerms.B`), inertial
+        frame [m/s, rad/s per rad/s | m/s].
+
+    Returns
+    -------
+    p : (3,) ndarray
+        The point, inertial frame [m].
+    J_s : (3, 6) ndarray
+        Its velocity per base twist ``[V0; w0]`` (base CoM velocity, angular velocity),
+        inertial frame [m/s per m/s, rad/s].
+    J_star : (3, n) ndarray
+        Its velocity per joint rate under zero momentum, inertial frame [m/s per rad/s | m/s].
+    """
     o, R = D.link_pose(model, q, link)
     p = o + R @ np.asarray(offset, dtype=float)
     J = D.link_jacobian(model, q, link)
@@ -253,14 +297,36 @@ def limit_rates(phidot: np.ndarray, vmax: np.ndarray) -> np.ndarray:
     """``phidot`` scaled down (direction kept) to within ``vmax`` (n,) [rad/s | m/s].
 
     With momentum (``c != 0`` in relation (1)) a scaled-down rate no longer gives the base
-    rate asked for: the base then takes the difference (the limits win over the attitude)."""
+    rate asked for: the base then takes the difference (the limits win over the attitude).
+
+    Parameters
+    ----------
+    phidot : (n,) joint rates [rad/s | m/s].
+    vmax : (n,) joint speed limits [rad/s | m/s], > 0.
+
+    Returns
+    -------
+    (n,) ndarray
+        Joint rates [rad/s | m/s].
+    """
     ratio = float(np.max(np.abs(phidot) / vmax))
     return phidot / ratio if ratio > 1.0 else phidot
 
 
 def secondary_scale(phidot: np.ndarray, phidot2: np.ndarray, vmax: np.ndarray) -> float:
     """The largest ``s`` in [0, 1] with ``|phidot + s phidot2| <= vmax`` (n,) joint by joint
-    (0 where ``phidot`` alone is beyond a limit: :func:`limit_rates` then scales it)."""
+    (0 where ``phidot`` alone is beyond a limit: :func:`limit_rates` then scales it).
+
+    Parameters
+    ----------
+    phidot, phidot2 : (n,) joint rates and the secondary correction [rad/s | m/s].
+    vmax : (n,) joint speed limits [rad/s | m/s].
+
+    Returns
+    -------
+    float
+        ``s`` [-].
+    """
     s = 1.0
     for p, d, m in zip(phidot, phidot2, vmax, strict=True):
         if d != 0.0:
@@ -288,8 +354,18 @@ def intercept_rates(
 
     Parameters
     ----------
-    gripper : ``(link, offset)``: the grasp point fixed in the gripper link (offset (3,) [m]).
-    attitude_reference : (4,) base quaternion to hold (None: rate damping only).
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+    terms : MomentumTerms
+        At the present state (:func:`momentum_terms`).
+    gripper : ``(link, offset)``: the grasp point fixed in the gripper link (offset (3,) in
+        the link frame [m]).
+    target : GraspPoint
+        The handle's grasp point and motion, inertial frame.
+    gains : CaptureGains
+    attitude_reference : (4,) base quaternion (x, y, z, w) to hold, inertial frame [-] (None:
+        rate damping only).
     """
     link, offset = gripper
     p, Js, Jstar = point_generalized_jacobian(model, q, link, offset, terms.ff.B)
@@ -331,7 +407,20 @@ def intercept_rates(
 
 def distribution_rates(terms: MomentumTerms, w0_d: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Least rate-weighted joint rates (n,) giving the base angular velocity ``w0_d`` (3,)
-    [rad/s] under the present momentum: law (2) of the module docstring."""
+    [rad/s] under the present momentum: law (2) of the module docstring.
+
+    Parameters
+    ----------
+    terms : MomentumTerms
+        At the present state.
+    w0_d : (3,) desired base angular velocity, inertial frame [rad/s].
+    weights : (n,) rate weights ``W`` (:func:`~.rns.rate_weights`), per joint [-].
+
+    Returns
+    -------
+    (n,) ndarray
+        Joint rates [rad/s | m/s].
+    """
     AW = terms.A * weights
     return weights * (np.linalg.pinv(AW, rcond=1e-10) @ (terms.locked_rate - w0_d))
 
@@ -340,7 +429,25 @@ def computed_torque(
     model: D.Model, terms: MomentumTerms, v: np.ndarray, phidot_d: np.ndarray, kv: float
 ) -> tuple[np.ndarray, bool]:
     """``tau = H* K_v (phidot_d - phidot) + c*`` [S0 eq. 39] with ``F_b = 0``, clipped to the
-    effort limits of the first ``len(phidot_d)`` joints; and whether a value was clipped."""
+    effort limits of the first ``len(phidot_d)`` joints; and whether a value was clipped.
+
+    Parameters
+    ----------
+    model : Model
+    terms : MomentumTerms
+        At the present state.
+    v : (nv,) velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+        [m/s, rad/s, rad/s | m/s].
+    phidot_d : (k,) desired rates of the first ``k`` joints [rad/s | m/s].
+    kv : float
+        Rate gain [1/s].
+
+    Returns
+    -------
+    tau : (k,) ndarray
+        Joint efforts [N m | N].
+    clipped : bool
+    """
     n = phidot_d.size
     ff = terms.ff
     phiddot = kv * (phidot_d - v[6 : 6 + n])
@@ -368,7 +475,10 @@ class Detumbler:
     gains : CaptureGains
     t0 : float
         Time of the capture [s].
-    q, v : the welded state right after the capture.
+    q : (nq,) the welded configuration right after the capture ``[r0, Q0, phi]``, base in
+        the inertial frame [m, -, rad | m].
+    v : (nv,) the welded velocity then, ``[V0, w0, phidot]``, base parts in the inertial
+        frame [m/s, rad/s, rad/s | m/s].
 
     Raises
     ------
@@ -413,7 +523,21 @@ class Detumbler:
     def update(
         self, t: float, q: np.ndarray, v: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, MomentumTerms]:
-        """One update at time ``t``: ``(tau (n,), phidot_d (n,), terms)``."""
+        """One update at time ``t``: ``(tau (n,), phidot_d (n,), terms)``.
+
+        Parameters
+        ----------
+        t : float
+            Time [s] (the clock of ``t0``).
+        q : (nq,) welded configuration, base in the inertial frame [m, -, rad | m].
+        v : (nv,) welded velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
+
+        Returns
+        -------
+        tau : (n,) joint efforts [N m | N];  phidot_d : (n,) desired joint rates
+            [rad/s | m/s];  terms : MomentumTerms at ``(q, v)``.
+        """
         q = np.asarray(q, float)
         v = np.asarray(v, float)
         terms = momentum_terms(self.model, q, v)

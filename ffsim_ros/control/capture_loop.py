@@ -327,7 +327,19 @@ class CaptureLoop:
     ) -> CaptureResult:
         """Run ``duration`` seconds [s] from now and return the :class:`CaptureResult`
         (``observer(loop, sample)`` called after each update, e.g. a recorder reading
-        :attr:`last_snapshot`)."""
+        :attr:`last_snapshot`).
+
+        Parameters
+        ----------
+        duration : float
+            Simulated time to run [s].
+        observer : callable, optional
+            ``observer(loop, sample) -> None``.
+
+        Returns
+        -------
+        CaptureResult
+        """
         t_end = self.scene.time + float(duration)
         res = self.result
         while self.scene.time < t_end - 0.5 * self.control_dt:
@@ -409,6 +421,17 @@ def tumbling_target_scene(
     momentum along (1, 0.2, 0.3) (away from the servicer), its CoM drifting at ``drift_speed``
     [m/s]; a handle on the spin axis 0.45 m from the CoM (capture envelope: 2 cm, 1 cm/s)
     starts 0.24 m from the gripper of the robot at rest in :data:`CAPTURE_ARM`.
+
+    Parameters
+    ----------
+    spin_rate : float
+        Target spin rate [rad/s].
+    drift_speed : float
+        Speed of the target's CoM [m/s].
+    mass : float
+        Target mass [kg].
+    dt : float
+        The scene's step [s].
 
     Returns
     -------

@@ -66,7 +66,10 @@ class ClosedLoop:
     Parameters
     ----------
     supervisor : ReachSupervisor
-    q, v : initial state (default: the neutral configuration at rest, zero momentum).
+    q : (nq,) initial configuration ``[r0, Q0, phi]``, base in the inertial frame
+        [m, -, rad | m] (default: the neutral configuration).
+    v : (nv,) initial velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+        [m/s, rad/s, rad/s | m/s] (default: at rest, zero momentum).
     control_dt : float, control period [s];  physics_dt : float, RK4 step [s].
     """
 
@@ -107,7 +110,20 @@ class ClosedLoop:
     ) -> GoalRecord:
         """Give ``goal`` and run until its outcome, then ``settle`` seconds more (the end of an
         abort's restoring included); ``timeout`` [s] bounds the run (the supervisor's own
-        ``goal_timeout`` normally ends it first)."""
+        ``goal_timeout`` normally ends it first).
+
+        Parameters
+        ----------
+        goal : (3,) end-effector goal, inertial frame [m].
+        timeout : float
+            [s], simulated.
+        settle : float
+            [s], simulated.
+
+        Returns
+        -------
+        GoalRecord
+        """
         sup = self.supervisor
         distance = float(np.linalg.norm(np.asarray(goal, float) - self.ee_position()))
         start = self.q.copy()
@@ -168,7 +184,23 @@ def chained_goals(
     """Run ``count`` goals, each drawn ``near``-``far`` m [m] (uniform) in a uniformly random
     direction from wherever the end effector is when it is drawn, redrawn until the
     controller's :meth:`~ffsim_ros.control.reactionless.ReactionlessController.check_goal`
-    accepts it. ``run_options`` go to :meth:`ClosedLoop.run_goal`."""
+    accepts it. ``run_options`` go to :meth:`ClosedLoop.run_goal`.
+
+    Parameters
+    ----------
+    loop : ClosedLoop
+    rng : numpy.random.Generator
+    count : int
+        Number of goals.
+    near, far : float
+        Distance range of each goal from the end effector [m].
+    **run_options : float
+        ``timeout``, ``settle`` of :meth:`ClosedLoop.run_goal` [s].
+
+    Returns
+    -------
+    list of GoalRecord
+    """
     records = []
     law = loop.supervisor.law
     for _ in range(count):

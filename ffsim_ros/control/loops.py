@@ -77,7 +77,24 @@ def loop_rates(
     docstring) scaled to ``LOOP_SPEED`` of the joint speed limits, plus the attitude hold
     ``-A^+ kp_attitude e_att`` (``w0 = kp_attitude e_att``, as the reactionless law's first
     task) toward ``attitude_reference`` (4,) when given. The joints ``frozen`` (indices, e.g.
-    those near a position limit) do not move: the reaction is removed by the others."""
+    those near a position limit) do not move: the reaction is removed by the others.
+
+    Parameters
+    ----------
+    law : ReactionlessController
+        Supplies the gains and the joint speed limits.
+    q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+    terms : TaskTerms
+        At ``q`` (its ``B``).
+    joint : int
+        Index of the leg's joint.
+    sign : float
+        +1 or -1: the sense of the leg.
+    attitude_reference : (4,) base quaternion (x, y, z, w) to hold, inertial frame [-]; None:
+        no attitude hold.
+    frozen : tuple of int
+        Joint indices that do not move.
+    """
     A = terms.B[3:6]
     free = A.copy()
     free[:, list(frozen)] = 0.0
@@ -114,7 +131,17 @@ class LoopPlanner(RnsPlanner):
         """As :meth:`RnsPlanner.advance`; a search that ends without reaching but with
         ``|delta|`` below ``PARTIAL`` of the first gets the loops it found as its plan (a
         partial plan: followed, then the approach, whose stall starts the next search from
-        where the arm is then)."""
+        where the arm is then).
+
+        Parameters
+        ----------
+        steps : int
+            Rollout steps allowed in this call.
+
+        Returns
+        -------
+        bool
+        """
         done = super().advance(steps)
         if done and self.plan is None and self._partial is not None and self.partial_plans:
             if self.delta < PARTIAL * self.initial_delta:

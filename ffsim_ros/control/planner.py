@@ -104,6 +104,26 @@ def self_motion_rates(
     ``d`` is signed by ``sense`` (+1 or -1) on the first step (``previous`` None), then kept
     continuous with ``previous`` (the ``d`` of the step before). Returns ``(rates, d)``; ``d``
     is None (and the rates only the hold) where the arm has no self-motion.
+
+    Parameters
+    ----------
+    law : ReactionlessController
+        Supplies the gains, the rate weights and the joint speed limits.
+    terms : TaskTerms
+        At the current configuration (inertial frame).
+    hold : (3,) ndarray
+        End-effector point to hold, inertial frame [m].
+    previous : (n,) ndarray or None
+        ``d`` of the step before (joint space, unit norm [-]); None on the first step.
+    sense : int
+        +1 or -1: the sign of ``d`` on the first step.
+
+    Returns
+    -------
+    rates : (n,) ndarray
+        Joint rates [rad/s | m/s].
+    d : (n,) ndarray or None
+        The self-motion direction, joint space [-].
     """
     Jt = terms.J_star[:3]
     A = terms.B[3:6]
@@ -137,7 +157,20 @@ class Approach:
     duration: float  #: [s]
 
     def residual(self, position_tolerance: float, attitude_tolerance: float) -> float:
-        """``max(error / position tolerance, offset / attitude tolerance)``: <= 1 is reached."""
+        """``max(error / position tolerance, offset / attitude tolerance)``: <= 1 is reached.
+
+        Parameters
+        ----------
+        position_tolerance : float
+            [m], > 0.
+        attitude_tolerance : float
+            [rad], > 0.
+
+        Returns
+        -------
+        float
+            [-].
+        """
         return max(self.error / position_tolerance, self.offset / attitude_tolerance)
 
 
@@ -159,9 +192,10 @@ class RnsPlanner:
     law : ReactionlessController
         The controller whose ``reactionless`` law the rollouts run (its mode must stay
         ``reactionless`` while the planner runs).
-    q : (nq,) configuration to plan from (zero momentum is assumed).
+    q : (nq,) configuration to plan from (zero momentum is assumed) [m, -, rad | m].
     goal : (3,) end-effector goal, inertial frame [m].
-    attitude_reference : (4,) the base attitude to hold.
+    attitude_reference : (4,) the base attitude to hold, unit quaternion (x, y, z, w) in the
+        inertial frame [-].
     budget : float
         Attitude budget the final approach may spend [rad]; 0: the strict law only.
     position_tolerance, attitude_tolerance : float
@@ -217,7 +251,17 @@ class RnsPlanner:
     # ------------------------------------------------------------------------------ driver
     def advance(self, steps: int) -> bool:
         """Run at most ``steps`` more rollout steps; True once the search is over (a plan was
-        found, see :attr:`plan`, or ``max_steps`` were spent)."""
+        found, see :attr:`plan`, or ``max_steps`` were spent).
+
+        Parameters
+        ----------
+        steps : int
+            Rollout steps allowed in this call.
+
+        Returns
+        -------
+        bool
+        """
         for _ in range(int(steps)):
             if self.done:
                 break

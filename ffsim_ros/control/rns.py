@@ -72,7 +72,12 @@ def limit_zones(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.nd
 
     Parameters
     ----------
-    lower, upper : (n,) position limits [rad | m] (``-inf``/``inf`` for none).
+    lower, upper : (n,) joint position limits [rad | m] (``-inf``/``inf`` for none).
+
+    Returns
+    -------
+    zone, stop : (n,) ndarray
+        Per joint [rad | m].
     """
     span = np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float)
     zone = np.minimum(LIMIT_ZONE, LIMIT_ZONE_SHARE * span)
@@ -93,7 +98,12 @@ def task_terms(model: D.Model, q: np.ndarray, link: str) -> TaskTerms:
 
     Parameters
     ----------
-    model : floating-base model;  q : (nq,) configuration;  link : end-effector link frame.
+    model : floating-base model;  q : (nq,) configuration [m, -, rad | m];  link : end-effector
+        link frame (its origin is the point of ``J_star``).
+
+    Returns
+    -------
+    TaskTerms
     """
     H = D.mass_matrix(model, q)
     B = np.linalg.solve(H[:6, :6], H[:6, 6:])
@@ -110,7 +120,13 @@ def scaled_to_limits(rates: np.ndarray, vmax: np.ndarray, fraction: float) -> np
 
     Parameters
     ----------
-    rates : (n,) joint rates;  vmax : (n,) their limits [rad/s | m/s];  fraction : float.
+    rates : (n,) joint rates [rad/s | m/s];  fraction : float [-].
+    vmax : (n,) their joint speed limits [rad/s | m/s].
+
+    Returns
+    -------
+    (n,) ndarray
+        The scaled joint rates [rad/s | m/s].
     """
     finite = np.isfinite(vmax) & (vmax > 0)
     limits = np.where(finite, vmax, np.max(vmax[finite]) if np.any(finite) else 1.0)
@@ -119,7 +135,17 @@ def scaled_to_limits(rates: np.ndarray, vmax: np.ndarray, fraction: float) -> np
 
 
 def rate_weights(model: D.Model) -> np.ndarray:
-    """``W`` (n,): the joint velocity limits normalized to a maximum of 1 (1 where unlimited)."""
+    """``W`` (n,): the joint velocity limits normalized to a maximum of 1 (1 where unlimited).
+
+    Parameters
+    ----------
+    model : Model
+
+    Returns
+    -------
+    (n,) ndarray
+        Per joint [-] (an unlimited joint counts with the largest finite limit).
+    """
     vmax = model.velocity_limit
     finite = np.isfinite(vmax) & (vmax > 0)
     if not np.any(finite):
@@ -132,12 +158,37 @@ def attitude_error(quaternion: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """Rotation vector (3,) [rad], inertial frame, that turns ``quaternion`` into ``reference``.
 
     Both (4,) unit quaternions (x, y, z, w) of the base; its norm is the attitude offset.
+
+    Parameters
+    ----------
+    quaternion : (4,) ndarray
+        Base attitude (x, y, z, w) in the inertial frame [-].
+    reference : (4,) ndarray
+        Reference attitude (x, y, z, w) in the inertial frame [-].
+
+    Returns
+    -------
+    (3,) ndarray
+        ``log(reference quaternion^-1)`` [rad], inertial frame.
     """
     return quat_log(quat_multiply(reference, quat_conjugate(quaternion)))
 
 
 def dls_pinv(J: np.ndarray, damping: float) -> np.ndarray:
-    """Damped least-squares inverse ``J^T (J J^T + lambda^2 E)^-1``, (n, m) for J (m, n)."""
+    """Damped least-squares inverse ``J^T (J J^T + lambda^2 E)^-1``, (n, m) for J (m, n).
+
+    Parameters
+    ----------
+    J : (m, n) ndarray
+        Any matrix (a Jacobian here: frame and units are the caller's; the inverse maps back
+        in the reciprocal units).
+    damping : float
+        ``lambda``, in the units of ``J``.
+
+    Returns
+    -------
+    (n, m) ndarray
+    """
     m = J.shape[0]
     return J.T @ np.linalg.solve(J @ J.T + damping**2 * np.eye(m), np.eye(m))
 
@@ -163,13 +214,25 @@ def reactionless_rates(
 
     Parameters
     ----------
-    J : (m, n) task rows of J*;  A : (3, n) angular rows of ``B``;  xdot : (m,) task rate;
-    w0_d : (3,) desired base angular velocity [rad/s] (the attitude correction);
-    weights : (n,) ``W``;  damping : lambda.
+    J : (m, n) ndarray
+        Task rows of the generalized Jacobian ``J*`` (:attr:`TaskTerms.J_star`): end-effector
+        ``[v; w]`` rows per joint rate, inertial frame [m/s, rad/s per rad/s | m/s].
+    A : (3, n) ndarray
+        Angular rows of ``B = H0^-1 H0m``: ``w0 = -A phidot`` under zero momentum, inertial
+        frame [rad/s per rad/s | m/s].
+    xdot : (m,) ndarray
+        Task rate (the rows of ``J``), inertial frame [m/s, rad/s].
+    w0_d : (3,) ndarray
+        Desired base angular velocity (the attitude correction), inertial frame [rad/s].
+    weights : (n,) ndarray
+        ``W`` (:func:`rate_weights`, possibly times :func:`limit_scales`), per joint [-].
+    damping : float
+        ``lambda`` of the damped least squares, in the units of ``J W``.
 
     Returns
     -------
-    phidot : (n,) joint rates;  JN : (m, k) the reactionless Jacobian ``J W N``.
+    phidot : (n,) joint rates [rad/s | m/s];  JN : (m, k) the reactionless Jacobian ``J W N``
+        (units of ``J``).
     """
     AW = A * weights
     pinv, N = _null_basis(AW)
@@ -204,12 +267,31 @@ def prioritized_rates(
 
     Parameters
     ----------
-    J2 : (m2, n) secondary task rows;  xdot2 : (m2,) its rate;  damping2 : its damping factor.
-        Other arguments as :func:`reactionless_rates`.
+    J : (m, n) ndarray
+        Task rows of the generalized Jacobian ``J*`` (:attr:`TaskTerms.J_star`): end-effector
+        ``[v; w]`` rows per joint rate, inertial frame [m/s, rad/s per rad/s | m/s].
+    A : (3, n) ndarray
+        Angular rows of ``B = H0^-1 H0m``: ``w0 = -A phidot`` under zero momentum, inertial
+        frame [rad/s per rad/s | m/s].
+    xdot : (m,) ndarray
+        Task rate (the rows of ``J``), inertial frame [m/s, rad/s].
+    w0_d : (3,) ndarray
+        Desired base angular velocity (the attitude correction), inertial frame [rad/s].
+    weights : (n,) ndarray
+        ``W`` (:func:`rate_weights`, possibly times :func:`limit_scales`), per joint [-].
+    damping : float
+        ``lambda`` of the damped least squares, in the units of ``J W``.
+    J2 : (m2, n) ndarray
+        Secondary task rows per joint rate (e.g. the gripper's angular rows of ``J*``),
+        inertial frame [m/s, rad/s per rad/s | m/s].
+    xdot2 : (m2,) ndarray
+        Secondary task rate, inertial frame [m/s, rad/s].
+    damping2 : float
+        Damping factor of the secondary task.
 
     Returns
     -------
-    phidot : (n,) joint rates of the attitude and first tasks (those of
+    phidot : (n,) joint rates [rad/s | m/s] of the attitude and first tasks (those of
         :func:`reactionless_rates`);  phidot2 : (n,) the secondary correction (to add, or to
         scale down where the joint speed limits leave no room: the first tasks keep priority).
     """
@@ -249,13 +331,28 @@ def budget_rates(
 
     Parameters
     ----------
-    offset : float, current attitude offset from the reference [rad];
-    budget : float, the attitude budget [rad] (> 0). Other arguments as
-        :func:`reactionless_rates`.
+    J : (m, n) ndarray
+        Task rows of the generalized Jacobian ``J*`` (:attr:`TaskTerms.J_star`): end-effector
+        ``[v; w]`` rows per joint rate, inertial frame [m/s, rad/s per rad/s | m/s].
+    A : (3, n) ndarray
+        Angular rows of ``B = H0^-1 H0m``: ``w0 = -A phidot`` under zero momentum, inertial
+        frame [rad/s per rad/s | m/s].
+    xdot : (m,) ndarray
+        Task rate (the rows of ``J``), inertial frame [m/s, rad/s].
+    w0_d : (3,) ndarray
+        Desired base angular velocity (the attitude correction), inertial frame [rad/s].
+    weights : (n,) ndarray
+        ``W`` (:func:`rate_weights`, possibly times :func:`limit_scales`), per joint [-].
+    damping : float
+        ``lambda`` of the damped least squares, in the units of ``J W``.
+    offset : float
+        Current attitude offset from the reference [rad].
+    budget : float
+        The attitude budget [rad] (> 0).
 
     Returns
     -------
-    (n,) joint rates.
+    (n,) joint rates [rad/s | m/s].
     """
     if not budget > 0.0:
         raise ValueError(f'budget_rates: expected a budget > 0 rad, got {budget}')
@@ -289,8 +386,27 @@ def restore_rates(
     back without undoing the crossing. ``(A W N_J)^+`` is the damped inverse with
     ``RESTORE_DAMPING``.
 
-    Arguments as :func:`reactionless_rates` (``damping``: of the end-effector task). Returns
-    the (n,) joint rates.
+    Parameters
+    ----------
+    J : (m, n) ndarray
+        Task rows of the generalized Jacobian ``J*`` (:attr:`TaskTerms.J_star`): end-effector
+        ``[v; w]`` rows per joint rate, inertial frame [m/s, rad/s per rad/s | m/s].
+    A : (3, n) ndarray
+        Angular rows of ``B = H0^-1 H0m``: ``w0 = -A phidot`` under zero momentum, inertial
+        frame [rad/s per rad/s | m/s].
+    xdot : (m,) ndarray
+        Task rate (the rows of ``J``), inertial frame [m/s, rad/s].
+    w0_d : (3,) ndarray
+        Desired base angular velocity (the attitude correction), inertial frame [rad/s].
+    weights : (n,) ndarray
+        ``W`` (:func:`rate_weights`, possibly times :func:`limit_scales`), per joint [-].
+    damping : float
+        ``lambda`` of the end-effector task, in the units of ``J W``.
+
+    Returns
+    -------
+    (n,) ndarray
+        Joint rates [rad/s | m/s].
     """
     JW = J * weights
     AW = A * weights
@@ -309,6 +425,19 @@ def rns_manipulability(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> flo
     The product of the singular values of ``J_N`` (independent of the choice of the basis
     ``N`` of ``null(A W)``): zero where reactionless motions cannot move the end effector in
     some task direction. Units of ``J`` to the power ``m`` (m^3 for the position rows).
+
+    Parameters
+    ----------
+    J : (m, n) ndarray
+        Task rows of ``J*``, inertial frame [m/s, rad/s per rad/s | m/s].
+    A : (3, n) ndarray
+        Angular rows of ``B = H0^-1 H0m``, inertial frame [rad/s per rad/s | m/s].
+    weights : (n,) ndarray
+        ``W``, per joint [-].
+
+    Returns
+    -------
+    float
     """
     _, N = _null_basis(A * weights)
     JN = (J * weights) @ N
@@ -323,6 +452,20 @@ def self_motion(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> np.ndarray
     Moves neither the end effector (first order) nor the base attitude; None when the arm has
     no such redundancy (``n <= m + 3``). At a fold the null space has a second dimension; the
     direction of the smallest singular value is returned.
+
+    Parameters
+    ----------
+    J : (m, n) ndarray
+        Task rows of ``J*``, inertial frame [m/s, rad/s per rad/s | m/s].
+    A : (3, n) ndarray
+        Angular rows of ``B = H0^-1 H0m``, inertial frame [rad/s per rad/s | m/s].
+    weights : (n,) ndarray
+        ``W``, per joint [-].
+
+    Returns
+    -------
+    (n,) ndarray or None
+        Joint-rate direction [-], unit norm (either sign).
     """
     if weights.size <= J.shape[0] + 3:
         return None
@@ -337,7 +480,12 @@ def near_limits(phi: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.nda
 
     Parameters
     ----------
-    phi : (n,) joint positions;  lower, upper : (n,) position limits [rad | m].
+    phi : (n,) joint positions [rad | m];  lower, upper : (n,) joint position limits
+        [rad | m].
+
+    Returns
+    -------
+    (n,) ndarray of bool
     """
     zone, _ = limit_zones(lower, upper)
     return (phi >= upper - zone) | (phi <= lower + zone)  # (>=: a locked joint is in)
@@ -354,6 +502,17 @@ def limit_scales(
     (:func:`reactionless_rates`, :func:`budget_rates`), a clamped joint stops while the others
     take over its share of the task (joint clamping, Baerlocher & Boulic 2004). Moving away
     from a limit is never restricted.
+
+    Parameters
+    ----------
+    phi : (n,) joint positions [rad | m].
+    lower, upper : (n,) joint position limits [rad | m].
+    rates : (n,) joint rates [rad/s | m/s] (only their signs matter).
+
+    Returns
+    -------
+    (n,) ndarray
+        Per joint [-], in [0, 1].
     """
     zone, stop = limit_zones(lower, upper)
     room = np.where(rates > 0.0, upper - phi, np.where(rates < 0.0, phi - lower, np.inf))
@@ -362,7 +521,19 @@ def limit_scales(
 
 
 def saturate(x: np.ndarray, limit: float) -> np.ndarray:
-    """``x`` scaled down to norm ``limit`` if longer (direction kept)."""
+    """``x`` scaled down to norm ``limit`` if longer (direction kept).
+
+    Parameters
+    ----------
+    x : (k,) ndarray
+        A vector (any frame and units: kept).
+    limit : float
+        Largest norm, in the units of ``x``.
+
+    Returns
+    -------
+    (k,) ndarray
+    """
     norm = float(np.linalg.norm(x))
     return x if norm <= limit or norm == 0.0 else x * (limit / norm)
 
@@ -374,5 +545,24 @@ def zero_momentum_step(
 
     The base moves with ``x0dot = -B phidot`` [S0 eq. 21] (``B`` evaluated at ``q``): one
     explicit step on the Lie group, what a planner needs to predict the closed loop.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+    phidot : (n,) ndarray
+        Joint rates [rad/s | m/s].
+    B : (6, n) ndarray
+        ``H0^-1 H0m`` at ``q`` (:attr:`TaskTerms.B`), inertial frame
+        [m/s, rad/s per rad/s | m/s].
+    dt : float
+        Step [s].
+
+    Returns
+    -------
+    (nq,) ndarray
+        The configuration after ``dt`` (same conventions).
     """
     return D.integrate(model, q, np.concatenate((-B @ phidot, phidot)), dt)

@@ -199,7 +199,12 @@ class ReachSupervisor:
     def set_mode(self, mode: ControlMode | str) -> None:
         """Switch the control mode. Entering ``reactionless`` from another mode captures the
         attitude reference at the next :meth:`update` (the attitude reached in the other mode
-        is kept, not undone). An active goal goes on in the new mode from ``tracking``."""
+        is kept, not undone). An active goal goes on in the new mode from ``tracking``.
+
+        Parameters
+        ----------
+        mode : ControlMode or str, the mode or its value (``ValueError`` for an unknown one).
+        """
         new = ControlMode(mode)
         if new is self.law.mode:
             return
@@ -218,7 +223,12 @@ class ReachSupervisor:
             self._phase = GoalPhase.STOPPED  # the held attitude is the new mode's business
 
     def reset_attitude_reference(self, q: np.ndarray | None = None) -> None:
-        """Hold the base attitude of ``q`` (None: the one measured at the next update)."""
+        """Hold the base attitude of ``q`` (None: the one measured at the next update).
+
+        Parameters
+        ----------
+        q : (nq,) optional; its ``q[3:7]``: the base quaternion (x, y, z, w), inertial frame [-].
+        """
         self._reference = None if q is None else np.asarray(q, float)[3:7].copy()
 
     def set_goal(
@@ -228,8 +238,10 @@ class ReachSupervisor:
 
         Parameters
         ----------
-        position : (3,) goal, inertial frame [m];  rotation : (3, 3), optional (with the law's
-            ``track_orientation``).
+        t : float, time [s];  q : (nq,) measured configuration, base inertial [m, -, rad | m].
+        position : (3,) goal of the end-effector link origin, inertial frame [m].
+        rotation : (3, 3), optional, goal orientation of the end-effector link frame (ee frame ->
+            inertial frame) [-] (with the law's ``track_orientation``).
 
         Raises
         ------
@@ -260,6 +272,10 @@ class ReachSupervisor:
         ``t`` [s], as after a search of its own (e.g. a plan computed elsewhere by
         :class:`~ffsim_ros.control.planner.RnsPlanner` from the current state).
 
+        Parameters
+        ----------
+        t : float, time [s];  plan : Plan.
+
         Raises
         ------
         ValueError
@@ -281,7 +297,12 @@ class ReachSupervisor:
     def stop(self, t: float, q: np.ndarray, reason: str) -> GoalStatus:
         """Abort the current goal (if active) with ``reason`` and hold the arm still.
 
-        The attitude spent (if any) is restored first, as after any abort."""
+        The attitude spent (if any) is restored first, as after any abort.
+
+        Parameters
+        ----------
+        t : float, time [s];  q : (nq,) measured configuration [m, -, rad | m];  reason : str.
+        """
         q = np.asarray(q, dtype=float)
         if self._outcome is GoalOutcome.ACTIVE:
             self._abort(float(t), q, reason)
@@ -313,7 +334,7 @@ class ReachSupervisor:
 
         Parameters
         ----------
-        t : float, time [s];  q : (7 + n,) measured configuration;  reason : str, why;
+        t : float, time [s];  q : (7 + n,) measured configuration [m, -, rad | m];  reason : str;
         position : (3,) the goal, inertial frame [m], optional (kept for the status's
             position error if its coordinates are below ``MAX_KEPT`` in magnitude).
         """
@@ -346,7 +367,12 @@ class ReachSupervisor:
         back): the arm is held still and the reference is captured at the next update.
 
         A goal still active ends as aborted with ``reason`` (when given), never silently: its
-        status stays until the next goal."""
+        status stays until the next goal.
+
+        Parameters
+        ----------
+        reason : str, of the abort of an active goal ('': the goal is dropped without one).
+        """
         active = self._outcome is GoalOutcome.ACTIVE
         self._clear()
         self._reference = None
@@ -366,6 +392,11 @@ class ReachSupervisor:
     # ----------------------------------------------------------------------------- update
     def update(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[ControlOutput, GoalStatus]:
         """One control update at time ``t`` [s] with the measured state ``(q, v)``.
+
+        Parameters
+        ----------
+        t : float, time [s];  q : (nq,) measured configuration [m, -, rad | m];  v : (nv,)
+            velocity ``[V0, w0, phidot]``, base parts inertial [m/s, rad/s, rad/s | m/s].
 
         Returns
         -------

@@ -148,12 +148,14 @@ def check_waypoints(
 
     Parameters
     ----------
+    model : Model, floating base and one-DoF joints (their limits are checked).
     joint_names : (m,) the joints, in the order of the point fields.
     times : (k,) ``time_from_start`` of each point [s].
-    positions, velocities, accelerations, efforts : k entries each, the point fields (an
-        empty entry: the field is not given at that point; ``velocities``,
-        ``accelerations`` and ``efforts`` may be shorter: not given at the points past
-        their end).
+    positions, velocities, accelerations, efforts : (k, m) sequences
+        The point fields, joint order of ``joint_names``: [rad | m], [rad/s | m/s],
+        [rad/s^2 | m/s^2], [N m | N] (an empty entry: the field is not given at that point;
+        ``velocities``, ``accelerations`` and ``efforts`` may be shorter: not given at the
+        points past their end).
 
     Raises
     ------
@@ -344,8 +346,9 @@ class JointTrajectory:
         Parameters
         ----------
         times : (K,) absolute times of the points [s], increasing.
-        positions : (K, n).
-        velocities, accelerations : (K, n) or None (given at no point).
+        positions : (K, n) joint positions, joint order [rad | m].
+        velocities, accelerations : (K, n) or None (given at no point), joint order
+            [rad/s | m/s], [rad/s^2 | m/s^2].
         waypoint_of : (K,) index of each point among the waypoints (feedback); None: its own.
         given : ((K,), (K,)) bool, the points where the velocities and the accelerations are
             given; None: wherever their array is.
@@ -387,9 +390,11 @@ class JointTrajectory:
 
         Parameters
         ----------
-        positions, velocities : (n,) measured joint positions and velocities, joint order.
+        waypoints : Waypoints, checked (:func:`check_waypoints`);  now : float, start time [s].
+        positions, velocities : (n,) measured joint positions and velocities, joint order
+            [rad | m], [rad/s | m/s].
         origin : absolute time the points' ``time_from_start`` count from (the message's
-            ``header.stamp``); None: ``now``.
+            ``header.stamp``) [s]; None: ``now``.
         """
         positions = np.asarray(positions, dtype=float)
         velocities = np.asarray(velocities, dtype=float)
@@ -424,13 +429,24 @@ class JointTrajectory:
         cls, times: np.ndarray, positions: np.ndarray, velocities: np.ndarray
     ) -> JointTrajectory:
         """Cubic segments through absolute ``times`` (k,) with ``positions`` and
-        ``velocities`` (k, n) (the first point is the start)."""
+        ``velocities`` (k, n) (the first point is the start).
+
+        Parameters
+        ----------
+        times : (k,) [s], increasing;  positions : (k, n) joint positions [rad | m].
+        velocities : (k, n) joint velocities [rad/s | m/s].
+        """
         return cls(times, positions, velocities)
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """``(position, velocity, acceleration, index)`` at time ``t`` [s]: each (n,), and the
         index (FollowJointTrajectory feedback) of the waypoint being approached (the count of
-        waypoints once past the last one). Before the start: the start state."""
+        waypoints once past the last one). Before the start: the start state.
+
+        Parameters
+        ----------
+        t : float, absolute time [s].
+        """
         t = max(t, self.start_time)
         if t >= self.end_time:
             last = self._p[-1]
@@ -471,7 +487,15 @@ def computed_torque(
 ) -> np.ndarray:
     """Joint efforts (n,) [N m | N] tracking ``desired = (p_d, v_d, a_d)`` (each (n,)) from
     the measured ``q`` (nq,), ``v`` (nv,): ``tau = H* (a_d + kp (p_d - p) + kv (v_d - v)) +
-    c*`` (module docstring), clipped to the effort limits."""
+    c*`` (module docstring), clipped to the effort limits.
+
+    Parameters
+    ----------
+    model : Model, floating base and one-DoF joints;  gains : TrackingGains.
+    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    desired : ``(p_d, v_d, a_d)``, (n,) each, joint order [rad | m, rad/s | m/s, rad/s^2 | m/s^2].
+    """
     p_d, v_d, a_d = desired
     ff = D.free_floating_terms(model, q, v)
     phiddot = a_d + gains.kp * (p_d - q[7:]) + gains.kv * (v_d - v[6:])
@@ -501,7 +525,13 @@ class Tolerances:
     def uniform(
         cls, n: int, path: float, goal: float, stopped_velocity: float, goal_time: float
     ) -> Tolerances:
-        """The same position tolerances for every joint (a controller's defaults)."""
+        """The same position tolerances for every joint (a controller's defaults).
+
+        Parameters
+        ----------
+        n : int, the joint count;  goal_time : float [s] (0: no limit).
+        path, goal : float, position tolerances [rad | m];  stopped_velocity : float [rad/s | m/s].
+        """
         return cls(
             np.tile([path, 0.0, 0.0], (n, 1)),
             np.tile([goal, stopped_velocity, 0.0], (n, 1)),
@@ -518,6 +548,11 @@ class Tolerances:
         """These tolerances with a goal's (``JointTolerance`` entries ``(name, position,
         velocity, acceleration)`` and ``goal_time_tolerance`` [s]), as JTC reads them: a value
         > 0 replaces the default, 0 keeps it, -1 erases it (not checked).
+
+        Parameters
+        ----------
+        model : Model (the joint names);  goal_time : float, ``goal_time_tolerance`` [s].
+        path, goal : ``(name, position, velocity, acceleration)`` entries (see above).
 
         Raises
         ------
@@ -594,6 +629,11 @@ class TrajectoryFollower:
 
     Once it has an outcome it holds: the last point after success, the position reached
     after a violation or :meth:`hold`.
+
+    Parameters
+    ----------
+    model : Model, floating base and one-DoF joints;  trajectory : JointTrajectory.
+    tolerances : Tolerances;  gains : TrackingGains.
     """
 
     def __init__(
@@ -618,12 +658,24 @@ class TrajectoryFollower:
         return self.outcome is None and self._hold is None
 
     def hold(self, positions: np.ndarray) -> None:
-        """Stop following: hold ``positions`` (n,) from now (e.g. after a cancel)."""
+        """Stop following: hold ``positions`` (n,) from now (e.g. after a cancel).
+
+        Parameters
+        ----------
+        positions : (n,) joint positions, joint order [rad | m].
+        """
         self._hold = np.array(positions, dtype=float)
 
     def update(self, t: float, q: np.ndarray, v: np.ndarray) -> Update:
         """The efforts at time ``t`` [s] for the measured ``q`` (nq,), ``v`` (nv,), and the
-        outcome if the trajectory ends now."""
+        outcome if the trajectory ends now.
+
+        Parameters
+        ----------
+        t : float, absolute time [s].
+        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
+            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        """
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
         actual = (q[7:].copy(), v[6:].copy())
@@ -707,8 +759,9 @@ def reactionless_correction(
 
     Parameters
     ----------
+    model : Model, floating base and one-DoF joints.
     q : (nq,) configuration at the start (base pose and joints; the joints as the
-        trajectory's start).
+        trajectory's start) [m, -, rad | m].
     trajectory : the trajectory from that state.
     step : grid step [s] (longer when the trajectory needs more than
         :data:`MAX_CORRECTION_STEPS`).
@@ -779,6 +832,7 @@ def correction_beyond_goal(
 
     Parameters
     ----------
+    model : Model (the joint names).
     sent, corrected : (n,) the last point's joint positions sent and corrected [rad | m].
     tolerances : the goal's tolerances (``goal[:, 0]``: position, 0 not checked).
 
@@ -809,7 +863,13 @@ def continuity_gap(
     """How far a measured state ``current = (t, p, v)`` is from where the ``previous`` one
     leads: ``max |p - p_prev - (v_prev + v) (t - t_prev) / 2|`` (the trapezoid: exact for a
     constant acceleration, so a continuous motion sampled at ``dt`` stays within about
-    ``|delta a| dt^2 / 8``; a reset or a teleport shows as the jump itself)."""
+    ``|delta a| dt^2 / 8``; a reset or a teleport shows as the jump itself).
+
+    Parameters
+    ----------
+    previous, current : ``(t, p, v)``: time [s], joint positions (n,) [rad | m] and
+        velocities (n,) [rad/s | m/s] (the gap returned is in [rad | m]).
+    """
     t0, p0, v0 = previous
     t1, p1, v1 = current
     predicted = np.asarray(p0) + 0.5 * (np.asarray(v0) + np.asarray(v1)) * (t1 - t0)

@@ -121,6 +121,19 @@ def _name(value: Any, what: str) -> str:
 def inertia_matrix(value: Any, what: str) -> np.ndarray:
     """A (3, 3) inertia tensor from 6 values ``[ixx, ixy, ixz, iyy, iyz, izz]`` or a 3x3.
 
+    Parameters
+    ----------
+    value : (6,) or (3, 3) array_like
+        The tensor's entries [kg m^2] (about the CoM, in the link frame for the builder; the
+        frame is the caller's: it is copied, not rotated).
+    what : str
+        Names the argument in the messages.
+
+    Returns
+    -------
+    (3, 3) ndarray
+        The symmetric tensor [kg m^2] (a 3x3 input is copied as given, not symmetrized).
+
     Raises
     ------
     ValueError
@@ -184,7 +197,30 @@ class ModelBuilder:
         inertia: Any,
     ) -> ModelBuilder:
         """Add the root body (``mass`` [kg], ``com`` in the link frame [m], ``inertia`` about
-        the CoM in the link frame [kg m^2], 6 values or 3x3)."""
+        the CoM in the link frame [kg m^2], 6 values or 3x3).
+
+        Parameters
+        ----------
+        link : str
+            Name of the base link (its frame is the base body frame).
+        mass : float
+            [kg].
+        com : (3,) sequence of float
+            CoM position in the link frame [m].
+        inertia : (6,) or (3, 3) array_like
+            ``[ixx, ixy, ixz, iyy, iyz, izz]`` or the tensor, about the CoM in the link frame's
+            axes [kg m^2].
+
+        Returns
+        -------
+        ModelBuilder
+            ``self`` (calls chain).
+
+        Raises
+        ------
+        ValueError
+            A second base, an empty name, or malformed values (the message names the base).
+        """
         if self._bodies:
             raise ValueError(
                 f'base {link!r}: the model already has a base ({self._bodies[0].name})'
@@ -238,15 +274,27 @@ class ModelBuilder:
         joint, joint_type : str
             Joint name and one of :data:`~ffsim_ros.dynamics.model.JOINT_TYPES`.
         xyz, rpy : (3,) array_like
-            Joint frame in the parent link frame [m], [rad] (URDF roll-pitch-yaw).
+            Joint frame in the ``parent`` frame (the parent link's, or an added frame's)
+            [m], [rad] (URDF roll-pitch-yaw).
         axis, axis2 : (3,) array_like
             Joint axis (first axis of a universal joint) and a universal joint's second axis,
-            in the joint frame; ignored for a spherical joint.
-        mass, com, inertia
-            As :meth:`add_base`.
+            in the joint frame (at zero angles) [-], normalized by the model; ignored for a
+            spherical joint.
+        mass : float
+            [kg].
+        com : (3,) sequence of float
+            CoM in the new link's frame [m].
+        inertia : (6,) or (3, 3) array_like
+            About the CoM in the new link frame's axes [kg m^2] (as :meth:`add_base`).
         lower, upper, effort, velocity, damping, friction : float or sequence
-            Per DoF (a scalar applies to every DoF): position limits [rad | m], effort
-            [N m | N] and speed limits, viscous damping and Coulomb friction.
+            Per joint DoF (a scalar applies to every DoF; joint coordinates, not a spatial
+            frame): position limits [rad | m], effort limit [N m | N], speed limit
+            [rad/s | m/s], viscous damping [N m s/rad | N s/m], Coulomb friction [N m | N].
+
+        Returns
+        -------
+        ModelBuilder
+            ``self`` (calls chain).
         """
         if not self._bodies:
             raise ValueError(f'body {link!r}: add the base first')
@@ -384,6 +432,15 @@ def _list(data: Mapping[str, Any], key: str) -> list:
 def model_from_dict(data: Mapping[str, Any]) -> Model:
     """Build a model from the mapping described in this module's docstring.
 
+    Parameters
+    ----------
+    data : Mapping
+        The parsed YAML document (keys, frames and units as in the module docstring).
+
+    Returns
+    -------
+    Model
+
     Raises
     ------
     ValueError
@@ -498,7 +555,8 @@ def random_model(
     joint_types : sequence of str
         Joint types, each used ``n / len(joint_types)`` times (rounded) in a random order.
     floating_base : bool
-    gravity : (3,) array_like [m/s^2]
+    gravity : (3,) array_like
+        Gravitational acceleration, inertial frame [m/s^2].
     branching : float
         Probability that a body hangs from a random ancestor of the last body instead of the
         last body itself (bodies are numbered depth-first, as Pinocchio requires).
@@ -562,6 +620,18 @@ def random_configuration(model: Model, rng: np.random.Generator) -> np.ndarray:
 
     Spherical joints get uniformly random unit quaternions; other joints uniform values in
     ``[-1, 1]`` clipped to their limits.
+
+    Parameters
+    ----------
+    model : Model
+    rng : numpy.random.Generator
+        Source of the draws (advanced).
+
+    Returns
+    -------
+    (nq,) ndarray
+        ``[r0, Q0, phi]``: base CoM in ``[-1, 1]^3`` [m] and a uniformly random attitude
+        (x, y, z, w) (floating base), then the joint coordinates [rad | m].
     """
     q = np.zeros(model.nq)
     if model.floating_base:

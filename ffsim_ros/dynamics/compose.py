@@ -39,7 +39,17 @@ def _rotation(value: ArrayLike, what: str) -> np.ndarray:
 def body_specs(model: Model) -> list[BodySpec]:
     """The :class:`~.model.BodySpec` list a model was built from (the inverse of
     :func:`~.model.build_model` up to link merging): joints, limits per DoF, damping and
-    friction as the model applies them (zero when ``joint_dynamics`` is off)."""
+    friction as the model applies them (zero when ``joint_dynamics`` is off).
+
+    Parameters
+    ----------
+    model : Model
+
+    Returns
+    -------
+    list of BodySpec
+        One per body, the base first (``joint_type='root'``); inertial data in body frames.
+    """
     a = model.arrays
     off = model.nv - model.n
     names = model.body_names
@@ -117,7 +127,7 @@ def weld_models(
         The carried system (e.g. a captured target); must have a floating base, whose root
         link becomes rigidly attached.
     rotation : (3, 3) array_like, optional
-        Orientation of ``b``'s root link frame in the ``link`` frame (default: identity).
+        Orientation of ``b``'s root link frame in the ``link`` frame [-] (default: identity).
     translation : (3,) array_like
         Origin of ``b``'s root link frame in the ``link`` frame [m].
     prefix : str

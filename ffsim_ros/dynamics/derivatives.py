@@ -104,7 +104,10 @@ def forward_dynamics_derivatives(
 
     Parameters
     ----------
-    q : (nq,) configuration;  v : (nv,) velocity;  tau : (n,) joint efforts [N m | N].
+    model : Model
+    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s] (module :mod:`..model` glossary).
+    tau : (n,) joint efforts [N m | N].
     base_wrench : (6,) optional
         ``[F; T]`` at the base CoM, inertial frame [N, N m] (floating base only).
 
@@ -155,7 +158,11 @@ def inverse_dynamics_derivatives(
 
     Parameters
     ----------
-    q : (nq,) ;  v : (nv,) ;  a : (nv,) ``[dV0, dw0, phiddot]``.
+    model : Model
+    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    a : (nv,) acceleration ``[dV0, dw0, phiddot]``, base parts in the inertial frame
+        [m/s^2, rad/s^2, rad/s^2 | m/s^2].
 
     Returns
     -------
@@ -207,8 +214,12 @@ def step_derivatives(
 
     Parameters
     ----------
-    q : (nq,) ;  v : (nv,) ;  tau : (n,) joint efforts [N m | N];  dt : float step [s].
-    base_wrench : (6,) optional, ``[F; T]`` at the base CoM, inertial frame, constant.
+    model : Model
+    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    tau : (n,) joint efforts [N m | N];  dt : float step [s].
+    base_wrench : (6,) optional, ``[F; T]`` at the base CoM, inertial frame [N, N m],
+        constant.
 
     Returns
     -------
@@ -309,7 +320,10 @@ def generalized_velocity_derivatives(
 
     Parameters
     ----------
-    q : (nq,) configuration;  phidot : (n,) joint rates;  link : str, a link of the model.
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration [m, -, rad | m];  phidot : (n,) joint rates [rad/s | m/s].
+    link : str, a link of the model (its frame origin is the point of ``J*``).
 
     Returns
     -------

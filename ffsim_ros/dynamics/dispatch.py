@@ -91,12 +91,14 @@ def forward_dynamics(
 
     Parameters
     ----------
-    q : (nq,) configuration;  v : (nv,) velocity.
+    model : Model
+    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
     tau : (n,) joint efforts [N m | N].
     base_wrench : (6,) array_like, optional
         ``[F; T]`` acting at the base CoM, inertial frame [N, N m] (``F_b`` of [S0 eq. 39]).
     link_wrenches : dict, optional
-        ``{link: [f; n]}`` acting at each link frame's origin, inertial frame.
+        ``{link: (6,) [f; n]}`` acting at each link frame's origin, inertial frame [N, N m].
     method : str
         A key of :data:`FORWARD_DYNAMICS_METHODS` (see the module docstring). Mufti's forms are
         pure NumPy/SciPy and single state only; ``'barycentric'`` takes floating-base models of

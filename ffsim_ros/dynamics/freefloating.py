@@ -51,6 +51,20 @@ def free_floating_terms(
     """Every term of the module glossary at ``(q, v)``, the Jacobians for the link frame
     ``link`` (None: no Jacobians).
 
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]`` [m, -, rad | m];  v : (nv,)
+        velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    link : str, optional
+        Link whose frame origin the Jacobians ``J``, ``J_star`` are for.
+
+    Returns
+    -------
+    FreeFloatingTerms
+        Inertial frame; base rows and columns ``[V0 (base CoM), w0]``.
+
     Raises
     ------
     ValueError
@@ -79,6 +93,13 @@ def free_floating_terms(
 def inertia_blocks(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The free-floating blocks of the inertia matrix [S0 eqs. 20, 23, 24].
 
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]``, base in the inertial frame
+        [m, -, rad | m].
+
     Returns
     -------
     H0 : (6, 6) base inertia matrix [S0 eq. 20].
@@ -97,6 +118,15 @@ def generalized_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
     Under zero total momentum ([S0 eq. 21] with ``[P; L] = 0``) the base velocity is
     ``x0dot = -H0^-1 H0m phidot``; substituting into [S0 eq. 5] gives ``[v; w] = J* phidot``.
 
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]``, base in the inertial frame
+        [m, -, rad | m].
+    link : str
+        The link whose frame origin ``v`` is the velocity of.
+
     Returns
     -------
     (6, n) ndarray, inertial frame, rows ``[linear velocity of the link origin; angular]``.
@@ -112,6 +142,13 @@ def generalized_inertia(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.nd
 
     ``H* = Hm - H0m^T H0^-1 H0m`` (Yoshida's generalized inertia), ``c* = c_m - H0m^T H0^-1
     c_b`` ([S0 eq. 39] with ``F_b = 0``).
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]`` [m, -, rad | m];  v : (nv,)
+        velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
 
     Returns
     -------
@@ -135,14 +172,21 @@ def base_velocity_from_momentum(
 
     Parameters
     ----------
-    phidot : (n,) joint rates.
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]``, base in the inertial frame
+        [m, -, rad | m].
+    phidot : (n,) joint rates [rad/s | m/s].
     momentum : (6,) array_like, optional
-        ``[P; L]`` (inertial frame) with ``L`` about ``about``; default zero.
+        ``[P; L]`` (inertial frame) with ``L`` about ``about`` [kg m/s, kg m^2/s]; default
+        zero.
     about : {'origin', 'com', 'base'}
+        Reference point of ``L``: the inertial origin, the system CoM or the base CoM.
 
     Returns
     -------
-    (6,) ndarray ``[V0; w0]``.
+    (6,) ndarray ``[V0; w0]``: base CoM velocity and base angular velocity, inertial frame
+        [m/s, rad/s].
     """
     require_floating(model, 'base_velocity_from_momentum')
     check_point(about)

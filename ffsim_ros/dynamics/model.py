@@ -239,18 +239,47 @@ class Model:
         return all(k == 1 for k in self.nqs)
 
     def joint_q_slice(self, joint: str) -> slice:
-        """The coordinates of ``joint`` in ``q`` (4 for a spherical joint, (x, y, z, w))."""
+        """The coordinates of ``joint`` in ``q`` (4 for a spherical joint, (x, y, z, w)).
+
+        Parameters
+        ----------
+        joint : str
+            Name of a moving joint (:class:`UnknownNameError` otherwise).
+
+        Returns
+        -------
+        slice
+        """
         k = self.joint_index(joint)
         return slice(self.idx_q[k], self.idx_q[k] + self.nqs[k])
 
     def joint_v_slice(self, joint: str) -> slice:
-        """The DoFs of ``joint`` in ``v`` (and, offset by ``nv - n``, in ``tau``)."""
+        """The DoFs of ``joint`` in ``v`` (and, offset by ``nv - n``, in ``tau``).
+
+        Parameters
+        ----------
+        joint : str
+            Name of a moving joint (:class:`UnknownNameError` otherwise).
+
+        Returns
+        -------
+        slice
+        """
         k = self.joint_index(joint)
         return slice(self.idx_v[k], self.idx_v[k] + self.nvs[k])
 
     def joint_index(self, joint: str) -> int:
         """Index of ``joint`` in ``joint_names`` (its position in ``phi`` when every joint has
         one DoF; see :meth:`joint_q_slice` / :meth:`joint_v_slice` otherwise).
+
+        Parameters
+        ----------
+        joint : str
+            Name of a moving joint.
+
+        Returns
+        -------
+        int
 
         Raises
         ------
@@ -266,6 +295,16 @@ class Model:
 
     def frame(self, link: str) -> Frame:
         """The :class:`Frame` of ``link``.
+
+        Parameters
+        ----------
+        link : str
+            Name of a link of the model.
+
+        Returns
+        -------
+        Frame
+            The link frame's body and its pose in that body's frame.
 
         Raises
         ------
@@ -301,13 +340,34 @@ def _unpickled_model(fields: dict[str, object]) -> Model:
 
 
 def with_gravity(model: Model, gravity: Sequence[float]) -> Model:
-    """A copy of ``model`` with gravitational acceleration ``gravity`` (3,) [m/s^2]."""
+    """A copy of ``model`` with gravitational acceleration ``gravity`` (3,) [m/s^2].
+
+    Parameters
+    ----------
+    model : Model
+    gravity : (3,) sequence of float
+        Gravitational acceleration in the inertial frame [m/s^2], finite.
+
+    Returns
+    -------
+    Model
+    """
     g = _vector(gravity, 3, 'gravity')
     return dataclasses.replace(model, arrays=model.arrays._replace(gravity=_readonly(g)))
 
 
 def with_joint_dynamics(model: Model, enabled: bool = True) -> Model:
     """A copy of ``model`` that applies (or not) the joint damping and friction it carries.
+
+    Parameters
+    ----------
+    model : Model
+    enabled : bool
+        Apply them (True) or not (False).
+
+    Returns
+    -------
+    Model
 
     Raises
     ------
@@ -433,6 +493,18 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str, *, strict: bool 
     A physical inconsistency (:func:`inertia_problem`) raises in strict mode; otherwise it is
     reported as an :class:`InertiaWarning` and the values are kept as given, as Pinocchio
     does: CAD exports of real robots (TIAGo, PR2, iCub, ...) carry such inertias.
+
+    Parameters
+    ----------
+    mass : float
+        Link mass [kg].
+    inertia : (3, 3) ndarray
+        Inertia tensor about the link CoM [kg m^2], in any axes (the checks do not depend on
+        them; the URDF loader passes the ``<inertial>`` frame's).
+    where : str
+        Names the link in the messages.
+    strict : bool
+        Raise for a physically inconsistent inertia (True) or warn (False).
 
     Raises
     ------
@@ -734,6 +806,10 @@ def _degenerate_dof(H: np.ndarray) -> int | None:
 
 def neutral(model: Model) -> np.ndarray:
     """The neutral configuration: base CoM at the origin, identity attitudes, ``phi = 0``.
+
+    Parameters
+    ----------
+    model : Model
 
     Returns
     -------

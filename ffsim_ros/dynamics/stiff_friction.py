@@ -45,7 +45,17 @@ COUPLED_RATIO = 1.5
 
 def friction_slopes(model: Model) -> np.ndarray:
     """(nv,) slope of each DoF's friction at rest, ``d + f_c / eps`` [N m s/rad | N s/m]
-    (zero for the base DoFs and without joint dynamics)."""
+    (zero for the base DoFs and without joint dynamics).
+
+    Parameters
+    ----------
+    model : Model
+
+    Returns
+    -------
+    (nv,) ndarray
+        Per velocity DoF (the order of ``v``) [N m s/rad | N s/m].
+    """
     if not model.joint_dynamics:
         return np.zeros(model.nv)
     a = model.arrays
@@ -57,8 +67,9 @@ def implicit_dofs(H: np.ndarray, slopes: np.ndarray, dt: float) -> np.ndarray:
 
     Parameters
     ----------
-    H : (nv, nv) inertia matrix at the step's start [kg, kg m, kg m^2].
-    slopes : (nv,) :func:`friction_slopes` [N m s/rad | N s/m].
+    H : (nv, nv) inertia matrix at the step's start, base rows and columns in the inertial
+        frame [kg, kg m, kg m^2].
+    slopes : (nv,) :func:`friction_slopes`, per velocity DoF (joint space) [N m s/rad | N s/m].
     dt : float
         Step [s].
 
@@ -89,7 +100,19 @@ def implicit_dofs(H: np.ndarray, slopes: np.ndarray, dt: float) -> np.ndarray:
 
 def explicit_part(model: Model, dofs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``model.packed`` with the damping and Coulomb friction of ``dofs`` set to zero (the
-    explicit part of the split step)."""
+    explicit part of the split step).
+
+    Parameters
+    ----------
+    model : Model
+    dofs : (k,) int ndarray
+        Velocity indices (positions in ``v``, joint space) [-], as :func:`implicit_dofs`.
+
+    Returns
+    -------
+    tuple of ndarray
+        The packed integer and float arrays, as ``model.packed``.
+    """
     a = model.arrays
     damping, friction = a.damping.copy(), a.friction.copy()
     damping[dofs] = friction[dofs] = 0.0
@@ -103,9 +126,15 @@ def friction_impulse(
 
     Parameters
     ----------
-    H : (nv, nv) inertia matrix at the configuration the impulse acts at.
-    v : (nv,) velocity before it (after the explicit part of the step).
-    dofs : (k,) velocity indices of :func:`implicit_dofs`.
+    model : Model
+    H : (nv, nv) inertia matrix at the configuration the impulse acts at, base rows and
+        columns in the inertial frame [kg, kg m, kg m^2].
+    v : (nv,) velocity ``[V0, w0, phidot]`` before it (after the explicit part of the step),
+        base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    dofs : (k,) velocity indices of :func:`implicit_dofs` (positions in ``v``, joint space)
+        [-].
+    dt : float
+        Step [s].
 
     Returns
     -------

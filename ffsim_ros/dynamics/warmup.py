@@ -55,6 +55,16 @@ def warm_up(parts: tuple[str, ...] = PARTS) -> float:
     """Call every kernel of ``parts`` once, single-state and batched; returns the seconds it
     took.
 
+    Parameters
+    ----------
+    parts : tuple of str
+        Some of :data:`PARTS` (default all).
+
+    Returns
+    -------
+    float
+        Wall-clock time taken [s].
+
     Raises
     ------
     ValueError
@@ -76,7 +86,13 @@ def warm_up(parts: tuple[str, ...] = PARTS) -> float:
 
 
 def warm_up_algorithms(model: Model) -> None:
-    """The algorithms, single-state and batched, the integrators and the rotation helpers."""
+    """The algorithms, single-state and batched, the integrators and the rotation helpers.
+
+    Parameters
+    ----------
+    model : Model
+        A model with at least one moving joint (called at its neutral configuration).
+    """
     q, v = neutral(model), np.zeros(model.nv)
     tau = np.zeros(model.n)
     wrench = {model.link_names[-1]: np.ones(6)}
@@ -119,7 +135,13 @@ def warm_up_algorithms(model: Model) -> None:
 
 def warm_up_derivatives(model: Model) -> None:
     """The derivatives: forward and inverse dynamics, the RK4 step's (A, B), and the
-    generalized Jacobian's end-effector velocity."""
+    generalized Jacobian's end-effector velocity.
+
+    Parameters
+    ----------
+    model : Model
+        As :func:`warm_up_algorithms`.
+    """
     q, v = neutral(model), np.zeros(model.nv)
     tau = np.zeros(model.n)
     forward_dynamics_derivatives(model, q, v, tau)
@@ -151,7 +173,13 @@ def warm_up_closed_chains() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m ffsim_ros.dynamics.warmup [part ...]`` (default: every part)."""
+    """``python -m ffsim_ros.dynamics.warmup [part ...]`` (default: every part).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The parts (default ``sys.argv[1:]``); an unknown one exits with status 2.
+    """
     parts = tuple(sys.argv[1:] if argv is None else argv) or PARTS
     if any(p in ('-h', '--help') for p in parts):
         print(

@@ -104,7 +104,21 @@ class Contact:
 def unit_normal(normal: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """Unit contact normal (3,) from ``b`` into ``a``: ``normal`` (coal's), else (shapes
     overlapping so deeply that coal gives none) ``centers``, the direction between the shapes'
-    centres, else +z."""
+    centres, else +z.
+
+    Parameters
+    ----------
+    normal : (3,) ndarray
+        coal's normal from ``b`` into ``a``, world frame [-] (any length; zero or non-finite:
+        none).
+    centers : (3,) ndarray
+        Shape centre of ``a`` minus that of ``b``, world frame [m].
+
+    Returns
+    -------
+    (3,) ndarray
+        Unit vector, world frame [-].
+    """
     for v in (normal, centers):
         n = float(np.linalg.norm(v))
         if n > 1e-12 and np.isfinite(n):
@@ -128,9 +142,9 @@ def near_system_pairs(
     centres : (k, 3) ndarray
         Bounding sphere centres [m], one frame for all.
     radii : (k,) ndarray
-        Bounding sphere radii [m], >= 0.
+        Bounding sphere radii [m], >= 0 (scalars: no frame).
     owner : (k,) int ndarray
-        The system of each shape (shapes of one owner are never paired).
+        The system of each shape, an index (unitless; shapes of one owner are never paired).
     margin : float
         Detection margin [m].
     chunk : int
@@ -216,7 +230,21 @@ class Detector:
     ) -> list[Contact]:
         """Narrow phase: the pairs of shapes of ``a`` and ``b`` closer than ``margin`` [m]
         (coal's signed distance; bounding spheres first), shape pairs row by row.
-        ``poses``: the shapes' world poses by system name (default: :meth:`System.world`)."""
+
+        Parameters
+        ----------
+        a, b : System
+        margin : float
+            Detection margin [m].
+        poses : dict, optional
+            ``{system name: (Rb, p)}``, the shapes' world poses as :meth:`System.world` gives
+            them (default: computed).
+
+        Returns
+        -------
+        list of Contact
+            Points and normals in the world frame.
+        """
         if not len(a.placed) or not len(b.placed):
             return []
         Ra, pa = a.world() if poses is None else poses[a.name]
@@ -246,7 +274,18 @@ class Detector:
 
     def near_pairs(self, systems: Sequence[System], margin: float) -> list[tuple[int, int]]:
         """Indices ``(i, j)``, ``i < j`` sorted, of the pairs of ``systems`` that may have a
-        pair of shapes closer than ``margin`` [m] (:func:`near_system_pairs`)."""
+        pair of shapes closer than ``margin`` [m] (:func:`near_system_pairs`).
+
+        Parameters
+        ----------
+        systems : sequence of System
+        margin : float
+            Detection margin [m].
+
+        Returns
+        -------
+        list of (int, int)
+        """
         placed = [(n, s) for n, s in enumerate(systems) if len(s.placed)]
         if len(placed) < 2:
             return []
@@ -258,7 +297,19 @@ class Detector:
     def detect(self, systems: Sequence[System], margin: float) -> list[Contact]:
         """The pairs of shapes of different ``systems`` closer than ``margin`` [m]: system pairs
         in the order of ``systems``, then shape pairs row by row (the same as :meth:`pairs`
-        over every pair of systems)."""
+        over every pair of systems).
+
+        Parameters
+        ----------
+        systems : sequence of System
+        margin : float
+            Detection margin [m].
+
+        Returns
+        -------
+        list of Contact
+            Points and normals in the world frame.
+        """
         out = []
         for i, j in self.near_pairs(systems, margin):
             out.extend(self.pairs(systems[i], systems[j], margin))

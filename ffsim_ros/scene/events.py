@@ -16,7 +16,18 @@ from .grasp import EnvelopeCheck
 
 
 def frozen(x: np.ndarray | list[float] | tuple[float, ...]) -> np.ndarray:
-    """A read-only float copy of ``x``."""
+    """A read-only float copy of ``x``.
+
+    Parameters
+    ----------
+    x : array_like
+        Any shape, frame and units (kept: a copy).
+
+    Returns
+    -------
+    ndarray
+        Same shape, read-only.
+    """
     out = np.array(x, dtype=float)
     out.setflags(write=False)
     return out

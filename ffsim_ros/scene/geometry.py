@@ -75,7 +75,13 @@ class Sphere:
         return self.radius
 
     def inertia(self, mass: float) -> np.ndarray:
-        """(3, 3) inertia of a uniform solid of ``mass`` [kg] about its centre [kg m^2]."""
+        """(3, 3) inertia of a uniform solid of ``mass`` [kg] about its centre [kg m^2].
+
+        Parameters
+        ----------
+        mass : float
+            [kg].
+        """
         return 0.4 * mass * self.radius**2 * np.eye(3)
 
     def coal(self) -> coal.CollisionGeometry:
@@ -103,7 +109,13 @@ class Box:
 
     def inertia(self, mass: float) -> np.ndarray:
         """(3, 3) inertia of a uniform solid of ``mass`` [kg] about its centre, in its frame's
-        axes (diagonal) [kg m^2]."""
+        axes (diagonal) [kg m^2].
+
+        Parameters
+        ----------
+        mass : float
+            [kg].
+        """
         a, b, c = self.size
         return mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
 
@@ -131,7 +143,13 @@ class Cylinder:
 
     def inertia(self, mass: float) -> np.ndarray:
         """(3, 3) inertia of a uniform solid of ``mass`` [kg] about its centre, in its frame's
-        axes (diagonal, the axis of symmetry z) [kg m^2]."""
+        axes (diagonal, the axis of symmetry z) [kg m^2].
+
+        Parameters
+        ----------
+        mass : float
+            [kg].
+        """
         r, h = self.radius, self.length
         t = mass * (3 * r * r + h * h) / 12.0
         return np.diag([t, t, 0.5 * mass * r * r])
@@ -159,7 +177,15 @@ class Capsule:
         return self.radius + 0.5 * self.length
 
     def inertia(self, mass: float) -> np.ndarray:
-        """Uniform solid capsule (cylinder plus two hemispheres of one density)."""
+        """(3, 3) inertia of a uniform solid capsule (cylinder plus two hemispheres of one
+        density) of ``mass`` [kg] about its centre, in its frame's axes (diagonal, the axis of
+        symmetry z) [kg m^2].
+
+        Parameters
+        ----------
+        mass : float
+            [kg].
+        """
         r, h = self.radius, self.length
         vc, vs = np.pi * r * r * h, 4.0 / 3.0 * np.pi * r**3
         mc, ms = mass * vc / (vc + vs), mass * vs / (vc + vs)
@@ -222,7 +248,17 @@ class CollisionShape:
         object.__setattr__(self, 'translation', t)
 
     def renamed(self, link: str) -> CollisionShape:
-        """The same shape on link ``link`` (e.g. a prefixed name in a welded model)."""
+        """The same shape on link ``link`` (e.g. a prefixed name in a welded model).
+
+        Parameters
+        ----------
+        link : str
+            The new link name (same pose in that link's frame).
+
+        Returns
+        -------
+        CollisionShape
+        """
         return CollisionShape(link, self.shape, self.rotation, self.translation)
 
 
@@ -233,6 +269,17 @@ def point_distance(shape: Shape, point: np.ndarray) -> float:
     Closed forms: the sphere and the capsule (distance to the centre, or to the segment between
     the cap centres, less the radius); the box and the cylinder (the exact signed distance of
     the excess over the half extents: axes x, y, z, or the radial distance and z).
+
+    Parameters
+    ----------
+    shape : Sphere, Box, Cylinder or Capsule
+    point : (3,) ndarray
+        The point in the shape's frame [m].
+
+    Returns
+    -------
+    float
+        [m].
     """
     p = np.asarray(point, dtype=float).reshape(3)
     if isinstance(shape, Sphere):
@@ -248,7 +295,16 @@ def point_distance(shape: Shape, point: np.ndarray) -> float:
 
 
 def describe_shape(shape: Shape) -> str:
-    """``'box 1.8 x 1.6 x 1.6 m'``, ``'sphere of radius 0.1 m'``, ... (for messages)."""
+    """``'box 1.8 x 1.6 x 1.6 m'``, ``'sphere of radius 0.1 m'``, ... (for messages).
+
+    Parameters
+    ----------
+    shape : Sphere, Box, Cylinder or Capsule
+
+    Returns
+    -------
+    str
+    """
     if isinstance(shape, Box):
         return 'box ' + ' x '.join(f'{x:.4g}' for x in shape.size) + ' m'
     if isinstance(shape, Sphere):
@@ -405,7 +461,15 @@ def shapes_from_urdf(
 
 def check_links(model: D.Model, shapes: Sequence[CollisionShape], what: str) -> None:
     """Raise :class:`~ffsim_ros.dynamics.UnknownNameError` naming the first shape whose link
-    ``model`` does not have."""
+    ``model`` does not have.
+
+    Parameters
+    ----------
+    model : Model
+    shapes : sequence of CollisionShape
+    what : str
+        Prefix of the message.
+    """
     for s in shapes:
         if s.link not in model.frames:
             raise D.UnknownNameError(
@@ -416,7 +480,14 @@ def check_links(model: D.Model, shapes: Sequence[CollisionShape], what: str) -> 
 
 class PlacedShapes:
     """The shapes of one model with what each query needs: body, pose on the body, coal
-    geometry and bounding radius (built once per model)."""
+    geometry and bounding radius (built once per model).
+
+    Parameters
+    ----------
+    model : Model
+    shapes : sequence of CollisionShape
+        On links of ``model`` (:class:`~ffsim_ros.dynamics.UnknownNameError` otherwise).
+    """
 
     def __init__(self, model: D.Model, shapes: Sequence[CollisionShape]) -> None:
         check_links(model, shapes, 'collision shape')
@@ -442,6 +513,11 @@ class PlacedShapes:
     def world(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World placement of the shapes at ``q``.
 
+        Parameters
+        ----------
+        q : (nq,) configuration of the model ``[r0, Q0, phi]``, base in the world frame
+            [m, -, rad | m].
+
         Returns
         -------
         Rb : (k, 3, 3) orientation of each shape's *body* (the shape's own orientation is
@@ -452,7 +528,21 @@ class PlacedShapes:
         return Rb, pb[self.body] + np.einsum('kij,kj->ki', Rb, self.trans)
 
     def rotation(self, Rb: np.ndarray, i: int) -> np.ndarray:
-        """(3, 3) world orientation of shape ``i`` from :meth:`world`'s ``Rb``."""
+        """(3, 3) world orientation of shape ``i`` from :meth:`world`'s ``Rb``.
+
+        Parameters
+        ----------
+        Rb : (k, 3, 3) ndarray
+            Orientations of the shapes' bodies (body frame -> world frame) [-], from
+            :meth:`world`.
+        i : int
+            Index of the shape.
+
+        Returns
+        -------
+        (3, 3) ndarray
+            Shape frame -> world frame [-].
+        """
         return Rb[i] @ self.rot[i]
 
 

@@ -81,7 +81,7 @@ def frame_state(
         quaternion (x, y, z, w), joints; velocities world frame) [m, rad | m; m/s, rad/s].
     link : str
         Link of ``model`` the frame is fixed in.
-    rotation : (3, 3) orientation of the frame in the link frame (frame -> link).
+    rotation : (3, 3) orientation of the frame in the link frame (frame -> link) [-].
     translation : (3,) origin of the frame in the link frame [m].
 
     Returns
@@ -333,8 +333,14 @@ def split_state(
     ----------
     welded : Model
         :func:`welded_model` of ``robot`` and ``target`` with ``prefix``.
+    robot, target : Model
+        The two models welded (floating-base target).
+    prefix : str
+        The prefix of the target's names in ``welded``.
     q : (welded.nq,) ;  v : (welded.nv,)
-        The welded state (:func:`merge_state`'s layout).
+        The welded state (:func:`merge_state`'s layout: the robot's ``[r0, Q0, phi]`` [m, -,
+        rad | m] and ``[V0, w0, phidot]`` in the world frame [m/s, rad/s, rad/s | m/s], then
+        the target's joints).
 
     Returns
     -------

@@ -153,7 +153,21 @@ def _friction_coefficient(value: float, where: str) -> float:
 
 def point_jacobian(model: D.Model, q: np.ndarray, link: str, point: np.ndarray) -> np.ndarray:
     """(3, nv) Jacobian of the velocity of the material point at ``point`` (world, [m])
-    fixed on ``link``'s body: ``v_p = J v`` [S0 eqs. 4-5]."""
+    fixed on ``link``'s body: ``v_p = J v`` [S0 eqs. 4-5].
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) configuration ``[r0, Q0, phi]`` (base in the world frame) [m, -, rad | m].
+    link : str
+        A link on the body carrying the point.
+    point : (3,) the point, world frame [m].
+
+    Returns
+    -------
+    (3, nv) ndarray
+        World-frame velocity of the point per unit of ``v`` [m/s per unit of ``v``].
+    """
     J = D.link_jacobian(model, q, link)
     origin = D.link_pose(model, q, link)[0]
     # v_p = v_o + w x (p - o) = v_o - (p - o) x w
@@ -162,7 +176,21 @@ def point_jacobian(model: D.Model, q: np.ndarray, link: str, point: np.ndarray) 
 
 def contact_jacobian(model: D.Model, q: np.ndarray, link: str, point: np.ndarray) -> np.ndarray:
     """(6, nv) rows ``[v_p; w]`` of ``link``'s body at ``point`` (world): the twist a weld
-    at ``point`` constrains."""
+    at ``point`` constrains.
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) configuration ``[r0, Q0, phi]`` (base in the world frame) [m, -, rad | m].
+    link : str
+        A link on the body.
+    point : (3,) the reference point of the twist, world frame [m].
+
+    Returns
+    -------
+    (6, nv) ndarray
+        World-frame ``[v_p; w]`` per unit of ``v``.
+    """
     J = D.link_jacobian(model, q, link)
     origin = D.link_pose(model, q, link)[0]
     J[:3] -= skew(np.asarray(point, dtype=float) - origin) @ J[3:]
@@ -176,6 +204,10 @@ def inverse_inertia(
 
     Parameters
     ----------
+    model : Model
+    q : (nq,) configuration ``[r0, Q0, phi]`` (base in the world frame) [m, -, rad | m].
+    link : str
+        A link on the body the point is fixed in.
     point : (3,) world [m].
     angular : bool
         False: (3, 3), the velocity change of the point per unit impulse there [1/kg];
@@ -291,6 +323,13 @@ class CompliantLaw:
         The force of the module docstring, friction unlimited: ``force(...) * h`` is
         :meth:`impulse` without ``W`` (kept for compatibility; the scene steps with
         :meth:`impulse`).
+
+        Parameters
+        ----------
+        depth : float
+            Penetration depth [m].
+        u : (3,) relative velocity ``a`` minus ``b`` at the contact, world [m/s].
+        n : (3,) unit normal from ``b`` into ``a``, world [-].
 
         Raises
         ------
@@ -497,9 +536,10 @@ def solve_impact(
 
     Parameters
     ----------
-    W : (3, 3) inverse inertia at the contact, formula (1) of the module docstring [1/kg].
+    W : (3, 3) inverse inertia at the contact, formula (1) of the module docstring, world
+        frame [1/kg].
     u : (3,) relative velocity ``a`` minus ``b`` before the impact [m/s], world.
-    n : (3,) normal from ``b`` into ``a`` (normalized here; not zero).
+    n : (3,) normal from ``b`` into ``a``, world frame [-] (normalized here; not zero).
     restitution : float in [0, 1] (Stronge's energetic coefficient).
     friction : float in [0, :data:`MAX_FRICTION`] (Coulomb).
 

@@ -259,6 +259,19 @@ TARGET_KEYS = {
 def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) -> Target:
     """One target from its mapping (module docstring); ``base``: folder of relative paths.
 
+    Parameters
+    ----------
+    d : mapping
+        The target's entry (keys, frames and units of the module docstring).
+    where : str
+        Prefix of the messages (the entry's place in the document).
+    base : Path, optional
+        Folder the relative paths (URDF) are taken from (default: the working directory).
+
+    Returns
+    -------
+    Target
+
     Raises
     ------
     ScenarioError
@@ -364,6 +377,17 @@ def _tumble(d: Any, inertia: np.ndarray, where: str) -> dict[str, np.ndarray]:
 def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene:
     """A :class:`~.scene.Scene` with its targets from a scenario mapping (module docstring).
 
+    Parameters
+    ----------
+    d : mapping
+        The scenario document (keys, frames and units of the module docstring).
+    base : str or path-like, optional
+        Folder the relative paths are taken from (default: the working directory).
+
+    Returns
+    -------
+    Scene
+
     Raises
     ------
     ScenarioError
@@ -464,6 +488,15 @@ def _contact(d: Any) -> ImpactLaw | CompliantLaw:
 
 def load_scenario(path: str | os.PathLike[str]) -> Scene:
     """:func:`scene_from_dict` of a YAML file (relative paths from its folder).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The scenario file (UTF-8 YAML).
+
+    Returns
+    -------
+    Scene
 
     Raises
     ------

@@ -3,12 +3,11 @@
 Representation. Each free system -- the robot, each target not held -- is its own compiled
 :class:`~ffsim_ros.dynamics.Model` stepped side by side with the momentum-preserving RK4 step
 (:func:`ffsim_ros.dynamics.step`, ``conserve_momentum=True``): between contacts they do not
-interact, so nothing couples them and each keeps its momentum to round-off. Contacts couple
-them by equal and opposite impulses at one point (:mod:`.impact`, the ``J^T F_c`` term of
-[S0 eq. 41], normal and Coulomb tangential), which exchange momentum exactly. A grasp welds
-the held target to the gripper: the two trees become one (:mod:`.grasp`,
-:func:`~ffsim_ros.dynamics.weld_models`), stepped as one compiled model until the release
-splits it again.
+interact, so nothing couples them and each keeps its momentum to round-off. Contacts couple them by
+equal and opposite impulses at one point (:mod:`.impact`, the ``J^T F_c`` term of [S0 eq. 41],
+normal and Coulomb tangential), which exchange momentum exactly. A grasp welds the held target to
+the gripper: the two trees become one (:mod:`.grasp`, :func:`~ffsim_ros.dynamics.weld_models`),
+stepped as one compiled model until the release splits it again.
 
 A step of ``dt``:
 
@@ -31,8 +30,8 @@ target it holds (welded into its system), not between links of one target. Place
 (:meth:`Scene.add_target`, :meth:`Scene.set_target_state`) are refused if they overlap
 another system deeper than :attr:`Scene.placement_slack` (touching is fine).
 
-Deterministic: the same calls give the same states (no clock, no randomness, pairs visited in
-a fixed order).
+Deterministic: the same calls give the same states (no clock, no randomness, pairs visited in a
+fixed order).
 """
 
 from __future__ import annotations
@@ -138,7 +137,8 @@ class Scene:
     conserve_momentum : bool
         The momentum-preserving step (:func:`ffsim_ros.dynamics.step`); without gravity the
         total momentum then holds to round-off through contacts and grasps.
-    q, v : optional initial robot state (default: neutral, at rest).
+    q, v : (nq,), (nv,) optional initial robot state (default: neutral, at rest): base CoM,
+        attitude, ``[V0, w0]`` inertial; units [m, -, rad | m] and [m/s, rad/s, rad/s | m/s].
 
     Raises
     ------
@@ -254,6 +254,11 @@ class Scene:
     def set_robot_state(self, q: Sequence[float], v: Sequence[float]) -> None:
         """Set the robot's state (not while holding a target).
 
+        Parameters
+        ----------
+        q : (nq,) configuration [m, -, rad | m].
+        v : (nv,) velocity ``[V0, w0, phidot]``, base parts inertial [m/s, rad/s, rad/s | m/s].
+
         Raises
         ------
         ValueError
@@ -269,9 +274,9 @@ class Scene:
         ``(owner a, owner b, signed distance [m])``, owners as ``'system/link'``.
 
         Checked: the robot (with the target it holds) against each free target, and the free
-        targets against each other; pairs ignored since a release are left out. Not checked
-        (no self-collision in the engine): the robot's links among themselves, the robot and
-        the target it holds, the links of one target.
+        targets against each other; pairs ignored since a release are left out. Not checked (no
+        self-collision in the engine): the robot's links among themselves, the robot and the target
+        it holds, the links of one target.
         """
         return [
             (c.a.owners[c.ka], c.b.owners[c.kb], c.distance)
@@ -623,9 +628,9 @@ class Scene:
         :meth:`set_effort`) and return the snapshot reached (``snapshot=False``: None, the
         events kept for the next snapshot; a snapshot costs more than a step).
 
-        Each step is atomic: a step that raises (e.g. the dynamics refuse a state) leaves the
-        scene as at its start (states, clock, cached contacts, events, ignored pairs) and the
-        exception goes on; the steps before it stay done, with their events.
+        Each step is atomic: a step that raises (e.g. the dynamics refuse a state) leaves the scene
+        as at its start (states, clock, cached contacts, events, ignored pairs) and the exception
+        goes on; the steps before it stay done, with their events.
         """
         if isinstance(n, bool) or int(n) != n or n < 1:
             raise ValueError(f'n: expected an integer >= 1 (steps), got {n!r}')

@@ -81,6 +81,18 @@ MAX_GYRATION_SQUARED = MAX_SHAPE_SIZE**2
 def check_mass(mass: float, what: str) -> float:
     """A target's mass [kg]: finite, in [:data:`MIN_TARGET_MASS`, :data:`MAX_TARGET_MASS`].
 
+    Parameters
+    ----------
+    mass : float
+        [kg].
+    what : str
+        Names the value in the message.
+
+    Returns
+    -------
+    float
+        ``mass`` [kg].
+
     Raises
     ------
     ValueError
@@ -100,6 +112,20 @@ def check_rigid_inertia(mass: float, inertia: Sequence[Sequence[float]], what: s
     finite symmetric (3, 3) matrix whose principal moments lie in ``mass`` times
     [:data:`MIN_GYRATION_SQUARED`, :data:`MAX_GYRATION_SQUARED`] (the triangle inequality is
     the model builder's check).
+
+    Parameters
+    ----------
+    mass : float
+        The checked mass [kg].
+    inertia : (3, 3) array_like
+        About the CoM, in the target's body (root link) frame [kg m^2].
+    what : str
+        Names the value in the messages.
+
+    Returns
+    -------
+    (3, 3) ndarray
+        The inertia as given (a float copy) [kg m^2].
 
     Raises
     ------
@@ -230,7 +256,17 @@ class Target:
 
 
 def check_name(name: str) -> str:
-    """A target name: non-empty, no ``/``, not :data:`ROBOT`."""
+    """A target name: non-empty, no ``/``, not :data:`ROBOT`.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+        ``name`` (``ValueError`` for a bad one).
+    """
     if not isinstance(name, str) or not name or '/' in name or name == ROBOT:
         raise ValueError(
             f"target name: expected a non-empty string without '/' other than {ROBOT!r}, "
@@ -260,8 +296,8 @@ def target_state(
     name : str
         The target's name (for the error messages).
     position : (3,) origin of the root *link frame* (not the CoM), world [m].
-    orientation : (4,) quaternion (x, y, z, w) of the root link frame in the world frame;
-        normalized here.
+    orientation : (4,) quaternion (x, y, z, w) of the root link frame in the world frame
+        [-]; normalized here.
     linear_velocity : (3,) velocity of the target's (whole system's) CoM, world [m/s].
     angular_velocity : (3,) angular velocity of the root body, world [rad/s].
     joint_positions : (nq - 7,) joint coordinates [rad | m] (default: the neutral ones).
@@ -331,12 +367,32 @@ def rigid_target(
     angular_velocity: Sequence[float] = (0.0, 0.0, 0.0),
     link: str = 'body',
 ) -> Target:
-    """A free rigid body: ``mass`` [kg], ``inertia`` (3, 3) about its CoM in its frame
-    [kg m^2] (default: the uniform solid ``shape`` centred on the frame), one collision
-    ``shape`` centred on its frame, handles on link ``link``; ``com`` (3,) its CoM in its
-    frame [m]; ``position`` (3,) [m] and ``orientation`` (4,) (x, y, z, w) the pose of that
-    frame, ``linear_velocity`` (3,) [m/s] of the CoM and ``angular_velocity`` (3,) [rad/s],
-    world (:func:`target_state`).
+    """A free rigid body with one collision shape centred on its frame (the frame of link
+    ``link``); its state as :func:`target_state` takes it.
+
+    Parameters
+    ----------
+    name : str
+        The target's name (:func:`check_name`).
+    mass : float
+        [kg].
+    shape : Sphere, Box, Cylinder or Capsule
+        The collision shape, centred on the body frame.
+    inertia : (3, 3) array_like, optional
+        About the CoM, body frame [kg m^2] (default: the uniform solid ``shape``).
+    com : (3,) CoM in the body frame [m].
+    handles : sequence of Handle
+        On link ``link``.
+    position : (3,) origin of the body frame, world [m].
+    orientation : (4,) quaternion (x, y, z, w) of the body frame in the world frame [-].
+    linear_velocity : (3,) velocity of the CoM, world [m/s].
+    angular_velocity : (3,) angular velocity, world [rad/s].
+    link : str
+        Name of the body's link.
+
+    Returns
+    -------
+    Target
 
     Raises
     ------
@@ -394,11 +450,12 @@ def urdf_target(
         On links of the root body (the root link or links fixed to it).
     position : (3,) origin of the root *link frame* (not the CoM), world [m].
     orientation : (4,) quaternion (x, y, z, w) of the root link frame in the world frame
-        (normalized; default identity).
+        [-] (normalized; default identity).
     linear_velocity : (3,) velocity of the whole target's CoM, world [m/s].
     angular_velocity : (3,) angular velocity of the root body, world [rad/s].
     joint_positions : (n,) joint coordinates in the model's joint order [rad | m] (default:
-        zeros); joint_velocities : (n,) joint rates [rad/s | m/s] (default: zeros).
+        zeros).
+    joint_velocities : (n,) joint rates, joint order [rad/s | m/s] (default: zeros).
     meshes : {'error', 'ignore', 'bounding_box'}
         What a ``<mesh>`` collision becomes.
     package_dirs : mapping, optional
@@ -525,11 +582,17 @@ def tumble(
         ``w . k`` [rad/s] (any sign).
     nutation : float
         Angle in [0, pi/2) between the angular momentum and the spin axis [rad].
-    spin_axis : (3,) body frame; must be a principal axis of ``inertia``.
+    spin_axis : (3,) direction in the body frame [-] (normalized here); must be a principal
+        axis of ``inertia``.
     phase : float
         Angle of the momentum's transverse part about the spin axis, from the first of
         :func:`~ffsim_ros.dynamics.lie.perpendicular_basis` (``k``) [rad].
-    momentum_direction : (3,) world.
+    momentum_direction : (3,) direction in the world frame [-] (normalized here).
+
+    Returns
+    -------
+    Tumble
+        World frame.
 
     Raises
     ------
@@ -569,10 +632,22 @@ def tumble(
 
 def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
     """(3, 3) inertia of a multibody about its CoM with its joints locked, in its root body
-    frame [kg m^2] (what :func:`tumble` needs for a multibody target); ``q`` (nq,) its
-    configuration (root-body CoM [m], quaternion (x, y, z, w), joints). It is ``H_w`` of
+    frame [kg m^2] (what :func:`tumble` needs for a multibody target). It is ``H_w`` of
     [S0 eqs. 15-16] as re-derived in docs/equations.md, ``sum (I_i - m_i r~_gi r~_0i)`` (the
-    printed ``+`` is a seed defect), turned into the root body frame."""
+    printed ``+`` is a seed defect), turned into the root body frame.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) configuration: root-body CoM in the world frame [m], root quaternion
+        (x, y, z, w) [-], joint coordinates [rad | m].
+
+    Returns
+    -------
+    (3, 3) ndarray
+        [kg m^2], root body frame.
+    """
     com = D.center_of_mass(model, q)
     R0 = quat_to_matrix(q[3:7])
     I_world = np.empty((3, 3))

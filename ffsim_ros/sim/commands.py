@@ -35,6 +35,17 @@ def real_values(value: object, what: str) -> np.ndarray:
     checked as the dynamics API checks its arguments (:func:`~ffsim_ros.dynamics.inputs.
     real_array`); the sizes and finiteness are the caller's to check.
 
+    Parameters
+    ----------
+    value : object
+        The input (any shape; frame and units the caller's).
+    what : str
+        Names the input in the messages.
+
+    Returns
+    -------
+    (k,) ndarray
+
     Raises
     ------
     TypeError
@@ -49,6 +60,17 @@ def check_indices(indices: object, n: int) -> np.ndarray:
     """Joint positions (k,) in joint order, each in ``[0, n)`` and at most once, as a new
     int64 array: an integer array, or a sequence of Python or NumPy ints (a boolean mask, a
     float, a string are not positions).
+
+    Parameters
+    ----------
+    indices : object
+        The joint positions given.
+    n : int
+        Joint count.
+
+    Returns
+    -------
+    (k,) int64 ndarray
 
     Raises
     ------
@@ -81,6 +103,19 @@ def check_indices(indices: object, n: int) -> np.ndarray:
 def check_efforts(model: D.Model, tau: object, what: str = 'tau') -> np.ndarray:
     """Joint efforts (n,) [N m | N] in joint order, as a new float array.
 
+    Parameters
+    ----------
+    model : Model
+        Gives ``n`` and the joint names.
+    tau : object
+        The efforts given: (n,) real numbers, joint order [N m | N].
+    what : str
+        Names the input in the messages.
+
+    Returns
+    -------
+    (n,) ndarray
+
     Raises
     ------
     TypeError
@@ -110,6 +145,18 @@ MAX_WRENCH = 1e7
 def check_wrench(wrench: object, what: str = 'wrench') -> np.ndarray:
     """A wrench ``[f; n]`` (6,) of finite values [N, N m] of magnitude at most
     :data:`MAX_WRENCH`, as a new float array.
+
+    Parameters
+    ----------
+    wrench : object
+        The wrench given: 6 real numbers ``[f; n]`` [N, N m] (its frame and point of
+        application are the caller's: unchanged here).
+    what : str
+        Names the input in the messages.
+
+    Returns
+    -------
+    (6,) ndarray
 
     Raises
     ------
@@ -180,6 +227,13 @@ class EffortCommands:
     def command(self, tau: object, now_ns: int) -> None:
         """Take the efforts ``tau`` (n,) of every joint given at simulated time ``now_ns``.
 
+        Parameters
+        ----------
+        tau : object
+            (n,) joint efforts, joint order [N m | N].
+        now_ns : int
+            Simulated time [ns].
+
         Raises
         ------
         TypeError, ValueError
@@ -192,6 +246,15 @@ class EffortCommands:
     def command_joints(self, indices: Sequence[int], efforts: object, now_ns: int) -> None:
         """Take the efforts (k,) of the joints ``indices`` (k,) (positions in joint order,
         each at most once) given at ``now_ns``; the other joints keep theirs.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            (k,) joint positions in joint order.
+        efforts : object
+            (k,) efforts of those joints [N m | N].
+        now_ns : int
+            Simulated time [ns].
 
         Raises
         ------
@@ -226,6 +289,15 @@ class EffortCommands:
 
     def held(self, now_ns: int, dt_ns: int, count: int) -> tuple[np.ndarray, int]:
         """The efforts applied at simulated time ``now_ns`` and how long they stay.
+
+        Parameters
+        ----------
+        now_ns : int
+            Simulated time [ns].
+        dt_ns : int
+            Step [ns], > 0.
+        count : int
+            Steps wanted.
 
         Returns
         -------
@@ -273,7 +345,19 @@ class ExternalWrenches:
 
     def base_in_world(self, q: np.ndarray) -> np.ndarray | None:
         """The base wrench (6,) in the inertial frame at configuration ``q`` (nq,) (turned by
-        the base attitude when given in the base frame); None when none acts."""
+        the base attitude when given in the base frame); None when none acts.
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration ``[r0, Q0, phi]``; its base quaternion ``q[3:7]`` (x, y, z, w,
+            base frame in the inertial frame) [-] is used.
+
+        Returns
+        -------
+        (6,) ndarray or None
+            ``[f; n]`` at the base CoM, inertial frame [N, N m].
+        """
         if self.base is None or not np.any(self.base):
             return None
         if self.base_frame != 'base':

@@ -108,13 +108,34 @@ class JointLimits:
         return self._any_driven or self._any_bounded
 
     def joint_positions(self, q: np.ndarray) -> np.ndarray:
-        """Positions (n,) of the joint DoFs with a position coordinate (0 for the others)."""
+        """Positions (n,) of the joint DoFs with a position coordinate (0 for the others).
+
+        Parameters
+        ----------
+        q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+
+        Returns
+        -------
+        (n,) ndarray
+            Joint positions [rad | m] (0 for a spherical joint's DoFs).
+        """
         return np.where(self._q_index >= 0, q[np.maximum(self._q_index, 0)], 0.0)
 
     # ----------------------------------------------------------------------- the drives
     def drive_efforts(self, tau: np.ndarray, speed: np.ndarray) -> np.ndarray:
         """The efforts (n,) the drives apply for the command ``tau`` (n,) (already within the
-        effort limits) at joint speeds ``speed`` (n,): the torque-speed characteristic."""
+        effort limits) at joint speeds ``speed`` (n,): the torque-speed characteristic.
+
+        Parameters
+        ----------
+        tau : (n,) commanded joint efforts [N m | N].
+        speed : (n,) joint speeds [rad/s | m/s].
+
+        Returns
+        -------
+        (n,) ndarray
+            Joint efforts [N m | N].
+        """
         motoring = self.driven & (tau * speed > 0.0)
         if not motoring.any():
             return tau
@@ -130,7 +151,17 @@ class JointLimits:
 
     def threshold(self, tau: np.ndarray) -> np.ndarray:
         """Per joint DoF (n,), the speed below which the characteristic leaves ``tau`` as it
-        is whatever the direction of motion, and no braking is needed (inf: not driven)."""
+        is whatever the direction of motion, and no braking is needed (inf: not driven).
+
+        Parameters
+        ----------
+        tau : (n,) joint efforts [N m | N].
+
+        Returns
+        -------
+        (n,) ndarray
+            Joint speeds [rad/s | m/s].
+        """
         return self._w_max * (1.0 - np.abs(tau) * self._inverse_effort)
 
     def brake(self, q: np.ndarray, v: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -144,6 +175,21 @@ class JointLimits:
         its limit with the impulse opposing its motion, a joint not braked ends within its
         limit, a drive at its bound leaves its joint over the limit, slower. Solved by
         :func:`_braking_impulses` (an active-set method, exact in a few iterations).
+
+        Parameters
+        ----------
+        q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+        v : (nv,) velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
+        dt : float
+            Physics step [s].
+
+        Returns
+        -------
+        v : (nv,) ndarray
+            The velocity after braking (same conventions).
+        impulse : (n,) ndarray
+            Joint impulses [N m s | N s].
         """
         impulse = np.zeros(self.model.n)
         if not self._over(v).any():
@@ -160,7 +206,21 @@ class JointLimits:
 
     # ------------------------------------------------------------------------ the stops
     def stop_efforts(self, q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray | None:
-        """Hard-stop torques (n,) of the joints beyond a position limit (None: none is)."""
+        """Hard-stop torques (n,) of the joints beyond a position limit (None: none is).
+
+        Parameters
+        ----------
+        q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+        v : (nv,) velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
+        dt : float
+            Physics step [s] (sets the stops' stiffness).
+
+        Returns
+        -------
+        (n,) ndarray or None
+            Joint efforts [N m | N].
+        """
         if not self.bounded.any():
             return None
         pos = self.joint_positions(q)
@@ -194,7 +254,24 @@ class JointLimits:
     ) -> bool:
         """Whether no limit acts at ``(q, v)`` under ``tau``, with a margin for the motion
         over the next ``span`` seconds at the accelerations ``a`` (nv,) (twice what they
-        would carry the joints): then steps under ``tau`` can be integrated in one call."""
+        would carry the joints): then steps under ``tau`` can be integrated in one call.
+
+        Parameters
+        ----------
+        tau : (n,) joint efforts [N m | N].
+        q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+        v : (nv,) velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
+        a : (nv,) ndarray, optional
+            Accelerations ``[dV0, dw0, phiddot]`` (only the joint part is used)
+            [m/s^2, rad/s^2, rad/s^2 | m/s^2].
+        span : float
+            [s].
+
+        Returns
+        -------
+        bool
+        """
         rate = np.abs(v[6:])
         change = 0.0 if a is None else 2.0 * span * np.abs(a[6:])
         if self._any_driven and (rate + change >= self.threshold(tau)).any():
@@ -231,6 +308,20 @@ def braking_active_set(
     more than its bound used to be sent to its bound: on a 120-joint chain with 43 joints over
     their limits the set then cycled, and the coordinate descent after it took 0.44 s per
     1 ms step (now 5 iterations, about 1 ms).
+
+    Parameters
+    ----------
+    W : (k, k) ndarray
+        ``(H^-1)_JJ`` of the driven joints (joint space) [1/(kg m^2) | 1/kg].
+    w : (k,) joint speeds [rad/s | m/s].
+    w_max : (k,) joint speed limits [rad/s | m/s].
+    cap : (k,) largest impulses ``T_max dt`` per driven joint [N m s | N s].
+
+    Returns
+    -------
+    lam : (k,) ndarray
+        Joint impulses [N m s | N s].
+    settled : bool
     """
     k = w.size
     state = np.where(w > w_max, 1, np.where(w < -w_max, -1, 0))  # +-1 held, +-2 bound, 0 free

@@ -22,6 +22,15 @@ class Pacer:
     bursts: a lag over two publish periods (``2 decimation dt / rtf`` wall seconds) is
     dropped, so controllers closing the loop over DDS always get their share of simulated
     time.
+
+    Parameters
+    ----------
+    rtf : float
+        Real-time factor [-] (0, or > 0).
+    dt : float
+        Physics step [s].
+    decimation : int
+        Physics steps per publish period.
     """
 
     def __init__(self, rtf: float, dt: float, decimation: int) -> None:
@@ -30,17 +39,40 @@ class Pacer:
         self.set_rtf(rtf)
 
     def set_rtf(self, rtf: float) -> None:
-        """Change the real-time factor (0, or > 0)."""
+        """Change the real-time factor (0, or > 0).
+
+        Parameters
+        ----------
+        rtf : float
+            Simulated seconds per wall second [-]; 0: as fast as possible.
+        """
         self.rtf = rtf
         # wall-clock lag [s] tolerated before the pacing stops catching up (two publish periods)
         self.max_lag = 2.0 * self._decimation * self._dt / max(rtf, 1e-9)
 
     def restart(self, step: int) -> None:
-        """Start pacing again from ``step`` now (after a pause or a change of factor)."""
+        """Start pacing again from ``step`` now (after a pause or a change of factor).
+
+        Parameters
+        ----------
+        step : int
+            The physics step count now.
+        """
         self.wall0, self.step0 = time.monotonic(), step
 
     def delay(self, step: int) -> float:
-        """Wall seconds to wait before the batch ending at ``step`` (<= 0: go)."""
+        """Wall seconds to wait before the batch ending at ``step`` (<= 0: go).
+
+        Parameters
+        ----------
+        step : int
+            The physics step count at the batch's end.
+
+        Returns
+        -------
+        float
+            [s], wall clock.
+        """
         if self.rtf == 0.0:
             return 0.0
         now = time.monotonic()
@@ -55,7 +87,15 @@ class Pacer:
 
 class RateMeter:
     """Physics steps and simulated time per wall second since the last :meth:`read`, read
-    every ``period`` wall seconds."""
+    every ``period`` wall seconds.
+
+    Parameters
+    ----------
+    step : int
+        The physics step count now.
+    period : float
+        Wall seconds between readings [s].
+    """
 
     def __init__(self, step: int, period: float) -> None:
         self.period = float(period)
@@ -67,7 +107,20 @@ class RateMeter:
 
     def read(self, step: int, dt: float) -> tuple[float, float]:
         """``(steps per wall second, simulated seconds per wall second)`` since the last
-        read (the clock at ``step``, steps of ``dt`` seconds); restarts the measurement."""
+        read (the clock at ``step``, steps of ``dt`` seconds); restarts the measurement.
+
+        Parameters
+        ----------
+        step : int
+            The physics step count now.
+        dt : float
+            Physics step [s].
+
+        Returns
+        -------
+        tuple of float
+            [1/s] and [-].
+        """
         now = time.monotonic()
         elapsed = max(now - self.wall, 1e-9)
         rate = (step - self.step) / elapsed

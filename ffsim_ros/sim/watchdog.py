@@ -137,7 +137,26 @@ class Watchdog:
         self, q: np.ndarray, v: np.ndarray, com: np.ndarray, kinetic: float | None = None
     ) -> float:
         """Kinetic plus potential energy [J] (``com``: the system CoM at ``q``; ``kinetic``:
-        the kinetic energy when the caller has it)."""
+        the kinetic energy when the caller has it).
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration ``[r0, Q0 (x, y, z, w), phi]`` (``r0``: the base CoM, world [m]);
+            read only when ``kinetic`` is None.
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, world [m/s, rad/s]; read only when ``kinetic`` is
+            None.
+        com : (3,) ndarray
+            System CoM at ``q``, world [m].
+        kinetic : float, optional
+            Kinetic energy at the state [J].
+
+        Returns
+        -------
+        float
+            [J] (the potential energy of uniform gravity, zero at the world origin).
+        """
         if kinetic is None:
             kinetic = D.kinetic_energy(self.model, q, v)
         g, r = self._gravity, com.tolist()
@@ -155,6 +174,22 @@ class Watchdog:
 
         ``momentum`` (6,) is ``[P; L_g]`` about the system CoM ``com`` (3,), as in a
         :class:`~ffsim_ros.sim.Snapshot`.
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration ``[r0, Q0 (x, y, z, w), phi]`` (``r0``: the base CoM, world [m]);
+            read only when ``kinetic`` is None.
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, world [m/s, rad/s]; read only when ``kinetic`` is
+            None.
+        momentum : (6,) ndarray
+            ``[P; L_g]``: linear momentum [kg m/s] and angular momentum about the system CoM
+            ``com`` [kg m^2/s], both in world axes.
+        com : (3,) ndarray
+            System CoM, world [m].
+        kinetic : float, optional
+            Kinetic energy at the state [J] (None: computed from ``q``, ``v``).
         """
         self._ref = _about_origin(momentum, com), tuple(self._mass * float(x) for x in com)
         self._last_energy = self.energy(q, v, com, kinetic)

@@ -121,13 +121,30 @@ class TargetWorld:
 
     def sync(self, q: np.ndarray, v: np.ndarray, time_ns: int) -> None:
         """Give the scene the robot state the engine has (not while holding: the scene's is
-        then the reference)."""
+        then the reference).
+
+        Parameters
+        ----------
+        q : (nq,) robot configuration ``[r0, Q0, phi]``, base in the world frame
+            [m, -, rad | m].
+        v : (nv,) robot velocity ``[V0, w0, phidot]``, base parts in the world frame
+            [m/s, rad/s, rad/s | m/s].
+        time_ns : int
+            The engine's simulated time [ns].
+        """
         if not self.holding:
             self.scene.set_robot_state(q, v)
         self._offset_ns = int(time_ns) - int(round(self.scene.time * 1e9))
 
     def check_robot(self, q: np.ndarray, v: np.ndarray) -> None:
         """Refuse a robot state whose shapes would overlap a target's where they do not now.
+
+        Parameters
+        ----------
+        q : (nq,) robot configuration ``[r0, Q0, phi]``, base in the world frame
+            [m, -, rad | m].
+        v : (nv,) robot velocity ``[V0, w0, phidot]``, base parts in the world frame
+            [m/s, rad/s, rad/s | m/s].
 
         Raises
         ------
@@ -159,7 +176,17 @@ class TargetWorld:
         return snap
 
     def totals(self, snap: SceneSnapshot) -> WorldTotals:
-        """:class:`WorldTotals` of ``snap``."""
+        """:class:`WorldTotals` of ``snap``.
+
+        Parameters
+        ----------
+        snap : SceneSnapshot
+            A snapshot of this world's scene.
+
+        Returns
+        -------
+        WorldTotals
+        """
         robot = self.scene.robot_model
         m = robot.total_mass
         weighted = m * D.center_of_mass(robot, snap.robot_q)
@@ -184,6 +211,15 @@ class TargetWorld:
         and ``radius`` [m] (world frame): one of their collision shapes within it (coal's
         signed distance <= 0: touching counts) or the origin of their root link frame inside
         it (an entity without shapes is that point).
+
+        Parameters
+        ----------
+        center : (3,) sequence of float
+            Sphere centre, world frame [m].
+        radius : float
+            [m].
+        robot_q : (nq,) ndarray
+            Robot configuration ``[r0, Q0, phi]``, base in the world frame [m, -, rad | m].
 
         Returns
         -------
@@ -232,6 +268,12 @@ class TargetWorld:
     ) -> tuple[np.ndarray, np.ndarray, Callable[[], None]]:
         """Step robot and targets ``count`` steps under the robot efforts ``tau`` (n,).
 
+        Parameters
+        ----------
+        tau : (n,) robot joint efforts, joint order [N m | N].
+        count : int
+            Steps of the scene's ``dt``.
+
         Returns
         -------
         q, v : the robot state reached.
@@ -262,17 +304,37 @@ class TargetWorld:
     # ------------------------------------------------------------------------- targets
     def add(self, target: Target) -> None:
         """Add a target (the scene's checks: name in use, overlap, gravity; nothing added
-        when refused)."""
+        when refused).
+
+        Parameters
+        ----------
+        target : Target
+        """
         self.scene.add_target(target)
         self._specs[target.name] = target
 
     def remove(self, name: str) -> None:
-        """Remove a free target (UnknownNameError, ValueError while held)."""
+        """Remove a free target (UnknownNameError, ValueError while held).
+
+        Parameters
+        ----------
+        name : str
+        """
         self.scene.remove_target(name)
         del self._specs[name]
 
     def move(self, name: str, **state: Sequence[float]) -> None:
-        """:meth:`~ffsim_ros.scene.Scene.set_target_state` (world frame, the CoM velocity)."""
+        """:meth:`~ffsim_ros.scene.Scene.set_target_state` (world frame, the CoM velocity).
+
+        Parameters
+        ----------
+        name : str
+        **state : (3,) or (4,) sequences of float
+            ``position`` of the root link frame [m], ``orientation`` (x, y, z, w) [-],
+            ``linear_velocity`` of the CoM [m/s], ``angular_velocity`` of the root body
+            [rad/s] (world frame), ``joint_positions`` [rad | m], ``joint_velocities``
+            [rad/s | m/s] (:func:`~ffsim_ros.scene.target_state`).
+        """
         self.scene.set_target_state(name, **state)
 
     def grasp(self) -> CaptureEvent:
@@ -295,7 +357,19 @@ class TargetWorld:
         not, and those spawned since), a held one released first, around the robot state
         ``(q, v)``. A spawned target keeps its name: an initial target of that name (removed
         before the spawn) is not restored (:attr:`shadowed`). Returns the names of targets
-        that overlap the robot there and were left out."""
+        that overlap the robot there and were left out.
+
+        Parameters
+        ----------
+        q : (nq,) robot configuration ``[r0, Q0, phi]``, base in the world frame
+            [m, -, rad | m].
+        v : (nv,) robot velocity ``[V0, w0, phidot]``, base parts in the world frame
+            [m/s, rad/s, rad/s | m/s].
+
+        Returns
+        -------
+        list of str
+        """
         if self.holding:
             self.scene.release()
         spawned = {name: self._specs[name] for name in self.spawned}

@@ -116,6 +116,18 @@ class LoopKernel:
         """The accelerations alone (the integrator's fast path): ``gen`` (nv,) the generalized
         force, ``fext`` (nb, 6) or (0, 6) body wrenches at O, as :meth:`solve` makes them.
 
+        Parameters
+        ----------
+        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
+            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        gen : (nv,) generalized force ``[F_b; tau]``, ``F_b`` at the base CoM, inertial frame
+            [N, N m | N m | N].
+        fext : (nb, 6) or (0, 6) ndarray
+            Body wrenches ``[f; n_O]``, moment about the inertial origin O, inertial frame
+            [N, N m] (:func:`~..algorithms.body_wrenches`); (0, 6): none.
+        alpha, beta : float
+            Baumgarte gains [1/s, 1/s^2] (zero: the plain ``xi'' = 0``).
+
         Returns
         -------
         (nv,) ndarray [m/s^2, rad/s^2 | per joint].
@@ -146,7 +158,22 @@ class LoopKernel:
         self, q: object, v: object, tau: object, alpha: float, beta: float
     ) -> np.ndarray | None:
         """:meth:`accelerations` of joint efforts alone when ``q``, ``v``, ``tau`` can go to
-        the kernel as they are (float64, contiguous, the model's sizes); None otherwise."""
+        the kernel as they are (float64, contiguous, the model's sizes); None otherwise.
+
+        Parameters
+        ----------
+        q, v : ndarray
+            As :meth:`accelerations`, (nq,) and (nv,), unchecked.
+        tau : ndarray
+            (n,) joint efforts [N m | N], unchecked.
+        alpha, beta : float
+            Baumgarte gains [1/s, 1/s^2].
+
+        Returns
+        -------
+        (nv,) ndarray or None
+            As :meth:`accelerations`.
+        """
         shape_q, shape_v, shape_tau = self.model.shapes
         if not (is_ready(q, shape_q) and is_ready(v, shape_v) and is_ready(tau, shape_tau)):
             return None
@@ -197,7 +224,10 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) ;  v : (nv,) checked initial state;  gen : (nv,) generalized force, held.
+        q : (nq,) checked initial configuration [m, -, rad | m];  v : (nv,) velocity
+            ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        gen : (nv,) generalized force ``[F_b; tau]``, held, ``F_b`` at the base CoM, inertial
+            frame [N, N m | N m | N].
         dt : float [s];  k : int steps;  gains : ``(alpha, beta)`` Baumgarte gains in the
             stages [1/s, 1/s^2].
         settings : ``(project, conserve, tol, max_iter)``: project onto the manifold after
@@ -255,6 +285,11 @@ class LoopKernel:
     def projection(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Kinetic-energy-metric corrections toward the manifold at ``(q, v)``.
 
+        Parameters
+        ----------
+        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
+            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+
         Returns
         -------
         err : float, ``max |xi|`` at ``q`` [m, rad];  dq : (nv,) the position step
@@ -291,10 +326,13 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) ;  v : (nv,) checked tree state;  tau : (n,) joint efforts [N m | N].
+        q : (nq,) checked configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0,
+            phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        tau : (n,) joint efforts [N m | N].
         alpha, beta : Baumgarte gains [1/s, 1/s^2] (zero: the plain ``xi'' = 0``).
-        base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial.
-        link_wrenches : dict, optional ``{link: [f; n]}`` at link origins, inertial.
+        base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial frame [N, N m].
+        link_wrenches : dict, optional ``{link: (6,) [f; n]}`` at the link frames' origins,
+            inertial frame [N, N m].
 
         Returns
         -------
@@ -336,7 +374,24 @@ class LoopKernel:
         of both sides), so the momentum rows decouple in the kinetic-energy metric: the loop
         correction leaves the momentum, and the momentum correction
         (``-H0^-1 (H[:6] v - X^-1 h)`` with ``H[:6]`` the base rows ``[H0, H0m]`` of the mass
-        matrix, not the ``H_b`` of [S0 eq. 27]; the base velocity only) leaves the loop rows."""
+        matrix, not the ``H_b`` of [S0 eq. 27]; the base velocity only) leaves the loop rows.
+
+        Parameters
+        ----------
+        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
+            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        h_target : (6,) ndarray or None
+            Momentum ``[P; L]`` to restore, ``L`` about the inertial origin, inertial frame
+            [kg m/s, kg m^2/s] (:func:`~..algorithms.momentum`); None: the momentum is left.
+        tol : float
+            Largest loop error ``max |xi|`` accepted [m, rad].
+        max_iter : int
+            Gauss-Newton iteration limit (RuntimeError beyond it).
+
+        Returns
+        -------
+        q : (nq,) ;  v : (nv,) the projected state (same conventions).
+        """
         model = self.model
         err = np.inf
         for _ in range(max_iter + 1):
@@ -373,9 +428,21 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) ;  bd : Bodies at the state;  rows, ob : the maximal cut-hinge rows and
-        hinge points on body b (:meth:`~.closed.ClosedChain.loop_rows`);  tau : (n,) joint
-        efforts;  lam, acc, fext : from :meth:`solve`.
+        q : (nq,) configuration [m, -, rad | m];  bd : Bodies at the state.
+        rows : Rows
+            The maximal cut-hinge rows (:meth:`~.closed.ClosedChain.loop_rows`).
+        ob : (n_loops, 3) ndarray
+            Hinge points ``o_b`` on body b, inertial frame [m] (same method).
+        tau : (n,) joint efforts [N m | N].
+        lam : (n_rows,) ndarray
+            Multipliers per cut-hinge row from :meth:`solve`, rows along the axes of hinge
+            frame a [N for translational rows, N m for rotational ones].
+        acc : (nb, 6) ndarray
+            Body spatial accelerations at O minus ``[g; 0]`` from :meth:`solve`, inertial
+            frame [m/s^2, rad/s^2].
+        fext : (nb, 6) or (0, 6) ndarray
+            Link wrenches ``[f; n_O]`` about the inertial origin O from :meth:`solve`, inertial
+            frame [N, N m].
 
         Returns
         -------
@@ -423,7 +490,25 @@ class LoopKernel:
     ) -> np.ndarray:
         """(nb, 6) ``[f; n_O]``: the wrench each body's parent exerts on it through its joint
         (constraint and actuation), given the accelerations ``acc`` of :meth:`solve` and the
-        other loads ``loads`` (nb, 6) at O (link and loop wrenches)."""
+        other loads ``loads`` (nb, 6) at O (link and loop wrenches).
+
+        Parameters
+        ----------
+        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
+            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        acc : (nb, 6) ndarray
+            Body spatial accelerations at O minus ``[g; 0]`` (as :meth:`solve` returns them),
+            inertial frame [m/s^2, rad/s^2].
+        loads : (nb, 6) ndarray
+            Other wrenches ``[f; n_O]`` on each body, moment about the inertial origin O,
+            inertial frame [N, N m].
+
+        Returns
+        -------
+        (nb, 6) ndarray
+            ``[f; n_O]`` exerted on each body through its joint (row 0: the root joint),
+            moment about O, inertial frame [N, N m].
+        """
         return e_transmitted_wrenches(*self.model.packed, q, v, acc, loads)
 
 

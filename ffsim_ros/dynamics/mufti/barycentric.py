@@ -240,9 +240,14 @@ def augmented_bodies(tree: BallTree) -> AugmentedBodies:
     hinge ``j`` on its parent is the subtree mass below ``j``, on its child the rest ``m``
     minus that.
 
+    Parameters
+    ----------
+    tree : BallTree
+
     Returns
     -------
     AugmentedBodies
+        Masses [kg], barycenters [m] and inertias ``K_ii`` [kg m^2] in body frames.
     """
     n, m = tree.n, tree.total_mass
     sub = tree.subtree_mass()
@@ -271,6 +276,10 @@ def barycentric_vectors(tree: BallTree) -> np.ndarray:
     ``d_ik`` is the vector from the barycenter of ``i`` to the hinge of ``i`` through which
     body ``k`` is connected to ``i``. All rows of ``L`` of body ``i`` share ``R_i``, so ``d_ik``
     is constant in body frame ``i``: ``d_ik(inertial) = R_i d_ik``.
+
+    Parameters
+    ----------
+    tree : BallTree
 
     Returns
     -------
@@ -504,7 +513,8 @@ def system_inertia(tree: BallTree, R: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    tree : BallTree;  R : (n, 3, 3) body orientations (body to inertial).
+    tree : BallTree;  R : (n, 3, 3) body orientations ``R_i`` (body frame to inertial frame)
+        [-].
 
     Returns
     -------
@@ -563,7 +573,7 @@ def ball_tree_dynamics(
     ----------
     tree : BallTree
     R : (n, 3, 3) array_like
-        ``R_i``: body frame ``i`` to the inertial frame.
+        ``R_i``: body frame ``i`` to the inertial frame [-] (rotation matrices).
     w : (n, 3) array_like
         Absolute angular velocities ``w_i``, inertial frame [rad/s].
     forces : (n, 3) array_like, optional
@@ -609,7 +619,8 @@ def com_positions(tree: BallTree, R: np.ndarray, r_root: np.ndarray) -> np.ndarr
 
     Parameters
     ----------
-    tree : BallTree;  R : (n, 3, 3) orientations;  r_root : (3,) root CoM, inertial [m].
+    tree : BallTree;  R : (n, 3, 3) body orientations, body frame to inertial frame [-].
+    r_root : (3,) root CoM, inertial frame [m].
 
     Returns
     -------
@@ -641,6 +652,17 @@ def model_ball_tree(model: Model) -> BallTree:
         A fixed base (the seed's root is free), a prismatic or universal joint (the forms
         of [M secs. 3.1-3.2] are written for ball and pin joints), or a body with a singular
         inertia (a point mass or a rod, which real URDFs carry), named by its link.
+
+    Parameters
+    ----------
+    model : Model
+        Floating base, spherical and revolute (or continuous) joints only.
+
+    Returns
+    -------
+    BallTree
+        Body-frame data: masses [kg], inertias about the CoMs [kg m^2], hinge vectors from
+        the CoMs [m], pin axes in the parent body frame (None without revolute joints).
     """
     if not model.floating_base:
         raise ValueError('barycentric forms: expected a floating-base model, got a fixed base')
@@ -696,14 +718,18 @@ def barycentric_dynamics(
     ----------
     model : Model
         Floating base, spherical and revolute joints (:func:`model_ball_tree`).
-    q : (nq,) ;  v : (nv,) ;  tau : (n,) joint efforts [N m].
+    q : (nq,) configuration [m, -, rad] (quaternions [-] at spherical joints);  v : (nv,)
+        velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s].
+    tau : (n,) joint efforts [N m].
     base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial frame [N, N m].
-    link_wrenches : dict, optional ``{link: [f; n]}`` at link origins, inertial frame.
+    link_wrenches : dict, optional ``{link: (6,) [f; n]}`` at the link frames' origins,
+        inertial frame [N, N m].
     method : {'kkt', 'eq14', 'eq16', 'eq28', 'eq38'}
 
     Returns
     -------
     (nv,) ndarray
+        ``[dV0, dw0, phiddot]``, base parts in the inertial frame [m/s^2, rad/s^2, rad/s^2].
     """
     tree = model_ball_tree(model)
     q, v, tau, bw = checked_state(model, q, v, tau, base_wrench)

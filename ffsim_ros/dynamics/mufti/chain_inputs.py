@@ -15,7 +15,15 @@ from ..model import Model
 def check_finite(where: str, **arrays: object) -> None:
     """Raise a ValueError naming the first of ``arrays`` (by argument name) with a non-finite
     value, prefixed by ``where`` (the chain's loop closures); None entries and callables are
-    skipped; a ``TypeError`` for values that are not real numbers."""
+    skipped; a ``TypeError`` for values that are not real numbers.
+
+    Parameters
+    ----------
+    where : str
+        Prefix of the message.
+    **arrays : array_like or None or callable
+        The arguments to check, by name (any shape).
+    """
     for name, x in arrays.items():
         if x is None or callable(x):
             continue
@@ -36,7 +44,20 @@ def name_bad_input(
 ) -> None:
     """After a solver failed: raise a ValueError naming the input that made it fail (a
     non-finite entry of any argument or link wrench, a zero quaternion in ``q`` (nq,)); return
-    when there is none (a singular configuration: the caller re-raises its error)."""
+    when there is none (a singular configuration: the caller re-raises its error).
+
+    Parameters
+    ----------
+    model : Model
+    where : str
+        Prefix of the messages (the chain's loop closures).
+    q, v, tau, base_wrench : array_like or None
+        The call's arguments as given, (nq,), (nv,), (n,), (6,) (:class:`~.closed.ClosedChain`
+        conventions); checked finite.
+    link_wrenches : Mapping or None
+        ``{link: (6,) [f; n]}`` as given, inertial frame [N, N m]; checked as
+        :func:`~..inputs.link_wrench_items` does.
+    """
     check_finite(where, q=q, v=v, tau=tau, base_wrench=base_wrench)
     try:
         link_wrench_items(link_wrenches)

@@ -45,9 +45,10 @@ def incidence_matrix(parent: Sequence[int] | np.ndarray) -> np.ndarray:
     Parameters
     ----------
     parent : (nb,) array_like of int
-        Parent body of each body, ``-1`` for the root. Arc ``j`` is the arc whose final vertex
-        is body ``j + 1`` when the labeling is regular (``parent[i] < i``); for an arbitrary
-        labeling the arcs are numbered by increasing final vertex, skipping the root.
+        Parent body of each body (body indices, unitless), ``-1`` for the root. Arc ``j`` is
+        the arc whose final vertex is body ``j + 1`` when the labeling is regular
+        (``parent[i] < i``); for an arbitrary labeling the arcs are numbered by increasing
+        final vertex, skipping the root.
 
     Returns
     -------
@@ -70,6 +71,11 @@ def path_matrix(parent: Sequence[int] | np.ndarray) -> np.ndarray:
     ``T_1`` (first row) is ``-1_n^T``; ``T_2`` (the other rows) satisfies ``T_2 C = E``
     and ``t_kl = -1`` iff arc ``k`` lies on the path from the root to body ``l`` (the path rule
     printed after [M eq. 24], equivalent to its recursion).
+
+    Parameters
+    ----------
+    parent : (nb,) array_like of int
+        Parent of each body (body indices, unitless), ``-1`` for the root; regular labeling.
 
     Returns
     -------
@@ -103,7 +109,8 @@ def regular_labeling(parent: Sequence[int] | np.ndarray) -> np.ndarray:
     Parameters
     ----------
     parent : (nb,) array_like of int
-        Parent of each body in an arbitrary labeling, ``-1`` for the root.
+        Parent of each body in an arbitrary labeling (body indices, unitless), ``-1`` for
+        the root.
 
     Returns
     -------

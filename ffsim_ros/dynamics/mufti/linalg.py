@@ -90,7 +90,7 @@ def block_mass_matrix(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
 
     Returns
     -------
-    Triplets, (6 nb, 6 nb)
+    Triplets, (6 nb, 6 nb) [kg, kg m^2]
     """
     nb = mass.shape[0]
     base = 6 * np.arange(nb)
@@ -105,6 +105,16 @@ def block_mass_matrix(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
 
 def inverse_3x3(A: np.ndarray) -> np.ndarray:
     """Inverses of (..., 3, 3) matrices in closed form (adjugate / determinant).
+
+    Parameters
+    ----------
+    A : (..., 3, 3) ndarray
+        Matrices (inertia tensors here [kg m^2], any frame: the inverse is in the same frame,
+        in the inverse unit).
+
+    Returns
+    -------
+    (..., 3, 3) ndarray
 
     Raises
     ------
@@ -166,7 +176,8 @@ def block_mass_inverse(mass: np.ndarray, inertia: np.ndarray) -> Triplets:
 
     Parameters
     ----------
-    mass : (nb,) [kg];  inertia : (nb, 3, 3) about the CoMs, inertial frame [kg m^2].
+    mass : (nb,) body masses [kg], positive (no frame: scalars).
+    inertia : (nb, 3, 3) about the CoMs, inertial frame [kg m^2].
 
     Returns
     -------
@@ -184,7 +195,9 @@ def reduce_redundant(
 
     Parameters
     ----------
-    G : (m, N) constraint Jacobian;  b : (m,) right-hand side.
+    G : (m, N) constraint Jacobian on the stacked body accelerations, inertial frame
+        (coefficients [-] or lever arms [m]).
+    b : (m,) right-hand side, inertial frame [m/s^2 | rad/s^2 per row].
     rtol : float
         Singular values below ``rtol * s_max`` count as zero.
 
@@ -210,12 +223,17 @@ def solve_kkt(
 
     Parameters
     ----------
-    J : (N, N) block-diagonal mass matrix (triplets);  G : (m, N), full row rank.
-    u : (N,) applied forces and velocity-product terms;  b : (m,) right-hand side.
+    J : (N, N) ``diag(m_i E_3, I_i)`` (triplets), ``N = 6 nb``, inertial frame [kg, kg m^2].
+    G : (m, N) constraint Jacobian on ``x``, inertial frame (coefficients [-] on ``r''``,
+        [-] or lever arms [m] on ``w'``), full row rank.
+    u : (N,) applied forces and velocity-product terms ``[force; moment about the CoM]`` per
+        body, inertial frame [N, N m].
+    b : (m,) right-hand side of ``G x = b``, inertial frame [m/s^2 | rad/s^2 per row].
 
     Returns
     -------
-    x : (N,) accelerations;  lam : (m,) multipliers.
+    x : (N,) body accelerations ``[r''_i; w'_i]``, inertial frame [m/s^2, rad/s^2];
+    lam : (m,) multipliers [N | N m per row].
     """
     N = J.shape[0]
     m = G.shape[0]
@@ -247,9 +265,19 @@ def solve_nullspace(
     ``Y = Q R^-T`` [M eq. A-6] and ``(Z^T J Z) y = Z^T (u - J Y b)`` solved by Cholesky; the
     multipliers follow from ``G^T l = J x - u``: ``l = R^-1 Q^T (J x - u)``.
 
+    Parameters
+    ----------
+    J : (N, N) ``diag(m_i E_3, I_i)`` (triplets), ``N = 6 nb``, inertial frame [kg, kg m^2].
+    G : (m, N) constraint Jacobian on ``x``, inertial frame (coefficients [-] on ``r''``,
+        [-] or lever arms [m] on ``w'``), full row rank.
+    u : (N,) applied forces and velocity-product terms ``[force; moment about the CoM]`` per
+        body, inertial frame [N, N m].
+    b : (m,) right-hand side of ``G x = b``, inertial frame [m/s^2 | rad/s^2 per row].
+
     Returns
     -------
-    x : (N,) accelerations;  lam : (m,) multipliers.
+    x : (N,) body accelerations ``[r''_i; w'_i]``, inertial frame [m/s^2, rad/s^2];
+    lam : (m,) multipliers [N | N m per row].
     """
     Gd = _dense(G)
     m = Gd.shape[0]
@@ -275,7 +303,10 @@ def singular_bodies(mass: np.ndarray, inertia: np.ndarray, rtol: float = 1e-10) 
 
     Parameters
     ----------
-    mass : (nb,) [kg];  inertia : (nb, 3, 3) [kg m^2].
+    mass : (nb,) body masses [kg] (no frame: scalars).
+    inertia : (nb, 3, 3) about the CoMs [kg m^2], in any frame (eigenvalues only).
+    rtol : float
+        Relative threshold on the principal moments [-].
 
     Returns
     -------
@@ -314,12 +345,17 @@ def solve_multipliers(
 
     Parameters
     ----------
-    J : (N, N) ``diag(m_i E_3, I_i)`` (triplets);  G : (m, N), full row rank.
-    u : (N,) applied forces and velocity-product terms;  b : (m,) right-hand side.
+    J : (N, N) ``diag(m_i E_3, I_i)`` (triplets), ``N = 6 nb``, inertial frame [kg, kg m^2].
+    G : (m, N) constraint Jacobian on ``x``, inertial frame (coefficients [-] on ``r''``,
+        [-] or lever arms [m] on ``w'``), full row rank.
+    u : (N,) applied forces and velocity-product terms ``[force; moment about the CoM]`` per
+        body, inertial frame [N, N m].
+    b : (m,) right-hand side of ``G x = b``, inertial frame [m/s^2 | rad/s^2 per row].
 
     Returns
     -------
-    x : (N,) accelerations;  lam : (m,) multipliers.
+    x : (N,) body accelerations ``[r''_i; w'_i]``, inertial frame [m/s^2, rad/s^2];
+    lam : (m,) multipliers [N | N m per row].
     """
     mass, inertia = mass_blocks(_triplets(J))
     m = G.shape[0]
@@ -366,7 +402,12 @@ def anchor_prescribed_bodies(
 
     Parameters
     ----------
-    J : (N, N) ``diag(m_i E_3, I_i)``;  G : (m, N) triplets;  u : (N,);  b : (m,).
+    J : (N, N) ``diag(m_i E_3, I_i)`` (triplets), ``N = 6 nb``, inertial frame [kg, kg m^2].
+    G : (m, N) constraint Jacobian on ``x`` (triplets), inertial frame (coefficients [-] on
+        ``r''``, [-] or lever arms [m] on ``w'``).
+    u : (N,) applied forces and velocity-product terms ``[force; moment about the CoM]`` per
+        body, inertial frame [N, N m].
+    b : (m,) right-hand side of ``G x = b``, inertial frame [m/s^2 | rad/s^2 per row].
 
     Returns
     -------
@@ -417,15 +458,27 @@ def solve_lagrangian(
 
     Parameters
     ----------
+    J : (N, N) ``diag(m_i E_3, I_i)`` (triplets), ``N = 6 nb``, inertial frame [kg, kg m^2].
+    G : (m, N) constraint Jacobian on ``x``, inertial frame (coefficients [-] on ``r''``,
+        [-] or lever arms [m] on ``w'``) (any rank with ``check_rank``).
+    u : (N,) applied forces and velocity-product terms ``[force; moment about the CoM]`` per
+        body, inertial frame [N, N m].
+    b : (m,) right-hand side of ``G x = b``, inertial frame [m/s^2 | rad/s^2 per row].
     method : {'kkt', 'nullspace', 'multipliers'}
     check_rank : bool
         Test ``G`` for rank deficiency first (closed chains); if deficient, warn with
         :class:`RedundantConstraintWarning` (unless ``warn`` is False) and solve the reduced
         system [M Appendix case 2].
+    rtol : float
+        Rank threshold relative to the largest singular value of ``G`` [-].
+    warn : bool
+        Warn of a rank deficiency (with ``check_rank``).
 
     Returns
     -------
-    x : (N,) ;  lam : (m,) (minimum-norm multipliers when the constraints are redundant);
+    x : (N,) body accelerations ``[r''_i; w'_i]``, inertial frame [m/s^2, rad/s^2];
+    lam : (m,) multipliers [N | N m per row] (minimum-norm when the constraints are
+        redundant).
     rank : int, the rank of ``G``.
     """
     m = G.shape[0]

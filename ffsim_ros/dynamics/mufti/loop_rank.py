@@ -26,7 +26,23 @@ from .tree import Bodies, Rows
 
 def hinge_scale(model: Model, bd: Bodies, ia: int, ib: int, mid: np.ndarray, rows: int) -> float:
     """``beta_k`` (module docstring) of a hinge between bodies ``ia`` and ``ib`` with ``rows``
-    rows applied at ``mid`` (3,) [m]."""
+    rows applied at ``mid`` (3,) [m].
+
+    Parameters
+    ----------
+    model : Model;  bd : :class:`~.tree.Bodies` at the state (its motion subspaces ``S``).
+    ia, ib : int
+        Body indices of the hinge's two sides.
+    mid : (3,) ndarray
+        Point of application ``o_m`` of the rows, inertial frame, from the inertial origin [m].
+    rows : int
+        Row count of the hinge.
+
+    Returns
+    -------
+    float
+        ``beta_k``, in the mixed units of ``S_k`` (module docstring).
+    """
     a = model.arrays
     paths = []
     for i in (ia, ib):
@@ -44,7 +60,24 @@ def hinge_scale(model: Model, bd: Bodies, ia: int, ib: int, mid: np.ndarray, row
 def hinge_basis(C: np.ndarray, scale: float, rtol: float) -> np.ndarray | None:
     """An orthonormal basis ``U_k`` (rows_k, K_k) of the independent combinations of the rows
     of ``C`` (rows_k, nv), or None when all are independent: singular values above ``rtol``
-    times the largest and above ``rtol * scale`` (module docstring)."""
+    times the largest and above ``rtol * scale`` (module docstring).
+
+    Parameters
+    ----------
+    C : (rows_k, nv) ndarray
+        The hinge's rows on the tree velocities ``v`` (``G_k`` times
+        :func:`~.tree.body_velocity_jacobian`): each row maps ``v`` to the relative velocity
+        along it, inertial-frame row directions [m/s or rad/s per unit of ``v``].
+    scale : float
+        ``beta_k`` of :func:`hinge_scale`.
+    rtol : float
+        Relative rank threshold [-].
+
+    Returns
+    -------
+    (rows_k, K_k) ndarray or None
+        ``U_k`` [-], orthonormal columns.
+    """
     U, sv, _ = np.linalg.svd(C, full_matrices=False)
     keep = int(np.sum((sv > rtol * sv[0]) & (sv > rtol * scale))) if sv.size else 0
     return None if keep == C.shape[0] else U[:, :keep]
@@ -55,7 +88,24 @@ def reduced_rows(
 ) -> tuple[Rows, list[np.ndarray]]:
     """``rows`` with each hinge's rows (``counts`` of them per hinge) replaced by their
     independent combinations ``U_k^T`` (:func:`hinge_basis`), and the per-hinge maps back
-    ``U_k``."""
+    ``U_k``.
+
+    Parameters
+    ----------
+    counts : sequence of int
+        Row count of each hinge, in the order of ``rows``.
+    rows : Rows
+        The hinges' rows, stacked.
+    bases : sequence of (rows_k, K_k) ndarray or None
+        ``U_k`` per hinge [-] (:func:`hinge_basis`; None: all rows kept).
+
+    Returns
+    -------
+    Rows
+        The reduced rows (same frames and units as ``rows``).
+    list of ndarray
+        ``U_k`` per hinge (the identity where ``bases`` had None).
+    """
     parts, maps = [], []
     r0 = 0
     for n, U in zip(counts, bases, strict=True):

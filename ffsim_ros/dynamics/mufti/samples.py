@@ -51,7 +51,18 @@ def _rev(name: str, parent: str, child: str, xyz: Sequence[float], axis: str = '
 
 def fourbar_urdf(floating_ground: bool = False) -> str:
     """The four-bar (joints ``j1``-``j3`` about z); ``floating_ground`` makes the ground link a
-    5 kg plate (load it with ``floating_base=True``), else it is massless (a fixed base)."""
+    5 kg plate (load it with ``floating_base=True``), else it is massless (a fixed base).
+
+    Parameters
+    ----------
+    floating_ground : bool
+        Give the ground link mass and inertia (a floating base).
+
+    Returns
+    -------
+    str
+        The URDF text.
+    """
     ground = (
         '<link name="ground"><inertial><origin xyz="0.45 0 0"/><mass value="5"/>'
         '<inertia ixx="0.1" iyy="0.4" izz="0.45" ixy="0" ixz="0" iyz="0"/></inertial></link>'
@@ -73,7 +84,20 @@ def fourbar_urdf(floating_ground: bool = False) -> str:
 
 
 def fourbar_cut(kind: str, rotation_b: np.ndarray | None = None) -> LoopClosure:
-    """The four-bar's cut hinge ``'cut'`` between the rocker's tip and the ground pivot."""
+    """The four-bar's cut hinge ``'cut'`` between the rocker's tip and the ground pivot.
+
+    Parameters
+    ----------
+    kind : str
+        Hinge kind: ``'ball'``, ``'revolute'`` or ``'weld'``.
+    rotation_b : (3, 3) ndarray, optional
+        Orientation of the hinge frame on the ground in the ground link frame [-] (default
+        the identity, the hinge frame on the rocker being the rocker's axes).
+
+    Returns
+    -------
+    LoopClosure
+    """
     return LoopClosure(
         'cut',
         'rocker',
@@ -106,7 +130,18 @@ def _digits(x: float, digits: int = 12) -> str:
 
 def spatial_loop_urdf(seed: int = 5) -> str:
     """A floating base with two arms (4 + 3 revolute joints) whose tips meet at ``q = 0``;
-    ``seed`` draws the links' inertia tensors."""
+    ``seed`` draws the links' inertia tensors.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    str
+        The URDF text.
+    """
     rng = np.random.default_rng(seed)
 
     def link(name: str, m: float, com: Sequence[float]) -> str:
@@ -134,7 +169,18 @@ def spatial_loop_urdf(seed: int = 5) -> str:
 
 
 def spatial_loop_cut(kind: str) -> LoopClosure:
-    """The spatial loop's cut hinge ``'tips'`` between ``la4`` and ``lb3``."""
+    """The spatial loop's cut hinge ``'tips'`` between ``la4`` and ``lb3``.
+
+    Parameters
+    ----------
+    kind : str
+        Hinge kind: ``'ball'``, ``'revolute'`` or ``'weld'``.
+
+    Returns
+    -------
+    LoopClosure
+        At :data:`TIP_A` on ``la4`` and :data:`TIP_B` on ``lb3`` (link frames).
+    """
     return LoopClosure('tips', 'la4', 'lb3', kind, translation_a=TIP_A, translation_b=TIP_B)
 
 
@@ -143,6 +189,11 @@ def tumbling_fourbar(kind: str) -> tuple[ClosedChain, np.ndarray, np.ndarray]:
     about 1 rad/s): a one-DoF mechanism (revolute and ball cuts; a ball cut leaves the
     out-of-plane row redundant) or a rigid body (weld, welded where the revolute-closed
     four-bar has the rocker).
+
+    Parameters
+    ----------
+    kind : str
+        Hinge kind: ``'ball'``, ``'revolute'`` or ``'weld'``.
 
     Returns
     -------
@@ -167,6 +218,11 @@ def tumbling_fourbar(kind: str) -> tuple[ClosedChain, np.ndarray, np.ndarray]:
 def tumbling_spatial_loop(kind: str) -> tuple[ClosedChain, np.ndarray, np.ndarray]:
     """The spatial loop closed by ``kind`` (no gravity), assembled and tumbling.
 
+    Parameters
+    ----------
+    kind : str
+        Hinge kind: ``'ball'`` or ``'weld'`` (those of :data:`TUMBLING_LOOPS`).
+
     Returns
     -------
     chain : ClosedChain;  q : (14,);  v : (13,) on the constraint manifold.
@@ -188,7 +244,18 @@ PLATFORM_ROOTS = {'a': (0.3, 0.3, 0.1), 'b': (0.3, -0.3, 0.1), 'c': (-0.35, 0.0,
 def platform_urdf(seed: int = 7) -> str:
     """The floating platform (see the module docstring); ``seed`` draws the inertia tensors.
     Links: ``base``, ``{leg}1..3`` for legs a, b, c, ``platform``; joints ``{leg}j1..3``,
-    ``pj``."""
+    ``pj``.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    str
+        The URDF text.
+    """
     rng = np.random.default_rng(seed)
 
     def link(name: str, m: float, com: Sequence[float]) -> str:
@@ -218,6 +285,13 @@ def platform_chain(
     leg tip ``(0, 0, 0.2)`` in ``b3`` / ``c3`` to the platform), and the configuration
     (base at the origin, legs at :data:`PLATFORM_LEGS`, platform joint 0) where they are
     closed. ``kwargs`` go to :class:`ClosedChain`.
+
+    Parameters
+    ----------
+    gravity : (3,) sequence of float
+        Gravitational acceleration, inertial frame [m/s^2].
+    **kwargs
+        Options of :class:`ClosedChain` (``alpha``, ``beta``, ``method``, ...).
 
     Returns
     -------
@@ -251,6 +325,11 @@ def platform_chain(
 def tumbling_platform(**kwargs: object) -> tuple[ClosedChain, np.ndarray, np.ndarray]:
     """The floating platform (:func:`platform_chain`, no gravity), moved off its placement
     configuration, assembled and tumbling (base and joints at about 1 rad/s).
+
+    Parameters
+    ----------
+    **kwargs
+        Options of :func:`platform_chain` (and so of :class:`ClosedChain`).
 
     Returns
     -------

@@ -30,16 +30,15 @@ its coefficients on body ``i`` are ``w^T X_i`` with ``X_i = [[E, r_i~], [0, E]]`
 
     T^T (A_- - A_+) = T^T (V_+ x V_-)          (spatial motion cross product)
 
-which, for the translational rows of a pin joint, is the seed's [M eq. 9]
-(``-d . (w_+ x (w_+ x l_+) - w_- x (w_- x l_-))``) and, for the rotational rows, [M eq. 48] with
-``Q'_j = w_+ x Q_j``. **OCR note:** [M eq. 49] prints ``u_4 = Q^T C^T w``; differentiating
-[M eq. 47] gives ``Q^T C^T w' = -Q'^T C^T w``, so the right-hand side is ``-Q'^T C^T w`` (with the
-seed's ``-Q^T C^T`` row sign, ``u_4 = Q'^T C^T w``): the dot and the velocity are what the OCR
-lost.
+which, for the translational rows of a pin joint, is the seed's [M eq. 9] (``-d . (w_+ x
+(w_+ x l_+) - w_- x (w_- x l_-))``) and, for the rotational rows, [M eq. 48] with ``Q'_j = w_+ x
+Q_j``. **OCR note:** [M eq. 49] prints ``u_4 = Q^T C^T w``; differentiating [M eq. 47] gives
+``Q^T C^T w' = -Q'^T C^T w``, so the right-hand side is ``-Q'^T C^T w`` (with the seed's ``-Q^T
+C^T`` row sign, ``u_4 = Q'^T C^T w``): the dot and the velocity are what the OCR lost.
 
 A fixed base (and a base whose motion is prescribed, [M Remark 3]) is welded to an external body
-``b_0`` by a hinge ``h_0`` of 6 rows at the base CoM: ``r''_0 = a_presc``, ``w'_0 = alpha``
-(not the Baumgarte gain of [M Remark 4]: docs/equations.md, code names).
+``b_0`` by a hinge ``h_0`` of 6 rows at the base CoM: ``r''_0 = a_presc``, ``w'_0 = alpha`` (not
+the Baumgarte gain of [M Remark 4]: docs/equations.md, code names).
 """
 
 from __future__ import annotations
@@ -121,9 +120,14 @@ class Bodies:
 def bodies(model: Model, q: np.ndarray, v: np.ndarray) -> Bodies:
     """Poses, inertias and velocities of all bodies from ``(q, v)``.
 
-    The spatial velocity of body ``i`` at O is ``V_i = V_parent + S_i qdot_i`` (the
-    ``w = w_1 1_n - T_2^T P gamma'`` of [M eq. 60] in spatial form); ``r'_i = v_O + w_i x r_i``
-    (the CoM velocity of [S0 eq. 8]).
+    The spatial velocity of body ``i`` at O is ``V_i = V_parent + S_i qdot_i`` (the ``w = w_1
+    1_n - T_2^T P gamma'`` of [M eq. 60] in spatial form); ``r'_i = v_O + w_i x r_i`` (the CoM
+    velocity of [S0 eq. 8]).
+
+    Parameters
+    ----------
+    model : Model;  q : (nq,) configuration ``[r0, Q0, phi]`` [m, -, rad | m].
+    v : (nv,) velocity ``[V0, w0, phidot]``, base parts inertial [m/s, rad/s, rad/s | m/s].
     """
     a = model.arrays
     R, p, S = body_kinematics(model, q)
@@ -611,6 +615,10 @@ def checked_state(
     NumPy/SciPy solvers would fail on such a state with errors naming no argument: a singular
     Lagrangian matrix, eigenvalues that did not converge).
 
+    Parameters
+    ----------
+    model, q, v, tau, base_wrench : as :func:`maximal_dynamics` (shapes (nq,), (nv,), (n,), (6,)).
+
     Raises
     ------
     ValueError
@@ -659,19 +667,20 @@ def maximal_dynamics(
     Lagrangian system (``method='kkt'``), its null-space form (``'nullspace'``, [M eq. 40-c],
     ``Z`` from a QR of ``G^T``, [M Appendix case 1]) or its multiplier form (``'multipliers'``,
     [M eqs. 12-14, 50]: the body accelerations eliminated with the closed-form per-body
-    ``J^-1``, the sparse ``(G J^-1 G^T) lambda = b - G J^-1 u`` solved for the hinge forces
-    and constraint torques, the accelerations recovered by [M eqs. 12-13]), and recovers the joint
+    ``J^-1``, the sparse ``(G J^-1 G^T) lambda = b - G J^-1 u`` solved for the hinge forces and
+    constraint torques, the accelerations recovered by [M eqs. 12-13]), and recovers the joint
     accelerations.
 
     Parameters
     ----------
     model : Model
-    q : (nq,) configuration;  v : (nv,) velocity (conventions of :mod:`..model`).
+    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s] (conventions of :mod:`..model`).
     tau : (n,) joint efforts [N m | N] (joint friction is added when the model enables it).
     base_wrench : (6,) array_like, optional
         ``[F; T]`` at the base CoM, inertial frame [N, N m]; floating-base models only.
     link_wrenches : dict, optional
-        ``{link: [f; n]}`` at each link frame's origin, inertial frame [N, N m].
+        ``{link: (6,) [f; n]}`` at each link frame's origin, inertial frame [N, N m].
     base_acceleration : (6,) array_like, optional
         Prescribed ``[dV0; dw0]`` of the base ([M Remark 3]; floating-base models only): the base
         pose and twist are those in ``q`` and ``v``, the base acceleration is imposed, and
@@ -734,8 +743,12 @@ def joint_reactions(
 
     Parameters
     ----------
-    model, q, v, tau, base_wrench, link_wrenches, method
-        As :func:`maximal_dynamics`.
+    model : Model;  method : as :func:`maximal_dynamics`.
+    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    tau : (n,) joint efforts [N m | N].
+    base_wrench : (6,) optional, ``[F; T]`` at the base CoM, inertial frame [N, N m].
+    link_wrenches : dict, optional, ``{link: (6,) [f; n]}`` at link origins, inertial [N, N m].
 
     Returns
     -------
@@ -748,8 +761,7 @@ def joint_reactions(
         child-frame torque of a spherical joint; joint friction included when enabled).
         Links welded by fixed joints are merged into bodies, so a fixed joint has no entry:
         the wrench across it is internal to a body. The key is the *moving* joint into the
-        body; the parent is the body (merged links) carrying that joint's
-        parent link.
+        body; the parent is the body (merged links) carrying that joint's parent link.
     """
     sol = maximal_dynamics(
         model, q, v, tau, base_wrench=base_wrench, link_wrenches=link_wrenches, method=method
@@ -807,7 +819,8 @@ def prescribed_base_dynamics(
     motion : callable
         ``motion(t) -> (q_base, v_base, a_base)``, see :data:`BaseMotion`.
     t : float [s];  phi, phidot : (n,) joint positions [rad | m] and rates [rad/s | m/s];
-    tau : (n,) efforts [N m | N].
+    tau : (n,) joint efforts [N m | N];  method : as :func:`maximal_dynamics`.
+    link_wrenches : dict, optional, ``{link: (6,) [f; n]}`` at link origins, inertial [N, N m].
 
     Returns
     -------
@@ -847,8 +860,9 @@ def simulate_prescribed_base(
 
     Parameters
     ----------
+    model, motion, method : as :func:`prescribed_base_dynamics`.
     phi0, phidot0 : (n,) initial joint positions [rad | m] and rates [rad/s | m/s].
-    tau : (n,) constant efforts [N m | N], or ``tau(t, phi, phidot) -> (n,)``.
+    tau : (n,) constant joint efforts [N m | N], or ``tau(t, phi, phidot) -> (n,)``.
     t_final, dt : float [s]; ``t_final / dt`` steps (rounded); ``t_final`` finite, >= 0.
 
     Returns
