@@ -1,6 +1,6 @@
 """The warm-up of ``make setup`` covers what the nodes use: after it, a process that runs the
-simulator's engine (a tree and a closed chain), the reactionless controller and the capture of
-a tumbling target compiles nothing.
+simulator's engine (a tree and a closed chain, with and without joint friction too stiff for
+the step), the reactionless controller and the capture of a tumbling target compiles nothing.
 
 numba compiles one specialization per argument type, down the whole call tree: a read-only
 array where the warm-up passed a writeable one (a broadcast batch, an engine's frozen state
@@ -75,6 +75,18 @@ for conserve in (True, False):  # (the momentum projection is a run-time flag)
     engine.command_efforts(np.full(model.n, 1.0))
     snap = engine.advance(30)
     assert not snap.faulted, snap.fault
+# ... with joint friction too stiff for the step: split steps (.mufti.chain_friction)
+import dataclasses
+f = np.zeros(model.nv)
+f[6:] = 0.5
+rough = D.with_joint_dynamics(dataclasses.replace(model, arrays=model.arrays._replace(friction=f)))
+rough_chain = D.ClosedChain(rough, chain.loops)
+assert rough_chain._split.stiff(q, 1e-3)
+engine = Engine(rough, q, 3.0 * v, dt_ns=1_000_000, chain=rough_chain)
+engine.command_efforts(np.full(model.n, 1.0))
+assert not engine.advance(30).faulted
+engine.set_base_wrench(np.ones(6), frame='base')
+assert not engine.advance(3).faulted
 from ffsim_ros.control.capture_loop import CaptureLoop, tumbling_target_scene
 scene, target = tumbling_target_scene()
 result = CaptureLoop(scene, target, mode='momentum_distribution').run(5.0)

@@ -23,13 +23,18 @@ under a constant effort below the breakaway creeps at ``eps atanh(tau / f_c)``, 
 regularized law does, and a released joint comes to rest); ``S p`` has no base rows, so the
 momentum is unchanged (the friction is internal). The split is first order in ``dt`` for
 those joints only; where no joint is stiff nothing changes.
+
+Closed chains (:mod:`.mufti.chain_friction`): the same criteria on the mobility with the
+loops, ``W`` in place of ``H^-1`` (:func:`stiff_dofs`), and the same impulse on the loops'
+constraint manifold, ``v = v* + W S p`` (:func:`constrained_friction_impulse`), taken for
+every joint with friction where some joint is stiff.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .kernels.implicit_friction import implicit_friction_rates
+from .kernels.implicit_friction import NEWTON_DONE, NEWTON_FULL, implicit_friction_rates
 from .kernels.layout import pack
 from .kernels.rnea_derivatives import COULOMB_EPS
 from .model import Model
@@ -41,6 +46,9 @@ STIFF_RATIO = 1.0
 #: Largest eigenvalue [-] of ``dt K^1/2 H^-1 K^1/2`` over the joints left explicit: several
 #: coupled joints, each under :data:`STIFF_RATIO`, can add up.
 COUPLED_RATIO = 1.5
+#: Eigenvalues of a closed chain's ``A = S^T W S`` below this fraction of the largest are
+#: zero: combinations of the stiff joints' rates the loops lock (round-off, ~1e-16, there).
+MOBILITY_RTOL = 1e-9
 
 
 def friction_slopes(model: Model) -> np.ndarray:
@@ -83,15 +91,34 @@ def implicit_dofs(H: np.ndarray, slopes: np.ndarray, dt: float) -> np.ndarray:
     cols = np.flatnonzero(slopes)
     if cols.size == 0:
         return cols
-    Hinv = np.linalg.inv(H)[np.ix_(cols, cols)]  # (H^-1) on the DoFs with friction
-    rho = dt * slopes[cols] * np.diag(Hinv)
+    return stiff_dofs(np.linalg.inv(H)[np.ix_(cols, cols)], cols, slopes, dt)
+
+
+def stiff_dofs(
+    mobility: np.ndarray, cols: np.ndarray, slopes: np.ndarray, dt: float
+) -> np.ndarray:
+    """:func:`implicit_dofs` given the mobility of the DoFs with friction.
+
+    Parameters
+    ----------
+    mobility : (k, k) ``S^T W S`` on the DoFs ``cols`` [1/(kg m^2) | 1/kg]: the rate change
+        per unit impulse of those joints' efforts, ``W = H^-1`` for a tree, the mobility on
+        the loops' constraint manifold for a closed chain (:mod:`.mufti.chain_friction`).
+    cols : (k,) velocity indices of the DoFs with friction (``slopes`` nonzero), ascending.
+    slopes : (nv,) :func:`friction_slopes`;  dt : float, the step [s].
+
+    Returns
+    -------
+    (m,) int ndarray, the stiff DoFs of ``cols`` (the criteria of :func:`implicit_dofs`).
+    """
+    rho = dt * slopes[cols] * np.diag(mobility)
     stiff = rho > STIFF_RATIO
     for _ in range(cols.size):  # coupled joints: move the stiffest to the implicit set
         keep = ~stiff
         if keep.sum() < 2 or rho[keep].sum() <= COUPLED_RATIO:  # (the trace bounds lambda)
             break
         k = np.sqrt(dt * slopes[cols[keep]])
-        lam = float(np.linalg.eigvalsh(k[:, None] * Hinv[np.ix_(keep, keep)] * k[None, :])[-1])
+        lam = float(np.linalg.eigvalsh(k[:, None] * mobility[np.ix_(keep, keep)] * k[None, :])[-1])
         if lam <= COUPLED_RATIO:
             break
         stiff[np.flatnonzero(keep)[np.argmax(rho[keep])]] = True
@@ -156,11 +183,100 @@ def friction_impulse(
     return v + HinvS @ p
 
 
+def constrained_friction_impulse(
+    model: Model, WS: np.ndarray, v: np.ndarray, dofs: np.ndarray, dt: float
+) -> np.ndarray:
+    """:func:`friction_impulse` on a constraint manifold (a closed chain's loops, ``G v = 0``).
+
+    The backward-Euler step ``H (v+ - v) = S p + G^T lambda``, ``G v+ = G v``, ``p = -dt
+    phi(S^T v+)`` gives ``v+ = v + W S p`` with ``W`` the mobility on the manifold (``W H W =
+    W``, ``G W = 0``), and ``w = w* + A p``, ``A = S^T W S``: the tree's equations with
+    ``H^-1`` replaced by ``W``. The loops may lock some combinations of the stiff joints' rates
+    (``A`` singular: a floating loop of 9 joints moves 4 ways), so the rates are solved in
+    ``A``'s range: ``w = w* + B s``, ``B B^T = A`` (eigenvalues over :data:`MOBILITY_RTOL` of
+    the largest), ``s`` minimizing the strictly convex ``|s|^2 / 2 + dt sum_j Phi_j(w_j)``
+    (the kinetic energy of the impulse plus the friction's potential), by Newton's method with
+    the backtracking line search and the convergence tests of
+    :func:`.kernels.implicit_friction.implicit_friction_rates` (NumPy: a few 10 us per
+    iteration, a handful of iterations).
+
+    Parameters
+    ----------
+    WS : (nv, k) ``W S``: the velocity change per unit impulse of each of ``dofs``' efforts,
+        the loop impulses included [1/(kg m^2) | 1/kg].
+    v : (nv,) velocity before the impulse;  dofs : (k,) the DoFs whose friction acts (a
+        closed chain's split step: every DoF with friction);  dt : float [s].
+
+    Returns
+    -------
+    (nv,) ndarray ``v + W S p``: the momentum unchanged where ``W S`` has no base impulse
+    (joint and loop impulses are internal), ``G v`` unchanged, dissipative.
+    """
+    a = model.arrays
+    A = WS[dofs]
+    lam, U = np.linalg.eigh(0.5 * (A + A.T))
+    keep = lam > MOBILITY_RTOL * max(float(lam[-1]), 0.0)
+    if not keep.any():  # the loops lock every stiff joint: nothing for friction to stop
+        return v.copy()
+    B = U[:, keep] * np.sqrt(lam[keep])
+    d, f = a.damping[dofs], a.friction[dofs]
+    w = _range_rates(B, v[dofs], d, f, dt)
+    p = -dt * (d * w + f * np.tanh(w / COULOMB_EPS))  # the friction impulse [N m s | N s]
+    return v + WS @ p
+
+
+def _merit(s: np.ndarray, w: np.ndarray, d: np.ndarray, f: np.ndarray, dt: float) -> float:
+    """``|s|^2 / 2 + dt sum_j (d_j w_j^2 / 2 + f_j eps log cosh(w_j / eps))`` (no overflow)."""
+    y = np.abs(w / COULOMB_EPS)
+    log_cosh = y + np.log1p(np.exp(-2.0 * y)) - np.log(2.0)
+    return float(0.5 * s @ s + dt * np.sum(0.5 * d * w * w + f * COULOMB_EPS * log_cosh))
+
+
+def _range_rates(
+    B: np.ndarray, w0: np.ndarray, d: np.ndarray, f: np.ndarray, dt: float
+) -> np.ndarray:
+    """The rates ``w = w0 + B s`` (k,) at the minimum over ``s`` (r,) of :func:`_merit`:
+    ``s + dt B^T phi(w) = 0`` (:func:`constrained_friction_impulse`)."""
+    eps = COULOMB_EPS
+    s = np.zeros(B.shape[1])
+    w = w0.copy()
+    scale = float(np.abs(w0).max()) + eps
+    F = _merit(s, w, d, f, dt)
+    eye = np.eye(B.shape[1])
+    for _ in range(100):
+        th = np.tanh(w / eps)
+        grad = s + dt * (B.T @ (d * w + f * th))
+        hess = eye + dt * (B.T * (d + f / eps * (1.0 - th * th))) @ B
+        step = -np.linalg.solve(hess, grad)
+        size = float(np.abs(B @ step).max())  # the Newton step in the rates
+        if size <= NEWTON_DONE * scale:  # converged: the step is round-off
+            break
+        t = 1.0
+        if size > NEWTON_FULL * scale:  # far from the root: a line search
+            slope = float(grad @ step)
+            while True:
+                trial = s + t * step
+                w_trial = w0 + B @ trial
+                F_trial = _merit(trial, w_trial, d, f, dt)
+                if F_trial <= F + 1e-4 * t * slope or t < 1e-12:
+                    break
+                t *= 0.5
+        else:  # near it, full steps (quadratic convergence)
+            trial = s + step
+            w_trial = w0 + B @ trial
+            F_trial = _merit(trial, w_trial, d, f, dt)
+        s, w, F = trial, w_trial, F_trial
+    return w
+
+
 __all__ = [
     'COUPLED_RATIO',
+    'MOBILITY_RTOL',
     'STIFF_RATIO',
+    'constrained_friction_impulse',
     'explicit_part',
     'friction_impulse',
     'friction_slopes',
     'implicit_dofs',
+    'stiff_dofs',
 ]

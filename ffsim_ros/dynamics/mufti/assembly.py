@@ -173,5 +173,36 @@ def nearest_turns(
     return q + _TURN * turns
 
 
-__all__ = ['MAX_STEP', 'LoopErrors', 'angle_coordinates', 'assemble_positions', 'damped_step',
-           'nearest_turns']  # fmt: skip
+def assemble_velocities(
+    H: np.ndarray, G: np.ndarray, free: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """The velocities of :meth:`~.closed.ClosedChain.assemble`: ``v`` projected onto
+    ``G v = 0`` in the kinetic-energy metric of the free coordinates, ``v_f <- v_f - H_f^-1
+    G_f^T (G_f H_f^-1 G_f^T)^+ G v`` (the velocity change an impulse along the constraints
+    produces).
+
+    Parameters
+    ----------
+    H : (nv, nv) ndarray
+        Mass matrix at the assembled positions [kg, kg m, kg m^2].
+    G : (m, nv) ndarray
+        Loop velocity rows there (``G v`` the loops' velocity errors [m/s, rad/s]).
+    free : (nv,) bool ndarray
+        The coordinates the projection may change.
+    v : (nv,) ndarray
+        Generalized velocity ``[V0, w0, phidot]`` [m/s, rad/s, rad/s | m/s], base parts in
+        the inertial frame; modified in place and returned.
+
+    Returns
+    -------
+    (nv,) ndarray
+        ``v`` with ``G v = 0`` (up to the pseudo-inverse's ``rcond`` 1e-10).
+    """
+    Gf = G[:, free]
+    HiGt = np.linalg.solve(H[np.ix_(free, free)], Gf.T)
+    v[free] -= HiGt @ (np.linalg.pinv(Gf @ HiGt, rcond=1e-10) @ (G @ v))
+    return v
+
+
+__all__ = ['MAX_STEP', 'LoopErrors', 'angle_coordinates', 'assemble_positions',
+           'assemble_velocities', 'damped_step', 'nearest_turns']  # fmt: skip

@@ -4,12 +4,13 @@ entry or only once a solver failed, turn that into a ``ValueError`` naming the a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from ..inputs import ArrayLike, link_wrench_items, real_array, zero_quaternion_error
-from ..model import Model
+from ..model import Model, UnknownNameError
+from .hinges import LoopClosure
 
 
 def check_finite(where: str, **arrays: object) -> None:
@@ -68,3 +69,60 @@ def name_bad_input(
         zero = zero_quaternion_error(model, Q[None, :], rows=False)
         if zero is not None:
             raise ValueError(f'{where}: {zero}')
+
+
+def check_loops(model: Model, loops: object) -> tuple[LoopClosure, ...]:
+    """The loop closures of a :class:`~.closed.ClosedChain` on ``model``, checked: a
+    non-empty sequence of :class:`~.hinges.LoopClosure` with unique non-empty names, each
+    joining links (names of ``model``) on two different bodies.
+
+    Parameters
+    ----------
+    model : Model
+        The tree the loops close.
+    loops : sequence of LoopClosure
+        The cut hinges.
+
+    Returns
+    -------
+    tuple of LoopClosure
+        ``loops`` as a tuple.
+
+    Raises
+    ------
+    ValueError, UnknownNameError
+        Naming the loop and what was expected.
+    """
+    if not isinstance(model, Model):
+        raise ValueError(f'model: expected a Model, got {type(model).__name__}')
+    if not isinstance(loops, Iterable) or isinstance(loops, str | bytes):
+        raise ValueError(f'loops: expected a sequence of LoopClosure, got {type(loops).__name__}')
+    loops = tuple(loops)
+    if not loops:
+        raise ValueError('loops: expected at least one LoopClosure, got none')
+    for lp in loops:
+        if not isinstance(lp, LoopClosure):
+            raise ValueError(f'loops: expected LoopClosure items, got {type(lp).__name__}')
+        if not isinstance(lp.name, str) or not lp.name:
+            raise ValueError(f'loops: expected a non-empty string as loop name, got {lp.name!r}')
+        for key in ('link_a', 'link_b'):
+            link = getattr(lp, key)
+            if not isinstance(link, str):
+                raise ValueError(
+                    f'loop {lp.name!r}: {key}: expected a link name (a string), got '
+                    f'{type(link).__name__} {link!r}'
+                )
+    names = [lp.name for lp in loops]
+    if len(set(names)) != len(names):
+        raise ValueError(f'loops: expected unique names, got {names}')
+    for lp in loops:
+        try:
+            body_a, body_b = model.frame(lp.link_a).body, model.frame(lp.link_b).body
+        except UnknownNameError as exc:
+            raise UnknownNameError(f'loop {lp.name!r}: {exc}') from None
+        if body_a == body_b:
+            raise ValueError(
+                f'loop {lp.name!r}: links {lp.link_a!r} and {lp.link_b!r} are on the same '
+                'body (a cut hinge must join two different bodies)'
+            )
+    return loops

@@ -46,7 +46,7 @@ dependent *across* hinges ``'aba'`` minimizes the norm of the loop multipliers a
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,10 +56,11 @@ from ..algorithms import momentum as momentum_of
 from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force, positive_step, step_count
 from ..integration import integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
-from ..model import Model, UnknownNameError
+from ..model import Model
 from .articulated import LoopKernel
-from .assembly import assemble_positions
-from .chain_inputs import check_finite, name_bad_input
+from .assembly import assemble_positions, assemble_velocities
+from .chain_friction import SplitFriction
+from .chain_inputs import check_finite, check_loops, name_bad_input
 from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
 from .loop_rank import hinge_basis, hinge_scale, reduced_rows
@@ -151,42 +152,7 @@ class ClosedChain:
         method: str = 'aba',
     ) -> None:
         _check_chain_method(method)
-        if not isinstance(model, Model):
-            raise ValueError(f'model: expected a Model, got {type(model).__name__}')
-        if not isinstance(loops, Iterable) or isinstance(loops, str | bytes):
-            raise ValueError(
-                f'loops: expected a sequence of LoopClosure, got {type(loops).__name__}'
-            )
-        loops = tuple(loops)
-        if not loops:
-            raise ValueError('loops: expected at least one LoopClosure, got none')
-        for lp in loops:
-            if not isinstance(lp, LoopClosure):
-                raise ValueError(f'loops: expected LoopClosure items, got {type(lp).__name__}')
-            if not isinstance(lp.name, str) or not lp.name:
-                raise ValueError(
-                    f'loops: expected a non-empty string as loop name, got {lp.name!r}'
-                )
-            for key in ('link_a', 'link_b'):
-                link = getattr(lp, key)
-                if not isinstance(link, str):
-                    raise ValueError(
-                        f'loop {lp.name!r}: {key}: expected a link name (a string), got '
-                        f'{type(link).__name__} {link!r}'
-                    )
-        names = [lp.name for lp in loops]
-        if len(set(names)) != len(names):
-            raise ValueError(f'loops: expected unique names, got {names}')
-        for lp in loops:
-            try:
-                body_a, body_b = model.frame(lp.link_a).body, model.frame(lp.link_b).body
-            except UnknownNameError as exc:
-                raise UnknownNameError(f'loop {lp.name!r}: {exc}') from None
-            if body_a == body_b:
-                raise ValueError(
-                    f'loop {lp.name!r}: links {lp.link_a!r} and {lp.link_b!r} are on the same '
-                    'body (a cut hinge must join two different bodies)'
-                )
+        loops = check_loops(model, loops)
         for key, gain in (('alpha', alpha), ('beta', beta)):
             real = isinstance(gain, int | float | np.integer | np.floating)
             if isinstance(gain, bool) or not real:
@@ -201,6 +167,13 @@ class ClosedChain:
         self.method = method
         self._warned = False
         self._kernel = LoopKernel(model, loops, _RANK_RTOL)
+        self._split = SplitFriction(model, self._kernel, self._explicit)
+
+    def _explicit(self, model: Model) -> ClosedChain:
+        """This chain on ``model`` (the explicit part of a split step), never split itself."""
+        c = ClosedChain(model, self.loops, alpha=self.alpha, beta=self.beta, method=self.method)
+        c._split = SplitFriction(model, c._kernel, None)
+        return c
 
     def _names(self) -> str:
         """The cut hinges, for error messages."""
@@ -564,15 +537,10 @@ class ClosedChain:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Project ``(q, v)`` onto the constraint manifold (assembly of the closed chain).
 
-        Positions: damped Gauss-Newton (Levenberg-Marquardt) on ``xi(q) = 0`` in the free
-        coordinates (least squares, so redundant rows are harmless; each coordinate moves at
-        most 0.5 rad or m a step, :mod:`.assembly`), on the Lie group
-        (``q <- integrate(q, dq)``); once closed, each free joint angle (revolute, continuous,
-        universal) is moved by whole turns to the equivalent nearest its value in ``q``
-        among those within its position limits, or nearest that value when none is (the
-        loops stay closed). Velocities: the kinetic-energy-metric projection
-        ``v <- v + P dv``, ``dv = -H_f^-1 G_f^T (G_f H_f^-1 G_f^T)^+ G v`` (the velocity
-        change an impulse along the constraints produces).
+        Positions: damped Gauss-Newton on ``xi(q) = 0`` in the free coordinates, on the Lie
+        group, each free angle then moved by whole turns toward its value in ``q``
+        (:func:`.assembly.assemble_positions`). Velocities: the kinetic-energy-metric
+        projection (:func:`.assembly.assemble_velocities`).
 
         Parameters
         ----------
@@ -599,14 +567,8 @@ class ClosedChain:
         name_bad_input(self.model, self._names(), q, v, np.zeros(0))
         free = self._free_mask(locked, move_base)
         q = assemble_positions(model, self._loop_errors, q, free, tol, max_iter, self._names())
-        zero = np.zeros(model.nv)
-        bd = bodies(model, q, zero)
-        Gq = self._velocity_rows(bd)
-        Gf = Gq[:, free]
-        Hf = mass_matrix(model, q)[np.ix_(free, free)]
-        HiGt = np.linalg.solve(Hf, Gf.T)
-        v[free] -= HiGt @ (np.linalg.pinv(Gf @ HiGt, rcond=1e-10) @ (Gq @ v))
-        return q, v
+        rows = self._velocity_rows(bodies(model, q, np.zeros(model.nv)))
+        return q, assemble_velocities(mass_matrix(model, q), rows, free, v)
 
     def _loop_errors(self, q: np.ndarray) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
         """The loop errors ``xi`` at ``q`` and a function returning their Jacobian on the
@@ -772,6 +734,10 @@ class ClosedChain:
             flags = (stabilize, project, conserve_momentum)
             Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, *flags)
             return Q[1], V[1]
+        if self._split.stiff(q, dt):  # (as in _compiled_steps)
+            kw = {'base_wrench': base_wrench, 'link_wrenches': link_wrenches}
+            Q, V = self._split.run(q, v, dt, 1, tau, stabilize, project, conserve_momentum, **kw)
+            return Q[1], V[1]
         if self.method == 'aba':  # the compiled solver, inputs converted once per step
             gen = generalized_force(
                 model, checked_inputs(model, q, v, tau, base_wrench)[2], base_wrench
@@ -819,6 +785,10 @@ class ClosedChain:
         held; ``q``, ``v`` checked. Returns ``Q`` (k + 1, nq), ``V`` (k + 1, nv)."""
         model = self.model
         tau_c, bw = checked_inputs(model, q, v, tau, base_wrench)[2:]
+        if self._split.stiff(q, dt):  # joint friction too stiff for dt: split (.chain_friction)
+            return self._split.run(
+                q, v, dt, k, tau_c, stabilize, project, conserve, base_wrench=bw
+            )
         on = stabilize and bool(self.alpha or self.beta)
         return self._kernel.steps(
             q,
