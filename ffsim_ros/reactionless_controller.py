@@ -44,17 +44,18 @@ an active goal goes on (the rejection logged), else the rejection is a goal of i
 ``goal_status``, aborted at once (``rejected: ...``), the arm held still. Without fresh state
 no command is published (the simulator's command timeout zeroes the efforts); a malformed
 ``joint_states`` or ``base_odom`` is logged and ignored, the last good state kept. A clock
-jumping back, or ahead by more than ``CLOCK_JUMP_AHEAD`` (or ``state_timeout``), drops what
-was learned under the old clock -- state, goals (aborted or rejected saying how the clock
-jumped), held attitude, path, trajectory -- and control resumes, holding still, on fresh
-state; so does a jump of the measured state (stamps going back, or a position farther than
-``jump_threshold`` from where the previous message and the velocities lead, for messages at
-most ``JUMP_WINDOW`` apart). On simulated time a wall-clock watchdog (:meth:`_on_watchdog`)
-notices a clock stopped for ``CLOCK_STALL`` wall seconds: paused simulator (its publishers
-still there), the goal goes on and a pending one is taken; dead simulator, the goals are
-dropped and ``ee_goal`` is rejected at once until the clock advances. The attitude held in
-reactionless mode is captured from the measurement when a goal is accepted. Log lines that
-can repeat are throttled per kind (``LogThrottle``).
+jumping back, or ahead by more than ``CLOCK_JUMP_AHEAD`` (or ``state_timeout``), or a change
+of ``use_sim_time``, drops what was learned under the old clock -- state, goals (aborted or
+rejected saying how the clock jumped), held attitude, path, trajectory -- and control resumes,
+holding still, on fresh state; so does a jump of the measured state (stamps going back, or a
+position farther than ``jump_threshold`` from where the previous message and the velocities
+lead, for messages at most ``JUMP_WINDOW`` apart). On simulated time a wall-clock watchdog
+(:meth:`_on_watchdog`) notices a clock stopped for ``CLOCK_STALL`` wall seconds: paused
+simulator (its publishers still there), the goal goes on and a pending one is taken; dead
+simulator, or no publisher on the clock topic (a missing remap, ``publish_clock`` false), the
+goals are dropped and ``ee_goal`` is rejected at once, saying which, until the clock advances.
+The attitude held in reactionless mode is captured from the measurement when a goal is
+accepted. Log lines that can repeat are throttled per kind (``LogThrottle``).
 
 Threads: the node is spun by rclpy's single-threaded executor (subscriptions, the control
 timer, parameters: the control state is touched by one callback at a time). The action and
@@ -67,8 +68,9 @@ loop; trajectories cross over through one locked slot
 under a lock (:meth:`ReactionlessControllerNode._measured`).
 
 Parameters: :data:`PARAMETERS` (``mode`` and ``trajectory.reactionless`` can be set at run
-time: checked in an on-set callback, applied in a post-set callback, so a rejected set changes
-nothing; the README and ``config/reactionless_controller.yaml`` are generated from the table).
+time, but for a capture: checked in an on-set callback, applied in a post-set callback, so a
+rejected set changes nothing; the README and ``config/reactionless_controller.yaml`` are
+generated from the table).
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ from ffsim_ros.dynamics.lie import quat_angle, quat_normalize, quat_to_matrix
 from ffsim_ros.node_support import (
     LogThrottle,
     ParameterValueError,
+    clock_topic,
     destroy_on_failure,
     load_robot,
     run_node,
@@ -121,12 +124,16 @@ from ffsim_ros.node_support.capture_control import (
 )
 from ffsim_ros.node_support.controller_parameters import (
     PARAMETERS,
+    activity,
     gains_from,
+    refuse_in_capture,
 )
 from ffsim_ros.node_support.controller_watch import (
     ClockStall,
     LateUpdates,
     base_collision_shapes,
+    clock_jump,
+    stall_reason,
 )
 from ffsim_ros.node_support.goal_status import (
     GoalStatusPublisher,
@@ -269,7 +276,7 @@ class ReactionlessControllerNode(Node):
         self._state: StatePairing[tuple[np.ndarray, np.ndarray, Time]] = StatePairing()
         self._state_lock = threading.Lock()
         self._pending_goal: PoseStamped | None = None
-        self._last_now_ns: int | None = None  # the latest node-clock time seen
+        self._last_now: tuple[int, bool] | None = None  # latest node-clock ns, use_sim_time
         self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
         # jumps of the measured state: the previous message of each stream (stamp [s], ...)
         self.jump_threshold = values['jump_threshold']
@@ -335,7 +342,7 @@ class ReactionlessControllerNode(Node):
                 self._measured,
                 self._log_throttle,
             )
-        PARAMETERS.watch(self, self._on_parameters)
+        PARAMETERS.watch(self, self._on_parameters, refuse_in_capture)
         rate = values['control_rate_hz']
         self.create_timer(1.0 / rate, self._on_timer)
         # the node's clock seen stalled: on wall time, whatever the node's clock (_on_watchdog)
@@ -346,7 +353,7 @@ class ReactionlessControllerNode(Node):
             WATCHDOG_PERIOD, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME)
         )
         self.get_logger().info(
-            f'{model.name}: controlling {ee_link} in {self.law.mode.value} mode at {rate:g} Hz'
+            f'{model.name}: {activity(values)} at {rate:g} Hz'
             f' (use_sim_time={self.get_parameter("use_sim_time").value})'
         )
 
@@ -382,30 +389,20 @@ class ReactionlessControllerNode(Node):
 
     # ---------------------------------------------------------------------------- time
     def _now(self) -> Time:
-        """The node clock's time; a jump back (a new simulator restarting ``/clock``) or ahead
-        by more than :attr:`clock_jump_ns` since the last reading drops everything learned
-        under the old clock first (see the module docstring). A clock still at 0 (no
-        ``/clock`` message yet) starts without a jump."""
-        now = self.get_clock().now()
-        now_ns = now.nanoseconds
-        last = self._last_now_ns
-        if last is not None and now_ns < last:
-            self._forget(
-                f'the clock went back from {last * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
-                'a reset of the simulation?',
-                'a new simulator?',
-            )
-        elif last and now_ns - last > self.clock_jump_ns:
-            self._forget(
-                f'the clock jumped ahead by {(now_ns - last) * 1e-9:.3f} s, from '
-                f'{last * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
-                'the clock set forward, or this node stalled?',
-                f'more than {self.clock_jump_ns * 1e-9:g} s between two readings: the clock '
-                'set forward, a simulator started at a later time, or this node stalled?',
-            )
-        if now_ns != last:
+        """The node clock's time; a jump back (a new simulator restarting ``/clock``), ahead
+        by more than :attr:`clock_jump_ns` since the last reading, or a change of
+        ``use_sim_time`` drops everything learned under the old clock first (see the module
+        docstring; :func:`clock_jump`). A clock still at 0 (no ``/clock`` message yet) starts
+        without a jump."""
+        clock = self.get_clock()
+        now, sim_time = clock.now(), clock.ros_time_is_active
+        now_ns, last = now.nanoseconds, self._last_now
+        jump = clock_jump(last, now_ns, sim_time, self.clock_jump_ns)
+        if jump is not None:
+            self._forget(*jump)
+        if last is None or now_ns != last[0]:
             self._stalled = None  # (the clock advances again: a resumed or new simulation)
-        self._last_now_ns = now_ns
+        self._last_now = (now_ns, sim_time)
         return now
 
     def _forget(self, what: str, cause: str, hint: str) -> None:
@@ -557,16 +554,19 @@ class ReactionlessControllerNode(Node):
 
     def _on_watchdog(self) -> None:
         """Every ``WATCHDOG_PERIOD`` wall seconds: a node clock stopped for ``clock_stall`` wall
-        seconds (its control timer then never fires) with the state's publishers still there
-        is a paused simulation (a pending goal is taken on the last state); with one gone, a
-        dead one: goals dropped saying why, ee_goal rejected until the clock advances."""
+        seconds (its control timer then never fires) with the publishers of the state and of
+        the clock topic still there is a paused simulation (a pending goal is taken on the last
+        state); with one gone (:func:`stall_reason`), a dead simulator or no clock on
+        ``use_sim_time``: goals dropped saying why, ee_goal rejected until the clock
+        advances."""
         now_ns = self.get_clock().now().nanoseconds
         stalled_for = self._clock_stall.observe(now_ns, time.monotonic())
         if stalled_for < self.clock_stall or self.capture is not None:
             return
-        subs = self._state_subs  # (count_publishers does not remap a name: theirs are)
-        missing = [s.topic_name for s in subs if self.count_publishers(s.topic_name) == 0]
-        if not missing:  # paused: the goal in progress goes on at the resume
+        # (count_publishers does not remap a name: the subscriptions' names are remapped)
+        topics = [s.topic_name for s in self._state_subs]
+        why = stall_reason(stalled_for, topics, clock_topic(self), self.count_publishers)
+        if why is None:  # paused: the goal in progress goes on at the resume
             if self._pending_goal is not None:
                 goal, self._pending_goal = self._pending_goal, None
                 measured = self._measured()
@@ -578,17 +578,14 @@ class ReactionlessControllerNode(Node):
                     self.goal_status.update(self.supervisor.status)
             return
         first = self._stalled is None
-        self._stalled = (
-            f'the simulation clock has not advanced for {stalled_for:.1f} s and no simulator '
-            f'publishes {" or ".join(missing)}'
-        )
+        self._stalled, cause = why
         busy = (
             self._pending_goal is not None
             or self.supervisor.status.outcome is GoalOutcome.ACTIVE
             or self._request is not None
         )
         if busy:
-            self._drop_goals(self._stalled, 'the simulator stopped?')
+            self._drop_goals(self._stalled, cause)
         if first or busy:
             self._log_warning(
                 f'{self._stalled}: goals dropped, ee_goal rejected until the clock advances'

@@ -452,3 +452,137 @@ def test_base_odom_in_another_frame_is_refused(rclpy_context, capfd) -> None:
         assert abs(q_world[0] - q_good[0] - 0.01) < 1e-12  # the same message in world: taken
     finally:
         node.destroy_node()
+
+
+def test_a_run_time_change_of_use_sim_time_is_named_as_such(rclpy_context, capfd) -> None:
+    """``use_sim_time`` set at run time moves the node's clock from the wall clock to the
+    simulated time (0 before any /clock): the goal is dropped saying that use_sim_time
+    changed, not "the clock went back ... (a new simulator?)"; and back to the wall clock
+    (a jump ahead) likewise."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=slow_state())
+    try:
+        probe = Probe(node)
+        probe.feed()
+        probe.send(probe.goal())
+        probe.update()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        capfd.readouterr()
+        for value in (True, False):
+            assert node.set_parameters([Parameter('use_sim_time', value=value)])[0].successful
+            probe.feed()  # (read the clock)
+            changed = f"the node's use_sim_time changed to {str(value).lower()}: the clock went "
+            logged = capfd.readouterr().err
+            assert changed in logged, logged
+            assert 'a new simulator?' not in logged and 'jumped ahead' not in logged, logged
+            if value:
+                status = node.supervisor.status
+                assert status.outcome is GoalOutcome.ABORTED
+                assert status.reason.startswith('dropped: ' + changed), status.reason
+                assert status.reason.endswith('(use_sim_time set at run time)'), status.reason
+    finally:
+        node.destroy_node()
+
+
+def test_the_watchdog_tells_a_missing_clock_from_a_paused_or_dead_simulator() -> None:
+    """``stall_reason``: the state's publishers gone, a dead simulator; the state published
+    but nothing on the (remapped) clock topic, ``use_sim_time`` without a clock; all there, a
+    paused simulation (None); on wall time no clock topic is counted."""
+    from ffsim_ros.node_support.controller_watch import clock_jump, stall_reason
+
+    state = ['/sim/joint_states', '/sim/base_odom']
+    everything = {'/sim/joint_states': 1, '/sim/base_odom': 1, '/sim/clock': 1}
+
+    def reason(counts: dict, clock: str | None = '/sim/clock'):
+        return stall_reason(2.5, state, clock, lambda topic: counts.get(topic, 0))
+
+    assert reason(everything) is None  # paused
+    assert reason({**everything, '/sim/clock': 0}, None) is None  # (wall time)
+    assert reason({**everything, '/sim/clock': 0, '/clock': 1}) == (
+        'use_sim_time is true but no publisher on /sim/clock: remap the clock topic or start '
+        'the simulator with publish_clock',
+        'no simulation clock',
+    )
+    assert reason({'/sim/joint_states': 1}) == (
+        'the simulation clock has not advanced for 2.5 s and no simulator publishes '
+        '/sim/base_odom',
+        'the simulator stopped?',
+    )
+    # clock jumps: a use_sim_time change first, whichever way the time went
+    assert clock_jump(None, 5, True, 10) is None
+    assert clock_jump((5, True), 7, True, 10) is None
+    assert clock_jump((5, True), 3, True, 10)[0].startswith('the clock went back')
+    assert clock_jump((5, True), 16, True, 10)[0].startswith('the clock jumped ahead')
+    assert clock_jump((0, True), 10**12, True, 10) is None  # (the first /clock)
+    for last, now, sim in (((10**18, False), 0, True), ((0, True), 10**18, False)):
+        assert clock_jump(last, now, sim, 10)[0].startswith("the node's use_sim_time changed")
+
+
+def test_use_sim_time_without_a_clock_publisher_drops_the_goal_saying_so(
+    rclpy_context, ros_node, wait_until, capfd
+) -> None:
+    """A controller on ``use_sim_time`` whose clock topic (``/clock`` remapped to
+    ``/sim/clock`` here) has no publisher, with the state published (a simulator with
+    ``publish_clock`` false, or the remap missing): its clock stands at 0 and the control timer
+    never fires. It took this for a paused simulation -- the goal "active", nothing commanded,
+    nothing logged. Counted over DDS on the topic the time source subscribes to (remapped), it
+    drops the goal and rejects the next one naming the cause, and warns; with a publisher on
+    /sim/clock the stall is a pause again (the goal taken)."""
+    from nav_msgs.msg import Odometry
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(
+        context=rclpy_context,
+        parameter_overrides=[Parameter('use_sim_time', value=True)],
+        cli_args=['--ros-args', '-r', '/clock:=/sim/clock'],
+    )
+    try:
+        assert '/sim/clock' in [s.topic_name for s in node.subscriptions]  # (rclpy's)
+        peer = ros_node('simulator_stand_in')
+        peer.create_publisher(JointState, '/joint_states', 1)
+        peer.create_publisher(Odometry, '/base_odom', 1)
+        clock_pub = peer.create_publisher(Clock, '/sim/clock', 1)
+
+        def counts() -> tuple[int, ...]:
+            return tuple(
+                node.count_publishers(t)
+                for t in ('/joint_states', '/base_odom', '/sim/clock', '/clock')
+            )
+
+        assert wait_until(lambda: counts() == (1, 1, 1, 0), 20), counts()
+        node.clock_stall = 0.0  # (the stall noticed at the next look, not after 2 s)
+        probe = Probe(node)
+        probe.feed()  # (fresh at the node clock's 0: no /clock came)
+        probe.send(probe.goal())
+        node._on_watchdog()  # paused: the goal is taken on the last state
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        # the clock's publisher on /clock, not on the topic the controller listens to
+        peer.destroy_publisher(clock_pub)
+        peer.create_publisher(Clock, '/clock', 1)
+        assert wait_until(lambda: counts() == (1, 1, 0, 1), 20), counts()
+        capfd.readouterr()
+        node._on_watchdog()
+        why = (
+            'use_sim_time is true but no publisher on /sim/clock: remap the clock topic or start '
+            'the simulator with publish_clock'
+        )
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED, status.reason
+        assert status.reason == f'dropped: {why} (no simulation clock)', status.reason
+        assert why in capfd.readouterr().err
+        probe.send(probe.goal())  # rejected at once, saying why
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED and status.goal_id == 2, status
+        assert status.reason.startswith(f'rejected: {why}'), status.reason
+        assert any(why in m.message for m in probe.published), probe.published
+    finally:
+        node.destroy_node()

@@ -1075,3 +1075,50 @@ def test_a_namespaced_capture_calls_its_own_simulator_and_refuses_trajectories(
         assert 'the capture owns the arm' in request.outcome[2]
     finally:
         node.destroy_node()
+
+
+def test_capture_mode_refuses_the_parameters_it_does_not_use(rclpy_context, capfd) -> None:
+    """With ``capture.scenario`` set the capture law drives the arm: ``mode`` and
+    ``trajectory.reactionless`` were taken at run time and did nothing; they are refused
+    naming the parameter, alone or atomically, and the start-up line says the node captures
+    (it said "controlling ee_link in reactionless mode"). Without a capture they are set."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.control import ControlMode
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    capfd.readouterr()
+    node = ReactionlessControllerNode(
+        context=rclpy_context,
+        parameter_overrides=[Parameter('capture.scenario', value='capture')],
+    )
+    try:
+        logged = capfd.readouterr().err
+        assert "capturing with ee_link (capture.scenario 'capture'; mode and " in logged, logged
+        assert 'in reactionless mode' not in logged, logged
+        why = (
+            ': not used while capture.scenario is set (the capture law drives the arm; ee_goal '
+            'and trajectories are not taken)'
+        )
+        for name, value in (('mode', 'joint_pd'), ('trajectory.reactionless', True)):
+            before = node.get_parameter(name).value
+            result = node.set_parameters([Parameter(name, value=value)])[0]
+            assert (result.successful, result.reason) == (False, name + why)
+            assert node.get_parameter(name).value == before
+        result = node.set_parameters_atomically(
+            [Parameter('trajectory.reactionless', value=True), Parameter('mode', value='pd')]
+        )
+        assert not result.successful and "got 'pd'" in result.reason  # (checked first)
+        assert node.law.mode is ControlMode.REACTIONLESS
+        assert node.get_parameter('use_sim_time').value is False
+        assert node.set_parameters([Parameter('use_sim_time', value=False)])[0].successful
+    finally:
+        node.destroy_node()
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        assert 'controlling ee_link in reactionless mode' in capfd.readouterr().err
+        assert node.set_parameters([Parameter('mode', value='joint_pd')])[0].successful
+        result = node.set_parameters([Parameter('trajectory.reactionless', value=True)])[0]
+        assert result.successful
+    finally:
+        node.destroy_node()

@@ -114,8 +114,81 @@ def test_descriptors_come_from_the_table(module: str) -> None:
             assert d.type == types[type(spec.default)]
         # the default passes its own check
         assert spec.validate(spec.default) == spec.default
+        # a closed interval or count is the descriptor's range too (step 0: any value in it)
+        ranges = [
+            (r.from_value, r.to_value, r.step) for r in (*d.floating_point_range, *d.integer_range)
+        ]
+        bounds = spec.check.bounds if spec.check is not None else None
+        assert ranges == ([(*bounds, 0)] if bounds is not None else []), spec.name
+        if bounds is not None:  # its ends are the check's: rclpy enforces both
+            assert spec.validate(bounds[0]) == bounds[0] and spec.validate(bounds[1]) == bounds[1]
     for name in ('robot_description', 'robot_file', 'world_frame'):
         assert name in table
+    ranged = {s.name: s.descriptor() for s in table if s.bounds is not None}
+    if module == 'simulator':
+        assert ranged['command_timeout'].floating_point_range[0].to_value == 3600.0
+        # composite rules (0 or a range) and arrays keep their text only
+        assert 'real_time_factor' not in ranged and 'gravity' not in ranged
+    else:
+        assert ranged['reach.max_plans'].integer_range[0].to_value == 100
+        assert 'gains.max_joint_speed' not in ranged  # (0 excluded: an open bound)
+        assert ranged['gains.kp_task'].floating_point_range[0].from_value == 0.0
+
+
+def test_messages_show_a_huge_value_or_name_briefly(rclpy_context) -> None:
+    """A refused value or name is echoed in about 200 characters: a 2 000 000-element array
+    made a 10 MB reason of a refused set (and of a start-up error), a 100 000-character name
+    a 100 kB one."""
+    from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.node_support import ParameterValueError, one_of
+    from ffsim_ros.node_support.parameters import wrong_type_message
+    from ffsim_ros.simulator import Simulator
+
+    sim, ctl = tables()['simulator'], tables()['reactionless_controller']
+    huge = [1.0] * 2_000_000
+    shown = 'an array of 2000000 doubles [1.0, 1.0, 1.0, '
+    for call, start in [
+        (lambda: sim['gravity'].validate(huge), 'gravity: expected 3 finite values'),
+        (lambda: sim['initial_joint_positions'].validate([math.nan] * 1000), 'initial_joint'),
+        (lambda: sim['command_timeout'].coerce(huge), 'command_timeout: expected a double'),
+        (lambda: ctl['mode'].validate('x' * 10**6), 'mode: expected one of'),
+        (lambda: ctl['world_frame'].validate('/' * 10**6), 'world_frame: expected'),
+    ]:
+        with pytest.raises(ParameterValueError) as info:
+            call()
+        message = str(info.value)
+        assert message.startswith(start) and len(message) < 450, message[:500]
+    with pytest.raises(ParameterValueError, match=r'got an array of 2000000 doubles \[1\.0, '):
+        sim['gravity'].validate(huge)
+    with pytest.raises(ParameterValueError, match=r'\.\.\. \(1000000 characters\)'):
+        ctl['mode'].validate('x' * 10**6)
+    with pytest.raises(ValueError, match=r"got '(ab){100}'\.\.\. \(100000 characters\)$"):
+        one_of(['a']).test('ab' * 50_000)
+    # short values as they were
+    with pytest.raises(ParameterValueError, match=r'got \[1\.0, 2\.0\]$'):
+        sim['gravity'].validate([1.0, 2.0])
+    # rclpy's own parameters (use_sim_time) and names: a set of a huge name, or of many
+    message = wrong_type_message(
+        'use_sim_time',
+        ParameterDescriptor(type=ParameterType.PARAMETER_BOOL),
+        Parameter('use_sim_time', value=huge),
+    )
+    assert message.startswith(f'use_sim_time: expected a bool, got {shown}') and len(message) < 400
+    for message in (sim.undeclared_message(['x' * 100_000]), sim.unknown_message(['y' * 100_000])):
+        assert '(100000 characters)' in message and len(message) < 400, message[:500]
+    many = sim.undeclared_message([f'p{k}' for k in range(2000)])
+    assert many.endswith("got 'p0', 'p1', 'p2', 'p3', 'p4' and 1995 more"), many[-200:]
+    assert sim.unknown_message(['a', 'b']) == 'ffsim_simulator: unknown parameters a, b'
+    # at start-up: the node's error
+    with pytest.raises(ParameterValueError) as info:
+        Simulator(context=rclpy_context, parameter_overrides=[Parameter('gravity', value=huge)])
+    message = str(info.value)
+    assert message.startswith(
+        f'gravity: expected 3 finite values of magnitude <= 1000, got {shown}'
+    )
+    assert len(message) < 400
 
 
 def test_one_list_of_modes_and_gains() -> None:

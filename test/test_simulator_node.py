@@ -514,6 +514,8 @@ def test_physics_starts_with_start_and_parameters_apply_between_steps(
 ) -> None:
     from rclpy.parameter import Parameter
 
+    from ffsim_ros.node_support import OutOfRangeError
+
     sim = _in_process(rclpy_context, ('real_time_factor', 0.0))
     try:
         ros_executor.add_node(sim)
@@ -526,17 +528,24 @@ def test_physics_starts_with_start_and_parameters_apply_between_steps(
         result = sim.set_parameters([Parameter('command_timeout', value=0.05)])
         assert result[0].successful
         assert wait_until(lambda: sim.engine.command_timeout_ns == 50_000_000, 10, ros_executor)
-        result = sim.set_parameters([Parameter('command_timeout', value=-1.0)])
-        assert not result[0].successful and 'command_timeout: expected' in result[0].reason
+        # a value outside the descriptor's range: refused before rclpy's range check (raised
+        # in-process, as a wrong type; the parameter services answer its message)
+        with pytest.raises(OutOfRangeError, match='^command_timeout: expected a finite value'):
+            sim.set_parameters([Parameter('command_timeout', value=-1.0)])
         assert sim.get_parameter('command_timeout').value == 0.05
         result = sim.set_parameters([Parameter('physics_rate_hz', value=10.0)])
         assert not result[0].successful and 'read-only' in result[0].reason
         # an atomic set with one bad value changes nothing
+        with pytest.raises(OutOfRangeError):
+            sim.set_parameters_atomically(
+                [Parameter('real_time_factor', value=3.0), Parameter('command_timeout', value=0.0)]
+            )
         result = sim.set_parameters_atomically(
-            [Parameter('real_time_factor', value=3.0), Parameter('command_timeout', value=0.0)]
+            [Parameter('command_timeout', value=0.1), Parameter('real_time_factor', value=1e-9)]
         )
-        assert not result.successful
+        assert not result.successful and 'real_time_factor: expected 0 or in' in result.reason
         assert sim.get_parameter('real_time_factor').value == 0.0
+        assert sim.get_parameter('command_timeout').value == 0.05
         # read by the physics thread after every change queued before: none was queued
         assert sim.run_physics(lambda engine: engine.command_timeout_ns) == 50_000_000
         # descriptors come from the table

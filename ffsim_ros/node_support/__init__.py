@@ -1,7 +1,8 @@
 """Helpers shared by the nodes (``simulator``, ``reactionless_controller``); no node here.
 
 :mod:`.common`: errors, the robot loader, stamps, ``main``; :mod:`.parameters`: parameter
-tables (declarations, descriptors, checks, run-time changes, the README/YAML reference).
+tables (declarations, descriptors, checks, run-time changes, the README/YAML reference);
+:mod:`.parameter_services`: rclpy's parameter services guarded against malformed requests.
 """
 
 from .common import (
@@ -14,6 +15,7 @@ from .common import (
     LogThrottle,
     ParameterValueError,
     TopicsInlineExecutor,
+    clock_topic,
     destroy_on_failure,
     load_robot,
     read_robot_file,
@@ -23,6 +25,7 @@ from .common import (
 )
 from .parameters import (
     Check,
+    OutOfRangeError,
     ParameterSpec,
     ParameterTable,
     UndeclaredParameterError,
@@ -47,12 +50,14 @@ __all__ = [
     'FatalNodeError',
     'LogThrottle',
     'MAX_ROBOT_BYTES',
+    'OutOfRangeError',
     'ParameterSpec',
     'ParameterTable',
     'ParameterValueError',
     'UndeclaredParameterError',
     'GuardedSingleThreadedExecutor',
     'TopicsInlineExecutor',
+    'clock_topic',
     'count',
     'destroy_on_failure',
     'finite_values',

@@ -6,6 +6,7 @@ Nothing here imports a node; the nodes import this module (and
 
 from __future__ import annotations
 
+import array
 import codecs
 import math
 import re
@@ -62,6 +63,54 @@ class ParameterValueError(ValueError):
 
 class FatalNodeError(RuntimeError):
     """A node cannot go on (e.g. its physics thread failed): ``main`` exits with a message."""
+
+
+#: Longest text a message gives of a value that came [characters] (a 2 000 000-element array
+#: made a 10 MB reason of a refused parameter set).
+SHOWN_CHARS = 200
+
+_PLURALS = {bool: 'bools', int: 'integers', float: 'doubles', str: 'strings', bytes: 'bytes'}
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for a message, of about ``limit`` characters at most.
+
+    A longer string is cut, saying its length (``'xxx'... (100000 characters)``); a longer
+    array (list, tuple, ``array.array``) is named with its size and its first elements
+    (``an array of 2000000 doubles [1.0, 1.0, ...]``), without building the whole text.
+
+    Parameters
+    ----------
+    value : object
+        What came (a parameter value or name).
+    limit : int
+        Characters kept.
+
+    Returns
+    -------
+    str
+        The text.
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f'{value[:limit]!r}... ({len(value)} characters)'
+    if not isinstance(value, list | tuple | array.array):
+        text = repr(value)
+        return text if len(text) <= limit else f'{text[:limit]}... ({len(text)} characters)'
+    parts: list[str] = []
+    size = 2
+    for item in value:
+        part = shown(item, limit // 4)
+        size += len(part) + 2
+        if size > limit:
+            break
+        parts.append(part)
+    else:
+        return f'[{", ".join(parts)}]'
+    kinds = {type(x) for x in value}
+    kind = _PLURALS.get(kinds.pop(), 'values') if len(kinds) == 1 else 'values'
+    return f'an array of {len(value)} {kind} [{", ".join([*parts, "..."])}]'
 
 
 def load_robot(
@@ -150,6 +199,17 @@ def _clock_source(entity: object) -> TimeSource | None:
         return callback.source
     source = getattr(callback, '__self__', None)
     return source if isinstance(source, TimeSource) else None
+
+
+def clock_topic(node: Node) -> str | None:
+    """The topic ``node``'s time source takes the simulated time from: the resolved name of
+    its ``/clock`` subscription, remaps applied (``-r /clock:=/sim/clock`` gives
+    ``/sim/clock``); None without one (``use_sim_time`` false: rclpy subscribes while it is
+    true, also when it is set at run time)."""
+    for subscription in node.subscriptions:
+        if _clock_source(subscription) is not None:
+            return subscription.topic_name
+    return None
 
 
 def check_clock_messages(entity: object) -> None:

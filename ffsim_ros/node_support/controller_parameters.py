@@ -4,6 +4,9 @@ their cross check (no node is built here)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
 
 from ffsim_ros.control import (
@@ -76,6 +79,44 @@ def gains_from(values: dict) -> Gains:
         return Gains(**{name: values[f'gains.{name}'] for name in GAIN_DESCRIPTIONS})
     except ValueError as exc:  # pragma: no cover - the table's checks are Gains' own
         raise ParameterValueError(f'gains: {exc}') from None
+
+
+#: Parameters that do nothing while ``capture.scenario`` is set (the capture law drives the
+#: arm; ee_goal and trajectories are not taken): refused at run time then.
+CAPTURE_UNUSED = ('mode', 'trajectory.reactionless')
+
+
+def refuse_in_capture(changed: Sequence[str], values: Mapping[str, Any]) -> str | None:
+    """The reason to refuse a run-time set of a parameter of :data:`CAPTURE_UNUSED` while
+    ``capture.scenario`` is set (it was taken and did nothing), else None
+    (:meth:`~ffsim_ros.node_support.ParameterTable.watch`'s ``refuse``).
+
+    Parameters
+    ----------
+    changed : sequence of str
+        The names the set changes.
+    values : mapping
+        The checked values of all the parameters, the set's included.
+    """
+    unused = [name for name in changed if name in CAPTURE_UNUSED]
+    if not values['capture.scenario'] or not unused:
+        return None
+    return (
+        f'{unused[0]}: not used while capture.scenario is set (the capture law drives the arm; '
+        'ee_goal and trajectories are not taken)'
+    )
+
+
+def activity(values: Mapping[str, Any]) -> str:
+    """What the controller does with its start-up ``values``, for its start-up line:
+    ``controlling ee_link in reactionless mode``, or ``capturing with ee_link (capture.scenario
+    ...)`` (the mode is not used then)."""
+    if values['capture.scenario']:
+        return (
+            f'capturing with {values["ee_link"]} (capture.scenario '
+            f'{values["capture.scenario"]!r}; mode and trajectory.reactionless not used)'
+        )
+    return f'controlling {values["ee_link"]} in {values["mode"]} mode'
 
 
 def _cross_check(values: dict) -> None:

@@ -1,5 +1,6 @@
 """What the reactionless controller node watches besides its state: late control updates, a
-node clock that stopped, and the collision geometry ee_goals must stay out of.
+node clock that jumped or stopped (and why), and the collision geometry ee_goals must stay out
+of.
 
 Kept out of :mod:`ffsim_ros.reactionless_controller` (the node keeps the policy: what to warn,
 which goals to drop); ROS-free apart from the log calls the node makes with the results.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
+from collections.abc import Callable, Sequence
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.scene.geometry import CollisionShape, shapes_from_urdf
@@ -68,6 +70,104 @@ class ClockStall:
             self._seen = (now_ns, wall)
             return 0.0
         return wall - seen[1]
+
+
+def clock_jump(
+    last: tuple[int, bool] | None, now_ns: int, sim_time: bool, ahead_ns: int
+) -> tuple[str, str, str] | None:
+    """How the node's clock jumped since its last reading, or None (it did not).
+
+    Parameters
+    ----------
+    last : (int, bool) or None
+        The last reading [ns] and whether the clock was on simulated time then
+        (``use_sim_time``); None: no reading yet.
+    now_ns : int
+        This reading [ns].
+    sim_time : bool
+        Whether the clock is on simulated time now.
+    ahead_ns : int
+        A clock advancing by more than this [ns] jumped ahead.
+
+    Returns
+    -------
+    (str, str, str) or None
+        ``(what, cause, hint)``: how it jumped, the likely cause (a dropped goal's reason
+        gives it), a hint for the log. A change of ``use_sim_time`` (set at run time) is
+        named as such, whichever way the time went (it went back to 0, or to the simulation's
+        time, on a switch to simulated time: "a new simulator?" misled).
+    """
+    if last is None:
+        return None
+    last_ns, last_sim = last
+    if sim_time != last_sim:
+        clock = 'the simulated time (/clock)' if sim_time else 'the wall clock'
+        return (
+            f"the node's use_sim_time changed to {str(sim_time).lower()}: the clock went from "
+            f'{last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
+            'use_sim_time set at run time',
+            f'the node clock is {clock} now',
+        )
+    if now_ns < last_ns:
+        return (
+            f'the clock went back from {last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
+            'a reset of the simulation?',
+            'a new simulator?',
+        )
+    if last_ns and now_ns - last_ns > ahead_ns:
+        return (
+            f'the clock jumped ahead by {(now_ns - last_ns) * 1e-9:.3f} s, from '
+            f'{last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
+            'the clock set forward, or this node stalled?',
+            f'more than {ahead_ns * 1e-9:g} s between two readings: the clock set forward, a '
+            'simulator started at a later time, or this node stalled?',
+        )
+    return None
+
+
+def stall_reason(
+    stalled_for: float,
+    state_topics: Sequence[str],
+    clock_topic: str | None,
+    publishers: Callable[[str], int],
+) -> tuple[str, str] | None:
+    """Why the node's clock stands (for ``stalled_for`` wall seconds), or None: a paused
+    simulation, whose publishers of the state and of the clock are all there.
+
+    Parameters
+    ----------
+    stalled_for : float
+        Wall seconds [s] the clock has not advanced.
+    state_topics : sequence of str
+        The resolved names of the state's subscriptions (``joint_states``, ``base_odom``).
+    clock_topic : str or None
+        The resolved name of the time source's clock subscription (``/clock``, remaps
+        applied; :func:`~ffsim_ros.node_support.common.clock_topic`), None on wall time.
+    publishers : callable
+        ``publishers(topic) -> count`` (the node's ``count_publishers``).
+
+    Returns
+    -------
+    (str, str) or None
+        ``(reason, likely cause)``: no simulator (a state topic without a publisher), or
+        ``use_sim_time`` without a clock (the state published, nothing on the clock topic: a
+        missing remap, a simulator with ``publish_clock`` false, ``use_sim_time`` set at run
+        time by mistake).
+    """
+    missing = [topic for topic in state_topics if publishers(topic) == 0]
+    if missing:
+        return (
+            f'the simulation clock has not advanced for {stalled_for:.1f} s and no simulator '
+            f'publishes {" or ".join(missing)}',
+            'the simulator stopped?',
+        )
+    if clock_topic is not None and publishers(clock_topic) == 0:
+        return (
+            f'use_sim_time is true but no publisher on {clock_topic}: remap the clock topic or '
+            'start the simulator with publish_clock',
+            'no simulation clock',
+        )
+    return None
 
 
 def base_collision_shapes(

@@ -15,7 +15,7 @@ import numpy as np
 
 import ffsim_ros.dynamics as D
 
-from .common import ParameterValueError
+from .common import ParameterValueError, shown
 
 
 def initial_state(
@@ -89,7 +89,7 @@ def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
     if len(values) == 0 or values == [0.0]:
         return np.zeros(size)
     if len(values) != size:
-        raise ParameterValueError(f'{name}: expected {size} finite values, got {values}')
+        raise ParameterValueError(f'{name}: expected {size} finite values, got {shown(values)}')
     return np.asarray(values, dtype=float)
 
 

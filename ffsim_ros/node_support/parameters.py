@@ -5,9 +5,11 @@ the check of its value and whether it can change at run time -- and everything e
 generated from it (the idea of ``generate_parameter_library``):
 
 * the declarations and their ``ParameterDescriptor`` (type, description,
-  ``additional_constraints`` = the text of the check, ``read_only`` unless the parameter is
-  dynamic): :meth:`ParameterTable.declare`, which also checks the start-up values (a bad one
-  raises :class:`~ffsim_ros.node_support.common.ParameterValueError` naming it: exit code 2);
+  ``additional_constraints`` = the text of the check, ``floating_point_range`` /
+  ``integer_range`` = the closed range of an :func:`interval` or :func:`count` check,
+  ``read_only`` unless the parameter is dynamic): :meth:`ParameterTable.declare`, which also
+  checks the start-up values (a bad one raises
+  :class:`~ffsim_ros.node_support.common.ParameterValueError` naming it: exit code 2);
 * types: each parameter is declared statically typed (its default's type, what ``ros2 param
   describe`` shows), and an integer is taken where a double is meant (``-p
   physics_rate_hz:=500``, ``ros2 param set ... real_time_factor 2``: what users type). rclpy
@@ -43,14 +45,21 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
 from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from ffsim_ros.dynamics.lie import quat_unit
 
-from .common import DEFAULT_ROBOT, MAX_ROBOT_BYTES, ParameterValueError
+from .common import DEFAULT_ROBOT, MAX_ROBOT_BYTES, SHOWN_CHARS, ParameterValueError, shown
+from .parameter_services import guard_parameter_services
 
 Value = bool | int | float | str | list
 
@@ -66,10 +75,14 @@ class Check:
         ``additional_constraints``, the README and the YAML comments.
     test : callable
         ``test(value) -> value to use``; raises ``ValueError('expected ..., got ...')``.
+    bounds : (low, high), optional
+        A closed range of a number that passes (the descriptor's ``floating_point_range`` or
+        ``integer_range``; None: none to give, e.g. an open bound or a composite rule).
     """
 
     text: str
     test: Callable[[Any], Any]
+    bounds: tuple[float, float] | None = None
 
 
 def _bound_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
@@ -107,10 +120,11 @@ def interval(
     def test(value: Any) -> float:
         x = float(value)
         if not _within(x, low, high, low_open, high_open):
-            raise ValueError(f'expected {expected}, got {value}')
+            raise ValueError(f'expected {expected}, got {shown(value)}')
         return x
 
-    return Check(f'finite, {text}' if text else 'finite', test)
+    closed = low is not None and high is not None and not (low_open or high_open)
+    return Check(f'finite, {text}' if text else 'finite', test, (low, high) if closed else None)
 
 
 def count(low: int, high: int) -> Check:
@@ -119,10 +133,10 @@ def count(low: int, high: int) -> Check:
 
     def test(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValueError(f'expected an {text}, got {value!r}')
+            raise ValueError(f'expected an {text}, got {shown(value)}')
         return int(value)
 
-    return Check(text, test)
+    return Check(text, test, (low, high))
 
 
 def zero_or_interval(low: float, high: float) -> Check:
@@ -133,7 +147,7 @@ def zero_or_interval(low: float, high: float) -> Check:
     def test(value: Any) -> float:
         x = float(value)
         if x != 0.0 and not _within(x, low, high, False, False):
-            raise ValueError(f'expected {text}, got {value}')
+            raise ValueError(f'expected {text}, got {shown(value)}')
         return x
 
     return Check(text, test)
@@ -147,9 +161,9 @@ def vector(size: int, bound: float | None = None) -> Check:
     def test(value: Any) -> list[float]:
         values = [float(x) for x in value]
         if len(values) != size or not all(math.isfinite(x) for x in values):
-            raise ValueError(f'expected {what}, got {values}')
+            raise ValueError(f'expected {what}, got {shown(values)}')
         if bound is not None and max(abs(x) for x in values) > bound:
-            raise ValueError(f'expected {what}, got {values}')
+            raise ValueError(f'expected {what}, got {shown(values)}')
         return values
 
     return Check(what, test)
@@ -164,7 +178,7 @@ def unit_quaternion(tolerance: float = 1e-3) -> Check:
     def test(value: Any) -> list[float]:
         values = [float(x) for x in value]
         if len(values) != 4 or not all(math.isfinite(x) for x in values):
-            raise ValueError(f'expected {what}, got {values}')
+            raise ValueError(f'expected {what}, got {shown(values)}')
         return quat_unit(values, '', tolerance).tolist()  # (the table names the parameter)
 
     return Check(what, test)
@@ -180,7 +194,7 @@ def finite_values(bound: float | None = None, max_size: int = 1024) -> Check:
         if len(values) > max_size:
             raise ValueError(f'expected at most {max_size} values, got {len(values)}')
         if not all(math.isfinite(x) and (bound is None or abs(x) <= bound) for x in values):
-            raise ValueError(f'expected {what}, got {values}')
+            raise ValueError(f'expected {what}, got {shown(values)}')
         return values
 
     return Check(what, test)
@@ -192,7 +206,7 @@ def one_of(choices: Sequence[str]) -> Check:
 
     def test(value: Any) -> str:
         if value not in options:
-            raise ValueError(f'expected one of {options}, got {value!r}')
+            raise ValueError(f'expected one of {options}, got {shown(value)}')
         return str(value)
 
     return Check(f'one of {", ".join(options)}', test)
@@ -226,7 +240,7 @@ def frame_id(*, prefix: bool = False) -> Check:
         value = str(value)
         ok = value == '' or (_FRAME_ID.match(value) and (not prefix or value.endswith('/')))
         if not ok:
-            raise ValueError(f'expected {what}, got {value!r}')
+            raise ValueError(f'expected {what}, got {shown(value)}')
         return value
 
     return Check(what, test)
@@ -311,15 +325,36 @@ class ParameterSpec:
         """The text of the check ('' without one)."""
         return self.check.text if self.check is not None else ''
 
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """The closed range of the check of a double or integer parameter (None: no range to
+        give: an open bound, a composite rule, another type)."""
+        bounds = self.check.bounds if self.check is not None else None
+        if self.ros_type in (ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_INTEGER):
+            return bounds
+        return None
+
     def descriptor(self) -> ParameterDescriptor:
-        """The ``ParameterDescriptor`` the parameter is declared with."""
-        return ParameterDescriptor(
+        """The ``ParameterDescriptor`` the parameter is declared with: the closed range of its
+        check (:attr:`bounds`) as its ``floating_point_range`` or ``integer_range`` too (step
+        0: any value in it), which rclpy then enforces as well."""
+        descriptor = ParameterDescriptor(
             name=self.name,
             type=self.ros_type,
             description=self.description,
             additional_constraints=self.constraint,
             read_only=not self.dynamic,
         )
+        bounds = self.bounds
+        if bounds is not None and self.ros_type == ParameterType.PARAMETER_DOUBLE:
+            low, high = (float(x) for x in bounds)
+            descriptor.floating_point_range = [
+                FloatingPointRange(from_value=low, to_value=high, step=0.0)
+            ]
+        elif bounds is not None:
+            low, high = (int(x) for x in bounds)
+            descriptor.integer_range = [IntegerRange(from_value=low, to_value=high, step=0)]
+        return descriptor
 
     @property
     def element_type(self) -> type:
@@ -346,7 +381,8 @@ class ParameterSpec:
         elif _is_a(kind, value):
             return kind(value)
         raise ParameterValueError(
-            f'{self.name}: expected {_article(self.type_name)}, got {value!r} ({_kind_of(value)})'
+            f'{self.name}: expected {_article(self.type_name)}, got {shown(value)} '
+            f'({_kind_of(value)})'
         )
 
     def validate(self, value: Any) -> Value:
@@ -381,12 +417,22 @@ def _article(type_name: str) -> str:
 def _kind_of(value: Any) -> str:
     if value is None:
         return 'no value'
-    if isinstance(value, list):
-        kinds = sorted({_kind_of(x).split()[-1] for x in value})
+    if isinstance(value, list):  # (one element of each type: an array can be huge)
+        kinds = sorted({_kind_of(x).split()[-1] for x in {type(x): x for x in value}.values()})
         return f'an array of {", ".join(kinds)}' if kinds else 'an empty array'
     names = {bool: 'bool', int: 'integer', float: 'double', str: 'string'}
     name = names.get(type(value), type(value).__name__)
     return _article(name)
+
+
+#: Names a message lists at most (an atomic set of 2000 undeclared names named each).
+NAMES_SHOWN = 5
+
+
+def _listed(items: Sequence[str], total: int) -> str:
+    """``items`` joined, with the count of those left out of ``total``."""
+    more = f' and {total - len(items)} more' if total > len(items) else ''
+    return ', '.join(items) + more
 
 
 def name_problem(name: Any) -> str | None:
@@ -425,6 +471,13 @@ class UndeclaredParameterError(RefusedSetError):
     name)."""
 
 
+class OutOfRangeError(RefusedSetError):
+    """A set of a value outside the range of the parameter's descriptor, with the table's
+    message (``command_timeout: expected a finite value in [1e-06, 3600], got 0.0``; rclpy's
+    range check, which would refuse it first, says ``Parameter command_timeout out of range
+    Min: ...``)."""
+
+
 class WrongParameterTypeError(RefusedSetError):
     """A set of a value of the wrong type, ``'real_time_factor: expected a double, got 'fast'
     (a string)'`` as at start-up (rclpy's own says ``Wrong parameter type, expected '3' got
@@ -447,7 +500,7 @@ def wrong_type_message(name: str, descriptor: ParameterDescriptor, given: Parame
     ):
         return None
     value = plain(given.value)
-    return f'{name}: expected {_article(expected)}, got {value!r} ({_kind_of(value)})'
+    return f'{name}: expected {_article(expected)}, got {shown(value)} ({_kind_of(value)})'
 
 
 # ------------------------------------------------------------------------------ the table
@@ -541,24 +594,25 @@ class ParameterTable:
     def unknown_message(self, names: Sequence[str]) -> str:
         """``'<node>: unknown parameters ... (did you mean ...?)'`` for ``names``."""
         hints = []
-        for name in names:
+        for name in names[:NAMES_SHOWN]:
             close = difflib.get_close_matches(name, self.names, n=1, cutoff=0.75)
-            hints.append(f'{name} (did you mean {close[0]}?)' if close else name)
-        return f'{self.node_name}: unknown parameters {", ".join(hints)}'
+            shown_name = name if len(name) <= SHOWN_CHARS else shown(name)
+            hints.append(f'{shown_name} (did you mean {close[0]}?)' if close else shown_name)
+        return f'{self.node_name}: unknown parameters {_listed(hints, len(names))}'
 
     def undeclared_message(self, names: Sequence[str]) -> str:
         """``'<node>: expected a parameter the node declares (...), got 'x' (did you mean
         ...?)'`` for names a set request gave that the node has not declared."""
         got = []
-        for name in names:
+        for name in names[:NAMES_SHOWN]:
             hint = name_problem(name)
             if hint is None:
                 close = difflib.get_close_matches(name, self.names, n=1, cutoff=0.75)
                 hint = f'did you mean {close[0]}?' if close else ''
-            got.append(f'{name!r}' + (f' ({hint})' if hint else ''))
+            got.append(shown(name) + (f' ({hint})' if hint else ''))
         return (
             f'{self.node_name}: expected a parameter the node declares (ros2 param list shows '
-            f'them), got {", ".join(got)}'
+            f'them), got {_listed(got, len(names))}'
         )
 
     def unused_overrides(self, node: Node) -> list[str]:
@@ -578,12 +632,22 @@ class ParameterTable:
         """The node's current values of the table's parameters (unchecked)."""
         return {name: plain(node.get_parameter(name).value) for name in self.names}
 
-    def watch(self, node: Node, apply: Callable[[dict[str, Value]], None]) -> None:
+    def watch(
+        self,
+        node: Node,
+        apply: Callable[[dict[str, Value]], None],
+        refuse: Callable[[Sequence[str], Mapping[str, Value]], str | None] | None = None,
+    ) -> None:
         """Check run-time changes in an on-set callback; ``apply(changed)`` after they are set.
 
         ``apply`` gets the checked new values of the table's parameters in one set
         (parameters of other origin, e.g. ``use_sim_time``, are left to rclpy). Call after
         :meth:`declare` (the callbacks would otherwise run for the declarations).
+        ``refuse(changed names, checked values)``, if given, is the node's own run-time rule:
+        the reason to refuse a set the checks passed (naming the parameter), or None.
+        The node's ``set_parameters`` services are put behind
+        :func:`~ffsim_ros.node_support.parameter_services.guard_parameter_services` (a
+        malformed request is refused, not raised in the executor).
 
         A set of a name the node has not declared is refused naming it
         (:meth:`undeclared_message`): rclpy >= Iron runs the pre-set callback first, which
@@ -601,7 +665,9 @@ class ParameterTable:
         double)`` (rclpy < Iron: rclpy's ``Wrong parameter type, expected '3' got '4'``). A
         set naming a parameter twice (only an atomic one can: rclpy sets a non-atomic request
         one parameter at a time) is refused, ``<name>: given twice in one set`` (the check saw
-        the last value only, ``/parameter_events`` announced each).
+        the last value only, ``/parameter_events`` announced each). A value outside the range
+        of a descriptor (:meth:`ParameterSpec.descriptor`) is refused by the pre-set callback
+        too (:class:`OutOfRangeError`), with the table's message, before rclpy's range check.
         """
         post_set = getattr(node, 'add_post_set_parameters_callback', None)  # rclpy >= Iron
         pre_set = getattr(node, 'add_pre_set_parameters_callback', None)  # rclpy >= Iron
@@ -640,6 +706,9 @@ class ParameterTable:
                 checked = self.validate(merged)
             except ParameterValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
+            reason = refuse(list(changed), checked) if refuse is not None else None
+            if reason is not None:
+                return SetParametersResult(successful=False, reason=reason)
             if post_set is None:
                 apply({name: checked[name] for name in changed})
             return SetParametersResult(successful=True)
@@ -655,6 +724,7 @@ class ParameterTable:
         node.add_on_set_parameters_callback(on_set)
         if post_set is not None:
             post_set(after_set)
+        guard_parameter_services(node)
 
     def _typed(self, node: Node, given: Parameter) -> Parameter:
         """``given`` as the type of its parameter (pre-set): an integer for a double becomes
@@ -677,6 +747,11 @@ class ParameterTable:
             value = spec.coerce(given.value)
         except ParameterValueError as exc:
             raise WrongParameterTypeError([given.name], str(exc)) from None
+        if spec.bounds is not None:  # (before rclpy's range check, whose message is rclpy's)
+            try:
+                spec.validate(value)
+            except ParameterValueError as exc:
+                raise OutOfRangeError([given.name], str(exc)) from None
         return Parameter(given.name, Parameter.Type(spec.ros_type), value)
 
     # ------------------------------------------------------------------ the reference
@@ -751,6 +826,8 @@ def _declare(node: Node, spec: ParameterSpec) -> None:
     if isinstance(value, list) and not value:
         spec.validate(value)
         value = spec.default
+    if spec.bounds is not None:  # (before rclpy's range check: the table's message)
+        spec.validate(value)
     node.declare_parameter(spec.name, value, spec.descriptor(), ignore_override=True)
 
 
