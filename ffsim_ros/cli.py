@@ -280,7 +280,11 @@ def run_mode(
     try:
         _start_nodes(procs, mode, log, env, robot_path, sample, rtf, signals)
         rclpy.init(args=[], context=context, domain_id=int(env['ROS_DOMAIN_ID']))
-        node = rclpy.create_node('ffsim_demo_recorder', context=context)
+        # (no parameters to serve: no parameter services another process could feed a
+        # malformed request that rclpy's own callback raises on)
+        node = rclpy.create_node(
+            'ffsim_demo_recorder', context=context, start_parameter_services=False
+        )
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
         topics = {name: _message_class(kind) for name, kind in RECORDED_TOPICS.items()}
