@@ -26,9 +26,11 @@ from ffsim_ros.dynamics.stiff_friction import (
     friction_impulse,
     friction_slopes,
     implicit_dofs,
+    stiff_dofs,
 )
 
 URDF = Path(__file__).resolve().parents[1] / 'urdf' / 'ffsim_servicer_7dof.urdf'
+DUAL_ARM = URDF.parent / 'dual_arm_servicer.urdf'
 EPS = 1e-3  # the law's regularization [rad/s]
 
 
@@ -55,7 +57,14 @@ def test_the_wrist_is_stiff_at_1_ms_and_not_at_0_1_ms(servicer) -> None:
     slopes = friction_slopes(servicer)
     rho = 1e-3 * slopes * np.diag(np.linalg.inv(H))
     assert rho[-1] == pytest.approx(9.19, abs=0.01)  # the probe's figure
-    np.testing.assert_array_equal(implicit_dofs(H, slopes, 1e-3), np.flatnonzero(rho > 1.0))
+    cols = np.flatnonzero(slopes)
+    mobility = np.linalg.inv(H)[np.ix_(cols, cols)]
+    np.testing.assert_array_equal(
+        stiff_dofs(mobility, cols, slopes, 1e-3), np.flatnonzero(rho > 1.0)
+    )
+    # one joint stiff: every joint with friction taken implicitly (as a closed chain's step)
+    np.testing.assert_array_equal(implicit_dofs(H, slopes, 1e-3), np.arange(6, servicer.nv))
+    assert stiff_dofs(mobility, cols, slopes, 1e-4).size == 0
     assert implicit_dofs(H, slopes, 1e-4).size == 0
     assert friction_slopes(D.with_joint_dynamics(servicer, False)).any() == 0.0
 
@@ -212,11 +221,54 @@ def test_a_stiff_batch_steps_each_row_as_the_single_state(servicer) -> None:
 
 def test_coupled_joints_are_checked_together() -> None:
     """Two DoFs each under STIFF_RATIO but coupled beyond COUPLED_RATIO: the stiffer is
-    taken implicitly; uncoupled, neither."""
+    stiff, so both are taken implicitly; uncoupled, neither."""
     H = np.array([[1.0, 0.95], [0.95, 1.0]])
     Hinv = np.linalg.inv(H)
     k = 0.9 * STIFF_RATIO / Hinv[0, 0]  # rho = 0.9 each
     lam = np.linalg.eigvalsh(k * Hinv)[-1]
     assert lam > COUPLED_RATIO
-    np.testing.assert_array_equal(implicit_dofs(H, np.array([k, 1.01 * k]), 1.0), [1])
+    slopes = np.array([k, 1.01 * k])
+    np.testing.assert_array_equal(stiff_dofs(Hinv, np.arange(2), slopes, 1.0), [1])
+    np.testing.assert_array_equal(implicit_dofs(H, slopes, 1.0), [0, 1])  # (then all of them)
     assert implicit_dofs(np.eye(2), np.array([0.9, 0.9]), 1.0).size == 0
+
+
+def creep_rates(d: np.ndarray, f: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """The law's steady creep per joint, ``tau_j = d_j w_j + f_j tanh(w_j / eps)`` (``|tau_j| <
+    f_j``), by bisection on [-1, 1] rad/s (``phi`` increasing)."""
+    lo, hi = -np.ones_like(tau), np.ones_like(tau)
+    for _ in range(200):
+        w = 0.5 * (lo + hi)
+        low = d * w + f * np.tanh(w / EPS) < tau
+        lo, hi = np.where(low, w, lo), np.where(low, hi, w)
+    return 0.5 * (lo + hi)
+
+
+@pytest.mark.parametrize('dt', [1e-3, 5e-4, 2e-4])
+def test_every_joint_creeps_at_the_laws_rate_where_some_are_stiff(dt: float) -> None:
+    """The shipped dual arm (14 joints, floating, zero momentum), 30 % of each joint's
+    breakaway effort (alternate signs): every joint creeps at the law's own rate. Where some
+    joint is stiff, every joint's friction is in the impulse: with the stiff ones only (the
+    step before), the joints left explicit met the rates the explicit part reaches within the
+    step, past ``eps``, and crept at 0.95-1.16 of the law's rates (1.158 at 0.5 ms)."""
+    model = D.with_joint_dynamics(D.load_urdf(str(DUAL_ARM)), True)
+    a = model.arrays
+    d, f = a.damping[6:], a.friction[6:]
+    tau = 0.3 * f * np.where(np.arange(model.n) % 2, 1.0, -1.0)
+    law = creep_rates(d, f, tau)
+    q = D.neutral(model)
+    H = D.mass_matrix(model, q)
+    slopes = friction_slopes(model)
+    cols = np.flatnonzero(slopes)
+    stiff = stiff_dofs(np.linalg.inv(H)[np.ix_(cols, cols)], cols, slopes, dt)
+    assert 0 < stiff.size < cols.size  # (some joints stiff, not all: the case in question)
+    np.testing.assert_array_equal(implicit_dofs(H, slopes, dt), cols)
+    # the law's rates with zero momentum are a rest point of the dynamics (accelerations
+    # 1e-7 of those the efforts alone give)
+    v_law = np.zeros(model.nv)
+    v_law[6:] = law
+    v_law[:6] = -np.linalg.solve(H[:6, :6], H[:6, 6:] @ law)
+    scale = np.abs(np.linalg.solve(H, np.r_[np.zeros(6), tau])).max()
+    assert np.abs(D.forward_dynamics(model, q, v_law, tau)).max() < 1e-6 * scale
+    _, v = D.step(model, q, np.zeros(model.nv), tau, dt, steps=int(round(1.5 / dt)))
+    np.testing.assert_allclose(v[6:], law, rtol=1e-3)  # 3.5e-5 apart (still settling)

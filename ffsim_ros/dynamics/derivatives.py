@@ -209,8 +209,8 @@ def step_derivatives(
     ``dq'`` the tangent at ``q'`` (``integrate(q', dq')``). Computed by chaining the analytical
     derivatives of the four stages through the scheme's Lie-group maps (exact for the
     discrete map: no finite differences), gravity and joint friction included; where the
-    step takes a joint's friction implicitly (too stiff for ``dt``, :mod:`.stiff_friction`),
-    through that impulse too.
+    step takes the joint friction implicitly (some joint too stiff for ``dt``: every joint's
+    friction in one impulse, :mod:`.stiff_friction`), through that impulse too.
 
     Parameters
     ----------

@@ -226,12 +226,12 @@ def step(
     Joint friction (``model.joint_dynamics``) [S0 eq. 41]: where a joint's friction is too
     stiff for an explicit step of ``dt`` (``dt (d + f_c / 1e-3) (H^-1)_jj`` above
     :data:`.stiff_friction.STIFF_RATIO`, e.g. the servicer's wrist at 1 ms), ``'rk4'`` and
-    ``'euler'`` split each step: the method without that joint's friction, then its friction
-    as a backward-Euler impulse over the step (:mod:`.stiff_friction`: stable at any ``dt``,
-    internal, so the momentum is kept; a released joint comes to rest and a sub-breakaway
-    effort creeps as the law says). Whether to split is decided at the start of the call
-    (then at each step while some joint is stiff); where no joint is stiff the results are
-    those of the method alone, bit for bit. :func:`~.derivatives.step_derivatives`
+    ``'euler'`` split each step: the method without joint friction, then every joint's
+    friction as a backward-Euler impulse over the step (:mod:`.stiff_friction`: stable at any
+    ``dt``, internal, so the momentum is kept; a released joint comes to rest and a
+    sub-breakaway effort creeps at the law's rates). Whether to split is decided at the start
+    of the call (then at each step while some joint is stiff); where no joint is stiff the
+    results are those of the method alone, bit for bit. :func:`~.derivatives.step_derivatives`
     linearizes the split step too.
 
     The steps are integrated with the world origin moved to the base CoM ``q[0:3]`` at their
@@ -342,7 +342,7 @@ def step(
                     q, v = advance(packed, q, v, 1)
                     H = _mass_matrix(model, q)
                     continue
-                # the explicit method without the stiff joints' friction, then their implicit
+                # the explicit method without joint friction, then every joint's implicit
                 # friction impulse at the step's end (.stiff_friction)
                 target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
                 q, v = advance(explicit_part(model, dofs), q, v, 1)

@@ -14,7 +14,7 @@ The step is then split: the chain's own step (RK4, the projection onto the manif
 momentum) without joint friction, then the friction of *every* joint that has some, as one
 backward-Euler impulse at the step's end on the manifold
 (:func:`.stiff_friction.constrained_friction_impulse`: ``v+ = v + W S p``, ``p = -dt
-phi(S^T v+)``). Every joint, not only the stiff ones as the tree's step does: the loops couple
+phi(S^T v+)``). Every joint, not only the stiff ones, as the tree's step does: the loops couple
 the joints, and a joint left explicit meets the rates the explicit part reaches within the
 step (a stiff joint's load moves it by ``dt W S tau`` there, far beyond ``eps`` before the
 impulse holds it) -- with the dual arm's two non-stiff joints left explicit, a sub-breakaway
