@@ -425,17 +425,13 @@ class Simulator(Node):
         return snap
 
     def _on_command(self, msg: Float64MultiArray) -> None:
-        try:  # one log line (and throttle) per kind of error
-            tau = check_efforts(self.model, msg.data)
+        try:  # one log line (and throttle) per kind of error; the message names the topic
+            tau = check_efforts(self.model, msg.data, 'joint_effort_commands')
         except WrongSizeError as exc:
-            self.get_logger().error(
-                f'joint_effort_commands: {exc}; command ignored', throttle_duration_sec=1.0
-            )
+            self.get_logger().error(f'{exc}; command ignored', throttle_duration_sec=1.0)
             return
         except NonFiniteError as exc:
-            self.get_logger().error(
-                f'joint_effort_commands: {exc}; command ignored', throttle_duration_sec=1.0
-            )
+            self.get_logger().error(f'{exc}; command ignored', throttle_duration_sec=1.0)
             return
         self._submit(_Request(lambda engine: engine.command_efforts(tau)), 'efforts')
 

@@ -4,8 +4,10 @@ Each test pins a defect found by probing the public functions: a batched step th
 ``conserve_momentum``, step counts and numbers taken from floats, strings and complex values,
 failures within a step blamed on the model (by the step's linearization too), solvers failing
 on NaN without naming it, tiny quaternions refused by some functions and normalized by others, a
-model that could not be pickled, smaller argument checks, and an overflow from finite inputs
-returned as NaN or blamed on a non-finite input.
+model that could not be pickled, smaller argument checks, an overflow from finite inputs
+returned as NaN or blamed on a non-finite input, single-state calls returning NaN for a NaN
+input (a fixed base's compiled step, a NaN base position under every method), flags taken by
+their truth value, and arguments of the wrong kind failing with errors naming something else.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import pickle
+import re
 import warnings
 from fractions import Fraction
 
@@ -514,3 +517,247 @@ def test_aba_and_the_bias_forces_are_unchanged_on_ordinary_states(servicer: D.Mo
     )
     np.testing.assert_allclose(H @ a + c, np.r_[np.zeros(6), tau], rtol=0, atol=1e-11)
     assert D.kinetic_energy(servicer, q, v) == 0.5 * float(v @ H @ v)
+
+
+# ----------------------------------------------------------------------------------------------
+# 10. single-state calls that returned NaN silently
+# ----------------------------------------------------------------------------------------------
+
+
+def _single_state_calls(model: D.Model, q: np.ndarray, v: np.ndarray) -> dict:
+    """Every single-state function of (q, v) whose kernel returned NaN for a NaN input."""
+    phidot = v[6:]
+    return {
+        'mass_matrix': lambda: D.mass_matrix(model, q),
+        'body_poses': lambda: D.body_poses(model, q),
+        'body_kinematics': lambda: D.body_kinematics(model, q),
+        'link_pose': lambda: D.link_pose(model, q, 'ee_link'),
+        'link_jacobian': lambda: D.link_jacobian(model, q, 'ee_link'),
+        'generalized_jacobian': lambda: D.generalized_jacobian(model, q, 'ee_link'),
+        'inertia_blocks': lambda: D.inertia_blocks(model, q),
+        'center_of_mass': lambda: D.center_of_mass(model, q),
+        'potential_energy': lambda: D.potential_energy(D.with_gravity(model, G), q),
+        'momentum': lambda: D.momentum(model, q, v),
+        'momentum about com': lambda: D.momentum(model, q, v, about='com'),
+        'momentum_and_com': lambda: D.momentum_and_com(model, q, v),
+        'momentum_after': lambda: D.momentum_after(model, q, v, 0.1),
+        'base_velocity_from_momentum': lambda: D.base_velocity_from_momentum(model, q, phidot),
+        'integrate': lambda: D.integrate(model, q, v, 0.01),
+        'state_summary': lambda: D.state_summary(model, q, v),
+        'base_link_state': lambda: D.base_link_state(model, q, v),
+        'kinetic_energy': lambda: D.kinetic_energy(model, q, v),
+    }
+
+
+G = (0.0, 0.0, -9.81)
+
+
+def _not_raising(calls: dict, pattern: str) -> list[tuple[str, str]]:
+    """``(name, what happened)`` of the ``calls`` that did not raise a ``ValueError`` whose
+    message matches ``pattern`` (all of them listed, not only the first)."""
+    wrong = []
+    for what, call in calls.items():
+        try:
+            call()
+        except ValueError as e:
+            if not re.match(pattern, str(e)):
+                wrong.append((what, f'{type(e).__name__}: {e}'))
+        else:
+            wrong.append((what, 'returned'))
+    return wrong
+
+
+@pytest.mark.parametrize('bad', [np.nan, np.inf])
+def test_single_state_calls_name_a_non_finite_configuration(servicer: D.Model, bad: float) -> None:
+    """A NaN or an infinity in a joint angle or the base position: each of these returned
+    NaN (the batched forms raised), kinetic_energy said "overflow ... velocities too large".
+    The README promises the argument named."""
+    q, v, _ = state(servicer)
+    for index in (13, 0):  # the last joint, the base CoM
+        qb = q.copy()
+        qb[index] = bad
+        calls = _single_state_calls(servicer, qb, v)
+        assert _not_raising(calls, f'q: expected finite values, got {bad} at index {index}$') == []
+
+
+def test_single_state_calls_name_a_non_finite_velocity(servicer: D.Model) -> None:
+    q, v, _ = state(servicer)
+    for index, bad in ((12, np.nan), (2, np.inf)):
+        vb = v.copy()
+        vb[index] = bad
+        calls = _single_state_calls(servicer, q, vb)
+        of_v = ('momentum', 'momentum_and_com', 'momentum_after', 'integrate', 'state_summary')
+        calls = {what: calls[what] for what in of_v + ('base_link_state', 'kinetic_energy')}
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')  # (named before NumPy warns of inf * 0)
+            wrong = _not_raising(calls, f'v: expected finite values, got {bad} at index {index}$')
+        assert wrong == []
+        phidot = v[6:].copy()
+        phidot[3] = bad
+        with pytest.raises(
+            ValueError, match=f'^phidot: expected finite values, got {bad} at index 3'
+        ):
+            D.base_velocity_from_momentum(servicer, q, phidot)
+    momentum = np.array([0.0, 0.0, 0.0, 0.0, np.nan, 0.0])
+    with pytest.raises(ValueError, match='^momentum: expected finite values, got nan at index 4'):
+        D.base_velocity_from_momentum(servicer, q, v[6:], momentum, about='com')
+
+
+def test_base_state_from_link_names_a_non_finite_argument(servicer: D.Model) -> None:
+    """It returned NaN for each."""
+    given = {
+        'position': [0.0, 1.0, 2.0],
+        'quaternion': [0.0, 0.0, 0.0, 1.0],
+        'linear_velocity': [0.1, 0.0, 0.0],
+        'angular_velocity': [0.0, 0.2, 0.0],
+    }
+    for name in given:
+        for bad in (np.nan, np.inf):
+            args = {k: list(x) for k, x in given.items()}
+            args[name][1] = bad
+            with pytest.raises(ValueError, match=f'^{name}: expected finite values, got {bad} '):
+                D.base_state_from_link(servicer, **args)
+
+
+@pytest.mark.parametrize('bad', [np.nan, np.inf])
+def test_a_non_finite_base_position_is_named(servicer: D.Model, bad: float) -> None:
+    """The steps and derivatives are taken with the base CoM moved to the origin: a NaN there
+    was added back to a finite step (NaN position returned, whatever the method) or dropped
+    (the derivatives returned finite values for it)."""
+    q, v, tau = state(servicer)
+    q[0] = bad
+    for call in (
+        lambda: D.step(servicer, q, v, tau, 1e-3),
+        lambda: D.step(servicer, q, v, tau, 1e-3, steps=3),
+        lambda: D.step(servicer, q, v, tau, 1e-3, method='euler'),
+        lambda: D.step(servicer, q, v, tau, 1e-3, conserve_momentum=True),
+        lambda: D.step(servicer, q, v, tau, 1e-3, method='RK45'),
+        lambda: D.step_derivatives(servicer, q, v, tau, 1e-3),
+        lambda: D.forward_dynamics_derivatives(servicer, q, v, tau),
+        lambda: D.inverse_dynamics_derivatives(servicer, q, v, v),
+        lambda: D.generalized_velocity_derivatives(servicer, q, v[6:], 'ee_link'),
+        lambda: D.state_summary(servicer, q, v),
+    ):
+        with pytest.raises(ValueError, match=f'^q: expected finite values, got {bad} at index 0'):
+            call()
+
+
+def test_a_fixed_base_step_names_a_non_finite_input(servicer: D.Model) -> None:
+    """The compiled RK4 step of a fixed base (no Cholesky to fail on NaN) returned NaN for a
+    NaN joint angle, rate or effort; its result is checked in the kernel now."""
+    fixed = D.load_urdf(sample_robot('ffsim_servicer_7dof'), floating_base=False)
+    q, v, tau = np.full(7, 0.3), np.full(7, 0.1), np.ones(7)
+    for name, index, bad in (('q', 2, np.nan), ('v', 6, np.inf), ('tau', 0, np.nan)):
+        given = {'q': q.copy(), 'v': v.copy(), 'tau': tau.copy()}
+        given[name][index] = bad
+        for steps in (1, 4):
+            with pytest.raises(ValueError, match=f'^{name}: expected finite values, got {bad} '):
+                D.step(fixed, **given, dt=1e-3, steps=steps)
+
+
+def test_a_compiled_step_overflowing_from_a_finite_state_says_so() -> None:
+    """Finite joint rates of 1e200 on a fixed base: the compiled step returned NaN; it is the
+    step's failure from a finite state (an overflow), as the Python-driven methods say."""
+    fixed = D.load_urdf(sample_robot('ffsim_servicer_7dof'), floating_base=False)
+    q, v, tau = np.full(7, 0.3), np.full(7, 1e200), np.ones(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)  # (NumPy's, in the failure's analysis)
+        with pytest.raises(D.StepFailure, match='^step: the dynamics failed within the step'):
+            D.step(fixed, q, v, tau, 1e-3)
+        with pytest.raises(D.StepFailure, match='Overflow: the inputs drive rates up to'):
+            D.step(fixed, q, v, tau, 1e-3, method='euler')
+
+
+def test_the_momentum_and_the_flow_over_a_huge_time_name_dt(servicer: D.Model) -> None:
+    """integrate(dt=1e300) returned NaN (batched too); momentum_after(dt=1e300) NaN."""
+    q, v, _ = state(servicer)
+    expected = r'^dt: the motion v dt overflows float64 \(dt = 1e\+300 s'
+    with pytest.raises(ValueError, match=expected):
+        D.integrate(servicer, q, v, 1e300)
+    with pytest.raises(ValueError, match=expected + r'.* in row 1$'):
+        D.integrate(servicer, np.stack([q, q]), np.stack([v * 0, v]), 1e300)
+    with pytest.raises(ValueError, match=r'^dt: the momentum after dt = 1e\+300 s overflows'):
+        D.momentum_after(servicer, q, v, 1e300)
+    assert np.isfinite(D.integrate(servicer, q, v, 1e3)).all()  # (a long finite flow is fine)
+
+
+# ----------------------------------------------------------------------------------------------
+# 11. flags and arguments named
+# ----------------------------------------------------------------------------------------------
+
+
+def test_load_urdf_flags_are_bools() -> None:
+    """floating_base='false' gave a floating base, strict_inertia='false' a strict load."""
+    source = sample_robot('ffsim_servicer_7dof')
+    for flag in ('floating_base', 'strict_inertia'):
+        for bad in ('false', 'no', 0, 1, None):
+            with pytest.raises(TypeError, match=f'^{flag}: expected a bool, got '):
+                D.load_urdf(source, **{flag: bad})
+    assert D.load_urdf(source, floating_base=np.bool_(False)).floating_base is False
+    assert D.load_urdf(source, strict_inertia=np.bool_(True)).nq == 14
+
+
+def test_arguments_of_the_wrong_kind_are_named(servicer: D.Model) -> None:
+    """Each raised an error naming something else or nothing: a 'method' parameter
+    forward_dynamics_crba does not have, numpy's ambiguous truth value, "unhashable type:
+    'list'", a bare OverflowError, AttributeError of None, os.fspath's TypeError; None as
+    the acceleration of inverse_dynamics was taken for zero."""
+    q, v, tau = state(servicer)
+    cases = [
+        (
+            lambda: D.forward_dynamics_crba(servicer, np.stack([q, q]), v, tau),
+            ValueError,
+            r'^q: expected a single state \(14,\) .*got shape \(2, 14\)',
+        ),
+        (
+            lambda: D.aba(servicer, q, v, tau, link_wrenches=np.ones(6)),
+            TypeError,
+            r'^link_wrenches: expected a mapping',
+        ),
+        (
+            lambda: D.step(servicer, q, v, tau, 1e-3, link_wrenches=np.ones(6)),
+            TypeError,
+            r'^link_wrenches: expected a mapping',
+        ),
+        (
+            lambda: D.link_jacobian(servicer, q, ['ee_link']),
+            TypeError,
+            r"^link: expected a link name \(str\), got list \['ee_link'\]",
+        ),
+        (
+            lambda: D.link_pose(servicer, q, ['ee_link']),
+            TypeError,
+            r'^link: expected a link name \(str\)',
+        ),
+        (
+            lambda: D.step(servicer, q, v, tau, 1e-3, steps=2**63),
+            ValueError,
+            rf'^steps: expected an integer <= {2**63 - 1}, got {2**63}',
+        ),
+        (lambda: D.aba(None, q, v, tau), TypeError, r'^model: expected a Model .*got None'),
+        (lambda: D.aba('x', q, v, tau), TypeError, r"^model: expected a Model .*got str 'x'"),
+        (lambda: D.mass_matrix(None, q), TypeError, r'^model: expected a Model'),
+        (lambda: D.step(None, q, v, tau, 1e-3), TypeError, r'^model: expected a Model'),
+        (lambda: D.momentum(None, q, v), TypeError, r'^model: expected a Model'),
+        (lambda: D.load_urdf(None), TypeError, r'^source: expected a URDF XML string, bytes or'),
+        (lambda: D.load_urdf(5), TypeError, r'^source: expected .*, got int 5'),
+        (lambda: D.inverse_dynamics(servicer, q, v, None), TypeError, r'^a: expected \(nv,\)'),
+    ]
+    wrong = []
+    for k, (call, error, match) in enumerate(cases):
+        try:
+            call()
+        except Exception as e:  # noqa: BLE001 (each case's error, whatever it is, listed)
+            if not (isinstance(e, error) and re.match(match, str(e))):
+                wrong.append((k, f'{type(e).__name__}: {e}'))
+        else:
+            wrong.append((k, 'returned'))
+    assert wrong == []
+
+
+def test_kinetic_energy_names_a_non_finite_configuration(servicer: D.Model) -> None:
+    """A NaN joint angle was reported as an overflow of the velocities."""
+    q, v, _ = state(servicer)
+    q[13] = np.nan
+    with pytest.raises(ValueError, match='^q: expected finite values, got nan at index 13$'):
+        D.kinetic_energy(servicer, q, v)

@@ -162,6 +162,31 @@ def test_efforts_are_clipped_and_bad_commands_refused() -> None:
     assert not np.any(sim.advance(1).effort)
 
 
+def test_refused_commands_name_the_argument() -> None:
+    """WrongSizeError and NonFiniteError said 'expected ...' naming no argument."""
+    sim = engine()
+    for call, error, text in (
+        (lambda: sim.command_efforts(np.ones(N - 1)), WrongSizeError, f'^tau: expected {N} '),
+        (lambda: sim.command_efforts(np.r_[np.nan, np.ones(N - 1)]), NonFiniteError, '^tau: '),
+        (lambda: sim.command_joint_efforts([0, 1], [1.0]), WrongSizeError, '^efforts: expected'),
+        (lambda: sim.command_joint_efforts([2], [np.inf]), NonFiniteError, '^efforts: expected'),
+    ):
+        with pytest.raises(error, match=text):
+            call()
+
+
+@pytest.mark.parametrize(
+    'flag', ['paused', 'conserve_momentum', 'velocity_limits', 'position_limits']
+)
+def test_engine_flags_are_bools(flag: str) -> None:
+    """conserve_momentum='false' and paused='no' were taken as True (truthy strings)."""
+    for bad in ('false', 'no', 0, None):
+        with pytest.raises(TypeError, match=f'^{flag}: expected a bool, got '):
+            engine(**{flag: bad})
+    sim = engine(**{flag: np.bool_(False)})
+    assert sim.paused is False and (flag != 'conserve_momentum' or not sim.conserve_momentum)
+
+
 def test_link_wrenches_and_bad_wrenches() -> None:
     q0, v0 = tumbling_state(np.random.default_rng(5))
     sim = engine(q0=q0, v0=v0)

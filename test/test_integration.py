@@ -15,6 +15,7 @@ import pytest
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.builder import ModelBuilder, random_configuration, random_model
 from ffsim_ros.dynamics.lie import matrix_exp, quat_to_matrix, skew
+from ffsim_ros.resources import sample_robot
 
 MIXED = ('revolute', 'prismatic', 'spherical', 'universal')
 G = (0.2, -0.1, -9.81)
@@ -82,6 +83,27 @@ def test_compiled_rk4_step_equals_the_python_driver_with_aba(kind: str) -> None:
         qp, vp = D.rk4_step(model, q, v, dt, aba_acceleration(model, tau, bw, bwb))
         np.testing.assert_allclose(qc, qp, rtol=0, atol=1e-14)
         np.testing.assert_allclose(vc, vp, rtol=0, atol=1e-14 * max(1.0, np.linalg.norm(v)))
+
+
+def test_python_driver_names_a_non_finite_acceleration() -> None:
+    """An acceleration function returning NaN gave a NaN state; named now, as the inputs."""
+    model = robot()
+    q, v = tumbling_state(model, 5)
+
+    def nan_at(index: int):  # noqa: ANN202
+        def acceleration(_t: float, _q: np.ndarray, _v: np.ndarray) -> np.ndarray:
+            a = np.zeros(model.nv)
+            a[index] = np.nan
+            return a
+
+        return acceleration
+
+    with pytest.raises(ValueError, match='^acceleration: expected finite values, got nan at'):
+        D.rk4_step(model, q, v, 1e-3, nan_at(4))
+    bad = v.copy()
+    bad[2] = np.inf
+    with pytest.raises(ValueError, match='^v: expected finite values, got inf at index 2'):
+        D.rk4_step(model, q, bad, 1e-3, lambda _t, _q, _v: np.zeros(model.nv))
 
 
 def test_python_driver_passes_the_stage_times() -> None:
@@ -429,3 +451,77 @@ def test_non_finite_base_wrench_is_named_by_euler() -> None:
             method='euler',
             base_wrench=[0, 0, np.nan, 0, 0, 0],
         )
+
+
+# --------------------------------------------------------------------------------------------
+# the solve_ivp methods on a non-finite right-hand side
+# --------------------------------------------------------------------------------------------
+
+
+class _Endless(Exception):
+    """solve_ivp still evaluating the dynamics after far more calls than a step takes."""
+
+
+@pytest.fixture
+def bounded_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """solve_ivp, its right-hand side refused after 20000 evaluations (a step of 1 ms takes a
+    few dozen): a solver that would never return fails the test instead of hanging it."""
+    from ffsim_ros.dynamics import integration
+
+    real = integration.solve_ivp
+
+    def bounded(fun, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls = 0
+
+        def counted(t: float, y: np.ndarray) -> np.ndarray:
+            nonlocal calls
+            calls += 1
+            if calls > 20_000:
+                raise _Endless(f'{calls} evaluations of the right-hand side')
+            return fun(t, y)
+
+        return real(counted, *args, **kwargs)
+
+    monkeypatch.setattr(integration, 'solve_ivp', bounded)
+
+
+def _servicer_fixed() -> D.Model:
+    return D.load_urdf(sample_robot('ffsim_servicer_7dof'), floating_base=False)
+
+
+@pytest.mark.usefixtures('bounded_solver')
+@pytest.mark.parametrize('name', ['q', 'tau'])
+def test_solver_methods_name_a_non_finite_input_of_a_fixed_base(name: str) -> None:
+    """RK45 and DOP853 never returned for a NaN joint angle or effort on a fixed base (its
+    dynamics have no Cholesky factor to fail on NaN: the right-hand side was NaN, the step
+    size loop endless); the inputs are checked before any solver starts."""
+    model = _servicer_fixed()
+    given = {'q': np.full(7, 0.2), 'v': np.full(7, 0.1), 'tau': np.ones(7)}
+    given[name][1] = np.nan
+    outcomes = {}
+    for method in D.SCIPY_METHODS:
+        try:
+            D.step(model, **given, dt=1e-3, method=method)
+        except Exception as e:  # noqa: BLE001 (every method's outcome listed)
+            outcomes[method] = f'{type(e).__name__}: {e}'
+    expected = f'ValueError: {name}: expected finite values, got nan at index 1'
+    assert outcomes == dict.fromkeys(D.SCIPY_METHODS, expected)
+
+
+@pytest.mark.usefixtures('bounded_solver')
+def test_solver_methods_stop_on_a_right_hand_side_that_overflows() -> None:
+    """Finite joint rates of 1e200 on a fixed base (their squares overflow): RK45, DOP853 and
+    LSODA never returned, Radau and BDF raised SciPy's 'array must not contain infs or
+    NaNs'. The right-hand side is checked finite at each evaluation: the step's failure from
+    a finite state, said so."""
+    model = _servicer_fixed()
+    q, v = np.full(7, 0.2), np.full(7, 1e200)
+    outcomes = {}
+    for method in D.SCIPY_METHODS:
+        try:
+            with np.errstate(all='ignore'):
+                D.step(model, q, v, np.zeros(7), 1e-3, method=method)
+        except Exception as e:  # noqa: BLE001 (every method's outcome listed)
+            outcomes[method] = f'{type(e).__name__}: {str(e)[:41]}'
+    expected = 'StepOverflow: step: the dynamics failed within the step'
+    assert outcomes == dict.fromkeys(D.SCIPY_METHODS, expected)

@@ -15,6 +15,7 @@ from ffsim_ros.control import (
     attitude_error,
     base_rate_map,
     budget_rates,
+    dls_pinv,
     generalized_inertia,
     rate_weights,
     reactionless_basis,
@@ -199,6 +200,22 @@ def test_gains_must_be_real_scalars() -> None:
     gains = Gains(kp_task=2, kv_joint=np.float32(10.0), kp_attitude=np.int64(3))
     assert (gains.kp_task, gains.kv_joint, gains.kp_attitude) == (2.0, 10.0, 3.0)
     assert all(type(value) is float for value in gains.__dict__.values())
+
+
+def test_an_unknown_mode_and_a_singular_inverse_are_named() -> None:
+    """mode='bogus' said "'bogus' is not a valid ControlMode" (the modes there are unsaid);
+    dls_pinv of a rank-deficient J without damping raised NumPy's bare 'Singular matrix'."""
+    modes = r"\('reactionless', 'gjm_tracking', 'joint_pd'\)"
+    with pytest.raises(ValueError, match=f"^mode: expected one of {modes}, got 'bogus'$"):
+        ReactionlessController(MODEL, 'ee_link', mode='bogus')
+    law = ReactionlessController(MODEL, 'ee_link')
+    with pytest.raises(ValueError, match='^mode: expected one of'):
+        law.mode = 'reactionles'
+    assert law.mode is ControlMode.REACTIONLESS  # (unchanged)
+    with pytest.raises(ValueError, match=r'^damping: J J\^T \+ damping\^2 E is singular'):
+        dls_pinv(np.zeros((3, 7)), 0.0)
+    J = np.random.default_rng(3).normal(size=(3, 7))
+    np.testing.assert_allclose(dls_pinv(J, 0.0), np.linalg.pinv(J), atol=1e-12)
 
 
 def test_compute_refuses_a_goal_or_state_nobody_gave() -> None:

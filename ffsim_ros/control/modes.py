@@ -17,6 +17,13 @@ class ControlMode(str, Enum):
     GJM_TRACKING = 'gjm_tracking'
     JOINT_PD = 'joint_pd'
 
+    @classmethod
+    def _missing_(cls, value: object) -> ControlMode:
+        """Refuse an unknown mode naming ``mode`` and the modes there are (not Enum's
+        "'x' is not a valid ControlMode")."""
+        modes = tuple(mode.value for mode in cls)
+        raise ValueError(f'mode: expected one of {modes}, got {value!r}')
+
 
 #: The values of :class:`ControlMode`, in order (the ``mode`` index of the node's ``status``);
 #: the node's parameter, the launch files' choices and the tools all use this tuple.

@@ -188,9 +188,21 @@ def dls_pinv(J: np.ndarray, damping: float) -> np.ndarray:
     Returns
     -------
     (n, m) ndarray
+
+    Raises
+    ------
+    ValueError
+        ``J J^T + lambda^2 E`` singular: ``J`` of lower row rank than its m rows with
+        ``damping`` 0 (a damping > 0 makes it regular).
     """
     m = J.shape[0]
-    return J.T @ np.linalg.solve(J @ J.T + damping**2 * np.eye(m), np.eye(m))
+    try:
+        return J.T @ np.linalg.solve(J @ J.T + damping**2 * np.eye(m), np.eye(m))
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            f'damping: J J^T + damping^2 E is singular with damping = {damping!r} (J of shape '
+            f'{J.shape} has a row rank below {m}): expected a damping > 0 or J of full row rank'
+        ) from None
 
 
 def _null_basis(AW: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

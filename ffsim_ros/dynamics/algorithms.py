@@ -18,12 +18,14 @@ import numpy as np
 from .inputs import (
     ArrayLike,
     about_the_base,
+    any_link_wrench,
     as_q,
     as_q_rows,
     as_rows,
     as_v,
     as_vector,
     batch_shape,
+    check_model,
     check_point,
     generalized_force,
     generalized_force_parts,
@@ -35,6 +37,7 @@ from .inputs import (
     link_wrench_items,
     no_batched_wrenches,
     overflow_error,
+    require_finite_inputs,
     require_finite_result,
     require_floating,
     state_error,
@@ -154,12 +157,17 @@ def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     -------
     R : (nb, 3, 3) body orientations in the inertial frame.
     p : (nb, 3) body frame origins in the inertial frame [m].
+
+    Raises
+    ------
+    ValueError
+        ``q`` of the wrong size, not finite or with a zero quaternion, named.
     """
     q = as_q(model, q)
     try:
         return e_poses(*model.packed, q)
-    except ZeroDivisionError as e:  # a zero quaternion
-        raise state_error(model, e, q=q) from e
+    except (ValueError, ZeroDivisionError) as e:  # a NaN, a zero quaternion (the kernel
+        raise state_error(model, e, q=q) from e  # checks its result finite)
 
 
 def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +220,7 @@ def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray,
     q = as_q(model, q)
     try:
         R, p, S, _, _, _ = e_kinematics(*model.packed, q)
-    except ZeroDivisionError as e:  # a zero quaternion
+    except (ValueError, ZeroDivisionError) as e:  # a NaN (the result checked), a zero quaternion
         raise state_error(model, e, q=q) from e
     return R, p, S
 
@@ -291,8 +299,19 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
     (nv, nv) ndarray, symmetric positive definite [kg, kg m, kg m^2].
 
     ``q`` may carry leading batch dimensions (..., nq); the result is then (..., nv, nv).
+
+    Raises
+    ------
+    ValueError
+        ``q`` of the wrong size, not finite or with a zero quaternion, named (the kernel
+        checks its result finite).
     """
-    if not is_ready(q, model.shapes[0]):
+    try:
+        shape_q = model.shapes[0]
+    except AttributeError:
+        check_model(model)
+        raise
+    if not is_ready(q, shape_q):
         if is_batch(q):
             lead = batch_shape(q)
             H = b_mass_matrix(*model.packed, as_q_rows(model, q, lead))
@@ -322,7 +341,11 @@ def bias_forces(
     -------
     (nv,) ndarray [N, N m].
     """
-    shape_q, shape_v, _ = model.shapes
+    try:
+        shape_q, shape_v, _ = model.shapes
+    except AttributeError:
+        check_model(model)
+        raise
     if link_wrenches is None and is_ready(q, shape_q) and is_ready(v, shape_v):
         out = np.empty(shape_v)  # the common case, without any conversion
         try:
@@ -355,8 +378,25 @@ def inverse_dynamics(
         ``[F; T; tau]``: base force and torque at the base CoM (inertial frame), then the
         joint efforts. With joint dynamics enabled the efforts include what overcomes the
         joint friction (``F_f`` of [S0 eq. 41]).
+
+    Raises
+    ------
+    TypeError
+        ``a`` None (:func:`bias_forces` gives the forces at zero acceleration), values that
+        are not real numbers.
+    ValueError
+        Wrong sizes, a non-finite input or a zero quaternion, named; an overflow.
     """
-    shape_q, shape_v, _ = model.shapes
+    try:
+        shape_q, shape_v, _ = model.shapes
+    except AttributeError:
+        check_model(model)
+        raise
+    if a is None:  # (None is the bias forces' a = 0 inside; not taken silently here)
+        raise TypeError(
+            'a: expected (nv,) accelerations [dV0, dw0, phiddot], got None (bias_forces '
+            'gives the generalized force at zero acceleration)'
+        )
     if (
         link_wrenches is None
         and is_ready(q, shape_q)
@@ -402,7 +442,7 @@ def _rnea(
     v = as_v(model, v)
     if a is not None:
         a = as_v(model, a, 'a')
-    if not link_wrenches:  # converted: the entry points of the fast paths take them
+    if not any_link_wrench(link_wrenches):  # converted: the fast paths' entry points
         out = np.empty(nv)
         try:
             if a is None:
@@ -454,10 +494,14 @@ def aba(
     result is (..., nv); the states are spread over all cores. ``link_wrenches`` is
     single-state only.
     """
-    shape_q, shape_v, shape_tau = model.shapes
+    try:
+        shape_q, shape_v, shape_tau = model.shapes
+    except AttributeError:
+        check_model(model)
+        raise
     if (
         base_wrench is None
-        and not link_wrenches
+        and (link_wrenches is None or not any_link_wrench(link_wrenches))
         and is_ready(q, shape_q)
         and is_ready(v, shape_v)
         and is_ready(tau, shape_tau)
@@ -492,7 +536,10 @@ def forward_dynamics_crba(
     ``c`` by the RNEA, solved by Cholesky; O(n^3), the reference ABA is checked against.
     Single state only; arguments as :func:`aba`."""
     if is_batch(q):
-        raise ValueError("method: expected 'aba' with batched states, got 'crba'")
+        raise ValueError(
+            f'q: expected a single state ({model.nq},) (forward_dynamics_crba has no batched '
+            f'form: aba has), got shape {np.shape(q)}'
+        )
     return _forward(model, q, v, tau, base_wrench, link_wrenches, False)
 
 
@@ -555,9 +602,11 @@ def momentum_and_com(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarr
 
 
 def _momentum_kernel(model: Model, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``([P; L_O], r_g)`` of one state, checked finite by the kernel (a NaN input or an
+    overflow named)."""
     try:
         return e_momentum(*model.packed, q, v)
-    except ZeroDivisionError as e:  # a zero quaternion
+    except (ValueError, ZeroDivisionError) as e:  # a NaN, an overflow, a zero quaternion
         raise state_error(model, e, q=q, v=v) from e
 
 
@@ -584,9 +633,9 @@ def state_summary(model: Model, q: ArrayLike, v: ArrayLike) -> StateSummary:
     require_floating(model, 'state_summary')
     q, v = as_q(model, q), as_v(model, v)
     local, origin = about_the_base(model, q)  # (precise far from the origin)
-    try:
+    try:  # (the kernel checks its result finite; about_the_base the base CoM)
         out = e_state_summary(*model.packed, local, v)
-    except ZeroDivisionError as e:  # a zero quaternion
+    except (ValueError, ZeroDivisionError) as e:  # a NaN, an overflow, a zero quaternion
         raise state_error(model, e, q=q, v=v) from e
     if origin is not None:  # the base link frame's origin and the CoM are points (the rest:
         out[0:3] += origin  # free vectors, the momentum about the CoM, the energy)
@@ -605,10 +654,13 @@ def _base_com(model: Model, q: np.ndarray) -> np.ndarray:
 
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:
     """``T = 1/2 v^T H v`` [S0 eqs. 23-25] [J]."""
+    q = as_q(model, q)
     v = as_v(model, v)
-    energy = 0.5 * float(v @ mass_matrix(model, q) @ v)
+    H = mass_matrix(model, q)  # (q named when it is not finite)
+    require_finite_inputs(model, v=v)  # (named before NumPy warns of inf * 0)
+    energy = 0.5 * float(v @ H @ v)
     if not math.isfinite(energy):
-        raise input_error(model, v=v) or overflow_error(model, v=v)
+        raise input_error(model, q=q, v=v) or overflow_error(model, v=v)
     return energy
 
 
@@ -640,6 +692,7 @@ def base_link_state(
     require_floating(model, 'base_link_state')
     q = as_q(model, q)
     v = np.zeros(model.nv) if v is None else as_v(model, v)
+    require_finite_inputs(model, q=q, v=v)
     quat = quat_unit(q[3:7], 'q[3:7]')
     lever = quat_to_matrix(quat) @ model.arrays.com[0]
     return q[:3] - lever, quat, v[:3] - cross(v[3:6], lever), v[3:6].copy()
@@ -668,8 +721,11 @@ def base_state_from_link(
     """
     require_floating(model, 'base_state_from_link')
     p = as_vector(position, 3, 'position')
-    quat = quat_normalize(as_vector(quaternion, 4, 'quaternion'))
+    quat = as_vector(quaternion, 4, 'quaternion')
     lin = as_vector(linear_velocity, 3, 'linear_velocity')
     w = as_vector(angular_velocity, 3, 'angular_velocity')
+    given = {'position': p, 'quaternion': quat, 'linear_velocity': lin, 'angular_velocity': w}
+    require_finite_inputs(model, **given)
+    quat = quat_normalize(quat)
     lever = quat_to_matrix(quat) @ model.arrays.com[0]
     return np.r_[p + lever, quat], np.r_[lin + cross(w, lever), w]

@@ -28,7 +28,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .algorithms import bias_forces, center_of_mass, link_jacobian, mass_matrix
-from .inputs import ArrayLike, as_q, as_vector, check_point, require_floating
+from .inputs import (
+    ArrayLike,
+    as_q,
+    as_vector,
+    check_point,
+    require_finite_outputs,
+    require_floating,
+)
 from .lie import cross
 from .model import Model
 
@@ -187,15 +194,23 @@ def base_velocity_from_momentum(
     -------
     (6,) ndarray ``[V0; w0]``: base CoM velocity and base angular velocity, inertial frame
         [m/s, rad/s].
+
+    Raises
+    ------
+    ValueError
+        A fixed-base model, wrong sizes, an unknown ``about``; a non-finite argument, named.
     """
     require_floating(model, 'base_velocity_from_momentum')
     check_point(about)
     q = as_q(model, q)
     phidot = as_vector(phidot, model.n, 'phidot')
-    h = np.zeros(6) if momentum is None else as_vector(momentum, 6, 'momentum').copy()
+    given = np.zeros(6) if momentum is None else as_vector(momentum, 6, 'momentum')
+    h = given.copy()
     if about != 'base':
         point = np.zeros(3) if about == 'origin' else center_of_mass(model, q)
         # L_point -> L_O -> L_0 [S0 eqs. 12, 17]
         h[3:] += cross(point - q[:3], h[:3])
     H = mass_matrix(model, q)
-    return np.linalg.solve(H[:6, :6], h - H[:6, 6:] @ phidot)
+    out = np.linalg.solve(H[:6, :6], h - H[:6, 6:] @ phidot)
+    require_finite_outputs(model, (out,), q=q, phidot=phidot, momentum=given)
+    return out

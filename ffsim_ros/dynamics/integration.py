@@ -20,6 +20,8 @@ from .algorithms import body_wrenches
 from .inputs import (
     ArrayLike,
     about_the_base,
+    any_link_wrench,
+    as_bool,
     as_count,
     as_q,
     as_q_rows,
@@ -28,7 +30,6 @@ from .inputs import (
     as_vector,
     back_from_the_base,
     batch_shape,
-    describe,
     generalized_force,
     generalized_force_parts,
     generalized_forces,
@@ -40,6 +41,7 @@ from .inputs import (
     no_batched_wrenches,
     positive_step,
     real_number,
+    require_finite_inputs,
     require_floating,
     state_error,
 )
@@ -72,6 +74,8 @@ _NO_LINK_WRENCH = np.empty((0, 6))
 _NO_DOFS = np.empty(0, dtype=np.int64)
 #: Rates [m/s, rad/s] beyond which the velocity products of the dynamics overflow float64.
 _OVERFLOW_RATE = 1e150
+#: The most steps :func:`step` takes in one call (the compiled kernels count in int64).
+MAX_STEPS = 2**63 - 1
 
 
 def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
@@ -84,23 +88,40 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
     Returns
     -------
     (nq,) ndarray with unit quaternions; (..., nq) for batched ``q`` (..., nq), ``v`` (..., nv).
+
+    Raises
+    ------
+    ValueError
+        Wrong sizes, a non-finite input or a zero quaternion, named; a motion ``v dt`` that
+        overflows float64 (``dt = 1e300``), naming ``dt``.
     """
     dt = _finite_time(dt)
     if is_batch(q):
         lead = batch_shape(q)
-        out = b_integrate(
-            *model.packed,
-            as_q_rows(model, q, lead),
-            as_rows(v, model.nv, 'v', lead),
-            dt,
-        )
+        Q = as_q_rows(model, q, lead)
+        V = as_rows(v, model.nv, 'v', lead)
+        out = b_integrate(*model.packed, Q, V, dt)
+        if not (math.isfinite(out.sum()) or np.isfinite(out).all()):  # (rows: finite)
+            r = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
+            raise ValueError(f'{_flow_overflow(V[r], dt)} in row {r}')
         return out.reshape(lead + (model.nq,))
     q = as_q(model, q)
     v = as_v(model, v)
     try:
-        return e_integrate(*model.packed, q, v, dt)
-    except ZeroDivisionError as e:
+        return e_integrate(*model.packed, q, v, dt)  # (checks its result finite)
+    except ZeroDivisionError as e:  # a zero quaternion
         raise state_error(model, e, q=q, v=v) from e
+    except ValueError as e:  # not finite: a NaN input, named, else v dt overflowed
+        raise input_error(model, q=q, v=v) or ValueError(_flow_overflow(v, dt)) from e
+
+
+def _flow_overflow(v: np.ndarray, dt: float) -> str:
+    """The message of a configuration that is not finite after a motion of ``v`` for ``dt``
+    from a finite one."""
+    return (
+        f'dt: the motion v dt overflows float64 (dt = {dt:g} s, max |v| = '
+        f'{float(np.max(np.abs(v), initial=0.0)):.3g}): expected a finite configuration'
+    )
 
 
 def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
@@ -209,12 +230,15 @@ def step(
     Raises
     ------
     TypeError
-        An argument of the wrong type (``steps`` not an integer, ``dt`` not a real number,
-        values that are not real numbers).
+        An argument of the wrong type (``model`` not a Model, ``steps`` not an integer,
+        ``conserve_momentum`` not a bool, ``dt`` not a real number, values that are not real
+        numbers, ``link_wrenches`` not a mapping).
     ValueError
-        Wrong sizes or values; a non-finite input or a zero quaternion, named; the dynamics
-        failing within the step although the state it started from is finite (too large a
-        step or too fast a motion, said so).
+        Wrong sizes or values (``steps`` above :data:`MAX_STEPS`); a non-finite input or a
+        zero quaternion, named, whatever the method (the compiled steps check the state they
+        reach, the ``solve_ivp`` methods their inputs before solving); the dynamics failing
+        within the step although the state it started from is finite (too large a step or
+        too fast a motion, said so: :class:`StepFailure`).
 
     Notes
     -----
@@ -241,14 +265,10 @@ def step(
     far from the origin steps as precisely as one at it.
     """
     dt = positive_step(dt)
-    if steps.__class__ is not int or steps < 1:
-        steps = as_count(steps, 'steps')
+    if steps.__class__ is not int or not 1 <= steps <= MAX_STEPS:
+        steps = as_count(steps, 'steps', maximum=MAX_STEPS)
     if conserve_momentum is not False and conserve_momentum is not True:
-        if not isinstance(conserve_momentum, np.bool_):
-            raise TypeError(
-                f'conserve_momentum: expected a bool, got {describe(conserve_momentum)}'
-            )
-        conserve_momentum = bool(conserve_momentum)
+        conserve_momentum = as_bool(conserve_momentum, 'conserve_momentum')
     if conserve_momentum:
         _check_conservable(model, base_wrench, base_wrench_body, link_wrenches)
     if is_batch(q):
@@ -289,6 +309,8 @@ def step(
         raise ValueError(f'method: expected one of {STEP_METHODS}, got {method!r}')
     if method in SCIPY_METHODS:
         rtol, atol = positive_step(rtol, 'rtol'), positive_step(atol, 'atol')
+        # checked first: solve_ivp's step-size loop never ends on a NaN right-hand side
+        require_finite_inputs(model, q=given[0], v=v, **generalized_force_parts(model, gen))
     packed, fric = model.packed, model.joint_dynamics
     links = dict(link_wrench_items(link_wrenches))  # (checked once, not at each stage)
 
@@ -321,8 +343,8 @@ def step(
                 q, v = e_correct_momentum(*pk, q, v, target)
         return q, v
 
-    # the compiled steps return as they always did (the engine checks the state it commits);
-    # the Python loops' results are checked below (a NaN there named, not returned)
+    # the compiled steps check the state they reach (a few ns: a NaN input or a failure is
+    # raised there, named below); the Python loops' results are checked at the end
     compiled = method == 'rk4' and (conserve_momentum or not links)
     try:  # a kernel failing on the state: the argument that is not finite, named
         H = None
@@ -465,6 +487,8 @@ def step_error(
     named = input_error(model, q=q, v=v, **parts)
     if named is not None:
         return named
+    if error is not None and 'non-finite result' in str(error):  # (a compiled step's check)
+        error = None
     if error is not None and not is_kernel_failure(error):
         return error
     local, _ = about_the_base(model, q)  # (as the step takes it: precise far from the origin)
@@ -507,9 +531,16 @@ def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.nd
     q, v = as_q(model, q), as_v(model, v)
     dt = _finite_time(dt)
     try:
-        return e_momentum_target(*model.packed, q, v, dt)[:6]
+        out = e_momentum_target(*model.packed, q, v, dt)[:6]
     except ZeroDivisionError as e:  # a zero quaternion
         raise state_error(model, e, q=q, v=v) from e
+    if not is_finite(out):  # a NaN input, named; else the CoM's path overflowed in dt
+        require_finite_inputs(model, q=q, v=v)
+        raise ValueError(
+            f'dt: the momentum after dt = {dt:g} s overflows float64 (max |v| = '
+            f'{float(np.max(np.abs(v), initial=0.0)):.3g}): expected a shorter time'
+        )
+    return out
 
 
 def _check_conservable(
@@ -519,7 +550,8 @@ def _check_conservable(
     link_wrenches: Mapping[str, ArrayLike] | None,
 ) -> None:
     require_floating(model, 'conserve_momentum')
-    if base_wrench is not None or base_wrench_body is not None or link_wrenches:
+    links = any_link_wrench(link_wrenches)
+    if base_wrench is not None or base_wrench_body is not None or links:
         raise ValueError(
             'conserve_momentum: expected no base or link wrench (their impulse over a step '
             'is not known in advance), got '
@@ -528,7 +560,7 @@ def _check_conservable(
                 for name, given in (
                     ('base_wrench', base_wrench is not None),
                     ('base_wrench_body', base_wrench_body is not None),
-                    ('link_wrenches', bool(link_wrenches)),
+                    ('link_wrenches', links),
                 )
                 if given
             )
@@ -564,7 +596,10 @@ def _solve_ivp_step(
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
         theta, vel = y[:nv], y[nv:]
         qt = e_integrate(*packed, q, theta, 1.0)
-        return np.concatenate((e_chart_rate(*packed, theta, vel), acceleration(qt, vel)))
+        out = np.concatenate((e_chart_rate(*packed, theta, vel), acceleration(qt, vel)))
+        if not is_finite(out):  # (solve_ivp would shrink its step for ever)
+            raise ValueError('non-finite result (the dynamics within the step)')
+        return out
 
     sol = solve_ivp(
         rhs, (0.0, dt), np.concatenate((np.zeros(nv), v)), method=method, rtol=rtol, atol=atol
@@ -598,17 +633,32 @@ def rk4_step(
     Returns
     -------
     q_next : (nq,) ;  v_next : (nv,)
+
+    Raises
+    ------
+    ValueError
+        ``q``, ``v`` or an acceleration returned not finite, named; the step's result not
+        finite from finite stages (:class:`StepFailure`).
     """
     dt = positive_step(dt)
     q = as_q(model, q)
     v = as_v(model, v)
-    return _rk4(
-        model,
-        q,
-        v,
-        dt,
-        lambda h, qs, vs: as_v(model, acceleration(t + h, qs, vs), 'acceleration'),
-    )
+    require_finite_inputs(model, q=q, v=v)
+
+    def checked(h: float, qs: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        a = as_v(model, acceleration(t + h, qs, vs), 'acceleration')
+        require_finite_inputs(model, acceleration=a)
+        return a
+
+    try:
+        return _rk4(model, q, v, dt, checked)
+    except ValueError as e:  # (the kernels' check of the state reached)
+        if 'non-finite result' not in str(e):
+            raise
+        raise StepFailure(
+            f'rk4_step: the step failed from a finite state (a non-finite result; dt = {dt:g} '
+            's): too large a step or too fast a motion for it?'
+        ) from e
 
 
 def _rk4(

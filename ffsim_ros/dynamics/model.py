@@ -310,9 +310,15 @@ class Model:
         ------
         UnknownNameError
             If the model has no link of that name.
+        TypeError
+            ``link`` not a string (a list would be "unhashable").
         """
         try:
             return self.frames[link]
+        except TypeError:
+            raise TypeError(
+                f'link: expected a link name (str), got {type(link).__name__} {link!r:.60}'
+            ) from None
         except KeyError:
             raise UnknownNameError(
                 f'unknown link {link!r}; the model has {list(self.link_names)}'
@@ -750,13 +756,14 @@ def _check_inertia_rank(model: Model, bodies: Sequence[BodySpec]) -> None:
     dof = None
     for config in (q, _turned(model, q)):  # degenerate at both: structural, not a posture's
         H = np.empty((model.nv, model.nv))
-        e_mass_matrix(*model.packed, config, H)
-        if not np.all(np.isfinite(H)):
+        try:
+            e_mass_matrix(*model.packed, config, H)  # (raises when H is not finite)
+        except ValueError:
             raise ValueError(
                 f'robot {model.name}: its inertia matrix overflows (largest body mass '
                 f'{max(b.mass for b in bodies):.6g} kg): expected masses, inertias and '
                 'distances whose products stay within double range'
-            )
+            ) from None
         dof = _degenerate_dof(H)
         if dof is None:
             return

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .inputs import as_bool, describe
 from .lie import rpy_to_matrix
 from .model import BodySpec, Frame, MimicWarning, Model, build_model, check_inertia
 
@@ -317,11 +318,17 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
 
     Raises
     ------
+    TypeError
+        ``source`` neither a string, bytes nor a path (None, a number), naming it.
     ValueError
         A path that is not a file, malformed XML, a DTD (:func:`dtd_problem`: XML entities,
         refused before anything of it is read) or another root element, naming what came.
     """
     where = ''
+    if not isinstance(source, str | bytes | bytearray | os.PathLike):
+        raise TypeError(
+            f'source: expected a URDF XML string, bytes or a file path, got {describe(source)}'
+        )
     if isinstance(source, bytes | bytearray):
         text: str | bytes = bytes(source)  # the XML itself, its encoding declared inside
     else:
@@ -439,7 +446,12 @@ def load_urdf(
         the offending link or joint.
     NotImplementedError
         Planar and floating joints.
+    TypeError
+        ``source`` not a string, bytes nor a path; ``floating_base`` or ``strict_inertia``
+        not a bool (a string such as ``'false'`` would be taken as true).
     """
+    floating_base = as_bool(floating_base, 'floating_base')
+    strict_inertia = as_bool(strict_inertia, 'strict_inertia')
     root = read_urdf_xml(source)
     links: dict[str, _Link] = {}
     for el in root.findall('link'):

@@ -121,18 +121,18 @@ def check_efforts(model: D.Model, tau: object, what: str = 'tau') -> np.ndarray:
     TypeError
         Not real numbers (:func:`real_values`), naming ``what``.
     WrongSizeError
-        ``'expected <n> values in joint order [...], got <k>'``.
+        ``'<what>: expected <n> values in joint order [...], got <k>'``.
     NonFiniteError
-        ``'expected finite values, got [...]'``.
+        ``'<what>: expected finite values, got [...]'``.
     """
     values = real_values(tau, what)
     if values.shape != (model.n,):
         raise WrongSizeError(
-            f'expected {model.n} values in joint order {list(model.joint_names)}, '
+            f'{what}: expected {model.n} values in joint order {list(model.joint_names)}, '
             f'got {values.size}'
         )
     if not np.all(np.isfinite(values)):
-        raise NonFiniteError(f'expected finite values, got {values.tolist()}')
+        raise NonFiniteError(f'{what}: expected finite values, got {values.tolist()}')
     return values
 
 
@@ -269,10 +269,11 @@ class EffortCommands:
         values = real_values(efforts, 'efforts')
         if values.shape != index.shape:
             raise WrongSizeError(
-                f'expected one effort per joint ({index.size}), got {values.size}'
+                f'efforts: expected one effort per joint of indices ({index.size}), got '
+                f'{values.size}'
             )
         if not np.all(np.isfinite(values)):
-            raise NonFiniteError(f'expected finite values, got {values.tolist()}')
+            raise NonFiniteError(f'efforts: expected finite values, got {values.tolist()}')
         tau = self._tau.copy()
         tau[index] = values
         self._tau = tau

@@ -68,7 +68,7 @@ from typing import TypeVar
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.inputs import as_count
+from ffsim_ros.dynamics.inputs import as_bool, as_count
 from ffsim_ros.dynamics.lie import quat_normalize
 from ffsim_ros.scene import SceneSnapshot
 
@@ -208,7 +208,9 @@ class Engine:
         integrator or timeout; a chain on another model, or with a world holding targets.
     TypeError
         A state of values that are not real numbers; a step or timeout that is not an
-        integer (Python or NumPy int; a float, even a whole one, or a bool is refused).
+        integer (Python or NumPy int; a float, even a whole one, or a bool is refused); a
+        flag (``paused``, ``conserve_momentum``, ``velocity_limits``, ``position_limits``)
+        that is not a bool (a string such as ``'false'`` would be taken as true).
     """
 
     def __init__(
@@ -232,6 +234,15 @@ class Engine:
         if integrator not in D.STEP_METHODS:
             raise ValueError(f'integrator: expected one of {D.STEP_METHODS}, got {integrator!r}')
         dt_ns = as_count(dt_ns, 'dt_ns', unit='ns, the physics step')
+        flags = {
+            'paused': paused,
+            'conserve_momentum': conserve_momentum,
+            'velocity_limits': velocity_limits,
+            'position_limits': position_limits,
+        }
+        paused, conserve_momentum, velocity_limits, position_limits = (
+            as_bool(value, name) for name, value in flags.items()
+        )
         if chain is not None and chain.model is not model:
             raise ValueError("chain: expected loop closures on the engine's model")
         if chain is not None and integrator != 'rk4':
@@ -247,13 +258,13 @@ class Engine:
         self._q, self._v = self._q0, self._v0
         self._step = 0
         self._effort = np.zeros(model.n)
-        self._paused = bool(paused)
+        self._paused = paused
         self._fault = ''
         # inputs
         self._commands = EffortCommands(model, command_timeout_ns)
         self._wrenches = ExternalWrenches()
         # physics options
-        self._conserve = bool(conserve_momentum)
+        self._conserve = conserve_momentum
         self._limits = JointLimits(model, velocity=velocity_limits, position=position_limits)
         self._simple_joints = model.nq == model.nv + 1  # joint coordinates = joint DoFs
         self._watchdog = Watchdog(model)

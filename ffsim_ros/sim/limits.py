@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.inputs import as_bool
 
 #: Natural period of a hard stop in physics steps (see the module docstring).
 STOP_PERIOD_STEPS = 20
@@ -72,11 +73,16 @@ class JointLimits:
         Enforce the speed limits (drives with a torque-speed characteristic).
     position : bool
         Enforce the position limits (hard stops).
+
+    Raises
+    ------
+    TypeError
+        ``velocity`` or ``position`` not a bool (a string such as ``'off'`` would be true).
     """
 
     def __init__(self, model: D.Model, *, velocity: bool = True, position: bool = False) -> None:
         self.model = model
-        self.velocity, self.position = bool(velocity), bool(position)
+        self.velocity, self.position = as_bool(velocity, 'velocity'), as_bool(position, 'position')
         n = model.n
         speed = np.asarray(model.velocity_limit, dtype=float)
         effort = np.asarray(model.effort_limit, dtype=float)

@@ -1,10 +1,12 @@
 """Single-state entry points: the packed model (:func:`~.layout.pack`) in, results out.
 
 ``e_aba``, ``e_mass_matrix``, ``e_nle`` and ``e_rnea`` write into a caller-provided output:
-they are the per-call fast paths of :mod:`ffsim_ros.dynamics.algorithms`. ``e_aba``,
-``e_nle`` and ``e_rnea`` check their result finite (:func:`.spatial.require_finite`, a few ns
-where a check in Python costs about a microsecond): a NaN input that would only propagate, or
-an overflow from finite inputs (velocities or efforts too large), is raised, not returned.
+they are the per-call fast paths of :mod:`ffsim_ros.dynamics.algorithms`. They, the
+kinematics (``e_poses``, ``e_kinematics``), ``e_momentum``, ``e_state_summary``,
+``e_integrate`` and the compiled steps (``e_rk4_steps``, ``e_conserving_rk4_steps``) check
+their result finite (:func:`.spatial.require_finite`, a few ns where a check in Python costs
+about a microsecond): a NaN input that would only propagate, or an overflow from finite
+inputs (velocities or efforts too large), is raised, not returned.
 """
 
 from __future__ import annotations
@@ -33,24 +35,40 @@ from .spatial import require_finite
 
 @njit
 def e_poses(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Entry point: body poses ``(R (nb,3,3), p (nb,3))``."""
+    """Entry point: body poses ``(R (nb,3,3), p (nb,3))``, checked finite."""
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     R = np.empty((nb, 3, 3))
     p = np.empty((nb, 3))
     forward_kinematics(m, q, R, p, np.empty((3, 3, 3)))
+    _require_finite_poses(R, p)
     return R, p
 
 
 @njit
+def _require_finite_poses(R: np.ndarray, p: np.ndarray) -> None:
+    """:func:`.spatial.require_finite` of every body's pose ``R`` (nb, 3, 3), ``p`` (nb, 3)."""
+    for b in range(p.shape[0]):
+        require_finite(p[b])
+        for r in range(3):
+            require_finite(R[b, r])
+
+
+@njit
 def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Entry point of :func:`kinematics`."""
-    return kinematics(unpack(idata, fdata), q, idata[1])
+    """Entry point of :func:`kinematics`, its poses and motion subspaces checked finite."""
+    out = kinematics(unpack(idata, fdata), q, idata[1])
+    _require_finite_poses(out[0], out[1])
+    S = out[2]
+    for r in range(S.shape[0]):
+        require_finite(S[r])
+    return out
 
 
 @njit
 def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.ndarray) -> None:
-    """Entry point: the inertia matrix by :func:`crba` into ``H`` (nv, nv)."""
+    """Entry point: the inertia matrix by :func:`crba` into ``H`` (nv, nv), checked finite
+    (a NaN or an infinity in ``q`` raised, not returned)."""
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     nv = idata[1]
@@ -61,6 +79,8 @@ def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.nda
         for c in range(nv):
             H[r, c] = 0.0
     crba(m, S, mw, hw, Iw, H)
+    for r in range(nv):
+        require_finite(H[r])
 
 
 @njit
@@ -193,7 +213,10 @@ def e_momentum(
         mt += mw[i]
         for r in range(3):
             com[r] += hw[i, r]
-    return h, com / mt
+    com /= mt
+    require_finite(h)
+    require_finite(com)
+    return h, com
 
 
 @njit
@@ -230,7 +253,7 @@ def e_state_summary(
     wx = v[3]
     wy = v[4]
     wz = v[5]
-    return np.array(
+    out = np.array(
         [
             q[0] - lx,
             q[1] - ly,
@@ -258,6 +281,8 @@ def e_state_summary(
             energy,
         ]
     )
+    require_finite(out)
+    return out
 
 
 @njit
@@ -267,8 +292,10 @@ def e_integrate(
     """Entry point of :func:`integrate`: ``q (+) v dt`` (nq,) for the packed model
     (``idata``, ``fdata``: ``Model.packed``), ``q`` (nq,) ``[r0, Q0 (x, y, z, w), phi]``, ``v``
     (nv,) ``[V0, w0, phidot]`` (inertial; a spherical joint's rate in its child frame) [m/s,
-    rad/s, rad/s | m/s] and ``dt`` [s]."""
-    return integrate(unpack(idata, fdata), q, v, dt)
+    rad/s, rad/s | m/s] and ``dt`` [s]; checked finite."""
+    out = integrate(unpack(idata, fdata), q, v, dt)
+    require_finite(out)
+    return out
 
 
 @njit
@@ -313,10 +340,13 @@ def e_rk4_steps(
     count: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``count`` steps of :func:`.lie_group.rk4_step` under constant inputs (one call for a
-    batch of physics steps); ``wrench_body`` (6,) in the base frame, or empty."""
+    batch of physics steps); ``wrench_body`` (6,) in the base frame, or empty. The state
+    reached is checked finite (a NaN input, or a step failing, raised, not returned)."""
     m = unpack(idata, fdata)
     for _ in range(count):
         q, v = rk4_step(m, q, v, gen, fext, with_friction, dt, wrench_body, wrench_body[:0])
+    require_finite(q)
+    require_finite(v)
     return q, v
 
 
@@ -332,8 +362,11 @@ def e_conserving_rk4_steps(
     count: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Entry point of :func:`.conservation.conserving_rk4_steps` (``gen`` (nv,) with a zero
-    base part)."""
-    return conserving_rk4_steps(unpack(idata, fdata), q, v, gen, with_friction, dt, count)
+    base part); the state reached checked finite, as :func:`e_rk4_steps`'s."""
+    q, v = conserving_rk4_steps(unpack(idata, fdata), q, v, gen, with_friction, dt, count)
+    require_finite(q)
+    require_finite(v)
+    return q, v
 
 
 @njit
