@@ -244,13 +244,18 @@ def creep_rates(d: np.ndarray, f: np.ndarray, tau: np.ndarray) -> np.ndarray:
     return 0.5 * (lo + hi)
 
 
-@pytest.mark.parametrize('dt', [1e-3, 5e-4, 2e-4])
-def test_every_joint_creeps_at_the_laws_rate_where_some_are_stiff(dt: float) -> None:
+@pytest.mark.parametrize(
+    ('dt', 'method'), [(1e-3, 'rk4'), (5e-4, 'rk4'), (2e-4, 'rk4'), (1e-3, 'euler')]
+)
+def test_every_joint_creeps_at_the_laws_rate_where_some_are_stiff(dt: float, method: str) -> None:
     """The shipped dual arm (14 joints, floating, zero momentum), 30 % of each joint's
-    breakaway effort (alternate signs): every joint creeps at the law's own rate. Where some
-    joint is stiff, every joint's friction is in the impulse: with the stiff ones only (the
-    step before), the joints left explicit met the rates the explicit part reaches within the
-    step, past ``eps``, and crept at 0.95-1.16 of the law's rates (1.158 at 0.5 ms)."""
+    breakaway effort (alternate signs): every joint creeps at the law's own rate, its rate and
+    its angle. Where some joint is stiff, every joint's friction is in the impulse: with the
+    stiff ones only (an earlier step), the joints left explicit met the rates the explicit part
+    reaches within the step, past ``eps``, and crept at 0.95-1.16 of the law's rates (1.158 at
+    0.5 ms). The angles follow the impulse's displacement (``dt/2`` of its velocity change
+    after RK4, ``dt`` after Euler): without it they crept at up to 4.6 times the law's rate
+    (RK4 at 1 ms; 2.8 at 0.5 ms, 1.7 at 0.2 ms), the rates being right."""
     model = D.with_joint_dynamics(D.load_urdf(str(DUAL_ARM)), True)
     a = model.arrays
     d, f = a.damping[6:], a.friction[6:]
@@ -270,5 +275,131 @@ def test_every_joint_creeps_at_the_laws_rate_where_some_are_stiff(dt: float) -> 
     v_law[:6] = -np.linalg.solve(H[:6, :6], H[:6, 6:] @ law)
     scale = np.abs(np.linalg.solve(H, np.r_[np.zeros(6), tau])).max()
     assert np.abs(D.forward_dynamics(model, q, v_law, tau)).max() < 1e-6 * scale
-    _, v = D.step(model, q, np.zeros(model.nv), tau, dt, steps=int(round(1.5 / dt)))
+    q1, v = D.step(
+        model, q, np.zeros(model.nv), tau, dt, steps=int(round(1.5 / dt)), method=method
+    )
     np.testing.assert_allclose(v[6:], law, rtol=1e-3)  # 3.5e-5 apart (still settling)
+    # the angles over the next 0.1 s: at the law's rates too (3.5e-5 apart)
+    q2, v2 = D.step(model, q1, v, tau, dt, steps=int(round(0.1 / dt)), method=method)
+    np.testing.assert_allclose(D.difference(model, q1, q2)[6:] / 0.1, law, rtol=1e-3)
+    if method == 'rk4':  # the displacement is internal: momentum and CoM kept (2.7e-15)
+        np.testing.assert_allclose(D.momentum(model, q2, v2), np.zeros(6), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(
+            D.center_of_mass(model, q2), D.center_of_mass(model, q), rtol=0, atol=1e-13
+        )
+
+
+def fine_reference(model, q, v, tau, dt, every, count):
+    """RK4 alone (compiled, unsplit) at ``dt``: the states every ``every`` seconds."""
+    assert implicit_dofs(D.mass_matrix(model, q), friction_slopes(model), dt).size == 0
+    gen = np.r_[np.zeros(6), tau]
+    out = [(q, v)]
+    for _ in range(count):
+        q, v = e_rk4_steps(
+            *model.packed, q, v, gen, np.empty((0, 6)), True, dt, np.empty(0), round(every / dt)
+        )
+        out.append((q, v))
+    return out
+
+
+@pytest.mark.parametrize(
+    ('effort', 'bound'),
+    [('sub-breakaway', 1e-5), ('driven', 2e-3)],
+)
+def test_the_split_steps_angles_follow_a_fine_reference(
+    servicer, effort: str, bound: float
+) -> None:
+    """The servicer at 1 ms (every joint in the impulse) over 0.5 s against RK4 alone at 10
+    us (nothing stiff): the joint angles to 3.0e-7 rad from rest under a sub-breakaway effort
+    (1.05e-3 rad before the impulse's displacement: the angles crept at the explicit part's
+    rates) and to 5.0e-4 rad driven at 1.5-3 times the breakaway from moving rates (4.3e-3
+    rad before; first order in ``dt``)."""
+    rng = np.random.default_rng(11)
+    q = D.neutral(servicer)
+    q[7:] = 0.4 * rng.normal(size=servicer.n)
+    v = np.zeros(servicer.nv)
+    if effort == 'sub-breakaway':
+        tau = np.array([0.5, -0.4, 0.3, 0.2, -0.25, 0.1, -0.1])
+        assert np.all(np.abs(tau) < servicer.arrays.friction[6:])
+    else:
+        v[6:] = [0.2, -0.2, 0.15, -0.3, 0.3, -0.25, 0.2]
+        tau = np.array([2.0, -1.5, 2.5, 1.0, -1.2, 0.4, -0.5])
+    H = D.mass_matrix(servicer, q)
+    assert implicit_dofs(H, friction_slopes(servicer), 1e-3).size == servicer.n
+    reference = fine_reference(servicer, q, v, tau, 1e-5, 0.01, 50)
+    error = 0.0
+    for k in range(1, 51):
+        q, v = D.step(servicer, q, v, tau, 1e-3, steps=10)
+        error = max(error, np.abs(D.difference(servicer, reference[k][0], q)[6:]).max())
+    assert error < bound, error
+
+
+def split_reference(model, q, v, tau, dt):
+    """One split RK4 step from its parts, independently of ``D.step``'s: RK4 without the
+    friction, the impulse, the positions moved by ``dt/2`` of the impulse's velocity change,
+    and (floating base) the CoM and the momentum of the state before the move restored by a
+    translation and the base velocity."""
+    dofs = implicit_dofs(D.mass_matrix(model, q), friction_slopes(model), dt)
+    assert dofs.size
+    a = model.arrays
+    d, f = a.damping.copy(), a.friction.copy()
+    d[dofs] = f[dofs] = 0.0
+    explicit = dataclasses.replace(model, arrays=a._replace(damping=d, friction=f))
+    q1, v1 = D.rk4_step(
+        model, q, v, dt, lambda _t, qq, vv: D.forward_dynamics(explicit, qq, vv, tau)
+    )
+    v2 = friction_impulse(model, D.mass_matrix(model, q1), v1, dofs, dt)
+    q2 = D.integrate(model, q1, 0.5 * dt * (v2 - v1))
+    if model.floating_base:
+        q2[:3] += D.center_of_mass(model, q1) - D.center_of_mass(model, q2)
+        v2 = v2.copy()
+        v2[:6] = D.base_velocity_from_momentum(model, q2, v2[6:], D.momentum(model, q1, v2))
+    return q2, v2
+
+
+def ball_tree() -> D.Model:
+    return with_friction(random_model(21, 6, joint_types=('spherical', 'revolute')), 0.02, 0.5)
+
+
+@pytest.mark.parametrize(
+    ('name', 'dt'),
+    [('servicer', 1e-3), ('servicer', 2e-2), ('fixed servicer', 1e-2), ('ball tree', 1e-2)],
+)
+def test_step_derivatives_linearize_the_split_step(name: str, dt: float) -> None:
+    """``D.step`` is the split step of :func:`split_reference` (to round-off), and
+    ``step_derivatives`` its linearization, against central differences of that reference:
+    the impulse's displacement and the restored momentum are in ``(A, B)`` (to 2e-8 of their
+    norms; without the displacement the step's positions were 5.4e-6 to 4.7e-3 away from the
+    reference's, 1e-16 now, and ``(A, B)`` 5e-7 to 2.7e-3 off)."""
+    if name == 'ball tree':
+        model = ball_tree()
+    else:
+        model = D.with_joint_dynamics(
+            D.load_urdf(str(URDF), floating_base=name == 'servicer'), True
+        )
+    rng = np.random.default_rng(8)
+    q = random_configuration(model, rng)
+    v = rng.normal(size=model.nv)
+    v += 0.05 * np.sign(v)  # (rates away from the Coulomb law's steep zero)
+    tau = rng.normal(size=model.n)
+    nv = model.nv
+    q1, v1 = split_reference(model, q, v, tau, dt)
+    qs, vs = D.step(model, q, v, tau, dt)
+    np.testing.assert_allclose(D.difference(model, q1, qs), 0.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(vs, v1, rtol=0, atol=1e-11 * np.abs(v1).max())
+
+    def out(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+        qn, vn = split_reference(model, D.integrate(model, q, x[:nv]), v + x[nv:], t, dt)
+        return np.concatenate([D.difference(model, q1, qn), vn])
+
+    h = 1e-5
+    eye = np.eye(2 * nv)
+    A_fd = np.array([(out(h * e, tau) - out(-h * e, tau)) / (2 * h) for e in eye]).T
+    B_fd = np.array(
+        [(out(0 * eye[0], tau + h * e) - out(0 * eye[0], tau - h * e)) / (2 * h)
+         for e in np.eye(model.n)]
+    ).T  # fmt: skip
+    A, B = D.step_derivatives(model, q, v, tau, dt)
+    for got, ref, what in ((A, A_fd, 'A'), (B, B_fd, 'B')):
+        error = np.linalg.norm(got - ref) / max(1.0, np.linalg.norm(ref))
+        assert error < 1e-6, f'{what}: {error:.2e}'

@@ -58,11 +58,19 @@ from .integration import step_error
 from .kernels.aba_derivatives import e_dynamics_derivatives
 from .kernels.entry import e_mass_matrix, e_rk4_steps
 from .kernels.implicit_friction import implicit_friction_rates
+from .kernels.layout import ROOT_FREE, SPHERICAL
 from .kernels.rnea_derivatives import COULOMB_EPS
-from .kernels.step_derivatives import e_step_derivatives
+from .kernels.step_derivatives import e_step_derivatives, so3_coefficients
 from .kernels.velocity_derivatives import e_generalized_velocity_derivatives
+from .lie import skew
 from .model import Model, with_gravity, with_joint_dynamics
-from .stiff_friction import explicit_part, friction_slopes, implicit_dofs
+from .stiff_friction import (
+    DISPLACEMENT_SHARE,
+    explicit_part,
+    friction_displacement,
+    friction_slopes,
+    implicit_dofs,
+)
 
 _NO_FORCE = np.empty(0)  # an empty generalized force: the inverse dynamics at a given a
 _NO_FEXT = np.empty((0, 6))
@@ -210,7 +218,8 @@ def step_derivatives(
     derivatives of the four stages through the scheme's Lie-group maps (exact for the
     discrete map: no finite differences), gravity and joint friction included; where the
     step takes the joint friction implicitly (some joint too stiff for ``dt``: every joint's
-    friction in one impulse, :mod:`.stiff_friction`), through that impulse too.
+    friction in one impulse, :mod:`.stiff_friction`), through that impulse, its displacement
+    of the positions and, on a floating base, the momentum and CoM it restores too.
 
     Parameters
     ----------
@@ -272,13 +281,17 @@ def _through_the_impulse(
     B: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(A, B)`` of the explicit part of a split step (:mod:`.stiff_friction`), ending at
-    ``(q1, v1)``, chained through the implicit friction impulse of ``dofs`` over ``dt``.
+    ``(q1, v1)``, chained through the implicit friction impulse of ``dofs`` over ``dt`` and
+    its displacement.
 
     The impulse ``v+ = v1 + H^-1 S p``, ``w = S^T v1 + A_s p``, ``p = -dt phi(w)``
     (``A_s = S^T H^-1 S``) at ``q1`` gives, with ``X = d(H^-1 S p)/dq`` at fixed ``p`` (the
     forward dynamics' ``dq`` at rest, without gravity or friction, under ``S p``) and
     ``K = -dt Phi' (I + dt A_s Phi')^-1``: ``dv+ = (X + H^-1 S K X_S) dq1 + (I + H^-1 S K
-    S^T) dv1`` (``X_S`` the rows ``dofs`` of ``X``); ``q+ = q1``.
+    S^T) dv1`` (``X_S`` the rows ``dofs`` of ``X``). The displacement
+    (:func:`.stiff_friction.friction_displacement`, ``q2 = integrate(q1, dt/2 (v+ - v1))``):
+    :func:`_integrate_tangent`; on a floating base, the restored momentum and first moment:
+    :func:`_restored`.
     """
     nv, k = model.nv, dofs.size
     H = np.empty((nv, nv))
@@ -293,7 +306,8 @@ def _through_the_impulse(
     th = np.tanh(w / COULOMB_EPS)
     slope = d + f / COULOMB_EPS * (1.0 - th * th)  # phi'(w)
     p = -dt * (d * w + f * th)
-    rest = with_gravity(with_joint_dynamics(model, False), (0.0, 0.0, 0.0))
+    v_plus = v1 + HinvS @ p  # (as friction_impulse)
+    rest = _at_rest(model)
     Sp = E @ p
     X = forward_dynamics_derivatives(
         rest,
@@ -303,12 +317,99 @@ def _through_the_impulse(
         base_wrench=Sp[:6] if model.floating_base else None,
     ).dq
     K = -dt * slope[:, None] * np.linalg.inv(np.eye(k) + dt * As * slope[None, :])
-    Jq = X + HinvS @ (K @ X[dofs])
-    Jv = np.eye(nv) + HinvS @ K @ E.T
-    A, B = A.copy(), B.copy()
-    A[nv:] = Jq @ A[:nv] + Jv @ A[nv:]
-    B[nv:] = Jq @ B[:nv] + Jv @ B[nv:]
-    return A, B
+    eye = np.eye(nv)
+    Dv = np.hstack((X + HinvS @ (K @ X[dofs]), eye + HinvS @ K @ E.T))  # d v+ / d(q1, v1)
+    # the displacement q2 = integrate(q1, h (v+ - v1))
+    h = DISPLACEMENT_SHARE['rk4'] * dt
+    delta = h * (v_plus - v1)
+    Dq = _integrate_tangent(model, delta, h * (Dv - np.hstack((np.zeros((nv, nv)), eye))))
+    if model.floating_base:  # the momentum and first moment restored
+        after = friction_displacement(model, q1, v1, v_plus, h)
+        Dq, Dv = _restored(rest, (q1, v_plus, H), after, Dq, Dv)
+    J = np.vstack((Dq, Dv))  # d(q+, v+) / d(q1, v1)
+    return J @ A, J @ B
+
+
+def _at_rest(model: Model) -> Model:
+    """``model`` without gravity and joint friction: its inverse dynamics at rest are ``H a``
+    and its forward dynamics ``H^-1 Q``."""
+    return with_gravity(with_joint_dynamics(model, False), (0.0, 0.0, 0.0))
+
+
+def _integrate_tangent(model: Model, theta: np.ndarray, Dtheta: np.ndarray) -> np.ndarray:
+    """``d integrate(q, theta)`` (nv, nv + c): the tangent at the result of a perturbation
+    ``dq`` of ``q`` (the first nv columns, identity in ``Dtheta``'s place) plus ``Dtheta``
+    (nv, nv + c) of ``theta`` (nv,): identity on every coordinate but the attitudes, where
+    the base (``exp(theta) Q``, inertial frame) gives ``exp(theta) dq + J_l(theta) dtheta``
+    and a ball joint (``Q exp(theta)``, child frame) ``exp(theta)^T dq + J_r(theta) dtheta``
+    (as :func:`.kernels.step_derivatives.integrate_tangent`)."""
+    nv = model.nv
+    out = Dtheta.copy()
+    out[:, :nv] += np.eye(nv)
+    a = model.arrays
+    coefficients = getattr(so3_coefficients, 'py_func', so3_coefficients)  # (plain Python)
+    for jt, iv in zip(a.jtype, a.iv, strict=True):
+        if jt not in (ROOT_FREE, SPHERICAL):
+            continue
+        c0, sign = (int(iv) + 3, 1.0) if jt == ROOT_FREE else (int(iv), -1.0)
+        rows = slice(c0, c0 + 3)
+        t = theta[rows]
+        sinc, cosc, sinc3, _, _ = coefficients(float(np.sqrt(t @ t)))
+        T = skew(t)
+        R = np.eye(3) + sign * sinc * T + cosc * T @ T  # exp(theta) or its transpose
+        Jt = np.eye(3) + sign * cosc * T + sinc3 * T @ T  # J_l(theta) or J_r(theta)
+        block = Jt @ Dtheta[rows]
+        block[:, rows] += R
+        out[rows] = block
+    return out
+
+
+def _restored(
+    rest: Model,
+    before: tuple[np.ndarray, np.ndarray, np.ndarray],
+    after: tuple[np.ndarray, np.ndarray],
+    Dq: np.ndarray,
+    Dv: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The perturbations ``(Dq, Dv)`` (nv, c) of the displaced state ``(q2, v+)`` carried
+    through the momentum restoration of :func:`.stiff_friction.friction_displacement` (the
+    whole system translated by ``d``, the base velocity changed by ``b``) to the state
+    ``after = (q3, v3)``.
+
+    The restored ``m(q, v) = [P; L_O; M r_g]`` (9,) of ``after`` equals that of ``before =
+    (q1, v+, H(q1))``. With ``[P; L_r0] = H[:6] v`` (``L`` about the base CoM ``r0``), ``L_O =
+    L_r0 + r0 x P`` and ``d(M r_g) = P(dq) = H[:3] dq``: ``dm = M_q dq + M_v dv``, ``M_v =
+    [X H[:6]; 0]``, ``M_q = [X G + (0; -[P]x on the r0 columns); H[:3]]``, ``X = [[E, 0],
+    [[r0]x, E]]``, ``G = d(H[:6] v)/dq`` (the inverse dynamics' ``dq`` at rest under ``a =
+    v``). Then ``[M_q E_r, M_v E_b] [dd; db] = dm(before) - M_q Dq - M_v Dv`` at ``after``.
+    The column ``0`` of the perturbations is ``d(q1, v1)``: ``dq1`` is ``Dq``'s first block.
+    """
+    q1, v_plus, H1 = before
+    q3, v3 = after
+    nv = v3.size
+    H3 = np.empty((nv, nv))
+    e_mass_matrix(*rest.packed, q3, H3)
+
+    def jacobians(q: np.ndarray, v: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        X = np.eye(6)
+        X[3:, :3] = skew(q[:3])
+        G = inverse_dynamics_derivatives(rest, q, np.zeros(nv), v).dq[:6]
+        Mq = np.vstack((X @ G, H[:3]))
+        Mq[3:6, :3] -= skew(H[:3] @ v)
+        Mv = np.vstack((X @ H[:6], np.zeros((3, nv))))
+        return Mq, Mv
+
+    Mq1, Mv1 = jacobians(q1, v_plus, H1)
+    Mq3, Mv3 = jacobians(q3, v3, H3)
+    c = Dq.shape[1]
+    D1 = np.zeros((nv, c))  # d q1: the first nv columns
+    D1[:, :nv] = np.eye(nv)
+    rhs = Mq1 @ D1 + Mv1 @ Dv - Mq3 @ Dq - Mv3 @ Dv
+    step = np.linalg.solve(np.hstack((Mq3[:, :3], Mv3[:, :6])), rhs)
+    Dq, Dv = Dq.copy(), Dv.copy()
+    Dq[:3] += step[:3]
+    Dv[:6] += step[3:]
+    return Dq, Dv
 
 
 def generalized_velocity_derivatives(

@@ -60,7 +60,14 @@ from .kernels.entry import (
 from .kernels.lie_group import RK4_NODES, RK4_WEIGHTS
 from .lie import quat_conjugate, quat_log, quat_multiply, quat_to_matrix, quat_unit
 from .model import Model
-from .stiff_friction import explicit_part, friction_impulse, friction_slopes, implicit_dofs
+from .stiff_friction import (
+    DISPLACEMENT_SHARE,
+    explicit_part,
+    friction_displacement,
+    friction_impulse,
+    friction_slopes,
+    implicit_dofs,
+)
 
 #: Fixed-step methods of :func:`step`.
 FIXED_STEP_METHODS = ('rk4', 'euler')
@@ -251,10 +258,12 @@ def step(
     stiff for an explicit step of ``dt`` (``dt (d + f_c / 1e-3) (H^-1)_jj`` above
     :data:`.stiff_friction.STIFF_RATIO`, e.g. the servicer's wrist at 1 ms), ``'rk4'`` and
     ``'euler'`` split each step: the method without joint friction, then every joint's
-    friction as a backward-Euler impulse over the step (:mod:`.stiff_friction`: stable at any
-    ``dt``, internal, so the momentum is kept; a released joint comes to rest and a
-    sub-breakaway effort creeps at the law's rates). Whether to split is decided at the start
-    of the call (then at each step while some joint is stiff); where no joint is stiff the
+    friction as a backward-Euler impulse over the step and its displacement (``dt/2`` of the
+    impulse's velocity change after RK4, ``dt`` after Euler) (:mod:`.stiff_friction`: stable
+    at any ``dt``, internal, so the momentum is kept; a released joint comes to rest and a
+    sub-breakaway effort creeps at the law's rates, angles too). Whether to split is decided
+    at the start of the call (then at each step while some joint is stiff, after a split step
+    with the inertia where its impulse acted); where no joint is stiff the
     results are those of the method alone, bit for bit. :func:`~.derivatives.step_derivatives`
     linearizes the split step too.
 
@@ -358,18 +367,21 @@ def step(
             q, v = advance(packed, q, v, steps)
         else:
             for k in range(steps):
-                if k > 0:
+                if k > 0:  # (H where the last step's impulse acted: its displacement is small)
                     dofs = implicit_dofs(H, slopes, dt)
                 if dofs.size == 0:
                     q, v = advance(packed, q, v, 1)
                     H = _mass_matrix(model, q)
                     continue
                 # the explicit method without joint friction, then every joint's implicit
-                # friction impulse at the step's end (.stiff_friction)
+                # friction impulse at the step's end and its displacement (.stiff_friction)
                 target = e_momentum_target(*packed, q, v, dt) if conserve_momentum else None
-                q, v = advance(explicit_part(model, dofs), q, v, 1)
+                q, v_explicit = advance(explicit_part(model, dofs), q, v, 1)
                 H = _mass_matrix(model, q)
-                v = friction_impulse(model, H, v, dofs, dt)
+                v = friction_impulse(model, H, v_explicit, dofs, dt)
+                q, v = friction_displacement(
+                    model, q, v_explicit, v, DISPLACEMENT_SHARE[method] * dt
+                )
                 if target is not None:  # (the impulse is internal: round-off only)
                     q, v = e_correct_momentum(*packed, q, v, target)
             compiled = False

@@ -20,7 +20,13 @@ step (a stiff joint's load moves it by ``dt W S tau`` there, far beyond ``eps`` 
 impulse holds it) -- with the dual arm's two non-stiff joints left explicit, a sub-breakaway
 effort made its joints creep at 0.48 to 1.2 times the law's rates. With all of it implicit, a
 rest point of the split step is one of the law (``N^T S (tau - phi(w)) = 0``, ``N`` spanning
-the manifold).
+the manifold). The positions then move by ``dt/2`` of the impulse's velocity change
+(:func:`.stiff_friction.friction_displacement`: the chain's step moved them with rates the
+friction did not oppose): without it the angles of the floating spatial loop under a
+sub-breakaway effort crept at 3.4-3.6 times the law's rates at 1 ms (2.2-2.3 at 0.5 ms), the
+rates being right; with it, at the law's rates (6.7e-6 of the largest apart). The chain's
+projection closes the loops again after it (to its tolerance, 1e-13) and the momentum and the
+CoM of the state before it are restored (:meth:`SplitFriction.run`).
 
 ``W S`` comes from the chain's own velocity projection: ``H^-1 S`` less ``M^-1 C^T (C M^-1
 C^T)^+ C H^-1 S`` on the independent loop rows of the compiled solver (one call per joint
@@ -39,10 +45,20 @@ import numpy as np
 
 from ..algorithms import mass_matrix
 from ..model import Model, with_joint_dynamics
-from ..stiff_friction import constrained_friction_impulse, friction_slopes, stiff_dofs
+from ..stiff_friction import (
+    DISPLACEMENT_SHARE,
+    constrained_friction_impulse,
+    friction_displacement,
+    friction_slopes,
+    stiff_dofs,
+)
 from .articulated import LoopKernel
 
 _NONE = np.empty(0, dtype=np.int64)
+#: The loops' position tolerance [m, rad] and Gauss-Newton iteration limit of the projection
+#: after the impulse's displacement (those of the chain's own step).
+LOOP_TOL = 1e-13
+LOOP_ITERATIONS = 10
 
 
 class SplitFriction:
@@ -91,6 +107,12 @@ class SplitFriction:
             return False
         return bool(stiff_dofs(self.mobility(q)[self.cols], self.cols, self.slopes, dt).size)
 
+    def _close(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The chain's own projection onto its loops (:meth:`.LoopKernel.project`, tolerance
+        :data:`LOOP_TOL`): Gauss-Newton on the positions where they are open by more than it,
+        then the velocity projection onto the loop rows (the momentum is restored after)."""
+        return self.kernel.project(q, v, None, LOOP_TOL, LOOP_ITERATIONS)
+
     def _chain(self, split: bool) -> Any:
         """The chain that takes the explicit part of the step: without joint dynamics when
         ``split``, else with them (a non-splitting copy); made once."""
@@ -114,9 +136,18 @@ class SplitFriction:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``k`` steps from ``(q, v)``, where :meth:`stiff` was true, under ``tau`` (n,) and
         ``wrenches`` (``base_wrench``, ``link_wrenches``) held: each the chain's ``step``
-        (``stabilize``, ``project``, ``conserve_momentum`` as there) without joint friction
-        and the implicit friction impulse where some joint is still stiff (decided again at
-        each step's end), else the chain's own step.
+        (``stabilize``, ``project``, ``conserve_momentum`` as there) without joint friction,
+        the implicit friction impulse and its displacement where some joint is still stiff,
+        else the chain's own step. Whether a joint is still stiff is decided at each step's
+        end: after a split step, with the mobility where its impulse acted (at hand; the
+        displacement moved the chain by ``dt/2`` of the impulse's velocity change).
+
+        The displacement (:func:`.stiff_friction.friction_displacement`, ``dt/2`` of the
+        impulse's velocity change, along the manifold ``G dv = 0``) leaves the loops open to
+        second order and their velocity rows to first: with ``project``, the chain's own
+        projection (:meth:`_close`) closes them again, then the momentum and the first moment
+        the state had before the displacement are restored (a base velocity change and a
+        translation: the loop rows have no base columns).
 
         Returns
         -------
@@ -125,16 +156,21 @@ class SplitFriction:
         Q = np.empty((k + 1, q.size))
         V = np.empty((k + 1, v.size))
         Q[0], V[0] = q, v
-        split = True
+        split, impulse_at = True, q
         for s in range(k):
-            if s > 0:
-                split = self.stiff(q, dt)
+            if s > 0:  # (after a split step: where its impulse acted, the mobility at hand)
+                split = self.stiff(impulse_at if split else q, dt)
             q, v = self._chain(split).step(
                 q, v, tau, dt, stabilize=stabilize, project=project,
                 conserve_momentum=conserve_momentum, **wrenches,
             )  # fmt: skip
             if split:
+                impulse_at, v_explicit = q, v
                 v = constrained_friction_impulse(self.model, self.mobility(q), v, self.cols, dt)
+                q, v = friction_displacement(
+                    self.model, q, v_explicit, v, DISPLACEMENT_SHARE['rk4'] * dt,
+                    self._close if project else None,
+                )  # fmt: skip
             Q[s + 1], V[s + 1] = q, v
         return Q, V
 
