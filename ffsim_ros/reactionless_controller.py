@@ -89,11 +89,10 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.control import (
-    CONTROL_MODES,
     REJECTED,
     ControlMode,
     GoalOutcome,
@@ -107,7 +106,7 @@ from ffsim_ros.control.trajectory import (
     TrajectoryFollower,
     continuity_gap,
 )
-from ffsim_ros.dynamics.lie import quat_angle, quat_normalize, quat_to_matrix
+from ffsim_ros.dynamics.lie import matrix_to_quat, quat_angle, quat_normalize, quat_to_matrix
 from ffsim_ros.node_support import (
     LogThrottle,
     ParameterValueError,
@@ -137,6 +136,7 @@ from ffsim_ros.node_support.controller_watch import (
 )
 from ffsim_ros.node_support.goal_status import (
     GoalStatusPublisher,
+    control_status_message,
     reach_settings_from,
 )
 from ffsim_ros.node_support.state_messages import joint_state_values, odometry_base_state
@@ -148,18 +148,6 @@ from ffsim_ros.node_support.trajectory_action import (
     TrajectoryRequest,
 )
 
-#: Mode names, in the order of the ``mode`` field of ``status`` (the package's one list).
-MODES = CONTROL_MODES
-STATUS_FIELDS = (
-    'tracking_error',
-    'base_angular_rate',
-    'linear_momentum',
-    'angular_momentum',
-    'manipulability',
-    'condition',
-    'mode',
-    'goal_active',
-)
 #: ``ee_path``: poses kept (the oldest drop out) and node-clock seconds between two of them.
 EE_PATH_LENGTH = 500
 EE_PATH_PERIOD = 0.1
@@ -762,6 +750,9 @@ class ReactionlessControllerNode(Node):
                     f'capture law failed on the measured state ({exc}): not commanding',
                     throttle_duration_sec=LOG_PERIOD,
                 )
+                return
+            p, R = D.link_pose(self.model, q, self.law.ee_link)  # (ee_pose, ee_path as below)
+            self._publish_pose(now, state_ns, p, matrix_to_quat(R))
             return
         if self._pending_goal is not None:
             goal, self._pending_goal = self._pending_goal, None
@@ -785,32 +776,8 @@ class ReactionlessControllerNode(Node):
             )
             return
         self.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
-        pose = PoseStamped()  # stamped with the state it is computed from, not the update's
-        stamp = now if state_ns is None or state_ns < 0 else Time(nanoseconds=state_ns)
-        pose.header.stamp = stamp.to_msg()  # (a negative stamp, from some other publisher: now)
-        pose.header.frame_id = self.world
-        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (
-            float(x) for x in out.ee_position
-        )
-        o = pose.pose.orientation
-        o.x, o.y, o.z, o.w = (float(x) for x in out.ee_quaternion)
-        self.pub_pose.publish(pose)
-        self._append_path(pose)
-        status = Float64MultiArray()
-        status.layout.dim = [
-            MultiArrayDimension(label=','.join(STATUS_FIELDS), size=len(STATUS_FIELDS), stride=1)
-        ]
-        status.data = [
-            out.position_error,
-            out.base_angular_rate,
-            float(np.linalg.norm(out.momentum[:3])),
-            float(np.linalg.norm(out.momentum[3:])),
-            out.manipulability,
-            out.condition,
-            float(MODES.index(out.mode.value)),
-            1.0 if goal_status.active else 0.0,
-        ]
-        self.pub_status.publish(status)
+        self._publish_pose(now, state_ns, out.ee_position, out.ee_quaternion)
+        self.pub_status.publish(control_status_message(out, goal_status.active))
         published = self.goal_status.update(goal_status)
         if (
             published
@@ -822,6 +789,23 @@ class ReactionlessControllerNode(Node):
             )
             if line:
                 self.get_logger().info(line)
+
+    def _publish_pose(
+        self, now: Time, state_ns: int | None, position: np.ndarray, quaternion: np.ndarray
+    ) -> None:
+        """``ee_pose`` (and ``ee_path``): the end effector at ``position`` (3,) [m] and
+        ``quaternion`` (4,) (x, y, z, w) in the world frame, stamped with the state it is
+        computed from (``state_ns``), not the update's (``now``: without one, or a negative
+        one from some other publisher)."""
+        pose = PoseStamped()
+        stamp = now if state_ns is None or state_ns < 0 else Time(nanoseconds=state_ns)
+        pose.header.stamp = stamp.to_msg()
+        pose.header.frame_id = self.world
+        p, o = pose.pose.position, pose.pose.orientation
+        p.x, p.y, p.z = (float(x) for x in position)
+        o.x, o.y, o.z, o.w = (float(x) for x in quaternion)
+        self.pub_pose.publish(pose)
+        self._append_path(pose)
 
     def _start_trajectory(self, t: float, q: np.ndarray) -> None:
         """Start the trajectory handed over since the last update, if any."""

@@ -8,20 +8,59 @@ phase and reason (``'aborted (stopped): no plan ...'``); ``values`` every field 
 :class:`ffsim_ros.control.GoalStatus` (SI units, angles in rad), as ``ros2 topic echo`` shows
 them.
 
-Also the ``reach.*`` parameters of the controller (:func:`reach_specs`) and the
+Also the ``status`` topic's message (:func:`control_status_message`), and the ``reach.*``
+parameters of the controller (:func:`reach_specs`) and the
 :class:`ffsim_ros.control.ReachSettings` they give (:func:`reach_settings_from`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from ffsim_ros.control import GoalOutcome, GoalStatus, ReachSettings
+from ffsim_ros.control import CONTROL_MODES, ControlOutput, GoalOutcome, GoalStatus, ReachSettings
 
 from .common import ParameterValueError
 from .parameters import ParameterSpec, count, interval
+
+#: Mode names, in the order of the ``mode`` field of ``status`` (the package's one list).
+MODES = CONTROL_MODES
+#: The fields of the controller's ``status`` topic, in order (SI units).
+STATUS_FIELDS = (
+    'tracking_error',
+    'base_angular_rate',
+    'linear_momentum',
+    'angular_momentum',
+    'manipulability',
+    'condition',
+    'mode',
+    'goal_active',
+)
+
+
+def control_status_message(out: ControlOutput, active: bool) -> Float64MultiArray:
+    """The ``status`` message of one control update: :data:`STATUS_FIELDS` of ``out``
+    (tracking error [m], base angular rate [rad/s], ``|P|`` [kg m/s], ``|L|`` [kg m^2/s],
+    manipulability, condition number, the mode's index in :data:`MODES`) and ``active``
+    (1.0 while an ``ee_goal`` is active), the field names as the layout's label."""
+    status = Float64MultiArray()
+    status.layout.dim = [
+        MultiArrayDimension(label=','.join(STATUS_FIELDS), size=len(STATUS_FIELDS), stride=1)
+    ]
+    status.data = [
+        out.position_error,
+        out.base_angular_rate,
+        float(np.linalg.norm(out.momentum[:3])),
+        float(np.linalg.norm(out.momentum[3:])),
+        out.manipulability,
+        out.condition,
+        float(MODES.index(out.mode.value)),
+        1.0 if active else 0.0,
+    ]
+    return status
 
 
 def goal_status_message(status: GoalStatus, name: str, hardware_id: str) -> DiagnosticStatus:
