@@ -7,7 +7,8 @@ the base-arm coupling (Nguyen-Huynh 2013; Dimitrov & Yoshida 2004), turned into 
 by computed torque on the unactuated-base dynamics ``tau = H* phiddot + c*``.
 
 Topics (relative names), parameters and services: the node's tables in README.md
-(``ffsim_reactionless_controller``); ``status`` fields in ``STATUS_FIELDS``.
+(``ffsim_reactionless_controller``); ``status`` fields in
+:data:`~ffsim_ros.node_support.goal_status.STATUS_FIELDS`.
 
 Capture (``capture.*`` parameters, issue 17): with a ``capture.scenario`` the node intercepts
 that scenario's target from its odometry inside the reaction null space, asks the simulator's

@@ -195,7 +195,7 @@ def test_one_list_of_modes_and_gains() -> None:
     from ffsim_ros.control import CONTROL_MODES, Gains
     from ffsim_ros.node_support import ParameterValueError
     from ffsim_ros.node_support.controller_parameters import GAIN_DESCRIPTIONS
-    from ffsim_ros.reactionless_controller import MODES
+    from ffsim_ros.node_support.goal_status import MODES
 
     table = tables()['reactionless_controller']
     assert MODES is CONTROL_MODES
