@@ -111,8 +111,9 @@ def declare_arguments() -> list[DeclareLaunchArgument]:
             'namespace',
             default_value='',
             description="Namespace of the robot's nodes and topics (e.g. robot1; under a "
-            'PushRosNamespace, within it); also the prefix "<namespace>/" of its TF frames '
-            '(the pushed namespace included). Empty: no namespace, no prefix.',
+            'PushRosNamespace, within it, unless absolute: /robot1); also the prefix '
+            '"<namespace>/" of its TF frames (the pushed namespace included). Empty: no '
+            'namespace, no prefix.',
         ),
         DeclareLaunchArgument(
             'initial_base_position',
@@ -172,10 +173,12 @@ def _arg(context: LaunchContext, name: str) -> str:
 
 def robot_actions(context: LaunchContext) -> list:
     """Nodes (and the recorder) of one robot, from the evaluated launch arguments."""
-    ns = ls.clean_namespace(_arg(context, 'namespace'))
-    # relative, as launch_ros takes it: under a parent's PushRosNamespace (ros_namespace) the
-    # nodes run in <pushed>/<ns>, and the frame prefix is made of that whole namespace
-    namespace = ns or None
+    given = _arg(context, 'namespace')
+    ns = ls.clean_namespace(given)
+    # as launch_ros takes it: relative, under a parent's PushRosNamespace (ros_namespace) the
+    # nodes run in <pushed>/<ns>; absolute (a leading /), in /<ns> whatever was pushed. The
+    # frame prefix is made of that whole namespace
+    namespace = (f'/{ns}' if given.strip().startswith('/') else ns) if ns else None
     base = context.launch_configurations.get('ros_namespace')
     full = ls.full_namespace(namespace, base)
     prefix = ls.frame_prefix(full)

@@ -966,7 +966,9 @@ def test_a_pushed_namespace_is_kept_and_prefixes_the_frames(stub_launch, tmp_pat
     module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
     extra = tmp_path / 'extra.yaml'
     extra.write_text('fleet/robot1/ffsim_simulator: {ros__parameters: {real_time_factor: 2.0}}\n')
-    for namespace, full in (('robot1', 'fleet/robot1'), ('', 'fleet')):
+    # ... and an absolute one (a leading /) keeps its place, as launch_ros' Node does (it was
+    # made relative: the push prefixed it)
+    for namespace, full in (('robot1', 'fleet/robot1'), ('', 'fleet'), ('/robot1', 'robot1')):
         actions = _run(
             module, 'robot_actions', pushed='/fleet', namespace=namespace, params_file=str(extra)
         )
