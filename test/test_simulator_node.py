@@ -317,13 +317,15 @@ def test_non_finite_state_stops_integration(ros_process, probe) -> None:
     msg = WrenchStamped()
     msg.header.frame_id = 'world'
     # the largest wrench taken (1e308 is refused now, as a NaN is): the base spins up to
-    # 1e6 rad/s within 12 ms and the step fails from a finite state
+    # 7 000 rad/s within 12 ms, and the next step, which would turn it by 7 rad, is refused
+    # (before: the step failed from a finite state, a non-finite state)
     msg.wrench.force.x = 1e7
     msg.wrench.torque.y = 1e7
     msg.wrench.torque.z = 1e7
     assert probe.publish_until(
-        lambda: pub.publish(msg), lambda: 'non-finite state' in sim.stderr()
+        lambda: pub.publish(msg), lambda: 'would turn by' in sim.stderr()
     ), sim.describe()
+    assert 'integration stopped, the last finite state' in sim.stderr()
     assert sim.is_running()
     for m in probe.msgs['js']:
         assert np.all(np.isfinite(m.position)) and np.all(np.isfinite(m.velocity))

@@ -578,26 +578,41 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
     Returns
     -------
     (6,) ndarray [kg m/s, kg m^2/s], inertial frame; (..., 6) for batched states.
+
+    Notes
+    -----
+    Computed about the base CoM (:func:`about_the_base`: as precise far from the origin as at
+    it); ``about='origin'`` then adds ``r_0 x P``, the one part that depends on the origin.
     """
     check_point(about)
     if is_batch(q):
         lead = batch_shape(q)
         Q = as_q_rows(model, q, lead)
-        h, com = b_momentum(*model.packed, Q, as_rows(v, model.nv, 'v', lead))
+        local, origin = about_the_base(model, Q)
+        h, com = b_momentum(*model.packed, local, as_rows(v, model.nv, 'v', lead))
     else:
         Q = as_q(model, q)
-        h, com = _momentum_kernel(model, Q, as_v(model, v))
-    if about != 'origin':
-        point = com if about == 'com' else _base_com(model, Q)
-        h[..., 3:] -= cross(point, h[..., :3])
+        local, origin = about_the_base(model, Q)
+        h, com = _momentum_kernel(model, local, as_v(model, v))
+    # h: [P; L] about the origin of ``local``, the base CoM when it was moved there
+    if about == 'com':
+        h[..., 3:] -= cross(com, h[..., :3])
+    elif about == 'base' and origin is None:  # (a fixed base, or a base CoM at the origin)
+        h[..., 3:] -= cross(_base_com(model, Q), h[..., :3])
+    elif about == 'origin' and origin is not None:
+        h[..., 3:] += cross(origin, h[..., :3])
     return h.reshape(lead + (6,)) if is_batch(q) else h
 
 
 def momentum_and_com(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``[P; L_g]`` (6,) about the system CoM and the CoM ``r_g`` (3,) in one pass
-    [S0 eqs. 9, 12-16], inertial frame [kg m/s, kg m^2/s, m]."""
-    h, com = _momentum_kernel(model, as_q(model, q), as_v(model, v))
+    [S0 eqs. 9, 12-16], inertial frame [kg m/s, kg m^2/s, m] (computed about the base CoM,
+    :func:`about_the_base`: as precise far from the origin as at it)."""
+    local, origin = about_the_base(model, as_q(model, q))
+    h, com = _momentum_kernel(model, local, as_v(model, v))
     h[3:] -= cross(com, h[:3])
+    if origin is not None:
+        com += origin
     return h, com
 
 
@@ -653,10 +668,12 @@ def _base_com(model: Model, q: np.ndarray) -> np.ndarray:
 
 
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:
-    """``T = 1/2 v^T H v`` [S0 eqs. 23-25] [J]."""
+    """``T = 1/2 v^T H v`` [S0 eqs. 23-25] [J] (``H`` taken about the base CoM,
+    :func:`about_the_base`: as precise far from the origin as at it)."""
     q = as_q(model, q)
     v = as_v(model, v)
-    H = mass_matrix(model, q)  # (q named when it is not finite)
+    local, _ = about_the_base(model, q)  # (the energy does not depend on the origin)
+    H = mass_matrix(model, local)  # (q named when it is not finite)
     require_finite_inputs(model, v=v)  # (named before NumPy warns of inf * 0)
     energy = 0.5 * float(v @ H @ v)
     if not math.isfinite(energy):

@@ -396,10 +396,17 @@ def require_state(model: Model, **arrays: np.ndarray | None) -> None:
         raise error
 
 
+#: The words of a compiled kernel's matrix that is not finite (:mod:`.kernels.cholesky`).
+NOT_FINITE_MATRIX = 'is not finite: a NaN or an overflow'
+
+
 def is_kernel_failure(error: Exception) -> bool:
     """Whether ``error`` is a compiled kernel's own failure on a state (a division by zero, a
-    matrix not positive definite), rather than an argument error."""
-    return isinstance(error, ZeroDivisionError) or 'positive definite' in str(error)
+    matrix not positive definite or not finite), rather than an argument error."""
+    if isinstance(error, ZeroDivisionError):
+        return True
+    text = str(error)
+    return 'positive definite' in text or NOT_FINITE_MATRIX in text
 
 
 def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Exception:
@@ -407,8 +414,8 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
     argument that is not finite, or the zero quaternion of ``q``, when there is one; else a
     ``ValueError`` saying the model is degenerate there, for the kernels' own failures (a
     division by zero, a matrix not positive definite); else the overflow
-    (:func:`overflow_error`) when the kernel found its result not finite; else ``error``
-    itself.
+    (:func:`overflow_error`) when the kernel found its result, or a matrix within, not
+    finite; else ``error`` itself.
 
     Parameters
     ----------
@@ -418,6 +425,8 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
     named = input_error(model, **arrays)
     if named is not None:
         return named
+    if NOT_FINITE_MATRIX in str(error):  # (from finite inputs: an overflow within)
+        return overflow_error(model, **arrays)
     if is_kernel_failure(error):
         why = str(error) or 'division by zero'
         return ValueError(

@@ -83,6 +83,14 @@ _NO_DOFS = np.empty(0, dtype=np.int64)
 _OVERFLOW_RATE = 1e150
 #: The most steps :func:`step` takes in one call (the compiled kernels count in int64).
 MAX_STEPS = 2**63 - 1
+#: The rotation [rad] of the base or of a ball joint over one step, at the rates at its start,
+#: from which :func:`step` (every method), :func:`rk4_step` and the closed chains' steps refuse
+#: the step (:func:`check_step_rotation`): RK4 runs the attitudes in the exponential chart about
+#: the step's start (:func:`.lie.so3_chart_rate`), singular at a full turn (the servicer made
+#: one rigid body, spun at one turn per step about a principal axis, came out 0.6-2.6 rad off
+#: in attitude, silently) and inaccurate well before it (0.57 rad at 3 rad per step about a
+#: generic axis, 3e-3 at 1 rad); a step of pi rad is a poor one for any method.
+MAX_STEP_ROTATION = math.pi
 
 
 def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
@@ -180,6 +188,52 @@ def _finite_time(dt: object) -> float:
     return value
 
 
+def check_step_rotation(model: Model, v: np.ndarray, dt: float, what: str = 'step') -> None:
+    """Refuse a step of ``dt`` [s] that turns the base or a ball joint by
+    :data:`MAX_STEP_ROTATION` (pi rad) or more at the rates ``v`` (nv,) or (B, nv) (rows) at
+    its start [rad/s].
+
+    Raises
+    ------
+    StepFailure
+        Naming the base or the joint, its rotation per step, its rate and the largest ``dt``
+        allowed (``what``: the function named at the start of the message). A non-finite
+        rate is left to the checks that name it.
+    """
+    if model.floating_base:
+        if v.ndim == 1:  # (the per-call path: 0.5 us)
+            rate = math.hypot(v[3], v[4], v[5])
+        else:
+            rate = float(np.max(np.sqrt(np.sum(v[:, 3:6] ** 2, axis=1)), initial=0.0))
+        if rate * dt >= MAX_STEP_ROTATION:
+            _refuse_rotation(model, v, dt, 'the base', rate, what)
+    if model.nq - model.nv == (1 if model.floating_base else 0):
+        return  # (no ball joint)
+    for k, kind in enumerate(model.joint_types):
+        if kind == 'spherical':
+            w = v[..., model.idx_v[k] : model.idx_v[k] + 3]
+            rate = float(np.max(np.sqrt(np.sum(w * w, axis=-1)), initial=0.0))
+            if rate * dt >= MAX_STEP_ROTATION:
+                joint = f'ball joint {model.joint_names[k]!r}'
+                _refuse_rotation(model, v, dt, joint, rate, what)
+
+
+def _refuse_rotation(
+    model: Model, v: np.ndarray, dt: float, who: str, rate: float, what: str
+) -> None:
+    """Raise the :class:`StepFailure` of :func:`check_step_rotation` (or the error naming a
+    non-finite ``v``)."""
+    error = input_error(model, v=v)
+    if error is not None:
+        raise error
+    raise StepFailure(
+        f'{what}: {who} would turn by {rate * dt:.3g} rad in one step (|w| = {rate:.4g} rad/s '
+        f'at its start, dt = {dt:g} s): expected less than pi rad per step (the step runs the '
+        'attitude in a chart about its start, inaccurate from there and singular at a full '
+        f'turn): a smaller dt, below {MAX_STEP_ROTATION / rate:.3g} s'
+    )
+
+
 def step(
     model: Model,
     q: ArrayLike,
@@ -245,7 +299,10 @@ def step(
         zero quaternion, named, whatever the method (the compiled steps check the state they
         reach, the ``solve_ivp`` methods their inputs before solving); the dynamics failing
         within the step although the state it started from is finite (too large a step or
-        too fast a motion, said so: :class:`StepFailure`).
+        too fast a motion, said so: :class:`StepFailure`, naming the step that failed among
+        ``steps``); a step that would turn the base or a ball joint by pi rad or more at the
+        rates at its start (:class:`StepFailure`, :func:`check_step_rotation`; with
+        ``steps`` > 1 only the first step's rates are checked).
 
     Notes
     -----
@@ -291,6 +348,7 @@ def step(
         given_rows = as_q_rows(model, q, lead)
         qn, origin = about_the_base(model, given_rows)
         vn = as_rows(v, model.nv, 'v', lead)
+        check_step_rotation(model, vn, dt)
         gen = generalized_forces(model, tau, base_wrench, lead)
         if _stiff_rows(model, qn, dt):  # (each row as the single-state step: split steps)
             qn, vn = _single_rows(model, given_rows, vn, gen, dt, steps, conserve_momentum)
@@ -304,6 +362,7 @@ def step(
         return qn.reshape(lead + (model.nq,)), vn.reshape(lead + (model.nv,))
     q = as_q(model, q)
     v = as_v(model, v)
+    check_step_rotation(model, v, dt)
     given = q, v  # what a failure is judged by: the loop below moves q, v on
     q, origin = about_the_base(model, q)
     gen = generalized_force(model, tau, base_wrench)
@@ -355,6 +414,22 @@ def step(
     # the compiled steps check the state they reach (a few ns: a NaN input or a failure is
     # raised there, named below); the Python loops' results are checked at the end
     compiled = method == 'rk4' and (conserve_momentum or not links)
+    start, whole = (q, v), False  # (whole: the steps run in one call of ``advance``)
+
+    def failure(error: Exception | None) -> Exception:
+        """:func:`step_error`; where the steps ran in one call, naming the step that failed
+        among several (found again by :func:`_failing_step`) and, for RK4, the stage where it
+        failed (:func:`_last_stage`): the failure path only."""
+        out = step_error(model, error, *given, gen, dt, steps, wrench_body=body)
+        if not (isinstance(out, StepFailure) and whole):
+            return out
+        k, q_k, v_k = 1, *start
+        if steps > 1:
+            k, q_k, v_k = _failing_step(lambda a, b, c: advance(packed, a, b, c), *start, steps)
+        stage = _last_stage(model, q_k, v_k, dt, gen, body, links) if method == 'rk4' else ''
+        failing = (k, v_k, stage)
+        return step_error(model, error, *given, gen, dt, steps, wrench_body=body, failing=failing)
+
     try:  # a kernel failing on the state: the argument that is not finite, named
         H = None
         dofs = _NO_DOFS
@@ -364,6 +439,7 @@ def step(
                 H = _mass_matrix(model, q)
                 dofs = implicit_dofs(H, slopes, dt)
         if dofs.size == 0:  # (friction nowhere too stiff at the start: the method alone)
+            whole = True
             q, v = advance(packed, q, v, steps)
         else:
             for k in range(steps):
@@ -386,15 +462,75 @@ def step(
                     q, v = e_correct_momentum(*packed, q, v, target)
             compiled = False
     except (ValueError, ZeroDivisionError) as e:
-        raise step_error(model, e, *given, gen, dt, steps, wrench_body=body) from e
+        raise failure(e) from e
     except RuntimeError as e:  # solve_ivp failed: an input's overflow when there is one
         error = step_error(model, None, *given, gen, dt, steps, wrench_body=body)
         if type(error) is StepFailure:  # (solve_ivp's own words then; an overflow is named)
             raise
         raise error from e
     if not compiled and not (is_finite(q) and is_finite(v)):
-        raise step_error(model, None, *given, gen, dt, steps, wrench_body=body)
+        raise failure(None)
     return back_from_the_base(q, origin), v
+
+
+def _failing_step(
+    advance: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]],
+    q: np.ndarray,
+    v: np.ndarray,
+    steps: int,
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """The first of ``steps`` steps from ``(q, v)`` that fails (1-based) and the state at its
+    start, by bisection over ``advance(q, v, count)``: about log2(steps) calls, the halves
+    that succeed kept, so it costs about what the failed call did."""
+    done = 0
+    while steps > 1:
+        half = steps // 2
+        try:
+            q1, v1 = advance(q, v, half)
+            good = is_finite(q1) and is_finite(v1)
+        except (ValueError, ZeroDivisionError, RuntimeError):
+            good = False
+        if good:
+            q, v, done, steps = q1, v1, done + half, steps - half
+        else:
+            steps = half
+    return done + 1, q, v
+
+
+def _last_stage(
+    model: Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    dt: float,
+    gen: np.ndarray,
+    body: np.ndarray,
+    links: dict,
+) -> str:
+    """Where the RK4 step from ``(q, v)`` (about the base) under ``gen`` (and the base-frame
+    wrench ``body``, the link wrenches ``links``) fails, for a message: the rates of its last
+    stage and how far the base got (the failure path only: one step run again, in Python)."""
+    packed, fric = model.packed, model.joint_dynamics
+    reached = [(q, v)]
+
+    def acceleration(_h: float, qs: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        reached.append((qs, vs))
+        force = gen if body.size == 0 else _with_body_wrench(model, qs, gen, body)
+        fext = body_wrenches(model, qs, links) if links else _NO_LINK_WRENCH
+        return e_forward_dynamics(*packed, qs, vs, force, fext, fric, True)
+
+    try:
+        with np.errstate(all='ignore'):
+            _rk4(model, q, v, dt, acceleration)
+    except Exception:  # noqa: BLE001 - the failure looked for, whatever it is
+        pass
+    qs, vs = reached[-1]
+    if not (is_finite(qs) and is_finite(vs)):
+        return ' at a stage of the step whose state is not finite'
+    text = f' at a stage of the step with {_rates(model, vs)}'
+    if model.floating_base:
+        moved = math.hypot(*(qs[:3] - q[:3]).tolist())
+        text += f', the base {moved:.3g} m from where the step began'
+    return text
 
 
 def _mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
@@ -483,6 +619,7 @@ def step_error(
     steps: int = 1,
     *,
     wrench_body: np.ndarray | None = None,
+    failing: tuple[int, np.ndarray, str] | None = None,
 ) -> Exception:
     """The exception to raise when a kernel failed within :func:`step` (or its linearization,
     :func:`~.derivatives.step_derivatives`) from the given state ``(q, v)`` under ``gen``
@@ -492,7 +629,8 @@ def step_error(
     (:class:`StepFailure`: too large a step or too fast a motion, as the simulation engine
     words it), not the model's; else ``error`` itself. ``wrench_body`` (6,) is the step's
     ``base_wrench_body`` (base frame), or None or empty for none: named when it is not
-    finite, or in the overflow it causes."""
+    finite, or in the overflow it causes. ``failing``: the step that failed among ``steps``
+    (1-based), the velocity at its start and where in it it failed (a text), when known."""
     parts = generalized_force_parts(model, gen)
     if wrench_body is not None and wrench_body.size:
         parts['base_wrench_body'] = wrench_body
@@ -516,12 +654,16 @@ def step_error(
     except (ValueError, ZeroDivisionError) as start:
         return state_error(model, error or start, q=q, v=v, **parts)
     within = 'the step' if steps == 1 else f'the {steps} steps'
-    rate = float(np.max(np.abs(v[model.nv - model.n :]), initial=0.0))
     why = 'a non-finite result' if error is None else str(error) or 'division by zero'
+    where, rates, stage = '', f'{_rates(model, v)} at the start', ''
+    if failing is not None:
+        stage = failing[2]
+    if failing is not None and steps > 1:  # (the rates at its start, then at the first's)
+        where = f'in step {failing[0]}: '
+        rates = f'{_rates(model, failing[1])} at its start ({_rates(model, v)} at the first)'
     text = (
-        f'step: the dynamics failed within {within} from a finite state ({why}; joint rates up '
-        f'to {rate:.3g} rad/s or m/s at the start): too large a step (dt = {dt:g} s) or too '
-        'fast a motion for it?'
+        f'step: the dynamics failed within {within} from a finite state ({where}{why}{stage}; '
+        f'{rates}): too large a step (dt = {dt:g} s) or too fast a motion for it?'
     )
     # the rates the inputs drive within the steps: beyond ~1e150 their squares (the velocity
     # products of the dynamics) overflow float64 whatever the step -- said, the inputs named
@@ -533,6 +675,19 @@ def step_error(
         text += f' Overflow: the inputs drive rates up to {reach:.3g} within {within} ({sizes})'
         return StepOverflow(text)
     return StepFailure(text)
+
+
+def _rates(model: Model, v: np.ndarray) -> str:
+    """The rates of the velocity ``v`` (nv,) for a message: the base's angular rate and speed
+    (of its CoM), the fastest joint's."""
+    parts = []
+    if model.floating_base:
+        turn, move = math.hypot(*v[3:6].tolist()), math.hypot(*v[:3].tolist())
+        parts.append(f'the base turning at {turn:.3g} rad/s and moving at {move:.3g} m/s')
+    if model.n:
+        rate = float(np.max(np.abs(v[model.nv - model.n :])))
+        parts.append(f'joint rates up to {rate:.3g} rad/s or m/s')
+    return ', '.join(parts)
 
 
 def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.ndarray:
@@ -650,12 +805,14 @@ def rk4_step(
     ------
     ValueError
         ``q``, ``v`` or an acceleration returned not finite, named; the step's result not
-        finite from finite stages (:class:`StepFailure`).
+        finite from finite stages, or a step turning the base or a ball joint by pi rad or
+        more (:class:`StepFailure`).
     """
     dt = positive_step(dt)
     q = as_q(model, q)
     v = as_v(model, v)
     require_finite_inputs(model, q=q, v=v)
+    check_step_rotation(model, v, dt, 'rk4_step')
 
     def checked(h: float, qs: np.ndarray, vs: np.ndarray) -> np.ndarray:
         a = as_v(model, acceleration(t + h, qs, vs), 'acceleration')

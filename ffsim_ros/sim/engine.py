@@ -16,10 +16,12 @@ stops the clock. The clock goes back only when asked to, by :meth:`Engine.reset_
 time scope). :meth:`Engine.advance` with ``stepping=True`` integrates while paused (stepping
 a paused simulation).
 
-Faults: a step that yields a non-finite state, or that the dynamics refuse (e.g. a mass
-matrix no longer positive definite), stops integration: the engine keeps the last finite
-state (the steps before the failing one are kept) and reports the reason in every snapshot
-until :meth:`Engine.reset` or :meth:`Engine.set_state`. A snapshot never holds a NaN.
+Faults: a step that yields a non-finite state, that the dynamics refuse (e.g. a base turning
+by pi rad or more in one step), or that runs away (:mod:`.runaway`: a finite state that is no
+solution, joint rates or kinetic energy orders of magnitude beyond what the step could give,
+from a physics step too long for the motion) stops integration: the engine keeps the state
+before the failing step (the steps before it are kept) and reports the reason in every
+snapshot until :meth:`Engine.reset` or :meth:`Engine.set_state`. A snapshot never holds a NaN.
 
 Momentum: wherever nothing external but gravity acts (no base or link wrench), the steps are
 momentum-preserving (``D.step(..., conserve_momentum=True)``, the default
@@ -80,6 +82,7 @@ from .commands import (
     real_values,
 )
 from .limits import JointLimits
+from .runaway import runaway_fault
 from .watchdog import Health, Watchdog
 from .world import TargetWorld, WorldStepError
 
@@ -267,6 +270,9 @@ class Engine:
         self._conserve = conserve_momentum
         self._limits = JointLimits(model, velocity=velocity_limits, position=position_limits)
         self._simple_joints = model.nq == model.nv + 1  # joint coordinates = joint DoFs
+        # the state summary of the last state committed (the snapshot's and the runaway
+        # check's: computed once per state), as (q, v, summary)
+        self._summarized: tuple[np.ndarray, np.ndarray, D.StateSummary] | None = None
         self._watchdog = Watchdog(model)
         if world is not None and (
             world.scene.robot_model is not model or abs(world.scene.dt - self.dt) > 1e-15
@@ -371,7 +377,7 @@ class Engine:
     def snapshot(self) -> Snapshot:
         """The current instant."""
         q, v = self._q, self._v
-        summary = D.state_summary(self._model, q, v)
+        summary = self._summary(q, v)
         momentum, com, kinetic, scene = summary.momentum, summary.com, summary.kinetic_energy, None
         if self._world is not None and self._world.active:
             scene = self._world.snapshot()
@@ -395,6 +401,16 @@ class Engine:
             fault=self._fault,
             world=scene,
         )
+
+    def _summary(self, q: np.ndarray, v: np.ndarray) -> D.StateSummary:
+        """:func:`~ffsim_ros.dynamics.state_summary` of ``(q, v)``, kept for the last state
+        asked (the engine's states are read-only: the same arrays, the same state)."""
+        kept = self._summarized
+        if kept is not None and kept[0] is q and kept[1] is v:
+            return kept[2]
+        summary = D.state_summary(self._model, q, v)
+        self._summarized = q, v, summary
+        return summary
 
     def reset(self) -> Snapshot:
         """Back to the initial state, inputs cleared, fault cleared; the clock moves one step.
@@ -690,7 +706,10 @@ class Engine:
         if limits.active and not limits.quiet(tau, q1, v1):
             return self._step_each(tau, count)  # a limit was reached within: again, per step
         work = float(tau @ self._joint_motion(q, q1))
-        self._commit(q1, v1, tau, count)
+        q1, v1 = _frozen(q1), _frozen(v1)
+        if self._runaway(None, q1, v1, work):
+            return self._step_each(tau, count)  # (one at a time: the step that ran away)
+        self._commit(q1, v1, tau, count, frozen=True)
         return work
 
     def _integrate_world(self, command: np.ndarray, count: int) -> float:
@@ -744,6 +763,30 @@ class Engine:
             f'rates up to {rate:.3g} rad/s or m/s): too fast a motion for the {self.dt:g} s step?'
         )
 
+    def _runaway(self, v: np.ndarray | None, q1: np.ndarray, v1: np.ndarray, work: float) -> str:
+        """The fault of the step(s) from the current state to ``(q1, v1)`` (read-only) when
+        they ran away, else '' (:mod:`.runaway`; not under a base or link wrench, which can
+        drive any motion). ``v``: the velocity at the step's start, a step of the drives
+        (their speeds checked; the energy only where some joint has no drive to check: 5.5 us
+        a step); None: a batch (the energy checked)."""
+        if self._wrenches.acting:
+            return ''
+        each = v is not None
+
+        def summaries() -> tuple[D.StateSummary, D.StateSummary]:
+            return self._summary(self._q, self._v), self._summary(q1, v1)
+
+        return runaway_fault(
+            self._limits if each else None,
+            self._watchdog,
+            v if each else self._v,
+            v1,
+            None if each and self._limits.driven.all() else summaries,
+            work,
+            self.dt,
+            self.time,
+        )
+
     def _quiet_ahead(self, tau: np.ndarray, count: int) -> bool:
         """Whether no limit can act over ``count`` steps from now (with a margin)."""
         q, v, limits = self._q, self._v, self._limits
@@ -779,17 +822,24 @@ class Engine:
                 if self._chain is not None and np.any(impulse):
                     q1, v1 = self._chain.project(q1, v1)
             except DYNAMICS_ERRORS as exc:
-                # (D.step's StepFailure already says too large a step or too fast a motion)
-                hint = self._under() or (
-                    '' if isinstance(exc, D.StepFailure) else self._too_fast(v)
-                )
+                # (D.step's StepFailure already says too large a step or too fast a motion, or
+                # refuses a step turning the base by pi or more: no non-finite state then)
+                if isinstance(exc, D.StepFailure):
+                    self._fault = f'the step from t = {at:.6f} s failed ({exc}){self._under()}'
+                    return work
                 self._fault = (
                     f'non-finite state: the dynamics failed within the step from t = {at:.6f} s '
-                    f'({exc}){hint}'
+                    f'({exc}){self._under() or self._too_fast(v)}'
                 )
                 return work
-            work += float(applied @ self._joint_motion(q, q1))
-            self._commit(q1, v1, tau + impulse / dt, 1)
+            step_work = float(applied @ self._joint_motion(q, q1))
+            q1, v1 = _frozen(q1), _frozen(v1)
+            runaway = self._runaway(v, q1, v1, step_work)
+            if runaway:
+                self._fault = runaway
+                return work
+            work += step_work
+            self._commit(q1, v1, tau + impulse / dt, 1, frozen=True)
         return work
 
     def _joint_motion(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
@@ -832,7 +882,11 @@ class Engine:
             q, v = chain.step(q, v, tau, dt, base_wrench=base, link_wrenches=links)
         return q, v
 
-    def _commit(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int) -> None:
-        self._q, self._v = _frozen(q), _frozen(v)
+    def _commit(
+        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int, frozen: bool = False
+    ) -> None:
+        """The state ``(q, v)`` (``frozen``: read-only arrays of the engine's own, kept as
+        they are) reached after ``count`` steps under ``tau``."""
+        self._q, self._v = (q, v) if frozen else (_frozen(q), _frozen(v))
         self._effort = tau
         self._step += count

@@ -34,12 +34,28 @@ def cholesky_factor_above(A: np.ndarray, n: int, floor: float) -> bool:
     return True
 
 
+#: Magnitude beyond which a factorization's squares overflow float64 (1.3e154): a matrix
+#: holding one failed as not finite, not as indefinite.
+OVERFLOW_ENTRY = 1e150
+
+
+@njit_leaf
+def overflowed(A: np.ndarray, n: int) -> bool:
+    """Whether ``A[:n, :n]`` holds a value that is not finite or whose square overflows
+    float64 (a Cholesky factorization failing on it fails for that, not for a pivot)."""
+    for i in range(n):
+        for j in range(n):
+            if not abs(A[i, j]) <= OVERFLOW_ENTRY:
+                return True
+    return False
+
+
 @njit
 def cholesky_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve ``H x = b`` for symmetric positive definite ``H`` (n, n) by Cholesky.
 
-    Raises ``ValueError`` (in nopython mode: a generic error) if ``H`` is not positive
-    definite, which only happens for a degenerate model or a non-finite state. ``H`` and
+    Raises ``ValueError`` if ``H`` is not finite (a non-finite state, or an overflow within
+    the dynamics) or not positive definite (a degenerate model). ``H`` and
     ``b`` are left as they are (:func:`cholesky_solve_inplace` on copies).
     """
     A = H.copy()
@@ -53,10 +69,13 @@ def cholesky_solve_inplace(A: np.ndarray, x: np.ndarray) -> None:
     """Solve ``A y = x`` in place for symmetric positive definite ``A`` (n, n).
 
     ``A``'s lower triangle is overwritten by its Cholesky factor and ``x`` (n,) by ``y``;
-    raises ``ValueError`` like :func:`cholesky_solve`.
+    raises ``ValueError`` like :func:`cholesky_solve` (the message says which: not finite, or
+    not positive definite).
     """
     n = A.shape[0]
     if not cholesky_factor_inplace(A, n):
+        if overflowed(A, n):  # (a NaN or an infinity in it, or from it, or huge values)
+            raise ValueError('mass matrix is not finite: a NaN or an overflow')
         raise ValueError('mass matrix is not positive definite')
     cholesky_substitute(A, x, n)
 
@@ -83,9 +102,12 @@ def spd_inverse_into(A: np.ndarray, n: int, out: np.ndarray) -> None:
 
     For the small joint-space inertias ``D = S^T I^A S`` of ABA (n <= 6): loops, no LAPACK
     call and no temporary. ``A``'s lower triangle is overwritten by its Cholesky factor; raises
-    ``ValueError`` if ``A`` is not positive definite (a degenerate model or a non-finite state).
+    ``ValueError`` if ``A`` is not finite (a non-finite state or an overflow) or not positive
+    definite (a degenerate model), saying which.
     """
     if not cholesky_factor_inplace(A, n):
+        if overflowed(A, n):
+            raise ValueError('articulated inertia is not finite: a NaN or an overflow')
         raise ValueError('articulated inertia is not positive definite')
     for col in range(n):
         for i in range(n):

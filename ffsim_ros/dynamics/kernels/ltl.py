@@ -47,11 +47,14 @@ def ltl_factor(H: np.ndarray, lam: np.ndarray) -> None:
     Raises
     ------
     ValueError
-        When a pivot is not positive (a degenerate model or a non-finite state).
+        When a pivot is not finite (a non-finite state or an overflow) or not positive (a
+        degenerate model), saying which.
     """
     for k in range(H.shape[0] - 1, -1, -1):
         d = H[k, k]
         if not d > 0.0:
+            if not np.isfinite(d):
+                raise ValueError('mass matrix is not finite: a NaN or an overflow')
             raise ValueError('mass matrix is not positive definite')
         d = np.sqrt(d)
         H[k, k] = d

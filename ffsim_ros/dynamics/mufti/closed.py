@@ -54,7 +54,7 @@ import numpy as np
 from ..algorithms import body_wrenches, mass_matrix
 from ..algorithms import momentum as momentum_of
 from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force, positive_step, step_count
-from ..integration import integrate, momentum_after, rk4_step
+from ..integration import check_step_rotation, integrate, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model
 from .articulated import LoopKernel
@@ -730,6 +730,7 @@ class ClosedChain:
         q = as_q(model, q)
         v = as_v(model, v)
         check_finite(self._names(), q=q, v=v, tau=tau, base_wrench=base_wrench)
+        check_step_rotation(model, v, dt, 'ClosedChain.step')
         if self.method == 'aba' and not link_wrenches:  # the whole step compiled
             flags = (stabilize, project, conserve_momentum)
             Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, *flags)
@@ -831,6 +832,7 @@ class ClosedChain:
         steps = step_count(t_final, dt)
         q, v = as_q(self.model, q0), as_v(self.model, v0)
         check_finite(self._names(), q0=q, v0=v, tau=tau)
+        check_step_rotation(self.model, v, dt, 'ClosedChain.simulate')
         if self.method == 'aba' and not callable(tau):  # the whole run compiled
             flags = (stabilize, project, conserve_momentum)
             Q, V = self._compiled_steps(q, v, tau, None, dt, steps, *flags)

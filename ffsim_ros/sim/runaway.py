@@ -1,0 +1,115 @@
+"""Runaway steps: a finite state that is no solution, from a physics step too long for the
+motion (no ROS).
+
+RK4 on a step much longer than the motion's time scales does not fail: it returns a finite
+state, joint rates 337 to 4e15 times the speed limits on the servicer from rest at 1-10 Hz,
+which the next step turns into a NaN. :func:`runaway_fault` tells such a step from a sound one
+by two figures, so the :class:`~ffsim_ros.sim.Engine` faults on *that* step and keeps the
+state before it (where no base or link wrench acts: an external wrench can drive any motion --
+1e7 N on the servicer flings a joint to 322 times its limit within 1 ms, accurately -- and its
+work is not tracked):
+
+* a driven joint left after its drive braked at more than :data:`.limits.RUNAWAY_FACTOR` (100)
+  times both its speed limit and its speed at the step's start
+  (:meth:`.limits.JointLimits.runaway`);
+* kinetic energy gained beyond the work done on the robot by more than
+  :data:`.watchdog.ENERGY_RUNAWAY` (100) times the kinetic energy at the step's start plus that
+  work (:meth:`.watchdog.Watchdog.runaway`): checked on every batch of steps, and on the steps
+  taken one at a time near the limits where some joint has no drive whose speed is checked (a
+  state summary, 5.5 us a step on the servicer; where every joint has one, a runaway shows in
+  their speeds: every one of the probe's did).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+import ffsim_ros.dynamics as D
+
+from .limits import JointLimits
+from .watchdog import Watchdog
+
+#: Errors of the state summary on a state whose energy overflows float64.
+_SUMMARY_ERRORS = (ValueError, ArithmeticError)
+
+
+def runaway_fault(
+    limits: JointLimits | None,
+    watchdog: Watchdog,
+    v: np.ndarray,
+    v1: np.ndarray,
+    summaries: Callable[[], tuple[D.StateSummary, D.StateSummary]] | None,
+    work: float,
+    dt: float,
+    at: float,
+) -> str:
+    """The fault of a step (or batch of steps) that ran away ('' when it did not).
+
+    Parameters
+    ----------
+    limits : JointLimits or None
+        The drives whose joints are checked (None: the speeds are not, e.g. a batch checked
+        by :meth:`.limits.JointLimits.quiet` already).
+    watchdog : Watchdog
+        Its :meth:`~.watchdog.Watchdog.runaway` checks the energy.
+    v, v1 : (nv,) ndarray
+        Velocity at the step's start and after it (braking included), ``[V0, w0, phidot]``
+        [m/s, rad/s, rad/s | m/s].
+    summaries : callable or None
+        Returns the state summaries at the step's start and after it (called only when the
+        speeds are fine); None: the energy is not checked (a wrench acting, whose work is not
+        known).
+    work : float
+        Work of the joint efforts over the step [J].
+    dt, at : float
+        The physics step and the time the step started at [s].
+
+    Returns
+    -------
+    str
+    """
+    model = watchdog.model
+    j = limits.runaway(v[6:], v1[6:]) if limits is not None else -1
+    if j >= 0:
+        limit = limits.speed_limit[j]
+        name, unit = _dof(model, j)
+        why = (
+            f'{name} at {v1[6 + j]:.3g} {unit} after its drive braked, '
+            f'{abs(v1[6 + j]) / limit:.3g} times its speed limit {limit:g} {unit} (from '
+            f"{v[6 + j]:.3g} {unit} at the step's start)"
+        )
+    elif summaries is None:
+        return ''
+    else:
+        try:
+            start, end = summaries()
+        except _SUMMARY_ERRORS as exc:  # (a kinetic energy overflowing float64)
+            why = f'a state whose kinetic energy is not finite ({exc})'
+        else:
+            pair = (start.kinetic_energy, end.kinetic_energy)
+            gain = watchdog.runaway(pair, (start.com, end.com), work)
+            if not gain:
+                return ''
+            fastest = ''
+            if v1.size > 6:
+                j = int(np.argmax(np.abs(v1[6:])))
+                name, unit = _dof(model, j)
+                fastest = f'; {name} at {v1[6 + j]:.3g} {unit}'
+            why = (
+                f'the energy grew by {gain:.3g} J beyond the {work:.3g} J of work done '
+                f'(kinetic energy {pair[0]:.3g} J at the start{fastest})'
+            )
+    return (
+        f'runaway step from t = {at:.6f} s: {why}: the physics step ({dt:g} s) is too long for '
+        'the motion (a higher physics_rate_hz); the state before it is kept'
+    )
+
+
+def _dof(model: D.Model, j: int) -> tuple[str, str]:
+    """Joint DoF ``j`` (index in ``phi``'s rates) named for a message, and its speed unit."""
+    k = max(i for i, first in enumerate(model.idx_v) if first <= 6 + j)
+    axis = f' (axis {6 + j - model.idx_v[k]})' if model.nvs[k] > 1 else ''
+    unit = 'm/s' if model.joint_types[k] == 'prismatic' else 'rad/s'
+    return f'joint {model.joint_names[k]!r}{axis}', unit

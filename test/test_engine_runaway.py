@@ -1,0 +1,148 @@
+"""Runaway steps (ffsim_ros.sim.runaway) and steps turning the base by pi or more: a physics
+step too long for the motion is a fault on *that* step, the state before it kept.
+
+References: the dynamics API stepped by hand (D.step, JointLimits.brake) for the state a step
+reaches, and the exact motion of a torque-free body about a principal axis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.resources import sample_robot
+from ffsim_ros.sim import Engine, EngineFault, JointLimits
+
+MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+RATED = np.asarray(MODEL.effort_limit, dtype=float)
+W_MAX = np.asarray(MODEL.velocity_limit, dtype=float)
+
+#: A single rigid body, principal axes along its frame axes.
+RIGID_URDF = """<robot name="block">
+  <link name="base_link">
+    <inertial>
+      <origin xyz="0.1 -0.05 0.2"/>
+      <mass value="50.0"/>
+      <inertia ixx="4.0" iyy="6.0" izz="9.0" ixy="0" ixz="0" iyz="0"/>
+    </inertial>
+  </link>
+</robot>"""
+
+
+def start() -> tuple[np.ndarray, np.ndarray]:
+    """The servicer at rest in a bent pose (the probe's)."""
+    q = D.neutral(MODEL)
+    q[7:] = [0.1, 0.8, -0.3, -1.2, 0.2, 0.9, 0.0]
+    return q, np.zeros(MODEL.nv)
+
+
+def held(dt_ns: int, tau: np.ndarray, **options: object) -> Engine:
+    """An engine from :func:`start` with ``tau`` commanded and held for ever."""
+    q, v = start()
+    sim = Engine(MODEL, q, v, dt_ns=dt_ns, command_timeout_ns=10**15, **options)
+    sim.command_efforts(tau)
+    return sim
+
+
+@pytest.mark.parametrize('count', [1, 5])
+def test_a_drive_left_far_over_its_limit_faults_that_step(count: int) -> None:
+    """Rated effort on every joint from rest at 10 Hz: the first step returned a finite state
+    with a joint hundreds of times over its speed limit after its drive braked; the engine
+    kept and published it (the next step: 1e10 times, then the dynamics failed). That step
+    is now the fault (one step a call, or a batch): nothing is committed, the fault names the
+    joint, its rate and a higher physics_rate_hz. Coarse steps sound for the motion are no
+    runaways."""
+    dt = 0.1
+    sim = held(100_000_000, RATED)
+    q0, v0 = sim.initial_state
+    # the step by hand: the drives' characteristic, the momentum-preserving step, the braking
+    limits = JointLimits(MODEL)
+    tau = limits.drive_efforts(RATED, v0[6:])
+    q1, v1 = D.step(MODEL, q0, v0, tau, dt, conserve_momentum=True)
+    v1, _ = limits.brake(q1, v1, dt)
+    ratio = np.abs(v1[6:]) / W_MAX
+    j = int(np.argmax(ratio))
+    assert ratio[j] > 100.0  # the premise: far over the limit after braking, finite
+    snap = sim.advance(count)
+    assert snap.faulted and snap.step == 0
+    assert np.array_equal(snap.q, q0) and np.array_equal(snap.v, v0)
+    name = MODEL.joint_names[j]
+    assert snap.fault.startswith(
+        f"runaway step from t = 0.000000 s: joint '{name}' at {v1[6 + j]:.3g} rad/s after its "
+        f'drive braked, {ratio[j]:.3g} times its speed limit {W_MAX[j]:g} rad/s (from 0 rad/s '
+        "at the step's start)"
+    ), snap.fault
+    assert snap.fault.endswith('(a higher physics_rate_hz); the state before it is kept')
+    assert sim.advance(3).step == 0  # stopped until reset
+    with pytest.raises(EngineFault, match='runaway step'):
+        sim.resume()
+    assert not sim.reset().faulted
+    # steps coarse but sound for the motion (20 Hz at rated effort, 5 Hz at a tenth of it: a
+    # joint is left up to 15 times its limit after a step, the next steps settle): no fault,
+    # every joint at its limit after 4 s
+    for dt_ns, scale in ((50_000_000, 1.0), (200_000_000, 0.1)):
+        sim = held(dt_ns, scale * RATED)
+        snap = sim.advance(4_000_000_000 // dt_ns)
+        assert not snap.faulted, snap.fault
+        assert np.max(np.abs(snap.v[6:]) / W_MAX) <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize('count', [1, 5])
+def test_energy_gained_by_orders_of_magnitude_faults_that_step(count: int) -> None:
+    """No speed limits, rated effort, 10 Hz: the first step is sound; the second returned a
+    finite state with the wrist at 5e10 rad/s, kept and published (the third failed). The
+    energy it gained, 1e21 J beyond a few MJ of work, is the fault on that step: the state
+    after the first step is kept, exactly the dynamics' step. Far from the origin under
+    gravity, the round-off of the potential energy is no gain."""
+    sim = held(100_000_000, RATED, velocity_limits=False)
+    q0, v0 = sim.initial_state
+    q1, v1 = D.step(MODEL, q0, v0, RATED, 0.1, conserve_momentum=True)
+    snap = sim.advance(count)
+    if count == 1:
+        assert not snap.faulted
+        snap = sim.advance(1)
+    assert snap.faulted and snap.step == 1, snap.fault
+    assert np.array_equal(snap.q, q1) and np.array_equal(snap.v, v1)
+    assert snap.fault.startswith('runaway step from t = 0.100000 s: the energy grew by ')
+    q2, v2 = D.step(MODEL, q1, v1, RATED, 0.1, conserve_momentum=True)
+    assert np.all(np.isfinite(v2)) and np.abs(v2).max() > 1e9  # the premise: finite, wild
+    assert snap.fault.endswith('(a higher physics_rate_hz); the state before it is kept')
+    # at rest 7 000 km from the origin under gravity, falling: the potential energy about the
+    # origin (1e10 J) changes by round-off far larger than the kinetic energy of the first
+    # steps; the check takes gravity's work from the CoM's displacement: no fault
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof'), gravity=(0.0, 0.0, -9.81))
+    q = D.neutral(model)
+    q[:3] = [7.0e6, 1.0e3, -2.0e3]
+    sim = Engine(model, q, np.zeros(model.nv), dt_ns=1_000_000)
+    for _ in range(20):
+        assert not sim.advance(1).faulted
+    snap = sim.advance(200)
+    assert not snap.faulted, snap.fault
+    assert snap.v[2] == pytest.approx(-9.81 * 0.22, rel=1e-9)
+
+
+@pytest.mark.parametrize('dt_ns', [100_000_000, 10_000_000])
+def test_a_step_turning_the_base_a_full_turn_faults(dt_ns: int) -> None:
+    """A block spinning about a principal axis at one turn per physics step: the step came
+    back 0.7 to 2.6 rad off in attitude and 9-20 % off in rate, silently (the chart of the
+    step is singular at a full turn). Refused now, from pi rad per step: a fault on that
+    step, the state kept, the rotation and a shorter step named."""
+    model = D.load_urdf(RIGID_URDF)
+    dt = dt_ns * 1e-9
+    w = 2.0 * np.pi / dt
+    v = np.array([0.0, 0.0, 0.0, 0.0, 0.0, w])
+    sim = Engine(model, D.neutral(model), v, dt_ns=dt_ns)
+    snap = sim.advance(1)
+    assert snap.faulted and snap.step == 0 and np.array_equal(snap.v, v)
+    assert snap.fault.startswith(
+        f'the step from t = 0.000000 s failed (step: the base would turn by 6.28 rad in one '
+        f'step (|w| = {w:.4g} rad/s at its start, dt = {dt:g} s)'
+    ), snap.fault
+    assert f'a smaller dt, below {dt / 2:.3g} s' in snap.fault
+    # below pi rad per step: exact about the principal axis
+    sim = Engine(model, D.neutral(model), 0.45 * v, dt_ns=dt_ns)
+    snap = sim.advance(1)
+    assert not snap.faulted
+    half = 0.45 * np.pi  # half the angle turned, 0.9 pi
+    assert np.allclose(snap.q[3:7], [0.0, 0.0, np.sin(half), np.cos(half)], atol=1e-14)
