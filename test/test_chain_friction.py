@@ -233,7 +233,7 @@ def test_chains_without_stiff_friction_step_bit_for_bit_as_before(friction: floa
     assert (DT * slopes * np.diag(manifold_mobility(chain, q))).max() < 0.01  # nowhere stiff
     tau = np.linspace(-0.2, 0.2, model.n)
     _, Q, V = chain.simulate(q, v, tau, 20 * DT, DT)
-    kernel = LoopKernel(model, chain.loops, 1e-9)
+    kernel = LoopKernel(model, chain.loops, 1e-9, chain._closing_rows)
     Qr = np.full((21, model.nq), np.nan)
     Vr = np.empty((21, model.nv))
     Qr[0], Vr[0] = q, v

@@ -756,12 +756,17 @@ class Engine:
         """For a fault message without external wrenches: the state at the step's start was
         finite, so the failure came from an intermediate stage of the step -- the motion too
         fast for the step, most likely (the error named, e.g. a mass matrix 'not positive
-        definite', is that stage's, not the published state's)."""
+        definite', is that stage's, not the published state's); at rest (rates x dt <= 1e-9),
+        a closed chain's loops could not be closed: a singular or locked configuration."""
         rate = float(np.max(np.abs(v[6:]))) if v.size > 6 else 0.0
-        return (
-            f'; in an intermediate stage of the step (the state at its start is finite, joint '
-            f'rates up to {rate:.3g} rad/s or m/s): too fast a motion for the {self.dt:g} s step?'
-        )
+        rates = f'joint rates up to {rate:.3g} rad/s or m/s'
+        if rate * self.dt > 1e-9:
+            return (
+                f'; in an intermediate stage of the step (the state at its start is finite, '
+                f'{rates}): too fast a motion for the {self.dt:g} s step?'
+            )
+        why = ': the loops could not be closed here, a singular or locked configuration'
+        return f'; at rest ({rates}){why if self._chain is not None else ""}'
 
     def _runaway(self, v: np.ndarray | None, q1: np.ndarray, v1: np.ndarray, work: float) -> str:
         """The fault of the step(s) from the current state to ``(q1, v1)`` (read-only) when

@@ -33,7 +33,11 @@ keeps none), minimum-norm multipliers ``U_k lambda_k`` ([M Appendix case 2], dec
 hinge). The Delassus system is solved by Cholesky; where it is singular or nearly so after
 that (rows dependent across hinges, a loop singularity) by the rank-revealing solve of
 :mod:`.delassus`: rank decided on the rows' singular values at ``rtol``, not on the Delassus
-matrix's (their squares), minimum-norm loop multipliers.
+matrix's (their squares), minimum-norm loop multipliers. For the motion (the accelerations,
+the velocity projection) rows are also dropped below the closure floor of
+:func:`.cut_hinges.rank_floor`, ``sqrt(4 beta_k |xi|)`` at loop errors ``xi``: near a loop
+singularity a configuration within the projection's tolerance of the manifold has rows that
+are not there on it, and they would lock the mechanism.
 """
 
 from __future__ import annotations
@@ -50,18 +54,23 @@ from .aba import (
 )
 from .conservation import correct_momentum, momentum_after, system_momentum
 from .cut_hinges import (
-    clearly_independent,
+    hinge_rank,
     hinge_scale,
     hinge_velocity_rows,
-    jacobi_svd,
     loop_row_count,
     loop_rows,
 )
-from .delassus import solve_delassus
+from .delassus import solve_delassus, solve_firm
 from .friction import joint_friction
 from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, unpack
 from .lie_group import RK4_NODES, RK4_WEIGHTS, chart_rate, integrate, rk4_stage
+from .momentum import momentum_and_energy
+
+#: A position projection after a step that takes the configuration back by more than this
+#: fraction of the step (kinetic-energy metric) converged onto a loop singularity instead of
+#: closing the loops next to the step's end (:mod:`ffsim_ros.dynamics.mufti.closing`).
+COLLAPSE_RATIO = 0.25
 
 
 @njit
@@ -176,22 +185,29 @@ def reduced_responses(
     rhs: np.ndarray,
     loop_i: np.ndarray,
     rtol: float,
+    closure: float,
     basis: np.ndarray,
     keep: np.ndarray,
-) -> tuple[np.ndarray, ...]:
+    firm: np.ndarray,
+) -> tuple:
     """The independent row combinations of every cut hinge and their test responses.
 
     Per hinge ``k``: ``U_k`` (its independent combinations, :func:`jacobi_svd` of ``C_k^T``,
     singular values above ``rtol`` times the largest and ``rtol`` times :func:`hinge_scale`;
     identity when all rows are independent) into ``basis`` (nrows, 6) and their count into
-    ``keep`` (nl,). Then, for each of the ``K`` combined rows ``U_k^T W_k``, the accelerations
-    of its unit wrench (:func:`unit_response`).
+    ``keep`` (nl,); into ``firm`` (nl,) the count of those also above the closure floor of
+    :func:`.cut_hinges.rank_floor` for loop errors of norm ``closure`` (the leading columns
+    of ``U_k``: the rows that count for the motion, :func:`.delassus.solve_firm`). Then, for
+    each of the ``K`` combined rows ``U_k^T W_k``, the accelerations of its unit wrench
+    (:func:`unit_response`).
 
     Returns
     -------
     Wr : (K, 6) combined rows;  br : (K,) their right-hand sides ``U_k^T rhs_k``;
     rows_a, rows_b : (K,) bodies;  Mq : (K, nv) ``(M^-1 C^T)^T``;  Ma : (K, nb, 6) the body
-    accelerations of each;  A : (K, K) Delassus matrix ``C M^-1 C^T``.
+    accelerations of each;  A : (K, K) Delassus matrix ``C M^-1 C^T``;  floor : float, the
+    largest closure floor of the hinges (the singular values of the rows across hinges are
+    judged against it, :func:`.delassus.solve_delassus`).
     """
     nb = m.parent.shape[0]
     nv = S.shape[1]
@@ -215,31 +231,17 @@ def reduced_responses(
     o += 6 * nv
     K = 0
     r0 = 0
+    floor_max = 0.0
     for lp in range(nl):
         nr = loop_row_count(loop_i[lp, 2])
         ia = loop_i[lp, 0]
         ib = loop_i[lp, 1]
         Ct = hinge_velocity_rows(m, S, W, r0, nr, ia, ib, flag, cbuf)
-        floor = rtol * hinge_scale(m, S, W, r0, nr, flag)
-        kk = 0
-        if clearly_independent(Ct, floor):
-            kk = nr  # the SVD would keep every row (its decision, without it)
-            for j in range(nr):
-                for r in range(nr):
-                    basis[r0 + r, j] = 1.0 if r == j else 0.0
-        elif Ct.shape[0] > 0:
-            # C_k = V diag(sv) U^T: its left singular vectors are the V of C_k^T
-            jacobi_svd(Ct, Vk, svk)
-            for j in range(min(nr, Ct.shape[0])):
-                if svk[j] > rtol * svk[0] and svk[j] > floor:
-                    kk += 1
-            for j in range(kk):
-                for r in range(nr):
-                    if kk == nr:  # all independent: the rows themselves, as the reference
-                        basis[r0 + r, j] = 1.0 if r == j else 0.0
-                    else:
-                        basis[r0 + r, j] = Vk[r, j]
+        beta = hinge_scale(m, S, W, r0, nr, flag)
+        kk, kf, tight = hinge_rank(Ct, Vk, svk, beta, rtol, closure, basis, r0, nr)
+        floor_max = max(floor_max, tight)
         keep[lp] = kk
+        firm[lp] = kf
         for j in range(kk):
             for c in range(6):
                 s = 0.0
@@ -272,7 +274,7 @@ def reduced_responses(
                 s += Wr[j, c] * (Ma[k, rows_a[j], c] - Ma[k, rows_b[j], c])
             A[j, k] = s
             A[k, j] = s
-    return Wr[:K], br[:K], rows_a[:K], rows_b[:K], Mq, Ma, A
+    return Wr[:K], br[:K], rows_a[:K], rows_b[:K], Mq, Ma, A, floor_max
 
 
 @njit
@@ -380,17 +382,22 @@ def closed_chain_dynamics(
     R, p, S, vel, U, Dinv = _tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free)
     W, rhs, xi, verr, ob, basis = _row_arrays(nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
+    closure = 0.0
     for r in range(nrows):
         rhs[r] -= alpha * verr[r] + beta * xi[r]
+        closure += xi[r] * xi[r]
     keep = np.empty(nl, dtype=np.int64)
-    Wr, br, ra, rb, Mq, Ma, A = reduced_responses(m, S, U, Dinv, W, rhs, loop_i, rtol, basis, keep)
+    firm = np.empty(nl, dtype=np.int64)
+    Wr, br, ra, rb, Mq, Ma, A, floor = reduced_responses(
+        m, S, U, Dinv, W, rhs, loop_i, rtol, np.sqrt(closure), basis, keep, firm
+    )
     K = br.shape[0]
     for j in range(K):
         s = br[j]
         for c in range(6):
             s -= Wr[j, c] * (acc_free[ra[j], c] - acc_free[rb[j], c])
         br[j] = s
-    lam_r, rank = solve_delassus(m, S, A, br, Wr, ra, rb, Mq, rtol)
+    lam_r, rank = solve_firm(m, S, A, br, Wr, ra, rb, Mq, rtol, floor, keep, firm)
     for j in range(K):
         lj = lam_r[j]
         for c in range(nv):
@@ -432,7 +439,11 @@ def loop_projection(
     """The kinetic-energy-metric corrections of a state near the constraint manifold:
     ``dq = -M^-1 C^T (C M^-1 C^T)^+ xi`` and ``dv = -M^-1 C^T (C M^-1 C^T)^+ C v`` on the
     independent loop rows (the displacement and velocity change internal loop impulses
-    produce; :meth:`ffsim_ros.dynamics.mufti.ClosedChain.project`).
+    produce; :meth:`ffsim_ros.dynamics.mufti.ClosedChain.project`). ``dq`` on every row
+    above the round-off floor (those that close the loops, singular ones included: a
+    Gauss-Newton step along a row of singular value ``s`` and error ``~s^2 / |H|`` is
+    ``~s / |H|``); ``dv`` on the rows that count for the motion at the loop errors of ``q``
+    (:func:`.cut_hinges.rank_floor`), as the dynamics there.
 
     Returns
     -------
@@ -448,10 +459,15 @@ def loop_projection(
     W, rhs, xi, verr, ob, basis = _row_arrays(nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     err = 0.0
+    closure = 0.0
     for r in range(nrows):
         err = max(err, abs(xi[r]))
+        closure += xi[r] * xi[r]
     keep = np.empty(nl, dtype=np.int64)
-    Wr, xr, ra, rb, Mq, Ma, A = reduced_responses(m, S, U, Dinv, W, xi, loop_i, rtol, basis, keep)
+    firm = np.empty(nl, dtype=np.int64)
+    Wr, xr, ra, rb, Mq, Ma, A, floor = reduced_responses(
+        m, S, U, Dinv, W, xi, loop_i, rtol, np.sqrt(closure), basis, keep, firm
+    )
     K = xr.shape[0]
     vr = np.empty(K)
     r0 = 0
@@ -465,8 +481,8 @@ def loop_projection(
             vr[k0 + j] = s
         r0 += nr
         k0 += keep[lp]
-    yq, _ = solve_delassus(m, S, A, xr, Wr, ra, rb, Mq, rtol)
-    yv, _ = solve_delassus(m, S, A, vr, Wr, ra, rb, Mq, rtol)
+    yq, _ = solve_delassus(m, S, A, xr, Wr, ra, rb, Mq, rtol, 0.0)
+    yv, _ = solve_firm(m, S, A, vr, Wr, ra, rb, Mq, rtol, floor, keep, firm)
     for c in range(nv):
         sq = 0.0
         sv = 0.0
@@ -514,6 +530,28 @@ def _loop_errors(
 
 
 @njit
+def _undone(m: ModelArrays, q: np.ndarray, d: np.ndarray, p: np.ndarray) -> bool:
+    """Whether the displacement ``p`` (nv,) exceeds :data:`COLLAPSE_RATIO` of ``d`` (nv,) in
+    the kinetic-energy metric at ``q``; not looked at in that metric when it is below 1e-4 of
+    ``d`` in the plain norm (a projection after a regular step moves by ~1e-9 of it)."""
+    nb = m.parent.shape[0]
+    nv = d.shape[0]
+    pp = 0.0
+    dd = 0.0
+    for c in range(nv):
+        pp += p[c] * p[c]
+        dd += d[c] * d[c]
+    if not pp > 1e-8 * dd:
+        return False
+    ws = np.empty(kinematics_ws_size(nb, nv))
+    R, p0, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p0, S, mw, hw, Iw, T)
+    step = momentum_and_energy(m, d, S, mw, hw, Iw)[1]
+    back = momentum_and_energy(m, p, S, mw, hw, Iw)[1]
+    return step > 0.0 and back > COLLAPSE_RATIO * COLLAPSE_RATIO * step
+
+
+@njit
 def closed_chain_step(
     m: ModelArrays,
     q: np.ndarray,
@@ -550,7 +588,10 @@ def closed_chain_step(
     Returns
     -------
     q_next : (nq,) ;  v_next : (nv,) ;  status : int
-        0, or 1 for non-finite accelerations, 2 for a projection that did not converge.
+        0, or 1 for non-finite accelerations, 2 for a projection that did not converge, 3 for
+        a projection that took back more than :data:`COLLAPSE_RATIO` of the step (converging
+        onto a loop singularity); with 2 and 3 the step's end before the projection, for the
+        caller's nearest closed configuration (:mod:`ffsim_ros.dynamics.mufti.closing`).
     """
     nv = v.shape[0]
     project = settings[0] != 0.0
@@ -606,6 +647,8 @@ def closed_chain_step(
         return qn, vn, 0
     dq = np.empty(nv)
     dv = np.empty(nv)
+    q_end = qn
+    back = np.zeros(nv)
     for it in range(max_iter + 1):
         err = loop_projection(m, qn, vn, loop_i, loop_f, nrows, gains[2], dq, dv)
         if not np.isfinite(err):
@@ -613,8 +656,11 @@ def closed_chain_step(
         if err <= tol:
             break
         if it == max_iter:
-            return qn, vn, 2
+            return q_end, vn, 2
         qn = integrate(m, qn, dq, 1.0)
+        back += dq
+    if it > 0 and _undone(m, q_end, theta, back):  # (after a cheap look: usually ~1e-9 of it)
+        return q_end, vn, 3
     vn += dv
     if conserve:
         vn = correct_momentum(m, qn, vn, target[:6])[1]
@@ -787,8 +833,10 @@ def e_closed_chain_steps(
     Returns
     -------
     status : int
-        0, or the status of the step that failed (1 non-finite accelerations, 2 projection
-        without convergence); the rows after the last good step are left unwritten.
+        0, or the status of the step that stopped the run (1 non-finite accelerations, 2
+        projection without convergence, 3 projection onto a loop singularity: the row after
+        the last good step then holds the step's end before the projection, for the caller to
+        close; the rows after it are left unwritten).
     done : int
         Steps completed.
     """
@@ -798,6 +846,9 @@ def e_closed_chain_steps(
             m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings
         )
         if status != 0:
+            if status != 1:
+                Q[s + 1] = qn
+                V[s + 1] = vn
             return status, s
         Q[s + 1] = qn
         V[s + 1] = vn

@@ -36,6 +36,34 @@ def loop_row_count(kind: int) -> int:
 #: above the rank threshold and above the ~1e-8 below which the Gram matrix loses it.
 CERTIFIED_RATIO = 1e-4
 
+#: ``kappa`` of the closure floor ``sqrt(kappa beta_k |xi|)`` on the singular values of the
+#: loop rows that count for the motion (:func:`rank_floor`).
+CLOSURE_FLOOR_GAIN = 4.0
+#: The closure floor's largest value, relative to ``beta_k`` (:func:`rank_floor`).
+CLOSURE_FLOOR_CAP = 1e-4
+
+
+@njit
+def rank_floor(beta: float, rtol: float, closure: float) -> float:
+    """The singular value of a cut hinge's rows ``C_k`` at or below which a row is taken as
+    redundant: ``rtol beta`` (round-off, against the bound ``beta`` = :func:`hinge_scale`)
+    and, at a configuration whose loop errors have the norm ``closure`` [m, rad], the closure
+    floor ``min(sqrt(kappa beta closure), cap beta)`` (``kappa`` =
+    :data:`CLOSURE_FLOOR_GAIN`, ``cap`` = :data:`CLOSURE_FLOOR_CAP`).
+
+    Where the rows lose rank (a loop singularity: a planar parallelogram stretched flat), a
+    configuration ``d`` off the constraint manifold has loop errors ``xi ~ 1/2 d^T H d``
+    only, ``H`` the rows' curvature (lever arms, bounded by ``beta``), yet rows of singular
+    value ``|H d| ~ sqrt(2 |H| |xi|)``: spurious, they would lock the mechanism (every
+    configuration within the projection's tolerance of the singular one has such rows, and
+    so has an RK4 stage of a step from it). Below the closure floor a singular value cannot
+    be told from them. The cap keeps the floor to that neighbourhood (``d`` up to ~1e-4 rad):
+    far off the manifold (a loop closed by Baumgarte's terms alone) the rows are the rows.
+    ``closure`` zero: the round-off floor alone (the position projection, which needs those
+    rows to close the loops)."""
+    floor = min(np.sqrt(CLOSURE_FLOOR_GAIN * beta * closure), CLOSURE_FLOOR_CAP * beta)
+    return max(rtol * beta, floor)
+
 
 @njit
 def clearly_independent(X: np.ndarray, floor: float = 0.0) -> bool:
@@ -341,3 +369,49 @@ def hinge_scale(
             v2 = S[2, c] + w0 * o1 - w1 * o0
             total += v0 * v0 + v1 * v1 + v2 * v2 + w0 * w0 + w1 * w1 + w2 * w2
     return np.sqrt(nr * total)
+
+
+@njit
+def hinge_rank(
+    Ct: np.ndarray,
+    Vk: np.ndarray,
+    svk: np.ndarray,
+    beta: float,
+    rtol: float,
+    closure: float,
+    basis: np.ndarray,
+    r0: int,
+    nr: int,
+) -> tuple:
+    """The rank of one cut hinge's rows ``C_k`` (``Ct`` = ``C_k^T`` (L, nr), overwritten;
+    ``Vk`` (6, 6), ``svk`` (6,) scratch), ``beta`` = :func:`hinge_scale`: singular values
+    kept above ``rtol`` times the largest and ``rtol beta`` (:func:`clearly_independent`,
+    else :func:`jacobi_svd`); their left singular vectors into ``basis[r0 : r0 + nr]``, the
+    identity when all are kept and above the closure floor. Returns ``(kk, kf, floor)``: the
+    rows kept, how many of them are above the closure floor for loop errors of norm
+    ``closure`` (the leading ones), and that floor (:func:`rank_floor`)."""
+    floor = rtol * beta
+    tight = rank_floor(beta, rtol, closure)
+    kk = 0
+    kf = 0
+    if clearly_independent(Ct, tight):
+        kk = nr  # the SVD would keep every row (its decision, without it)
+        kf = nr
+        for j in range(nr):
+            for r in range(nr):
+                basis[r0 + r, j] = 1.0 if r == j else 0.0
+    elif Ct.shape[0] > 0:
+        # C_k = V diag(sv) U^T: its left singular vectors are the V of C_k^T
+        jacobi_svd(Ct, Vk, svk)
+        for j in range(min(nr, Ct.shape[0])):
+            if svk[j] > rtol * svk[0] and svk[j] > floor:
+                kk += 1
+                if svk[j] > tight:
+                    kf += 1
+        for j in range(kk):
+            for r in range(nr):
+                if kf == nr:  # all independent: the rows themselves, as the reference
+                    basis[r0 + r, j] = 1.0 if r == j else 0.0
+                else:
+                    basis[r0 + r, j] = Vk[r, j]
+    return kk, kf, tight

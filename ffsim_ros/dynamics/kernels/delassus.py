@@ -89,6 +89,7 @@ def _rank_revealing_solve(
     rb: np.ndarray,
     Mq: np.ndarray,
     rtol: float,
+    floor: float,
 ) -> tuple:
     """The fallback of :func:`solve_delassus` (module docstring). Returns ``(x, rank)``."""
     K = Wr.shape[0]
@@ -98,7 +99,7 @@ def _rank_revealing_solve(
     sv = np.empty(K)
     jacobi_svd(X, V, sv)
     r = 0
-    while r < K and sv[r] > rtol * sv[0] and sv[r] > 0.0:
+    while r < K and sv[r] > rtol * sv[0] and sv[r] > floor and sv[r] > 0.0:
         r += 1
     # G = M^-1 U_r = Mq^T V_r diag(s)^-1;  N = U_r^T G;  c = diag(s)^-1 V_r^T b
     G = np.zeros((nv, r))
@@ -169,6 +170,7 @@ def solve_delassus(
     rb: np.ndarray,
     Mq: np.ndarray,
     rtol: float,
+    floor: float,
 ) -> tuple:
     """``A x = b`` for the Delassus matrix ``A = C M^-1 C^T`` (K, K) of the rows ``Wr`` (K, 6)
     (``+`` on bodies ``ra``, ``-`` on ``rb``), ``Mq`` (K, nv) their responses ``(M^-1
@@ -181,4 +183,50 @@ def solve_delassus(
     x, ok = _cholesky_solve(A, b, DELASSUS_PIVOT_RTOL)
     if ok:
         return x, K
-    return _rank_revealing_solve(m, S, b, Wr, ra, rb, Mq, rtol)
+    return _rank_revealing_solve(m, S, b, Wr, ra, rb, Mq, rtol, floor)
+
+
+@njit
+def solve_firm(
+    m: ModelArrays,
+    S: np.ndarray,
+    A: np.ndarray,
+    b: np.ndarray,
+    Wr: np.ndarray,
+    ra: np.ndarray,
+    rb: np.ndarray,
+    Mq: np.ndarray,
+    rtol: float,
+    floor: float,
+    keep: np.ndarray,
+    firm: np.ndarray,
+) -> tuple:
+    """:func:`solve_delassus` on the rows that count for the motion: of the ``keep[k]`` rows
+    of each cut hinge ``k`` (consecutive, in hinge order) the ``firm[k]`` leading ones; the
+    other rows' entries of ``x`` are zero (their multipliers none). Returns ``(x, rank)``
+    (x (K,) over all the rows); the plain solve when every row counts (the common case,
+    away from loop singularities)."""
+    nl = keep.shape[0]
+    K = b.shape[0]
+    n = 0
+    for lp in range(nl):
+        n += firm[lp]
+    if n == K:
+        return solve_delassus(m, S, A, b, Wr, ra, rb, Mq, rtol, floor)
+    idx = np.empty(n, dtype=np.int64)
+    j = 0
+    k0 = 0
+    for lp in range(nl):
+        for t in range(firm[lp]):
+            idx[j] = k0 + t
+            j += 1
+        k0 += keep[lp]
+    Af = np.empty((n, n))
+    for a in range(n):
+        for c in range(n):
+            Af[a, c] = A[idx[a], idx[c]]
+    xf, rank = solve_delassus(m, S, Af, b[idx], Wr[idx], ra[idx], rb[idx], Mq[idx], rtol, floor)
+    x = np.zeros(K)
+    for a in range(n):
+        x[idx[a]] = xf[a]
+    return x, rank

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..algorithms import body_wrenches, mass_matrix, momentum
 from ..inputs import ArrayLike, generalized_force, is_ready
-from ..integration import integrate
+from ..integration import integrate, momentum_after
 from ..kernels.constrained import (
     e_closed_chain,
     e_closed_chain_steps,
@@ -30,6 +30,7 @@ from ..kernels.constrained import (
 from ..kernels.cut_hinges import LOOP_BALL, LOOP_REVOLUTE, LOOP_WELD
 from ..lie import cross
 from ..model import Model
+from .closing import ClosingRows, close_after_step
 from .tree import Bodies, Rows, actuation, effective_efforts, joint_frames
 
 KIND_CODES = {'ball': LOOP_BALL, 'revolute': LOOP_REVOLUTE, 'weld': LOOP_WELD}
@@ -45,13 +46,19 @@ class LoopKernel:
     rtol : float
         Rank threshold of a hinge's singular values (relative to its largest and to the
         bound from its rows and path, :mod:`.loop_rank`).
+    closing_rows : callable
+        The chain's loop rows for the nearest closed configuration near a loop singularity
+        (:data:`.closing.ClosingRows`).
     """
 
-    def __init__(self, model: Model, loops: Sequence, rtol: float) -> None:
+    def __init__(
+        self, model: Model, loops: Sequence, rtol: float, closing_rows: ClosingRows
+    ) -> None:
         nl = len(loops)
         self.model = model
         self.loops = tuple(loops)
         self.rtol = float(rtol)
+        self.closing_rows = closing_rows
         self.loop_i = np.zeros((nl, 3), dtype=np.int64)
         self.loop_f = np.zeros((nl, 24))
         for k, lp in enumerate(loops):
@@ -247,8 +254,46 @@ class LoopKernel:
         Q = np.full((k + 1, q.size), np.nan)  # (rows not reached stay NaN: see below)
         V = np.empty((k + 1, v.size))
         Q[0], V[0] = q, v
+        first = 0
+        while True:  # compiled runs, a step closed onto a loop singularity redone between
+            status, done = self._compiled_run(Q[first:], V[first:], gen, dt, k, gains, settings)
+            done += first
+            at = f' (step {done + 1} of {k}, t = {done * dt:.6g} s)' if k > 1 else ''
+            if status == 1:
+                raise np.linalg.LinAlgError(
+                    f'{self.names}: the closed-chain system gave non-finite accelerations (a '
+                    f'singular configuration or a non-finite state){at}'
+                )
+            if status == 0:
+                return Q, V
+            # 2, 3: the step's end before its projection in row done + 1
+            s = done
+            target = momentum_after(self.model, Q[s], V[s], dt) if settings[1] else None
+            try:
+                Q[s + 1], V[s + 1] = self.project(
+                    Q[s + 1], V[s + 1], target, settings[2], int(settings[3]), start=Q[s]
+                )
+            except RuntimeError as exc:
+                raise RuntimeError(f'{exc} after the step{at}') from None
+            first = s + 1
+            if first == k:
+                return Q, V
+
+    def _compiled_run(
+        self,
+        Q: np.ndarray,
+        V: np.ndarray,
+        gen: np.ndarray,
+        dt: float,
+        k: int,
+        gains: tuple[float, float],
+        settings: tuple[bool, bool, float, int],
+    ) -> tuple[int, int]:
+        """:func:`~ffsim_ros.dynamics.kernels.constrained.e_closed_chain_steps` from ``Q[0]``,
+        ``V[0]`` over the rows of ``Q``, ``V`` (views of :meth:`steps`' arrays, ``k`` the
+        run's step count for messages). Returns its ``(status, done)``."""
         try:
-            status, done = self._call(
+            return self._call(
                 e_closed_chain_steps,
                 *self.model.packed,
                 gen,
@@ -261,26 +306,15 @@ class LoopKernel:
                 np.array(settings, dtype=float),
                 Q,
                 V,
-            )  # type: ignore[misc]
+            )  # type: ignore[return-value]
         except np.linalg.LinAlgError as exc:  # a kernel's own failure in a step
             done = int(np.argmax(~np.isfinite(Q).all(axis=1))) - 1  # the last finite row
+            done += k + 1 - Q.shape[0]
             at = f' (step {done + 1} of {k}, t = {done * dt:.6g} s)' if k > 1 else ''
             raise np.linalg.LinAlgError(
                 f'{exc.__cause__ or exc} in {self.names}: a singular configuration, or a '
                 f'state that diverged{at}'
             ) from exc
-        at = f' (step {done + 1} of {k}, t = {done * dt:.6g} s)' if k > 1 else ''
-        if status == 1:
-            raise np.linalg.LinAlgError(
-                f'{self.names}: the closed-chain system gave non-finite accelerations (a '
-                f'singular configuration or a non-finite state){at}'
-            )
-        if status == 2:
-            raise RuntimeError(
-                f'project: {self.names}: no convergence in {settings[3]} iterations after the '
-                f'step{at}'
-            )
-        return Q, V
 
     def projection(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Kinetic-energy-metric corrections toward the manifold at ``(q, v)``.
@@ -366,13 +400,21 @@ class LoopKernel:
         return a, lam, acc, int(rank), fext
 
     def project(
-        self, q: np.ndarray, v: np.ndarray, h_target: np.ndarray | None, tol: float, max_iter: int
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        h_target: np.ndarray | None,
+        tol: float,
+        max_iter: int,
+        start: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`~.closed.ClosedChain.project` through the compiled solver: the same
         Gauss-Newton steps and velocity projection, ``M^-1 C^T`` and ``C M^-1 C^T`` from the
-        articulated-body passes. The loop rows have no base columns (the base is an ancestor
-        of both sides), so the momentum rows decouple in the kinetic-energy metric: the loop
-        correction leaves the momentum, and the momentum correction
+        articulated-body passes; with ``start`` (the configuration of the step's start) the
+        nearest closed configuration where Gauss-Newton took most of the step back or did not
+        converge (:mod:`.closing`). The loop rows have no base columns (the base is an
+        ancestor of both sides), so the momentum rows decouple in the kinetic-energy metric:
+        the loop correction leaves the momentum, and the momentum correction
         (``-H0^-1 (H[:6] v - X^-1 h)`` with ``H[:6]`` the base rows ``[H0, H0m]`` of the mass
         matrix, not the ``H_b`` of [S0 eq. 27]; the base velocity only) leaves the loop rows.
 
@@ -393,20 +435,25 @@ class LoopKernel:
         q : (nq,) ;  v : (nv,) the projected state (same conventions).
         """
         model = self.model
-        err = np.inf
-        for _ in range(max_iter + 1):
-            err, dq, dv = self.projection(q, v)
-            if not np.isfinite(err):
-                raise ValueError(f'project: {self.names}: non-finite state')
-            if err <= tol:
-                break
-            q = integrate(model, q, dq)
-        else:
-            raise RuntimeError(
-                f'project: {self.names}: no convergence in {max_iter} iterations (max |xi| = '
-                f'{err:.3e})'
-            )
-        v = v + dv
+        last: list = []  # the closed iterate and its velocity correction
+
+        def gauss_newton(q: np.ndarray) -> tuple[np.ndarray, float, bool]:
+            err = np.inf
+            for _ in range(max_iter + 1):
+                err, dq, dv = self.projection(q, v)
+                if not np.isfinite(err):
+                    raise ValueError(f'project: {self.names}: non-finite state')
+                if err <= tol:
+                    last.extend((q, dv))
+                    return q, err, True
+                q = integrate(model, q, dq)
+            return q, err, False
+
+        settings = (tol, max_iter, self.rtol)
+        q = close_after_step(
+            model, gauss_newton, self.closing_rows, q, start, settings, self.names
+        )
+        v = v + (last[1] if last and last[0] is q else self.projection(q, v)[2])
         if h_target is not None:
             dh = momentum(model, q, v) - h_target  # X H[:6] v - h, X = [[E, 0], [r0~, E]]
             dh[3:] -= cross(q[:3], dh[:3])  # X^-1

@@ -54,16 +54,17 @@ import numpy as np
 from ..algorithms import body_wrenches, mass_matrix
 from ..algorithms import momentum as momentum_of
 from ..inputs import ArrayLike, as_q, as_v, as_vector, generalized_force, positive_step, step_count
-from ..integration import check_step_rotation, integrate, momentum_after, rk4_step
+from ..integration import check_step_rotation, momentum_after, rk4_step
 from ..lie import cross, matrix_log, skew
 from ..model import Model
 from .articulated import LoopKernel
 from .assembly import assemble_positions, assemble_velocities
 from .chain_friction import SplitFriction
 from .chain_inputs import check_finite, check_loops, name_bad_input
+from .closing import close_after_step, close_loops
 from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
-from .loop_rank import hinge_basis, hinge_scale, reduced_rows
+from .loop_rank import hinge_basis, hinge_scale, metric_correction, reduced_rows
 from .tree import (
     METHODS,
     Bodies,
@@ -166,7 +167,7 @@ class ClosedChain:
         self.beta = beta
         self.method = method
         self._warned = False
-        self._kernel = LoopKernel(model, loops, _RANK_RTOL)
+        self._kernel = LoopKernel(model, loops, _RANK_RTOL, self._closing_rows)
         self._split = SplitFriction(model, self._kernel, self._explicit)
 
     def _explicit(self, model: Model) -> ClosedChain:
@@ -270,9 +271,13 @@ class ClosedChain:
         )
         return rows, np.concatenate(XI), np.concatenate(XD), np.array(OB)
 
-    def independent_rows(self, bd: Bodies, rows: Rows) -> list[np.ndarray | None]:
+    def independent_rows(
+        self, bd: Bodies, rows: Rows, closure: float = 0.0
+    ) -> list[np.ndarray | None]:
         """Per cut hinge, an orthonormal basis ``U_k`` (rows_k, K_k) of its independent row
-        combinations, or None when all its rows are independent.
+        combinations, or None when all its rows are independent; ``closure`` the norm of the
+        loop errors at the configuration, for the rows that count for the motion (zero: the
+        round-off floor alone, :mod:`.loop_rank`).
 
         The rank is decided on ``G_k Z``, the map from the tree's velocities to the hinge's
         relative velocity (``Z = d(r', w)/dq'`` the body-velocity Jacobian of [M Remark 2],
@@ -294,7 +299,7 @@ class ClosedChain:
             part = Rows(rows.a[sl], rows.b[sl], rows.Ga[sl], rows.Gb[sl], rows.rhs[sl])
             (ia, _, oa), (ib, _, ob) = self._hinge_frames(bd, lp)
             scale = hinge_scale(self.model, bd, ia, ib, 0.5 * (oa + ob), lp.rows)
-            out.append(hinge_basis(part.matrix(nb).dense() @ Bv, scale, _RANK_RTOL))
+            out.append(hinge_basis(part.matrix(nb).dense() @ Bv, scale, _RANK_RTOL, closure))
             r0 += lp.rows
         return out
 
@@ -372,7 +377,7 @@ class ClosedChain:
         loops, xi, xi_dot, ob = self.loop_rows(bd)
         if stabilize and (self.alpha or self.beta):
             loops.rhs = loops.rhs - self.alpha * xi_dot - self.beta * xi
-        bases = self.independent_rows(bd, loops)
+        bases = self.independent_rows(bd, loops, float(np.linalg.norm(xi)))
         reduced, maps = self._reduced(loops, bases)
         parts.append(reduced)
         rows = Rows.concat(parts)
@@ -578,11 +583,24 @@ class ClosedChain:
         nb = self.model.arrays.parent.shape[0]
         return xi, lambda: rows.matrix(nb).dense() @ body_velocity_jacobian(self.model, bd)
 
+    def _closing_rows(self, q: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """``max |xi|`` at ``q``, the errors along the independent loop rows (round-off floor)
+        and those rows on the tree's velocities (:data:`.closing.ClosingRows`)."""
+        bd = bodies(self.model, q, np.zeros(self.model.nv))
+        rows, xi, _, _ = self.loop_rows(bd)
+        if not np.all(np.isfinite(xi)):
+            return np.inf, xi, xi
+        reduced, maps = self._reduced(rows, self.independent_rows(bd, rows))
+        parts = np.split(xi, np.cumsum(self._row_counts)[:-1])
+        xi_r = np.concatenate([U.T @ x for U, x in zip(maps, parts, strict=True)])
+        G = reduced.matrix(len(bd.mass)).dense() @ body_velocity_jacobian(self.model, bd)
+        return float(np.max(np.abs(xi))), xi_r, G
+
     def _velocity_rows(self, bd: Bodies) -> np.ndarray:
         """The independent loop rows on the tree's velocities, ``U^T G B`` (K, nv): their
         velocity errors, and in the kinetic-energy metric the directions of loop impulses."""
-        rows, _, _, _ = self.loop_rows(bd)
-        reduced, _ = self._reduced(rows, self.independent_rows(bd, rows))
+        rows, xi, _, _ = self.loop_rows(bd)
+        reduced, _ = self._reduced(rows, self.independent_rows(bd, rows, np.linalg.norm(xi)))
         nb = self.model.arrays.parent.shape[0]
         return reduced.matrix(nb).dense() @ body_velocity_jacobian(self.model, bd)
 
@@ -594,6 +612,7 @@ class ClosedChain:
         momentum: ArrayLike | None = None,
         tol: float = 1e-13,
         max_iter: int = 10,
+        start: ArrayLike | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Project a nearby state onto the constraint manifold without external impulses.
 
@@ -612,6 +631,9 @@ class ClosedChain:
             momentum of ``(q, v)`` itself.
         tol : float
             Convergence threshold on ``max |xi|`` [m, rad].
+        start : (nq,) optional
+            The configuration of the step to ``q``'s start: where Gauss-Newton takes most of
+            the step back or does not converge, the nearest closed one (:mod:`.closing`).
 
         Returns
         -------
@@ -633,38 +655,19 @@ class ClosedChain:
                 if momentum is not None
                 else momentum_of(model, q, v)
             )
+        start = None if start is None else as_q(model, start)
         if self.method == 'aba':
-            return self._kernel.project(q, v, h_target, tol, max_iter)
-        zero = np.zeros(model.nv)
-        err = np.inf
-        for _ in range(max_iter):
-            bd = bodies(model, q, zero)
-            rows, xi, _, _ = self.loop_rows(bd)
-            err = float(np.max(np.abs(xi)))
-            if not np.isfinite(err):
-                raise ValueError(f'project: {self._names()}: non-finite state')
-            if err <= tol:
-                break
-            reduced, maps = self._reduced(rows, self.independent_rows(bd, rows))
-            xi_r = np.concatenate(
-                [
-                    U.T @ x
-                    for U, x in zip(
-                        maps, np.split(xi, np.cumsum(self._row_counts)[:-1]), strict=True
-                    )
-                ]
-            )
-            Gq = reduced.matrix(model.arrays.parent.shape[0]).dense() @ body_velocity_jacobian(
-                model, bd
-            )
-            HiGt = np.linalg.solve(mass_matrix(model, q), Gq.T)
-            q = integrate(model, q, -HiGt @ (np.linalg.pinv(Gq @ HiGt, rcond=1e-10) @ xi_r))
-        else:
-            raise RuntimeError(
-                f'project: {self._names()}: no convergence in {max_iter} iterations (max |xi| = '
-                f'{err:.3e})'
-            )
-        C = self._velocity_rows(bodies(model, q, zero))
+            return self._kernel.project(q, v, h_target, tol, max_iter, start)
+        rows, names = self._closing_rows, self._names()
+        try:
+            q = close_after_step(
+                model,
+                lambda x: close_loops(model, rows, x, tol, max_iter - 1, _RANK_RTOL),
+                rows, q, start, (tol, max_iter, _RANK_RTOL), names,
+            )  # fmt: skip
+        except ValueError:
+            raise ValueError(f'project: {names}: non-finite state') from None
+        C = self._velocity_rows(bodies(model, q, np.zeros(model.nv)))
         rhs = np.zeros(C.shape[0])
         H = mass_matrix(model, q)
         if h_target is not None:
@@ -673,8 +676,7 @@ class ClosedChain:
             X[3:, :3] = skew(q[:3])
             C = np.vstack((C, X @ H[:6]))
             rhs = np.concatenate((rhs, h_target))
-        HiCt = np.linalg.solve(H, C.T)
-        v -= HiCt @ (np.linalg.pinv(C @ HiCt, rcond=1e-10) @ (C @ v - rhs))
+        v += metric_correction(H, C, C @ v - rhs, _RANK_RTOL)
         return q, v
 
     # ------------------------------------------------------------------------------------------
@@ -773,9 +775,9 @@ class ClosedChain:
             if model.floating_base and base_wrench is None and not link_wrenches:
                 target = momentum_after(model, q, v, dt)
             if conserve_momentum or target is None:
-                q_next, v_next = self.project(q_next, v_next, momentum=target)
+                q_next, v_next = self.project(q_next, v_next, momentum=target, start=q)
             else:  # the loops alone: the momentum the step reached is kept
-                q_next, v_next = self.project(q_next, v_next)
+                q_next, v_next = self.project(q_next, v_next, start=q)
         return q_next, v_next
 
     def _compiled_steps(

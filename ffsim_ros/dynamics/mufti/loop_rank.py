@@ -11,6 +11,14 @@ and the motion subspaces ``S_k`` of the joints on the loop's path, taken at ``o_
 the test dimensionless against the norms involved: a hinge whose rows the tree's motion
 cannot violate at all (a closure placed on an existing joint) has round-off singular values
 only, which a purely relative test passes -- the largest against itself.
+
+For the motion (the dynamics, the velocity projection) a second floor, ``sqrt(kappa beta_k
+|xi|)`` at a configuration whose loop errors have the norm ``|xi|``
+(:func:`ffsim_ros.dynamics.kernels.cut_hinges.rank_floor`): near a loop singularity a
+configuration within the projection's tolerance of the manifold has rows of singular value up
+to ``~sqrt(2 |H| |xi|)`` that are not there on it (``H`` the rows' curvature), and that would
+lock the mechanism. The position projection keeps the round-off floor alone: it needs those
+rows to close the loops.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels.cut_hinges import CLOSURE_FLOOR_CAP, CLOSURE_FLOOR_GAIN
 from ..lie import cross
 from ..model import Model
 from .tree import Bodies, Rows
@@ -57,10 +66,13 @@ def hinge_scale(model: Model, bd: Bodies, ia: int, ib: int, mid: np.ndarray, row
     return float(np.sqrt(rows * (np.sum(v * v) + np.sum(Sk[3:] ** 2))))
 
 
-def hinge_basis(C: np.ndarray, scale: float, rtol: float) -> np.ndarray | None:
+def hinge_basis(
+    C: np.ndarray, scale: float, rtol: float, closure: float = 0.0
+) -> np.ndarray | None:
     """An orthonormal basis ``U_k`` (rows_k, K_k) of the independent combinations of the rows
     of ``C`` (rows_k, nv), or None when all are independent: singular values above ``rtol``
-    times the largest and above ``rtol * scale`` (module docstring).
+    times the largest, above ``rtol * scale`` and above the closure floor
+    :func:`~ffsim_ros.dynamics.kernels.cut_hinges.rank_floor` (module docstring).
 
     Parameters
     ----------
@@ -72,6 +84,8 @@ def hinge_basis(C: np.ndarray, scale: float, rtol: float) -> np.ndarray | None:
         ``beta_k`` of :func:`hinge_scale`.
     rtol : float
         Relative rank threshold [-].
+    closure : float
+        Norm of the loop errors [m, rad] (zero: the round-off floor alone).
 
     Returns
     -------
@@ -79,7 +93,9 @@ def hinge_basis(C: np.ndarray, scale: float, rtol: float) -> np.ndarray | None:
         ``U_k`` [-], orthonormal columns.
     """
     U, sv, _ = np.linalg.svd(C, full_matrices=False)
-    keep = int(np.sum((sv > rtol * sv[0]) & (sv > rtol * scale))) if sv.size else 0
+    closing = min(np.sqrt(CLOSURE_FLOOR_GAIN * scale * closure), CLOSURE_FLOOR_CAP * scale)
+    floor = max(rtol * scale, float(closing))
+    keep = int(np.sum((sv > rtol * sv[0]) & (sv > floor))) if sv.size else 0
     return None if keep == C.shape[0] else U[:, :keep]
 
 
@@ -124,3 +140,17 @@ def reduced_rows(
         maps.append(U)
         r0 += n
     return Rows.concat(parts), maps
+
+
+def metric_correction(H: np.ndarray, G: np.ndarray, r: np.ndarray, rtol: float) -> np.ndarray:
+    """``-H^-1 G^T (G H^-1 G^T)^+ r`` (nv,): the smallest correction in the metric ``H``
+    (nv, nv) that takes ``G x`` (K, nv) by ``-r`` (K,) -- the position step of the projection
+    onto the loops (``r`` their errors) and its velocity change (``r`` the velocity errors).
+    Solved in the square-root form ``-L^-T pinv(G L^-T) r`` (``H = L L^T``), directions kept
+    above ``rtol`` times the largest singular value of ``G L^-T``: the pseudo-inverse of
+    ``G H^-1 G^T`` would decide on their squares, and drop at its ``1e-10`` the rows of
+    singular value ratio below 1e-5 that close a loop near a singular configuration (no
+    convergence there)."""
+    L = np.linalg.cholesky(H)
+    Gw = np.linalg.solve(L, G.T).T  # G L^-T
+    return -np.linalg.solve(L.T, np.linalg.pinv(Gw, rcond=rtol) @ r)
