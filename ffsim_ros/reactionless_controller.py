@@ -391,6 +391,8 @@ class ReactionlessControllerNode(Node):
             self._forget(*jump)
         if last is None or now_ns != last[0]:
             self._stalled = None  # (the clock advances again: a resumed or new simulation)
+            if self.capture is not None:
+                self.capture.set_stalled(None)
         self._last_now = (now_ns, sim_time)
         return now
 
@@ -547,15 +549,23 @@ class ReactionlessControllerNode(Node):
         the clock topic still there is a paused simulation (a pending goal is taken on the last
         state); with one gone (:func:`stall_reason`), a dead simulator or no clock on
         ``use_sim_time``: goals dropped saying why, ee_goal rejected until the clock
-        advances."""
+        advances; in capture mode, the capture's status says why it cannot proceed
+        (:meth:`~.capture_control.CaptureInterfaces.set_stalled`)."""
         now_ns = self.get_clock().now().nanoseconds
         stalled_for = self._clock_stall.observe(now_ns, time.monotonic())
-        if stalled_for < self.clock_stall or self.capture is not None:
+        if stalled_for < self.clock_stall:
             return
         # (count_publishers does not remap a name: the subscriptions' names are remapped)
         topics = [s.topic_name for s in self._state_subs]
         why = stall_reason(stalled_for, topics, clock_topic(self), self.count_publishers)
+        if self.capture is not None:  # (said on its goal_status; it waits for the clock)
+            self._stalled = None if why is None else why[0]
+            self.capture.set_stalled(why)
+            return
         if why is None:  # paused: the goal in progress goes on at the resume
+            # (a reason seen before is gone with the clock still: a simulator that came up
+            # paused after the watchdog found none; its goals must not be rejected for it)
+            self._stalled = None
             if self._pending_goal is not None:
                 goal, self._pending_goal = self._pending_goal, None
                 measured = self._measured()

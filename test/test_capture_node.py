@@ -283,3 +283,78 @@ def test_bad_capture_parameters_exit_2(ros_process, args, expected) -> None:
         time.sleep(0.1)  # waiting for the process to exit, not for DDS
     assert ctrl.returncode == 2, ctrl.describe()
     assert expected in ctrl.stderr(), ctrl.describe()
+
+
+def test_a_capture_on_sim_time_without_a_clock_says_why_it_cannot_proceed(
+    ros_process, ros_node, ros_executor, wait_until
+) -> None:
+    """A controller in capture mode on ``use_sim_time`` with nothing on its clock topic sat
+    silent: its clock stands at 0, its control timer never fires, and the watchdog that
+    warns an ``ee_goal`` controller (no simulator; ``use_sim_time`` without a clock) skipped
+    the capture -- no log line, nothing on ``goal_status``. Now the capture's status says why
+    it cannot proceed (WARN) and the log warns: no simulator; then, the state's publishers
+    there (a stand-in's), no publisher on /clock; then, with a /clock publisher, a paused
+    simulation: the status is back to OK, waiting."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    ctrl = ros_process(
+        'ffsim_ros.reactionless_controller',
+        ros_args=['-p', 'capture.scenario:=capture', '-p', 'use_sim_time:=true'],
+        name='ctrl',
+    )
+    node = ros_node('probe')
+    ros_executor.add_node(node)
+    statuses: list = []
+    latched = QoSProfile(
+        depth=20,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    node.create_subscription(DiagnosticStatus, 'goal_status', statuses.append, latched)
+
+    def said(text: str) -> DiagnosticStatus | None:
+        return next((s for s in statuses if text in s.message), None)
+
+    no_simulator = 'no simulator publishes /joint_states or /base_odom'
+    assert wait_until(lambda: said(no_simulator), 60, ros_executor), (
+        [s.message for s in statuses],
+        ctrl.describe(),
+    )
+    status = said(no_simulator)
+    assert status.name.endswith(': capture') and status.level == DiagnosticStatus.WARN
+    assert status.message.startswith('active: cannot proceed: the simulation clock has not ')
+    assert status.message.endswith('(the simulator stopped?)'), status.message
+    assert wait_until(lambda: no_simulator in ctrl.stderr(), 20), ctrl.describe()
+    assert "the capture of 'client' cannot proceed until the clock advances" in ctrl.stderr()
+
+    # the state's publishers (no message needed: counted), nothing on /clock
+    node.create_publisher(JointState, 'joint_states', 1)
+    node.create_publisher(Odometry, 'base_odom', 1)
+    no_clock = (
+        'use_sim_time is true but no publisher on /clock: remap the clock topic or start the '
+        'simulator with publish_clock'
+    )
+    assert wait_until(lambda: said(no_clock), 30, ros_executor), (
+        [s.message for s in statuses],
+        ctrl.describe(),
+    )
+    status = said(no_clock)
+    assert status.level == DiagnosticStatus.WARN
+    assert status.message == f'active: cannot proceed: {no_clock} (no simulation clock)'
+    assert wait_until(lambda: no_clock in ctrl.stderr(), 20), ctrl.describe()
+
+    # a clock's publisher too: a paused simulation, nothing to say but the capture's state
+    node.create_publisher(Clock, '/clock', 1)
+    assert wait_until(
+        lambda: statuses[-1].message == 'active' and statuses[-1] is not status,
+        30,
+        ros_executor,
+    ), ([s.message for s in statuses], ctrl.describe())
+    last = statuses[-1]
+    assert last.level == DiagnosticStatus.OK
+    assert {kv.key: kv.value for kv in last.values}['phase'] == 'wait'
+    assert ctrl.is_running()

@@ -531,7 +531,8 @@ def test_use_sim_time_without_a_clock_publisher_drops_the_goal_saying_so(
     never fires. It took this for a paused simulation -- the goal "active", nothing commanded,
     nothing logged. Counted over DDS on the topic the time source subscribes to (remapped), it
     drops the goal and rejects the next one naming the cause, and warns; with a publisher on
-    /sim/clock the stall is a pause again (the goal taken)."""
+    /sim/clock the stall is a pause again (the goal taken), also after a rejection (the reason
+    was kept until the clock advanced: goals rejected for a cause gone)."""
     from nav_msgs.msg import Odometry
     from rclpy.parameter import Parameter
     from rosgraph_msgs.msg import Clock
@@ -584,5 +585,15 @@ def test_use_sim_time_without_a_clock_publisher_drops_the_goal_saying_so(
         assert status.outcome is GoalOutcome.ABORTED and status.goal_id == 2, status
         assert status.reason.startswith(f'rejected: {why}'), status.reason
         assert any(why in m.message for m in probe.published), probe.published
+        # a clock's publisher on /sim/clock again, the clock still at 0 (a simulator that came
+        # up paused after the watchdog found none): a pause, the reason gone with it -- the
+        # goals were rejected for it until the clock advanced
+        peer.create_publisher(Clock, '/sim/clock', 1)
+        assert wait_until(lambda: counts() == (1, 1, 1, 1), 20), counts()
+        node._on_watchdog()
+        probe.send(probe.goal())
+        node._on_watchdog()  # the pending goal taken on the last state
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ACTIVE and status.goal_id == 3, status
     finally:
         node.destroy_node()

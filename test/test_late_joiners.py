@@ -1,6 +1,7 @@
 """Subscribers that join while the physics is idle get the last published state
 (node_support/late_joiners.py): the poll's logic with stand-in publishers, then over DDS a
-probe and a controller started after a simulator that started paused."""
+probe and a controller started after a simulator that started paused, and probes joining a
+paused capture scene (its target's odometry, /tf, scene_markers, grasp_wrench)."""
 
 from __future__ import annotations
 
@@ -38,12 +39,12 @@ class Publisher:
 class Poller:
     """:class:`LateJoiners` on stand-in publishers, polled once per period."""
 
-    def __init__(self, tf=None, targets=lambda snap: ({}, [])) -> None:
+    def __init__(self, tf=None, scene=lambda: ({}, [])) -> None:
         self.messages = StateMessages(MODEL.joint_names, 'world', 'base_link', clock=True)
         names = ('/clock', 'joint_states', 'base_odom', 'momentum', 'markers')
         self.pubs = {name: Publisher(name) for name in names}
         self.tf = Publisher('/tf') if tf is None else tf
-        self.joiners = LateJoiners(self.messages, tuple(self.pubs.values()), self.tf, targets)
+        self.joiners = LateJoiners(self.messages, tuple(self.pubs.values()), self.tf, scene)
         q = D.neutral(MODEL)
         q[7:] = np.linspace(-0.3, 0.3, MODEL.n)
         self.snap = Engine(MODEL, q, np.zeros(MODEL.nv), dt_ns=1_000_000).snapshot()
@@ -90,7 +91,7 @@ def test_the_last_published_bytes_go_to_a_gain_once_the_counts_settle() -> None:
 def test_with_targets_or_tf2_ros_tf_is_the_message_of_all_transforms() -> None:
     target_tf = TransformStamped(child_frame_id='target/client')
     target_odom, odom_pub = Odometry(child_frame_id='target/client'), Publisher('odom')
-    p = Poller(targets=lambda snap: ({odom_pub: target_odom}, [target_tf]))
+    p = Poller(scene=lambda: ({odom_pub: target_odom}, [target_tf]))
     p.publish()
     p.tf.count = odom_pub.count = 1
     assert p.poll() == [] and p.poll() == ['/tf', 'odom']
@@ -118,6 +119,55 @@ def test_with_targets_or_tf2_ros_tf_is_the_message_of_all_transforms() -> None:
     p.publish()
     p.pubs['joint_states'].count = 1
     assert p.poll() == [] and p.poll() == ['joint_states']
+
+
+def test_what_is_resent_is_built_once_per_idle_instant_not_at_every_poll() -> None:
+    """The scene's messages (targets' odometry, scene_markers, grasp_wrench) and /tf's were
+    built again at every poll while idle (five times a second, for as long as the simulation
+    stayed paused): now once for the instant last published, at the turn to idle, and once
+    more only after a publish made while idle (a new instant: a reset, a spawn, a grasp)."""
+    from geometry_msgs.msg import WrenchStamped
+    from visualization_msgs.msg import MarkerArray
+
+    calls: list[int] = []
+    odom_pub, markers_pub, wrench_pub = (
+        Publisher(name) for name in ('targets/client/odom', 'scene_markers', 'grasp_wrench')
+    )
+    odom, markers, wrench = Odometry(), MarkerArray(), WrenchStamped()
+    target_tf = TransformStamped(child_frame_id='target/client')
+
+    def scene(*_snap):  # (any arguments: the same stand-in for the code before)
+        calls.append(1)
+        return {odom_pub: odom, markers_pub: markers, wrench_pub: wrench}, [target_tf]
+
+    p = Poller(scene=scene)
+    p.publish()
+    p.joiners.rebase(p.snap)  # the physics turned idle: what a late joiner gets is built
+    for _ in range(20):
+        assert p.poll() == []
+    assert len(calls) == 1
+    markers_pub.count = wrench_pub.count = p.tf.count = 1
+    assert p.poll() == [] and p.poll() == ['/tf', 'scene_markers', 'grasp_wrench']
+    assert markers_pub.sent == [markers] and wrench_pub.sent == [wrench] and odom_pub.sent == []
+    (tf,) = p.tf.sent
+    assert [t.child_frame_id for t in tf.transforms] == ['base_link', 'target/client']
+    assert len(calls) == 1
+    # a publish while idle: a new instant (the base moved), its messages built once; the
+    # base's transform kept is a copy (the shared message is refilled at every publish)
+    before = p.snap
+    q = D.neutral(MODEL)
+    q[0] = 0.5
+    p.snap = Engine(MODEL, q, np.zeros(MODEL.nv), dt_ns=1_000_000).snapshot()
+    p.publish()
+    odom_pub.count, p.tf.count = 1, 2
+    assert p.poll() == [] and p.poll() == ['/tf', 'targets/client/odom']
+    for _ in range(10):
+        assert p.poll() == []
+    assert len(calls) == 2
+    for sent, snap in zip(p.tf.sent, (before, p.snap), strict=True):
+        t = sent.transforms[0].transform.translation
+        assert [t.x, t.y, t.z] == snap.base_position.tolist()
+    assert before.base_position[0] != p.snap.base_position[0]
 
 
 @pytest.mark.ros
@@ -211,3 +261,98 @@ def test_nodes_started_after_a_paused_simulator_get_its_state_and_goals_go_activ
     )
     assert paused() and all(m.header.stamp.sec == 0 for m in got['joint_states'])  # no step
     assert sim.is_running() and ctl.is_running()
+
+
+def _held_scenario(path):
+    """The shipped capture scenario with its target still, its handle at the gripper (the
+    end effector at (3.256, 0, 0.55) m, axes along world's): a grasp succeeds at once."""
+    import yaml
+
+    from ffsim_ros.node_support.scene_support import resolve_scenario
+    from ffsim_ros.resources import sample_robot
+
+    data = yaml.safe_load(resolve_scenario('capture').read_text())
+    data['robot']['urdf'] = str(sample_robot('ffsim_servicer_7dof'))
+    (target,) = data['targets']
+    del target['tumble']
+    target.update(position=[3.506, 0.0, 0.55], orientation=[0.0, 0.0, 0.0, 1.0])
+    target.update(linear_velocity=[0.0, 0.0, 0.0], angular_velocity=[0.0, 0.0, 0.0])
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.ros
+def test_late_joiners_of_a_paused_scene_get_its_markers_and_grasp_wrench(
+    ros_process, ros_node, ros_executor, wait_until, tmp_path
+) -> None:
+    """A simulator paused with a capture scene resent the robot's topics, the target's
+    odometry and /tf to subscribers joining then, but not ``scene_markers`` (RViz started
+    after the pause showed no target) nor ``grasp_wrench`` (a wrist sensor's reading of the
+    held target, absent until the next step). Now each gets the last published message: the
+    target markers of the start, and after a grasp made while paused the wrench of that
+    instant, with no step taken."""
+    from geometry_msgs.msg import WrenchStamped
+    from simulation_interfaces.msg import SimulationState
+    from simulation_interfaces.srv import GetSimulationState
+    from std_srvs.srv import Trigger
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    path = _held_scenario(tmp_path / 'held.yaml')
+    sim = ros_process(
+        'ffsim_ros.simulator',
+        ros_args=['-p', 'start_paused:=true', '-p', f'scenario:={path}'],
+        name='sim',
+    )
+    node = ros_node('probe')
+    ros_executor.add_node(node)
+
+    def call(client, request):
+        future = client.call_async(request)
+        assert wait_until(future.done, 20, ros_executor), sim.describe()
+        return future.result()
+
+    state = node.create_client(GetSimulationState, '/ffsim_simulator/get_simulation_state')
+    assert wait_until(state.service_is_ready, 60, ros_executor), sim.describe()
+    paused = SimulationState.STATE_PAUSED
+    assert call(state, GetSimulationState.Request()).state.state == paused
+    got: dict[str, list] = {}
+    for msg_type, topic in (
+        (Odometry, 'targets/client/odom'),
+        (TFMessage, '/tf'),
+        (MarkerArray, 'scene_markers'),
+    ):
+        node.create_subscription(msg_type, topic, got.setdefault(topic, []).append, 10)
+    assert wait_until(lambda: all(got.values()), 20, ros_executor), (
+        {k: len(v) for k, v in got.items()},
+        sim.describe(),
+    )
+    assert {k: len(v) for k, v in got.items()} == dict.fromkeys(got, 1)
+    (odom,), (tf,), (markers,) = got.values()
+    assert odom.child_frame_id == 'target/client' and odom.header.stamp.sec == 0
+    p = odom.pose.pose.position
+    assert [p.x, p.y, p.z] == pytest.approx([3.506, 0.0, 0.55], abs=1e-9)
+    assert [t.child_frame_id for t in tf.transforms] == ['base_link', 'target/client']
+    kinds = [(m.ns, m.action, m.type) for m in markers.markers]
+    assert kinds == [
+        ('targets', Marker.DELETEALL, Marker.ARROW),  # (type unset: 0)
+        ('targets', Marker.ADD, Marker.SPHERE),  # the target
+        ('targets', Marker.ADD, Marker.SPHERE),  # the handle's envelope: green, inside
+    ], kinds
+    assert markers.markers[2].color.g == pytest.approx(0.9)
+
+    # a grasp while paused: published at once (one step later) to the subscribers there,
+    # the wrench to nobody; a wrist sensor's subscriber joining now gets that wrench
+    grasp = node.create_client(Trigger, '/ffsim_simulator/grasp')
+    assert wait_until(grasp.service_is_ready, 20, ros_executor)
+    reply = call(grasp, Trigger.Request())
+    assert reply.success and reply.message.startswith('captured client/bar'), reply.message
+    assert wait_until(lambda: len(got['targets/client/odom']) == 2, 20, ros_executor)
+    instant = got['targets/client/odom'][1].header.stamp
+    assert (instant.sec, instant.nanosec) > (0, 0)
+    wrenches: list = []
+    node.create_subscription(WrenchStamped, 'grasp_wrench', wrenches.append, 10)
+    assert wait_until(lambda: wrenches, 20, ros_executor), sim.describe()
+    (wrench,) = wrenches
+    assert wrench.header.frame_id == 'ee_link' and wrench.header.stamp == instant
+    assert call(state, GetSimulationState.Request()).state.state == paused  # no step
+    assert len(got['targets/client/odom']) == 2 and sim.is_running()

@@ -450,6 +450,9 @@ class CaptureInterfaces:
         # the capture's outcome on goal_status (as an ee_goal's: the node has no ee_goal then)
         self.status = node.create_publisher(DiagnosticStatus, 'goal_status', latched)
         self._status_key: tuple | None = None
+        #: Why the capture cannot proceed, ``(reason, likely cause)`` of the node's clock
+        #: watchdog (``stall_reason``: no simulator, no clock on ``use_sim_time``), or None.
+        self.stalled: tuple[str, str] | None = None
         self.client = node.create_client(Trigger, grasp_service)
         # the simulator's release service next to its grasp service (a grasp of another
         # target than this one's is undone by it)
@@ -506,21 +509,47 @@ class CaptureInterfaces:
         if np.all(np.isfinite(tau)):
             self.node.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
 
+    def set_stalled(self, why: tuple[str, str] | None) -> None:
+        """The node's clock watchdog found the clock stopped for a reason (``why``: ``(reason,
+        likely cause)`` of ``stall_reason``: no simulator, no clock on ``use_sim_time``), or
+        none (None: the clock advances, or a paused simulation). A new cause is said on
+        ``goal_status`` and warned in the log (throttled); the same cause again changes
+        nothing (its text counts the seconds); None clears it. The capture's updates run on
+        the control timer, which stands with the clock: it waits either way."""
+        before = None if self.stalled is None else self.stalled[1]
+        if (None if why is None else why[1]) == before:
+            return
+        self.stalled = why
+        if why is not None:
+            line = self._throttle.admit(
+                f'{why[0]}: the capture of {self.control.target.name!r} cannot proceed until '
+                'the clock advances'
+            )
+            if line:
+                self.node.get_logger().warning(line)
+        self.publish_status()
+
     def publish_status(self) -> None:
-        """``goal_status`` when the capture's phase or outcome changed: level OK while active
-        or captured, WARN when aborted; message the outcome (and the reason); values the
-        target, phase and the last relative distance, speed and rate (after the grasp those of
-        the held handle, refreshed every update: about zero while it is welded, not the
-        figures at the grasp request)."""
+        """``goal_status`` when the capture's phase, outcome or stall changed: level OK while
+        active or captured, WARN when aborted or stalled; message the outcome (and the reason;
+        stalled: ``cannot proceed: <why> (<likely cause>)`` after them); values the target,
+        phase and the last relative distance, speed and rate (after the grasp those of the
+        held handle, refreshed every update: about zero while it is welded, not the figures at
+        the grasp request)."""
         cap = self.control
-        key = (cap.phase, cap.outcome, cap.reason)
+        key = (cap.phase, cap.outcome, cap.reason, self.stalled)
         if key == self._status_key:
             return
         self._status_key = key
+        message = cap.outcome + (f': {cap.reason}' if cap.reason else '')
+        if self.stalled is not None:
+            why, cause = self.stalled
+            message += f'{"; " if cap.reason else ": "}cannot proceed: {why} ({cause})'
+        warn = cap.outcome == 'aborted' or self.stalled is not None
         msg = DiagnosticStatus(
-            level=DiagnosticStatus.WARN if cap.outcome == 'aborted' else DiagnosticStatus.OK,
+            level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK,
             name=f'{self.node.get_name()}: capture',
-            message=cap.outcome + (f': {cap.reason}' if cap.reason else ''),
+            message=message,
             hardware_id=cap.target.name,
         )
         msg.values = [

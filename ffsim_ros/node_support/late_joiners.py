@@ -7,9 +7,25 @@ the next step. So, while the physics is idle, its thread polls the state publish
 subscription counts a few times a second (:class:`LateJoiners`: ``get_subscription_count``,
 no message built), and a publisher whose count has grown gets its last published message
 again: the same stamp and content (the serialized bytes kept by
-:class:`~.state_messages.StateMessages`), ``/clock`` first. Only on a gain: the subscribers
+:class:`~.state_messages.StateMessages`, the scene's messages kept by
+:class:`~.scene_services.SceneInterfaces`), ``/clock`` first. Only on a gain: the subscribers
 already there see one repeat per newcomer (robot_state_publisher skips a stamp it has
 published; a tf2 listener may log one ``TF_REPEATED_DATA``), and none while the physics runs.
+
+The topics: ``/clock``, ``joint_states``, ``base_odom``, ``momentum``, ``markers``, ``/tf``
+(the robot's and the targets' transforms), and the scene's: ``targets/<name>/odom``,
+``scene_markers`` (the last target shapes and capture envelopes published) and
+``grasp_wrench`` (while a target is held at the last published instant). Not
+``scene_events``: an event log, one message per contact, capture or release, not a state;
+sent again, each subscriber there would receive an event that happened once as a second one
+(a second capture, an impact counted twice), and a newcomer an event of the past as news.
+Nor the contact markers of ``scene_markers`` (drawn for 2 s at an impact: sent again they
+would show an impact long over). ``robot_description`` is transient local and
+``/diagnostics`` goes on once a wall second while idle.
+
+What is sent is built once per idle period: when the physics turns idle, or at the first
+poll after a publish made while idle (a reset, a spawn, a grasp while paused), never at
+every poll (:meth:`LateJoiners.held`).
 
 A publisher that has matched a new subscription does not mean the subscription has matched
 the publisher yet (each side discovers the other on its own, and a volatile reader drops what
@@ -23,6 +39,7 @@ the last finite state, which is what was published (``Engine``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,9 +52,10 @@ from .state_messages import StateMessages
 #: Wall seconds between two looks at the subscription counts while the physics is idle.
 POLL_PERIOD = 0.2
 
-#: The targets' part of a published instant: ``{odometry publisher: message}`` and their
-#: transforms (sent on /tf with the robot's).
-TargetState = Callable[[Snapshot], tuple[dict[Any, Any], list[Any]]]
+#: The scene's part of the last published instant: ``({publisher: message}, transforms)``,
+#: the messages of the targets' odometry, ``scene_markers`` and ``grasp_wrench`` by their
+#: publishers and the targets' transforms (sent on /tf with the robot's).
+SceneState = Callable[[], tuple[dict[Any, Any], list[Any]]]
 
 
 class LateJoiners:
@@ -55,9 +73,9 @@ class LateJoiners:
     tf : Publisher or tf2_ros.TransformBroadcaster
         The node's ``/tf`` publisher, or the broadcaster whose publisher (``pub_tf``) is
         polled (left out when it has none).
-    targets : callable
-        ``targets(snap)``: the targets' odometry publishers with their messages, and their
-        transforms, of the instant ``snap``.
+    scene : callable
+        ``scene()``: what the scene published at the last published instant
+        (:data:`SceneState`; :meth:`~.scene_services.SceneInterfaces.last_state`).
     period : float
         :data:`POLL_PERIOD`.
     """
@@ -67,18 +85,49 @@ class LateJoiners:
         messages: StateMessages,
         publishers: Sequence[Any],
         tf: Any,
-        targets: TargetState,
+        scene: SceneState,
         period: float = POLL_PERIOD,
     ) -> None:
         self._messages = messages
         self._publishers = tuple(publishers)
         self._tf_bytes = hasattr(tf, 'get_subscription_count')  # our own publisher
         self._tf = tf if self._tf_bytes else getattr(tf, 'pub_tf', None)
-        self._targets = targets
+        self._scene = scene
         self.period = float(period)
         self._next = float('-inf')
         self._counts: dict[Any, int] = {}  # publisher -> subscriptions at the last poll
         self._served: dict[Any, int] = {}  # publisher -> subscriptions that had the state
+        self._held: tuple[Snapshot, dict[Any, Any]] | None = None  # (instant, its messages)
+
+    def held(self, snap: Snapshot) -> dict[Any, Any]:
+        """The messages of ``snap`` (the instant last published) by publisher, in the order
+        they are republished (``/clock`` first): built at the first call for ``snap``, the
+        same dict after (module docstring).
+
+        Parameters
+        ----------
+        snap : Snapshot
+            The instant last published.
+
+        Returns
+        -------
+        dict
+            ``{publisher: message or serialized bytes}``.
+        """
+        if self._held is not None and self._held[0] is snap:
+            return self._held[1]
+        wire = self._messages.last_serialized()
+        scene, transforms = self._scene()
+        out = {p: b for p, b in zip(self._publishers, wire[:-1], strict=True) if p is not None}
+        if self._tf is not None:
+            if self._tf_bytes and not transforms:  # (the bytes sent: the base alone)
+                out[self._tf] = wire[-1]
+            else:  # (a copy: the base's transform message is refilled at every publish)
+                base = copy.deepcopy(self._messages.base_transform(snap))
+                out[self._tf] = TFMessage(transforms=[base, *transforms])
+        out.update(scene)
+        self._held = (snap, out)
+        return out
 
     def rebase(self, snap: Snapshot | None) -> None:
         """Take the subscriptions there now as served: call it when the physics turns idle
@@ -86,8 +135,7 @@ class LateJoiners:
         nothing published, nothing to do)."""
         if snap is None:
             return
-        odoms, _ = self._targets(snap)
-        self._counts = {p: p.get_subscription_count() for p in self._polled(odoms)}
+        self._counts = {p: p.get_subscription_count() for p in self.held(snap)}
         self._served = dict(self._counts)
 
     def poll(self, now: float, snap: Snapshot | None) -> list[str]:
@@ -110,30 +158,13 @@ class LateJoiners:
         if now < self._next or snap is None:
             return []
         self._next = now + self.period
-        odoms, transforms = self._targets(snap)
-        polled = self._polled(odoms)
-        counts = {p: p.get_subscription_count() for p in polled}
+        held = self.held(snap)
+        counts = {p: p.get_subscription_count() for p in held}
         settled, self._counts = counts == self._counts, counts
         if not settled:
             return []
-        joined = [p for p in polled if counts[p] > self._served.get(p, 0)]
+        joined = [p for p in held if counts[p] > self._served.get(p, 0)]
         self._served = counts
-        if not joined:
-            return []
-        payloads: dict[Any, Any] = dict(odoms)
-        wire = self._messages.last_serialized()
-        payloads.update(zip(self._publishers, wire[:-1], strict=True))  # (None: no /clock)
-        if self._tf in joined:
-            if self._tf_bytes and not transforms:  # (the bytes sent: the base alone)
-                payloads[self._tf] = wire[-1]
-            else:
-                base = self._messages.base_transform(snap)
-                payloads[self._tf] = TFMessage(transforms=[base, *transforms])
         for publisher in joined:
-            publisher.publish(payloads[publisher])
+            publisher.publish(held[publisher])
         return [p.topic_name for p in joined]
-
-    def _polled(self, odoms: dict[Any, Any]) -> list[Any]:
-        """The publishers polled, in the order they are republished (/clock first)."""
-        fixed = [*self._publishers, self._tf]
-        return [p for p in fixed if p is not None] + list(odoms)

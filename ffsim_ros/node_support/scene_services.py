@@ -424,6 +424,9 @@ class SceneInterfaces:
         self.pub_wrench = node.create_publisher(WrenchStamped, 'grasp_wrench', 10)
         self._odom: dict[str, object] = {}
         self._shown = False  # target markers on display
+        # what publish() sent of the last instant, for late joiners (last_state)
+        self._last: tuple[dict, list] = ({}, [])
+        self._last_markers: MarkerArray | None = None  # the last target markers on display
         self.sync_topics(node.engine.world.targets)
         group = ReentrantCallbackGroup()
         for name, callback in (('grasp', self._on_grasp), ('release', self._on_release)):
@@ -437,7 +440,9 @@ class SceneInterfaces:
         delete of many names kept every publisher). Physics thread (and the constructor):
         where the targets change and publish, so none is published after its destruction."""
         for name in [k for k in self._odom if k not in names]:
-            self.node.destroy_publisher(self._odom.pop(name))
+            publisher = self._odom.pop(name)
+            self._last[0].pop(publisher, None)  # (never polled once destroyed)
+            self.node.destroy_publisher(publisher)
         for name in names:
             if name not in self._odom:
                 (topic,) = target_topics(name)
@@ -446,7 +451,8 @@ class SceneInterfaces:
     # --------------------------------------------------------------- physics thread
     def publish(self, snap: Snapshot, markers: bool) -> list:
         """Publish the targets' odometry, the events and (``markers``) the markers of
-        ``snap``; return the targets' transforms (sent with the robot's)."""
+        ``snap``; return the targets' transforms (sent with the robot's). What was sent is
+        kept for :meth:`last_state`."""
         world = self.node.engine.world
         specs = world.targets
         if specs.keys() != self._odom.keys():  # targets spawned, deleted, reset
@@ -462,43 +468,46 @@ class SceneInterfaces:
             if self._shown:  # the last target went: clear its markers once
                 self.pub_markers.publish(self.messages.markers(None, {}, set(), stamp))
                 self._shown = False
+            self._last, self._last_markers = ({}, []), None
             return []
         self._shown = True
+        sent: dict = {}
         for name in scene.targets:
             pub = self._odom.get(name)
             if pub is not None:
-                pub.publish(self.messages.odometry(name, scene, stamp))
+                sent[pub] = self.messages.odometry(name, scene, stamp)
+                pub.publish(sent[pub])
+        wrench = None
         if scene.holding:
-            gripper = world.scene.gripper
-            self.pub_wrench.publish(self.messages.grasp_wrench(scene, gripper, stamp))
+            wrench = self.messages.grasp_wrench(scene, world.scene.gripper, stamp)
+            self.pub_wrench.publish(wrench)
         if markers:
             inside = {(c.target, c.handle) for c in world.scene.envelope_checks() if c.inside}
-            self.pub_markers.publish(self.messages.markers(scene, specs, inside, stamp))
-        return self.messages.transforms(scene, specs, stamp)
+            self._last_markers = self.messages.markers(scene, specs, inside, stamp)
+            self.pub_markers.publish(self._last_markers)
+        if self._last_markers is not None:
+            sent[self.pub_markers] = self._last_markers
+        if wrench is not None:
+            sent[self.pub_wrench] = wrench
+        transforms = self.messages.transforms(scene, specs, stamp)
+        self._last = (sent, transforms)
+        return transforms
 
-    def last_state(self, snap: Snapshot) -> tuple[dict, list]:
-        """What :meth:`publish` sent of the instant ``snap`` on the targets' odometry topics
-        and on TF, for subscribers that join while the physics is idle
-        (:mod:`.late_joiners`; physics thread).
+    def last_state(self) -> tuple[dict, list]:
+        """What :meth:`publish` sent at the last published instant, for subscribers that
+        join while the physics is idle (:mod:`.late_joiners`; physics thread): the targets'
+        odometry, the last target markers (shapes and envelopes, of the last instant that
+        had them: a tenth of the publish rate; the contact markers are events, left out),
+        the grasp wrench while a target was held; not ``scene_events`` (an event log,
+        :mod:`.late_joiners`).
 
         Returns
         -------
         tuple
-            ``({odometry publisher: Odometry}, [TransformStamped])``, empty without targets.
+            ``({publisher: message}, [TransformStamped])``: odometry, then ``scene_markers``,
+            then ``grasp_wrench``; the targets' transforms. Empty without targets.
         """
-        scene = snap.world
-        if scene is None:
-            return {}, []
-        specs = self.node.engine.world.targets
-        if not scene.targets.keys() <= specs.keys():
-            return {}, []  # (targets gone since: what removed them published since)
-        stamp = to_stamp(snap.time_ns)
-        odoms = {
-            self._odom[name]: self.messages.odometry(name, scene, stamp)
-            for name in scene.targets
-            if name in self._odom
-        }
-        return odoms, self.messages.transforms(scene, specs, stamp)
+        return self._last
 
     # ---------------------------------------------------------------- services
     def _on_grasp(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
