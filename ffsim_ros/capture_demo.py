@@ -178,7 +178,21 @@ def _common_com(loop: CaptureLoop, snap: SceneSnapshot) -> np.ndarray:
 
 
 def run_capture(mode: str, out: Path, duration: float) -> CaptureRun:
-    """One mode's closed loop recorded to ``out/capture_<mode>.mcap``."""
+    """One mode's closed loop recorded to ``out/capture_<mode>.mcap``.
+
+    Parameters
+    ----------
+    mode : str
+        A detumble mode (:data:`~.control.capture.DETUMBLE_MODES`).
+    out : Path
+        Output directory.
+    duration : float
+        Simulated time [s].
+
+    Returns
+    -------
+    CaptureRun
+    """
     scene, target = tumbling_target_scene()
     loop = CaptureLoop(scene, target, mode=mode)
     path = out / f'capture_{mode}.mcap'
@@ -191,7 +205,17 @@ def run_capture(mode: str, out: Path, duration: float) -> CaptureRun:
 
 
 def summarize(run: CaptureRun) -> dict[str, float | str]:
-    """One row of the summary (degrees, seconds, N s; ``nan`` where it does not apply)."""
+    """One row of the summary (degrees, seconds, N s; ``nan`` where it does not apply).
+
+    Parameters
+    ----------
+    run : CaptureRun
+
+    Returns
+    -------
+    dict
+        Column name (unit in its suffix) -> value.
+    """
     r = run.result
     s = r.samples
     after = [x for x in s if x.time >= r.capture_time] if r.capture else []
@@ -217,7 +241,20 @@ def summarize(run: CaptureRun) -> dict[str, float | str]:
 
 
 def write_summary(rows: list[dict], out: Path) -> str:
-    """``summary.csv`` and ``summary.md`` (with the gjm / momentum-distribution ratios)."""
+    """``summary.csv`` and ``summary.md`` (with the gjm / momentum-distribution ratios).
+
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`summarize` rows.
+    out : Path
+        Output directory.
+
+    Returns
+    -------
+    str
+        The markdown table (as written to ``summary.md``).
+    """
     keys = list(rows[0])
     with open(out / 'summary.csv', 'w', newline='') as handle:
         writer = csv.DictWriter(handle, fieldnames=keys)
@@ -252,7 +289,19 @@ def write_summary(rows: list[dict], out: Path) -> str:
 
 
 def plot(runs: list[CaptureRun], out: Path) -> list[Path]:
-    """Write the four figures (module docstring); returns their paths."""
+    """Write the four figures (module docstring); returns their paths.
+
+    Parameters
+    ----------
+    runs : list of CaptureRun
+    out : Path
+        Output directory.
+
+    Returns
+    -------
+    list of Path
+        The PNG files.
+    """
     import matplotlib
 
     matplotlib.use('Agg')
@@ -334,8 +383,20 @@ def plot(runs: list[CaptureRun], out: Path) -> list[Path]:
 def run_demo(out: Path, short: bool = False, duration: float | None = None) -> int:
     """Both modes, MCAP files, summary and plots in ``out``; prints the table.
 
-    ``duration``: simulated time of each run [s] (default :data:`DURATION`, or
-    :data:`SHORT_DURATION` when ``short``)."""
+    Parameters
+    ----------
+    out : Path
+        Output directory (created).
+    short : bool
+        Default ``duration`` :data:`SHORT_DURATION` instead of :data:`DURATION`.
+    duration : float, optional
+        Simulated time of each run [s].
+
+    Returns
+    -------
+    int
+        Exit status, 0.
+    """
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     if duration is None:

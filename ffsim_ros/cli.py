@@ -184,7 +184,18 @@ class DomainLease:
 
 
 def ros_environment(domain_id: int, log_dir: Path) -> dict[str, str]:
-    """Environment for child ROS processes: localhost only, own domain, logs in ``log_dir``."""
+    """Environment for child ROS processes: localhost only, own domain, logs in ``log_dir``.
+
+    Parameters
+    ----------
+    domain_id : int
+    log_dir : Path
+
+    Returns
+    -------
+    dict
+        A copy of ``os.environ`` with the ROS variables set.
+    """
     env = dict(os.environ)
     env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
     env.update(
@@ -208,7 +219,14 @@ def terminate_with_parent() -> None:
 
 
 def stop_processes(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
-    """SIGINT every running process (ROS nodes shut down cleanly), then SIGKILL stragglers."""
+    """SIGINT every running process (ROS nodes shut down cleanly), then SIGKILL stragglers.
+
+    Parameters
+    ----------
+    procs : list of Popen
+    timeout : float
+        Wait for each process after SIGINT, before SIGKILL [s].
+    """
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
@@ -255,10 +273,22 @@ def run_mode(
 ) -> ModeRun:
     """Run simulator + controller in ``mode`` and record; returns the in-memory series.
 
-    ``signals``: checked between steps (:func:`check_signals`); a signal received ends the run
-    with :class:`Interrupted`, the recording finished and the nodes stopped. Whatever ends the
-    run, its nodes are stopped (SIGINT, SIGKILL after 10 s) before this returns or raises, and
-    the MCAP file is appended to ``finished`` once it is finished (renamed to its name).
+    Whatever ends the run, its nodes are stopped (SIGINT, SIGKILL after 10 s) before this
+    returns or raises.
+
+    Parameters
+    ----------
+    mode : str, one of :data:`MODES`.
+    out : Path, output folder.
+    env : dict, environment of the nodes (:func:`ros_environment`).
+    robot : str, a sample robot name or a ``.urdf`` path.
+    seconds_per_goal : float, simulated time per goal [s].
+    goals : tuple of (3,) end-effector goals from the start position, world frame [m].
+    rtf : float, the simulator's ``real_time_factor``.
+    progress : bool, print progress lines.
+    signals : ShutdownSignals, optional, checked between steps (:func:`check_signals`): a
+        signal received ends the run with :class:`Interrupted` (recording finished).
+    finished : list of Path, optional, the MCAP file is appended once finished.
     """
     import rclpy
     from geometry_msgs.msg import PoseStamped
@@ -798,7 +828,18 @@ def _check_output(parser: argparse.ArgumentParser, output: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``ffsim`` console script."""
+    """Entry point of the ``ffsim`` console script.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     parser = argparse.ArgumentParser(
         prog='ffsim', description='ffsim_ros: free-floating space robot simulation tools'
     )

@@ -12,7 +12,18 @@ class FileKindError(ValueError):
 
 
 def file_kind(mode: int) -> str:
-    """What a non-regular file is, for messages (``a directory``, ``a FIFO``, ...)."""
+    """What a non-regular file is, for messages (``a directory``, ``a FIFO``, ...).
+
+    Parameters
+    ----------
+    mode : int
+        ``st_mode`` of an ``os.stat`` result.
+
+    Returns
+    -------
+    str
+        ``'a directory'``, ``'a FIFO'``, ... or ``'not a regular file'``.
+    """
     for test, kind in (
         (stat.S_ISDIR, 'a directory'),
         (stat.S_ISFIFO, 'a FIFO'),
@@ -35,7 +46,16 @@ def read_regular_file(path: str | os.PathLike[str], max_bytes: int, what: str) -
 
     Parameters
     ----------
-    path : the file;  max_bytes : largest size taken;  what : the field named in messages.
+    path : str or PathLike
+    max_bytes : int
+        Largest size taken [bytes].
+    what : str
+        The field named in messages.
+
+    Returns
+    -------
+    bytes
+        The whole file.
 
     Raises
     ------

@@ -58,6 +58,16 @@ _FALSE = ('false', '0', 'no', 'off')
 def as_bool(text: str, name: str) -> bool:
     """Value of a boolean launch argument (``true``/``false``, case-insensitive, or 1/0).
 
+    Parameters
+    ----------
+    text : str
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    bool
+
     Raises
     ------
     ValueError
@@ -74,6 +84,14 @@ def as_bool(text: str, name: str) -> bool:
 def clean_namespace(namespace: str) -> str:
     """Namespace without leading/trailing ``/`` ('' for none), validated token by token.
 
+    Parameters
+    ----------
+    namespace : str
+
+    Returns
+    -------
+    str
+
     Raises
     ------
     ValueError
@@ -89,7 +107,16 @@ def clean_namespace(namespace: str) -> str:
 
 
 def frame_prefix(namespace: str) -> str:
-    """TF frame prefix of the robot in ``namespace``: ``'robot1/'``, or '' without one."""
+    """TF frame prefix of the robot in ``namespace``: ``'robot1/'``, or '' without one.
+
+    Parameters
+    ----------
+    namespace : str
+
+    Returns
+    -------
+    str
+    """
     ns = clean_namespace(namespace)
     return f'{ns}/' if ns else ''
 
@@ -98,6 +125,15 @@ def resolve_robot(robot: str) -> Path:
     """File of the ``robot`` launch argument: a sample name (``urdf/<name>.urdf``) or a path.
 
     A value without ``/`` and without a ``.urdf``/``.xacro`` suffix is a sample name.
+
+    Parameters
+    ----------
+    robot : str
+        A sample robot name or a ``.urdf``/``.xacro`` path.
+
+    Returns
+    -------
+    Path
 
     Raises
     ------
@@ -121,7 +157,12 @@ def resolve_robot(robot: str) -> Path:
 
 
 def is_xacro(path: str | Path) -> bool:
-    """True when the description file must be expanded with ``xacro``."""
+    """True when the description file must be expanded with ``xacro``.
+
+    Parameters
+    ----------
+    path : str or Path
+    """
     return str(path).endswith(XACRO_SUFFIXES)
 
 
@@ -133,6 +174,18 @@ def expand_xacro(
     The launch file then knows the robot's links (the default end effector) and hands the
     same text to every node (before, each node ran ``xacro`` through a ``Command``
     substitution, and the launch file never saw the URDF).
+
+    Parameters
+    ----------
+    path : str or Path
+    command : sequence of str
+        The xacro command line before the path.
+    timeout : float
+        Longest run of xacro [s].
+
+    Returns
+    -------
+    str
 
     Raises
     ------
@@ -158,7 +211,16 @@ def expand_xacro(
 
 def sample_config(robot: str) -> Path | None:
     """``config/<robot>.yaml`` when ``robot`` (the launch argument) names a sample that has
-    one (its own parameters, e.g. a non-singular initial pose), else None."""
+    one (its own parameters, e.g. a non-singular initial pose), else None.
+
+    Parameters
+    ----------
+    robot : str
+
+    Returns
+    -------
+    Path or None
+    """
     name = str(robot).strip()
     if not _NAME_TOKEN.match(name) or not share_path('urdf', f'{name}.urdf').is_file():
         return None  # a path, or not a sample
@@ -178,10 +240,22 @@ def discovery_environment(
 ) -> tuple[dict[str, str], list[str]]:
     """Environment variables to set and to unset for the launched processes.
 
-    ``localhost_only``: ``''`` keeps the environment's own setting, as every ROS tool does;
-    ``'true'`` confines DDS discovery to this host (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``,
-    or ``ROS_LOCALHOST_ONLY=1`` on Humble and older); ``'false'`` opens it to the subnet (the
-    distros' default). ``environ`` (default ``os.environ``) gives ``ROS_DISTRO``.
+    Parameters
+    ----------
+    localhost_only : str
+        ``''`` keeps the environment's own setting, as every ROS tool does; ``'true'``
+        confines DDS discovery to this host (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``, or
+        ``ROS_LOCALHOST_ONLY=1`` on Humble and older); ``'false'`` opens it to the subnet (the
+        distros' default).
+    environ : mapping, optional
+        Gives ``ROS_DISTRO`` (default ``os.environ``).
+
+    Returns
+    -------
+    set : dict
+        Variables to set, name -> value.
+    unset : list of str
+        Variables to remove.
 
     Raises
     ------
@@ -228,7 +302,13 @@ def check_robot_xml(urdf_text: str, path: str | Path) -> None:
 
 def check_params_file(path: str) -> None:
     """Raise a ``ValueError`` naming ``params_file`` unless ``path`` is empty (none) or an
-    existing file (launch_ros would only warn and start the nodes without it)."""
+    existing file (launch_ros would only warn and start the nodes without it).
+
+    Parameters
+    ----------
+    path : str
+        The ``params_file`` launch argument ('' for none).
+    """
     if path and not Path(path).is_file():
         raise ValueError(f'params_file: expected a YAML parameter file, got {path!r} (not a file)')
 
@@ -243,7 +323,16 @@ def full_namespace(namespace: str | None = None, base_namespace: str | None = No
     """The namespace a launched node runs in, as launch_ros makes it (``Node``'s
     ``prefix_namespace`` of the launch's ``ros_namespace``): ``namespace`` if it is absolute,
     else ``base_namespace`` (a ``PushRosNamespace``) joined with it; without leading or
-    trailing ``/`` ('' for the root)."""
+    trailing ``/`` ('' for the root).
+
+    Parameters
+    ----------
+    namespace, base_namespace : str, optional
+
+    Returns
+    -------
+    str
+    """
     ns = str(namespace or '').strip()
     if not ns.startswith('/'):
         ns = '/'.join(p for p in (str(base_namespace or '').strip('/'), ns.strip('/')) if p)
@@ -252,7 +341,18 @@ def full_namespace(namespace: str | None = None, base_namespace: str | None = No
 
 def node_fqn(name: str, namespace: str | None = None, base_namespace: str | None = None) -> str:
     """Fully qualified name of a launched node, as launch_ros makes it:
-    ``/<full namespace>/<name>`` (:func:`full_namespace`), ``/<name>`` without any."""
+    ``/<full namespace>/<name>`` (:func:`full_namespace`), ``/<name>`` without any.
+
+    Parameters
+    ----------
+    name : str
+    namespace, base_namespace : str, optional
+        As for :func:`full_namespace`.
+
+    Returns
+    -------
+    str
+    """
     ns = full_namespace(namespace, base_namespace)
     return f'/{ns}/{name}' if ns else f'/{name}'
 
@@ -261,7 +361,18 @@ def key_matches_node(key: str, fqn: str) -> bool:
     """Whether the node key ``key`` of a parameter file applies to the node ``fqn``, as rclpy
     decides it: a key gets a leading ``/`` if it has none, then ``/*`` stands for one token of
     the name and ``/**`` for any number (``/**``: every node; ``/**/ffsim_simulator``: the
-    simulator in any namespace; ``robot1/ffsim_simulator``: the one in ``/robot1`` only)."""
+    simulator in any namespace; ``robot1/ffsim_simulator``: the one in ``/robot1`` only).
+
+    Parameters
+    ----------
+    key : str
+        A top-level key of a parameter file, e.g. ``'/**/ffsim_simulator'``.
+    fqn : str
+
+    Returns
+    -------
+    bool
+    """
     name = key if key.startswith('/') else f'/{key}'
     pattern = ''.join(
         r'(/\w+)' if part == '/*' else re.escape(part).replace(r'\*', '*')
@@ -275,6 +386,16 @@ def read_parameter_file(path: str | Path, what: str) -> list[tuple[str, dict[str
     name: YAML node})``, nested node keys joined with ``/`` and nested parameters with ``.``
     as rcl does. The values stay YAML nodes (their text and quoting), so that a file written
     from them is read by rcl as the original would be (``1e3`` a double, ``"5"`` a string).
+
+    Parameters
+    ----------
+    path : str or Path
+    what : str
+        What names the file in messages.
+
+    Returns
+    -------
+    list of (str, dict)
 
     Raises
     ------
@@ -352,6 +473,17 @@ def node_parameters(fqn: str, files: Sequence[tuple[str | Path, str]]) -> dict[s
     The merge, as rcl's: the sections of one node key across the files are one entry (later
     files win within it), ordered by the first appearance of their key; the entries whose key
     matches ``fqn`` (:func:`key_matches_node`) are applied in that order, later ones winning.
+
+    Parameters
+    ----------
+    fqn : str
+    files : sequence of (str or Path, str)
+        ``(path, what)``, in order of precedence (later wins).
+
+    Returns
+    -------
+    dict
+        Parameter name -> ``yaml.Node``.
     """
     entries: dict[str, dict[str, yaml.Node]] = {}
     for path, what in files:
@@ -380,6 +512,21 @@ def merged_parameter_file(
     of a wrong type itself (exit 2, naming it), as it does when run alone with the user's
     file. The parameters the launch file sets from its arguments come after it, under the
     node's full name (launch_ros): a key of their own, so they win whatever the type.
+
+    Parameters
+    ----------
+    node_name : str
+        The node's name (the key ``/**/<node_name>``).
+    fqn : str
+    defaults : sequence of str or Path
+        The package's parameter files, in order.
+    params_file : str or Path
+    directory : str or Path, optional
+        Where to write (default: the temporary directory).
+
+    Returns
+    -------
+    Path
 
     Raises
     ------
@@ -416,6 +563,10 @@ def missing_packages(packages: Sequence[str]) -> list[str]:
     ----------
     packages : sequence of str
         Package names (e.g. ``robot_state_publisher``, ``rviz2``).
+
+    Returns
+    -------
+    list of str
     """
     try:
         from ament_index_python.packages import PackageNotFoundError, get_package_prefix
@@ -431,14 +582,24 @@ def missing_packages(packages: Sequence[str]) -> list[str]:
 
 
 def link_names(urdf_text: str) -> list[str]:
-    """Names of the ``<link>`` elements of a URDF document (document order)."""
+    """Names of the ``<link>`` elements of a URDF document (document order).
+
+    Parameters
+    ----------
+    urdf_text : str
+    """
     root = ET.fromstring(urdf_text)
     return [link.get('name', '') for link in root.findall('link')]
 
 
 def has_loops(urdf_text: str) -> bool:
     """Whether a URDF closes kinematic loops (URDF+ ``<loop>`` elements, read by the simulator
-    with :func:`ffsim_ros.dynamics.loop_closures_from_urdf`; the controller takes trees only)."""
+    with :func:`ffsim_ros.dynamics.loop_closures_from_urdf`; the controller takes trees only).
+
+    Parameters
+    ----------
+    urdf_text : str
+    """
     return ET.fromstring(urdf_text).find('loop') is not None
 
 
@@ -447,6 +608,15 @@ def default_ee_link(urdf_text: str, preferred: str = 'ee_link') -> str:
 
     ``preferred`` if the URDF has it, else the first link whose name ends in ``ee_link``
     (``left_ee_link`` for ``dual_arm_servicer``).
+
+    Parameters
+    ----------
+    urdf_text : str
+    preferred : str
+
+    Returns
+    -------
+    str
 
     Raises
     ------
@@ -465,6 +635,18 @@ def default_ee_link(urdf_text: str, preferred: str = 'ee_link') -> str:
 def parse_vector(text: str, size: int, name: str) -> list[float]:
     """Floats of a vector launch argument: ``'[0, -5, 0]'``, ``'0,-5,0'`` or ``'0 -5 0'``.
 
+    Parameters
+    ----------
+    text : str
+    size : int
+        Expected count.
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    list of float
+
     Raises
     ------
     ValueError
@@ -481,7 +663,12 @@ def parse_vector(text: str, size: int, name: str) -> list[float]:
 
 
 def default_rviz_config() -> Path:
-    """The installed ``config/rviz/ffsim.rviz``."""
+    """The installed ``config/rviz/ffsim.rviz``.
+
+    Returns
+    -------
+    Path
+    """
     return share_path('config', 'rviz', 'ffsim.rviz')
 
 
@@ -510,6 +697,17 @@ def rviz_config_for(template: dict, namespaces: Sequence[str]) -> dict:
     Relative topics of the per-robot displays (:data:`PER_ROBOT_DISPLAYS`) become
     ``/<ns>/<topic>`` and the RobotModel gets ``TF Prefix: <ns>``, so one RViz shows robots
     that ``robot_state_publisher`` publishes with ``frame_prefix: <ns>/``.
+
+    Parameters
+    ----------
+    template : dict
+        Parsed RViz config.
+    namespaces : sequence of str
+        One per robot.
+
+    Returns
+    -------
+    dict
     """
     config = copy.deepcopy(template)
     manager = config['Visualization Manager']
@@ -533,6 +731,20 @@ def write_rviz_config(
     The file is created exclusively, readable by its owner only (``tempfile``); the launch
     files remove it when they shut down (:func:`file_remover`). With a single empty namespace
     the template is returned unchanged (no file written).
+
+    Parameters
+    ----------
+    namespaces : sequence of str
+        One per robot.
+    template : str or Path, optional
+        RViz config (default :func:`default_rviz_config`).
+    directory : str or Path, optional
+        Where to write (default: the temporary directory).
+
+    Returns
+    -------
+    Path
+        The new file, or ``template``.
     """
     template = Path(template) if template else default_rviz_config()
     if [clean_namespace(ns) for ns in namespaces] == ['']:
@@ -547,14 +759,35 @@ def write_rviz_config(
 
 
 def is_temporary(path: str | Path, template: str | Path | None = None) -> bool:
-    """Whether ``path`` is a file :func:`write_rviz_config` wrote (not the template)."""
+    """Whether ``path`` is a file :func:`write_rviz_config` wrote (not the template).
+
+    Parameters
+    ----------
+    path : str or Path
+    template : str or Path, optional
+        As given to :func:`write_rviz_config`.
+
+    Returns
+    -------
+    bool
+    """
     template = Path(template) if template else default_rviz_config()
     return Path(path) != template
 
 
 def file_remover(path: str | Path) -> Callable[..., None]:
     """A callback removing ``path`` (if it still exists) for ``launch``'s ``OnShutdown``:
-    the temporary RViz configs do not pile up in ``/tmp``."""
+    the temporary RViz configs do not pile up in ``/tmp``.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    callable
+        Taking and ignoring any positional arguments (the event and the context).
+    """
     target = Path(path)
 
     def remove(*_event_and_context: object) -> None:
@@ -633,7 +866,12 @@ def recorder_warning() -> str | None:
     """The warning (:class:`LaunchWarning`) logged instead of starting the bag recorder when a
     package of :data:`RECORDER_PACKAGES` is not installed (a pip or wheel environment has no
     ``ros2`` command: starting it failed with a traceback and recorded nothing); None when all
-    are."""
+    are.
+
+    Returns
+    -------
+    str or None
+    """
     missing = missing_packages(RECORDER_PACKAGES)
     if not missing:
         return None
@@ -646,8 +884,16 @@ def recorder_warning() -> str | None:
 def bag_command(bag_path: str = '') -> list[str]:
     """``ros2 bag record`` of every topic into an MCAP bag folder.
 
-    ``bag_path`` empty: ``ffsim_<YYYYmmdd>_<HHMMSS>`` in the current directory (``ros2 bag``
-    refuses an existing folder).
+    Parameters
+    ----------
+    bag_path : str
+        The bag folder; '' for ``ffsim_<YYYYmmdd>_<HHMMSS>`` in the current directory
+        (``ros2 bag`` refuses an existing folder).
+
+    Returns
+    -------
+    list of str
+        The command line.
     """
     out = str(bag_path).strip() or datetime.now().strftime('ffsim_%Y%m%d_%H%M%S')
     return ['ros2', 'bag', 'record', '-a', '-s', 'mcap', '-o', out]

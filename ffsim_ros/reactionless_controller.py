@@ -174,7 +174,13 @@ WATCHDOG_PERIOD = 0.5
 
 
 class ReactionlessControllerNode(Node):
-    """The ``ffsim_reactionless_controller`` node (see the module docstring)."""
+    """The ``ffsim_reactionless_controller`` node (see the module docstring).
+
+    Parameters
+    ----------
+    **kwargs
+        Passed to ``rclpy.node.Node`` (e.g. ``parameter_overrides``, ``context``).
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('ffsim_reactionless_controller', **kwargs)
@@ -458,7 +464,12 @@ class ReactionlessControllerNode(Node):
         """Hand a trajectory to the control loop (any thread): it starts at the next update,
         preempting the one followed (and one handed over but not started yet). With a
         capture the capture owns the arm: the trajectory is aborted at once (it waited for
-        ever: the control loop never takes trajectories then)."""
+        ever: the control loop never takes trajectories then).
+
+        Parameters
+        ----------
+        request : TrajectoryRequest
+        """
         if self.capture is not None:
             request.abort(
                 'capture.scenario is set: the capture owns the arm, trajectories are not followed'
@@ -883,7 +894,13 @@ class ReactionlessControllerNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Console script ``reactionless_controller``."""
+    """Console script ``reactionless_controller``.
+
+    Parameters
+    ----------
+    args : list of str, optional
+        Command-line arguments (default ``sys.argv``).
+    """
     return run_node(ReactionlessControllerNode, 'ffsim_reactionless_controller', args)
 
 

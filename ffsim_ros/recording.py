@@ -76,6 +76,16 @@ def _dependencies(pkg: str, text: str) -> list[tuple[str, str]]:
 def message_definition(type_name: str) -> str:
     """Full ``ros2msg`` definition of ``pkg/msg/Name`` with its nested types appended.
 
+    Parameters
+    ----------
+    type_name : str
+        ``'pkg/msg/Name'``.
+
+    Returns
+    -------
+    str
+        The ``.msg`` text, each dependency after a separator line and ``MSG: pkg/Name``.
+
     Raises
     ------
     FileNotFoundError
@@ -98,7 +108,17 @@ def message_definition(type_name: str) -> str:
 
 
 def partial_path(path: Path) -> Path:
-    """Where :class:`McapFile` writes ``path`` until it is finished: ``<name>.part`` beside it."""
+    """Where :class:`McapFile` writes ``path`` until it is finished: ``<name>.part`` beside it.
+
+    Parameters
+    ----------
+    path : Path
+        The final file.
+
+    Returns
+    -------
+    Path
+    """
     path = Path(path)
     return path.with_name(path.name + '.part')
 
@@ -127,7 +147,19 @@ class McapFile:
         self._schemas: dict[str, int] = {}
 
     def channel(self, topic: str, msg_class: type) -> int:
-        """Register ``topic`` of type ``msg_class`` (its schema once); returns the channel id."""
+        """Register ``topic`` of type ``msg_class`` (its schema once); returns the channel id.
+
+        Parameters
+        ----------
+        topic : str
+        msg_class : type
+            A ROS message class.
+
+        Returns
+        -------
+        int
+            The channel id.
+        """
         type_name = _type_name(msg_class)
         if type_name not in self._schemas:
             self._schemas[type_name] = self._writer.register_schema(
@@ -138,13 +170,33 @@ class McapFile:
         )
 
     def write(self, channel: int, time_ns: int, data: bytes) -> None:
-        """Write a serialized message, logged and published at ``time_ns`` [ns]."""
+        """Write a serialized message, logged and published at ``time_ns`` [ns].
+
+        Parameters
+        ----------
+        channel : int
+            From :meth:`channel`.
+        time_ns : int
+            [ns]
+        data : bytes
+            CDR-serialized message.
+        """
         self._writer.add_message(
             channel_id=channel, log_time=time_ns, publish_time=time_ns, data=data
         )
 
     def write_message(self, channel: int, time_ns: int, msg: object) -> None:
-        """Serialize ``msg`` (CDR) and write it at ``time_ns`` [ns]."""
+        """Serialize ``msg`` (CDR) and write it at ``time_ns`` [ns].
+
+        Parameters
+        ----------
+        channel : int
+            From :meth:`channel`.
+        time_ns : int
+            [ns]
+        msg : object
+            A ROS message of the channel's type.
+        """
         self.write(channel, time_ns, serialize_message(msg))
 
     def close(self) -> None:

@@ -15,7 +15,13 @@ _SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
 def share_dir() -> Path:
-    """The directory holding ``urdf/``, ``config/`` and ``launch/`` of this package."""
+    """The directory holding ``urdf/``, ``config/`` and ``launch/`` of this package.
+
+    Returns
+    -------
+    Path
+        The share directory (ament index, ``<sys.prefix>/share/ffsim_ros``, else the source tree).
+    """
     try:
         from ament_index_python.packages import (
             PackageNotFoundError,
@@ -35,12 +41,33 @@ def share_dir() -> Path:
 
 
 def share_path(*parts: str) -> Path:
-    """Path of a file under the package's share directory."""
+    """Path of a file under the package's share directory.
+
+    Parameters
+    ----------
+    *parts : str
+        Path components under the share directory.
+
+    Returns
+    -------
+    Path
+        Not checked to exist.
+    """
     return share_dir().joinpath(*parts)
 
 
 def sample_robot(name: str) -> Path:
     """Path of the sample robot ``urdf/<name>.urdf``.
+
+    Parameters
+    ----------
+    name : str
+        Robot name, the URDF's stem (e.g. ``'planar_2link'``).
+
+    Returns
+    -------
+    Path
+        The existing URDF file.
 
     Raises
     ------
@@ -56,6 +83,16 @@ def sample_robot(name: str) -> Path:
 
 def sample_model(name: str) -> Path:
     """Path of the sample model ``models/<name>.yaml`` (the builder's YAML format).
+
+    Parameters
+    ----------
+    name : str
+        Model name, the YAML file's stem.
+
+    Returns
+    -------
+    Path
+        The existing YAML file.
 
     Raises
     ------

@@ -182,6 +182,11 @@ class Simulator(Node):
     """The ``ffsim_simulator`` node (see the module docstring).
 
     Builds the engine and the ROS interfaces; :meth:`start` starts the physics thread.
+
+    Parameters
+    ----------
+    **kwargs
+        Passed to ``rclpy.node.Node`` (e.g. ``parameter_overrides``, ``context``).
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -327,7 +332,12 @@ class Simulator(Node):
 
     # ------------------------------------------------------------------- thread control
     def start(self) -> Simulator:
-        """Start the physics thread (once); returns the node."""
+        """Start the physics thread (once); returns the node.
+
+        Returns
+        -------
+        Simulator
+        """
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name='ffsim_physics', daemon=True)
             self._thread.start()
@@ -379,6 +389,17 @@ class Simulator(Node):
         """Run ``action(engine)`` in the physics thread between two batches of steps, wait
         for it and return its value; ``publish``: publish the state reached at once.
 
+        Parameters
+        ----------
+        action : callable
+            ``action(engine) -> value``.
+        publish : bool
+
+        Returns
+        -------
+        object
+            ``action``'s value.
+
         Raises
         ------
         Exception
@@ -406,7 +427,12 @@ class Simulator(Node):
 
     def submit_steps(self, job: StepJob) -> None:
         """Queue ``job`` (steps of a paused simulation) for the physics thread; its reply
-        comes when it is done (jobs run one after the other)."""
+        comes when it is done (jobs run one after the other).
+
+        Parameters
+        ----------
+        job : StepJob
+        """
         if not self.running:
             job.reply.set_exception(RuntimeError('the physics thread is not running'))
             return
@@ -417,7 +443,13 @@ class Simulator(Node):
 
     def reset_clock(self) -> Snapshot:
         """The simulated clock back to 0 (physics thread; ``ResetSimulation`` of the time
-        scope): the engine's clock, the publishing and the pacing restart from it."""
+        scope): the engine's clock, the publishing and the pacing restart from it.
+
+        Returns
+        -------
+        Snapshot
+            The state at time 0.
+        """
         snap = self.engine.reset_time()
         self._last_published = -1
         self._diagnostics.step = 0
@@ -599,7 +631,12 @@ class Simulator(Node):
             self._end_job((job.completed, False, snap.time_ns))
 
     def end_step_jobs(self, why: str) -> None:
-        """End the step jobs (physics thread): each replies ``why`` and how far it got."""
+        """End the step jobs (physics thread): each replies ``why`` and how far it got.
+
+        Parameters
+        ----------
+        why : str
+        """
         while self._jobs:
             job = self._jobs[0]
             self._end_job(
@@ -666,7 +703,12 @@ class Simulator(Node):
         self.clock_watch.check()
 
     def diagnostics(self) -> DiagnosticArray:
-        """A new ``DiagnosticArray`` of the physics now (restarts the rate measurement)."""
+        """A new ``DiagnosticArray`` of the physics now (restarts the rate measurement).
+
+        Returns
+        -------
+        DiagnosticArray
+        """
         engine = self.engine
         steps_per_s, rtf = self._diagnostics.read(engine.step, engine.dt)
         level, message, values = physics_status(engine, steps_per_s, rtf, self._pacer.rtf)
@@ -706,7 +748,18 @@ class Simulator(Node):
     def messages(self, snap: Snapshot, markers: bool = True) -> tuple:
         """The messages of one instant, all stamped with its simulated time: the tuple of
         :meth:`~ffsim_ros.node_support.state_messages.StateMessages.fill` (the same objects
-        filled at every call; physics thread)."""
+        filled at every call; physics thread).
+
+        Parameters
+        ----------
+        snap : Snapshot
+        markers : bool
+            Whether to fill the MarkerArray too.
+
+        Returns
+        -------
+        tuple
+        """
         return self._messages.fill(snap, markers)
 
 
@@ -715,7 +768,18 @@ EXECUTOR_THREADS = 4
 
 
 def main(args: list[str] | None = None) -> int:
-    """Console script ``simulator`` (``ros2 run ffsim_ros simulator``)."""
+    """Console script ``simulator`` (``ros2 run ffsim_ros simulator``).
+
+    Parameters
+    ----------
+    args : list of str, optional
+        Command-line arguments (default ``sys.argv``).
+
+    Returns
+    -------
+    int
+        Exit status (:func:`~.node_support.common.run_node`).
+    """
     return run_node(
         lambda: Simulator().start(),
         'ffsim_simulator',

@@ -115,7 +115,12 @@ def deferred_interrupts() -> contextlib.AbstractContextManager[None]:
     is. Raised inside a numba kernel, it surfaces as a ``SystemError`` that the handlers
     isolating a failing run would take for the run's failure. A second Ctrl-C before the
     first is raised is raised at once. A no-op outside the main thread, or when SIGINT does
-    not have Python's default handler (ignored, or handled by the caller)."""
+    not have Python's default handler (ignored, or handled by the caller).
+
+    Returns
+    -------
+    context manager
+    """
     return _deferred_interrupts()
 
 
@@ -237,6 +242,10 @@ class Campaign:
         Parameters
         ----------
         index : int
+
+        Returns
+        -------
+        RunInputs
         """
         return sample_inputs(self.scenario, self.model, index)
 
@@ -875,6 +884,10 @@ def outcome_counts(results: Iterable[RunResult]) -> dict[str, int]:
     Parameters
     ----------
     results : iterable of RunResult
+
+    Returns
+    -------
+    dict of str to int
     """
     out: dict[str, int] = {o.value: 0 for o in GoalOutcome}
     out.update(rejected=0, failed=0)

@@ -236,6 +236,11 @@ def run_ray(
         process already started.
     workers : int, tasks in flight are at most ``2 * workers``; the CPUs of a local Ray.
 
+    Yields
+    ------
+    RunResult
+        One per run, task by task in the order the tasks finish.
+
     Raises
     ------
     ImportError

@@ -144,6 +144,10 @@ def run_row(result: RunResult) -> dict:
 def pyarrow_modules() -> tuple[ModuleType, ModuleType]:
     """``(pyarrow, pyarrow.parquet)``.
 
+    Returns
+    -------
+    pyarrow, pyarrow.parquet : module
+
     Raises
     ------
     ScenarioError

@@ -327,7 +327,12 @@ class Scenario:
 
     def as_dict(self) -> dict:
         """The scenario as plain data (what :meth:`from_dict` takes back): the identity of a
-        campaign, written next to its results."""
+        campaign, written next to its results.
+
+        Returns
+        -------
+        dict
+        """
         out = {
             'name': self.name,
             'robot': self.robot,
@@ -351,7 +356,13 @@ class Scenario:
 
     def fingerprint(self) -> str:
         """SHA-256 of what decides the runs' results (everything but ``runs`` and
-        ``batch_size``: more runs extend a campaign, the batch size changes no result)."""
+        ``batch_size``: more runs extend a campaign, the batch size changes no result).
+
+        Returns
+        -------
+        str
+            Hex digest.
+        """
         data = self.as_dict()
         data.pop('runs')
         data.pop('batch_size')

@@ -49,8 +49,11 @@ class SupervisorBank:
 
     Parameters
     ----------
-    capacity : int, number of slots.
-    settings : ReachSettings;  mode : ControlMode;  track_orientation : bool.
+    capacity : int
+        Number of slots.
+    settings : ReachSettings
+    mode : ControlMode
+    track_orientation : bool
     """
 
     def __init__(

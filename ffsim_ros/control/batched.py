@@ -334,6 +334,11 @@ class BatchedLaw:
             (x, y, z, w) in the inertial frame [-]; a row of NaN or None: none (rate damping
             only).
         models : the model of each row, as given to :meth:`terms` (None: the law's).
+
+        Returns
+        -------
+        (B, n) ndarray
+            [N m | N]
         """
         B = Q.shape[0]
         n = self.model.n
@@ -385,6 +390,11 @@ class BatchedLaw:
             Base attitudes to hold, unit quaternions (x, y, z, w) in the inertial frame [-]
             (as in :meth:`efforts`).
         models : the model of each row (None: the law's).
+
+        Returns
+        -------
+        (B, n) ndarray
+            [rad/s^2 | m/s^2]
         """
         g = self.gains
         ahead = D.integrate(self.model, Q, V, FEEDFORWARD_STEP)
@@ -423,6 +433,11 @@ class BatchedLaw:
         references : (B, 4) ndarray or None
             Base attitudes to hold, unit quaternions (x, y, z, w) in the inertial frame [-];
             a row of NaN: none.
+
+        Returns
+        -------
+        (B, n) ndarray
+            [rad/s | m/s]
         """
         g = self.gains
         Jt = J_star[:, :3]

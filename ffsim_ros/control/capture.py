@@ -366,6 +366,13 @@ def intercept_rates(
     gains : CaptureGains
     attitude_reference : (4,) base quaternion (x, y, z, w) to hold, inertial frame [-] (None:
         rate damping only).
+
+    Returns
+    -------
+    phidot : (n,) ndarray
+        Joint rates [rad/s | m/s].
+    distance : float
+        To the grasp point [m].
     """
     link, offset = gripper
     p, Js, Jstar = point_generalized_jacobian(model, q, link, offset, terms.ff.B)
@@ -535,8 +542,12 @@ class Detumbler:
 
         Returns
         -------
-        tau : (n,) joint efforts [N m | N];  phidot_d : (n,) desired joint rates
-            [rad/s | m/s];  terms : MomentumTerms at ``(q, v)``.
+        tau : (n,) ndarray
+            Joint efforts [N m | N].
+        phidot_d : (n,) ndarray
+            Desired joint rates [rad/s | m/s].
+        terms : MomentumTerms
+            At ``(q, v)``.
         """
         q = np.asarray(q, float)
         v = np.asarray(v, float)

@@ -241,7 +241,13 @@ class CaptureLoop:
         return event
 
     def update(self) -> CaptureSample:
-        """One control period: read, (grasp,) control, step the physics."""
+        """One control period: read, (grasp,) control, step the physics.
+
+        Returns
+        -------
+        CaptureSample
+            The sample of this period (:meth:`run` appends it to :attr:`result`).
+        """
         scene, g = self.scene, self.gains
         t = scene.time
         snap = self._next if self._next is not None else scene.snapshot()
@@ -350,7 +356,13 @@ class CaptureLoop:
         return self.summarize()
 
     def summarize(self) -> CaptureResult:
-        """Fill the figures of :attr:`result` from its samples."""
+        """Fill the figures of :attr:`result` from its samples.
+
+        Returns
+        -------
+        CaptureResult
+            :attr:`result`.
+        """
         res, s = self.result, self.result.samples
         if not s:
             return res

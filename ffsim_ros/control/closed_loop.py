@@ -70,7 +70,10 @@ class ClosedLoop:
         [m, -, rad | m] (default: the neutral configuration).
     v : (nv,) initial velocity ``[V0, w0, phidot]``, base parts in the inertial frame
         [m/s, rad/s, rad/s | m/s] (default: at rest, zero momentum).
-    control_dt : float, control period [s];  physics_dt : float, RK4 step [s].
+    control_dt : float
+        Control period [s].
+    physics_dt : float
+        RK4 step [s].
     """
 
     def __init__(
@@ -93,7 +96,12 @@ class ClosedLoop:
         self.status: GoalStatus = supervisor.status
 
     def update(self) -> GoalStatus:
-        """One control period: a supervisor update, then the physics over the period."""
+        """One control period: a supervisor update, then the physics over the period.
+
+        Returns
+        -------
+        GoalStatus
+        """
         out, self.status = self.supervisor.update(self.t, self.q, self.v)
         self.q, self.v = D.step(
             self.model, self.q, self.v, out.tau, self.physics_dt, steps=self.steps
@@ -102,7 +110,13 @@ class ClosedLoop:
         return self.status
 
     def ee_position(self) -> np.ndarray:
-        """(3,) end-effector position [m]."""
+        """(3,) end-effector position [m].
+
+        Returns
+        -------
+        (3,) ndarray
+            Inertial frame [m].
+        """
         return self.supervisor.law.task_terms(self.q).position
 
     def run_goal(
@@ -159,13 +173,23 @@ class ClosedLoop:
         )
 
     def limit_excess(self) -> float:
-        """How far the joints are beyond their position limits now [rad | m] (0: within)."""
+        """How far the joints are beyond their position limits now [rad | m] (0: within).
+
+        Returns
+        -------
+        float
+        """
         phi = self.q[7:]
         return float(max(0.0, np.max(phi - self.model.upper), np.max(self.model.lower - phi)))
 
     def attitude_offset(self) -> float:
         """Base attitude angle from the supervisor's reference [rad] (``reactionless``), else
-        the supervisor's per-goal figure."""
+        the supervisor's per-goal figure.
+
+        Returns
+        -------
+        float
+        """
         ref = self.supervisor.attitude_reference
         if self.supervisor.mode is ControlMode.REACTIONLESS and ref is not None:
             return float(np.linalg.norm(attitude_error(self.q[3:7], ref)))

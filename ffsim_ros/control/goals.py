@@ -222,7 +222,12 @@ class GoalStatus:
         return self.outcome is GoalOutcome.ACTIVE
 
     def as_dict(self) -> dict:
-        """Field name -> value, enums as their string values (for a message or a log)."""
+        """Field name -> value, enums as their string values (for a message or a log).
+
+        Returns
+        -------
+        dict
+        """
         out = asdict(self)
         out['outcome'] = self.outcome.value
         out['phase'] = self.phase.value

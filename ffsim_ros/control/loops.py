@@ -94,6 +94,11 @@ def loop_rates(
         no attitude hold.
     frozen : tuple of int
         Joint indices that do not move.
+
+    Returns
+    -------
+    (n,) ndarray
+        [rad/s | m/s]
     """
     A = terms.B[3:6]
     free = A.copy()
@@ -282,5 +287,10 @@ class LoopPlanner(RnsPlanner):
             table = None
 
     def best_approach(self) -> Approach | None:
-        """The best approach predicted (as :attr:`RnsPlanner.best`)."""
+        """The best approach predicted (as :attr:`RnsPlanner.best`).
+
+        Returns
+        -------
+        Approach or None
+        """
         return self.best

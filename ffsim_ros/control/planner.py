@@ -204,8 +204,14 @@ class RnsPlanner:
         A rollout stops when its residual has not dropped by ``stall_progress`` [m] (an
         attitude change of ``attitude_tolerance`` counts as ``position_tolerance``) for
         ``stall_time`` [s].
-    dt : float, rollout time step [s];  radius : float, waypoint sampling radius [m];
-    max_steps : int, total rollout steps;  seed : int, random stream.
+    dt : float
+        Rollout time step [s].
+    radius : float
+        Waypoint sampling radius [m].
+    max_steps : int
+        Total rollout steps.
+    seed : int
+        Random stream.
     self_motion_share : float
         Share of the tree's edges that are self-motions (default ``SELF_MOTION_SHARE``).
     """

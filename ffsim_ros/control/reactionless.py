@@ -211,6 +211,20 @@ def checked_array(value: object, what: str, shape: tuple[int, ...], expected: st
     """``value`` as a float array of ``shape`` with finite values (a cheap check for every
     control update: the law never runs on a goal or state nobody gave).
 
+    Parameters
+    ----------
+    value : object
+    what : str
+        Names the argument in messages.
+    shape : tuple of int
+    expected : str
+        What was expected, in messages (e.g. ``'3 finite values'``).
+
+    Returns
+    -------
+    ndarray
+        Of ``shape``.
+
     Raises
     ------
     TypeError
@@ -227,7 +241,19 @@ def checked_array(value: object, what: str, shape: tuple[int, ...], expected: st
 
 def base_rate_map(model: D.Model, q: np.ndarray) -> np.ndarray:
     """``A`` (3, n) with ``w0 = -A phidot`` under zero momentum [S0 eq. 21]: the angular rows
-    of ``H0^-1 H0m`` at ``q`` (nq,), inertial frame [rad/s per rad/s | per m/s]."""
+    of ``H0^-1 H0m`` at ``q`` (nq,), inertial frame [rad/s per rad/s | per m/s].
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+
+    Returns
+    -------
+    (3, n) ndarray
+    """
     H0, H0m, _ = D.inertia_blocks(model, q)
     return np.linalg.solve(H0, H0m)[3:6]
 
@@ -236,6 +262,19 @@ def reactionless_basis(model: D.Model, q: np.ndarray, tol: float = 1e-10) -> np.
     """Orthonormal basis ``N`` (n, n - rank A) of the reactionless joint rates ``A phidot = 0``.
 
     Any ``phidot = N zeta`` under zero momentum leaves the base angular velocity zero.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    tol : float
+        Rank threshold on the singular values of ``A``, relative to ``max(1, s_max)``.
+
+    Returns
+    -------
+    (n, n - rank A) ndarray
     """
     A = base_rate_map(model, q)
     _, s, vt = np.linalg.svd(A)
@@ -345,7 +384,18 @@ class ReactionlessController:
 
     def shoulder_position(self, q: np.ndarray) -> np.ndarray:
         """(3,) inertial position [m] of the first joint on the path to the end effector (its
-        child body's frame origin) at ``q`` (nq,)."""
+        child body's frame origin) at ``q`` (nq,).
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+
+        Returns
+        -------
+        (3,) ndarray
+            Inertial frame [m].
+        """
         R, p = D.body_poses(self.model, q)
         b = self.model.frame(self.ee_link).body
         first = b
@@ -572,9 +622,20 @@ class ReactionlessController:
 
         Parameters
         ----------
-        q : (nq,) ;  v : (nv,) the measured state;  rates : (n,) ``field(q)``, the commanded
-            rates [rad/s | m/s];  field : ``q -> (n,)`` the commanded rates at a configuration
-            (the goal, reference and options held).
+        q : (nq,) ndarray
+            Measured configuration [m, -, rad | m], base parts in the inertial frame.
+        v : (nv,) ndarray
+            Measured velocity [m/s, rad/s, rad/s | m/s], base parts in the inertial frame.
+        rates : (n,) ndarray
+            ``field(q)``, the commanded rates [rad/s | m/s].
+        field : callable
+            ``q -> (n,)`` the commanded rates at a configuration (the goal, reference and
+            options held).
+
+        Returns
+        -------
+        (n,) ndarray
+            [rad/s^2 | m/s^2]
         """
         g = self.gains
         ahead = field(D.integrate(self.model, q, v, FEEDFORWARD_STEP))
@@ -584,7 +645,17 @@ class ReactionlessController:
 
     def task_terms(self, q: np.ndarray) -> TaskTerms:
         """:class:`~.rns.TaskTerms` of the end effector at ``q`` (kinematics and inertia only,
-        no bias forces): what :meth:`desired_rates` needs, e.g. in a planner's rollout."""
+        no bias forces): what :meth:`desired_rates` needs, e.g. in a planner's rollout.
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+
+        Returns
+        -------
+        TaskTerms
+        """
         return task_terms(self.model, np.asarray(q, dtype=float), self.ee_link)
 
     def desired_rates(
@@ -608,8 +679,21 @@ class ReactionlessController:
         law solved again by the other joints (at most ``LIMIT_ITERATIONS`` times); away from
         the limits the rates are the law's unchanged.
 
-        Arguments as :meth:`compute`. Raises ValueError in ``joint_pd`` mode (its rates come
-        from a joint goal, see :meth:`compute`).
+        Raises ValueError in ``joint_pd`` mode (its rates come from a joint goal, see
+        :meth:`compute`).
+
+        Parameters
+        ----------
+        q, goal_position, goal_rotation, attitude_reference, attitude_budget, self_motion, restore
+            As :meth:`compute`: ``q`` (nq,) [m, -, rad | m], ``goal_position`` (3,) inertial
+            frame [m], ``goal_rotation`` (3, 3), ``attitude_reference`` (4,) (x, y, z, w).
+        terms : TaskTerms
+            At ``q`` (:meth:`task_terms`).
+
+        Returns
+        -------
+        (n,) ndarray
+            [rad/s | m/s]
         """
         if self.mode is ControlMode.JOINT_PD:
             raise ValueError('desired_rates: expected reactionless or gjm_tracking mode')

@@ -98,8 +98,12 @@ def task_terms(model: D.Model, q: np.ndarray, link: str) -> TaskTerms:
 
     Parameters
     ----------
-    model : floating-base model;  q : (nq,) configuration [m, -, rad | m];  link : end-effector
-        link frame (its origin is the point of ``J_star``).
+    model : Model
+        Floating-base model.
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    link : str
+        End-effector link frame (its origin is the point of ``J_star``).
 
     Returns
     -------
@@ -120,8 +124,12 @@ def scaled_to_limits(rates: np.ndarray, vmax: np.ndarray, fraction: float) -> np
 
     Parameters
     ----------
-    rates : (n,) joint rates [rad/s | m/s];  fraction : float [-].
-    vmax : (n,) their joint speed limits [rad/s | m/s].
+    rates : (n,) ndarray
+        Joint rates [rad/s | m/s].
+    vmax : (n,) ndarray
+        Their joint speed limits [rad/s | m/s].
+    fraction : float
+        Of the limit [-].
 
     Returns
     -------
@@ -243,8 +251,10 @@ def reactionless_rates(
 
     Returns
     -------
-    phidot : (n,) joint rates [rad/s | m/s];  JN : (m, k) the reactionless Jacobian ``J W N``
-        (units of ``J``).
+    phidot : (n,) ndarray
+        Joint rates [rad/s | m/s].
+    JN : (m, k) ndarray
+        The reactionless Jacobian ``J W N`` (units of ``J``).
     """
     AW = A * weights
     pinv, N = _null_basis(AW)
@@ -492,8 +502,10 @@ def near_limits(phi: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.nda
 
     Parameters
     ----------
-    phi : (n,) joint positions [rad | m];  lower, upper : (n,) joint position limits
-        [rad | m].
+    phi : (n,) ndarray
+        Joint positions [rad | m].
+    lower, upper : (n,) ndarray
+        Joint position limits [rad | m].
 
     Returns
     -------

@@ -238,7 +238,8 @@ class ReachSupervisor:
 
         Parameters
         ----------
-        t : float, time [s];  q : (nq,) measured configuration, base inertial [m, -, rad | m].
+        t : float, time [s].
+        q : (nq,) measured configuration, base inertial [m, -, rad | m].
         position : (3,) goal of the end-effector link origin, inertial frame [m].
         rotation : (3, 3), optional, goal orientation of the end-effector link frame (ee frame ->
             inertial frame) [-] (with the law's ``track_orientation``).
@@ -274,7 +275,8 @@ class ReachSupervisor:
 
         Parameters
         ----------
-        t : float, time [s];  plan : Plan.
+        t : float, time [s].
+        plan : Plan.
 
         Raises
         ------
@@ -301,7 +303,8 @@ class ReachSupervisor:
 
         Parameters
         ----------
-        t : float, time [s];  q : (nq,) measured configuration [m, -, rad | m];  reason : str.
+        t, q : float, (nq,): time [s] and measured configuration [m, -, rad | m].
+        reason : str.
         """
         q = np.asarray(q, dtype=float)
         if self._outcome is GoalOutcome.ACTIVE:
@@ -334,7 +337,8 @@ class ReachSupervisor:
 
         Parameters
         ----------
-        t : float, time [s];  q : (7 + n,) measured configuration [m, -, rad | m];  reason : str;
+        t, q : float, (7 + n,): time [s] and measured configuration [m, -, rad | m].
+        reason : str.
         position : (3,) the goal, inertial frame [m], optional (kept for the status's
             position error if its coordinates are below ``MAX_KEPT`` in magnitude).
         """
@@ -395,8 +399,9 @@ class ReachSupervisor:
 
         Parameters
         ----------
-        t : float, time [s];  q : (nq,) measured configuration [m, -, rad | m];  v : (nv,)
-            velocity ``[V0, w0, phidot]``, base parts inertial [m/s, rad/s, rad/s | m/s].
+        t : float, time [s].
+        q : (nq,) measured configuration [m, -, rad | m].
+        v : (nv,) velocity ``[V0, w0, phidot]``, base parts inertial [m/s, rad/s, rad/s | m/s].
 
         Returns
         -------

@@ -74,7 +74,13 @@ MAX_POINTS = 10_000
 
 
 class TrajectoryError(ValueError):
-    """A trajectory refused; ``kind`` is one of :data:`ERROR_KINDS`."""
+    """A trajectory refused.
+
+    Parameters
+    ----------
+    kind : str, one of :data:`ERROR_KINDS`.
+    message : str.
+    """
 
     def __init__(self, kind: str, message: str) -> None:
         if kind not in ERROR_KINDS:
@@ -390,7 +396,8 @@ class JointTrajectory:
 
         Parameters
         ----------
-        waypoints : Waypoints, checked (:func:`check_waypoints`);  now : float, start time [s].
+        waypoints : Waypoints, checked (:func:`check_waypoints`).
+        now : float, start time [s].
         positions, velocities : (n,) measured joint positions and velocities, joint order
             [rad | m], [rad/s | m/s].
         origin : absolute time the points' ``time_from_start`` count from (the message's
@@ -433,7 +440,8 @@ class JointTrajectory:
 
         Parameters
         ----------
-        times : (k,) [s], increasing;  positions : (k, n) joint positions [rad | m].
+        times : (k,) [s], increasing.
+        positions : (k, n) joint positions [rad | m].
         velocities : (k, n) joint velocities [rad/s | m/s].
         """
         return cls(times, positions, velocities)
@@ -491,10 +499,15 @@ def computed_torque(
 
     Parameters
     ----------
-    model : Model, floating base and one-DoF joints;  gains : TrackingGains.
-    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
-        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    model : Model, floating base and one-DoF joints.
+    q : (nq,) configuration [m, -, rad | m].
+    v : (nv,) velocity ``[V0, w0, phidot]``, base parts inertial frame [m/s, rad/s, rad/s | m/s].
     desired : ``(p_d, v_d, a_d)``, (n,) each, joint order [rad | m, rad/s | m/s, rad/s^2 | m/s^2].
+    gains : TrackingGains.
+
+    Returns
+    -------
+    (n,) ndarray
     """
     p_d, v_d, a_d = desired
     ff = D.free_floating_terms(model, q, v)
@@ -529,8 +542,10 @@ class Tolerances:
 
         Parameters
         ----------
-        n : int, the joint count;  goal_time : float [s] (0: no limit).
-        path, goal : float, position tolerances [rad | m];  stopped_velocity : float [rad/s | m/s].
+        n : int, the joint count.
+        path, goal : float, position tolerances [rad | m].
+        stopped_velocity : float [rad/s | m/s].
+        goal_time : float [s] (0: no limit).
         """
         return cls(
             np.tile([path, 0.0, 0.0], (n, 1)),
@@ -551,8 +566,9 @@ class Tolerances:
 
         Parameters
         ----------
-        model : Model (the joint names);  goal_time : float, ``goal_time_tolerance`` [s].
+        model : Model (the joint names).
         path, goal : ``(name, position, velocity, acceleration)`` entries (see above).
+        goal_time : float, ``goal_time_tolerance`` [s].
 
         Raises
         ------
@@ -632,8 +648,10 @@ class TrajectoryFollower:
 
     Parameters
     ----------
-    model : Model, floating base and one-DoF joints;  trajectory : JointTrajectory.
-    tolerances : Tolerances;  gains : TrackingGains.
+    model : Model, floating base and one-DoF joints.
+    trajectory : JointTrajectory.
+    tolerances : Tolerances.
+    gains : TrackingGains.
     """
 
     def __init__(
@@ -673,8 +691,12 @@ class TrajectoryFollower:
         Parameters
         ----------
         t : float, absolute time [s].
-        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
-            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        q : (nq,) configuration [m, -, rad | m].
+        v : (nv,) velocity ``[V0, w0, phidot]``, base parts inertial [m/s, rad/s, rad/s | m/s].
+
+        Returns
+        -------
+        Update
         """
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)

@@ -110,7 +110,9 @@ def body_wrenches(
 
     Parameters
     ----------
-    q : (nq,) configuration.
+    model : Model
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0, phi]`` [m, -, rad | m], base parts in the inertial frame.
     link_wrenches : Mapping or None
         ``{link: [f; n]}``, inertial frame [N, N m], each acting at its link frame's origin.
     R, p : (nb, 3, 3), (nb, 3), optional
@@ -153,6 +155,12 @@ def body_wrenches(
 def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Poses of all bodies.
 
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0, phi]`` [m, -, rad | m], base parts in the inertial frame.
+
     Returns
     -------
     R : (nb, 3, 3) body orientations in the inertial frame.
@@ -173,6 +181,13 @@ def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
     """Pose of a link frame in the inertial frame ([S0 eq. 1] for the end effector).
 
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    link : str
+
     Returns
     -------
     p : (3,) position of the link frame origin [m].
@@ -185,7 +200,19 @@ def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.nda
 
 
 def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
-    """System CoM ``r_g`` (defined after [S0 eq. 10]), (3,) inertial frame [m]."""
+    """System CoM ``r_g`` (defined after [S0 eq. 10]), (3,) inertial frame [m].
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) or (..., nq) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+
+    Returns
+    -------
+    (3,) or (..., 3) ndarray
+        ``r_g``, inertial frame [m].
+    """
     if is_batch(q):
         lead = batch_shape(q)
         Q = as_q_rows(model, q, lead)
@@ -210,6 +237,12 @@ def _support_mask(model: Model, body: int) -> np.ndarray:
 def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Body poses and the joint motion subspaces, inertial frame (the kinematics pass).
 
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+
     Returns
     -------
     R : (nb, 3, 3) body orientations;  p : (nb, 3) body frame origins [m].
@@ -227,6 +260,13 @@ def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray,
 
 def link_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
     """Jacobian ``[Js | Jm]`` of a link frame [S0 eq. 5].
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    link : str
 
     Returns
     -------
@@ -256,6 +296,13 @@ def link_pose_and_jacobian(
     What :func:`link_pose` and :func:`link_jacobian` give, for ``q`` (nq,) or (..., nq) with
     leading batch dimensions (the rows spread over all cores): what a task-space controller
     needs at each state of a batch.
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) or (..., nq) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    link : str
 
     Returns
     -------
@@ -293,6 +340,12 @@ def link_pose_and_jacobian(
 
 def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
     """Generalized inertia matrix ``[[H0, H0m], [H0m^T, Hm]]`` [S0 eqs. 24-27] (CRBA).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) or (..., nq) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
 
     Returns
     -------
@@ -337,6 +390,17 @@ def bias_forces(
     With ``link_wrenches``, returns ``c - J^T F_c`` (the contact term of [S0 eq. 41] moved
     left).
 
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) or (..., nq) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    v : (nv,) or (..., nv) ndarray
+        Velocity ``[V0, w0, phidot]`` [m/s, rad/s, rad/s | m/s], base parts inertial frame.
+    link_wrenches : dict, optional
+        ``{link: (6,) [f; n]}`` at each link frame's origin, inertial frame [N, N m]; single
+        state only.
+
     Returns
     -------
     (nv,) ndarray [N, N m].
@@ -368,7 +432,12 @@ def inverse_dynamics(
 
     Parameters
     ----------
-    q : (nq,) configuration;  v : (nv,) velocity;  a : (nv,) ``[dV0, dw0, phiddot]``.
+    model : Model
+    q : (nq,) or (..., nq) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    v, a : (nv,) or (..., nv) ndarray
+        Velocity ``[V0, w0, phidot]`` [m/s, rad/s, rad/s | m/s] and acceleration
+        ``[dV0, dw0, phiddot]`` [m/s^2, rad/s^2, rad/s^2 | m/s^2], inertial frame.
     link_wrenches : dict, optional
         ``{link: [f; n]}``, inertial frame [N, N m], acting at the link frame's origin.
 
@@ -474,8 +543,13 @@ def aba(
 
     Parameters
     ----------
-    q : (nq,) configuration;  v : (nv,) velocity.
-    tau : (n,) joint efforts [N m | N].
+    model : Model
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0, phi]`` [m, -, rad | m], base parts in the inertial frame.
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]`` [m/s, rad/s, rad/s | m/s], base parts inertial frame.
+    tau : (n,) ndarray
+        Joint efforts [N m | N].
     base_wrench : (6,) array_like, optional
         ``[F; T]`` acting at the base CoM, inertial frame [N, N m] (``F_b`` of [S0 eq. 39]).
     link_wrenches : dict, optional
@@ -534,7 +608,17 @@ def forward_dynamics_crba(
 ) -> np.ndarray:
     """The accelerations of :func:`aba` as ``H^-1 (Q - c)`` [S0 eq. 39]: ``H`` by the CRBA,
     ``c`` by the RNEA, solved by Cholesky; O(n^3), the reference ABA is checked against.
-    Single state only; arguments as :func:`aba`."""
+
+    Parameters
+    ----------
+    model, q, v, tau, base_wrench, link_wrenches
+        As :func:`aba`, single state only: ``q`` (nq,), ``v`` (nv,), ``tau`` (n,).
+
+    Returns
+    -------
+    (nv,) ndarray
+        ``[dV0, dw0, phiddot]`` (floating base) or ``phiddot``.
+    """
     if is_batch(q):
         raise ValueError(
             f'q: expected a single state ({model.nq},) (forward_dynamics_crba has no batched '
@@ -571,6 +655,11 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
 
     Parameters
     ----------
+    model : Model
+    q : (nq,) or (..., nq) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    v : (nv,) or (..., nv) ndarray
+        Velocity [m/s, rad/s, rad/s | m/s], base parts in the inertial frame.
     about : {'origin', 'com', 'base'}
         Reference point of ``L``: the inertial origin [S0 eq. 7], the system CoM (``L_g``,
         [S0 eqs. 12-16]) or the base CoM (``L_0``, [S0 eqs. 17-19]).
@@ -607,7 +696,23 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
 def momentum_and_com(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``[P; L_g]`` (6,) about the system CoM and the CoM ``r_g`` (3,) in one pass
     [S0 eqs. 9, 12-16], inertial frame [kg m/s, kg m^2/s, m] (computed about the base CoM,
-    :func:`about_the_base`: as precise far from the origin as at it)."""
+    :func:`about_the_base`: as precise far from the origin as at it).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    v : (nv,) ndarray
+        Velocity [m/s, rad/s, rad/s | m/s], base parts in the inertial frame.
+
+    Returns
+    -------
+    h : (6,) ndarray
+        ``[P; L_g]`` [kg m/s, kg m^2/s].
+    com : (3,) ndarray
+        ``r_g`` [m].
+    """
     local, origin = about_the_base(model, as_q(model, q))
     h, com = _momentum_kernel(model, local, as_v(model, v))
     h[3:] -= cross(com, h[:3])
@@ -641,6 +746,15 @@ def state_summary(model: Model, q: ArrayLike, v: ArrayLike) -> StateSummary:
     """:func:`base_link_state`, :func:`momentum_and_com` and :func:`kinetic_energy` of a
     floating-base state in one compiled pass (what a simulator publishes every period).
 
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    v : (nv,) ndarray
+        Velocity [m/s, rad/s, rad/s | m/s], base parts in the inertial frame.
+
     Returns
     -------
     StateSummary
@@ -669,7 +783,21 @@ def _base_com(model: Model, q: np.ndarray) -> np.ndarray:
 
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:
     """``T = 1/2 v^T H v`` [S0 eqs. 23-25] [J] (``H`` taken about the base CoM,
-    :func:`about_the_base`: as precise far from the origin as at it)."""
+    :func:`about_the_base`: as precise far from the origin as at it).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    v : (nv,) ndarray
+        Velocity [m/s, rad/s, rad/s | m/s], base parts in the inertial frame.
+
+    Returns
+    -------
+    float
+        [J]
+    """
     q = as_q(model, q)
     v = as_v(model, v)
     local, _ = about_the_base(model, q)  # (the energy does not depend on the origin)
@@ -682,7 +810,19 @@ def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float:
 
 
 def potential_energy(model: Model, q: ArrayLike) -> float:
-    """Gravitational potential ``-M g . r_g`` [J] (zero in orbit)."""
+    """Gravitational potential ``-M g . r_g`` [J] (zero in orbit).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+
+    Returns
+    -------
+    float
+        [J]
+    """
     return -model.total_mass * float(model.gravity @ center_of_mass(model, as_q(model, q)))
 
 
@@ -698,6 +838,15 @@ def base_link_state(
 
     ``q`` holds the base-body CoM ``r0``; the link frame origin is ``r0 - R c0`` with ``c0``
     the base CoM in the link frame.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+    v : (nv,) ndarray, optional
+        Velocity [m/s, rad/s, rad/s | m/s], base parts inertial frame (default zero).
 
     Returns
     -------
@@ -726,6 +875,8 @@ def base_state_from_link(
 
     Parameters
     ----------
+    model : Model
+        A floating-base model.
     position : (3,) base link frame origin, inertial frame [m].
     quaternion : (4,) orientation (x, y, z, w); normalized here (a norm below 1e-9, an unset
         message field, is an error: :func:`~.lie.quat_normalize`).

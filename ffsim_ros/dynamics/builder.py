@@ -377,7 +377,12 @@ class ModelBuilder:
         return self
 
     def build(self) -> Model:
-        """The validated model (see :func:`~ffsim_ros.dynamics.model.build_model`)."""
+        """The validated model (see :func:`~ffsim_ros.dynamics.model.build_model`).
+
+        Returns
+        -------
+        Model
+        """
         if not self._bodies:
             raise ValueError('a model needs a base: call add_base first')
         return build_model(

@@ -113,8 +113,11 @@ def forward_dynamics_derivatives(
     Parameters
     ----------
     model : Model
-    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
-        parts in the inertial frame [m/s, rad/s, rad/s | m/s] (module :mod:`..model` glossary).
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s]
+        (module :mod:`..model` glossary).
     tau : (n,) joint efforts [N m | N].
     base_wrench : (6,) optional
         ``[F; T]`` at the base CoM, inertial frame [N, N m] (floating base only).
@@ -167,8 +170,10 @@ def inverse_dynamics_derivatives(
     Parameters
     ----------
     model : Model
-    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
-        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
     a : (nv,) acceleration ``[dV0, dw0, phiddot]``, base parts in the inertial frame
         [m/s^2, rad/s^2, rad/s^2 | m/s^2].
 
@@ -224,9 +229,14 @@ def step_derivatives(
     Parameters
     ----------
     model : Model
-    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
-        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
-    tau : (n,) joint efforts [N m | N];  dt : float step [s].
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    tau : (n,) ndarray
+        Joint efforts [N m | N].
+    dt : float
+        Step [s].
     base_wrench : (6,) optional, ``[F; T]`` at the base CoM, inertial frame [N, N m],
         constant.
 
@@ -423,7 +433,10 @@ def generalized_velocity_derivatives(
     ----------
     model : Model
         A floating-base model.
-    q : (nq,) configuration [m, -, rad | m];  phidot : (n,) joint rates [rad/s | m/s].
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m].
+    phidot : (n,) ndarray
+        Joint rates [rad/s | m/s].
     link : str, a link of the model (its frame origin is the point of ``J*``).
 
     Returns

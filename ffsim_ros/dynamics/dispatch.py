@@ -92,8 +92,10 @@ def forward_dynamics(
     Parameters
     ----------
     model : Model
-    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
-        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
     tau : (n,) joint efforts [N m | N].
     base_wrench : (6,) array_like, optional
         ``[F; T]`` acting at the base CoM, inertial frame [N, N m] (``F_b`` of [S0 eq. 39]).

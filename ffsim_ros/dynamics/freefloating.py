@@ -62,8 +62,10 @@ def free_floating_terms(
     ----------
     model : Model
         A floating-base model.
-    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]`` [m, -, rad | m];  v : (nv,)
-        velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0 (x, y, z, w), phi]`` [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
     link : str, optional
         Link whose frame origin the Jacobians ``J``, ``J_star`` are for.
 
@@ -154,12 +156,17 @@ def generalized_inertia(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.nd
     ----------
     model : Model
         A floating-base model.
-    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]`` [m, -, rad | m];  v : (nv,)
-        velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0 (x, y, z, w), phi]`` [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
 
     Returns
     -------
-    H_star : (n, n) [kg m^2 | kg];  c_star : (n,) [N m | N].
+    H_star : (n, n) ndarray
+        [kg m^2 | kg].
+    c_star : (n,) ndarray
+        [N m | N].
     """
     terms = free_floating_terms(model, q, v)
     return terms.H_star, terms.c_star

@@ -72,6 +72,17 @@ def real_array(x: object, what: str) -> np.ndarray:
     """``x`` as an ndarray of real numbers, not yet converted to float64 (any int, unsigned,
     bool or float dtype; an object array whose entries are all real numbers as float64).
 
+    Parameters
+    ----------
+    x : object
+    what : str
+        Names the argument.
+
+    Returns
+    -------
+    ndarray
+        Of ``x``'s shape.
+
     Raises
     ------
     TypeError
@@ -111,6 +122,12 @@ def real_array(x: object, what: str) -> np.ndarray:
 def real_number(x: object, what: str) -> float:
     """``x`` as a float: one real number (see :func:`is_real_scalar`; a 0-d real array too).
 
+    Parameters
+    ----------
+    x : object
+    what : str
+        Names the argument.
+
     Raises
     ------
     TypeError
@@ -127,6 +144,13 @@ def real_number(x: object, what: str) -> float:
 
 def positive_step(dt: object, what: str = 'dt') -> float:
     """``dt`` as a float, finite and > 0 (a time step or a tolerance).
+
+    Parameters
+    ----------
+    dt : object
+        The step, in its caller's unit (e.g. [s]).
+    what : str
+        Names the argument.
 
     Raises
     ------
@@ -145,6 +169,12 @@ def positive_step(dt: object, what: str = 'dt') -> float:
 def as_bool(x: object, what: str) -> bool:
     """``x`` as a bool: a Python or NumPy bool only (a string such as ``'false'`` or ``'no'``,
     truthy, would otherwise switch a flag on; an int is not taken for one either).
+
+    Parameters
+    ----------
+    x : object
+    what : str
+        Names the argument.
 
     Raises
     ------
@@ -177,6 +207,16 @@ def as_count(
     integer (not a bool, not a float, even an integral one: a count is never rounded);
     ``unit`` (e.g. ``'steps'``) is named in the message.
 
+    Parameters
+    ----------
+    x : object
+    what : str
+        Names the argument.
+    minimum : int
+    maximum : int, optional
+    unit : str
+        Named in messages.
+
     Raises
     ------
     TypeError
@@ -194,6 +234,13 @@ def as_count(
 
 def step_count(t_final: object, dt: float) -> int:
     """The number of whole steps of ``dt`` nearest the duration ``t_final`` (finite, >= 0).
+
+    Parameters
+    ----------
+    t_final : object
+        Duration [s].
+    dt : float
+        Step [s], > 0.
 
     Raises
     ------
@@ -214,6 +261,17 @@ def step_count(t_final: object, dt: float) -> int:
 
 def as_vector(x: ArrayLike, size: int, what: str) -> np.ndarray:
     """``x`` as a C-contiguous, aligned, writeable float64 array of shape ``(size,)``.
+
+    Parameters
+    ----------
+    x : (size,) array_like
+    size : int
+    what : str
+        Names the argument.
+
+    Returns
+    -------
+    (size,) ndarray
 
     Raises
     ------
@@ -238,6 +296,20 @@ def as_vector(x: ArrayLike, size: int, what: str) -> np.ndarray:
 def as_rows(x: ArrayLike, size: int, what: str, lead: tuple[int, ...]) -> np.ndarray:
     """``x`` (..., size) broadcast to ``lead + (size,)`` and flattened to a C-contiguous,
     writeable (B, size) array (the layout of the single-state vectors: one numba type).
+
+    Parameters
+    ----------
+    x : (..., size) array_like
+    size : int
+    what : str
+        Names the argument.
+    lead : tuple of int
+        The batch shape.
+
+    Returns
+    -------
+    (B, size) ndarray
+        ``B = prod(lead)``.
 
     Raises
     ------
@@ -288,7 +360,14 @@ def zero_quaternion(model: Model, Q: np.ndarray) -> tuple[int, int] | None:
 
     A quaternion is zero when its four components are: tested on the components, not on the
     sum of their squares, which underflows to 0 for a 1e-200 quaternion the kernels normalize
-    exactly (they scale it first)."""
+    exactly (they scale it first).
+
+    Parameters
+    ----------
+    model : Model
+    Q : (B, nq) ndarray
+        Configurations.
+    """
     for i in quaternion_starts(model):
         zero = ~(Q[:, i : i + 4] != 0.0).any(axis=1)
         if zero.any():
@@ -301,7 +380,16 @@ def zero_quaternion_error(
 ) -> ValueError | None:
     """The error naming the first zero quaternion of the configurations ``Q`` (B, nq) (its
     row when ``rows``; a single state's is just at its index), or None when there is none;
-    ``what`` names the argument."""
+    ``what`` names the argument.
+
+    Parameters
+    ----------
+    model : Model
+    Q : (B, nq) ndarray
+        Configurations.
+    rows : bool
+    what : str
+    """
     zero = zero_quaternion(model, Q)
     if zero is None:
         return None
@@ -319,11 +407,25 @@ def about_the_base(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray 
     quantities about it, where terms of ``m |r|^2`` cancel (forward dynamics 4e-8 relative at
     1 km from the origin, 6e-6 at 10 km). ``q`` (..., nq) is not modified.
 
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) or (..., nq) ndarray
+        Configuration [m, -, rad | m], base parts in the inertial frame.
+
+    Returns
+    -------
+    q_local : (nq,) or (..., nq) ndarray
+        ``q`` with its base CoM at the origin (a copy), or ``q``.
+    origin : (3,) or (..., 3) ndarray or None
+        The base CoM [m], inertial frame.
+
     Raises
     ------
     ValueError
         A single state's base CoM ``q[0:3]`` not finite, named (the kernels would not see
-        it: the steps and derivatives taken about the base would be finite)."""
+        it: the steps and derivatives taken about the base would be finite).
+    """
     if not model.floating_base:
         return q, None
     if q.ndim == 1:  # (scalars: a single state's per-call path, checked in the same pass)
@@ -347,7 +449,19 @@ def about_the_base(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray 
 
 def back_from_the_base(q: np.ndarray, origin: np.ndarray | None) -> np.ndarray:
     """``q`` (..., nq) integrated :func:`about_the_base`, its base CoM moved back by
-    ``origin`` (..., 3) (None: unchanged)."""
+    ``origin`` (..., 3) (None: unchanged).
+
+    Parameters
+    ----------
+    q : (nq,) or (..., nq) ndarray
+        Configuration about the base [m, -, rad | m].
+    origin : (3,) or (..., 3) ndarray or None
+        From :func:`about_the_base` [m].
+
+    Returns
+    -------
+    (nq,) or (..., nq) ndarray
+    """
     if origin is None:
         return q
     q = q.copy()
@@ -357,6 +471,18 @@ def back_from_the_base(q: np.ndarray, origin: np.ndarray | None) -> np.ndarray:
 
 def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
     """:func:`as_rows` of configurations, each quaternion checked non-zero.
+
+    Parameters
+    ----------
+    model : Model
+    q : (..., nq) array_like
+        Configurations [m, -, rad | m].
+    lead : tuple of int
+        The batch shape.
+
+    Returns
+    -------
+    (B, nq) ndarray
 
     Raises
     ------
@@ -374,7 +500,14 @@ def as_q_rows(model: Model, q: ArrayLike, lead: tuple[int, ...]) -> np.ndarray:
 def input_error(model: Model, **arrays: np.ndarray | None) -> ValueError | None:
     """The ``ValueError`` naming the first of ``arrays`` (by argument name, None skipped) with
     a non-finite entry, or the zero quaternion of the configuration ``q`` (nq,); None when
-    the inputs are fine."""
+    the inputs are fine.
+
+    Parameters
+    ----------
+    model : Model
+    **arrays : ndarray or None
+        Arguments by name (``q`` (nq,), ``v`` (nv,), ...).
+    """
     for name, x in arrays.items():
         if x is None:
             continue
@@ -390,7 +523,14 @@ def input_error(model: Model, **arrays: np.ndarray | None) -> ValueError | None:
 
 def require_state(model: Model, **arrays: np.ndarray | None) -> None:
     """Raise the error of :func:`input_error` when there is one (for the NumPy/SciPy
-    formulations, which would fail on such a state with an error naming no argument)."""
+    formulations, which would fail on such a state with an error naming no argument).
+
+    Parameters
+    ----------
+    model : Model
+    **arrays : ndarray or None
+        Arguments by name (``q`` (nq,), ``v`` (nv,), ...).
+    """
     error = input_error(model, **arrays)
     if error is not None:
         raise error
@@ -419,8 +559,16 @@ def state_error(model: Model, error: Exception, **arrays: np.ndarray) -> Excepti
 
     Parameters
     ----------
-    error : the kernel's exception.
-    **arrays : the state's arguments by name, as passed to the kernel.
+    model : Model
+    error : Exception
+        The kernel's exception.
+    **arrays : ndarray
+        The state's arguments by name (``q`` (nq,), ``v`` (nv,), ...), as passed to the
+        kernel.
+
+    Returns
+    -------
+    Exception
     """
     named = input_error(model, **arrays)
     if named is not None:
@@ -442,7 +590,14 @@ def overflow_error(model: Model, **arrays: np.ndarray | None) -> ValueError:
     """The ``ValueError`` of a result that is not finite although its inputs ``arrays`` (by
     argument name, None skipped) are: an overflow of float64, the velocity products of the
     dynamics going as ``|v|^2``; the largest magnitude of each argument but ``q`` is shown
-    (of those that are not zero)."""
+    (of those that are not zero).
+
+    Parameters
+    ----------
+    model : Model
+    **arrays : ndarray or None
+        Arguments by name (``q`` (nq,), ``v`` (nv,), ...).
+    """
     largest = {
         name: float(np.max(np.abs(x), initial=0.0))
         for name, x in arrays.items()
@@ -464,7 +619,14 @@ def overflow_error(model: Model, **arrays: np.ndarray | None) -> ValueError:
 def require_finite_inputs(model: Model, **arrays: np.ndarray | None) -> None:
     """Raise the error of :func:`input_error` naming the first of ``arrays`` (by argument
     name, None skipped) that is not finite: the check of a single call whose kernel would
-    return NaN silently, one :func:`is_finite` per array (0.3 us for 13 values)."""
+    return NaN silently, one :func:`is_finite` per array (0.3 us for 13 values).
+
+    Parameters
+    ----------
+    model : Model
+    **arrays : ndarray or None
+        Arguments by name (``q`` (nq,), ``v`` (nv,), ...).
+    """
     for x in arrays.values():
         if x is not None and not is_finite(x):
             raise input_error(model, **arrays)  # type: ignore[misc]  # (never None here)
@@ -476,7 +638,15 @@ def require_finite_outputs(
     """Raise unless every array of ``outputs`` (a single state's results) is finite: the
     argument of ``arrays`` that is not finite or the zero quaternion (:func:`input_error`),
     else the overflow (:func:`overflow_error`); one :func:`is_finite` per output when they
-    are finite."""
+    are finite.
+
+    Parameters
+    ----------
+    model : Model
+    outputs : tuple of ndarray
+    **arrays : ndarray or None
+        Arguments by name (``q`` (nq,), ``v`` (nv,), ...).
+    """
     for out in outputs:
         if not is_finite(out):
             raise input_error(model, **arrays) or overflow_error(model, **arrays)
@@ -484,6 +654,10 @@ def require_finite_outputs(
 
 def any_link_wrench(link_wrenches: Mapping[str, ArrayLike] | None) -> bool:
     """Whether ``link_wrenches`` holds a wrench (None or an empty mapping: no).
+
+    Parameters
+    ----------
+    link_wrenches : mapping or None
 
     Raises
     ------
@@ -503,7 +677,12 @@ def any_link_wrench(link_wrenches: Mapping[str, ArrayLike] | None) -> bool:
 def is_finite(x: np.ndarray) -> bool:
     """Whether every entry of the small array ``x`` is finite: the cheapest test of a
     single state's result in Python (0.3 us for 13 values, where ``x.sum()`` costs 1 us and
-    ``np.isfinite(x).all()`` 1.3 us), a sum that may overflow alone confirmed entry by entry."""
+    ``np.isfinite(x).all()`` 1.3 us), a sum that may overflow alone confirmed entry by entry.
+
+    Parameters
+    ----------
+    x : (k,) ndarray
+    """
     return math.isfinite(sum(x.ravel().tolist())) or bool(np.isfinite(x).all())
 
 
@@ -512,7 +691,15 @@ def require_finite_result(model: Model, out: np.ndarray, **arrays: np.ndarray | 
     zero quaternion (:func:`input_error`), else the overflow (:func:`overflow_error`). For
     the results the compiled entry points do not check themselves; ``out`` (B, k) with
     ``arrays`` (B, ...) is a batch (its rows are checked finite already): the first row
-    whose result is not finite is named. One sum when ``out`` is finite."""
+    whose result is not finite is named. One sum when ``out`` is finite.
+
+    Parameters
+    ----------
+    model : Model
+    out : (k,) or (B, k) ndarray
+    **arrays : ndarray or None
+        Arguments by name, (B, ...) for a batch.
+    """
     if math.isfinite(out.sum()) or np.isfinite(out).all():  # (a sum may overflow alone)
         return
     if out.ndim == 1:
@@ -527,6 +714,15 @@ def link_wrench_items(
 ) -> list[tuple[str, np.ndarray]]:
     """The ``(link, [f; n] (6,))`` pairs of ``link_wrenches`` (None: none), each wrench
     converted and checked finite.
+
+    Parameters
+    ----------
+    link_wrenches : mapping or None
+        ``{link: (6,) [f; n]}`` [N, N m].
+
+    Returns
+    -------
+    list of (str, (6,) ndarray)
 
     Raises
     ------
@@ -548,31 +744,70 @@ def link_wrench_items(
 
 
 def is_batch(q: ArrayLike) -> bool:
-    """Whether ``q`` carries leading batch dimensions (..., nq)."""
+    """Whether ``q`` carries leading batch dimensions (..., nq).
+
+    Parameters
+    ----------
+    q : (nq,) or (..., nq) array_like
+    """
     return np.ndim(q) > 1
 
 
 def batch_shape(q: ArrayLike) -> tuple[int, ...]:
-    """The leading batch dimensions of ``q`` (..., nq)."""
+    """The leading batch dimensions of ``q`` (..., nq).
+
+    Parameters
+    ----------
+    q : (..., nq) array_like
+    """
     return tuple(np.shape(q)[:-1])
 
 
 def as_q(model: Model, q: ArrayLike) -> np.ndarray:
     """A configuration (nq,) of ``model`` (a ``TypeError`` naming ``model`` when it is not a
-    :class:`~.model.Model`)."""
+    :class:`~.model.Model`).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) array_like
+        Configuration [m, -, rad | m].
+
+    Returns
+    -------
+    (nq,) ndarray
+    """
     check_model(model)
     return as_vector(q, model.nq, 'q')
 
 
 def as_v(model: Model, v: ArrayLike, what: str = 'v') -> np.ndarray:
-    """A velocity-sized vector (nv,) of ``model`` (``what`` names it in errors)."""
+    """A velocity-sized vector (nv,) of ``model`` (``what`` names it in errors).
+
+    Parameters
+    ----------
+    model : Model
+    v : (nv,) array_like
+    what : str
+
+    Returns
+    -------
+    (nv,) ndarray
+    """
     check_model(model)
     return as_vector(v, model.nv, what)
 
 
 def require_floating(model: Model, what: str) -> None:
     """Raise a ``ValueError`` naming ``what`` unless ``model`` has a floating base (a
-    ``TypeError`` naming ``model`` when it is not a :class:`~.model.Model`)."""
+    ``TypeError`` naming ``model`` when it is not a :class:`~.model.Model`).
+
+    Parameters
+    ----------
+    model : Model
+    what : str
+        Names the caller in the message.
+    """
     check_model(model)
     if not model.floating_base:
         raise ValueError(f'{what}: expected a floating-base model, got a fixed-base one')
@@ -592,7 +827,20 @@ def no_batched_wrenches(link_wrenches: Mapping[str, ArrayLike] | None) -> None:
 
 def generalized_force(model: Model, tau: ArrayLike, base_wrench: ArrayLike | None) -> np.ndarray:
     """``[F_b; tau]`` (nv,) [S0 eq. 39] from the joint efforts (n,) and an optional base
-    wrench (6,) at the base CoM, inertial frame."""
+    wrench (6,) at the base CoM, inertial frame.
+
+    Parameters
+    ----------
+    model : Model
+    tau : (n,) array_like
+        Joint efforts [N m | N].
+    base_wrench : (6,) array_like or None
+        ``[F; T]`` at the base CoM, inertial frame [N, N m].
+
+    Returns
+    -------
+    (nv,) ndarray
+    """
     gen = np.zeros(model.nv)
     gen[model.nv - model.n :] = as_vector(tau, model.n, 'tau')
     if base_wrench is not None:
@@ -605,7 +853,13 @@ def generalized_force_parts(model: Model, gen: np.ndarray) -> dict[str, np.ndarr
     """``[F_b; tau]`` (nv,) of :func:`generalized_force` split back into the arguments it
     was made of, by name (``base_wrench`` (6,) for a floating base, ``tau`` (n,)), for
     :func:`state_error`: a NaN in the base wrench is named as such, at its own index. A batch
-    ``gen`` (B, nv) gives (B, 6) and (B, n) rows."""
+    ``gen`` (B, nv) gives (B, 6) and (B, n) rows.
+
+    Parameters
+    ----------
+    model : Model
+    gen : (nv,) or (B, nv) ndarray
+    """
     off = model.nv - model.n
     parts = {'base_wrench': gen[..., :off]} if off else {}
     return {**parts, 'tau': gen[..., off:]}
@@ -615,7 +869,22 @@ def generalized_forces(
     model: Model, tau: ArrayLike, base_wrench: ArrayLike | None, lead: tuple[int, ...]
 ) -> np.ndarray:
     """:func:`generalized_force` of a batch: (B, nv) from ``tau`` (..., n) and ``base_wrench``
-    (..., 6), broadcast to the batch shape ``lead``."""
+    (..., 6), broadcast to the batch shape ``lead``.
+
+    Parameters
+    ----------
+    model : Model
+    tau : (..., n) array_like
+        Joint efforts [N m | N].
+    base_wrench : (..., 6) array_like or None
+        ``[F; T]`` at the base CoM, inertial frame [N, N m].
+    lead : tuple of int
+        The batch shape.
+
+    Returns
+    -------
+    (B, nv) ndarray
+    """
     gen = np.zeros((int(np.prod(lead)), model.nv))
     gen[:, model.nv - model.n :] = as_rows(tau, model.n, 'tau', lead)
     if base_wrench is not None:

@@ -98,7 +98,9 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
 
     Parameters
     ----------
-    q : (nq,) configuration;  v : (nv,) velocity;  dt : float [s], finite (any sign).
+    model : Model
+    q, v : (nq,), (nv,) state [m, -, rad | m], [m/s, rad/s, rad/s | m/s], inertial frame.
+    dt : float [s], finite (any sign).
 
     Returns
     -------
@@ -141,6 +143,11 @@ def _flow_overflow(v: np.ndarray, dt: float) -> str:
 
 def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
     """Velocity ``v`` with ``integrate(model, q0, v, 1) == q1`` (the inverse of integrate).
+
+    Parameters
+    ----------
+    model : Model
+    q0, q1 : (nq,) configurations [m, -, rad | m].
 
     Returns
     -------
@@ -192,6 +199,13 @@ def check_step_rotation(model: Model, v: np.ndarray, dt: float, what: str = 'ste
     """Refuse a step of ``dt`` [s] that turns the base or a ball joint by
     :data:`MAX_STEP_ROTATION` (pi rad) or more at the rates ``v`` (nv,) or (B, nv) (rows) at
     its start [rad/s].
+
+    Parameters
+    ----------
+    model : Model
+    v : (nv,) or (B, nv) velocity [m/s, rad/s, rad/s | m/s].
+    dt : float, step [s].
+    what : str, names the step in the message.
 
     Raises
     ------
@@ -254,7 +268,10 @@ def step(
 
     Parameters
     ----------
-    q : (nq,) ;  v : (nv,) ;  tau : (n,) joint efforts [N m | N];  dt : float [s].
+    model : Model
+    q, v : (nq,), (nv,) state [m, -, rad | m], [m/s, rad/s, rad/s | m/s], inertial frame.
+    tau : (n,) joint efforts [N m | N].
+    dt : float, step [s].
     method : str
         ``'rk4'`` (classical RK4 in the local chart, 4 dynamics calls), ``'euler'``
         (semi-implicit Euler, 1 call), or a ``scipy.integrate.solve_ivp`` method
@@ -286,7 +303,7 @@ def step(
 
     Returns
     -------
-    q_next : (nq,) ndarray;  v_next : (nv,) ndarray
+    q_next, v_next : (nq,), (nv,) ndarray
 
     Raises
     ------
@@ -627,10 +644,23 @@ def step_error(
     not finite or the zero quaternion, named; the model degenerate when its dynamics are not
     defined at the given state already; else the failure of the step(s) from a finite state
     (:class:`StepFailure`: too large a step or too fast a motion, as the simulation engine
-    words it), not the model's; else ``error`` itself. ``wrench_body`` (6,) is the step's
-    ``base_wrench_body`` (base frame), or None or empty for none: named when it is not
-    finite, or in the overflow it causes. ``failing``: the step that failed among ``steps``
-    (1-based), the velocity at its start and where in it it failed (a text), when known."""
+    words it), not the model's; else ``error`` itself.
+
+    Parameters
+    ----------
+    model : Model
+    error : Exception or None
+    q, v : (nq,), (nv,) state [m, -, rad | m], [m/s, rad/s, rad/s | m/s], inertial frame.
+    gen : (nv,) generalized force ``[F_b; tau]`` [N, N m | N m | N].
+    dt : float, step [s].
+    steps : int, steps asked.
+    wrench_body : (6,) or (0,) the step's ``base_wrench_body`` (base frame) [N, N m], optional.
+    failing : (failed step (1-based), (nv,) velocity at its start, where it failed), optional.
+
+    Returns
+    -------
+    Exception
+    """
     parts = generalized_force_parts(model, gen)
     if wrench_body is not None and wrench_body.size:
         parts['base_wrench_body'] = wrench_body
@@ -693,7 +723,18 @@ def _rates(model: Model, v: np.ndarray) -> str:
 def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.ndarray:
     """The momentum ``[P; L_O]`` (6,) about the inertial origin that the state ``(q, v)`` has
     after ``dt`` seconds when gravity is the only external force (exact: ``P`` gains
-    ``M g dt`` and the CoM follows its ballistic path); inertial frame [kg m/s, kg m^2/s]."""
+    ``M g dt`` and the CoM follows its ballistic path); inertial frame [kg m/s, kg m^2/s].
+
+    Parameters
+    ----------
+    model : Model, floating base.
+    q, v : (nq,), (nv,) state [m, -, rad | m], [m/s, rad/s, rad/s | m/s], inertial frame.
+    dt : float [s].
+
+    Returns
+    -------
+    (6,) ndarray
+    """
     require_floating(model, 'momentum_after')
     q, v = as_q(model, q), as_v(model, v)
     dt = _finite_time(dt)
@@ -790,7 +831,9 @@ def rk4_step(
 
     Parameters
     ----------
-    q : (nq,) ;  v : (nv,) ;  dt : float [s].
+    model : Model
+    q, v : (nq,), (nv,) state [m, -, rad | m], [m/s, rad/s, rad/s | m/s], inertial frame.
+    dt : float, step [s].
     acceleration : callable
         ``acceleration(t, q, v) -> (nv,)`` accelerations at time ``t`` [s] (closed-chain
         dynamics, a prescribed base motion, ...).
@@ -799,7 +842,7 @@ def rk4_step(
 
     Returns
     -------
-    q_next : (nq,) ;  v_next : (nv,)
+    q_next, v_next : (nq,), (nv,) ndarray
 
     Raises
     ------

@@ -563,6 +563,10 @@ def build_model(
         Reject a body whose inertia violates the triangle inequality (default); otherwise
         only an indefinite body inertia is rejected (:func:`inertia_problem`).
 
+    Returns
+    -------
+    Model
+
     Raises
     ------
     ValueError

@@ -126,7 +126,10 @@ def stiff_dofs(
         per unit impulse of those joints' efforts, ``W = H^-1`` for a tree, the mobility on
         the loops' constraint manifold for a closed chain (:mod:`.mufti.chain_friction`).
     cols : (k,) velocity indices of the DoFs with friction (``slopes`` nonzero), ascending.
-    slopes : (nv,) :func:`friction_slopes`;  dt : float, the step [s].
+    slopes : (nv,) ndarray
+        :func:`friction_slopes`.
+    dt : float
+        The step [s].
 
     Returns
     -------
@@ -225,10 +228,15 @@ def constrained_friction_impulse(
 
     Parameters
     ----------
+    model : Model
     WS : (nv, k) ``W S``: the velocity change per unit impulse of each of ``dofs``' efforts,
         the loop impulses included [1/(kg m^2) | 1/kg].
-    v : (nv,) velocity before the impulse;  dofs : (k,) the DoFs whose friction acts (a
-        closed chain's split step: every DoF with friction);  dt : float [s].
+    v : (nv,) ndarray
+        Velocity before the impulse [m/s, rad/s, rad/s | m/s].
+    dofs : (k,) ndarray
+        The DoFs whose friction acts (a closed chain's split step: every DoF with friction).
+    dt : float
+        Step [s].
 
     Returns
     -------
@@ -278,8 +286,9 @@ def friction_displacement(
     ----------
     model : Model
     q : (nq,) configuration after the explicit part [m, -, rad | m].
-    v_explicit : (nv,) velocity after the explicit part, ``v`` (nv,) after the impulse
-        ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    v_explicit, v : (nv,) ndarray
+        Velocity after the explicit part, and after the impulse: ``[V0, w0, phidot]``, base
+        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
     h : float
         ``DISPLACEMENT_SHARE[method] * dt`` [s].
     close : ``close(q, v) -> (q, v)``, optional
@@ -288,7 +297,8 @@ def friction_displacement(
 
     Returns
     -------
-    q : (nq,) ;  v : (nv,) the split step's end state.
+    q, v : (nq,), (nv,) ndarray
+        The split step's end state [m, -, rad | m], [m/s, rad/s, rad/s | m/s].
     """
     packed = model.packed
     moved = e_integrate(*packed, q, v - v_explicit, h)

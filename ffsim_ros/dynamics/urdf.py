@@ -29,7 +29,21 @@ _UNSUPPORTED = ('planar', 'floating')
 
 def parse_floats(text: str | None, count: int, default: Sequence[float], where: str) -> np.ndarray:
     """``count`` finite numbers (``count``,) from an attribute's text (``default`` when it is
-    absent); a ValueError naming ``where`` otherwise."""
+    absent); a ValueError naming ``where`` otherwise.
+
+    Parameters
+    ----------
+    text : str or None
+        The attribute's value.
+    count : int
+    default : sequence of float
+    where : str
+        Names the attribute in messages.
+
+    Returns
+    -------
+    (count,) ndarray
+    """
     if text is None:
         return np.array(default, dtype=float)
     try:
@@ -75,7 +89,22 @@ def _limit_value(
 
 def parse_origin(elem: ET.Element | None, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Rotation (3, 3) and translation (3,) [m] of an ``<origin xyz rpy>`` element (identity
-    and zero when absent); a ValueError naming ``where`` for malformed values."""
+    and zero when absent); a ValueError naming ``where`` for malformed values.
+
+    Parameters
+    ----------
+    elem : Element or None
+        The ``<origin>`` element.
+    where : str
+        Names the element in messages.
+
+    Returns
+    -------
+    R : (3, 3) ndarray
+        Child frame to parent frame (from ``rpy`` [rad]).
+    xyz : (3,) ndarray
+        Origin in the parent frame [m].
+    """
     if elem is None:
         return np.eye(3), np.zeros(3)
     xyz = parse_floats(elem.get('xyz'), 3, (0, 0, 0), f'{where} origin xyz')
@@ -280,6 +309,14 @@ def dtd_problem(text: str | bytes) -> str | None:
     start tag): nothing of a DTD is read or expanded, whatever its size. Malformed XML gives
     None (the parse proper names the error); the five predefined entities (``&amp;`` ...) and
     character references (``&#65;``) are plain XML, no DTD.
+
+    Parameters
+    ----------
+    text : str or bytes
+
+    Returns
+    -------
+    str or None
     """
     found: list[str] = []
 
@@ -316,6 +353,14 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
     """The ``<robot>`` element of a URDF given as XML (a string starting with ``<``, or
     bytes) or a file path (read as bytes: the parser honours the encoding the XML declares).
 
+    Parameters
+    ----------
+    source : str, bytes or PathLike
+
+    Returns
+    -------
+    Element
+
     Raises
     ------
     TypeError
@@ -350,6 +395,12 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
 class UrdfXmlError(ValueError):
     """URDF text refused by :func:`parse_urdf_xml` (a ``ValueError``).
 
+    Parameters
+    ----------
+    message : str
+    kind : {'dtd', 'malformed', 'root'}
+    detail : str
+
     Attributes
     ----------
     kind : {'dtd', 'malformed', 'root'}
@@ -365,7 +416,17 @@ class UrdfXmlError(ValueError):
 
     def about(self, argument: str, path: str | os.PathLike[str]) -> str:
         """The message naming ``argument``, a file argument (``robot`` of the launch file,
-        ``--robot`` of ``ffsim``), whose file ``path`` held the text refused."""
+        ``--robot`` of ``ffsim``), whose file ``path`` held the text refused.
+
+        Parameters
+        ----------
+        argument : str
+        path : str or PathLike
+
+        Returns
+        -------
+        str
+        """
         file = repr(os.fspath(path))
         if self.kind == 'dtd':
             return f'{argument}: {NO_DTD}, got {self.detail} in {file}'
@@ -386,6 +447,10 @@ def parse_urdf_xml(text: str | bytes, where: str = '') -> ET.Element:
         The XML itself (bytes: the parser honours the encoding the XML declares).
     where : str
         Appended to ``'URDF'`` in the messages (``' in <file>'``).
+
+    Returns
+    -------
+    Element
 
     Raises
     ------

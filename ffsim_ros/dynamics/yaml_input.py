@@ -87,6 +87,11 @@ def load_yaml(text: str, where: str) -> Any:
     where : str
         Names the input in messages (e.g. ``'scenario file /x/y.yaml'``).
 
+    Returns
+    -------
+    object
+        The document (None for an empty one).
+
     Raises
     ------
     YamlInputError

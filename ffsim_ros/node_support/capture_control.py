@@ -78,6 +78,16 @@ def ros_name_problem(name: str, *, service: bool = False) -> str | None:
     Checked as given (rclpy's ``validate_topic_name``: characters, empty tokens, a token
     starting with a digit, ...) and once expanded for a node in the root namespace
     (``validate_full_topic_name``: ``~``, ``{node}``, unknown substitutions).
+
+    Parameters
+    ----------
+    name : str
+    service : bool
+        Validate as a service name.
+
+    Returns
+    -------
+    str or None
     """
     try:
         validate_topic_name(name, is_service=service)
@@ -93,7 +103,16 @@ def ros_name_problem(name: str, *, service: bool = False) -> str | None:
 
 def service_name(max_bytes: int = 255) -> Check:
     """A parameter check: a ROS service name of at most ``max_bytes`` bytes, relative or
-    absolute (:func:`ros_name_problem`)."""
+    absolute (:func:`ros_name_problem`).
+
+    Parameters
+    ----------
+    max_bytes : int
+
+    Returns
+    -------
+    Check
+    """
     size = string(max_bytes)
     what = 'a ROS service name (letters, digits, _ / ~ {}; tokens not starting with a digit)'
 
@@ -117,6 +136,19 @@ def _brief(value: Any) -> str:
 
 def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
     """The target ``name`` (the first when '') of a capture scenario, and the file read.
+
+    Parameters
+    ----------
+    scenario : str
+        A scenario name or path (:func:`~.scene_support.resolve_scenario`).
+    name : str
+        The target's name; '' for the first.
+
+    Returns
+    -------
+    target : Target
+    path : Path
+        The scenario file.
 
     Raises
     ------
@@ -179,13 +211,36 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
 
 
 def odometry_topic(target: str) -> str:
-    """The odometry topic of a target (relative: ``targets/<name>/odom``)."""
+    """The odometry topic of a target (relative: ``targets/<name>/odom``).
+
+    Parameters
+    ----------
+    target : str
+        The target's name.
+
+    Returns
+    -------
+    str
+    """
     return f'targets/{target}/odom'
 
 
 def odometry_state(msg: Odometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(position, quaternion (x, y, z, w), linear velocity, angular velocity)`` of an
     Odometry message, velocities rotated from the child frame's axes to the world's.
+
+    Parameters
+    ----------
+    msg : Odometry
+
+    Returns
+    -------
+    position : (3,) ndarray
+        Child frame origin, world frame [m].
+    quaternion : (4,) ndarray
+        Unit (x, y, z, w) [-].
+    linear, angular : (3,) ndarray
+        Velocities, world frame [m/s, rad/s].
 
     Raises
     ------
@@ -214,8 +269,13 @@ class CaptureControl:
 
     Parameters
     ----------
-    robot : Model (floating base);  gripper_link : str;  target : Target (from the scenario);
-    mode : DetumbleMode or str;  gains : CaptureGains.
+    robot : Model
+        Floating base.
+    gripper_link : str
+    target : Target
+        From the scenario.
+    mode : DetumbleMode or str
+    gains : CaptureGains, optional
     timeout : float
         Longest time [s] from the target seen (or lost after a grasp) to the grasp; beyond
         it the capture is aborted (:attr:`outcome` ``'aborted'``, :attr:`reason`) and the arm
@@ -261,20 +321,48 @@ class CaptureControl:
         self.retry_at = -np.inf
 
     def on_odometry(self, msg: Odometry) -> None:
-        """Keep the target's state from its odometry (raises ValueError for a bad one)."""
+        """Keep the target's state from its odometry (raises ValueError for a bad one).
+
+        Parameters
+        ----------
+        msg : Odometry
+            The target's ``targets/<name>/odom``.
+        """
         self._odom = odometry_state(msg)
         if self.phase == 'wait':
             self.phase = 'intercept'
 
     def grasp_point(self) -> GraspPoint | None:
-        """The handle's grasp point from the last odometry (None before any)."""
+        """The handle's grasp point from the last odometry (None before any).
+
+        Returns
+        -------
+        GraspPoint or None
+        """
         if self._odom is None:
             return None
         p, quat, v, w = self._odom
         return grasp_point(p, quat, v, w, self.handle.translation)
 
     def update(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, bool]:
-        """Efforts (n,) for the measured robot state and whether to ask for the grasp now."""
+        """Efforts (n,) for the measured robot state and whether to ask for the grasp now.
+
+        Parameters
+        ----------
+        t : float
+            Time [s].
+        q : (nq,) ndarray
+            Robot configuration [m, -, rad | m], base parts in the world frame.
+        v : (nv,) ndarray
+            Robot velocity [m/s, rad/s, rad/s | m/s], base parts in the world frame.
+
+        Returns
+        -------
+        tau : (n,) ndarray
+            Joint efforts [N m | N].
+        ask : bool
+            Whether to request the grasp.
+        """
         if self.detumbler is not None and self._held(q):
             # (distance refreshed by _held; speed and rate too: the held handle's motion
             # against the gripper, ~0 while welded, not the figures of the grasp request)
@@ -400,7 +488,18 @@ class CaptureControl:
     def on_grasp_reply(self, success: bool, t: float, q: np.ndarray, v: np.ndarray) -> None:
         """The simulator's answer: on success, the welded model from the present robot state
         and the target's last pose (their relative pose is frozen by the weld); on a refusal,
-        intercept again, asking no sooner than :data:`GRASP_RETRY` after ``t`` [s]."""
+        intercept again, asking no sooner than :data:`GRASP_RETRY` after ``t`` [s].
+
+        Parameters
+        ----------
+        success : bool
+        t : float
+            Time [s].
+        q : (nq,) ndarray
+            Robot configuration [m, -, rad | m], base parts in the world frame.
+        v : (nv,) ndarray
+            Robot velocity [m/s, rad/s, rad/s | m/s], base parts in the world frame.
+        """
         if not success or self._odom is None:
             if self.phase != 'aborted':  # (a late refusal does not undo an abort)
                 self.phase = 'intercept'
@@ -471,7 +570,17 @@ class CaptureInterfaces:
                 self.node.get_logger().error(line)
 
     def step(self, t: float, q: np.ndarray, v: np.ndarray) -> None:
-        """One control update: efforts published, the grasp asked once in reach."""
+        """One control update: efforts published, the grasp asked once in reach.
+
+        Parameters
+        ----------
+        t : float
+            Time [s].
+        q : (nq,) ndarray
+            Robot configuration [m, -, rad | m], base parts in the world frame.
+        v : (nv,) ndarray
+            Robot velocity [m/s, rad/s, rad/s | m/s], base parts in the world frame.
+        """
         cap, log = self.control, self.node.get_logger()
         phase = cap.phase
         tau, ask = cap.update(t, q, v)
@@ -599,7 +708,16 @@ class CaptureInterfaces:
 
 def release_service(grasp_service: str) -> str:
     """The simulator's release service next to its grasp service (``/ns/sim/grasp`` ->
-    ``/ns/sim/release``; a name without a namespace: ``release``)."""
+    ``/ns/sim/release``; a name without a namespace: ``release``).
+
+    Parameters
+    ----------
+    grasp_service : str
+
+    Returns
+    -------
+    str
+    """
     head, _, _ = grasp_service.rpartition('/')
     return f'{head}/release' if head or grasp_service.startswith('/') else 'release'
 

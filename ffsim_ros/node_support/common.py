@@ -125,6 +125,22 @@ def load_robot(
     checked against the model (their links exist, on two different bodies); empty for a
     tree.
 
+    Parameters
+    ----------
+    robot_description : str
+        URDF XML, or ''.
+    robot_file : str
+        A URDF path, or ''.
+    tree_only : bool
+        Refuse loop closures.
+
+    Returns
+    -------
+    model : Model
+    urdf : str
+        The URDF text.
+    loops : tuple of LoopClosure
+
     Raises
     ------
     ParameterValueError
@@ -205,7 +221,16 @@ def clock_topic(node: Node) -> str | None:
     """The topic ``node``'s time source takes the simulated time from: the resolved name of
     its ``/clock`` subscription, remaps applied (``-r /clock:=/sim/clock`` gives
     ``/sim/clock``); None without one (``use_sim_time`` false: rclpy subscribes while it is
-    true, also when it is set at run time)."""
+    true, also when it is set at run time).
+
+    Parameters
+    ----------
+    node : Node
+
+    Returns
+    -------
+    str or None
+    """
     for subscription in node.subscriptions:
         if _clock_source(subscription) is not None:
             return subscription.topic_name
@@ -216,7 +241,13 @@ def check_clock_messages(entity: object) -> None:
     """Put rclpy's ``/clock`` subscription ``entity`` (any other entity: nothing done) behind
     :class:`CheckedClockCallback`, once; rclpy reads a subscription's callback when it runs
     it, so the message taken next is checked. The subscription is created by rclpy's time
-    source when ``use_sim_time`` is set (at start or later), hence checked per execution."""
+    source when ``use_sim_time`` is set (at start or later), hence checked per execution.
+
+    Parameters
+    ----------
+    entity : object
+        An entity the executor is about to run.
+    """
     if isinstance(entity, Subscription) and not isinstance(entity.callback, CheckedClockCallback):
         if _clock_source(entity) is not None:
             entity.callback = CheckedClockCallback(entity.callback)
@@ -230,8 +261,16 @@ def dropped_clock_message(entity: object, exception: BaseException | None, node:
 
     Parameters
     ----------
-    entity : the executed entity;  exception : what its handler raised, or None;
-    node : the node it belongs to (``wait_for_ready_callbacks``' third value).
+    entity : object
+        The executed entity.
+    exception : BaseException or None
+        What its handler raised.
+    node : object
+        The node it belongs to (``wait_for_ready_callbacks``' third value).
+
+    Returns
+    -------
+    bool
     """
     if not isinstance(exception, ValueError) or _clock_source(entity) is None:
         return False
@@ -352,6 +391,10 @@ def read_robot_file(
         What the file should hold, in the errors: ``expected {content} ({text}), got binary
         data``.
 
+    Returns
+    -------
+    str
+
     Raises
     ------
     ParameterValueError
@@ -432,6 +475,16 @@ class LogThrottle:
     whose ``repr`` escapes one) cannot flood the log either: at most ``max_lines`` lines of all
     kinds are logged per ``period``; and a line is cut to ``max_chars`` characters (a 1 MB
     name in a message made a 1 MB log line).
+
+    Parameters
+    ----------
+    period : float
+        [s], wall time.
+    max_kinds : int
+    max_lines : int
+        Lines of all kinds per ``period``.
+    max_chars : int
+        Longest line logged.
     """
 
     _VARIABLE = re.compile(
@@ -455,6 +508,14 @@ class LogThrottle:
 
         The caller logs it (``if line := throttle.admit(text): logger.error(line)``), so each
         log call keeps one severity, as rclpy requires of a call site.
+
+        Parameters
+        ----------
+        text : str
+
+        Returns
+        -------
+        str or None
         """
         if len(text) > self.max_chars:
             text = f'{text[: self.max_chars]}... ({len(text) - self.max_chars} more characters)'
@@ -486,12 +547,32 @@ class LogThrottle:
 
 
 def to_stamp(ns: int) -> Time:
-    """``builtin_interfaces/Time`` of a time in integer nanoseconds (>= 0)."""
+    """``builtin_interfaces/Time`` of a time in integer nanoseconds (>= 0).
+
+    Parameters
+    ----------
+    ns : int
+        [ns]
+
+    Returns
+    -------
+    Time
+    """
     return Time(sec=ns // NS_PER_S, nanosec=ns % NS_PER_S)
 
 
 def stamp_ns(stamp: Time) -> int:
-    """Integer nanoseconds of a ``builtin_interfaces/Time``."""
+    """Integer nanoseconds of a ``builtin_interfaces/Time``.
+
+    Parameters
+    ----------
+    stamp : Time
+
+    Returns
+    -------
+    int
+        [ns]
+    """
     return stamp.sec * NS_PER_S + stamp.nanosec
 
 
@@ -572,9 +653,19 @@ def run_node(
 ) -> int:
     """``main`` of a node: init, build with ``factory``, spin, clean up; the exit status.
 
-    ``executor`` makes the executor to spin (after ``rclpy.init``; e.g. a
-    ``MultiThreadedExecutor`` for a node whose services or actions wait); default:
-    :class:`GuardedSingleThreadedExecutor` (rclpy's single-threaded one, ``/clock`` guarded).
+    Parameters
+    ----------
+    factory : callable
+        Builds the node (after ``rclpy.init``).
+    label : str
+        Prefix of the messages on stderr.
+    args : list of str, optional
+        Command-line arguments for ``rclpy.init`` (default ``sys.argv``).
+    executor : callable, optional
+        Makes the executor to spin (after ``rclpy.init``; e.g. a ``MultiThreadedExecutor``
+        for a node whose services or actions wait); default:
+        :class:`GuardedSingleThreadedExecutor` (rclpy's single-threaded one, ``/clock``
+        guarded).
 
     Returns
     -------
@@ -673,6 +764,12 @@ def destroy_on_failure(node: Node, setup: Callable[[], None]) -> None:
     handles would live on, referenced by the exception's traceback, until the interpreter
     tears them down after the context -- the cause of an occasional segmentation fault on a
     bad-parameter exit.
+
+    Parameters
+    ----------
+    node : Node
+    setup : callable
+        Takes no argument.
     """
     try:
         setup()

@@ -74,7 +74,17 @@ def _gain_specs() -> list[ParameterSpec]:
 
 
 def gains_from(values: dict) -> Gains:
-    """The :class:`Gains` of the checked parameter values ``gains.*``."""
+    """The :class:`Gains` of the checked parameter values ``gains.*``.
+
+    Parameters
+    ----------
+    values : dict
+        Checked parameter values by name (``'gains.kp'``, ...).
+
+    Returns
+    -------
+    Gains
+    """
     try:
         return Gains(**{name: values[f'gains.{name}'] for name in GAIN_DESCRIPTIONS})
     except ValueError as exc:  # pragma: no cover - the table's checks are Gains' own
@@ -97,6 +107,10 @@ def refuse_in_capture(changed: Sequence[str], values: Mapping[str, Any]) -> str 
         The names the set changes.
     values : mapping
         The checked values of all the parameters, the set's included.
+
+    Returns
+    -------
+    str or None
     """
     unused = [name for name in changed if name in CAPTURE_UNUSED]
     if not values['capture.scenario'] or not unused:
@@ -110,7 +124,17 @@ def refuse_in_capture(changed: Sequence[str], values: Mapping[str, Any]) -> str 
 def activity(values: Mapping[str, Any]) -> str:
     """What the controller does with its start-up ``values``, for its start-up line:
     ``controlling ee_link in reactionless mode``, or ``capturing with ee_link (capture.scenario
-    ...)`` (the mode is not used then)."""
+    ...)`` (the mode is not used then).
+
+    Parameters
+    ----------
+    values : mapping
+        Checked start-up parameter values by name.
+
+    Returns
+    -------
+    str
+    """
     if values['capture.scenario']:
         return (
             f'capturing with {values["ee_link"]} (capture.scenario '

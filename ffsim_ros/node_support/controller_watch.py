@@ -43,7 +43,19 @@ class LateUpdates:
     def observe(self, now_ns: int) -> tuple[bool, float | None]:
         """Record an update at ``now_ns`` [ns]: whether it is late (more than
         ``LATE_PERIODS`` periods after the previous one), and the gap [s] when, besides,
-        ``LATE_COUNT`` of the last ``LATE_WINDOW`` updates were (worth a warning; else None)."""
+        ``LATE_COUNT`` of the last ``LATE_WINDOW`` updates were (worth a warning; else None).
+
+        Parameters
+        ----------
+        now_ns : int
+            Time of the update [ns].
+
+        Returns
+        -------
+        late : bool
+        gap : float or None
+            Seconds since the previous update [s] when warning-worthy.
+        """
         last, self._last_ns = self._last_ns, now_ns
         gap = 0.0 if last is None else (now_ns - last) * 1e-9
         late = gap > LATE_PERIODS * self.period
@@ -64,7 +76,20 @@ class ClockStall:
 
     def observe(self, now_ns: int, wall: float) -> float:
         """The wall seconds [s] the node's clock has stood at ``now_ns`` [ns] (0 when it moved
-        since the last look), ``wall`` [s] a steady clock's time."""
+        since the last look), ``wall`` [s] a steady clock's time.
+
+        Parameters
+        ----------
+        now_ns : int
+            The node clock's time [ns].
+        wall : float
+            A steady clock's time [s].
+
+        Returns
+        -------
+        float
+            Stall duration [s] (0.0 when the clock moved).
+        """
         seen = self._seen
         if seen is None or seen[0] != now_ns:
             self._seen = (now_ns, wall)
@@ -176,6 +201,22 @@ def base_collision_shapes(
     """The robot's ``<collision>`` primitives (goals inside those of the base body are refused,
     :meth:`~ffsim_ros.control.ReactionlessController.check_goal`), and the links on the base
     whose mesh shapes are left out (for a warning).
+
+    Parameters
+    ----------
+    urdf : str
+        URDF text.
+    model : Model
+        The model of ``urdf``.
+    source : str
+        Parameter name used in messages.
+
+    Returns
+    -------
+    shapes : list of CollisionShape
+        Collision primitives of all links.
+    mesh_links : list of str
+        Links on the base body whose meshes were left out, sorted.
 
     Raises
     ------

@@ -45,7 +45,19 @@ def control_status_message(out: ControlOutput, active: bool) -> Float64MultiArra
     """The ``status`` message of one control update: :data:`STATUS_FIELDS` of ``out``
     (tracking error [m], base angular rate [rad/s], ``|P|`` [kg m/s], ``|L|`` [kg m^2/s],
     manipulability, condition number, the mode's index in :data:`MODES`) and ``active``
-    (1.0 while an ``ee_goal`` is active), the field names as the layout's label."""
+    (1.0 while an ``ee_goal`` is active), the field names as the layout's label.
+
+    Parameters
+    ----------
+    out : ControlOutput
+        The update's result.
+    active : bool
+        Whether an ``ee_goal`` is active.
+
+    Returns
+    -------
+    Float64MultiArray
+    """
     status = Float64MultiArray()
     status.layout.dim = [
         MultiArrayDimension(label=','.join(STATUS_FIELDS), size=len(STATUS_FIELDS), stride=1)
@@ -64,7 +76,20 @@ def control_status_message(out: ControlOutput, active: bool) -> Float64MultiArra
 
 
 def goal_status_message(status: GoalStatus, name: str, hardware_id: str) -> DiagnosticStatus:
-    """The DiagnosticStatus of ``status`` (module docstring)."""
+    """The DiagnosticStatus of ``status`` (module docstring).
+
+    Parameters
+    ----------
+    status : GoalStatus
+    name : str
+        ``DiagnosticStatus.name``.
+    hardware_id : str
+
+    Returns
+    -------
+    DiagnosticStatus
+        WARN for an aborted goal, else OK; ``status.as_dict()`` as its values.
+    """
     level = DiagnosticStatus.WARN if status.outcome is GoalOutcome.ABORTED else DiagnosticStatus.OK
     text = f'{status.outcome.value} ({status.phase.value})'
     if status.reason:
@@ -101,7 +126,17 @@ class GoalStatusPublisher:
         self._last: tuple | None = None
 
     def update(self, status: GoalStatus) -> bool:
-        """Publish ``status`` if its goal, outcome, phase or reason changed; whether it did."""
+        """Publish ``status`` if its goal, outcome, phase or reason changed; whether it did.
+
+        Parameters
+        ----------
+        status : GoalStatus
+
+        Returns
+        -------
+        bool
+            Whether it was published.
+        """
         key = (status.goal_id, status.outcome, status.phase, status.reason, status.mode)
         if key == self._last:
             return False
@@ -122,7 +157,23 @@ REACH_FIELDS = (
 
 
 def reach_settings_from(values: dict) -> ReachSettings:
-    """The :class:`ReachSettings` of the checked parameter values ``reach.*``."""
+    """The :class:`ReachSettings` of the checked parameter values ``reach.*``.
+
+    Parameters
+    ----------
+    values : dict
+        Checked parameter values by name (``'reach.position_tolerance'``, ...).
+
+    Returns
+    -------
+    ReachSettings
+
+    Raises
+    ------
+    ------
+    ParameterValueError
+        Settings that do not fit together, the message prefixed with ``reach.``.
+    """
     try:
         return ReachSettings(**{name: values[f'reach.{name}'] for name in REACH_FIELDS})
     except ValueError as exc:  # e.g. a budget not above the attitude tolerance
@@ -130,7 +181,12 @@ def reach_settings_from(values: dict) -> ReachSettings:
 
 
 def reach_specs() -> list[ParameterSpec]:
-    """The controller's ``reach.*`` parameters (the :class:`ReachSettings` a user sets)."""
+    """The controller's ``reach.*`` parameters (the :class:`ReachSettings` a user sets).
+
+    Returns
+    -------
+    list of ParameterSpec
+    """
     return [
         ParameterSpec(
             'reach.position_tolerance',

@@ -53,6 +53,12 @@ class Inbox(Generic[T]):
         """Queue ``item``; with a ``key`` (a held command), the entry of that key queued since
         the last barrier is dropped (this one replaces it, at the end); without, a barrier.
 
+        Parameters
+        ----------
+        item : T
+        key : hashable, optional
+            The held command's key; None queues a barrier.
+
         Raises
         ------
         InboxFull
@@ -78,6 +84,10 @@ class Inbox(Generic[T]):
 
     def get_nowait(self) -> T:
         """The oldest entry.
+
+        Returns
+        -------
+        T
 
         Raises
         ------

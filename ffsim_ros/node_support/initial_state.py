@@ -25,6 +25,22 @@ def initial_state(
     :func:`~.common.load_robot`) on ``model`` (None for a tree) and the initial configuration
     (nq,) and velocity (nv,) from the parameter ``values``, assembled on the loops.
 
+    Parameters
+    ----------
+    model : Model
+    loops : sequence of LoopClosure
+        Loop closures on ``model`` (empty for a tree).
+    values : dict
+        Checked simulator parameter values by name.
+
+    Returns
+    -------
+    chain : ClosedChain or None
+    q0 : (nq,) ndarray
+        Configuration [m, -, rad | m], base parts in the world frame.
+    v0 : (nv,) ndarray
+        Velocity [m/s, rad/s, rad/s | m/s], base parts in the world frame.
+
     Raises
     ------
     ParameterValueError
@@ -73,7 +89,18 @@ def outside_limits(model: D.Model, q: np.ndarray) -> str:
     """The joints of the configuration ``q`` (nq,) beyond their URDF position limits, as
     ``'name = value (lower..upper)'`` items ('' when none; one-DoF joints only: a ball
     joint has no position limits). Some URDFs' zero lies outside the range (Kinova's
-    ``j2s6s200_joint_2``: 0.82..5.46 rad)."""
+    ``j2s6s200_joint_2``: 0.82..5.46 rad).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) ndarray
+        Configuration [m, -, rad | m].
+
+    Returns
+    -------
+    str
+    """
     if model.nq != model.nv + (1 if model.floating_base else 0):
         return ''
     phi = q[model.nq - model.n :]

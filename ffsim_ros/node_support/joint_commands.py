@@ -54,10 +54,20 @@ class JointCommands:
 
         Parameters
         ----------
-        names : the ``name`` field.
-        efforts : the ``effort`` field [N m | N].
-        others : the ``position`` and ``velocity`` fields (only to say why a message with
-            them and no efforts is refused).
+        names : sequence of str
+            The ``name`` field.
+        efforts : sequence of float
+            The ``effort`` field [N m | N].
+        others : sequence of sequence of float
+            The ``position`` and ``velocity`` fields (only to say why a message with them
+            and no efforts is refused).
+
+        Returns
+        -------
+        indices : (k,) int ndarray
+            Joint indices (into ``tau``).
+        efforts : (k,) ndarray
+            [N m | N]
 
         Raises
         ------

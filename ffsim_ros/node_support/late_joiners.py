@@ -131,8 +131,13 @@ class LateJoiners:
 
     def rebase(self, snap: Snapshot | None) -> None:
         """Take the subscriptions there now as served: call it when the physics turns idle
-        after running (it published to them). ``snap``: the instant last published (None:
-        nothing published, nothing to do)."""
+        after running (it published to them).
+
+        Parameters
+        ----------
+        snap : Snapshot or None
+            The instant last published (None: nothing published, nothing to do).
+        """
         if snap is None:
             return
         self._counts = {p: p.get_subscription_count() for p in self.held(snap)}

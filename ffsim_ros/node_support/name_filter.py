@@ -138,7 +138,17 @@ def posix_to_python(pattern: str) -> str:
 
 def compile_name_filter(pattern: str) -> re.Pattern:
     """The compiled filter (:func:`posix_to_python`), for a ``pattern`` that
-    :func:`name_filter_problem` takes."""
+    :func:`name_filter_problem` takes.
+
+    Parameters
+    ----------
+    pattern : str
+        A POSIX extended regular expression.
+
+    Returns
+    -------
+    re.Pattern
+    """
     return re.compile(posix_to_python(pattern))
 
 

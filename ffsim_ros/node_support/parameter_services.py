@@ -37,6 +37,10 @@ LOG_PERIOD = 1.0
 def malformed_parameter(msg: ParameterMsg) -> str | None:
     """Why rclpy cannot convert the parameter message ``msg``, or None.
 
+    Parameters
+    ----------
+    msg : rcl_interfaces.msg.Parameter
+
     Returns
     -------
     str or None
@@ -111,6 +115,10 @@ def guard_parameter_services(node: Node) -> int:
     callbacks behind :func:`malformed_parameter` (once; the executor reads a service's callback
     when it runs it). A node without parameter services (``start_parameter_services=False``)
     is left alone.
+
+    Parameters
+    ----------
+    node : Node
 
     Returns
     -------

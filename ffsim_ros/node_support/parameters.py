@@ -366,6 +366,10 @@ class ParameterSpec:
         double (array) is meant; ``None`` (rclpy's NOT SET, what an empty list ``[]`` on the
         command line gives) is an empty array for an array parameter.
 
+        Parameters
+        ----------
+        value : object
+
         Raises
         ------
         ParameterValueError
@@ -387,6 +391,10 @@ class ParameterSpec:
 
     def validate(self, value: Any) -> Value:
         """The value the node uses.
+
+        Parameters
+        ----------
+        value : object
 
         Raises
         ------
@@ -563,6 +571,11 @@ class ParameterTable:
     def validate(self, values: Mapping[str, Any]) -> dict[str, Value]:
         """Checked values of every parameter of ``values`` (all of them: with the cross check).
 
+        Parameters
+        ----------
+        values : mapping
+            Parameter name -> value.
+
         Raises
         ------
         ParameterValueError
@@ -578,6 +591,10 @@ class ParameterTable:
 
     def declare(self, node: Node) -> dict[str, Value]:
         """Declare every parameter on ``node`` and return the checked start-up values.
+
+        Parameters
+        ----------
+        node : Node
 
         Raises
         ------
@@ -640,11 +657,7 @@ class ParameterTable:
     ) -> None:
         """Check run-time changes in an on-set callback; ``apply(changed)`` after they are set.
 
-        ``apply`` gets the checked new values of the table's parameters in one set
-        (parameters of other origin, e.g. ``use_sim_time``, are left to rclpy). Call after
-        :meth:`declare` (the callbacks would otherwise run for the declarations).
-        ``refuse(changed names, checked values)``, if given, is the node's own run-time rule:
-        the reason to refuse a set the checks passed (naming the parameter), or None.
+        Call after :meth:`declare` (the callbacks would otherwise run for the declarations).
         The node's ``set_parameters`` services are put behind
         :func:`~ffsim_ros.node_support.parameter_services.guard_parameter_services` (a
         malformed request is refused, not raised in the executor).
@@ -668,6 +681,16 @@ class ParameterTable:
         the last value only, ``/parameter_events`` announced each). A value outside the range
         of a descriptor (:meth:`ParameterSpec.descriptor`) is refused by the pre-set callback
         too (:class:`OutOfRangeError`), with the table's message, before rclpy's range check.
+
+        Parameters
+        ----------
+        node : Node
+        apply : callable
+            Gets the checked new values of the table's parameters in one set (parameters of other
+            origin, e.g. ``use_sim_time``, are left to rclpy).
+        refuse : callable, optional
+            ``refuse(changed names, checked values)``: the node's own run-time rule, the reason to
+            refuse a set the checks passed (naming the parameter), or None.
         """
         post_set = getattr(node, 'add_post_set_parameters_callback', None)  # rclpy >= Iron
         pre_set = getattr(node, 'add_pre_set_parameters_callback', None)  # rclpy >= Iron

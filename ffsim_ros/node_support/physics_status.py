@@ -27,6 +27,17 @@ def shared_clock_warning(topic: str, publishers: Sequence[str]) -> str:
 
     Two simulators on one ``/clock`` (both with ``publish_clock``, no remap) interleave their
     simulated times: the controllers see the time go back and stop, and nothing else says why.
+
+    Parameters
+    ----------
+    topic : str
+        Fully qualified clock topic.
+    publishers : sequence of str
+        Names of the nodes publishing on it.
+
+    Returns
+    -------
+    str
     """
     if len(publishers) <= 1:
         return ''

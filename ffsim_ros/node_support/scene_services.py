@@ -95,7 +95,14 @@ _TARGET_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 
 class EntityError(Exception):
-    """A target request refused with a ``simulation_interfaces`` result code."""
+    """A target request refused with a ``simulation_interfaces`` result code.
+
+    Parameters
+    ----------
+    code : int
+        The ``simulation_interfaces`` result code.
+    message : str
+    """
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -225,6 +232,14 @@ def _finite_pose(pose: Pose, where: str) -> tuple[np.ndarray, np.ndarray]:
 def uri_path(uri: str) -> str:
     """The file path of a ``SpawnEntity.uri``: a path, or a ``file://`` URI.
 
+    Parameters
+    ----------
+    uri : str
+
+    Returns
+    -------
+    str
+
     Raises
     ------
     EntityError
@@ -259,6 +274,18 @@ def _unreadable(path: Path, missing: int) -> int:
 def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Target:
     """The :class:`~ffsim_ros.scene.Target` a ``SpawnEntity`` request describes (module
     docstring), named ``name``.
+
+    Parameters
+    ----------
+    request : SpawnEntity.Request
+    name : str
+        The target's name.
+    world_frame : str
+        The simulator's world frame id (the accepted ``initial_pose`` frame, with '').
+
+    Returns
+    -------
+    Target
 
     Raises
     ------
@@ -349,7 +376,18 @@ def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Ta
 
 def entity_state(snap: Snapshot, name: str, world_frame: str) -> EntityState:
     """``EntityState`` of target ``name`` in a simulator snapshot: the pose of its root link
-    frame in world, the velocity of its origin and the angular velocity, world frame."""
+    frame in world, the velocity of its origin and the angular velocity, world frame.
+
+    Parameters
+    ----------
+    snap : Snapshot
+    name : str
+    world_frame : str
+
+    Returns
+    -------
+    EntityState
+    """
     root = snap.world.targets[name].root
     state = EntityState()
     state.header.stamp = to_stamp(snap.time_ns)
@@ -365,7 +403,16 @@ def entity_state(snap: Snapshot, name: str, world_frame: str) -> EntityState:
 
 def gone(name: str) -> EntityError:
     """The refusal of a request on target ``name`` that went (deleted, or removed by a reset)
-    between the request's check and its turn in the physics thread."""
+    between the request's check and its turn in the physics thread.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    EntityError
+    """
     return EntityError(
         Result.RESULT_NOT_FOUND,
         f'unknown entity {name!r}: it went (deleted or reset) before the request was applied',
@@ -382,6 +429,17 @@ def move_target(
 ) -> None:
     """Set target ``name``'s root link frame pose and twist (origin velocity, angular
     velocity; world frame), its joints kept (physics thread).
+
+    Parameters
+    ----------
+    world : TargetWorld
+    name : str
+    position : (3,) array_like
+        Root link frame origin, world frame [m].
+    quat : (4,) array_like
+        Its orientation (x, y, z, w) [-].
+    linear, angular : (3,) array_like
+        Origin velocity and angular velocity, world frame [m/s, rad/s].
 
     Raises
     ------
@@ -413,6 +471,8 @@ class SceneInterfaces:
     node : Simulator
         Provides ``run_physics(action, publish)``, ``engine`` (its ``world``), ``world``
         (frame id) and ``frame_prefix``.
+    frame_prefix : str
+        TF frame prefix of the targets' frames.
     """
 
     def __init__(self, node: Node, frame_prefix: str) -> None:
@@ -438,7 +498,12 @@ class SceneInterfaces:
         """The per-target publishers (``targets/<name>/odom``) of exactly the targets
         ``names``: those of new targets created, those of targets gone destroyed (a spawn and
         delete of many names kept every publisher). Physics thread (and the constructor):
-        where the targets change and publish, so none is published after its destruction."""
+        where the targets change and publish, so none is published after its destruction.
+
+        Parameters
+        ----------
+        names : collection of str
+        """
         for name in [k for k in self._odom if k not in names]:
             publisher = self._odom.pop(name)
             self._last[0].pop(publisher, None)  # (never polled once destroyed)
@@ -452,7 +517,18 @@ class SceneInterfaces:
     def publish(self, snap: Snapshot, markers: bool) -> list:
         """Publish the targets' odometry, the events and (``markers``) the markers of
         ``snap``; return the targets' transforms (sent with the robot's). What was sent is
-        kept for :meth:`last_state`."""
+        kept for :meth:`last_state`.
+
+        Parameters
+        ----------
+        snap : Snapshot
+        markers : bool
+            Whether to publish the markers.
+
+        Returns
+        -------
+        list of TransformStamped
+        """
         world = self.node.engine.world
         specs = world.targets
         if specs.keys() != self._odom.keys():  # targets spawned, deleted, reset
@@ -500,6 +576,10 @@ class SceneInterfaces:
         had them: a tenth of the publish rate; the contact markers are events, left out),
         the grasp wrench while a target was held; not ``scene_events`` (an event log,
         :mod:`.late_joiners`).
+
+        Parameters
+        ----------
+        snap : Snapshot
 
         Returns
         -------
@@ -556,7 +636,16 @@ class SceneInterfaces:
 def grasped_target(message: str) -> str | None:
     """The target a successful ``~/grasp`` reply names (``'captured <target>/<handle> at sim
     time ...'``, written by :class:`SceneInterfaces`), or None when the message is not of that
-    form (the capture controller's check that the simulator welded its target)."""
+    form (the capture controller's check that the simulator welded its target).
+
+    Parameters
+    ----------
+    message : str
+
+    Returns
+    -------
+    str or None
+    """
     match = re.match(r'captured ([^/]+)/.* at sim time ', message)  # (no '/' in a target name)
     return match.group(1) if match else None
 

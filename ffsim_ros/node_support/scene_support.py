@@ -77,7 +77,18 @@ IMPULSE_ARROW_SCALE = 0.5
 
 
 def resolve_scenario(text: str) -> Path:
-    """The file of a ``scenario`` value: a shipped name or a path."""
+    """The file of a ``scenario`` value: a shipped name or a path.
+
+    Parameters
+    ----------
+    text : str
+        A name of :data:`SHIPPED_SCENARIOS` or a path.
+
+    Returns
+    -------
+    Path
+        Not checked to exist.
+    """
     if text in SHIPPED_SCENARIOS:
         return share_path('config', 'scenarios', f'{text}.yaml')
     return Path(text)
@@ -134,7 +145,18 @@ class WorldSetup:
     def initial_values(self, values: dict) -> dict:
         """The node's parameter ``values`` with the scenario's initial joints and base pose
         where the ``initial_joint_*`` / ``initial_base_*`` parameters are left at their
-        default (``[]`` or ``[0.0]``; the origin; the identity)."""
+        default (``[]`` or ``[0.0]``; the origin; the identity).
+
+        Parameters
+        ----------
+        values : dict
+            Checked parameter values by name.
+
+        Returns
+        -------
+        dict
+            A copy.
+        """
         out = dict(values)
         for key, given, defaults in (
             ('initial_joint_positions', self.joint_positions, ([], [0.0])),
@@ -188,6 +210,21 @@ class WorldSetup:
     def world(self, model: D.Model, q0: np.ndarray, v0: np.ndarray, dt_ns: int) -> TargetWorld:
         """The world around the robot at ``(q0, v0)``.
 
+        Parameters
+        ----------
+        model : Model
+            The robot.
+        q0 : (nq,) ndarray
+            Robot configuration [m, -, rad | m], base parts in the world frame.
+        v0 : (nv,) ndarray
+            Robot velocity [m/s, rad/s, rad/s | m/s], base parts in the world frame.
+        dt_ns : int
+            Physics step [ns].
+
+        Returns
+        -------
+        TargetWorld
+
         Raises
         ------
         ParameterValueError
@@ -234,6 +271,21 @@ def _robot_shapes(urdf: str, model: D.Model, exclude: Any = ()) -> Any:
 def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSetup:
     """The world of the ``scenario`` parameter ('' : no target, the defaults of the module
     docstring).
+
+    Parameters
+    ----------
+    scenario : str
+        The ``scenario`` parameter: a shipped name, a path, or ''.
+    model : Model
+        The robot.
+    urdf : str
+        Its URDF text (collision shapes).
+    dt_ns : int
+        Physics step [ns].
+
+    Returns
+    -------
+    WorldSetup
 
     Raises
     ------
@@ -316,7 +368,16 @@ def event_status(event: ContactEvent | CaptureEvent | ReleaseEvent) -> Diagnosti
     ``relative_velocity`` before [m/s], ``energy_loss`` [J], ``sticking``; capture: ``target``,
     ``handle``, ``captured``, ``reason``, ``point``, ``impulse`` (6: on the target, force then
     torque about the point [N s, N m s]), ``energy_loss``; release: ``target``, ``released``,
-    ``reason``."""
+    ``reason``.
+
+    Parameters
+    ----------
+    event : ContactEvent, CaptureEvent or ReleaseEvent
+
+    Returns
+    -------
+    DiagnosticStatus
+    """
     s = DiagnosticStatus()
     if isinstance(event, ContactEvent):
         s.name = event.kind
@@ -371,7 +432,18 @@ def event_status(event: ContactEvent | CaptureEvent | ReleaseEvent) -> Diagnosti
 def event_message(
     time_ns: int, event: ContactEvent | CaptureEvent | ReleaseEvent
 ) -> DiagnosticArray:
-    """``scene_events`` message of one event at simulated time ``time_ns``."""
+    """``scene_events`` message of one event at simulated time ``time_ns``.
+
+    Parameters
+    ----------
+    time_ns : int
+        Simulated time [ns].
+    event : ContactEvent, CaptureEvent or ReleaseEvent
+
+    Returns
+    -------
+    DiagnosticArray
+    """
     out = DiagnosticArray(status=[event_status(event)])
     out.header.stamp = to_stamp(max(0, int(time_ns)))
     return out
@@ -390,13 +462,34 @@ class TargetMessages:
         self.world, self.prefix = world_frame, prefix
 
     def frame(self, name: str, link: str = '') -> str:
-        """Frame id of target ``name``'s root (or of its ``link``)."""
+        """Frame id of target ``name``'s root (or of its ``link``).
+
+        Parameters
+        ----------
+        name : str
+        link : str
+
+        Returns
+        -------
+        str
+        """
         return f'{self.prefix}target/{name}' + (f'/{link}' if link else '')
 
     def transforms(
         self, scene: SceneSnapshot, targets: dict[str, Target], stamp: Any
     ) -> list[TransformStamped]:
-        """``world -> target/<name>`` and, for URDF targets, each other link from the root."""
+        """``world -> target/<name>`` and, for URDF targets, each other link from the root.
+
+        Parameters
+        ----------
+        scene : SceneSnapshot
+        targets : dict of str to Target
+        stamp : builtin_interfaces.msg.Time
+
+        Returns
+        -------
+        list of TransformStamped
+        """
         out = []
         for name, t in scene.targets.items():
             root = t.root
@@ -421,7 +514,18 @@ class TargetMessages:
         return out
 
     def odometry(self, name: str, scene: SceneSnapshot, stamp: Any) -> Odometry:
-        """``targets/<name>/odom``: the root frame's pose in world, its twist in its axes."""
+        """``targets/<name>/odom``: the root frame's pose in world, its twist in its axes.
+
+        Parameters
+        ----------
+        name : str
+        scene : SceneSnapshot
+        stamp : builtin_interfaces.msg.Time
+
+        Returns
+        -------
+        Odometry
+        """
         root = scene.targets[name].root
         odom = Odometry()
         odom.header.stamp, odom.header.frame_id = stamp, self.world
@@ -442,7 +546,19 @@ class TargetMessages:
 
         ``scene.grasp_wrench`` is ``[f; n]`` about the weld point, world axes; the grasp frame
         ``scene.gripper`` is the link frame moved by ``gripper.rotation`` and
-        ``gripper.translation``."""
+        ``gripper.translation``.
+
+        Parameters
+        ----------
+        scene : SceneSnapshot
+            With a held target.
+        gripper : Gripper
+        stamp : builtin_interfaces.msg.Time
+
+        Returns
+        -------
+        WrenchStamped
+        """
         R_grasp = quat_to_matrix(scene.gripper.orientation)
         R_link = R_grasp @ gripper.rotation.T
         p_link = scene.gripper.position - R_link @ gripper.translation
@@ -458,7 +574,19 @@ class TargetMessages:
         self, scene: SceneSnapshot | None, targets: dict[str, Target], inside: set, stamp: Any
     ) -> MarkerArray:
         """Target shapes and capture envelopes (``inside``: ``(target, handle)`` pairs whose
-        envelope holds the gripper now); all deleted first (``scene`` None: only that)."""
+        envelope holds the gripper now); all deleted first (``scene`` None: only that).
+
+        Parameters
+        ----------
+        scene : SceneSnapshot or None
+        targets : dict of str to Target
+        inside : set of (str, str)
+        stamp : builtin_interfaces.msg.Time
+
+        Returns
+        -------
+        MarkerArray
+        """
         out = MarkerArray()
         clear = Marker(action=Marker.DELETEALL)
         clear.ns = 'targets'
@@ -504,7 +632,19 @@ class TargetMessages:
         return out
 
     def contact_markers(self, events: list, stamp: Any) -> MarkerArray:
-        """A point and an impulse arrow per contact event (``(time_ns, event)``)."""
+        """A point and an impulse arrow per contact event (``(time_ns, event)``).
+
+        Parameters
+        ----------
+        events : list of (int, event)
+            ``(time_ns, event)``; the contact events are shown.
+        stamp : builtin_interfaces.msg.Time
+            Unused: each marker is stamped with its event's time.
+
+        Returns
+        -------
+        MarkerArray
+        """
         out = MarkerArray()
         for k, (time_ns, ev) in enumerate(e for e in events if isinstance(e[1], ContactEvent)):
             point = self._marker(to_stamp(time_ns), 'contacts', 2 * k, (1.0, 0.3, 0.0, 1.0))

@@ -190,7 +190,14 @@ _RESET_SCOPES = (
 
 
 class RequestError(Exception):
-    """A request refused with a ``simulation_interfaces/Result`` code and message."""
+    """A request refused with a ``simulation_interfaces/Result`` code and message.
+
+    Parameters
+    ----------
+    code : int
+        A ``simulation_interfaces/Result`` code.
+    message : str
+    """
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -350,7 +357,13 @@ class SimulationInterfaces:
 
     def state_of(self) -> int:
         """The ``SimulationState`` now (physics thread): stopped, paused (also while a fault
-        stops the integration: the clock does not move) or playing."""
+        stops the integration: the clock does not move) or playing.
+
+        Returns
+        -------
+        int
+            ``SimulationState.STATE_*``.
+        """
         host = self.node
         if host.stopped:
             return SimulationState.STATE_STOPPED
@@ -447,7 +460,20 @@ class SimulationInterfaces:
         The spawned targets go first (a change of targets: refused while a wrench is held, so
         the reset of the state clears the held inputs before; nothing is changed when nothing
         was spawned -- e.g. with a closed chain, which has no targets), then the state (the
-        initial one, inputs cleared: :meth:`ffsim_ros.sim.Engine.reset`), then the time."""
+        initial one, inputs cleared: :meth:`ffsim_ros.sim.Engine.reset`), then the time.
+
+        Parameters
+        ----------
+        engine : Engine
+        scope : int
+            ``ResetSimulation.Request.SCOPE_*`` flags, summed.
+        why : str
+            Reply of the ended step job.
+
+        Returns
+        -------
+        str
+        """
         req = ResetSimulation.Request
         what = []
         if scope & req.SCOPE_STATE:

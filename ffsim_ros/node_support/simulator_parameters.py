@@ -31,7 +31,19 @@ MIN_PUBLISH_RATE = 0.01
 
 
 def publish_not_above_physics(values: dict) -> None:
-    """``publish_rate_hz`` at most ``physics_rate_hz`` (the table's cross check)."""
+    """``publish_rate_hz`` at most ``physics_rate_hz`` (the table's cross check).
+
+    Parameters
+    ----------
+    values : dict
+        Checked parameter values by name.
+
+    Raises
+    ------
+    ------
+    ParameterValueError
+        Naming ``publish_rate_hz``.
+    """
     if values['publish_rate_hz'] > values['physics_rate_hz']:
         raise ParameterValueError(
             f'publish_rate_hz: expected <= physics_rate_hz ({values["physics_rate_hz"]}), '

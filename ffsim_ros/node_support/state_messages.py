@@ -110,6 +110,19 @@ def odometry_base_state(model: D.Model, msg: Odometry) -> tuple[np.ndarray, np.n
     quaternion (x, y, z, w), their world-frame velocities [m/s, rad/s] -- from a ``base_odom``
     message: the base link's pose in the world and its twist in base link axes (REP 105).
 
+    Parameters
+    ----------
+    model : Model
+        A floating-base model.
+    msg : Odometry
+
+    Returns
+    -------
+    q_b : (7,) ndarray
+        ``[r0, Q0]``: base CoM in the world frame [m], orientation quaternion (x, y, z, w) [-].
+    v_b : (6,) ndarray
+        ``[V0, w0]``: base CoM velocity and angular velocity, world frame [m/s, rad/s].
+
     Raises
     ------
     ValueError
@@ -160,6 +173,12 @@ class StateMessages:
         thread that once also published from a service is gone), so no message is ever
         torn; allocating six messages per publish cost more than the physics step.
 
+        Parameters
+        ----------
+        snap : Snapshot
+        markers : bool
+            Whether to fill the MarkerArray too.
+
         Returns
         -------
         tuple
@@ -199,6 +218,12 @@ class StateMessages:
         for them, what ``Publisher.publish`` takes raw). The base's transform as a message
         (for TF with the targets' transforms, or tf2_ros's broadcaster) is
         :meth:`base_transform`, built only where it is needed.
+
+        Parameters
+        ----------
+        snap : Snapshot
+        markers : bool
+            Whether to serialize the markers too.
 
         Returns
         -------
@@ -270,7 +295,17 @@ class StateMessages:
         )
 
     def base_transform(self, snap: Snapshot) -> TransformStamped:
-        """The base's transform message of ``snap`` (the same object at every call)."""
+        """The base's transform message of ``snap`` (the same object at every call).
+
+        Parameters
+        ----------
+        snap : Snapshot
+
+        Returns
+        -------
+        TransformStamped
+            World to base link, stamped with the snapshot's time.
+        """
         pose = (*snap.base_position.tolist(), *snap.base_orientation.tolist())
         return self._base_transform(to_stamp(snap.time_ns), pose)
 

@@ -25,6 +25,11 @@ class StatePairing(Generic[Item]):
 
     Items are whatever the node keeps per message (e.g. ``(positions, velocities,
     received)``); each is added with its header stamp [ns].
+
+    Parameters
+    ----------
+    depth : int
+        Messages kept per stream (>= 1).
     """
 
     def __init__(self, depth: int = PAIRING_DEPTH) -> None:
@@ -34,11 +39,25 @@ class StatePairing(Generic[Item]):
         self._base: deque[tuple[int, Item]] = deque(maxlen=depth)
 
     def add_joints(self, stamp_ns: int, item: Item) -> None:
-        """A ``joint_states`` message stamped ``stamp_ns``."""
+        """A ``joint_states`` message stamped ``stamp_ns``.
+
+        Parameters
+        ----------
+        stamp_ns : int
+            Header stamp [ns].
+        item : Item
+        """
         self._joints.append((int(stamp_ns), item))
 
     def add_base(self, stamp_ns: int, item: Item) -> None:
-        """A ``base_odom`` message stamped ``stamp_ns``."""
+        """A ``base_odom`` message stamped ``stamp_ns``.
+
+        Parameters
+        ----------
+        stamp_ns : int
+            Header stamp [ns].
+        item : Item
+        """
         self._base.append((int(stamp_ns), item))
 
     def clear_joints(self) -> None:
@@ -56,14 +75,28 @@ class StatePairing(Generic[Item]):
 
     def latest(self) -> tuple[Item | None, Item | None]:
         """``(joints, base)``: the newest pair with one stamp, else the newest of each (None
-        for a stream with no message)."""
+        for a stream with no message).
+
+        Returns
+        -------
+        joints : Item or None
+        base : Item or None
+        """
         joints, base, _ = self.latest_stamped()
         return joints, base
 
     def latest_stamped(self) -> tuple[Item | None, Item | None, int | None]:
         """:meth:`latest` and the stamp [ns] of the state it gives: the pair's stamp, else
         the newest joint message's (the arm's motion dominates what is computed from it), None
-        without joint messages."""
+        without joint messages.
+
+        Returns
+        -------
+        joints : Item or None
+        base : Item or None
+        stamp : int or None
+            [ns]
+        """
         base = {stamp: item for stamp, item in self._base}
         for stamp, item in reversed(self._joints):
             if stamp in base:

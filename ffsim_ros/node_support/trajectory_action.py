@@ -153,7 +153,16 @@ class TrajectoryRequest:
         return self.goal_handle is not None and self.goal_handle.is_cancel_requested
 
     def finish(self, status: str, code: int, message: str) -> None:
-        """Set the outcome (the first one wins) and release the waiting execute callback."""
+        """Set the outcome (the first one wins) and release the waiting execute callback.
+
+        Parameters
+        ----------
+        status : str
+            ``'succeeded'`` or ``'aborted'``.
+        code : int
+            ``FollowJointTrajectory.Result`` error code.
+        message : str
+        """
         if self.outcome is None:
             if self.correction is not None:
                 message = f'{message}; {self.correction.summary()}'
@@ -161,11 +170,25 @@ class TrajectoryRequest:
         self.done.set()
 
     def abort(self, message: str) -> None:
-        """Aborted with INVALID_GOAL (preemption, reset, shutdown)."""
+        """Aborted with INVALID_GOAL (preemption, reset, shutdown).
+
+        Parameters
+        ----------
+        message : str
+        """
         self.finish('aborted', _Result.INVALID_GOAL, message)
 
     def publish_feedback(self, update: Update, stamp: Time, joint_names: Sequence[str]) -> None:
-        """FollowJointTrajectory feedback of one control update (action goals only)."""
+        """FollowJointTrajectory feedback of one control update (action goals only).
+
+        Parameters
+        ----------
+        update : Update
+            The follower's update (desired, actual and error: positions [rad | m], velocities
+            [rad/s | m/s], accelerations [rad/s^2 | m/s^2]).
+        stamp : Time
+        joint_names : sequence of str
+        """
         if self.goal_handle is None:
             return
         feedback = FollowJointTrajectory.Feedback(joint_names=list(joint_names))
@@ -313,6 +336,17 @@ class TrajectoryInterfaces:
         The time and the state are taken first, then the message is checked and converted:
         the trajectory starts from the state measured when it arrived, however long the
         checks take.
+
+        Parameters
+        ----------
+        msg : JointTrajectory
+        goal : FollowJointTrajectory.Goal, optional
+            For an action goal (its tolerances).
+        goal_handle : ServerGoalHandle, optional
+
+        Returns
+        -------
+        TrajectoryRequest
 
         Raises
         ------

@@ -102,12 +102,34 @@ class WireTemplate:
         self._buffer = bytearray(payload)
 
     def pack(self, name: str, *values: float) -> None:
-        """Write the block ``name``'s values (``sec, nanosec`` for a time)."""
+        """Write the block ``name``'s values (``sec, nanosec`` for a time).
+
+        Parameters
+        ----------
+        name : str
+            The block's name.
+        *values : float or int
+            Its fields in order.
+        """
         self._formats[name].pack_into(self._buffer, self._offsets[name], *values)
 
     def pack_arrays(self, name: str, *arrays: np.ndarray) -> None:
         """Write the float64 block ``name`` from arrays whose lengths add up to its own (the
-        arrays one after the other)."""
+        arrays one after the other).
+
+        Parameters
+        ----------
+        name : str
+            A float64 block.
+        *arrays : (k_i,) ndarray
+            Concatenated, ``sum k_i`` the block's length; units those of the message field.
+
+        Raises
+        ------
+        ------
+        ValueError
+            Lengths that do not add up to the block's.
+        """
         data = b''.join(np.ascontiguousarray(a, dtype='<f8').tobytes() for a in arrays)
         size = self._formats[name].size
         if len(data) != size:
@@ -119,5 +141,10 @@ class WireTemplate:
         self._buffer[at : at + size] = data
 
     def payload(self) -> bytes:
-        """The serialized message as it stands (what ``Publisher.publish`` sends raw)."""
+        """The serialized message as it stands (what ``Publisher.publish`` sends raw).
+
+        Returns
+        -------
+        bytes
+        """
         return bytes(self._buffer)

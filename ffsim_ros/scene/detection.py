@@ -74,7 +74,13 @@ class System:
     def world(self) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`~.geometry.PlacedShapes.world` at the present ``q``: ``Rb`` (k, 3, 3) body
         orientations and ``p`` (k, 3) shape frame origins [m], world frame (computed once per
-        ``q`` array)."""
+        ``q`` array).
+
+        Returns
+        -------
+        Rb : (k, 3, 3) ndarray
+        p : (k, 3) ndarray
+        """
         if self._at is not self.q:
             self._world = self.placed.world(self.q)
             self._at = self.q

@@ -81,11 +81,21 @@ class Sphere:
         ----------
         mass : float
             [kg].
+
+        Returns
+        -------
+        (3, 3) ndarray
+            [kg m^2]
         """
         return 0.4 * mass * self.radius**2 * np.eye(3)
 
     def coal(self) -> coal.CollisionGeometry:
-        """The coal geometry."""
+        """The coal geometry.
+
+        Returns
+        -------
+        coal.Sphere
+        """
         return coal.Sphere(self.radius)
 
 
@@ -115,12 +125,22 @@ class Box:
         ----------
         mass : float
             [kg].
+
+        Returns
+        -------
+        (3, 3) ndarray
+            [kg m^2]
         """
         a, b, c = self.size
         return mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
 
     def coal(self) -> coal.CollisionGeometry:
-        """The coal geometry (``coal.Box`` of the edge lengths [m])."""
+        """The coal geometry (``coal.Box`` of the edge lengths [m]).
+
+        Returns
+        -------
+        coal.Box
+        """
         return coal.Box(*self.size)
 
 
@@ -149,13 +169,23 @@ class Cylinder:
         ----------
         mass : float
             [kg].
+
+        Returns
+        -------
+        (3, 3) ndarray
+            [kg m^2]
         """
         r, h = self.radius, self.length
         t = mass * (3 * r * r + h * h) / 12.0
         return np.diag([t, t, 0.5 * mass * r * r])
 
     def coal(self) -> coal.CollisionGeometry:
-        """The coal geometry (``coal.Cylinder`` of the radius and length [m], along z)."""
+        """The coal geometry (``coal.Cylinder`` of the radius and length [m], along z).
+
+        Returns
+        -------
+        coal.Cylinder
+        """
         return coal.Cylinder(self.radius, self.length)
 
 
@@ -185,6 +215,11 @@ class Capsule:
         ----------
         mass : float
             [kg].
+
+        Returns
+        -------
+        (3, 3) ndarray
+            [kg m^2]
         """
         r, h = self.radius, self.length
         vc, vs = np.pi * r * r * h, 4.0 / 3.0 * np.pi * r**3
@@ -197,7 +232,12 @@ class Capsule:
 
     def coal(self) -> coal.CollisionGeometry:
         """The coal geometry (``coal.Capsule`` of the radius and segment length [m], along
-        z)."""
+        z).
+
+        Returns
+        -------
+        coal.Capsule
+        """
         return coal.Capsule(self.radius, self.length)
 
 

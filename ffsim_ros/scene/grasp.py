@@ -77,8 +77,11 @@ def frame_state(
     Parameters
     ----------
     model : Model
-    q : (nq,) configuration;  v : (nv,) velocity (``model``'s conventions: base CoM, base
-        quaternion (x, y, z, w), joints; velocities world frame) [m, rad | m; m/s, rad/s].
+    q : (nq,) ndarray
+        Configuration ``[r0, Q0, phi]``: base CoM, quaternion (x, y, z, w), joints
+        [m, -, rad | m].
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the world frame [m/s, rad/s, rad/s | m/s].
     link : str
         Link of ``model`` the frame is fixed in.
     rotation : (3, 3) orientation of the frame in the link frame (frame -> link) [-].
@@ -86,8 +89,14 @@ def frame_state(
 
     Returns
     -------
-    p : (3,) origin, world [m];  R : (3, 3) orientation (frame -> world);  v : (3,) velocity
-    of the origin, world [m/s];  w : (3,) angular velocity of ``link``'s body, world [rad/s].
+    p : (3,) ndarray
+        Origin, world [m].
+    R : (3, 3) ndarray
+        Orientation (frame -> world).
+    v : (3,) ndarray
+        Velocity of the origin, world [m/s].
+    w : (3,) ndarray
+        Angular velocity of ``link``'s body, world [rad/s].
     """
     o, Rl = D.link_pose(model, q, link)
     p = o + Rl @ translation
@@ -205,7 +214,7 @@ def capture_impulse(
     ----------
     robot : Model
         The robot (floating base, as in the scene).
-    q_r : (robot.nq,) ;  v_r : (robot.nv,)
+    q_r, v_r : (robot.nq,), (robot.nv,) ndarray
         The robot's state before the capture (the dynamics' conventions: ``q = [r0, Q0, phi]``
         with the base CoM ``r0`` and quaternion ``Q0`` (x, y, z, w), ``v = [V0, w0, phidot]``
         in the world frame) [m, -, rad | m; m/s, rad/s, rad/s | m/s].
@@ -213,7 +222,7 @@ def capture_impulse(
         Link of ``robot`` holding the gripper (on a moving body).
     target : Model
         The target (floating base).
-    q_t : (target.nq,) ;  v_t : (target.nv,)
+    q_t, v_t : (target.nq,), (target.nv,) ndarray
         The target's state before the capture, same conventions.
     handle_link : str
         Link of ``target`` carrying the handle.
@@ -304,15 +313,15 @@ def merge_state(
     ----------
     robot : Model
         The robot (not used: the layout is that of ``q_r``, ``v_r``).
-    q_r : (robot.nq,) ;  v_r : (robot.nv,)
+    q_r, v_r : (robot.nq,), (robot.nv,) ndarray
         The robot's state (base CoM, quaternion (x, y, z, w), joints; world-frame velocities).
-    q_t : (target.nq,) ;  v_t : (target.nv,)
+    q_t, v_t : (target.nq,), (target.nv,) ndarray
         The target's state (floating base): its base parts ``q_t[:7]`` (root-body CoM [m],
         quaternion (x, y, z, w)) and ``v_t[:6]`` ([m/s, rad/s], world) are dropped.
 
     Returns
     -------
-    q : (robot.nq + target.nq - 7,) ;  v : (robot.nv + target.nv - 6,)
+    q, v : (robot.nq + target.nq - 7,), (robot.nv + target.nv - 6,) ndarray
         ``[q_r, q_t[7:]]`` and ``[v_r, v_t[6:]]``, the layout of :func:`welded_model`.
     """
     return np.r_[q_r, q_t[7:]], np.r_[v_r, v_t[6:]]
@@ -337,14 +346,14 @@ def split_state(
         The two models welded (floating-base target).
     prefix : str
         The prefix of the target's names in ``welded``.
-    q : (welded.nq,) ;  v : (welded.nv,)
+    q, v : (welded.nq,), (welded.nv,) ndarray
         The welded state (:func:`merge_state`'s layout: the robot's ``[r0, Q0, phi]`` [m, -,
         rad | m] and ``[V0, w0, phidot]`` in the world frame [m/s, rad/s, rad/s | m/s], then
         the target's joints).
 
     Returns
     -------
-    q_r : (robot.nq,) ;  v_r : (robot.nv,) ;  q_t : (target.nq,) ;  v_t : (target.nv,)
+    q_r, v_r, q_t, v_t : (robot.nq,), (robot.nv,), (target.nq,), (target.nv,) ndarray
         The target's base part rebuilt: root-body CoM [m] and quaternion (x, y, z, w), CoM
         velocity [m/s] and angular velocity [rad/s], world frame.
     """
@@ -376,10 +385,15 @@ def weld_wrench(
     welded, robot : Model
         :func:`welded_model` and the robot alone (floating base: the wrench is read off its
         base rows).
-    q : (welded.nq,) ;  v : (welded.nv,)
+    q, v : (welded.nq,), (welded.nv,) ndarray
         The welded state (:func:`merge_state`'s layout, world-frame velocities).
     tau : (robot.n,) the robot's joint efforts [N m | N] (the target's joints unactuated).
     point : (3,) the weld point, world [m]; ``n`` is the moment about it.
+
+    Returns
+    -------
+    (6,) ndarray
+        ``[f; n]``, world frame [N, N m].
     """
     tau_w = np.zeros(welded.n)
     tau_w[: robot.n] = tau

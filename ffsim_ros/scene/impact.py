@@ -212,6 +212,11 @@ def inverse_inertia(
     angular : bool
         False: (3, 3), the velocity change of the point per unit impulse there [1/kg];
         True: (6, 6) with the rows of :func:`contact_jacobian` (impulse and angular impulse).
+
+    Returns
+    -------
+    (3, 3) or (6, 6) ndarray
+        World frame [1/kg]; the (6, 6) blocks ``[[1/kg, 1/(kg m)], [1/(kg m), 1/(kg m^2)]]``.
     """
     J = (contact_jacobian if angular else point_jacobian)(model, q, link, point)
     H = D.mass_matrix(model, q)
@@ -330,6 +335,11 @@ class CompliantLaw:
             Penetration depth [m].
         u : (3,) relative velocity ``a`` minus ``b`` at the contact, world [m/s].
         n : (3,) unit normal from ``b`` into ``a``, world [-].
+
+        Returns
+        -------
+        (3,) ndarray
+            World frame [N].
 
         Raises
         ------

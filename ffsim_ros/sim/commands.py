@@ -367,7 +367,12 @@ class ExternalWrenches:
         return np.concatenate((R @ self.base[:3], R @ self.base[3:]))
 
     def describe(self) -> str:
-        """The wrenches acting, for a fault message ('' when none acts)."""
+        """The wrenches acting, for a fault message ('' when none acts).
+
+        Returns
+        -------
+        str
+        """
         parts = []
         if self.base is not None and np.any(self.base):
             force, torque = np.linalg.norm(self.base[:3]), np.linalg.norm(self.base[3:])
@@ -382,7 +387,14 @@ class ExternalWrenches:
 
     def step_arguments(self) -> dict[str, object]:
         """Keyword arguments of :func:`ffsim_ros.dynamics.step` for these wrenches (none for
-        an all-zero wrench, so that the momentum-preserving step still applies)."""
+        an all-zero wrench, so that the momentum-preserving step still applies).
+
+        Returns
+        -------
+        dict
+            ``base_wrench`` (world frame) or ``base_wrench_body`` (base frame), (6,) ``[f; n]``
+        [N, N m], and ``link_wrenches``, each only when non-zero.
+        """
         out: dict[str, object] = {}
         if self.base is not None and np.any(self.base):
             key = 'base_wrench_body' if self.base_frame == 'base' else 'base_wrench'

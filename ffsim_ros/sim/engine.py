@@ -183,8 +183,8 @@ class Engine:
     ----------
     model : Model
         A floating-base model (gravity, joint dynamics: as configured in the model).
-    q0 : (nq,) initial configuration;  v0 : (nv,) initial velocity (the state of
-        :meth:`reset`). The base quaternion is normalized.
+    q0 : (nq,) initial configuration [m, -, rad | m], world frame (base quaternion normalized).
+    v0 : (nv,) initial velocity [m/s, rad/s, rad/s | m/s], world frame (state of :meth:`reset`).
     dt_ns : int
         Physics step [ns] (> 0).
     integrator : str

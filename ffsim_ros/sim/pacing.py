@@ -102,7 +102,12 @@ class RateMeter:
         self.wall, self.step, self.next = time.monotonic(), step, 0.0
 
     def due(self) -> bool:
-        """Whether a reading is due (the first one at once)."""
+        """Whether a reading is due (the first one at once).
+
+        Returns
+        -------
+        bool
+        """
         return time.monotonic() >= self.next
 
     def read(self, step: int, dt: float) -> tuple[float, float]:

@@ -165,11 +165,24 @@ class TargetWorld:
             )
 
     def robot_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The robot's ``(q, v)`` in the scene."""
+        """The robot's ``(q, v)`` in the scene.
+
+        Returns
+        -------
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m], base parts in the world frame.
+        v : (nv,) ndarray
+            Velocity [m/s, rad/s, rad/s | m/s], base parts in the world frame.
+        """
         return self.scene.robot_state
 
     def snapshot(self) -> SceneSnapshot:
-        """The scene now (its events are kept for :meth:`take_events`)."""
+        """The scene now (its events are kept for :meth:`take_events`).
+
+        Returns
+        -------
+        SceneSnapshot
+        """
         snap = self.scene.snapshot()
         for event in snap.events:
             self._events.append((int(round(event.time * 1e9)) + self._offset_ns, event))
@@ -200,7 +213,12 @@ class TargetWorld:
         return WorldTotals(h, com, float(snap.kinetic_energy), float(m))
 
     def take_events(self) -> list[tuple[int, Event]]:
-        """The events since the last call, each with its simulated time [ns]."""
+        """The events since the last call, each with its simulated time [ns].
+
+        Returns
+        -------
+        list of (int, Event)
+        """
         out, self._events = self._events, []
         return out
 
@@ -338,11 +356,21 @@ class TargetWorld:
         self.scene.set_target_state(name, **state)
 
     def grasp(self) -> CaptureEvent:
-        """:meth:`~ffsim_ros.scene.Scene.grasp` (the nearest handle in its envelope)."""
+        """:meth:`~ffsim_ros.scene.Scene.grasp` (the nearest handle in its envelope).
+
+        Returns
+        -------
+        CaptureEvent
+        """
         return self.scene.grasp()
 
     def release(self) -> ReleaseEvent:
-        """:meth:`~ffsim_ros.scene.Scene.release`."""
+        """:meth:`~ffsim_ros.scene.Scene.release`.
+
+        Returns
+        -------
+        ReleaseEvent
+        """
         return self.scene.release()
 
     @property

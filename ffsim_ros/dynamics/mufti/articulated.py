@@ -125,9 +125,13 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
-            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
-        gen : (nv,) generalized force ``[F_b; tau]``, ``F_b`` at the base CoM, inertial frame
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
+        gen : (nv,) ndarray
+            Generalized force ``[F_b; tau]``, ``F_b`` at the base CoM, inertial frame
             [N, N m | N m | N].
         fext : (nb, 6) or (0, 6) ndarray
             Body wrenches ``[f; n_O]``, moment about the inertial origin O, inertial frame
@@ -137,7 +141,8 @@ class LoopKernel:
 
         Returns
         -------
-        (nv,) ndarray [m/s^2, rad/s^2 | per joint].
+        (nv,) ndarray
+            Accelerations [m/s^2, rad/s^2, rad/s^2 | m/s^2].
         """
         a = np.empty(self.model.nv)
         rank = self._call(
@@ -231,19 +236,30 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) checked initial configuration [m, -, rad | m];  v : (nv,) velocity
-            ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
-        gen : (nv,) generalized force ``[F_b; tau]``, held, ``F_b`` at the base CoM, inertial
-            frame [N, N m | N m | N].
-        dt : float [s];  k : int steps;  gains : ``(alpha, beta)`` Baumgarte gains in the
-            stages [1/s, 1/s^2].
-        settings : ``(project, conserve, tol, max_iter)``: project onto the manifold after
-            each step, correct the momentum to its gravity-only value, the projection's
-            tolerance [m, rad] and iteration limit.
+        q : (nq,) ndarray
+            Checked initial configuration [m, -, rad | m].
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
+        gen : (nv,) ndarray
+            Generalized force ``[F_b; tau]``, held, ``F_b`` at the base CoM, inertial frame
+            [N, N m | N m | N].
+        dt : float
+            Step [s].
+        k : int
+            Number of steps.
+        gains : (float, float)
+            ``(alpha, beta)`` Baumgarte gains in the stages [1/s, 1/s^2].
+        settings : (bool, bool, float, int)
+            ``(project, conserve, tol, max_iter)``: project onto the manifold after each
+            step, correct the momentum to its gravity-only value, the projection's tolerance
+            [m, rad] and iteration limit.
 
         Returns
         -------
-        Q : (k + 1, nq) ;  V : (k + 1, nv) the trajectory, row 0 the initial state.
+        Q : (k + 1, nq) ndarray
+        V : (k + 1, nv) ndarray
+            The trajectory, row 0 the initial state.
 
         Raises
         ------
@@ -321,14 +337,21 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
-            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
 
         Returns
         -------
-        err : float, ``max |xi|`` at ``q`` [m, rad];  dq : (nv,) the position step
-        ``-M^-1 C^T (C M^-1 C^T)^+ xi``;  dv : (nv,) the velocity change
-        ``-M^-1 C^T (C M^-1 C^T)^+ C v`` (independent loop rows).
+        err : float
+            ``max |xi|`` at ``q`` [m, rad].
+        dq : (nv,) ndarray
+            The position step ``-M^-1 C^T (C M^-1 C^T)^+ xi`` [m, rad, rad | m].
+        dv : (nv,) ndarray
+            The velocity change ``-M^-1 C^T (C M^-1 C^T)^+ C v`` (independent loop rows)
+            [m/s, rad/s, rad/s | m/s].
         """
         nv = self.model.nv
         dq, dv = np.empty(nv), np.empty(nv)
@@ -360,19 +383,32 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) checked configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0,
-            phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
-        tau : (n,) joint efforts [N m | N].
-        alpha, beta : Baumgarte gains [1/s, 1/s^2] (zero: the plain ``xi'' = 0``).
-        base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial frame [N, N m].
-        link_wrenches : dict, optional ``{link: (6,) [f; n]}`` at the link frames' origins,
-            inertial frame [N, N m].
+        q : (nq,) ndarray
+            Checked configuration [m, -, rad | m].
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
+        tau : (n,) ndarray
+            Joint efforts [N m | N].
+        alpha, beta : float
+            Baumgarte gains [1/s, 1/s^2] (zero: the plain ``xi'' = 0``).
+        base_wrench : (6,) ndarray, optional
+            ``[F; T]`` at the base CoM, inertial frame [N, N m].
+        link_wrenches : dict, optional
+            ``{link: (6,) [f; n]}`` at the link frames' origins, inertial frame [N, N m].
 
         Returns
         -------
-        a : (nv,) accelerations;  lam : (n_rows,) multipliers per cut-hinge row;
-        acc : (nb, 6) body spatial accelerations at O minus ``[g; 0]``;  rank : int, the
-        number of independent loop rows;  fext : (nb, 6) or (0, 6) the link wrenches at O.
+        a : (nv,) ndarray
+            Accelerations [m/s^2, rad/s^2, rad/s^2 | m/s^2].
+        lam : (n_rows,) ndarray
+            Multipliers per cut-hinge row [N | N m].
+        acc : (nb, 6) ndarray
+            Body spatial accelerations at O minus ``[g; 0]``, inertial frame [m/s^2, rad/s^2].
+        rank : int
+            The number of independent loop rows.
+        fext : (nb, 6) or (0, 6) ndarray
+            The link wrenches ``[f; n_O]`` at O, inertial frame [N, N m].
         """
         model = self.model
         gen = generalized_force(model, tau, base_wrench)
@@ -420,8 +456,11 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
-            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
         h_target : (6,) ndarray or None
             Momentum ``[P; L]`` to restore, ``L`` about the inertial origin, inertial frame
             [kg m/s, kg m^2/s] (:func:`~..algorithms.momentum`); None: the momentum is left.
@@ -429,10 +468,14 @@ class LoopKernel:
             Largest loop error ``max |xi|`` accepted [m, rad].
         max_iter : int
             Gauss-Newton iteration limit (RuntimeError beyond it).
+        start : (nq,) ndarray, optional
+            The configuration the step started from.
 
         Returns
         -------
-        q : (nq,) ;  v : (nv,) the projected state (same conventions).
+        q : (nq,) ndarray
+        v : (nv,) ndarray
+            The projected state (same conventions).
         """
         model = self.model
         last: list = []  # the closed iterate and its velocity correction
@@ -475,12 +518,16 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) configuration [m, -, rad | m];  bd : Bodies at the state.
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+        bd : Bodies
+            At the state.
         rows : Rows
             The maximal cut-hinge rows (:meth:`~.closed.ClosedChain.loop_rows`).
         ob : (n_loops, 3) ndarray
             Hinge points ``o_b`` on body b, inertial frame [m] (same method).
-        tau : (n,) joint efforts [N m | N].
+        tau : (n,) ndarray
+            Joint efforts [N m | N].
         lam : (n_rows,) ndarray
             Multipliers per cut-hinge row from :meth:`solve`, rows along the axes of hinge
             frame a [N for translational rows, N m for rotational ones].
@@ -493,9 +540,14 @@ class LoopKernel:
 
         Returns
         -------
-        X : (nb, 6) ``[r''_i; w'_i]``;  multipliers, loop_wrenches : dicts by cut hinge;
-        hinge_forces, constraint_torques : (n, 3) (a backward sum of each subtree's
-        Newton-Euler residual, minus the actuation).
+        X : (nb, 6) ndarray
+            ``[r''_i; w'_i]`` body CoM and angular accelerations, inertial frame
+            [m/s^2, rad/s^2].
+        multipliers, loop_wrenches : dict
+            By cut hinge.
+        hinge_forces, constraint_torques : (n, 3) ndarray
+            A backward sum of each subtree's Newton-Euler residual, minus the actuation
+            [N, N m].
         """
         model = self.model
         nb = model.arrays.parent.shape[0]
@@ -541,8 +593,11 @@ class LoopKernel:
 
         Parameters
         ----------
-        q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``,
-            base parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+        v : (nv,) ndarray
+            Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+            [m/s, rad/s, rad/s | m/s].
         acc : (nb, 6) ndarray
             Body spatial accelerations at O minus ``[g; 0]`` (as :meth:`solve` returns them),
             inertial frame [m/s^2, rad/s^2].

@@ -55,6 +55,25 @@ def assemble_positions(
     """A configuration near ``q`` (nq,) with ``max |xi| <= tol``, moving the coordinates
     ``free`` (nv,) bool only (module docstring).
 
+    Parameters
+    ----------
+    model : Model
+    loop_errors : LoopErrors
+        ``q -> (xi, jacobian)`` (:data:`LoopErrors`).
+    q : (nq,) ndarray
+        Start configuration [m, -, rad | m], base parts in the inertial frame.
+    free : (nv,) bool ndarray
+        The coordinates that may move.
+    tol : float
+        On ``max |xi|`` [m, rad].
+    max_iter : int
+    names : str
+        The loops, for messages.
+
+    Returns
+    -------
+    (nq,) ndarray
+
     Raises
     ------
     ValueError
@@ -118,8 +137,12 @@ def damped_step(jacobian: np.ndarray, xi: np.ndarray, damping: float) -> np.ndar
 
     Parameters
     ----------
-    jacobian : (rows, k) ``d xi / dq`` in the free coordinates;  xi : (rows,) loop errors;
-    damping : float >= 0, ``lambda``.
+    jacobian : (rows, k) ndarray
+        ``d xi / dq`` in the free coordinates.
+    xi : (rows,) ndarray
+        Loop errors [m, rad].
+    damping : float
+        ``lambda`` >= 0.
 
     Returns
     -------
@@ -138,11 +161,13 @@ def angle_coordinates(model: Model, free: np.ndarray) -> tuple[np.ndarray, np.nd
 
     Parameters
     ----------
-    model : Model;  free : (nv,) bool, the coordinates the assembly may move.
+    model : Model
+    free : (nv,) bool ndarray
+        The coordinates the assembly may move.
 
     Returns
     -------
-    iq, idof : (m,) int arrays.
+    iq, idof : (m,) int ndarray
     """
     iq, idof = [], []
     base = model.nv - model.n
@@ -160,7 +185,14 @@ def nearest_turns(
     q: np.ndarray, asked: np.ndarray, lower: np.ndarray, upper: np.ndarray
 ) -> np.ndarray:
     """Angles ``q`` moved by whole turns to the equivalent nearest ``asked`` among those within
-    ``[lower, upper]``, or nearest ``asked`` when none is (all arrays (m,), [rad]).
+    ``[lower, upper]``, or nearest ``asked`` when none is.
+
+    Parameters
+    ----------
+    q, asked : (m,) ndarray
+        Joint angles and the values asked [rad].
+    lower, upper : (m,) ndarray
+        Position limits [rad] (+-inf without).
 
     Returns
     -------

@@ -121,10 +121,15 @@ class BallTree:
 
     Attributes
     ----------
-    n : int;  total_mass : float ``m`` [kg].
-    C : (n, n - 1) incidence matrix [M eq. 1];  T2 : (n - 1, n) last rows of ``T = S^-1``
-    [M eqs. 22-25];  l : (n, n - 1, 3) ``l_ij`` in body frame ``i`` (zero when hinge ``j`` is not
-    on body ``i``) [m].
+    n : int
+    total_mass : float
+        ``m`` [kg].
+    C : (n, n - 1) ndarray
+        Incidence matrix [M eq. 1].
+    T2 : (n - 1, n) ndarray
+        Last rows of ``T = S^-1`` [M eqs. 22-25].
+    l : (n, n - 1, 3) ndarray
+        ``l_ij`` in body frame ``i`` (zero when hinge ``j`` is not on body ``i``) [m].
     """
 
     parent: np.ndarray
@@ -202,7 +207,13 @@ class BallTree:
         return self.T2 @ self.mu
 
     def subtree_mass(self) -> np.ndarray:
-        """(n,) mass of each body with all its descendants [kg]."""
+        """(n,) mass of each body with all its descendants [kg].
+
+        Returns
+        -------
+        (n,) ndarray
+            [kg]
+        """
         out = self.mass.copy()
         for i in range(self.n - 1, 0, -1):
             out[self.parent[i]] += out[i]
@@ -513,8 +524,9 @@ def system_inertia(tree: BallTree, R: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    tree : BallTree;  R : (n, 3, 3) body orientations ``R_i`` (body frame to inertial frame)
-        [-].
+    tree : BallTree
+    R : (n, 3, 3) ndarray
+        Body orientations ``R_i`` (body frame to inertial frame) [-].
 
     Returns
     -------
@@ -619,7 +631,9 @@ def com_positions(tree: BallTree, R: np.ndarray, r_root: np.ndarray) -> np.ndarr
 
     Parameters
     ----------
-    tree : BallTree;  R : (n, 3, 3) body orientations, body frame to inertial frame [-].
+    tree : BallTree
+    R : (n, 3, 3) ndarray
+        Body orientations, body frame to inertial frame [-].
     r_root : (3,) root CoM, inertial frame [m].
 
     Returns
@@ -718,8 +732,10 @@ def barycentric_dynamics(
     ----------
     model : Model
         Floating base, spherical and revolute joints (:func:`model_ball_tree`).
-    q : (nq,) configuration [m, -, rad] (quaternions [-] at spherical joints);  v : (nv,)
-        velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s].
+    q : (nq,) ndarray
+        Configuration [m, -, rad] (quaternions [-] at spherical joints).
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame [m/s, rad/s, rad/s].
     tau : (n,) joint efforts [N m].
     base_wrench : (6,) optional ``[F; T]`` at the base CoM, inertial frame [N, N m].
     link_wrenches : dict, optional ``{link: (6,) [f; n]}`` at the link frames' origins,

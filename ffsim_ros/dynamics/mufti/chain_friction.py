@@ -87,7 +87,17 @@ class SplitFriction:
 
     def mobility(self, q: np.ndarray) -> np.ndarray:
         """``W S`` (nv, k) at ``q`` for the DoFs with friction (:attr:`cols`): ``H^-1 S``
-        projected onto the loop rows in the kinetic-energy metric (module docstring)."""
+        projected onto the loop rows in the kinetic-energy metric (module docstring).
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+
+        Returns
+        -------
+        (nv, k) ndarray
+        """
         key = q.tobytes()
         if self._at is not None and self._at[0] == key:
             return self._at[1]
@@ -102,7 +112,19 @@ class SplitFriction:
     def stiff(self, q: np.ndarray, dt: float) -> bool:
         """Whether some joint's friction is too stiff for ``dt`` at ``q``
         (:func:`.stiff_friction.stiff_dofs` on the mobility with the loops; False at once
-        without joint dynamics or friction)."""
+        without joint dynamics or friction).
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m].
+        dt : float
+            Step [s].
+
+        Returns
+        -------
+        bool
+        """
         if self.cols.size == 0:
             return False
         return bool(stiff_dofs(self.mobility(q)[self.cols], self.cols, self.slopes, dt).size)
@@ -149,9 +171,28 @@ class SplitFriction:
         the state had before the displacement are restored (a base velocity change and a
         translation: the loop rows have no base columns).
 
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Configuration [m, -, rad | m], base parts in the inertial frame.
+        v : (nv,) ndarray
+            Velocity [m/s, rad/s, rad/s | m/s], base parts in the inertial frame.
+        dt : float
+            Step [s].
+        k : int
+            Number of steps.
+        tau : (n,) ndarray
+            Joint efforts [N m | N].
+        stabilize, project, conserve_momentum : bool
+            As the chain's ``step``.
+        **wrenches
+            ``base_wrench`` (6,) / ``link_wrenches`` as the chain's ``step`` [N, N m].
+
         Returns
         -------
-        Q : (k + 1, nq) ;  V : (k + 1, nv) the trajectory, row 0 the initial state.
+        Q : (k + 1, nq) ndarray
+        V : (k + 1, nv) ndarray
+            The trajectory, row 0 the initial state.
         """
         Q = np.empty((k + 1, q.size))
         V = np.empty((k + 1, v.size))

@@ -221,6 +221,10 @@ class ClosedChain:
         only (the midpoint's price, second order off the manifold), so Baumgarte's error
         dynamics hold at any spin of the chain.
 
+        Parameters
+        ----------
+        bd : Bodies at the state.
+
         Returns
         -------
         rows : Rows (``n_loop_rows``);  xi : (n_loop_rows,) position/attitude errors along the
@@ -289,6 +293,12 @@ class ClosedChain:
         through the closure of the loop): an RK4 stage ~1e-7 m off the manifold then passes a
         relative 1e-9 test as independent and the multipliers explode.
         (The rank threshold: :mod:`.loop_rank`.)
+
+        Parameters
+        ----------
+        bd : Bodies at the state.
+        rows : Rows, the cut-hinge rows (:meth:`loop_rows`).
+        closure : float [m, rad].
         """
         nb = self.model.arrays.parent.shape[0]
         Bv = body_velocity_jacobian(self.model, bd)
@@ -312,6 +322,10 @@ class ClosedChain:
 
     def constraint_error(self, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Position and velocity errors of the cut hinges.
+
+        Parameters
+        ----------
+        q, v : (nq,), (nv,) tree coordinates [m, -, rad | m], [m/s, rad/s, rad/s | m/s].
 
         Returns
         -------
@@ -343,9 +357,10 @@ class ClosedChain:
 
         Parameters
         ----------
-        q : (nq,) ;  v : (nv,) tree coordinates;  tau : (n,) joint efforts [N m | N].
-        base_wrench : (6,) optional ``[F; T]`` at the base CoM (floating base), inertial.
-        link_wrenches : dict, optional ``{link: [f; n]}`` at link origins, inertial.
+        q, v : (nq,), (nv,) tree coordinates [m, -, rad | m], [m/s, rad/s, rad/s | m/s].
+        tau : (n,) joint efforts [N m | N].
+        base_wrench : (6,) optional ``[F; T]`` at the base CoM (floating base), inertial [N, N m].
+        link_wrenches : dict, optional ``{link: (6,) [f; n]}`` at link origins, inertial [N, N m].
         stabilize : bool
             Apply the Baumgarte terms (``alpha``, ``beta``); False gives the plain index-1
             system ``xi'' = 0``.
@@ -480,6 +495,11 @@ class ClosedChain:
         """``dynamics(...).a`` (arguments as :meth:`dynamics`); with ``'aba'`` the compiled
         solver alone, without the other fields of the solution.
 
+        Parameters
+        ----------
+        q, v, tau, base_wrench, link_wrenches, stabilize, method
+            As :meth:`dynamics`.
+
         Returns
         -------
         (nv,) ndarray
@@ -549,16 +569,18 @@ class ClosedChain:
 
         Parameters
         ----------
-        q : (nq,) initial guess;  v : (nv,) optional velocity to project (default zero).
+        q : (nq,) initial guess [m, -, rad | m].
+        v : (nv,) optional velocity to project (default zero) [m/s, rad/s, rad/s | m/s].
         locked : joint names whose coordinates are kept (e.g. the driving crank).
         move_base : bool
             Allow the floating base pose to move (default: keep it).
         tol : float
             Convergence threshold on ``max |xi|`` [m, rad].
+        max_iter : int, Gauss-Newton iteration limit.
 
         Returns
         -------
-        q : (nq,) ;  v : (nv,) consistent with the cut hinges.
+        q, v : (nq,), (nv,) ndarray, consistent with the cut hinges.
 
         Raises
         ------
@@ -624,20 +646,21 @@ class ClosedChain:
 
         Parameters
         ----------
-        q : (nq,) ;  v : (nv,) a state near the manifold (e.g. after an integration step).
+        q, v : (nq,), (nv,) a state near the manifold (e.g. after an integration step).
         momentum : (6,) optional
             Floating base: the momentum ``[P; L_O]`` about the inertial origin the state must
             have (what it had before the step plus the external impulses); default: the
             momentum of ``(q, v)`` itself.
         tol : float
             Convergence threshold on ``max |xi|`` [m, rad].
+        max_iter : int, Gauss-Newton iteration limit.
         start : (nq,) optional
             The configuration of the step to ``q``'s start: where Gauss-Newton takes most of
             the step back or does not converge, the nearest closed one (:mod:`.closing`).
 
         Returns
         -------
-        q : (nq,) ;  v : (nv,)
+        q, v : (nq,), (nv,) ndarray
 
         Raises
         ------
@@ -701,6 +724,10 @@ class ClosedChain:
 
         Parameters
         ----------
+        q, v : (nq,), (nv,) tree coordinates [m, -, rad | m], [m/s, rad/s, rad/s | m/s].
+        tau : (n,) joint efforts [N m | N], held.
+        dt : float, step [s].
+        base_wrench, link_wrenches : as :meth:`dynamics`, held.
         stabilize : bool
             Baumgarte's terms on the cut-hinge rows ([M Remark 4], gains ``alpha``, ``beta``)
             inside the step. Off by default: they act on RK4's stage states, which sit slightly
@@ -725,7 +752,7 @@ class ClosedChain:
 
         Returns
         -------
-        q_next : (nq,) ;  v_next : (nv,)
+        q_next, v_next : (nq,), (nv,) ndarray
         """
         model = self.model
         dt = positive_step(dt)
@@ -819,6 +846,7 @@ class ClosedChain:
 
         Parameters
         ----------
+        q0, v0 : (nq,), (nv,) initial state on the manifold (units as :meth:`step`).
         tau : (n,) constant efforts or ``tau(t, q, v) -> (n,)``, held over each step.
         t_final, dt : float
             Duration and step [s]: ``k = round(t_final / dt)`` whole steps are taken (the run

@@ -52,17 +52,26 @@ def close_loops(
 
     Parameters
     ----------
-    closing_rows : the loop rows (:data:`ClosingRows`).
+    model : Model
+    closing_rows : ClosingRows
+        The loop rows (:data:`ClosingRows`).
+    q : (nq,) ndarray
+        Start configuration [m, -, rad | m], base parts in the inertial frame.
     tol : float
         Convergence threshold on ``max |xi|`` [m, rad].
+    max_iter : int
     rtol : float
         Rank threshold of :func:`.loop_rank.metric_correction`.
     hyperplane : ``(n, q_ref)``, optional
-        Also hold ``n . difference(q_ref, q) = 0`` (n (nv,) a covector).
+        Also hold ``n . difference(q_ref, q) = 0`` (n (nv,) a covector, ``q_ref`` (nq,)).
 
     Returns
     -------
-    q : (nq,) the last iterate;  err : float, its ``max |xi|``;  converged : bool.
+    q : (nq,) ndarray
+        The last iterate.
+    err : float
+        Its ``max |xi|`` [m, rad].
+    converged : bool
     """
     err = np.inf
     for it in range(max_iter + 1):
@@ -87,7 +96,20 @@ def close_loops(
 
 def collapsed(model: Model, q_start: np.ndarray, q_end: np.ndarray, q_closed: np.ndarray) -> bool:
     """Whether closing the loops took the configuration back from ``q_end`` by more than
-    :data:`COLLAPSE_RATIO` of the step from ``q_start`` (kinetic-energy metric at ``q_end``)."""
+    :data:`COLLAPSE_RATIO` of the step from ``q_start`` (kinetic-energy metric at ``q_end``).
+
+    Parameters
+    ----------
+    model : Model
+    q_start, q_end : (nq,) ndarray
+        The step's start and end [m, -, rad | m].
+    q_closed : (nq,) ndarray
+        ``q_end`` after closing the loops.
+
+    Returns
+    -------
+    bool
+    """
     H = mass_matrix(model, q_end)
     d = difference(model, q_start, q_end)
     p = difference(model, q_end, q_closed)
@@ -126,7 +148,21 @@ def nearest_closure(
     """The closed configuration nearest ``q_end`` near a loop singularity (module
     docstring), or None when it is not found in ``max_iter`` iterations of each pass or the
     step did not move. The hyperplanes hold the loop coordinates alone (the metric of
-    :func:`_loop_metric`): the others, free, would let a hyperplane be met by moving them."""
+    :func:`_loop_metric`): the others, free, would let a hyperplane be met by moving them.
+
+    Parameters
+    ----------
+    model : Model
+    closing_rows : ClosingRows
+    q_start, q_end : (nq,) ndarray
+        The step's start and end [m, -, rad | m].
+    tol, max_iter, rtol
+        As :func:`close_loops`.
+
+    Returns
+    -------
+    (nq,) ndarray or None
+    """
     H = _loop_metric(model, closing_rows, q_end)
     d = difference(model, q_start, q_end)
     if not float(d @ H @ d) > 0.0:
@@ -162,7 +198,26 @@ def close_after_step(
     """The closed configuration for ``q`` (nq,): ``gauss_newton(q) -> (q, max |xi|,
     converged)``, and with ``start`` (the configuration the step to ``q`` started from) the
     nearest closed configuration where that took most of the step back or did not converge
-    (module docstring). ``settings``: ``(tol, max_iter, rtol)`` as :func:`close_loops`.
+    (module docstring).
+
+    Parameters
+    ----------
+    model : Model
+    gauss_newton : callable
+        ``q -> (q, max |xi|, converged)``, e.g. :func:`close_loops` bound to its settings.
+    closing_rows : ClosingRows
+    q : (nq,) ndarray
+        The configuration after the step [m, -, rad | m].
+    start : (nq,) ndarray or None
+        The configuration the step started from.
+    settings : (float, int, float)
+        ``(tol, max_iter, rtol)`` as :func:`close_loops`.
+    names : str
+        The loops, for the message.
+
+    Returns
+    -------
+    (nq,) ndarray
 
     Raises
     ------

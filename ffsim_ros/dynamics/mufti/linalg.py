@@ -58,13 +58,24 @@ class Triplets(NamedTuple):
     shape: tuple[int, int]
 
     def dense(self) -> np.ndarray:
-        """The matrix as a dense ndarray (duplicates summed)."""
+        """The matrix as a dense ndarray (duplicates summed).
+
+        Returns
+        -------
+        ndarray
+            Of :attr:`shape`.
+        """
         out = np.zeros(self.shape)
         np.add.at(out, (self.row, self.col), self.val)
         return out
 
     def csr(self) -> sp.csr_matrix:
-        """The matrix as ``scipy.sparse.csr_matrix``."""
+        """The matrix as ``scipy.sparse.csr_matrix``.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+        """
         return sp.csr_matrix((self.val, (self.row, self.col)), shape=self.shape)
 
 

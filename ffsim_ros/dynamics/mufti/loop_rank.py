@@ -39,7 +39,9 @@ def hinge_scale(model: Model, bd: Bodies, ia: int, ib: int, mid: np.ndarray, row
 
     Parameters
     ----------
-    model : Model;  bd : :class:`~.tree.Bodies` at the state (its motion subspaces ``S``).
+    model : Model
+    bd : Bodies
+        :class:`~.tree.Bodies` at the state (its motion subspaces ``S``).
     ia, ib : int
         Body indices of the hinge's two sides.
     mid : (3,) ndarray
@@ -150,7 +152,23 @@ def metric_correction(H: np.ndarray, G: np.ndarray, r: np.ndarray, rtol: float) 
     above ``rtol`` times the largest singular value of ``G L^-T``: the pseudo-inverse of
     ``G H^-1 G^T`` would decide on their squares, and drop at its ``1e-10`` the rows of
     singular value ratio below 1e-5 that close a loop near a singular configuration (no
-    convergence there)."""
+    convergence there).
+
+    Parameters
+    ----------
+    H : (nv, nv) ndarray
+        Symmetric positive definite metric (the mass matrix [kg, kg m, kg m^2]).
+    G : (K, nv) ndarray
+        Loop rows.
+    r : (K,) ndarray
+        Errors to remove, in the units of ``G x``.
+    rtol : float
+        Relative singular value threshold.
+
+    Returns
+    -------
+    (nv,) ndarray
+    """
     L = np.linalg.cholesky(H)
     Gw = np.linalg.solve(L, G.T).T  # G L^-T
     return -np.linalg.solve(L.T, np.linalg.pinv(Gw, rcond=rtol) @ r)

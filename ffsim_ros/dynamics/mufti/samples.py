@@ -363,7 +363,12 @@ def platform_urdf_plus() -> str:
     ball cut hinges as ``<loop type="spherical">`` elements (``b_tip``, ``c_tip``: the frames
     of :func:`platform_chain`), read back by
     :func:`~.urdf_loops.loop_closures_from_urdf`. The sample robot ``floating_platform``
-    (``urdf/floating_platform.urdf``) is this text."""
+    (``urdf/floating_platform.urdf``) is this text.
+
+    Returns
+    -------
+    str
+    """
     import xml.etree.ElementTree as ET
 
     root = ET.fromstring(platform_urdf())

@@ -674,8 +674,8 @@ def maximal_dynamics(
     Parameters
     ----------
     model : Model
-    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
-        parts in the inertial frame [m/s, rad/s, rad/s | m/s] (conventions of :mod:`..model`).
+    q : (nq,) configuration [m, -, rad | m] (conventions of :mod:`..model`).
+    v : (nv,) velocity ``[V0, w0, phidot]``, base parts inertial frame [m/s, rad/s, rad/s | m/s].
     tau : (n,) joint efforts [N m | N] (joint friction is added when the model enables it).
     base_wrench : (6,) array_like, optional
         ``[F; T]`` at the base CoM, inertial frame [N, N m]; floating-base models only.
@@ -743,12 +743,13 @@ def joint_reactions(
 
     Parameters
     ----------
-    model : Model;  method : as :func:`maximal_dynamics`.
-    q : (nq,) configuration [m, -, rad | m];  v : (nv,) velocity ``[V0, w0, phidot]``, base
-        parts in the inertial frame [m/s, rad/s, rad/s | m/s].
+    model : Model
+    q : (nq,) configuration [m, -, rad | m].
+    v : (nv,) velocity ``[V0, w0, phidot]``, base parts inertial frame [m/s, rad/s, rad/s | m/s].
     tau : (n,) joint efforts [N m | N].
     base_wrench : (6,) optional, ``[F; T]`` at the base CoM, inertial frame [N, N m].
     link_wrenches : dict, optional, ``{link: (6,) [f; n]}`` at link origins, inertial [N, N m].
+    method : as :func:`maximal_dynamics`.
 
     Returns
     -------
