@@ -174,13 +174,8 @@ WATCHDOG_PERIOD = 0.5
 
 
 class ReactionlessControllerNode(Node):
-    """The ``ffsim_reactionless_controller`` node (see the module docstring).
-
-    Parameters
-    ----------
-    **kwargs
-        Passed to ``rclpy.node.Node`` (e.g. ``parameter_overrides``, ``context``).
-    """
+    """The ``ffsim_reactionless_controller`` node (module docstring); ``**kwargs`` go to
+    ``rclpy.node.Node`` (e.g. ``parameter_overrides``, ``context``)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('ffsim_reactionless_controller', **kwargs)
@@ -464,12 +459,8 @@ class ReactionlessControllerNode(Node):
         """Hand a trajectory to the control loop (any thread): it starts at the next update,
         preempting the one followed (and one handed over but not started yet). With a
         capture the capture owns the arm: the trajectory is aborted at once (it waited for
-        ever: the control loop never takes trajectories then).
-
-        Parameters
-        ----------
-        request : TrajectoryRequest
-        """
+        ever: the control loop never takes trajectories then). ``request``: a
+        :class:`TrajectoryRequest`."""
         if self.capture is not None:
             request.abort(
                 'capture.scenario is set: the capture owns the arm, trajectories are not followed'

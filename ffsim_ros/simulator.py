@@ -268,6 +268,7 @@ class Simulator(Node):
             (self.pub_clock, self.pub_joints, self.pub_odom, self.pub_momentum, self.pub_markers),
             self._tf,
             self.scene_interfaces.last_state,
+            readers=self._reader_ids,
         )
         PARAMETERS.watch(self, self._on_parameters)
         limits = self.engine.limits
@@ -361,6 +362,12 @@ class Simulator(Node):
         self.stop()
         self.simulation_interfaces.destroy()
         super().destroy_node()
+
+    def _reader_ids(self, topic: str) -> frozenset:
+        """The endpoint ids of the subscriptions on ``topic`` (late joiners; physics thread)."""
+        return frozenset(
+            bytes(info.endpoint_gid) for info in self.get_subscriptions_info_by_topic(topic)
+        )
 
     def _raise_fatal(self) -> None:
         # once more: a multi-threaded executor raises a callback's error when it hands out the

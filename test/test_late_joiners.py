@@ -88,6 +88,39 @@ def test_the_last_published_bytes_go_to_a_gain_once_the_counts_settle() -> None:
     assert [len(pub.sent) for pub in p.pubs.values()] == [1, 3, 0, 1, 0]
 
 
+def test_a_subscriber_replacing_another_between_two_polls_is_served_by_its_reader_id() -> None:
+    """A subscription destroyed and another created on the same topic between two polls (an
+    RViz display re-subscribing with new QoS while paused) leaves the count as it was: counts
+    alone never served the newcomer. With the graph's reader ids it is served, once the ids
+    have stood still for a poll; the one that left changes nothing."""
+    ids = {'joint_states': frozenset({b'a'})}
+    p = Poller()
+    p.joiners = LateJoiners(
+        p.messages,
+        tuple(p.pubs.values()),
+        p.tf,
+        lambda: ({}, []),
+        readers=lambda topic: ids.get(topic, frozenset()),
+    )
+    wire = p.publish()
+    p.pubs['joint_states'].count = 1
+    p.joiners.rebase(p.snap)  # (reader 'a' had the state: published while it was there)
+    assert p.poll() == [] and p.poll() == []
+    ids['joint_states'] = frozenset({b'b'})  # 'a' left, 'b' joined: the count stays 1
+    assert p.poll() == []  # (the ids changed: served once they settle)
+    assert p.poll() == ['joint_states'] and p.pubs['joint_states'].sent == [wire[1]]
+    assert p.poll() == [] and p.poll() == []  # once
+    ids['joint_states'] = frozenset()  # 'b' leaves
+    p.pubs['joint_states'].count = 0
+    assert p.poll() == [] and p.poll() == []
+    # counts alone (no graph): the same replacement goes unserved, as before
+    p = Poller()
+    p.publish()
+    p.pubs['joint_states'].count = 1
+    p.joiners.rebase(p.snap)
+    assert p.poll() == [] and p.poll() == [] and p.poll() == []
+
+
 def test_with_targets_or_tf2_ros_tf_is_the_message_of_all_transforms() -> None:
     target_tf = TransformStamped(child_frame_id='target/client')
     target_odom, odom_pub = Odometry(child_frame_id='target/client'), Publisher('odom')

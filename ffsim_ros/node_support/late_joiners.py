@@ -31,7 +31,10 @@ A publisher that has matched a new subscription does not mean the subscription h
 the publisher yet (each side discovers the other on its own, and a volatile reader drops what
 was sent before it matched): a gain is served at the first poll at which the counts have not
 changed since the previous one, one to two poll periods after the match; the topics of one
-joining node, which match within milliseconds of one another, are served together.
+joining node, which match within milliseconds of one another, are served together. A
+subscriber that replaces another between two polls (an RViz display re-subscribing with new
+QoS) leaves the count as it was: with ``readers`` given (the node's graph: the subscriptions'
+endpoint ids on a topic) a new id is a newcomer too, served once the ids have settled as well.
 
 What is republished is what was published last, so never a non-finite state: a fault keeps
 the last finite state, which is what was published (``Engine``).
@@ -51,6 +54,9 @@ from .state_messages import StateMessages
 
 #: Wall seconds between two looks at the subscription counts while the physics is idle.
 POLL_PERIOD = 0.2
+
+#: The endpoint ids of the subscriptions on a topic (by its resolved name), from the graph.
+Readers = Callable[[str], frozenset]
 
 #: The scene's part of the last published instant: ``({publisher: message}, transforms)``,
 #: the messages of the targets' odometry, ``scene_markers`` and ``grasp_wrench`` by their
@@ -78,6 +84,9 @@ class LateJoiners:
         (:data:`SceneState`; :meth:`~.scene_services.SceneInterfaces.last_state`).
     period : float
         :data:`POLL_PERIOD`.
+    readers : callable, optional
+        ``readers(topic)``: the endpoint ids of the subscriptions on ``topic``
+        (:data:`Readers`); None: counts alone (a replaced subscriber is not seen).
     """
 
     def __init__(
@@ -87,6 +96,7 @@ class LateJoiners:
         tf: Any,
         scene: SceneState,
         period: float = POLL_PERIOD,
+        readers: Readers | None = None,
     ) -> None:
         self._messages = messages
         self._publishers = tuple(publishers)
@@ -97,6 +107,9 @@ class LateJoiners:
         self._next = float('-inf')
         self._counts: dict[Any, int] = {}  # publisher -> subscriptions at the last poll
         self._served: dict[Any, int] = {}  # publisher -> subscriptions that had the state
+        self._readers = readers
+        self._ids: dict[Any, frozenset] = {}  # publisher -> reader ids at the last poll
+        self._served_ids: dict[Any, frozenset] = {}  # publisher -> reader ids served
         self._held: tuple[Snapshot, dict[Any, Any]] | None = None  # (instant, its messages)
 
     def held(self, snap: Snapshot) -> dict[Any, Any]:
@@ -140,8 +153,11 @@ class LateJoiners:
         """
         if snap is None:
             return
-        self._counts = {p: p.get_subscription_count() for p in self.held(snap)}
+        held = self.held(snap)
+        self._counts = {p: p.get_subscription_count() for p in held}
         self._served = dict(self._counts)
+        self._ids = self._reader_ids(held)
+        self._served_ids = dict(self._ids)
 
     def poll(self, now: float, snap: Snapshot | None) -> list[str]:
         """At most once per :attr:`period`: republish ``snap``'s messages (the last published
@@ -165,11 +181,24 @@ class LateJoiners:
         self._next = now + self.period
         held = self.held(snap)
         counts = {p: p.get_subscription_count() for p in held}
-        settled, self._counts = counts == self._counts, counts
+        ids = self._reader_ids(held)
+        settled = counts == self._counts and ids == self._ids
+        self._counts, self._ids = counts, ids
         if not settled:
             return []
-        joined = [p for p in held if counts[p] > self._served.get(p, 0)]
-        self._served = counts
+        joined = [
+            p
+            for p in held
+            if counts[p] > self._served.get(p, 0)
+            or (counts[p] and ids.get(p, frozenset()) - self._served_ids.get(p, frozenset()))
+        ]
+        self._served, self._served_ids = counts, ids
         for publisher in joined:
             publisher.publish(held[publisher])
         return [p.topic_name for p in joined]
+
+    def _reader_ids(self, publishers: Any) -> dict[Any, frozenset]:
+        """The reader ids on each publisher's topic ({} without ``readers``)."""
+        if self._readers is None:
+            return {}
+        return {p: self._readers(p.topic_name) for p in publishers}

@@ -577,10 +577,6 @@ class SceneInterfaces:
         the grasp wrench while a target was held; not ``scene_events`` (an event log,
         :mod:`.late_joiners`).
 
-        Parameters
-        ----------
-        snap : Snapshot
-
         Returns
         -------
         tuple
