@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from solver_guard import bound_solvers
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.resources import sample_robot
-from ffsim_ros.sim import Engine, EngineFault, JointLimits
+from ffsim_ros.scene import Scene, Sphere, rigid_target
+from ffsim_ros.sim import Engine, EngineFault, JointLimits, TargetWorld
 
 MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
 RATED = np.asarray(MODEL.effort_limit, dtype=float)
@@ -146,3 +148,64 @@ def test_a_step_turning_the_base_a_full_turn_faults(dt_ns: int) -> None:
     assert not snap.faulted
     half = 0.45 * np.pi  # half the angle turned, 0.9 pi
     assert np.allclose(snap.q[3:7], [0.0, 0.0, np.sin(half), np.cos(half)], atol=1e-14)
+
+
+@pytest.mark.parametrize('method', D.SCIPY_METHODS)
+@pytest.mark.parametrize('velocity_limits', [True, False])
+def test_a_solver_giving_up_on_a_step_faults_it(
+    method: str, velocity_limits: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine on a solve_ivp integrator, joints set at 1e12 rad/s: the physics thread
+    never came back from the first step (the solver's steps of 1e-15 s). The solver's bounded
+    failure is the fault of that step, the state before it kept."""
+    bound_solvers(monkeypatch)
+    q, v = start()
+    v[6:] = 1e12
+    sim = Engine(MODEL, q, v, dt_ns=1_000_000, integrator=method, velocity_limits=velocity_limits)
+    snap = sim.advance(5)
+    assert snap.faulted and snap.step == 0
+    assert np.array_equal(snap.q, q) and np.array_equal(snap.v, v)
+    assert snap.fault.startswith(
+        f'the step from t = 0.000000 s failed (step: solve_ivp({method}) stopped after the 1010 '
+        'steps it may take within a step of 0.001 s'
+    ), snap.fault
+    assert snap.fault.endswith('or too fast a motion for it?)'), snap.fault
+
+
+@pytest.mark.parametrize('count', [1, 5])
+def test_a_runaway_step_with_targets_in_the_scene_faults_it(count: int) -> None:
+    """With a target in the scene (100 m away: no contact) the scene steps the robot: rated
+    effort, no speed limits, 10 Hz. The second step returned the wrist at 5.6e10 rad/s,
+    finite, kept and published (the scene's steps were not checked for a runaway; the third
+    failed). The energy of robot and target it gained is the fault on that step (a batch:
+    again one step at a time), the state after the first step kept, the scene rolled back to
+    it: exactly the dynamics' step, the target drifted one step."""
+    q0, v0 = start()
+    scene = Scene(MODEL, gripper=None, dt=0.1, q=q0, v=v0)
+    far = rigid_target('far', mass=25.0, shape=Sphere(0.12), position=(100.0, 0.0, 0.0))
+    sim = Engine(
+        MODEL,
+        q0,
+        v0,
+        dt_ns=100_000_000,
+        command_timeout_ns=10**15,
+        velocity_limits=False,
+        world=TargetWorld(scene, [far]),
+    )
+    sim.command_efforts(RATED)
+    q1, v1 = D.step(MODEL, q0, v0, RATED, 0.1, conserve_momentum=True)
+    q2, v2 = D.step(MODEL, q1, v1, RATED, 0.1, conserve_momentum=True)
+    assert np.all(np.isfinite(v2)) and np.abs(v2).max() > 1e9  # the premise: finite, wild
+    snap = sim.advance(count)
+    if count == 1:
+        assert not snap.faulted
+        snap = sim.advance(1)
+    assert snap.faulted and snap.step == 1, snap.fault
+    assert np.array_equal(snap.q, q1) and np.array_equal(snap.v, v1)
+    assert np.array_equal(snap.world.targets['far'].com, [100.0, 0.0, 0.0])  # (at rest)
+    assert scene.step_count == 1
+    assert snap.fault.startswith(
+        'runaway step from t = 0.100000 s: the energy of robot and targets grew by '
+    ), snap.fault
+    assert snap.fault.endswith('(a higher physics_rate_hz); the state before it is kept')
+    assert sim.advance(3).step == 1  # stopped until reset

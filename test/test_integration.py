@@ -9,8 +9,11 @@ pushed by a body-fixed force (``P(t) = P0 + int_0^t exp(s [w]x) ds R0 f``).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+from solver_guard import bound_solvers
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.builder import ModelBuilder, random_configuration, random_model
@@ -458,31 +461,10 @@ def test_non_finite_base_wrench_is_named_by_euler() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-class _Endless(Exception):
-    """solve_ivp still evaluating the dynamics after far more calls than a step takes."""
-
-
 @pytest.fixture
 def bounded_solver(monkeypatch: pytest.MonkeyPatch) -> None:
-    """solve_ivp, its right-hand side refused after 20000 evaluations (a step of 1 ms takes a
-    few dozen): a solver that would never return fails the test instead of hanging it."""
-    from ffsim_ros.dynamics import integration
-
-    real = integration.solve_ivp
-
-    def bounded(fun, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        calls = 0
-
-        def counted(t: float, y: np.ndarray) -> np.ndarray:
-            nonlocal calls
-            calls += 1
-            if calls > 20_000:
-                raise _Endless(f'{calls} evaluations of the right-hand side')
-            return fun(t, y)
-
-        return real(counted, *args, **kwargs)
-
-    monkeypatch.setattr(integration, 'solve_ivp', bounded)
+    """A solver that would never return fails the test instead of hanging it."""
+    bound_solvers(monkeypatch)
 
 
 def _servicer_fixed() -> D.Model:
@@ -525,3 +507,74 @@ def test_solver_methods_stop_on_a_right_hand_side_that_overflows() -> None:
             outcomes[method] = f'{type(e).__name__}: {str(e)[:41]}'
     expected = 'StepOverflow: step: the dynamics failed within the step'
     assert outcomes == dict.fromkeys(D.SCIPY_METHODS, expected)
+
+
+def _servicer(floating_base: bool) -> D.Model:
+    return D.load_urdf(sample_robot('ffsim_servicer_7dof'), floating_base=floating_base)
+
+
+#: The message of a solver stopped at its steps' bound within a step of 1 ms, up to the rates
+#: at the start (the time and the step reached: figures of the solver's own, checked below).
+_STOPPED = (
+    r'^step: solve_ivp\((?P<method>\w+)\) stopped after the 1010 steps it may take within a '
+    r'step of 0\.001 s \(1000 \+ one per 0\.0001 s, at most 11000\) with (?P<calls>\d+) '
+    r'evaluations of the dynamics, at t = (?P<t>\S+) s of the 0\.001 s step \(its last step '
+    r'(?P<h>\S+) s long; there (?P<there>.+); at the start (?P<start>.+)\): too large a step '
+    r'\(dt = 0\.001 s\) or too fast a motion for it\?$'
+)
+
+
+@pytest.mark.usefixtures('bounded_solver')
+@pytest.mark.parametrize(
+    ('floating_base', 'rate', 'effort'),
+    [(False, 1e12, 0.0), (True, 1e12, 0.0), (False, 0.0, 1e15), (True, 0.0, 1e15)],
+)
+def test_solver_methods_stop_on_a_motion_far_too_fast_for_the_step(
+    floating_base: bool, rate: float, effort: float
+) -> None:
+    """Finite, enormous rates (joint rates of 1e12 rad/s, or efforts of 1e15 N m from rest)
+    on the servicer, fixed or floating: every solve_ivp method but DOP853 under the efforts
+    (a non-finite stage) did not return within 30 s (steps of 1e-16 to 1e-10 s, ~1e9 of them
+    within the 1 ms step) or took 1 to 22 s to fail. Each now stops after its 1010 steps
+    (1000 + one per 0.1 ms of the step): a StepFailure naming the method, its evaluations,
+    the time and the step size it reached, the rates there and at the start."""
+    model = _servicer(floating_base)
+    q = D.neutral(model)
+    q[-7:] = 0.2
+    v = np.zeros(model.nv)
+    v[-7:] = rate
+    tau = np.full(7, effort)
+    start = ('the base turning at 0 rad/s and moving at 0 m/s, ' if floating_base else '') + (
+        f'joint rates up to {rate:.3g} rad/s or m/s'
+    )
+    for method in D.SCIPY_METHODS:
+        with pytest.raises(D.StepFailure) as failed:
+            D.step(model, q, v, tau, 1e-3, method=method)
+        text = str(failed.value)
+        if method == 'DOP853' and effort:  # (its first stages already beyond float64)
+            assert text.startswith('step: the dynamics failed within the step from a finite '), (
+                text
+            )
+            continue
+        found = re.match(_STOPPED, text)
+        assert found is not None, text
+        assert found['method'] == method and found['start'] == start
+        assert int(found['calls']) >= 1010  # (one evaluation or more per step)
+        assert 0.0 < float(found['h']) < float(found['t']) < 1e-6  # stuck near the start
+        assert 'joint rates up to ' in found['there']
+
+
+@pytest.mark.usefixtures('bounded_solver')
+def test_the_solver_steps_allowed_grow_with_the_step() -> None:
+    """1000 steps plus one per 0.1 ms of dt, at most 11 000 (a step of 1 s): 1100 within a step
+    of 10 ms (a sound step takes at most 27 at 1 ms, 537 at 0.1 s, 3711 at 1 s on the sample
+    robots); with several steps, each step's own; a step of 1e6 s at 1e3 rad/s, whose
+    allowance would have been 1e10 steps, did not come back."""
+    model = _servicer(False)
+    q, v = np.full(7, 0.2), np.full(7, 1e12)
+    with pytest.raises(D.StepFailure, match=r'^step: solve_ivp\(LSODA\) stopped after the 1100 '):
+        D.step(model, q, v, np.zeros(7), 0.01, method='LSODA')
+    with pytest.raises(D.StepFailure, match=r'^step: solve_ivp\(BDF\) stopped after the 1010 '):
+        D.step(model, q, v, np.zeros(7), 1e-3, method='BDF', steps=3)
+    with pytest.raises(D.StepFailure, match=r'^step: solve_ivp\(LSODA\) stopped after the 11000 '):
+        D.step(model, q, np.full(7, 1e3), np.zeros(7), 1e6, method='LSODA')

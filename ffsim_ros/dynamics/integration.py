@@ -14,7 +14,6 @@ import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from .algorithms import body_wrenches
 from .inputs import (
@@ -60,6 +59,7 @@ from .kernels.entry import (
 from .kernels.lie_group import RK4_NODES, RK4_WEIGHTS
 from .lie import quat_conjugate, quat_log, quat_multiply, quat_to_matrix, quat_unit
 from .model import Model
+from .solver_step import SolverFailure, rates_text, solve_ivp_step
 from .stiff_friction import (
     DISPLACEMENT_SHARE,
     explicit_part,
@@ -276,7 +276,9 @@ def step(
         ``'rk4'`` (classical RK4 in the local chart, 4 dynamics calls), ``'euler'``
         (semi-implicit Euler, 1 call), or a ``scipy.integrate.solve_ivp`` method
         (``'RK45'``, ``'DOP853'``, ``'Radau'``, ``'BDF'``, ``'LSODA'``; variable step inside
-        ``[0, dt]`` with tolerances ``rtol``/``atol``).
+        ``[0, dt]`` with tolerances ``rtol``/``atol``, in at most
+        :data:`.solver_step.SOLVER_STEPS` + one per :data:`.solver_step.SOLVER_STEP_FLOOR` of
+        ``dt`` internal steps, :data:`.solver_step.SOLVER_MAX_STEPS` at most).
     base_wrench : (6,) optional
         ``[F; T]`` at the base CoM, inertial frame [N, N m], constant in the inertial frame.
     base_wrench_body : (6,) optional
@@ -319,7 +321,10 @@ def step(
         too fast a motion, said so: :class:`StepFailure`, naming the step that failed among
         ``steps``); a step that would turn the base or a ball joint by pi rad or more at the
         rates at its start (:class:`StepFailure`, :func:`check_step_rotation`; with
-        ``steps`` > 1 only the first step's rates are checked).
+        ``steps`` > 1 only the first step's rates are checked); a ``solve_ivp`` method failing
+        or taking more internal steps than allowed within a step (:class:`StepFailure` naming
+        the method, its evaluations of the dynamics, the time, step size and rates it
+        reached).
 
     Notes
     -----
@@ -423,7 +428,7 @@ def step(
                 v = v + dt * acceleration(q, v)
                 q = e_integrate(*pk, q, v, dt)
             else:
-                q, v = _solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
+                q, v = solve_ivp_step(model, q, v, dt, acceleration, method, rtol, atol)
             if target is not None:
                 q, v = e_correct_momentum(*pk, q, v, target)
         return q, v
@@ -482,9 +487,11 @@ def step(
         raise failure(e) from e
     except RuntimeError as e:  # solve_ivp failed: an input's overflow when there is one
         error = step_error(model, None, *given, gen, dt, steps, wrench_body=body)
-        if type(error) is StepFailure:  # (solve_ivp's own words then; an overflow is named)
-            raise
-        raise error from e
+        if type(error) is not StepFailure:
+            raise error from e
+        if isinstance(e, SolverFailure):  # (solve_ivp's own words; an overflow is named)
+            raise StepFailure(str(e)) from e
+        raise
     if not compiled and not (is_finite(q) and is_finite(v)):
         raise failure(None)
     return back_from_the_base(q, origin), v
@@ -543,7 +550,7 @@ def _last_stage(
     qs, vs = reached[-1]
     if not (is_finite(qs) and is_finite(vs)):
         return ' at a stage of the step whose state is not finite'
-    text = f' at a stage of the step with {_rates(model, vs)}'
+    text = f' at a stage of the step with {rates_text(model, vs)}'
     if model.floating_base:
         moved = math.hypot(*(qs[:3] - q[:3]).tolist())
         text += f', the base {moved:.3g} m from where the step began'
@@ -685,12 +692,14 @@ def step_error(
         return state_error(model, error or start, q=q, v=v, **parts)
     within = 'the step' if steps == 1 else f'the {steps} steps'
     why = 'a non-finite result' if error is None else str(error) or 'division by zero'
-    where, rates, stage = '', f'{_rates(model, v)} at the start', ''
+    where, rates, stage = '', f'{rates_text(model, v)} at the start', ''
     if failing is not None:
         stage = failing[2]
     if failing is not None and steps > 1:  # (the rates at its start, then at the first's)
         where = f'in step {failing[0]}: '
-        rates = f'{_rates(model, failing[1])} at its start ({_rates(model, v)} at the first)'
+        rates = (
+            f'{rates_text(model, failing[1])} at its start ({rates_text(model, v)} at the first)'
+        )
     text = (
         f'step: the dynamics failed within {within} from a finite state ({where}{why}{stage}; '
         f'{rates}): too large a step (dt = {dt:g} s) or too fast a motion for it?'
@@ -705,19 +714,6 @@ def step_error(
         text += f' Overflow: the inputs drive rates up to {reach:.3g} within {within} ({sizes})'
         return StepOverflow(text)
     return StepFailure(text)
-
-
-def _rates(model: Model, v: np.ndarray) -> str:
-    """The rates of the velocity ``v`` (nv,) for a message: the base's angular rate and speed
-    (of its CoM), the fastest joint's."""
-    parts = []
-    if model.floating_base:
-        turn, move = math.hypot(*v[3:6].tolist()), math.hypot(*v[:3].tolist())
-        parts.append(f'the base turning at {turn:.3g} rad/s and moving at {move:.3g} m/s')
-    if model.n:
-        rate = float(np.max(np.abs(v[model.nv - model.n :])))
-        parts.append(f'joint rates up to {rate:.3g} rad/s or m/s')
-    return ', '.join(parts)
 
 
 def momentum_after(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> np.ndarray:
@@ -785,37 +781,6 @@ def _with_body_wrench(
     out[:3] += R @ body[:3]
     out[3:6] += R @ body[3:]
     return out
-
-
-def _solve_ivp_step(
-    model: Model,
-    q: np.ndarray,
-    v: np.ndarray,
-    dt: float,
-    acceleration: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    method: str,
-    rtol: float,
-    atol: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """One step of a ``solve_ivp`` method in the local chart at ``q``."""
-    nv = model.nv
-    packed = model.packed
-
-    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
-        theta, vel = y[:nv], y[nv:]
-        qt = e_integrate(*packed, q, theta, 1.0)
-        out = np.concatenate((e_chart_rate(*packed, theta, vel), acceleration(qt, vel)))
-        if not is_finite(out):  # (solve_ivp would shrink its step for ever)
-            raise ValueError('non-finite result (the dynamics within the step)')
-        return out
-
-    sol = solve_ivp(
-        rhs, (0.0, dt), np.concatenate((np.zeros(nv), v)), method=method, rtol=rtol, atol=atol
-    )
-    if not sol.success:
-        raise RuntimeError(f'step: solve_ivp({method}) failed: {sol.message}')
-    y = sol.y[:, -1]
-    return e_integrate(*packed, q, y[:nv], 1.0), y[nv:].copy()
 
 
 def rk4_step(

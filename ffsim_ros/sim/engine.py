@@ -84,7 +84,7 @@ from .commands import (
 from .limits import JointLimits
 from .runaway import runaway_fault
 from .watchdog import Health, Watchdog
-from .world import TargetWorld, WorldStepError
+from .world import TargetWorld, WorldRunaway, WorldStepError
 
 T = TypeVar('T')
 
@@ -720,8 +720,8 @@ class Engine:
         world, limits, dt = self._world, self._limits, self.dt
         if not limits.active or (count > 1 and self._quiet_ahead(command, count)):
             q = self._q
-            try:
-                q1, v1, undo = world.advance(command, count)
+            try:  # (a runaway: again one step at a time, the step that ran away)
+                q1, v1, undo = world.advance(command, count, runaway=self._watchdog)
             except WorldStepError:
                 q1 = None
             if q1 is not None and (not limits.active or limits.quiet(command, q1, v1)):
@@ -736,11 +736,10 @@ class Engine:
             stops = limits.stop_efforts(q, v, dt)
             applied = tau if stops is None else tau + stops
             try:
-                q1, v1, _ = world.advance(applied, 1)
+                q1, v1, _ = world.advance(applied, 1, runaway=self._watchdog, at=at)
             except WorldStepError as exc:
-                self._fault = (
-                    f'non-finite state in the step from t = {at:.6f} s: {exc}{self._under()}'
-                )
+                why = f'non-finite state in the step from t = {at:.6f} s: {exc}{self._under()}'
+                self._fault = str(exc) if isinstance(exc, WorldRunaway) else why
                 return work
             work += float(applied @ self._joint_motion(q, q1))
             self._commit(q1, v1, applied, 1)

@@ -18,6 +18,13 @@ work is not tracked):
   taken one at a time near the limits where some joint has no drive whose speed is checked (a
   state summary, 5.5 us a step on the servicer; where every joint has one, a runaway shows in
   their speeds: every one of the probe's did).
+
+With targets (:mod:`.world`) the scene's steps are checked by the energy of robot and targets
+together (:func:`energy_fault`: the work of the robot's efforts and of gravity on the total
+mass; the rigid contact law's impulses only take energy away), on every batch and on the steps
+taken one at a time: a finite runaway state (the servicer's wrist at 5.6e10 rad/s after the
+second step at 10 Hz) was kept and published there. Not the speeds (no drive brakes there),
+nor under the compliant contact law (its springs' energy is not tracked).
 """
 
 from __future__ import annotations
@@ -89,18 +96,65 @@ def runaway_fault(
             why = f'a state whose kinetic energy is not finite ({exc})'
         else:
             pair = (start.kinetic_energy, end.kinetic_energy)
-            gain = watchdog.runaway(pair, (start.com, end.com), work)
-            if not gain:
-                return ''
-            fastest = ''
-            if v1.size > 6:
-                j = int(np.argmax(np.abs(v1[6:])))
-                name, unit = _dof(model, j)
-                fastest = f'; {name} at {v1[6 + j]:.3g} {unit}'
-            why = (
-                f'the energy grew by {gain:.3g} J beyond the {work:.3g} J of work done '
-                f'(kinetic energy {pair[0]:.3g} J at the start{fastest})'
-            )
+            return energy_fault(watchdog, pair, (start.com, end.com), work, v1, dt, at)
+    return _fault(why, dt, at)
+
+
+def energy_fault(
+    watchdog: Watchdog,
+    kinetic: tuple[float, float],
+    com: tuple[np.ndarray, np.ndarray],
+    work: float,
+    v1: np.ndarray,
+    dt: float,
+    at: float,
+    *,
+    mass: float | None = None,
+    whose: str = 'the energy',
+) -> str:
+    """The fault of a step (or batch of steps) whose energy ran away
+    (:meth:`.watchdog.Watchdog.runaway`), '' when it did not.
+
+    Parameters
+    ----------
+    watchdog : Watchdog
+        The robot's.
+    kinetic : (float, float)
+        Kinetic energy at the step's start and after it [J].
+    com : ((3,) ndarray, (3,) ndarray)
+        CoM at the step's start and after it, world [m].
+    work : float
+        Work of the joint efforts over the step [J].
+    v1 : (nv,) ndarray
+        The robot's velocity after the step (its fastest joint named).
+    dt, at : float
+        The physics step and the time the step started at [s].
+    mass : float, optional
+        The mass whose CoM ``com`` is (robot and targets), the robot's when None [kg].
+    whose : str
+        Whose energy, for the message.
+
+    Returns
+    -------
+    str
+    """
+    gain = watchdog.runaway(kinetic, com, work, mass)
+    if not gain:
+        return ''
+    fastest = ''
+    if v1.size > 6:
+        j = int(np.argmax(np.abs(v1[6:])))
+        name, unit = _dof(watchdog.model, j)
+        fastest = f'; {name} at {v1[6 + j]:.3g} {unit}'
+    why = (
+        f'{whose} grew by {gain:.3g} J beyond the {work:.3g} J of work done '
+        f'(kinetic energy {kinetic[0]:.3g} J at the start{fastest})'
+    )
+    return _fault(why, dt, at)
+
+
+def _fault(why: str, dt: float, at: float) -> str:
+    """A runaway fault saying ``why``."""
     return (
         f'runaway step from t = {at:.6f} s: {why}: the physics step ({dt:g} s) is too long for '
         'the motion (a higher physics_rate_hz); the state before it is kept'

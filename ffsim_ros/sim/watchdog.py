@@ -174,6 +174,7 @@ class Watchdog:
         kinetic: tuple[float, float],
         com: tuple[np.ndarray, np.ndarray],
         work: float,
+        mass: float | None = None,
     ) -> float:
         """The energy [J] a step gained beyond the work done on the robot when that is a
         runaway (beyond :data:`ENERGY_RUNAWAY` times the kinetic energy at the step's start
@@ -191,6 +192,9 @@ class Watchdog:
             System CoM at the step's start and after it, world [m].
         work : float
             Work of the joint efforts over the step [J].
+        mass : float, optional
+            Mass [kg] whose CoM ``com`` is, the robot's when None (robot and targets: the
+            total).
 
         Returns
         -------
@@ -201,7 +205,8 @@ class Watchdog:
         weight = 0.0
         if any(g):
             shift = (com[1] - com[0]).tolist()
-            weight = self._mass * (g[0] * shift[0] + g[1] * shift[1] + g[2] * shift[2])
+            m = self._mass if mass is None else mass
+            weight = m * (g[0] * shift[0] + g[1] * shift[1] + g[2] * shift[2])
         excess = kinetic[1] - kinetic[0] - work - weight
         bound = ENERGY_RUNAWAY * (kinetic[0] + abs(work) + abs(weight)) + ENERGY_FLOOR
         return excess if excess > bound else 0.0

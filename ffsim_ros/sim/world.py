@@ -13,9 +13,9 @@ remove, grasp, release, reset) goes through :meth:`Engine.change_world
 <ffsim_ros.sim.Engine.change_world>`, which makes it a jump of the state (one step of
 simulated time, the watchdog anchored again: the totals changed).
 
-A step that leaves a non-finite state, or that the dynamics refuse, is rolled back
-(:meth:`~ffsim_ros.scene.Scene.rollback`) and raised: the engine keeps the last finite state
-of everything and reports the fault.
+A step that leaves a non-finite state, that the dynamics refuse or, checked, that runs away
+(:func:`.runaway.energy_fault`) is rolled back (:meth:`~ffsim_ros.scene.Scene.rollback`) and
+raised: the engine keeps the last finite state of everything and reports the fault.
 
 Not with targets: drive *braking* at the speed limit (the torque-speed characteristic and the
 hard stops apply, as efforts) and base or link wrenches (refused while the world is active).
@@ -33,6 +33,7 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.scene import (
     CaptureEvent,
     CollisionShape,
+    CompliantLaw,
     ContactEvent,
     ReleaseEvent,
     Scene,
@@ -41,12 +42,19 @@ from ffsim_ros.scene import (
 )
 from ffsim_ros.scene.geometry import PlacedShapes
 
+from .runaway import energy_fault
+from .watchdog import Watchdog
+
 #: What :meth:`TargetWorld.take_events` returns: ``(time_ns, event)``.
 Event = ContactEvent | CaptureEvent | ReleaseEvent
 
 
 class WorldStepError(ArithmeticError):
     """A step of the scene left a non-finite state or the dynamics failed (rolled back)."""
+
+
+class WorldRunaway(WorldStepError):
+    """A step of the scene ran away (rolled back): its message is the engine's fault."""
 
 
 @dataclass(frozen=True)
@@ -282,7 +290,12 @@ class TargetWorld:
 
     # ------------------------------------------------------------------------ stepping
     def advance(
-        self, tau: np.ndarray, count: int
+        self,
+        tau: np.ndarray,
+        count: int,
+        *,
+        runaway: Watchdog | None = None,
+        at: float = 0.0,
     ) -> tuple[np.ndarray, np.ndarray, Callable[[], None]]:
         """Step robot and targets ``count`` steps under the robot efforts ``tau`` (n,).
 
@@ -291,6 +304,12 @@ class TargetWorld:
         tau : (n,) robot joint efforts, joint order [N m | N].
         count : int
             Steps of the scene's ``dt``.
+        runaway : Watchdog, optional
+            The robot's: check the steps for a runaway of the energy of robot and targets
+            (:func:`.runaway.energy_fault`; not under the compliant contact law, whose springs'
+            energy is not tracked).
+        at : float
+            Time the steps start at [s] (for the runaway's message).
 
         Returns
         -------
@@ -302,10 +321,13 @@ class TargetWorld:
         Raises
         ------
         WorldStepError
-            A non-finite state or a failure of the dynamics (the scene rolled back).
+            A non-finite state or a failure of the dynamics (the scene rolled back);
+            :class:`WorldRunaway`, the steps ran away (rolled back).
         """
         scene = self.scene
         checkpoint = scene.checkpoint()
+        check = runaway is not None and not isinstance(scene.contact, CompliantLaw)
+        start = (self._energy(), scene.robot_state[0]) if check else None
         try:
             scene.set_effort(tau)
             scene.advance(count, snapshot=False)  # the events wait for the next snapshot
@@ -317,7 +339,45 @@ class TargetWorld:
         if not np.isfinite(np.concatenate(state)).all():
             scene.rollback(checkpoint)
             raise WorldStepError('non-finite state of the robot or a target')
+        if start is not None:
+            (k0, com0, mass), q0 = start
+            try:
+                k1, com1, _ = self._energy()
+            except (ValueError, ArithmeticError) as exc:  # (an energy overflowing float64)
+                scene.rollback(checkpoint)
+                raise WorldStepError(
+                    f'a state whose kinetic energy is not finite ({exc})'
+                ) from None
+            work = float(tau @ D.difference(scene.robot_model, q0, q)[6:])
+            fault = energy_fault(
+                runaway,
+                (k0, k1),
+                (com0, com1),
+                work,
+                v,
+                scene.dt,
+                at,
+                mass=mass,
+                whose='the energy of robot and targets',
+            )
+            if fault:
+                scene.rollback(checkpoint)
+                raise WorldRunaway(fault)
         return q, v, lambda: scene.rollback(checkpoint)
+
+    def _energy(self) -> tuple[float, np.ndarray, float]:
+        """Kinetic energy [J], CoM (3,) [m] and mass [kg] of robot and targets."""
+        scene = self.scene
+        robot = scene.robot_model
+        mass = robot.total_mass
+        weighted = mass * D.center_of_mass(robot, scene.robot_state[0])
+        for name in scene.target_names:
+            model = self._specs[name].model
+            weighted = weighted + model.total_mass * D.center_of_mass(
+                model, scene.target_state(name)[0]
+            )
+            mass += model.total_mass
+        return scene.kinetic_energy(), weighted / mass, float(mass)
 
     # ------------------------------------------------------------------------- targets
     def add(self, target: Target) -> None:
