@@ -7,11 +7,12 @@ the base-arm coupling (Nguyen-Huynh 2013; Dimitrov & Yoshida 2004), turned into 
 by computed torque on the unactuated-base dynamics ``tau = H* phiddot + c*``.
 
 Topics (relative names), parameters and services: the node's tables in README.md
-(``ffsim_reactionless_controller``); ``status`` fields in
-:data:`~ffsim_ros.node_support.goal_status.STATUS_FIELDS`.
+(``ffsim_reactionless_controller``); ``status`` (a Float64MultiArray labeled with its field
+names) in :data:`~ffsim_ros.node_support.goal_status.STATUS_FIELDS`.
 
 Capture (``capture.*`` parameters, issue 17): with a ``capture.scenario`` the node intercepts
-that scenario's target from its odometry inside the reaction null space, asks the simulator's
+that scenario's target from its odometry inside the reaction null space with the scenario's
+grasp point (``robot.gripper``: link and translation, not ``ee_link``), asks the simulator's
 grasp service (``capture.grasp_service``, std_srvs/Trigger) once the handle is well inside its
 capture envelope, then detumbles the welded system (``capture.detumble_mode``); ``ee_goal``
 is then ignored. The logic: :mod:`ffsim_ros.node_support.capture_control`.
@@ -30,11 +31,6 @@ law is :mod:`ffsim_ros.control.trajectory`, the wiring
 preempt each other (a malformed one changes nothing, see Guards); after a trajectory the arm
 holds its last point (or, after a violation or a cancel, the position reached) until the next
 goal.
-
-``status`` is a Float64MultiArray whose single layout dimension is labeled with the comma-
-separated field names of ``STATUS_FIELDS`` (tracking error [m], base angular rate [rad/s],
-``|P|`` [kg m/s], ``|L_g|`` [kg m^2/s], manipulability and condition number of the task rows
-of J*, mode index into ``MODES``, goal active 0/1): numeric, so it plots and records directly.
 
 Guards (README.md, "Reliability and security", has the details): an ``ee_goal`` that is
 malformed (NaN/inf, a frame other than world_frame), out of reach, inside (or within
@@ -120,6 +116,7 @@ from ffsim_ros.node_support import (
 from ffsim_ros.node_support.capture_control import (
     CaptureControl,
     CaptureInterfaces,
+    scenario_gripper,
     scenario_target,
 )
 from ffsim_ros.node_support.controller_parameters import (
@@ -212,13 +209,15 @@ class ReactionlessControllerNode(Node):
                 f'ee_link: expected a link the joints move (one of {moving}), got {ee_link!r} '
                 'on the base body'
             )
-        capture_target = None
+        capture_target = gripper = None
         if values['capture.scenario']:  # checked before any ROS entity exists
             try:
                 capture_target = scenario_target(
                     values['capture.scenario'], values['capture.target']
                 )
-            except (ValueError, OSError) as exc:
+                # the capture aims the scenario's grasp point, where the simulator grasps
+                gripper = scenario_gripper(values['capture.scenario'], model)
+            except (ValueError, OSError, OverflowError) as exc:
                 raise ParameterValueError(f'capture.scenario: {exc}') from None
         base_dofs = 6 if model.floating_base else 0  # (idx_v counts the base's 6 first)
         passive = [
@@ -319,7 +318,7 @@ class ReactionlessControllerNode(Node):
                 self,
                 CaptureControl(
                     model,
-                    ee_link,
+                    gripper.link,
                     capture_target[0],
                     values['capture.detumble_mode'],
                     CaptureGains(
@@ -327,6 +326,7 @@ class ReactionlessControllerNode(Node):
                         base_acceleration=math.radians(values['capture.base_acceleration_deg']),
                     ),
                     timeout=values['capture.timeout'],
+                    gripper_offset=gripper.translation,
                 ),
                 values['capture.grasp_service'],
                 self._measured,
@@ -343,7 +343,7 @@ class ReactionlessControllerNode(Node):
             WATCHDOG_PERIOD, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME)
         )
         self.get_logger().info(
-            f'{model.name}: {activity(values)} at {rate:g} Hz'
+            f'{model.name}: {activity(values, gripper)} at {rate:g} Hz'
             f' (use_sim_time={self.get_parameter("use_sim_time").value})'
         )
 

@@ -223,10 +223,14 @@ class Simulator(Node):
                 f'{self.base_frame!r} (TF would carry a transform from it to itself), got '
                 f"{self.world!r}; set world_frame (e.g. 'inertial') or frame_prefix"
             )
-        setup, moved = world_setup(values['scenario'], model, self.urdf, dt_ns).placed(values)
+        setup, moved = world_setup(
+            values['scenario'], model, self.urdf, dt_ns, self.get_namespace()
+        ).placed(values)
         if moved:
             self.get_logger().info(moved)
-        chain, q0, v0 = initial_state(model, loops, setup.initial_values(values))
+        chain, q0, v0 = initial_state(
+            model, loops, setup.initial_values(values), setup.value_names(values)
+        )
         if chain is not None and setup.targets:
             raise ParameterValueError('scenario: expected no targets with loop closures, got some')
         self.engine = Engine(

@@ -597,8 +597,72 @@ def test_joint_offsets_recorded_as_applied_and_bounds():
     for change, message in [
         ({'timing': {'run_goal_timeout': 1e300}}, 'timing.run_goal_timeout: expected at most'),
         ({'timing': {'settle': 2e6}}, 'timing.settle: expected at most 1e+06 s, got 2e+06'),
-        ({'reach': {'goal_timeout': 1e300}}, 'reach.goal_timeout: expected at most 1e+06 s'),
+        (
+            {'reach': {'goal_timeout': 1e300}},
+            'reach.goal_timeout: expected a value in [0.01, 1e+06]',
+        ),
     ]:
         with pytest.raises(ScenarioError) as err:
             scenario(**change)
         assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    'key, value',
+    [
+        ('gains', []),
+        ('gains', 0),
+        ('gains', False),
+        ('reach', False),
+        ('timing', 0),
+        ('dispersions', 0),
+        ('dispersions', []),
+        ('initial', []),
+    ],
+)
+def test_a_section_that_is_no_mapping_is_refused(key, value):
+    """``gains: []``, ``reach: false``, ``timing: 0``, ``dispersions: 0`` ... were taken as the
+    defaults (``x or {}``): refused naming the section; absent or null is the defaults."""
+    with pytest.raises(ScenarioError) as err:
+        scenario(**{key: value})
+    assert str(err.value) == f'{key}: expected a mapping, got {value!r}'
+    defaults = scenario(**{key: {}})
+    assert scenario(**{key: None}) == defaults
+
+
+@pytest.mark.parametrize(
+    'reach, message',
+    [
+        ({'max_plans': 10**9}, 'reach.max_plans: expected an integer in [0, 100], got 1000000000'),
+        (
+            {'max_loop_plans': 101},
+            'reach.max_loop_plans: expected an integer in [0, 100], got 101',
+        ),
+        ({'max_cycles': 1e9}, 'reach.max_cycles: expected an integer in [0, 100]'),
+        (
+            {'attitude_budget_deg': 200.0},
+            'reach.attitude_budget_deg: expected a value in [0, 180]',
+        ),
+        ({'stall_time': 1e5}, 'reach.stall_time: expected a value in [0.01, 3600], got 100000.0'),
+        ({'position_tolerance': 2.0}, 'reach.position_tolerance: expected a value in [1e-06, 1]'),
+    ],
+)
+def test_reach_takes_the_bounds_of_the_controller_node(reach, message):
+    """A campaign's ``reach`` was unbounded (``max_plans: 1e9`` taken) where the controller's
+    ``reach.*`` parameters are bounded: both take :data:`ffsim_ros.control.REACH_BOUNDS`, the
+    node's parameter table built from it."""
+    from ffsim_ros.control import REACH_BOUNDS
+    from ffsim_ros.node_support.goal_status import reach_specs
+
+    with pytest.raises(ScenarioError) as err:
+        scenario(reach=reach)
+    assert str(err.value).startswith(message), str(err.value)
+    for spec in reach_specs():  # the node's table: the same ranges, ends included
+        low, high = REACH_BOUNDS[spec.name.removeprefix('reach.')]
+        step = 1 if isinstance(low, int) else 1e-6 * high
+        assert spec.validate(low) == low and spec.validate(high) == high
+        for outside in (low - step, high + step):
+            with pytest.raises(ValueError):
+                spec.validate(outside)
+    s = scenario(reach={'max_plans': 100, 'max_loop_plans': 0, 'attitude_budget_deg': 180.0})
+    assert (s.reach.max_plans, s.reach.attitude_budget_deg) == (100, 180.0)

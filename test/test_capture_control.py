@@ -583,3 +583,116 @@ def test_speed_and_rate_are_refreshed_after_the_capture(robot):
     control.on_odometry(_odometry_at(target, gripper, rate=0.002))
     control.update(0.02, q, v)
     assert control.rate == pytest.approx(0.002)
+
+
+def _offset_gripper_scenario(tmp_path, gripper: dict, change=None):
+    """The shipped capture scenario with ``robot.gripper`` set to ``gripper``, written to
+    ``tmp_path``: ``(path, data)``."""
+    import yaml
+
+    from ffsim_ros.node_support.scene_support import resolve_scenario
+
+    shipped = resolve_scenario('capture')
+    data = yaml.safe_load(shipped.read_text())
+    data['robot']['urdf'] = str((shipped.parent / data['robot']['urdf']).resolve())
+    data['robot']['gripper'] = gripper
+    if change is not None:
+        change(data)
+    path = tmp_path / 'offset.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path, data
+
+
+def _odometry(root):
+    """The simulator's ``targets/<name>/odom`` of a target's root state (twist in its axes)."""
+    from nav_msgs.msg import Odometry
+
+    msg = Odometry()
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    p.x, p.y, p.z = root.position.tolist()
+    o.x, o.y, o.z, o.w = root.orientation.tolist()
+    R = quat_to_matrix(root.orientation)
+    lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
+    lin.x, lin.y, lin.z = (R.T @ root.linear_velocity).tolist()
+    ang.x, ang.y, ang.z = (R.T @ root.angular_velocity).tolist()
+    return msg
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_the_capture_aims_the_scenario_gripper_point(tmp_path):
+    """The simulator checks the grasp envelope at the scenario's ``robot.gripper`` frame (link
+    and translation); the controller drove its ``ee_link`` origin, so with a gripper 10 cm
+    off the link every grasp it asked was refused ('distance 0.1 > 0.05'). The capture takes
+    the gripper of ``capture.scenario`` (:func:`scenario_gripper`) and aims that point: in
+    process, against the scene the simulator steps, its distance, speed and rate equal the
+    scene's envelope figures when it asks, and the grasp is made."""
+    from ffsim_ros.node_support.capture_control import CaptureControl, scenario_gripper
+    from ffsim_ros.scene import scene_from_dict, target_from_dict
+
+    path, data = _offset_gripper_scenario(
+        tmp_path, {'link': 'ee_link', 'translation': [0.1, 0.0, 0.0], 'rpy': [0.0, 0.0, 0.3]}
+    )
+    scene = scene_from_dict(data, path.parent)
+    robot = scene.robot_model
+    gripper = scenario_gripper(str(path), robot)
+    assert gripper.link == 'ee_link'
+    np.testing.assert_array_equal(gripper.translation, [0.1, 0.0, 0.0])
+    target = target_from_dict(data['targets'][0], 'targets[0]', path.parent)
+    control = CaptureControl(
+        robot, gripper.link, target, 'gjm', gripper_offset=gripper.translation
+    )
+    steps = 10  # a control period of 10 physics steps
+    captured = None
+    for _ in range(1000):  # (10 s; captured after 2.1 s)
+        control.on_odometry(_odometry(scene.snapshot().targets['client'].root))
+        q, v = scene.robot_state
+        tau, ask = control.update(scene.time, q, v)
+        if ask:
+            (check,) = scene.envelope_checks()
+            assert control.distance == pytest.approx(check.distance, abs=1e-12)
+            assert control.speed == pytest.approx(check.speed, abs=1e-12)
+            assert control.rate == pytest.approx(check.rate, abs=1e-12)
+            event = scene.grasp()
+            control.on_grasp_reply(event.captured, scene.time, q, v)
+            assert event.captured, event.reason
+            captured = scene.time
+            break
+        scene.advance(steps, effort=tau)
+    assert captured is not None, f'not captured: {control.distance:.3f} m, {control.phase}'
+    assert control.phase == 'brake' and scene.holding == 'client'
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+def test_a_bad_scenario_gripper_is_refused_naming_it(tmp_path):
+    """The scenario's gripper must be a link of the controlled robot that its joints move;
+    a scenario without one, or with a number too large for a float, is refused naming the
+    field (a ValueError: exit 2 in the node; an OverflowError traceback before)."""
+    from ffsim_ros.node_support.capture_control import scenario_gripper, scenario_target
+
+    robot = D.load_urdf(sample_robot('ffsim_servicer_7dof'), floating_base=True)
+    moving = [n for n in robot.link_names if robot.frame(n).body != 0]
+    for gripper, text in (
+        (
+            {'link': 'nope'},
+            f'robot.gripper.link: expected a link of the controlled robot the '
+            f"joints move (one of {moving}), got 'nope'",
+        ),
+        ({'link': robot.link_names[0]}, f'got {robot.link_names[0]!r}'),
+        ({'link': 'ee_link', 'translation': [1e9, 0, 0]}, 'robot.gripper.translation: expected'),
+        ({'lnk': 'ee_link'}, "robot.gripper: unknown keys ['lnk']"),
+    ):
+        path, _ = _offset_gripper_scenario(tmp_path, gripper)
+        with pytest.raises(ValueError) as info:
+            scenario_gripper(str(path), robot)
+        assert str(info.value).startswith(f'capture.scenario {str(path)!r}: '), str(info.value)
+        assert text in str(info.value), str(info.value)
+    path, _ = _offset_gripper_scenario(
+        tmp_path, {'link': 'ee_link'}, lambda data: data['robot'].pop('gripper')
+    )
+    with pytest.raises(ValueError, match=r'robot\.gripper: expected the gripper'):
+        scenario_gripper(str(path), robot)
+    path, _ = _offset_gripper_scenario(
+        tmp_path, {'link': 'ee_link'}, lambda data: data['targets'][0].update(mass=10**400)
+    )
+    with pytest.raises(ValueError, match=r'targets\[0\]\.mass: .*too large for a float'):
+        scenario_target(str(path))

@@ -1122,3 +1122,56 @@ def test_capture_mode_refuses_the_parameters_it_does_not_use(rclpy_context, capf
         assert result.successful
     finally:
         node.destroy_node()
+
+
+def test_the_controller_captures_with_the_scenario_gripper(rclpy_context, tmp_path, capfd) -> None:
+    """``capture.scenario``: the capture aims the scenario's ``robot.gripper`` point (its link
+    and translation: where the simulator checks the envelope), said in the start-up line; it
+    drove the ``ee_link`` origin whatever the gripper. A gripper the controlled robot's joints
+    do not move, or a number too large for a float, ends the start with a ParameterValueError
+    naming ``capture.scenario`` (exit 2)."""
+    import yaml
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.node_support import ParameterValueError
+    from ffsim_ros.node_support.scene_support import resolve_scenario
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    shipped = resolve_scenario('capture')
+
+    def scenario(change) -> str:
+        data = yaml.safe_load(shipped.read_text())
+        data['robot']['urdf'] = str((shipped.parent / data['robot']['urdf']).resolve())
+        change(data)
+        path = tmp_path / 'scenario.yaml'
+        path.write_text(yaml.safe_dump(data))
+        return str(path)
+
+    path = scenario(
+        lambda d: d['robot'].update(gripper={'link': 'ee_link', 'translation': [0.1, 0, 0]})
+    )
+    capfd.readouterr()
+    node = ReactionlessControllerNode(
+        context=rclpy_context, parameter_overrides=[Parameter('capture.scenario', value=path)]
+    )
+    try:
+        control = node.capture.control
+        assert control.gripper_link == 'ee_link'
+        np.testing.assert_array_equal(control.gripper_offset, [0.1, 0.0, 0.0])
+        assert 'capturing with ee_link + [0.1, 0.0, 0.0] m (capture.scenario' in (
+            capfd.readouterr().err
+        )
+    finally:
+        node.destroy_node()
+    for change, text in (
+        (lambda d: d['robot']['gripper'].update(link='base_link'), 'robot.gripper.link: expected'),
+        (lambda d: d['targets'][0].update(mass=10**400), 'targets[0].mass: expected a finite'),
+    ):
+        path = scenario(change)
+        with pytest.raises(ParameterValueError) as info:
+            ReactionlessControllerNode(
+                context=rclpy_context,
+                parameter_overrides=[Parameter('capture.scenario', value=path)],
+            )
+        assert str(info.value).startswith(f'capture.scenario: capture.scenario {path!r}: ')
+        assert text in str(info.value), str(info.value)

@@ -656,3 +656,115 @@ def test_spawned_mass_and_inertia_within_their_bounds() -> None:
         "resource: target 't' total mass: expected a finite value in [1e-06, 1e+12] kg (1 mg to "
         'an asteroid 1 km across), got 1e-300'
     )
+
+
+def _shipped_scenario(tmp_path, change) -> str:
+    """The shipped capture scenario with ``change(data)`` applied, written to ``tmp_path``."""
+    import yaml
+
+    shipped = share_path('config', 'scenarios', 'capture.yaml')
+    data = yaml.safe_load(shipped.read_text())
+    data['robot']['urdf'] = str((shipped.parent / data['robot']['urdf']).resolve())
+    change(data)
+    path = tmp_path / 'scenario.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_scenario_target_names_are_tokens_of_their_topics(tmp_path) -> None:
+    """A scenario target whose name makes no valid topic (``sat-1``, ``2nd``, ``my sat``,
+    ``~x``) ended the simulator at start with rclpy's InvalidTopicNameException (exit 1): the
+    scenario is refused naming ``targets[i].name`` (a ParameterValueError: exit 2), with the
+    check of a spawned name in the simulator's namespace."""
+    from ffsim_ros.node_support.parameters import ParameterValueError
+    from ffsim_ros.node_support.target_names import target_name_problem
+
+    urdf_path = share_path('urdf', 'ffsim_servicer_7dof.urdf')
+    model = D.load_urdf(urdf_path.read_text())
+    for name in ('sat-1', '2nd', 'my sat', '~x'):
+
+        def rename(data, name=name):
+            data['targets'][0]['name'] = name
+
+        path = _shipped_scenario(tmp_path, rename)
+        with pytest.raises(ParameterValueError) as info:
+            world_setup(path, model, urdf_path.read_text(), 1_000_000)
+        assert str(info.value) == (
+            f'scenario: {path!r}: targets[0].{target_name_problem(name)}'
+        ), name
+    # the namespace bounds the length: 200 characters fit in the root, not under a long one
+    path = _shipped_scenario(tmp_path, lambda data: data['targets'][0].update(name='b' * 200))
+    assert world_setup(path, model, urdf_path.read_text(), 1_000_000).targets[0].name == 'b' * 200
+    with pytest.raises(ParameterValueError, match=r'targets\[0\]\.name: .*at most 190 char'):
+        world_setup(path, model, urdf_path.read_text(), 1_000_000, '/' + 'n' * 42)
+
+
+def test_a_target_with_loop_closures_is_refused_by_the_simulator(tmp_path) -> None:
+    """A URDF+ target with ``<loop>`` closures was taken with its loops dropped, from a
+    scenario and from a spawn: both refuse it naming the loops."""
+    from simulation_interfaces.srv import SpawnEntity
+
+    from ffsim_ros.node_support.parameters import ParameterValueError
+    from ffsim_ros.node_support.scene_services import EntityError
+
+    platform = share_path('urdf', 'floating_platform.urdf')
+    loops = [lp.name for lp in D.loop_closures_from_urdf(platform)]
+    urdf_path = share_path('urdf', 'ffsim_servicer_7dof.urdf')
+    model = D.load_urdf(urdf_path.read_text())
+    path = _shipped_scenario(
+        tmp_path,
+        lambda data: data['targets'].append(
+            {'name': 'plat', 'urdf': str(platform), 'position': [0.0, 10.0, 0.0]}
+        ),
+    )
+    with pytest.raises(ParameterValueError) as info:
+        world_setup(path, model, urdf_path.read_text(), 1_000_000)
+    assert str(info.value).startswith(f"scenario: {path!r}: targets[1]: target 'plat': expected")
+    assert f'(URDF+ <loop> {loops})' in str(info.value)
+    for request in (
+        _spawn_request(uri=str(platform), x=10.0),
+        _spawn_request(text=platform.read_text(), x=10.0),
+        _spawn_request(text=f'{{urdf: {platform}}}', x=10.0),
+    ):
+        with pytest.raises(EntityError) as info:
+            parse_spawn(request, 'plat', 'world')
+        assert info.value.code == SpawnEntity.Response.RESOURCE_PARSE_ERROR
+        assert f'(URDF+ <loop> {loops})' in str(info.value), str(info.value)
+
+
+def test_scenario_joints_beyond_the_limits_are_named_by_their_field(tmp_path) -> None:
+    """The scenario's ``robot.joint_positions`` beyond a limit (with ``position_limits``) was
+    reported as ``initial_joint_positions``, a parameter the user never set: it is named by
+    the scenario's field; a value the parameter sets is still named by the parameter."""
+    from ffsim_ros.node_support.initial_state import initial_state
+    from ffsim_ros.node_support.parameters import ParameterValueError
+
+    urdf_path = share_path('urdf', 'ffsim_servicer_7dof.urdf')
+    model = D.load_urdf(urdf_path.read_text())
+    path = _shipped_scenario(
+        tmp_path, lambda data: data['robot'].update(joint_positions=[0.0, 2.6] + [0.0] * 5)
+    )
+    setup = world_setup(path, model, urdf_path.read_text(), 1_000_000)
+    values = {
+        'initial_joint_positions': [],
+        'initial_joint_velocities': [],
+        'initial_base_position': [0.0, 0.0, 0.0],
+        'initial_base_orientation': [0.0, 0.0, 0.0, 1.0],
+        'initial_base_twist': [0.0] * 6,
+        'position_limits': True,
+        'velocity_limits': False,
+        'integrator': 'rk4',
+    }
+    names = setup.value_names(values)
+    assert names == {'initial_joint_positions': f'scenario: {path!r}: robot.joint_positions'}
+    with pytest.raises(ParameterValueError) as info:
+        initial_state(model, (), setup.initial_values(values), names)
+    assert str(info.value) == (
+        f'scenario: {path!r}: robot.joint_positions: expected joint {model.joint_names[1]} '
+        f'within its position limits [{model.lower[1]:g}, {model.upper[1]:g}] '
+        '(position_limits is on), got 2.6'
+    )
+    chosen = {**values, 'initial_joint_positions': [0.0, -2.7] + [0.0] * 5}
+    assert setup.value_names(chosen) == {}
+    with pytest.raises(ParameterValueError, match=r'^initial_joint_positions: expected joint'):
+        initial_state(model, (), setup.initial_values(chosen), setup.value_names(chosen))

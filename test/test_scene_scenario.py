@@ -4,6 +4,7 @@ scene holds, and every bad field is refused with its name."""
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,30 @@ _DELETE = object()
         (('dt',), 1.5, ['dt', '1.5']),
         (('dt',), 5e-7, ['dt', '5e-07']),
         (('dt',), float('nan'), ['dt', 'nan']),
+        # a law's field without a default is required by name (a TypeError traceback before)
+        (('contact',), {'law': 'compliant', 'damping': 1.0}, ['contact.stiffness', 'required']),
+        # an integer beyond a float (401 digits): refused by name, no OverflowError traceback
+        (('targets', 0, 'mass'), 10**400, ['targets[0].mass', 'too large for a float']),
+        (('dt',), 10**400, ['dt: expected a finite number', '401 digits']),
+        (('targets', 1, 'position'), [10**400, 0, 0], ['targets[1].position', 'too large']),
+        (('targets', 0, 'handles', 0, 'radius'), -(10**400), ['handles[0].radius', 'too large']),
+        (('robot', 'joint_positions'), [10**400] + [0] * 6, ['robot.joint_positions', 'large']),
+        (
+            ('targets', 1, 'inertia'),
+            [[10**400, 0, 0], [0, 1, 0], [0, 0, 1]],
+            ['targets[1].inertia: expected a finite 3x3 matrix'],
+        ),
+        # frame offsets bounded as positions are (1e9 m was taken)
+        (
+            ('targets', 0, 'handles', 0, 'translation'),
+            [1e9, 0, 0],
+            ['targets[0].handles[0].translation', 'magnitude <= 1e+06 m'],
+        ),
+        (
+            ('robot', 'gripper', 'translation'),
+            [0, 0, -1.000001e6],
+            ['robot.gripper.translation', 'magnitude <= 1e+06 m'],
+        ),
     ],
 )
 def test_bad_fields_are_named(path, value, words):
@@ -248,6 +273,9 @@ def _urdf_target(tmp_path, **fields):
         ('joint_positions', [float('nan')], ['finite']),
         ('joint_velocities', None, ['list of numbers', 'None']),
         ('joint_velocities', [[0.1]], ['finite numbers']),
+        # bounded as the robot's are (1e9 was taken)
+        ('joint_positions', [1e9], ['magnitude <= 1000 rad | m', '1000000000.0']),
+        ('joint_positions', [-1000.001], ['magnitude <= 1000']),
     ],
 )
 def test_urdf_target_joint_values_are_named(tmp_path, key, value, words):
@@ -294,3 +322,60 @@ def test_aliased_name_not_expanded():
     with pytest.raises(ScenarioError, match=r'handles\[0\]\.name: .*list of length 10$') as info:
         scene_from_dict(data, ROOT)
     assert len(str(info.value)) < 200
+
+
+def test_offsets_and_joints_at_their_bounds_are_taken(tmp_path):
+    """The bounds of handle and gripper translations (1e6 m) and of a URDF target's initial
+    joint positions (1e3) are inclusive."""
+    data = copy.deepcopy(SCENARIO)
+    data['targets'][0]['handles'][0]['translation'] = [-1e6, 0, 0]
+    data['robot']['gripper']['translation'] = [0, 1e6, 0]
+    data['targets'] = data['targets'][:1]
+    scene = scene_from_dict(data, ROOT)
+    np.testing.assert_array_equal(scene.gripper.translation, [0, 1e6, 0])
+    t = target_from_dict(_urdf_target(tmp_path, joint_positions=[-1e3]), 'targets[0]')
+    assert t.q[-1] == -1e3
+
+
+def test_a_urdf_target_with_loop_closures_is_refused_naming_them():
+    """A URDF+ target with ``<loop>`` closures (the floating platform) was taken with its loops
+    dropped: its legs came apart as the scene stepped. A target is a tree: refused, naming the
+    target and its loops."""
+    platform = ROOT / 'urdf' / 'floating_platform.urdf'
+    loops = [lp.name for lp in D.loop_closures_from_urdf(platform)]
+    assert loops
+    data = copy.deepcopy(SCENARIO)
+    data['targets'].append({'name': 'plat', 'urdf': str(platform), 'position': [0, 10, 0]})
+    with pytest.raises(ScenarioError) as info:
+        scene_from_dict(data, ROOT)
+    assert str(info.value) == (
+        "targets[2]: target 'plat': expected a tree (a target is simulated without loop "
+        f'closures), got a URDF with loop closures (URDF+ <loop> {loops})'
+    )
+
+
+def test_load_scenario_reads_only_a_regular_file(tmp_path):
+    """``load_scenario`` reads as the nodes do (``ffsim_ros.files.read_regular_file``): a FIFO
+    hung it (``read_text`` waits for a writer) and ``/dev/zero`` was read until the memory ran
+    out; both are refused at once, naming what they are."""
+    import signal
+
+    fifo = tmp_path / 'scenario.yaml'
+    os.mkfifo(fifo)
+
+    def hung(*_):  # (only the old code's open() of the FIFO gets here)
+        raise TimeoutError('load_scenario blocked on a FIFO')
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(fifo)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert str(info.value) == f'scenario file: expected a regular file, got {str(fifo)!r} (a FIFO)'
+    with pytest.raises(ScenarioError, match=r"got '/dev/zero' \(a character device\)$"):
+        load_scenario('/dev/zero')
+    with pytest.raises(ScenarioError, match=r'\(a directory\)$'):
+        load_scenario(tmp_path)

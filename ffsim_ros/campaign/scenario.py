@@ -26,7 +26,11 @@ Every field is checked when the scenario is built; a bad one is a :class:`Scenar
 naming it, what was expected and what came. The file is read strictly
 (:func:`ffsim_ros.dynamics.yaml_input.load_yaml`: a duplicated key, an alias bomb or nesting
 deeper than 100 levels is refused); a number field takes an int or a float (not a boolean
-such as ``yes``), an integer field also an integral float (``plan_max_steps: 1e3``).
+such as ``yes``), an integer field also an integral float (``plan_max_steps: 1e3``). A
+section (``gains``, ``reach``, ``timing``, ``initial``, ``dispersions``) is a mapping, absent
+or null for its defaults (``gains: []`` or ``reach: false`` is refused); ``reach`` takes the
+controller node's ranges (:data:`ffsim_ros.control.REACH_BOUNDS`: ``max_plans`` at most 100,
+``attitude_budget_deg`` at most 180, ...).
 :data:`DISPERSIONS` lists the parameters, their components and units; :data:`GOAL_KINDS`
 the goal schemes (``capture``, the scenario of issue 17, is reserved: see
 :mod:`ffsim_ros.campaign.goals`).
@@ -262,7 +266,7 @@ class Scenario:
         mode = data.get('mode', 'reactionless')
         if mode not in CONTROL_MODES:
             raise ScenarioError(f'mode: expected one of {CONTROL_MODES}, got {mode!r}')
-        initial = _mapping(data.get('initial', {}), 'initial')
+        initial = _section(data, 'initial')
         bad = sorted(set(initial) - {'joint_positions'}, key=str)
         if bad:
             raise ScenarioError(f'initial: unknown keys {bad}; expected joint_positions')
@@ -273,15 +277,15 @@ class Scenario:
             )
         if q0 is not None:
             q0 = tuple(_number(x, f'initial.joint_positions[{k}]') for k, x in enumerate(q0))
-        dispersions = _mapping(data.get('dispersions', {}) or {}, 'dispersions')
+        dispersions = _section(data, 'dispersions')
         return cls(
             name=_name(data.get('name', 'campaign')),
             robot=robot,
             ee_link=_string(data.get('ee_link', 'ee_link'), 'ee_link'),
             mode=mode,
-            gains=_dataclass(Gains, data.get('gains', {}), 'gains'),
-            reach=_reach(data.get('reach', {})),
-            timing=_timing(data.get('timing', {})),
+            gains=_dataclass(Gains, _section(data, 'gains'), 'gains'),
+            reach=_reach(_section(data, 'reach')),
+            timing=_timing(_section(data, 'timing')),
             goals=_goals(data['goals']),
             runs=_integer(data['runs'], 'runs', 1, MAX_RUNS),
             seed=_integer(data.get('seed', 0), 'seed', 0),
@@ -438,6 +442,14 @@ def _mapping(x: Any, what: str) -> Mapping:
     return x
 
 
+def _section(data: Mapping[str, Any], key: str) -> Mapping:
+    """The optional mapping ``data[key]``: absent or null (``gains:`` with nothing after it)
+    is the defaults, ``{}``; anything else that is not a mapping is refused by name
+    (``gains: []``, ``gains: 0``, ``reach: false`` were taken as the defaults)."""
+    value = data.get(key)
+    return {} if value is None else _mapping(value, key)
+
+
 def _string(x: Any, what: str) -> str:
     if not isinstance(x, str) or not x:
         raise ScenarioError(f'{what}: expected a non-empty string, got {x!r}')
@@ -496,7 +508,7 @@ def _note(value: Any) -> str:
 
 
 def _dataclass(cls: type, x: Any, what: str) -> Any:
-    x = _mapping(x or {}, what)
+    x = _mapping(x, what)
     types = {f.name: f.type for f in dataclasses.fields(cls)}
     unknown = sorted(set(x) - set(types), key=str)
     if unknown:
@@ -513,7 +525,9 @@ def _dataclass(cls: type, x: Any, what: str) -> Any:
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:
-        raise ScenarioError(f'{what}: {exc}') from None
+        field_name = str(exc).split(':', 1)[0]  # (the classes' messages begin with the field)
+        sep = '.' if field_name in types else ': '
+        raise ScenarioError(f'{what}{sep}{exc}') from None
 
 
 def _yaml_number(x: Any) -> Any:
@@ -556,12 +570,9 @@ def _timing(x: Any) -> Timing:
 
 
 def _reach(x: Any) -> ReachSettings:
-    reach = _dataclass(ReachSettings, x, 'reach')
-    if reach.goal_timeout > MAX_TIMEOUT:
-        raise ScenarioError(
-            f'reach.goal_timeout: expected at most {MAX_TIMEOUT:g} s, got {reach.goal_timeout:g}'
-        )
-    return reach
+    """The reach settings, in the controller's ranges (:data:`ffsim_ros.control.REACH_BOUNDS`,
+    checked by :class:`ReachSettings`: ``reach.goal_timeout`` at most :data:`MAX_TIMEOUT`)."""
+    return _dataclass(ReachSettings, x, 'reach')
 
 
 def _goals(x: Any) -> Goals:

@@ -11,6 +11,7 @@ from ffsim_ros.dynamics import generalized_inertia
 from .goals import (
     GOAL_OUTCOMES,
     GOAL_PHASES,
+    REACH_BOUNDS,
     REJECTED,
     GoalOutcome,
     GoalPhase,
@@ -51,6 +52,7 @@ __all__ = [
     'GoalStatus',
     'JointTrajectory',
     'Plan',
+    'REACH_BOUNDS',
     'REJECTED',
     'ReachSettings',
     'ReachSupervisor',

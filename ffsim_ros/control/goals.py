@@ -66,6 +66,19 @@ class GoalPhase(str, Enum):
 #: The values of :class:`GoalPhase`, in order (an index for numeric status fields).
 GOAL_PHASES = tuple(p.value for p in GoalPhase)
 
+#: Ranges of the :class:`ReachSettings` fields a user sets, ``field: (low, high)`` in the
+#: field's unit: the one source of the controller's ``reach.*`` parameter bounds and of a
+#: campaign scenario's ``reach`` (``max_plans: 1e9`` searched for days per goal there).
+REACH_BOUNDS: dict[str, tuple[float, float]] = {
+    'position_tolerance': (1e-6, 1.0),
+    'attitude_budget_deg': (0.0, 180.0),
+    'stall_time': (0.01, 3600.0),
+    'goal_timeout': (0.01, 1e6),
+    'max_plans': (0, 100),
+    'max_cycles': (0, 100),
+    'max_loop_plans': (0, 100),
+}
+
 
 @dataclass(frozen=True)
 class ReachSettings:
@@ -122,6 +135,9 @@ class ReachSettings:
     plan_seed : int
         Seed of the planner's random numbers (each goal and plan gets its own stream derived
         from it, so runs are reproducible).
+
+    Each field is checked (finite, not negative; the ranges of :data:`REACH_BOUNDS` for those
+    a user sets, e.g. at most 100 ``max_plans`` and 180 deg of ``attitude_budget_deg``).
     """
 
     position_tolerance: float = 0.005
@@ -159,6 +175,11 @@ class ReachSettings:
                 raise ValueError(
                     f'{f.name}: expected a value {">= 0" if zero_ok else "> 0"}, got {value}'
                 )
+        for name, (low, high) in REACH_BOUNDS.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                kind = 'an integer' if isinstance(value, int) else 'a value'
+                raise ValueError(f'{name}: expected {kind} in [{low:g}, {high:g}], got {value}')
         if 0.0 < self.attitude_budget_deg <= self.attitude_tolerance_deg:
             raise ValueError(
                 'attitude_budget_deg: expected 0 (off) or more than attitude_tolerance_deg '

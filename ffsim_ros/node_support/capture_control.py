@@ -48,7 +48,14 @@ from ffsim_ros.control.capture import (
     momentum_terms,
 )
 from ffsim_ros.dynamics.lie import quat_to_matrix
-from ffsim_ros.scene import Target, target_from_dict, welded_model
+from ffsim_ros.scene import (
+    Gripper,
+    ScenarioError,
+    Target,
+    gripper_from_dict,
+    target_from_dict,
+    welded_model,
+)
 
 from ..dynamics.yaml_input import load_yaml
 from .common import LogThrottle, read_robot_file
@@ -157,18 +164,7 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
         list of mappings with a string ``name`` each, a target without handles, a target
         name that makes no valid odometry topic (named).
     """
-    path = resolve_scenario(scenario)
-    where = f'capture.scenario {str(path)!r}'
-    # read as robot_file is: a regular text file of at most 16 MiB, opened without blocking (a
-    # FIFO hung the node beyond SIGTERM, /dev/zero filled the memory)
-    text = read_robot_file(
-        str(path), what='capture.scenario', content='a capture scenario', text='YAML text'
-    )
-    data = load_yaml(text, where)
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ValueError(f'{where}: expected a mapping of scenario keys, got {_brief(data)}')
+    data, path, where = _scenario_data(scenario)
     targets = data.get('targets', [])
     if not isinstance(targets, list):
         raise ValueError(f'{where}: targets: expected a list of targets, got {_brief(targets)}')
@@ -189,7 +185,10 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
     if chosen not in names:
         raise ValueError(f'capture.target: expected one of {names}, got {name!r}')
     k = names.index(chosen)
-    target = target_from_dict(targets[k], f'targets[{k}]', path.parent)
+    try:
+        target = target_from_dict(targets[k], f'targets[{k}]', path.parent)
+    except ScenarioError as exc:  # (named by the file too)
+        raise ValueError(f'{where}: {exc}') from None
     if not target.handles:
         raise ValueError(f'capture.target {chosen!r}: expected a handle, it has none')
     if target.model.n:
@@ -208,6 +207,54 @@ def scenario_target(scenario: str, name: str = '') -> tuple[Target, Path]:
             f'odometry topic, got {topic!r} ({problem})'
         )
     return target, path
+
+
+def scenario_gripper(scenario: str, robot: D.Model) -> Gripper:
+    """The gripper of a capture scenario (``robot.gripper``: link, ``translation``, ``rpy``),
+    checked against the controller's ``robot``: the grasp point the capture aims (the
+    simulator checks the capture envelope there and welds the target to that link).
+
+    Raises
+    ------
+    ValueError
+        A scenario without a valid ``robot.gripper``, or one on a link ``robot`` does not have
+        or on its base body (named).
+    """
+    data, _, where = _scenario_data(scenario)
+    section = data.get('robot')
+    if not isinstance(section, dict) or 'gripper' not in section:
+        raise ValueError(
+            f'{where}: robot.gripper: expected the gripper ({{link: ..., translation: [...]}}: '
+            'where the capture aims and the simulator grasps), got none'
+        )
+    try:
+        gripper = gripper_from_dict(section['gripper'])
+    except ScenarioError as exc:
+        raise ValueError(f'{where}: {exc}') from None
+    moving = [n for n in robot.link_names if robot.frame(n).body != 0]
+    if gripper.link not in moving:
+        raise ValueError(
+            f'{where}: robot.gripper.link: expected a link of the controlled robot the joints '
+            f'move (one of {moving}), got {gripper.link!r}'
+        )
+    return gripper
+
+
+def _scenario_data(scenario: str) -> tuple[dict, Path, str]:
+    """The mapping of a capture scenario, its file and the prefix of its messages."""
+    path = resolve_scenario(scenario)
+    where = f'capture.scenario {str(path)!r}'
+    # read as robot_file is: a regular text file of at most 16 MiB, opened without blocking (a
+    # FIFO hung the node beyond SIGTERM, /dev/zero filled the memory)
+    text = read_robot_file(
+        str(path), what='capture.scenario', content='a capture scenario', text='YAML text'
+    )
+    data = load_yaml(text, where)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(f'{where}: expected a mapping of scenario keys, got {_brief(data)}')
+    return data, path, where
 
 
 def odometry_topic(target: str) -> str:
@@ -280,6 +327,10 @@ class CaptureControl:
         Longest time [s] from the target seen (or lost after a grasp) to the grasp; beyond
         it the capture is aborted (:attr:`outcome` ``'aborted'``, :attr:`reason`) and the arm
         held still until the clock goes back (a reset of the simulation). 0: no limit.
+    gripper_offset : (3,) array_like
+        The grasp point in the ``gripper_link`` frame [m] (the scenario's
+        ``robot.gripper.translation``): the point driven to the handle and whose distance,
+        speed and rate against it decide the grasp, as the simulator's envelope does.
     """
 
     def __init__(
@@ -290,9 +341,11 @@ class CaptureControl:
         mode: DetumbleMode | str,
         gains: CaptureGains | None = None,
         timeout: float = 0.0,
+        gripper_offset: Any = (0.0, 0.0, 0.0),
     ) -> None:
         robot.frame(gripper_link)  # raises naming the links
         self.robot, self.gripper_link = robot, gripper_link
+        self.gripper_offset = np.array(gripper_offset, dtype=float).reshape(3)
         self.target = target
         self.handle = target.handles[0]
         self.mode = DetumbleMode(mode)
@@ -414,7 +467,7 @@ class CaptureControl:
             self.robot,
             q,
             terms,
-            (self.gripper_link, np.zeros(3)),
+            (self.gripper_link, self.gripper_offset),
             gp,
             self.gains,
             attitude_reference=self.attitude,
@@ -445,14 +498,22 @@ class CaptureControl:
             self.phase = 'grasping'
         return tau, ask
 
+    def _gripper_point(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The grasp point (inertial frame [m]) and its lever from the gripper link's origin."""
+        o, R = D.link_pose(self.robot, q, self.gripper_link)
+        lever = R @ self.gripper_offset
+        return o + lever, lever
+
     def _relative_motion(self, gp: GraspPoint, q: np.ndarray, v: np.ndarray) -> None:
-        """:attr:`speed` [m/s] and :attr:`rate` [rad/s] of the handle against the gripper
-        (inertial frame; the robot's measured ``q``, ``v``)."""
+        """:attr:`speed` [m/s] and :attr:`rate` [rad/s] of the handle against the gripper's
+        grasp point (inertial frame; the robot's measured ``q``, ``v``)."""
         J = D.link_jacobian(self.robot, q, self.gripper_link)
-        self.speed = float(np.linalg.norm(gp.velocity - J[:3] @ v))
+        w = J[3:] @ v
+        _, lever = self._gripper_point(q)
+        self.speed = float(np.linalg.norm(gp.velocity - J[:3] @ v - np.cross(w, lever)))
         # the handle turns with the target's root link: its rate against the gripper's (the
         # envelope's max_rate; asking regardless drew a refusal every update)
-        self.rate = float(np.linalg.norm(gp.angular_velocity - J[3:] @ v))
+        self.rate = float(np.linalg.norm(gp.angular_velocity - w))
 
     def _history(self) -> str:
         """The closest approach and the last envelope violation of the present intercept,
@@ -481,7 +542,7 @@ class CaptureControl:
         gp = self.grasp_point()
         if gp is None:
             return True
-        gripper = D.link_pose(self.robot, q, self.gripper_link)[0]
+        gripper, _ = self._gripper_point(q)
         self.distance = float(np.linalg.norm(gp.position - gripper))
         return self.distance <= self.handle.radius + LOST_MARGIN
 
@@ -734,6 +795,7 @@ __all__ = [
     'odometry_topic',
     'release_service',
     'ros_name_problem',
+    'scenario_gripper',
     'scenario_target',
     'service_name',
 ]

@@ -121,23 +121,30 @@ def refuse_in_capture(changed: Sequence[str], values: Mapping[str, Any]) -> str 
     )
 
 
-def activity(values: Mapping[str, Any]) -> str:
+def activity(values: Mapping[str, Any], gripper: Any = None) -> str:
     """What the controller does with its start-up ``values``, for its start-up line:
     ``controlling ee_link in reactionless mode``, or ``capturing with ee_link (capture.scenario
-    ...)`` (the mode is not used then).
+    ...)`` (the mode is not used then): the scenario's ``gripper`` (a
+    :class:`~ffsim_ros.scene.Gripper`: its link and, when not zero, the grasp point in it),
+    ``ee_link`` when None.
 
     Parameters
     ----------
     values : mapping
         Checked start-up parameter values by name.
+    gripper : Gripper, optional
+        The capture scenario's gripper.
 
     Returns
     -------
     str
     """
     if values['capture.scenario']:
+        point = values['ee_link'] if gripper is None else gripper.link
+        if gripper is not None and np.any(gripper.translation):
+            point += f' + {np.asarray(gripper.translation).tolist()} m'
         return (
-            f'capturing with {values["ee_link"]} (capture.scenario '
+            f'capturing with {point} (capture.scenario '
             f'{values["capture.scenario"]!r}; mode and trajectory.reactionless not used)'
         )
     return f'controlling {values["ee_link"]} in {values["mode"]} mode'
@@ -246,8 +253,9 @@ PARAMETERS = ParameterTable(
         ParameterSpec(
             'capture.scenario',
             '',
-            "capture scenario (the simulator's scenario: a YAML path or a shipped name); "
-            'non-empty: intercept, grasp and detumble its target instead of ee_goal',
+            "capture scenario (the simulator's scenario: a shipped name or a YAML path, a "
+            "relative one from the node's working directory); non-empty: intercept its target "
+            "with the scenario's robot.gripper point, grasp and detumble it instead of ee_goal",
             string(4096),
         ),
         ParameterSpec(

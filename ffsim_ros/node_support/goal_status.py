@@ -21,7 +21,14 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from ffsim_ros.control import CONTROL_MODES, ControlOutput, GoalOutcome, GoalStatus, ReachSettings
+from ffsim_ros.control import (
+    CONTROL_MODES,
+    REACH_BOUNDS,
+    ControlOutput,
+    GoalOutcome,
+    GoalStatus,
+    ReachSettings,
+)
 
 from .common import ParameterValueError
 from .parameters import ParameterSpec, count, interval
@@ -181,7 +188,8 @@ def reach_settings_from(values: dict) -> ReachSettings:
 
 
 def reach_specs() -> list[ParameterSpec]:
-    """The controller's ``reach.*`` parameters (the :class:`ReachSettings` a user sets).
+    """The controller's ``reach.*`` parameters (the :class:`ReachSettings` a user sets), in the
+    ranges of :data:`ffsim_ros.control.REACH_BOUNDS` (a campaign's ``reach`` takes the same).
 
     Returns
     -------
@@ -192,40 +200,40 @@ def reach_specs() -> list[ParameterSpec]:
             'reach.position_tolerance',
             0.005,
             'an ee_goal is reached when the end effector is this close [m]',
-            interval(1e-6, 1.0),
+            interval(*REACH_BOUNDS['position_tolerance']),
         ),
         ParameterSpec(
             'reach.attitude_budget_deg',
             0.2,
             'base attitude offset [deg] reactionless mode may spend to leave a stall, then '
             'restore; 0: none (more than the 0.1 deg attitude tolerance otherwise)',
-            interval(0.0, 180.0),
+            interval(*REACH_BOUNDS['attitude_budget_deg']),
         ),
         ParameterSpec(
             'reach.stall_time',
             2.0,
             'an ee_goal that has not progressed by 1 mm for this long has stalled: recovery '
             '(reactionless mode) or abort [s]',
-            interval(0.01, 3600.0),
+            interval(*REACH_BOUNDS['stall_time']),
         ),
         ParameterSpec(
             'reach.goal_timeout',
             300.0,
             'an ee_goal still not reached after this long is aborted [s]',
-            interval(0.01, 1e6),
+            interval(*REACH_BOUNDS['goal_timeout']),
         ),
         ParameterSpec(
             'reach.max_plans',
             ReachSettings().max_plans,
             'reactionless mode: searches for a detour through the reaction null space after a '
             'stall, for one ee_goal (0: none)',
-            count(0, 100),
+            count(*REACH_BOUNDS['max_plans']),
         ),
         ParameterSpec(
             'reach.max_loop_plans',
             ReachSettings().max_loop_plans,
             'reactionless mode: searches for Lie-bracket loops (cyclic joint motions that '
             'leave the base still) once the detour searches found no path (0: none)',
-            count(0, 100),
+            count(*REACH_BOUNDS['max_loop_plans']),
         ),
     ]

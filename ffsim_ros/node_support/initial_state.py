@@ -9,7 +9,7 @@ assembled joints are checked against the limits again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -19,7 +19,10 @@ from .common import ParameterValueError, shown
 
 
 def initial_state(
-    model: D.Model, loops: Sequence[D.LoopClosure], values: dict
+    model: D.Model,
+    loops: Sequence[D.LoopClosure],
+    values: dict,
+    names: Mapping[str, str] | None = None,
 ) -> tuple[D.ClosedChain | None, np.ndarray, np.ndarray]:
     """``(chain, q0, v0)``: the closed chain of ``loops`` (checked by
     :func:`~.common.load_robot`) on ``model`` (None for a tree) and the initial configuration
@@ -32,6 +35,10 @@ def initial_state(
         Loop closures on ``model`` (empty for a tree).
     values : dict
         Checked simulator parameter values by name.
+    names : mapping, optional
+        How to name a value in the errors when it is not the parameter's own (a scenario's
+        ``robot.joint_positions``: :meth:`.scene_support.WorldSetup.value_names`); default,
+        the parameter.
 
     Returns
     -------
@@ -50,7 +57,9 @@ def initial_state(
         ``rk4``, joint positions the loops cannot be closed from, or (with
         ``position_limits``) whose assembly moves a joint beyond its limits.
     """
-    q0, v0 = _tree_state(model, values)
+    names = dict(names or {})
+    positions = names.get('initial_joint_positions', 'initial_joint_positions')
+    q0, v0 = _tree_state(model, values, names)
     if not loops:
         return None, q0, v0
     if values['integrator'] != 'rk4':
@@ -59,12 +68,12 @@ def initial_state(
             f'step), got {values["integrator"]!r}'
         )
     chain = D.ClosedChain(model, loops)
-    names = [lp.name for lp in loops]
+    loop_names = [lp.name for lp in loops]
     try:
         q, v = chain.assemble(q0, v0)
     except RuntimeError as exc:
         raise ParameterValueError(
-            f'initial_joint_positions: the loops {names} cannot be closed from them ({exc})'
+            f'{positions}: the loops {loop_names} cannot be closed from them ({exc})'
         ) from None
     if values['position_limits'] and model.single_dof_joints:
         offset = model.nq - model.n
@@ -77,9 +86,9 @@ def initial_state(
                 for j in beyond
             )
             raise ParameterValueError(
-                f'initial_joint_positions: expected a start whose assembly onto the loops '
-                f'{names} keeps every joint within its position limits (position_limits is '
-                f'on), got joints moved beyond them -- {items}; set initial_joint_positions '
+                f'{positions}: expected a start whose assembly onto the loops '
+                f'{loop_names} keeps every joint within its position limits (position_limits '
+                f'is on), got joints moved beyond them -- {items}; set initial_joint_positions '
                 'nearer a configuration where the loops close within the limits'
             )
     return chain, q, v
@@ -120,9 +129,11 @@ def _joint_vector(name: str, values: list[float], size: int) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
-def _tree_state(model: D.Model, values: dict) -> tuple[np.ndarray, np.ndarray]:
+def _tree_state(
+    model: D.Model, values: dict, names: Mapping[str, str]
+) -> tuple[np.ndarray, np.ndarray]:
     """``(q0, v0)`` from the ``initial_*`` parameters, checked against the robot's limits
-    where they are enforced.
+    where they are enforced (each value named by ``names``, default its parameter).
 
     Raises
     ------
@@ -131,15 +142,17 @@ def _tree_state(model: D.Model, values: dict) -> tuple[np.ndarray, np.ndarray]:
         ``position_limits``, or faster than its speed limit with ``velocity_limits``.
     """
     n = model.n
-    positions = _joint_vector('initial_joint_positions', values['initial_joint_positions'], n)
-    rates = _joint_vector('initial_joint_velocities', values['initial_joint_velocities'], n)
+    p_name = names.get('initial_joint_positions', 'initial_joint_positions')
+    v_name = names.get('initial_joint_velocities', 'initial_joint_velocities')
+    positions = _joint_vector(p_name, values['initial_joint_positions'], n)
+    rates = _joint_vector(v_name, values['initial_joint_velocities'], n)
     dof_names = [
         name for name, dofs in zip(model.joint_names, model.nvs, strict=True) for _ in range(dofs)
     ]
     if values['position_limits']:
         for j in np.flatnonzero((positions < model.lower) | (positions > model.upper)):
             raise ParameterValueError(
-                f'initial_joint_positions: expected joint {dof_names[j]} within its position '
+                f'{p_name}: expected joint {dof_names[j]} within its position '
                 f'limits [{model.lower[j]:g}, {model.upper[j]:g}] (position_limits is on), '
                 f'got {positions[j]:g}'
             )
@@ -148,7 +161,7 @@ def _tree_state(model: D.Model, values: dict) -> tuple[np.ndarray, np.ndarray]:
         driven = np.isfinite(limit) & (limit > 0.0) & (model.effort_limit > 0.0)
         for j in np.flatnonzero(driven & (np.abs(rates) > limit)):
             raise ParameterValueError(
-                f'initial_joint_velocities: expected joint {dof_names[j]} within its speed '
+                f'{v_name}: expected joint {dof_names[j]} within its speed '
                 f'limit {limit[j]:g} (velocity_limits is on), got {rates[j]:g}'
             )
     q_base, v_base = D.base_state_from_link(

@@ -22,10 +22,12 @@ orientation comes from the tumble and ``initial_pose`` must leave it at identity
 that overlaps the robot or another target, or is otherwise refused, changes nothing and
 answers the reason.
 
-**Names.** A target's name is a token of its topics (:func:`target_topics`:
+**Names.** A target's name is a token of its topics (:func:`.target_names.target_topics`:
 ``targets/<name>/odom``): ASCII letters, digits and underscores, not starting with a digit,
-short enough for those topics to be valid ROS names (:func:`target_name_problem`); a spawn
-under another name is refused (``NAME_INVALID``) before anything changes.
+short enough for those topics to be valid ROS names
+(:func:`.target_names.target_name_problem`); a spawn under another name is refused
+(``NAME_INVALID``) before anything changes, a scenario target under one ends the simulator's
+start (:func:`.scene_support.world_setup`).
 """
 
 from __future__ import annotations
@@ -42,11 +44,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Pose, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import NameValidationException
-from rclpy.expand_topic_name import expand_topic_name
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.validate_full_topic_name import validate_full_topic_name
 from simulation_interfaces.msg import EntityState, Result
 from simulation_interfaces.srv import SpawnEntity
 from std_srvs.srv import Trigger
@@ -59,6 +58,7 @@ from ..dynamics.inputs import ArrayLike
 from ..dynamics.yaml_input import load_yaml
 from .common import ParameterValueError, read_robot_file, to_stamp
 from .scene_support import TargetMessages, event_message
+from .target_names import MAX_TOPIC_LENGTH, TARGET_TOPICS, target_name_problem, target_topics
 
 if TYPE_CHECKING:
     from ffsim_ros.sim import Engine, Snapshot, TargetWorld
@@ -84,14 +84,6 @@ SERVICE_QOS = QoSProfile(
 #: simulator's ``initial_base_*`` parameters): beyond them the pose is outside the simulated
 #: world (the dynamics lose their precision, then fail).
 MAX_POSITION, MAX_TWIST = 1e6, 1e3
-#: Longest fully qualified ROS topic name (rmw's ``RMW_TOPIC_MAX_NAME_LENGTH``, 255 - 8); the
-#: decision is rclpy's validator, this bound only words its refusal.
-MAX_TOPIC_LENGTH = 247
-#: The topics of a target, relative to the simulator's namespace (``{name}``: its name).
-TARGET_TOPICS = ('targets/{name}/odom',)
-#: A target name: a token of a ROS topic name (ASCII letters, digits, underscores; no digit
-#: first).
-_TARGET_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 
 class EntityError(Exception):
@@ -132,82 +124,6 @@ def check_values(values: dict[str, float], bound: float, code: int) -> None:
     far = {k: v for k, v in values.items() if abs(v) > bound}
     if far:
         raise EntityError(code, f'expected values of magnitude <= {bound:g}, got {far}')
-
-
-def _brief(text: str, keep: int = 60) -> str:
-    """``repr(text)``, cut to ``keep`` characters (its length said) when longer."""
-    if len(text) <= keep:
-        return repr(text)
-    return f'{text[:keep]!r}... ({len(text)} characters)'
-
-
-def target_topics(name: str) -> tuple[str, ...]:
-    """The topics the simulator creates for target ``name``, relative to its namespace.
-
-    Parameters
-    ----------
-    name : str
-        The target's name.
-
-    Returns
-    -------
-    tuple of str
-        :data:`TARGET_TOPICS` for ``name``: ``('targets/<name>/odom',)``.
-    """
-    return tuple(template.format(name=name) for template in TARGET_TOPICS)
-
-
-def target_name_problem(name: str, namespace: str = '/') -> str | None:
-    """Why ``name`` cannot name a target of a simulator in ``namespace``, or None if it can.
-
-    A target's name is a token of its topics (:data:`TARGET_TOPICS`), so it must be one: ASCII
-    letters, digits and underscores, not starting with a digit (no ``-``, space, ``/``, ``~``
-    or ``{}`` substitution), and the topics, expanded in ``namespace``, must be valid ROS topic
-    names. rclpy's own validator (``validate_full_topic_name``) decides the latter, which
-    bounds their length to :data:`MAX_TOPIC_LENGTH` characters: at most 233 characters of
-    name in the root namespace (``/targets/<name>/odom``), fewer in a longer one.
-
-    Parameters
-    ----------
-    name : str
-        The name asked for (a ``SpawnEntity`` request's, or a scenario target's).
-    namespace : str
-        The simulator node's namespace (``node.get_namespace()``): a valid ROS namespace.
-
-    Returns
-    -------
-    str or None
-        The problem, ``name: expected ..., got <the name>`` (the name cut beyond 60
-        characters, its length said), or None.
-
-    Examples
-    --------
-    >>> target_name_problem('ball_1') is None
-    True
-    >>> print(target_name_problem('ball-1'))
-    name: expected ASCII letters, digits and underscores, not starting with a digit, at most \
-233 characters (a token of the topic targets/<name>/odom in namespace '/', at most 247 \
-characters in all), got 'ball-1'
-    """
-    base = len(namespace.rstrip('/')) + 1  # the namespace and the slash after it
-    shown = TARGET_TOPICS[0].format(name='<name>')
-    most = MAX_TOPIC_LENGTH - base - max(len(t.format(name='')) for t in TARGET_TOPICS)
-    allowed = (
-        f'ASCII letters, digits and underscores, not starting with a digit, at most {most} '
-        f'characters (a token of the topic {shown} in namespace {namespace!r}, at most '
-        f'{MAX_TOPIC_LENGTH} characters in all)'
-    )
-    if not isinstance(name, str) or not name:
-        return f'name: expected {allowed}, got {name!r}'
-    if _TARGET_NAME.fullmatch(name) is None or len(name) > most:
-        return f'name: expected {allowed}, got {_brief(name)}'
-    for topic in target_topics(name):  # rclpy's word on the topics made
-        try:
-            validate_full_topic_name(expand_topic_name(topic, 'ffsim_simulator', namespace))
-        except (NameValidationException, ValueError) as exc:
-            reason = str(exc).splitlines()[0]
-            return f'name: expected {allowed}, got {_brief(name)} ({reason})'
-    return None
 
 
 def _finite_pose(pose: Pose, where: str) -> tuple[np.ndarray, np.ndarray]:

@@ -67,9 +67,18 @@ from ffsim_ros.sim import TargetWorld
 
 from ..dynamics.yaml_input import YamlInputError, load_yaml
 from .common import ParameterValueError, read_robot_file, to_stamp
+from .target_names import target_name_problem
 
 #: Scenarios shipped in ``config/scenarios`` (``scenario:=<name>``).
 SHIPPED_SCENARIOS = ('capture',)
+#: The simulator's parameters a scenario's robot section sets when they are left at their
+#: defaults: ``(parameter, robot field, the parameter's default values)``.
+SCENARIO_INITIAL = (
+    ('initial_joint_positions', 'joint_positions', ([], [0.0])),
+    ('initial_joint_velocities', 'joint_velocities', ([], [0.0])),
+    ('initial_base_position', 'base_position', ([0.0, 0.0, 0.0],)),
+    ('initial_base_orientation', 'base_orientation', ([0.0, 0.0, 0.0, 1.0],)),
+)
 #: Lifetime of the contact markers [s].
 CONTACT_MARKER_LIFETIME = 2.0
 #: Length of an impulse arrow per N s [m].
@@ -77,7 +86,9 @@ IMPULSE_ARROW_SCALE = 0.5
 
 
 def resolve_scenario(text: str) -> Path:
-    """The file of a ``scenario`` value: a shipped name or a path.
+    """The file of a ``scenario`` value: a shipped name (:data:`SHIPPED_SCENARIOS`, from the
+    package's share folder), else a path, a relative one taken from the node's working
+    directory.
 
     Parameters
     ----------
@@ -158,15 +169,28 @@ class WorldSetup:
             A copy.
         """
         out = dict(values)
-        for key, given, defaults in (
-            ('initial_joint_positions', self.joint_positions, ([], [0.0])),
-            ('initial_joint_velocities', self.joint_velocities, ([], [0.0])),
-            ('initial_base_position', self.base_position, ([0.0, 0.0, 0.0],)),
-            ('initial_base_orientation', self.base_orientation, ([0.0, 0.0, 0.0, 1.0],)),
-        ):
-            if given is not None and list(values[key]) in defaults:
-                out[key] = given.tolist()
+        for key, field in self._taken(values).items():
+            out[key] = getattr(self, field).tolist()
         return out
+
+    def value_names(self, values: dict) -> dict[str, str]:
+        """The names of the values :meth:`initial_values` takes from the scenario, for the
+        messages about them: ``{'initial_joint_positions': "scenario: '<file>':
+        robot.joint_positions"}`` (a value from the scenario is named by its field, not by a
+        parameter the user did not set)."""
+        return {
+            key: f'scenario: {self.source!r}: robot.{field}'
+            for key, field in self._taken(values).items()
+        }
+
+    def _taken(self, values: dict) -> dict[str, str]:
+        """``{parameter: field}`` of the scenario values that replace parameters left at
+        their default."""
+        return {
+            key: field
+            for key, field, defaults in SCENARIO_INITIAL
+            if getattr(self, field) is not None and list(values[key]) in defaults
+        }
 
     def placed(self, values: dict) -> tuple[WorldSetup, str]:
         """This set-up with its targets moved as the robot is when the
@@ -268,9 +292,11 @@ def _robot_shapes(urdf: str, model: D.Model, exclude: Any = ()) -> Any:
     return shapes
 
 
-def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSetup:
+def world_setup(
+    scenario: str, model: D.Model, urdf: str, dt_ns: int, namespace: str = '/'
+) -> WorldSetup:
     """The world of the ``scenario`` parameter ('' : no target, the defaults of the module
-    docstring).
+    docstring) of a simulator in ``namespace``.
 
     Parameters
     ----------
@@ -290,7 +316,9 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
     Raises
     ------
     ParameterValueError
-        Starting with ``scenario:`` and naming the file and field.
+        Starting with ``scenario:`` and naming the file and field, e.g. a target name that is
+        no token of its topics (:func:`.target_names.target_name_problem`: ``sat-1``, ``2nd``;
+        rclpy refused its publisher, the node ended with a traceback).
     """
     if not scenario:
         shapes = _robot_shapes(urdf, model)
@@ -318,6 +346,10 @@ def world_setup(scenario: str, model: D.Model, urdf: str, dt_ns: int) -> WorldSe
         )
     except ScenarioError as exc:
         raise ParameterValueError(f'{where}: {exc}') from None
+    for k, target in enumerate(built):
+        problem = target_name_problem(target.name, namespace)
+        if problem is not None:
+            raise ParameterValueError(f'{where}: targets[{k}].{problem}')
     theirs = alone.robot_model
     if (theirs.joint_names, theirs.link_names) != (model.joint_names, model.link_names):
         raise ParameterValueError(
@@ -675,6 +707,7 @@ class TargetMessages:
 __all__ = [
     'CONTACT_MARKER_LIFETIME',
     'IMPULSE_ARROW_SCALE',
+    'SCENARIO_INITIAL',
     'SHIPPED_SCENARIOS',
     'TargetMessages',
     'WorldSetup',

@@ -181,8 +181,9 @@ PARAMETERS = ParameterTable(
         ParameterSpec(
             'scenario',
             '',
-            f'capture scenario: a YAML file or a shipped name ({", ".join(SHIPPED_SCENARIOS)}); '
-            'its robot must be this one; empty: no target at start (targets can be spawned)',
+            f'capture scenario: a shipped name ({", ".join(SHIPPED_SCENARIOS)}) or a YAML file '
+            "(a relative path from the node's working directory); its robot must be this one; "
+            'empty: no target at start (targets can be spawned)',
             string(4096),
             in_config=False,
         ),

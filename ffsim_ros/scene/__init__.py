@@ -47,7 +47,13 @@ from .impact import (
     point_jacobian,
     solve_impact,
 )
-from .scenario import ScenarioError, load_scenario, scene_from_dict, target_from_dict
+from .scenario import (
+    ScenarioError,
+    gripper_from_dict,
+    load_scenario,
+    scene_from_dict,
+    target_from_dict,
+)
 from .scene import Scene
 from .targets import (
     Handle,
@@ -86,6 +92,7 @@ __all__ = [
     'Tumble',
     'capture_impulse',
     'contact_jacobian',
+    'gripper_from_dict',
     'inverse_inertia',
     'load_scenario',
     'locked_inertia',

@@ -34,13 +34,20 @@ Names (``name``, ``link``, ``exclude_links``) are non-empty strings; numbers are
 booleans; quaternions (x, y, z, w) have norm 1 within :data:`QUAT_TOLERANCE` (normalized on
 read, as the simulator's parameters); ``dt`` lies in [:data:`MIN_DT`, :data:`MAX_DT`] (the
 simulator's ``physics_rate_hz`` from 1 Hz to 1 MHz). As the simulator bounds its parameters
-and its entity services, every coordinate of a position is at most 1e6 m in magnitude, of a
-linear or angular velocity 1e3 m/s or rad/s, of the robot's joint vectors and a target's
-joint rates 1e3; shape dimensions lie in [1e-4, 1e6] m, a target's mass in [1e-6, 1e12] kg
+and its entity services, every coordinate of a position is at most 1e6 m in magnitude (of a
+handle's or the gripper's ``translation`` too: :data:`MAX_OFFSET`), of a linear or angular
+velocity 1e3 m/s or rad/s, of the robot's and a URDF target's joint positions and rates 1e3
+(:data:`MAX_ROBOT_JOINT`, :data:`~.targets.MAX_JOINT_POSITION`); an integer too large for a
+float (``1e400`` written out) is refused as any other number out of range; shape dimensions
+lie in [1e-4, 1e6] m, a target's mass in [1e-6, 1e12] kg
 (a URDF target's total mass too), a rigid target's principal moments of inertia in its mass
 times [(1e-4 m)^2 / 12, (1e6 m)^2] (:func:`~.targets.check_rigid_inertia`), a handle's
 ``radius`` is finite, and the contact law's bounds are :class:`~.impact.ImpactLaw`'s and
-:class:`~.impact.CompliantLaw`'s.
+:class:`~.impact.CompliantLaw`'s (``stiffness`` is required with ``law: compliant``). A URDF
+target is a tree: one with URDF+ ``<loop>`` closures is refused, naming them (its loops would
+be dropped). :func:`load_scenario` reads the file as the nodes do
+(:func:`ffsim_ros.files.read_regular_file`: a regular file of at most
+:data:`MAX_SCENARIO_BYTES`, opened without blocking).
 
 Every error is a :class:`ScenarioError` (a ``ValueError``) naming the field, e.g.
 ``targets[1].mass: expected a finite value in [1e-06, 1e+12] kg (...), got -2.0``; unknown keys
@@ -49,6 +56,7 @@ are refused by name.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -60,11 +68,13 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import quat_unit, rpy_to_matrix
 
 from ..dynamics.yaml_input import YamlInputError, load_yaml
+from ..files import FileKindError, read_regular_file
 from .geometry import Box, Capsule, Cylinder, Sphere, shapes_from_urdf
 from .grasp import Gripper
 from .impact import CompliantLaw, ImpactLaw
 from .scene import Scene
 from .targets import (
+    MAX_JOINT_POSITION,
     MAX_JOINT_RATE,
     MAX_POSITION,
     MAX_RATE,
@@ -88,6 +98,12 @@ QUAT_TOLERANCE = 1e-3
 #: Largest robot joint coordinate [rad | m] and rate [rad/s | m/s] (the bound of the
 #: simulator's ``initial_joint_positions`` / ``initial_joint_velocities``).
 MAX_ROBOT_JOINT = 1e3
+#: Largest coordinate of a handle's or the gripper's ``translation`` in its link frame [m]
+#: (the largest target position and shape dimension: the size of the simulated world).
+MAX_OFFSET = MAX_POSITION
+#: Largest scenario file read by :func:`load_scenario` [bytes] (the nodes' bound on their
+#: ``scenario`` / ``capture.scenario`` files, ``node_support.common.MAX_ROBOT_BYTES``).
+MAX_SCENARIO_BYTES = 16 * 1024 * 1024
 
 
 class ScenarioError(ValueError):
@@ -114,6 +130,12 @@ def _brief(value: Any) -> str:
     if isinstance(value, list | tuple | Mapping):
         return f'a {type(value).__name__} of length {len(value)}'
     return repr(value)
+
+
+def _shown(value: Any) -> str:
+    """``repr`` of a value, cut to 200 characters."""
+    text = repr(value)
+    return text if len(text) <= 200 else f'{text[:200]}... ({len(text)} characters)'
 
 
 def _name(value: Any, where: str) -> str:
@@ -144,6 +166,10 @@ def _vec(
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise ScenarioError(f'{where}: expected {what} numbers, got {value!r}') from None
+    except OverflowError:  # an integer beyond a float (401 digits)
+        raise ScenarioError(
+            f'{where}: expected {what} finite numbers, got an integer too large for a float'
+        ) from None
     if arr.shape != (len(value) if size is None else size,) or not np.all(np.isfinite(arr)):
         raise ScenarioError(f'{where}: expected {what} finite numbers, got {value!r}')
     if _has_bool(value):
@@ -175,7 +201,13 @@ def _num(value: Any, where: str) -> float:
             ) from None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScenarioError(f'{where}: expected a number, got {value!r}')
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond a float (401 digits)
+        raise ScenarioError(
+            f'{where}: expected a finite number, got an integer of about '
+            f'{int(value.bit_length() * 0.30103) + 1} digits (too large for a float)'
+        ) from None
 
 
 def _path(value: Any, base: Path, where: str) -> str:
@@ -230,7 +262,7 @@ def _handle(d: Any, where: str) -> Handle:
         'link': _name(d['link'], f'{where}.link'),
     }
     if 'translation' in d:
-        kwargs['translation'] = _vec(d['translation'], 3, f'{where}.translation')
+        kwargs['translation'] = _vec(d['translation'], 3, f'{where}.translation', MAX_OFFSET, 'm')
     if 'rpy' in d:
         kwargs['rotation'] = rpy_to_matrix(_vec(d['rpy'], 3, f'{where}.rpy'))
     for k in ('radius', 'max_angle', 'max_speed', 'max_rate'):
@@ -312,7 +344,7 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         if 'inertia' in d:
             try:
                 inertia = np.asarray(d['inertia'], dtype=float)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # (an integer beyond a float)
                 inertia = np.full(1, np.nan)
             if (
                 inertia.shape != (3, 3)
@@ -320,7 +352,8 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
                 or _has_bool(d['inertia'])
             ):
                 raise ScenarioError(
-                    f'{where}.inertia: expected a finite 3x3 matrix [kg m^2], got {d["inertia"]!r}'
+                    f'{where}.inertia: expected a finite 3x3 matrix [kg m^2], got '
+                    f'{_shown(d["inertia"])}'
                 )
             inertia = _checked(check_rigid_inertia, mass, inertia, f'{where}.inertia')
         if 'tumble' in d:
@@ -339,7 +372,9 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
     if 'mass' in d or 'inertia' in d:
         raise ScenarioError(f'{where}: mass and inertia come from the URDF of a urdf target')
     if 'joint_positions' in d:
-        state['joint_positions'] = _vec(d['joint_positions'], None, f'{where}.joint_positions')
+        state['joint_positions'] = _vec(
+            d['joint_positions'], None, f'{where}.joint_positions', MAX_JOINT_POSITION, 'rad | m'
+        )
     if 'joint_velocities' in d:
         state['joint_velocities'] = _vec(
             d['joint_velocities'], None, f'{where}.joint_velocities', MAX_JOINT_RATE, 'rad/s | m/s'
@@ -409,14 +444,7 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
         },
         {'urdf', 'gripper'},
     )
-    g = _keys(r['gripper'], 'robot.gripper', {'link', 'translation', 'rpy'}, {'link'})
-    gripper = _wrap(
-        'robot.gripper',
-        Gripper,
-        _name(g['link'], 'robot.gripper.link'),
-        rpy_to_matrix(_vec(g.get('rpy', (0, 0, 0)), 3, 'robot.gripper.rpy')),
-        _vec(g.get('translation', (0, 0, 0)), 3, 'robot.gripper.translation'),
-    )
+    gripper = gripper_from_dict(r['gripper'])
     urdf = _path(r['urdf'], base_dir, 'robot.urdf')
     robot = _wrap('robot.urdf', D.load_urdf, urdf, floating_base=True)
     _wrap('robot.gripper.link', robot.frame, gripper.link)
@@ -471,6 +499,36 @@ def scene_from_dict(d: Any, base: str | os.PathLike[str] | None = None) -> Scene
     return scene
 
 
+def gripper_from_dict(d: Any, where: str = 'robot.gripper') -> Gripper:
+    """The gripper of a scenario's ``robot.gripper`` mapping (``link``, ``translation``,
+    ``rpy``: module docstring); its link is not checked against a robot here.
+
+    Parameters
+    ----------
+    d : mapping
+        The ``robot.gripper`` entry.
+    where : str
+        Prefix of the messages.
+
+    Returns
+    -------
+    Gripper
+
+    Raises
+    ------
+    ScenarioError
+        Naming the field.
+    """
+    g = _keys(d, where, {'link', 'translation', 'rpy'}, {'link'})
+    return _wrap(
+        where,
+        Gripper,
+        _name(g['link'], f'{where}.link'),
+        rpy_to_matrix(_vec(g.get('rpy', (0, 0, 0)), 3, f'{where}.rpy')),
+        _vec(g.get('translation', (0, 0, 0)), 3, f'{where}.translation', MAX_OFFSET, 'm'),
+    )
+
+
 def _contact(d: Any) -> ImpactLaw | CompliantLaw:
     laws = {
         'impact': (ImpactLaw, {'restitution', 'friction', 'tolerance'}),
@@ -482,6 +540,12 @@ def _contact(d: Any) -> ImpactLaw | CompliantLaw:
         raise ScenarioError(f'contact.law: expected one of {sorted(laws)}, got {_brief(kind)}')
     cls, keys = laws[kind]
     _keys(d, f'contact ({kind})', keys)
+    for f in dataclasses.fields(cls):  # the law's fields without a default (stiffness)
+        no_default = f.default is dataclasses.MISSING
+        if no_default and f.default_factory is dataclasses.MISSING and f.name not in d:
+            raise ScenarioError(
+                f'contact.{f.name}: required with law {kind} (no default), got none'
+            )
     kwargs = {k: _num(v, f'contact.{k}') for k, v in d.items()}
     return _wrap('contact', cls, **kwargs)
 
@@ -501,14 +565,20 @@ def load_scenario(path: str | os.PathLike[str]) -> Scene:
     Raises
     ------
     ScenarioError
-        An unreadable file, malformed YAML, a duplicated key, a document too large (aliases
-        expanded) or too deep (:func:`~ffsim_ros.dynamics.yaml_input.load_yaml`), or a bad field
-        (named).
+        An unreadable file (missing, not a regular file, larger than
+        :data:`MAX_SCENARIO_BYTES`), malformed YAML, a duplicated key, a document too large
+        (aliases expanded) or too deep (:func:`~ffsim_ros.dynamics.yaml_input.load_yaml`), or a
+        bad field (named).
     """
     p = Path(path)
     where = f'scenario file {str(p)!r}'
     try:
-        data = load_yaml(p.read_text(), where)
+        # bounded and without blocking, as the nodes read theirs (a FIFO hung, /dev/zero was
+        # read until the memory ran out)
+        text = read_regular_file(p, MAX_SCENARIO_BYTES, 'scenario file').decode('utf-8')
+        data = load_yaml(text, where)
+    except FileKindError as exc:
+        raise ScenarioError(str(exc)) from None
     except OSError as exc:
         raise ScenarioError(f'{where}: {exc.strerror}') from None
     except UnicodeDecodeError as exc:
@@ -518,4 +588,12 @@ def load_scenario(path: str | os.PathLike[str]) -> Scene:
     return scene_from_dict(data, p.parent)
 
 
-__all__ = ['ScenarioError', 'load_scenario', 'scene_from_dict', 'target_from_dict']
+__all__ = [
+    'MAX_OFFSET',
+    'MAX_SCENARIO_BYTES',
+    'ScenarioError',
+    'gripper_from_dict',
+    'load_scenario',
+    'scene_from_dict',
+    'target_from_dict',
+]

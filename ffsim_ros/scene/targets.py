@@ -59,9 +59,12 @@ MAX_POSITION = 1e6
 #: (the simulator's bound on set twists, ``node_support.scene_services.MAX_TWIST``).
 MAX_SPEED = MAX_RATE = 1e3
 #: Largest joint rate of a target [rad/s | m/s] (the bound of the simulator's
-#: ``initial_joint_velocities``). Joint coordinates are only required finite: a continuous
-#: joint's angle grows without bound.
+#: ``initial_joint_velocities``).
 MAX_JOINT_RATE = 1e3
+#: Largest initial joint coordinate of a scenario's URDF target [rad | m] (the bound of the
+#: simulator's ``initial_joint_positions``; :func:`target_state` itself only requires them
+#: finite: a continuous joint's angle grows without bound as the target moves).
+MAX_JOINT_POSITION = 1e3
 #: Range of a target's mass [kg] (a rigid target's, a URDF target's total): from 1 mg to
 #: 1e12 kg, a rocky asteroid 1 km across. A value outside is a typo or a unit slip (1e-300
 #: was taken: nothing in it is physical, the contact impulses and energies of such a body
@@ -470,18 +473,26 @@ def urdf_target(
     ------
     ValueError
         What :func:`~ffsim_ros.dynamics.load_urdf` rejects (no mass, negative mass, ...),
-        bad collisions, a non-finite state; the message names the target.
+        URDF+ ``<loop>`` closures (a target is a tree: its loops would be dropped, the
+        mechanism coming apart as it moves), bad collisions, a non-finite state; the message
+        names the target.
     UnknownNameError
         A handle on an unknown link.
     """
     check_name(name)
     try:
         model = D.load_urdf(urdf, floating_base=True)
+        loops = D.loop_closures_from_urdf(urdf)
         shapes = shapes_from_urdf(urdf, model=model, meshes=meshes, package_dirs=package_dirs)
     except D.UnknownNameError:
         raise
     except ValueError as exc:
         raise ValueError(f'target {name!r}: {exc}') from None
+    if loops:
+        raise ValueError(
+            f'target {name!r}: expected a tree (a target is simulated without loop closures), '
+            f'got a URDF with loop closures (URDF+ <loop> {[lp.name for lp in loops]})'
+        )
     return _target(
         name,
         model,
@@ -661,6 +672,7 @@ def locked_inertia(model: D.Model, q: np.ndarray) -> np.ndarray:
 
 __all__ = [
     'MAX_GYRATION_SQUARED',
+    'MAX_JOINT_POSITION',
     'MAX_JOINT_RATE',
     'MAX_POSITION',
     'MAX_RATE',
