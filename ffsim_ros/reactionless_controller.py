@@ -46,11 +46,15 @@ of ``use_sim_time``, drops what was learned under the old clock -- state, goals 
 rejected saying how the clock jumped), held attitude, path, trajectory -- and control resumes,
 holding still, on fresh state; so does a jump of the measured state (stamps going back, or a
 position farther than ``jump_threshold`` from where the previous message and the velocities
-lead, for messages at most ``JUMP_WINDOW`` apart). On simulated time a wall-clock watchdog
-(:meth:`_on_watchdog`) notices a clock stopped for ``CLOCK_STALL`` wall seconds: paused
-simulator (its publishers still there), the goal goes on and a pending one is taken; dead
-simulator, or no publisher on the clock topic (a missing remap, ``publish_clock`` false), the
-goals are dropped and ``ee_goal`` is rejected at once, saying which, until the clock advances.
+lead, for messages at most ``JUMP_WINDOW`` apart); a reset the simulator announces on
+``resets`` (:mod:`~ffsim_ros.node_support.resets`) does the same whatever it moved, the state
+messages of before it skipped: the arm is held from the first state after it. On simulated
+time a wall-clock watchdog (:meth:`_on_watchdog`) notices a clock stopped for ``CLOCK_STALL``
+wall seconds: paused simulator (its publishers still there), the goal goes on and a pending
+one is taken; dead simulator, or no publisher on the clock topic (a missing remap,
+``publish_clock`` false), the goals are dropped and ``ee_goal`` is rejected at once, saying
+which, until the clock advances. On wall time no fresh state for ``CLOCK_STALL`` is the stall
+(the goal is dropped when the simulator's publishers are gone).
 The attitude held in reactionless mode is captured from the measurement when a goal is
 accepted. Log lines that can repeat are throttled per kind (``LogThrottle``).
 
@@ -80,6 +84,7 @@ from collections import deque
 from typing import Any
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
@@ -97,13 +102,8 @@ from ffsim_ros.control import (
     ReactionlessController,
 )
 from ffsim_ros.control.capture import CaptureGains
-from ffsim_ros.control.trajectory import (
-    Tolerances,
-    TrackingGains,
-    TrajectoryFollower,
-    continuity_gap,
-)
-from ffsim_ros.dynamics.lie import matrix_to_quat, quat_angle, quat_normalize, quat_to_matrix
+from ffsim_ros.control.trajectory import Tolerances, TrackingGains, TrajectoryFollower
+from ffsim_ros.dynamics.lie import matrix_to_quat, quat_angle
 from ffsim_ros.node_support import (
     LogThrottle,
     ParameterValueError,
@@ -122,6 +122,7 @@ from ffsim_ros.node_support.capture_control import (
 from ffsim_ros.node_support.controller_parameters import (
     PARAMETERS,
     activity,
+    check_robot,
     gains_from,
     refuse_in_capture,
 )
@@ -130,14 +131,27 @@ from ffsim_ros.node_support.controller_watch import (
     LateUpdates,
     base_collision_shapes,
     clock_jump,
+    stale_reason,
     stall_reason,
+    state_age,
 )
 from ffsim_ros.node_support.goal_status import (
     GoalStatusPublisher,
     control_status_message,
     reach_settings_from,
 )
-from ffsim_ros.node_support.state_messages import joint_state_values, odometry_base_state
+from ffsim_ros.node_support.resets import (
+    RESETS_QOS,
+    RESETS_TOPIC,
+    ResetWatch,
+    StateJumps,
+    read_reset,
+)
+from ffsim_ros.node_support.state_messages import (
+    goal_pose,
+    joint_state_values,
+    odometry_base_state,
+)
 from ffsim_ros.node_support.state_pairing import StatePairing
 from ffsim_ros.node_support.trajectory_action import (
     ERROR_CODES,
@@ -198,17 +212,8 @@ class ReactionlessControllerNode(Node):
             values['robot_description'], values['robot_file'], tree_only=True
         )
         self.model = model
+        check_robot(model, values)  # (ee_link, world_frame, no passive joints)
         ee_link = values['ee_link']
-        if ee_link not in model.link_names:
-            raise ParameterValueError(
-                f'ee_link: expected one of {list(model.link_names)}, got {ee_link!r}'
-            )
-        if model.frame(ee_link).body == 0:
-            moving = [n for n in model.link_names if model.frame(n).body != 0]
-            raise ParameterValueError(
-                f'ee_link: expected a link the joints move (one of {moving}), got {ee_link!r} '
-                'on the base body'
-            )
         capture_target = gripper = None
         if values['capture.scenario']:  # checked before any ROS entity exists
             try:
@@ -219,24 +224,6 @@ class ReactionlessControllerNode(Node):
                 gripper = scenario_gripper(values['capture.scenario'], model)
             except (ValueError, OSError, OverflowError) as exc:
                 raise ParameterValueError(f'capture.scenario: {exc}') from None
-        base_dofs = 6 if model.floating_base else 0  # (idx_v counts the base's 6 first)
-        passive = [
-            name
-            for name, first, count in zip(model.joint_names, model.idx_v, model.nvs, strict=True)
-            if np.any(model.effort_limit[first - base_dofs : first - base_dofs + count] <= 0.0)
-        ]
-        if passive:  # the laws drive every joint: a torque clipped to 0 leaves a joint free
-            source = 'robot_description' if values['robot_description'] else 'robot_file'
-            raise ParameterValueError(
-                f'{source}: expected joints the controller can drive (effort limit > 0), got '
-                f'passive joints {passive} (effort limit 0): the reactionless laws drive every '
-                'joint; give them an effort limit or make them fixed joints'
-            )
-        if values['world_frame'] in model.link_names:
-            raise ParameterValueError(
-                f'world_frame: expected the inertial frame of ee_goal and ee_pose, not a link of '
-                f'the robot, got {values["world_frame"]!r}'
-            )
         self.state_timeout_ns = int(values['state_timeout'] * 1e9)
         #: a clock advancing by more than this [ns] between two readings jumped ahead (_now)
         self.clock_jump_ns = max(int(CLOCK_JUMP_AHEAD * 1e9), self.state_timeout_ns)
@@ -267,10 +254,9 @@ class ReactionlessControllerNode(Node):
         self._pending_goal: PoseStamped | None = None
         self._last_now: tuple[int, bool] | None = None  # latest node-clock ns, use_sim_time
         self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
-        # jumps of the measured state: the previous message of each stream (stamp [s], ...)
-        self.jump_threshold = values['jump_threshold']
-        self._previous_joints: tuple[float, np.ndarray, np.ndarray] | None = None
-        self._previous_base: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # resets: announced by the simulator (resets), else inferred from jumps of the state
+        self._jumps = StateJumps(values['jump_threshold'], JUMP_WINDOW)
+        self._resets = ResetWatch()
         # trajectories: handed over by the action's threads through one locked slot
         self.tracking_gains = TrackingGains(values['trajectory.kp'], values['trajectory.kv'])
         self._tolerances = Tolerances.uniform(
@@ -297,6 +283,9 @@ class ReactionlessControllerNode(Node):
         self._path_last_ns: int | None = None
         self.goal_status = GoalStatusPublisher(self, model.name)
         self.pub_status = self.create_publisher(Float64MultiArray, 'status', 10)
+        # before the state's: the executor takes the ready subscriptions in creation order, an
+        # announced reset before the state published after it (node_support.resets)
+        self.create_subscription(DiagnosticArray, RESETS_TOPIC, self._on_reset, RESETS_QOS)
         # state feedback: only the newest message (depth 1), so that a controller running
         # behind (a loaded machine) never closes its loop on a backlog of older states
         self._state_subs = (  # (their resolved, remapped names: the watchdog counts on them)
@@ -390,7 +379,7 @@ class ReactionlessControllerNode(Node):
         jump = clock_jump(last, now_ns, sim_time, self.clock_jump_ns)
         if jump is not None:
             self._forget(*jump)
-        if last is None or now_ns != last[0]:
+        if sim_time and (last is None or now_ns != last[0]):
             self._stalled = None  # (the clock advances again: a resumed or new simulation)
             if self.capture is not None:
                 self.capture.set_stalled(None)
@@ -403,7 +392,8 @@ class ReactionlessControllerNode(Node):
         log)."""
         with self._state_lock:
             self._state.clear()
-        self._previous_joints = self._previous_base = None
+        self._jumps.clear()
+        self._resets.restart()
         self._late.clear()
         self._drop_goals(what, cause)
         self._log_warning(
@@ -439,21 +429,35 @@ class ReactionlessControllerNode(Node):
                 request.abort(message)
         self._request = self._follower = None
 
-    def _check_jump(self, topic: str, stamps: tuple[float, float], gap: float) -> bool:
-        """Whether the measured state jumped between two messages of ``topic`` (stamps
-        ``(previous, now)`` [s], ``gap`` from :func:`continuity_gap`); if so, drop goals and
-        trajectory (the arm is held still). Messages more than :data:`JUMP_WINDOW` apart (a
-        stalled executor, dropped messages) are not compared: the prediction's error grows
-        with the square of the interval, so the robot's own motion would read as a jump."""
-        if stamps[1] < stamps[0]:
-            what = f'{topic} stamps went back from {stamps[0]:.3f} s to {stamps[1]:.3f} s'
-        elif gap > self.jump_threshold and stamps[1] - stamps[0] <= JUMP_WINDOW:
-            what = f'{topic} jumped by {gap:.4g} (jump_threshold {self.jump_threshold:g})'
-        else:
-            return False
+    def _on_jump(self, what: str, stamp: int) -> None:
+        """The measured state jumped (``what``: how, :class:`StateJumps`) at the message
+        stamped ``stamp`` [ns]: drop goals and trajectory (the arm is held still); a reset
+        announced for it later is no news (:class:`ResetWatch`)."""
+        self._resets.restart(stamp)
         self._drop_goals(what)
         self._log_warning(f'{what}: goals, trajectory and path dropped; holding still')
-        return True
+
+    def _on_reset(self, msg: DiagnosticArray) -> None:
+        """A reset announced by the simulator (``resets``): news (:class:`ResetWatch`), the
+        goals and the trajectory are dropped saying so, and the state measured before it
+        forgotten: the arm is held from the first state after it."""
+        self._now()
+        try:
+            reset = read_reset(msg)
+        except ValueError as exc:
+            self._log_error(f'resets: {exc}; ignored')
+            return
+        if not self._resets.announced(reset):
+            return
+        with self._state_lock:
+            self._state.clear()
+        self._jumps.clear()
+        stamp = f'{reset.stamp_ns * 1e-9:.3f} s'
+        self._drop_goals('the simulation was reset', f'{reset.what}; first state at {stamp}')
+        self._log_warning(
+            f'the simulation was reset ({reset.what}): goals, trajectory and path dropped; '
+            f'holding still from the state stamped {stamp}'
+        )
 
     def submit_trajectory(self, request: TrajectoryRequest) -> None:
         """Hand a trajectory to the control loop (any thread): it starts at the next update,
@@ -476,21 +480,9 @@ class ReactionlessControllerNode(Node):
         with self._state_lock:  # (the control thread adds messages meanwhile)
             joints, base = self._state.latest()
         now = self.get_clock().now()
-        stale = [
-            name
-            + (
-                ' (none since the start or the last jump)'
-                if item is None
-                else f' (received at {item[2].nanoseconds * 1e-9:.3f} s)'
-            )
-            for name, item in (('joint_states', joints), ('base_odom', base))
-            if not self._fresh(item, now)
-        ]
-        if stale:
-            return (
-                f'no fresh {" and ".join(stale)} at {now.nanoseconds * 1e-9:.3f} s '
-                f'(state_timeout {self.state_timeout_ns * 1e-9:g} s)'
-            )
+        stale = stale_reason(joints, base, now.nanoseconds, self.state_timeout_ns)
+        if stale is not None:
+            return stale
         stalled = self._stalled  # (fresh on a clock that stopped with the simulator)
         if stalled is not None:
             return stalled
@@ -506,15 +498,16 @@ class ReactionlessControllerNode(Node):
         except ValueError as exc:  # (the last good state is kept, as for base_odom)
             self._log_error(f'joint_states: {exc}; ignored, the last good state kept')
             return
-        stamp = stamp_ns(msg.header.stamp) * 1e-9
-        previous, self._previous_joints = self._previous_joints, (stamp, pos, vel)
-        if previous is not None:
-            gap = continuity_gap(previous, (stamp, pos, vel))
-            if self._check_jump('joint_states', (previous[0], stamp), gap):
-                with self._state_lock:  # (until the base's message of after the jump)
-                    self._state.clear_base()
+        stamp = stamp_ns(msg.header.stamp)
+        if not self._resets.admit('joint_states', stamp):  # (of before the reset announced)
+            return
+        jump = self._jumps.joints(stamp * 1e-9, pos, vel)
+        if jump is not None:
+            self._on_jump(jump, stamp)
+            with self._state_lock:  # (until the base's message of after the jump)
+                self._state.clear_base()
         with self._state_lock:
-            self._state.add_joints(stamp_ns(msg.header.stamp), (pos, vel, now))
+            self._state.add_joints(stamp, (pos, vel, now))
 
     def _on_odom(self, msg: Odometry) -> None:
         now = self._now()
@@ -530,20 +523,16 @@ class ReactionlessControllerNode(Node):
         except ValueError as exc:
             self._log_error(f'base_odom: {exc}; ignored, the last good state kept')
             return
-        stamp = stamp_ns(msg.header.stamp) * 1e-9
-        quat = qb[3:7]
-        previous, self._previous_base = self._previous_base, (stamp, qb[:3], vb[:3], quat, vb[3:])
-        if previous is not None:
-            t0, r0, v0, quat0, w0 = previous
-            moved = continuity_gap((t0, r0, v0), (stamp, qb[:3], vb[:3]))
-            turned = quat_angle(quat0, quat) - 0.5 * (
-                np.linalg.norm(w0) + np.linalg.norm(vb[3:])
-            ) * abs(stamp - t0)
-            if self._check_jump('base_odom', (t0, stamp), max(moved, turned)):
-                with self._state_lock:  # (until the joints' message of after the jump)
-                    self._state.clear_joints()
+        stamp = stamp_ns(msg.header.stamp)
+        if not self._resets.admit('base_odom', stamp):  # (of before the reset announced)
+            return
+        jump = self._jumps.base(stamp * 1e-9, qb, vb)
+        if jump is not None:
+            self._on_jump(jump, stamp)
+            with self._state_lock:  # (until the joints' message of after the jump)
+                self._state.clear_joints()
         with self._state_lock:
-            self._state.add_base(stamp_ns(msg.header.stamp), (qb, vb, now))
+            self._state.add_base(stamp, (qb, vb, now))
 
     def _on_watchdog(self) -> None:
         """Every ``WATCHDOG_PERIOD`` wall seconds: a node clock stopped for ``clock_stall`` wall
@@ -552,14 +541,28 @@ class ReactionlessControllerNode(Node):
         state); with one gone (:func:`stall_reason`), a dead simulator or no clock on
         ``use_sim_time``: goals dropped saying why, ee_goal rejected until the clock
         advances; in capture mode, the capture's status says why it cannot proceed
-        (:meth:`~.capture_control.CaptureInterfaces.set_stalled`)."""
-        now_ns = self.get_clock().now().nanoseconds
-        stalled_for = self._clock_stall.observe(now_ns, time.monotonic())
+        (:meth:`~.capture_control.CaptureInterfaces.set_stalled`). On wall time the clock
+        never stops: no fresh state for ``clock_stall`` is the stall (the goal was left active
+        for ever when the simulator died), the state's publishers telling a pause from a dead
+        simulator the same way; not in capture mode."""
+        clock = self.get_clock()
+        now_ns = clock.now().nanoseconds
+        sim_time = clock.ros_time_is_active
+        if sim_time:
+            stalled_for = self._clock_stall.observe(now_ns, time.monotonic())
+        else:
+            with self._state_lock:
+                joints, base = self._state.latest()
+            stalled_for = state_age((joints, base), now_ns)
+            if self.capture is not None or stalled_for < self.clock_stall:
+                self._stalled = None  # (fresh state again)
+                return
         if stalled_for < self.clock_stall:
             return
         # (count_publishers does not remap a name: the subscriptions' names are remapped)
         topics = [s.topic_name for s in self._state_subs]
-        why = stall_reason(stalled_for, topics, clock_topic(self), self.count_publishers)
+        what = 'the simulation clock has not advanced' if sim_time else 'no fresh state came'
+        why = stall_reason(stalled_for, topics, clock_topic(self), self.count_publishers, what)
         if self.capture is not None:  # (said on its goal_status; it waits for the clock)
             self._stalled = None if why is None else why[0]
             self.capture.set_stalled(why)
@@ -588,9 +591,8 @@ class ReactionlessControllerNode(Node):
         if busy:
             self._drop_goals(self._stalled, cause)
         if first or busy:
-            self._log_warning(
-                f'{self._stalled}: goals dropped, ee_goal rejected until the clock advances'
-            )
+            until = 'the clock advances' if sim_time else 'fresh state comes'
+            self._log_warning(f'{self._stalled}: goals dropped, ee_goal rejected until {until}')
 
     def _on_goal(self, msg: PoseStamped) -> None:
         """Check the goal and keep it for the next update (module docstring): a goal that
@@ -604,7 +606,7 @@ class ReactionlessControllerNode(Node):
         t = now.nanoseconds * 1e-9
         measured = self._measured()
         try:
-            position, _ = self._goal_of(msg)
+            position, _ = goal_pose(msg, self.world, self.law.track_orientation)
             if not isinstance(measured, str):
                 self.law.check_goal(measured[0], position)
         except ValueError as exc:
@@ -615,33 +617,6 @@ class ReactionlessControllerNode(Node):
             self._reject_without_state(msg, t, measured)
             return
         self._pending_goal = msg
-
-    def _goal_of(self, msg: PoseStamped) -> tuple[np.ndarray, np.ndarray | None]:
-        """The position (3,) [m] and rotation (3, 3) of the ee_goal ``msg`` (rotation None:
-        orientation not tracked, or a zero quaternion: the position only).
-
-        Raises
-        ------
-        ValueError
-            A frame other than world_frame, non-finite coordinates or orientation (naming
-            what was expected and what came).
-        """
-        frame = msg.header.frame_id
-        if frame != self.world:
-            shown = frame if len(frame) <= 200 else f'{frame[:200]}...'
-            raise ValueError(f'expected frame_id {self.world!r}, got {shown!r}')
-        p = msg.pose.position
-        position = np.array([p.x, p.y, p.z])
-        if not np.all(np.isfinite(position)):
-            raise ValueError(f'goal: expected 3 finite coordinates, got {position.tolist()}')
-        o = msg.pose.orientation
-        quat = np.array([o.x, o.y, o.z, o.w])
-        if not np.all(np.isfinite(quat)):
-            raise ValueError(f'orientation: expected finite values, got {quat.tolist()}')
-        rotation = None
-        if self.law.track_orientation and math.hypot(*quat) > 1e-9:
-            rotation = quat_to_matrix(quat_normalize(quat))
-        return position, rotation
 
     def _status_state(
         self, msg: PoseStamped, q: np.ndarray | None = None
@@ -701,7 +676,7 @@ class ReactionlessControllerNode(Node):
         replaces the goal and preempts the trajectory; refused now (out of reach of the state
         measured since, or the mode changed) it changes neither (:meth:`_refuse_goal`)."""
         try:
-            position, rotation = self._goal_of(msg)
+            position, rotation = goal_pose(msg, self.world, self.law.track_orientation)
             self.supervisor.set_goal(t, q, position, rotation)
         except ValueError as exc:
             self._refuse_goal(msg, t, str(exc), q)

@@ -37,6 +37,10 @@ topic                      type                                 content
 ``markers``                visualization_msgs/MarkerArray       CoM sphere, P and L_g arrows
                                                                 (a tenth of the publish rate)
 ``robot_description``      std_msgs/String (transient local)    the URDF
+``resets``                 diagnostic_msgs/DiagnosticArray      a reset of the robot's state:
+                           (transient local)                    its count, the stamp of the
+                                                                first state after it (sent and
+                                                                acknowledged before that state)
 ``/clock``                 rosgraph_msgs/Clock                  simulated time
 ``joint_effort_commands``  std_msgs/Float64MultiArray (sub)     joint efforts, joint order
 ``base_wrench``            geometry_msgs/WrenchStamped (sub)    wrench at the base CoM, frame
@@ -65,6 +69,9 @@ Targets (``scenario``, spawning, TF, ``targets/<name>/odom``, ``scene_events``,
 Services: ``~/reset`` (std_srvs/Trigger: back to the initial state, inputs cleared, one physics
 step later; simulated time never goes back, so ``use_sim_time`` nodes never see time jump
 back) and ``~/pause`` (std_srvs/SetBool). Both answer once the physics thread has applied them.
+Every reset or setting of the robot's state (``~/reset``, ``reset_simulation`` with the
+state scope, ``set_simulation_state`` stopped, ``set_entity_state`` of the robot) is
+announced on ``resets`` (:mod:`.node_support.resets`): a controller drops what it pursued.
 
 Guards (ros2_controllers style): a command of the wrong length or with NaN/inf is rejected
 with a throttled error and the last good command stays; no command for ``command_timeout``
@@ -127,6 +134,13 @@ from ffsim_ros.node_support.initial_state import initial_state, outside_limits
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
 from ffsim_ros.node_support.late_joiners import LateJoiners
 from ffsim_ros.node_support.physics_status import ClockWatch, physics_status
+from ffsim_ros.node_support.resets import (
+    RESETS_QOS,
+    RESETS_TOPIC,
+    Reset,
+    reset_message,
+    wait_acked,
+)
 from ffsim_ros.node_support.scene_services import SERVICE_QOS, EntityError, SceneInterfaces
 from ffsim_ros.node_support.scene_support import world_setup
 from ffsim_ros.node_support.sim_interfaces import RequestError, SimulationInterfaces, StepJob
@@ -255,6 +269,8 @@ class Simulator(Node):
         self._last_published = -1  # engine step of the last publish
         self._published: Snapshot | None = None  # (for late joiners while idle)
         self._publish_count = 0
+        self._resets = 0  # the state resets announced (physics thread: announce_reset)
+        self._reset_pending: str | None = None
         self._diagnostics = RateMeter(self.engine.step, DIAGNOSTICS_PERIOD)
         self._fatal = ''
         # the physics thread reports a failure through this (the executor raises it)
@@ -307,6 +323,7 @@ class Simulator(Node):
         self.pub_momentum = self.create_publisher(Float64MultiArray, 'momentum', 10)
         self.pub_markers = self.create_publisher(MarkerArray, 'markers', 10)
         self.pub_description = self.create_publisher(String, 'robot_description', latched)
+        self.pub_resets = self.create_publisher(DiagnosticArray, RESETS_TOPIC, RESETS_QOS)
         self.pub_clock = self.create_publisher(Clock, '/clock', 10) if publish_clock else None
         self.clock_watch = ClockWatch(self, self.pub_clock)  # (another publisher on it: warned)
         # the ROS convention: one /diagnostics topic for all (absolute, also under a namespace)
@@ -467,6 +484,17 @@ class Simulator(Node):
         self._idle = True
         return snap
 
+    def announce_reset(self, what: str) -> None:
+        """The robot's state was reset or set (physics thread; ``what``: which reset, for
+        the announcement): announced on ``resets`` before the next state published
+        (:meth:`_publish`, :mod:`.node_support.resets`).
+
+        Parameters
+        ----------
+        what : str
+        """
+        self._reset_pending = what
+
     def _on_command(self, msg: Float64MultiArray) -> None:
         try:  # one log line (and throttle) per kind of error; the message names the topic
             tau = check_efforts(self.model, msg.data, 'joint_effort_commands')
@@ -516,6 +544,7 @@ class Simulator(Node):
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         def reset(engine: Engine) -> str:
             snap = engine.reset()
+            self.announce_reset('~/reset: the initial state, inputs cleared')
             self.end_step_jobs('ended by ~/reset')
             return f'reset to the initial state at sim time {snap.time:.6f} s'
 
@@ -739,6 +768,19 @@ class Simulator(Node):
         if snap.step <= self._last_published:
             return
         self._last_published, self._published = snap.step, snap
+        if self._reset_pending is not None:  # announced first, acknowledged (resets.py)
+            self._resets += 1
+            reset = Reset(self._resets, snap.time_ns, self._reset_pending)
+            self._reset_pending = None
+            self.pub_resets.publish(
+                reset_message(reset, self.get_fully_qualified_name(), self.model.name)
+            )
+            if not wait_acked(self.pub_resets):
+                self.get_logger().warning(
+                    f'reset {reset.count}: not acknowledged by every subscriber of '
+                    f'{self.pub_resets.topic_name} in time; the state published anyway',
+                    throttle_duration_sec=WATCHDOG_LOG_PERIOD,
+                )
         markers = self._publish_count % 10 == 0  # for the eye: a tenth of the rate
         self._publish_count += 1
         wire = self._messages.serialized(snap, markers)  # bytes for the fixed-layout topics

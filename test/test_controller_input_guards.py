@@ -6,6 +6,7 @@ message is logged."""
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 
@@ -593,6 +594,64 @@ def test_use_sim_time_without_a_clock_publisher_drops_the_goal_saying_so(
         node._on_watchdog()
         probe.send(probe.goal())
         node._on_watchdog()  # the pending goal taken on the last state
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ACTIVE and status.goal_id == 3, status
+    finally:
+        node.destroy_node()
+
+
+def test_on_wall_time_the_watchdog_drops_the_goal_when_the_state_publishers_go(
+    rclpy_context, ros_node, wait_until
+) -> None:
+    """On wall time the node's clock never stops: the watchdog takes state older than
+    ``clock_stall`` as the stall (it looked at the clock only, so a vanished simulator left the
+    goal active for ever). With the state's publishers there (a pause) the goal is kept; with
+    one gone it is dropped saying so, and a goal sent then is rejected for it; once the state
+    is fresh again the reason is gone."""
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        assert not node.get_clock().ros_time_is_active
+        peer = ros_node('simulator_stand_in')
+        joints = peer.create_publisher(JointState, '/joint_states', 1)
+        peer.create_publisher(Odometry, '/base_odom', 1)
+
+        def counts() -> tuple[int, ...]:
+            return tuple(node.count_publishers(t) for t in ('/joint_states', '/base_odom'))
+
+        assert wait_until(lambda: counts() == (1, 1), 20), counts()
+        probe = Probe(node)
+        probe.feed()
+        probe.send(probe.goal())
+        node._on_timer()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        stall = node.clock_stall
+        node.clock_stall = 1e-9  # (any age of the state is a stall now, not after 2 s)
+        node._on_watchdog()  # the publishers there: a pause, the goal kept
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        peer.destroy_publisher(joints)
+        assert wait_until(lambda: counts() == (0, 1), 20), counts()
+        node._on_watchdog()
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED, status
+        why = r'no fresh state came for \d+\.\d s and no simulator publishes /joint_states'
+        assert re.fullmatch(f'dropped: {why} \\(the simulator stopped\\?\\)', status.reason), (
+            status.reason
+        )
+        probe.send(probe.goal())  # rejected, saying why
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED and status.goal_id == 2, status
+        assert re.match(f'rejected: {why}', status.reason), status.reason
+        node.clock_stall = stall  # fresh state again: the reason gone, goals taken
+        probe.feed()
+        node._on_watchdog()
+        probe.send(probe.goal())
+        node._on_timer()
         status = node.supervisor.status
         assert status.outcome is GoalOutcome.ACTIVE and status.goal_id == 3, status
     finally:

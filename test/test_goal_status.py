@@ -249,3 +249,69 @@ def test_goals_answered_when_the_simulator_pauses_or_dies(
     assert '/sim/joint_states' in rejected.message, rejected.message
     assert not of(3, 'active')
     assert ctl.is_running()
+
+
+@pytest.mark.ros
+def test_on_wall_time_the_goal_of_a_vanished_simulator_is_dropped(
+    ros_process, ros_node, ros_executor, wait_until
+) -> None:
+    """On wall time (``use_sim_time`` false) the node's clock never stops, so the watchdog
+    takes no fresh state for 2 s as the stall: the simulator paused (its publishers there),
+    the goal stays active; the simulator gone (SIGINT: its publishers leave at once), the
+    active goal ends as aborted saying no fresh state came and no simulator publishes
+    joint_states (it stayed active for ever)."""
+    import signal
+
+    from geometry_msgs.msg import PoseStamped
+    from simulation_interfaces.msg import SimulationState
+    from simulation_interfaces.srv import SetSimulationState
+
+    sim = ros_process('ffsim_ros.simulator', ros_args=['-p', 'real_time_factor:=1.0'], name='sim')
+    ctl = ros_process(
+        'ffsim_ros.reactionless_controller',
+        ros_args=['-p', 'use_sim_time:=false', '-p', 'mode:=gjm_tracking'],
+        name='controller',
+    )
+    node = ros_node('probe')
+    ros_executor.add_node(node)
+    statuses, poses, subs, goals = _goal_probe(node, depth=50)
+    set_state = node.create_client(SetSimulationState, '/ffsim_simulator/set_simulation_state')
+    assert wait_until(
+        lambda: (
+            all(s.get_publisher_count() for s in subs)
+            and goals.get_subscription_count()
+            and poses
+            and set_state.service_is_ready()
+        ),
+        60,
+        ros_executor,
+    ), ctl.describe()
+
+    def of(which: str) -> list:
+        return [s for s in statuses if s.message.startswith(which)]
+
+    p = poses[-1].pose.position
+    msg = PoseStamped()
+    msg.header.frame_id = 'world'
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = p.x + 0.1, p.y + 0.2, p.z
+    msg.pose.orientation.w = 1.0
+    goals.publish(msg)
+    assert wait_until(lambda: of('active'), 20, ros_executor), ctl.describe()
+    future = set_state.call_async(
+        SetSimulationState.Request(state=SimulationState(state=SimulationState.STATE_PAUSED))
+    )
+    assert wait_until(future.done, 20, ros_executor)
+    assert future.result().result.result == 1, future.result().result  # RESULT_OK
+    # paused: beyond the 2 s the watchdog waits for, the goal goes on
+    assert not wait_until(lambda: of('aborted'), 4.0, ros_executor), ctl.describe()
+    assert statuses[-1].message.startswith('active'), [s.message for s in statuses]
+    sim.popen.send_signal(signal.SIGINT)
+    sim.popen.wait(timeout=10)
+    assert wait_until(lambda: of('aborted'), 20, ros_executor), (
+        [s.message for s in statuses],
+        ctl.describe(),
+    )
+    aborted = of('aborted')[0].message
+    assert 'dropped: no fresh state came for ' in aborted, aborted
+    assert 'no simulator publishes /joint_states' in aborted, aborted
+    assert ctl.is_running()

@@ -716,15 +716,21 @@ def test_a_jump_ends_the_goal_as_aborted_and_only_close_messages_are_compared(
         goal = D.link_pose(model, q, 'ee_link')[0] + np.array([0.05, 0.0, 0.05])
         node.supervisor.set_goal(0.0, q, goal)
         assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
-        assert not node._check_jump('joint_states', (1.0, 1.0 + 2 * JUMP_WINDOW), 0.5)
+        jumps, rest = node._jumps, np.zeros(model.n)
+        assert jumps.joints(1.0, rest, rest) is None  # (nothing to compare with)
+        assert jumps.joints(1.0 + 2 * JUMP_WINDOW, rest + 0.5, rest) is None
+        assert jumps.joints(1.01 + 2 * JUMP_WINDOW, rest, rest) == (
+            'joint_states jumped by 0.5 (jump_threshold 0.1)'
+        )
         assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
-        assert node._check_jump('joint_states', (1.0, 1.01), 0.5)
+        node._on_jump('joint_states jumped by 0.5 (jump_threshold 0.1)', 1_010_000_000)
         status = node.supervisor.status
         assert status.outcome is GoalOutcome.ABORTED
         assert status.reason.startswith('dropped: joint_states jumped by 0.5'), status.reason
         out, after = node.supervisor.update(1.02, q, np.zeros(model.nv))
         assert after.outcome is GoalOutcome.ABORTED and after.reason == status.reason
-        assert node._check_jump('joint_states', (2.0, 1.5), 0.0)  # stamps back: always a jump
+        # stamps back: always a jump
+        assert jumps.joints(0.5, rest, rest).startswith('joint_states stamps went back')
     finally:
         node.destroy_node()
 

@@ -565,6 +565,98 @@ def test_trajectories_are_handed_over_in_the_order_received() -> None:
     assert out._hand_over(later, out._number()) and handed == [first, later]
 
 
+@pytest.mark.ros
+@pytest.mark.parametrize('case', ['fresh', 'stale', 'clock standing'])
+def test_a_cancel_is_left_to_the_control_loop_while_it_runs(monkeypatch, case: str) -> None:
+    """The action completes a cancel itself only when the control loop cannot: the state
+    stale for ``CANCEL_GRACE``, or the node's clock standing for ``CLOCK_STOOD`` (a paused
+    simulation). With fresh state on an advancing clock the loop takes it at its next update,
+    however long a control period lasts in wall time: at a real-time factor of 0.01 a period
+    is 1 s, and a 0.5 s grace reported 'canceled while the controller had no fresh state'
+    though the state was fresh. Wall time is a fake (0.25 s a look), the node clock too."""
+    import threading
+    import types
+    import uuid
+
+    from control_msgs.action import FollowJointTrajectory
+    from unique_identifier_msgs.msg import UUID
+
+    from ffsim_ros.node_support import trajectory_action
+    from ffsim_ros.node_support.trajectory_action import (
+        CANCEL_GRACE,
+        CLOCK_STOOD,
+        TrajectoryInterfaces,
+        TrajectoryRequest,
+    )
+
+    q, v = rest_state()
+    looks = {'wall': 0}
+    seen_enough = threading.Event()
+    limit = 4 * int(4 * max(CANCEL_GRACE, CLOCK_STOOD))  # (4 x the longest wait, in looks)
+
+    def monotonic() -> float:  # 0.25 s of wall time per look of the waiting callback
+        looks['wall'] += 1
+        if looks['wall'] >= limit:
+            seen_enough.set()
+        return 0.25 * looks['wall']
+
+    monkeypatch.setattr(trajectory_action, 'time', types.SimpleNamespace(monotonic=monotonic))
+    monkeypatch.setattr(trajectory_action, 'WAIT_PERIOD', 0.001)
+    monkeypatch.setattr(trajectory_action.rclpy, 'ok', lambda context=None: True)
+    stale = 'no fresh joint_states (received at 1.000 s) at 2.000 s (state_timeout 0.5 s)'
+    # the node clock: 10 ms of simulated time per wall second (real-time factor 0.01)
+    clock = (lambda: 0.0) if case == 'clock standing' else (lambda: 0.01 * looks['wall'] / 4)
+    interfaces = object.__new__(TrajectoryInterfaces)
+    interfaces.node = types.SimpleNamespace(context=None)
+    interfaces._measured = (lambda: stale) if case == 'stale' else (lambda: (q, v))
+    interfaces._now = clock
+    interfaces._order_lock, interfaces._numbers, interfaces._received = threading.Lock(), {}, 0
+    trajectory = JointTrajectory.start(
+        check_waypoints(MODEL, NAMES, [1.0], [q[7:]], [[]], [[]], [[]]), 0.0, q[7:], v[6:]
+    )
+
+    class Handle:  # the goal handle's surface the execute callback uses
+        request = FollowJointTrajectory.Goal()
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        is_cancel_requested = True
+        ended = None
+
+        def canceled(self) -> None:
+            self.ended = 'canceled'
+
+        def abort(self) -> None:
+            self.ended = 'aborted'
+
+        def succeed(self) -> None:
+            self.ended = 'succeeded'
+
+    handle = Handle()
+    request = TrajectoryRequest(trajectory, Tolerances.uniform(N, 0.0, 0.01, 0.01, 1.0), handle)
+    interfaces.request = lambda *args: request
+    interfaces._hand_over = lambda request, number: True
+    results: list = []
+    worker = threading.Thread(target=lambda: results.append(interfaces._execute(handle)))
+    worker.start()
+    for _ in range(3000):  # until the fake wall time reached 4 x the longest wait, or the end
+        if seen_enough.is_set() or not worker.is_alive():
+            break
+        worker.join(0.01)
+    if case == 'fresh':  # left to the control loop, which takes it at its next update
+        assert request.outcome is None, request.outcome
+        request.finish('canceled', 0, 'canceled 0.020 s into the trajectory: holding')
+    worker.join(30)
+    assert not worker.is_alive() and handle.ended == 'canceled'
+    text = results[0].error_string
+    if case == 'fresh':
+        assert text == 'canceled 0.020 s into the trajectory: holding', text
+    elif case == 'stale':
+        assert text.startswith(
+            f'canceled while the controller had no fresh state to follow it with ({stale})'
+        ), text
+    else:
+        assert text.startswith('canceled while the controller clock stood still for 2.0 s'), text
+
+
 # ------------------------------------------------------------------------------ over DDS
 class Arm:
     """Test-side node: FollowJointTrajectory client, simulator reset client, recordings."""
@@ -784,7 +876,8 @@ def test_follow_joint_trajectory_over_dds(ros_process, ros_node, ros_executor, w
     assert arm.spin_until(lambda: arm.time > t_sent + 2.5)
     assert np.abs(arm.position[:3] - mid).max() < 0.01, arm.position[:3] - mid
 
-    # a reset of the simulation mid-way: the goal aborted naming the jump, no torque spike
+    # a reset of the simulation mid-way: the goal aborted naming the reset (the simulator
+    # announces it, whatever the arm moved: test_resets.py), no torque spike
     handle = arm.send(arm.goal(names, [3.0], [target]), feedback := [])
     assert arm.spin_until(lambda: len(feedback) >= 50)
     future = arm.reset.call_async(
@@ -794,7 +887,9 @@ def test_follow_joint_trajectory_over_dds(ros_process, ros_node, ros_executor, w
     reply = arm.result(handle)
     assert reply.status == GoalStatus.STATUS_ABORTED
     assert reply.result.error_code == R.INVALID_GOAL
-    assert 'joint_states jumped' in reply.result.error_string, reply.result.error_string
+    assert 'the simulation was reset (reset_simulation: state' in reply.result.error_string, (
+        reply.result.error_string
+    )
     after = len(arm.cmd)
     assert arm.spin_until(lambda: len(arm.cmd) > after + 50)
     peak = max(np.abs(tau).max() for _, tau in arm.cmd[after:])

@@ -121,6 +121,53 @@ def refuse_in_capture(changed: Sequence[str], values: Mapping[str, Any]) -> str 
     )
 
 
+def check_robot(model: Any, values: Mapping[str, Any]) -> None:
+    """Check the parameters against the robot's ``model`` (a ``dynamics.Model``): ``ee_link``
+    a link the joints move, every joint drivable (effort limit > 0: the laws drive every
+    joint, a torque clipped to 0 leaves a joint free), ``world_frame`` not a link.
+
+    Parameters
+    ----------
+    model : Model
+    values : mapping
+        The parameter values.
+
+    Raises
+    ------
+    ParameterValueError
+        Naming the parameter, what was expected and what came.
+    """
+    ee_link = values['ee_link']
+    if ee_link not in model.link_names:
+        raise ParameterValueError(
+            f'ee_link: expected one of {list(model.link_names)}, got {ee_link!r}'
+        )
+    if model.frame(ee_link).body == 0:
+        moving = [n for n in model.link_names if model.frame(n).body != 0]
+        raise ParameterValueError(
+            f'ee_link: expected a link the joints move (one of {moving}), got {ee_link!r} '
+            'on the base body'
+        )
+    base_dofs = 6 if model.floating_base else 0  # (idx_v counts the base's 6 first)
+    passive = [
+        name
+        for name, first, count in zip(model.joint_names, model.idx_v, model.nvs, strict=True)
+        if np.any(model.effort_limit[first - base_dofs : first - base_dofs + count] <= 0.0)
+    ]
+    if passive:
+        source = 'robot_description' if values['robot_description'] else 'robot_file'
+        raise ParameterValueError(
+            f'{source}: expected joints the controller can drive (effort limit > 0), got '
+            f'passive joints {passive} (effort limit 0): the reactionless laws drive every '
+            'joint; give them an effort limit or make them fixed joints'
+        )
+    if values['world_frame'] in model.link_names:
+        raise ParameterValueError(
+            f'world_frame: expected the inertial frame of ee_goal and ee_pose, not a link of '
+            f'the robot, got {values["world_frame"]!r}'
+        )
+
+
 def activity(values: Mapping[str, Any], gripper: Any = None) -> str:
     """What the controller does with its start-up ``values``, for its start-up line:
     ``controlling ee_link in reactionless mode``, or ``capturing with ee_link (capture.scenario
@@ -199,8 +246,8 @@ PARAMETERS = ParameterTable(
             'jump_threshold',
             0.1,
             'a measured joint or base position this far [rad | m] from where the previous '
-            'message (at most 0.1 s earlier) and the velocities lead is a jump (a reset): goals '
-            'and trajectory dropped',
+            'message (at most 0.1 s earlier) and the velocities lead is a jump (a reset not '
+            'announced on resets, a teleport): goals and trajectory dropped',
             interval(1e-6, 1e3),
         ),
         *_gain_specs(),

@@ -155,9 +155,11 @@ def stall_reason(
     state_topics: Sequence[str],
     clock_topic: str | None,
     publishers: Callable[[str], int],
+    what: str = 'the simulation clock has not advanced',
 ) -> tuple[str, str] | None:
-    """Why the node's clock stands (for ``stalled_for`` wall seconds), or None: a paused
-    simulation, whose publishers of the state and of the clock are all there.
+    """Why the node's clock stands (for ``stalled_for`` wall seconds; on wall time: why no
+    fresh state came), or None: a paused simulation, whose publishers of the state and of the
+    clock are all there.
 
     Parameters
     ----------
@@ -170,6 +172,8 @@ def stall_reason(
         applied; :func:`~ffsim_ros.node_support.common.clock_topic`), None on wall time.
     publishers : callable
         ``publishers(topic) -> count`` (the node's ``count_publishers``).
+    what : str
+        What stood, for the reason (on wall time: ``'no fresh state came'``).
 
     Returns
     -------
@@ -182,8 +186,7 @@ def stall_reason(
     missing = [topic for topic in state_topics if publishers(topic) == 0]
     if missing:
         return (
-            f'the simulation clock has not advanced for {stalled_for:.1f} s and no simulator '
-            f'publishes {" or ".join(missing)}',
+            f'{what} for {stalled_for:.1f} s and no simulator publishes {" or ".join(missing)}',
             'the simulator stopped?',
         )
     if clock_topic is not None and publishers(clock_topic) == 0:
@@ -193,6 +196,66 @@ def stall_reason(
             'no simulation clock',
         )
     return None
+
+
+def stale_reason(
+    joints: tuple | None, base: tuple | None, now_ns: int, timeout_ns: int
+) -> str | None:
+    """Why the latest state is not fresh at ``now_ns`` [ns] (received more than ``timeout_ns``
+    [ns] before, or after it, or never), None when it is.
+
+    Parameters
+    ----------
+    joints, base : tuple or None
+        The latest joint and base items, their last element the receipt time
+        (``rclpy.time.Time``).
+    now_ns : int
+        The node clock's time [ns].
+    timeout_ns : int
+        ``state_timeout`` [ns].
+
+    Returns
+    -------
+    str or None
+    """
+    stale = [
+        name
+        + (
+            ' (none since the start or the last jump)'
+            if item is None
+            else f' (received at {item[-1].nanoseconds * 1e-9:.3f} s)'
+        )
+        for name, item in (('joint_states', joints), ('base_odom', base))
+        if item is None or not 0 <= now_ns - item[-1].nanoseconds <= timeout_ns
+    ]
+    if not stale:
+        return None
+    return (
+        f'no fresh {" and ".join(stale)} at {now_ns * 1e-9:.3f} s '
+        f'(state_timeout {timeout_ns * 1e-9:g} s)'
+    )
+
+
+def state_age(items: Sequence[tuple | None], now_ns: int) -> float:
+    """Seconds [s] since the older of the latest state messages ``items`` was received (each
+    ``(..., received Time)``, the node's pairs), 0.0 when one is missing (no state: nothing
+    can be pursued, nothing to stop).
+
+    Parameters
+    ----------
+    items : sequence of tuple or None
+        The latest joint and base items, their last element the receipt time
+        (``rclpy.time.Time``).
+    now_ns : int
+        The node clock's time [ns].
+
+    Returns
+    -------
+    float
+    """
+    if any(item is None for item in items):
+        return 0.0
+    return (now_ns - min(item[-1].nanoseconds for item in items)) * 1e-9
 
 
 def base_collision_shapes(

@@ -246,8 +246,9 @@ class SimulationInterfaces:
         ``ffsim_ros.simulator.Simulator``): ``run_physics(action, publish)`` (run
         ``action(engine)`` in the physics thread and return its value), ``submit_steps(job)``
         (a :class:`StepJob`), and for the actions run there, ``engine``, ``stopped``,
-        ``reset_clock()`` and ``end_step_jobs(why)`` (end the running step job, its reply
-        saying why); ``model`` and ``world`` (frame id).
+        ``reset_clock()``, ``end_step_jobs(why)`` (end the running step job, its reply
+        saying why) and ``announce_reset(what)`` (the robot's state was reset or set:
+        :mod:`.resets`); ``model`` and ``world`` (frame id).
     """
 
     def __init__(self, node: Node) -> None:
@@ -413,7 +414,7 @@ class SimulationInterfaces:
                 raise RequestError(code.ALREADY_IN_TARGET_STATE, f'already {STATE_NAMES[target]}')
             if target == SimulationState.STATE_STOPPED:  # pausing and a reset of everything
                 engine.pause()
-                done = self.reset_scopes(engine, _RESET_SCOPES, 'ended by stopping')
+                done = self.reset_scopes(engine, _RESET_SCOPES, 'stopping')
                 host.stopped = True
                 return f'stopped: reset {done}, paused'
             if target == SimulationState.STATE_PAUSED:
@@ -448,14 +449,15 @@ class SimulationInterfaces:
             )
 
         def reset(engine: Engine) -> str:
-            return f'reset {self.reset_scopes(engine, scope, "ended by reset_simulation")}'
+            return f'reset {self.reset_scopes(engine, scope, "reset_simulation")}'
 
         response.result = _result(message=self._physics(reset, publish=True))
         return response
 
-    def reset_scopes(self, engine: Engine, scope: int, why: str) -> str:
+    def reset_scopes(self, engine: Engine, scope: int, source: str) -> str:
         """Reset the scopes of ``scope`` (a sum of ``ResetSimulation`` scopes; physics thread),
-        end the running step job (``why``); what was done, worded.
+        end the running step job ("ended by ``source``"); what was done, worded. A reset of
+        the state is announced (``announce_reset``, naming ``source``).
 
         The spawned targets go first (a change of targets: refused while a wrench is held, so
         the reset of the state clears the held inputs before; nothing is changed when nothing
@@ -467,8 +469,8 @@ class SimulationInterfaces:
         engine : Engine
         scope : int
             ``ResetSimulation.Request.SCOPE_*`` flags, summed.
-        why : str
-            Reply of the ended step job.
+        source : str
+            What asked for it (``reset_simulation``, ``stopping``).
 
         Returns
         -------
@@ -511,7 +513,9 @@ class SimulationInterfaces:
         if scope & req.SCOPE_TIME:
             self.node.reset_clock()
             what.append('time')
-        self.node.end_step_jobs(why)
+        if scope & req.SCOPE_STATE:
+            self.node.announce_reset(f'{source}: {" and ".join(what)}')
+        self.node.end_step_jobs(f'ended by {source}')
         return f'{" and ".join(what)}: sim time {engine.time:.9f} s'
 
     # ------------------------------------------------------------------------- stepping
@@ -721,6 +725,7 @@ class SimulationInterfaces:
             snap = engine.snapshot()
             jumped = engine.set_state(np.r_[q_base, snap.q[7:]], np.r_[v_base, snap.v[6:]])
             host.stopped = False
+            host.announce_reset(f'set_entity_state: the base state of {self.entity!r} set')
             return f'{self.entity}: base state set at sim time {jumped.time:.9f} s'
 
         response.result = _result(message=self._physics(move, publish=True))

@@ -2,8 +2,9 @@
 
 ``joint_states``, ``/tf``, ``base_odom``, ``momentum``, ``markers`` and ``/clock`` (see
 ``ffsim_ros.simulator``), all stamped with the snapshot's simulated time; and, on the
-receiving side, :func:`joint_state_values` (a ``joint_states`` message checked whole) and
-:func:`odometry_base_state` (a ``base_odom`` message as base coordinates).
+receiving side, :func:`joint_state_values` (a ``joint_states`` message checked whole),
+:func:`odometry_base_state` (a ``base_odom`` message as base coordinates) and
+:func:`goal_pose` (an ``ee_goal``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Point, TransformStamped
+from geometry_msgs.msg import Point, PoseStamped, TransformStamped
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -142,6 +143,50 @@ def odometry_base_state(model: D.Model, msg: Odometry) -> tuple[np.ndarray, np.n
     lin = R @ values['linear']  # base link axes -> world
     ang = R @ values['angular']
     return D.base_state_from_link(model, values['position'], values['orientation'], lin, ang)
+
+
+def goal_pose(
+    msg: PoseStamped, world: str, track_orientation: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The position and rotation of the controller's ee_goal ``msg``.
+
+    Parameters
+    ----------
+    msg : PoseStamped
+    world : str
+        The frame expected (``world_frame``).
+    track_orientation : bool
+        Whether the orientation is tracked.
+
+    Returns
+    -------
+    position : (3,) ndarray
+        [m]
+    rotation : (3, 3) ndarray or None
+        None: orientation not tracked, or a zero quaternion (the position only).
+
+    Raises
+    ------
+    ValueError
+        A frame other than ``world``, non-finite coordinates or orientation (naming what was
+        expected and what came).
+    """
+    frame = msg.header.frame_id
+    if frame != world:
+        shown = frame if len(frame) <= 200 else f'{frame[:200]}...'
+        raise ValueError(f'expected frame_id {world!r}, got {shown!r}')
+    p = msg.pose.position
+    position = np.array([p.x, p.y, p.z])
+    if not np.all(np.isfinite(position)):
+        raise ValueError(f'goal: expected 3 finite coordinates, got {position.tolist()}')
+    o = msg.pose.orientation
+    quat = np.array([o.x, o.y, o.z, o.w])
+    if not np.all(np.isfinite(quat)):
+        raise ValueError(f'orientation: expected finite values, got {quat.tolist()}')
+    rotation = None
+    if track_orientation and math.hypot(*quat) > 1e-9:
+        rotation = quat_to_matrix(quat_normalize(quat))
+    return position, rotation
 
 
 class StateMessages:

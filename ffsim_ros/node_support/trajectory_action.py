@@ -36,9 +36,12 @@ threads:
   joint), since the goal could not succeed as JTC judges it; a cancel holds the position reached
   (canceled); a reset of the simulation, a jump of the measured state or of the clock aborts
   it (INVALID_GOAL, saying which). The control loop runs only on fresh state: a cancel it has
-  not taken within :data:`CANCEL_GRACE` is completed by the action, and a goal whose state
-  stays stale for :data:`STALE_ABORT` is aborted saying so (both waited forever before); the
-  loop holds the position it measures next.
+  not taken within :data:`CANCEL_GRACE` of stale state, or :data:`CLOCK_STOOD` of a node clock
+  standing still (a paused simulation), is completed by the action (otherwise the loop takes
+  it at its next update, however long a control period lasts: at a real-time factor of 0.01,
+  1 s), and a goal whose state stays stale for :data:`STALE_ABORT`
+  is aborted saying so (both waited forever before); the loop holds the position it measures
+  next.
 """
 
 from __future__ import annotations
@@ -117,8 +120,13 @@ REQUEST_QOS = QoSProfile(
 )
 #: Wall seconds between two looks of a waiting execute callback at its goal.
 WAIT_PERIOD = 0.1
-#: Wall seconds a cancel may wait for the control loop before the action ends it.
+#: Wall seconds a cancel may wait for the control loop, the state stale, before the action
+#: ends it.
 CANCEL_GRACE = 0.5
+#: Wall seconds a cancel may wait for the control loop, the node's clock standing (a paused
+#: simulation: no control update comes; the controller's ``CLOCK_STALL``), before the
+#: action ends it.
+CLOCK_STOOD = 2.0
 #: Wall seconds of stale measured state after which the action aborts its goal.
 STALE_ABORT = 1.0
 
@@ -467,27 +475,40 @@ class TrajectoryInterfaces:
             return _Result(error_code=ERROR_CODES[exc.kind], error_string=str(exc))
         self._hand_over(request, number)
         context = self.node.context
-        stale_since = cancel_since = None
+        stale_since = cancel_since = clock_seen = None
         while not request.done.wait(WAIT_PERIOD):
             if not rclpy.ok(context=context):
                 request.abort('the controller is shutting down')
                 continue
-            # the control loop ends a goal only while it runs (fresh state): a cancel it has
-            # not taken within CANCEL_GRACE, or a state stale for STALE_ABORT, ends it here
-            # (it held the goal forever, a cancel stayed CANCELING; the loop then holds)
+            # the control loop ends a goal only while it runs (fresh state, a clock that
+            # advances): a cancel it has not taken within CANCEL_GRACE of stale state or
+            # CLOCK_STOOD of a clock standing, or a state stale for STALE_ABORT, ends it here
+            # (it held the goal forever, a cancel stayed CANCELING; the loop then holds);
+            # otherwise the loop takes the cancel at its next update, however long a control
+            # period lasts in wall time (at a real-time factor of 0.01: 1 s)
             now = time.monotonic()
+            why = self._measured()
+            stale = isinstance(why, str)
             if request.cancel_requested:
                 cancel_since = now if cancel_since is None else cancel_since
-                if now - cancel_since >= CANCEL_GRACE:
+                clock = self._now()
+                if clock_seen is None or clock != clock_seen[1]:
+                    clock_seen = (now, clock)
+                stood = now - clock_seen[0]
+                if stood >= CLOCK_STOOD or (stale and now - cancel_since >= CANCEL_GRACE):
+                    cause = (
+                        f'had no fresh state to follow it with ({why})'
+                        if stale
+                        else f'clock stood still for {stood:.1f} s (a paused simulation?)'
+                    )
                     request.finish(
                         'canceled',
                         ERROR_CODES['succeeded'],
-                        'canceled while the controller had no fresh state to follow it with: '
-                        'it holds the position measured next',
+                        f'canceled while the controller {cause}: it holds the position '
+                        'measured next',
                     )
                     continue
-            why = self._measured()
-            if not isinstance(why, str):
+            if not stale:
                 stale_since = None
             elif stale_since is None:
                 stale_since = now
