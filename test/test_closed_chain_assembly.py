@@ -114,6 +114,7 @@ def test_whole_turns_bring_the_joints_within_their_limits() -> None:
 
 def _fourbar_values(positions: list[float], position_limits: bool) -> dict:
     return {
+        'physics_rate_hz': 1000.0,
         'integrator': 'rk4',
         'initial_joint_positions': positions,
         'initial_joint_velocities': [],

@@ -27,6 +27,7 @@ import pytest
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics import mufti as M
+from ffsim_ros.dynamics.mufti import samples as S
 from ffsim_ros.sim import Engine
 
 DT = 1e-3
@@ -236,7 +237,10 @@ def test_a_loop_failure_at_rest_is_not_blamed_on_a_too_fast_motion(
     """A step of a closed chain whose loops cannot be closed (the projection's RuntimeError,
     forced here) from joints at rest was reported as 'too fast a motion for the 0.001 s
     step?' with 'joint rates up to 0 rad/s'. At rest the fault now says the loops could not be
-    closed at this configuration; moving (0.5 rad/s), the hint stays."""
+    closed at this configuration; moving (0.5 rad/s), the hint stays. With the joints at
+    rest and the base spinning (25 rad/s at 10 Hz on the tumbling platform: 2.5 rad a step),
+    the fault said 'at rest ... a singular or locked configuration' too: the base's angular
+    rate now counts, and is named."""
     chain = chain_of(3)
     model = chain.model
     q0 = on_branch(model, 0.7)
@@ -244,8 +248,10 @@ def test_a_loop_failure_at_rest_is_not_blamed_on_a_too_fast_motion(
     def fail(*_args: object, **_kw: object) -> None:
         raise RuntimeError("project: loop closure 'loop2', 'loop3': no convergence")
 
+    spinning = np.zeros(model.nv)
+    spinning[3:6] = [0.0, 0.6, 0.8]  # 1 rad/s, 1 mrad a step: far from 'at rest'
     faults = []
-    for v0 in (np.zeros(model.nv), 0.5 * np.r_[np.zeros(6), branch(model)]):
+    for v0 in (np.zeros(model.nv), 0.5 * np.r_[np.zeros(6), branch(model)], spinning):
         engine = Engine(model, q0, v0, dt_ns=1_000_000, chain=chain)
         with monkeypatch.context() as patch:
             patch.setattr(chain, 'simulate', fail)
@@ -253,13 +259,38 @@ def test_a_loop_failure_at_rest_is_not_blamed_on_a_too_fast_motion(
             snap = engine.advance(1)
         assert snap.faulted and 'no convergence' in snap.fault
         faults.append(snap.fault)
-    at_rest, moving = faults
+    at_rest, moving, spin = faults
     assert 'too fast' not in at_rest, at_rest
     assert at_rest.endswith(
-        '; at rest (joint rates up to 0 rad/s or m/s): the loops could not be closed here, a '
-        'singular or locked configuration'
+        '; at rest (joint rates up to 0 rad/s or m/s, the base turning at 0 rad/s): the loops '
+        'could not be closed here, a singular or locked configuration'
     ), at_rest
     assert moving.endswith(
-        '(the state at its start is finite, joint rates up to 0.5 rad/s or m/s): too fast a '
-        'motion for the 0.001 s step?'
+        '(the state at its start is finite, joint rates up to 0.5 rad/s or m/s, the base '
+        'turning at 0 rad/s): too fast a motion for the 0.001 s step?'
     ), moving
+    assert 'at rest' not in spin and 'singular or locked' not in spin, spin
+    assert spin.endswith(  # (the joint rates: round-off of the projection onto the loops)
+        'the base turning at 1 rad/s): too fast a motion for the 0.001 s step?'
+    ), spin
+
+
+def test_a_spinning_platform_failing_its_step_is_not_called_at_rest() -> None:
+    """The probe's case, unforced: the tumbling platform, joints at rest, its base at 25 rad/s
+    about a generic axis, 10 Hz: the loops cannot be closed after the step (2.5 rad of base
+    rotation in it), and the fault blamed 'a singular or locked configuration' at rest. It
+    names the base's rate and too fast a motion for the step now; at 100 Hz the same spin
+    runs."""
+    chain, q, _ = S.tumbling_platform()
+    model = chain.model
+    v0 = np.zeros(model.nv)
+    v0[3:6] = 25.0 * np.array([0.3, -0.5, 1.0]) / np.linalg.norm([0.3, -0.5, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', M.RedundantConstraintWarning)
+        snap = Engine(model, q, v0, dt_ns=100_000_000, chain=chain).advance(5)
+        assert snap.faulted and snap.step == 0
+        assert 'singular or locked' not in snap.fault and 'at rest' not in snap.fault, snap.fault
+        assert snap.fault.endswith(
+            'the base turning at 25 rad/s): too fast a motion for the 0.1 s step?'
+        )
+        assert not Engine(model, q, v0, dt_ns=10_000_000, chain=chain).advance(20).faulted

@@ -32,6 +32,35 @@ RIGID_URDF = """<robot name="block">
 </robot>"""
 
 
+#: A heavy base, a strong drive j1 (2000 N m, 2 rad/s) carrying a weak one j2 (0.5 N m,
+#: 0.001 rad/s) with a 20 kg disc at its end (the regression probe's).
+CARRIER_URDF = """<robot name="carrier">
+  <link name="base_link"><inertial><mass value="500"/>
+    <inertia ixx="50" iyy="50" izz="50" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base_link"/><child link="l1"/>
+    <origin xyz="0 0 0.5"/><axis xyz="0 0 1"/>
+    <limit lower="-10" upper="10" effort="2000" velocity="2"/></joint>
+  <link name="l1"><inertial><origin xyz="0.5 0 0"/><mass value="5"/>
+    <inertia ixx="0.01" iyy="0.4" izz="0.4" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
+    <origin xyz="1 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-10" upper="10" effort="0.5" velocity="0.001"/></joint>
+  <link name="l2"><inertial><mass value="20"/>
+    <inertia ixx="1" iyy="1" izz="2" ixy="0" ixz="0" iyz="0"/></inertial></link>
+</robot>"""
+
+
+def by_hand(
+    model: D.Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, dt: float, halves: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """The engine's step of the drives by hand: the characteristic held, the momentum-
+    preserving step (as ``halves`` steps of ``dt / halves``), the braking over ``dt``."""
+    limits = JointLimits(model)
+    applied = limits.drive_efforts(tau, v[6:])
+    q1, v1 = D.step(model, q, v, applied, dt / halves, steps=halves, conserve_momentum=True)
+    return q1, limits.brake(q1, v1, dt)[0]
+
+
 def start() -> tuple[np.ndarray, np.ndarray]:
     """The servicer at rest in a bent pose (the probe's)."""
     q = D.neutral(MODEL)
@@ -75,6 +104,10 @@ def test_a_drive_left_far_over_its_limit_faults_that_step(count: int) -> None:
         f'drive braked, {ratio[j]:.3g} times its speed limit {W_MAX[j]:g} rad/s (from 0 rad/s '
         "at the step's start)"
     ), snap.fault
+    # confirmed by the step taken as two half steps, nothing like it (the joint's speed then)
+    _, halved = by_hand(MODEL, q0, v0, RATED, dt, halves=2)
+    assert abs(halved[6 + j]) < 0.5 * abs(v1[6 + j])  # the premise: grossly apart
+    assert f"at the step's start); {halved[6 + j]:.3g} rad/s when taken as two half" in snap.fault
     assert snap.fault.endswith('(a higher physics_rate_hz); the state before it is kept')
     assert sim.advance(3).step == 0  # stopped until reset
     with pytest.raises(EngineFault, match='runaway step'):
@@ -88,6 +121,50 @@ def test_a_drive_left_far_over_its_limit_faults_that_step(count: int) -> None:
         snap = sim.advance(4_000_000_000 // dt_ns)
         assert not snap.faulted, snap.fault
         assert np.max(np.abs(snap.v[6:]) / W_MAX) <= 1.0 + 1e-9
+
+
+def test_a_weak_drive_back_driven_from_rest_is_no_runaway() -> None:
+    """A strong drive turning at rated effort from rest carries a weak one (0.001 rad/s) with a
+    disc that stays still inertially: the weak joint is back-driven at the strong one's rate,
+    its braking capped at T_max dt, and is left after a sound 1 ms step 107 times over its
+    limit from rest -- which was faulted as a runaway, at 1 kHz and 10 kHz alike. The step
+    taken as two half steps agrees with it: no fault, the step committed is the step by hand,
+    and the motion is the one finer steps give. At 1 Hz the step is a runaway (its halves are
+    nothing like it) and still faults, the state before it kept."""
+    model = D.load_urdf(CARRIER_URDF)
+    q0, v0 = D.neutral(model), np.zeros(model.nv)
+    tau = np.array([2000.0, 0.0])
+    limits = JointLimits(model)
+    q1, v1 = by_hand(model, q0, v0, tau, 1e-3)
+    assert limits.runaway(v0[6:], v1[6:]) == 1  # the premise: the speed test trips on j2
+    assert abs(v1[7]) > 100.0 * 1e-3
+    _, halved = by_hand(model, q0, v0, tau, 1e-3, halves=2)
+    assert abs(halved[7] - v1[7]) < 1e-3 * abs(v1[7])  # ... and the halves agree
+    ends = []
+    for dt_ns in (1_000_000, 100_000):
+        sim = Engine(model, q0, v0, dt_ns=dt_ns, command_timeout_ns=10**15)
+        sim.command_efforts(tau)
+        first = sim.advance(1)
+        assert not first.faulted, first.fault
+        if dt_ns == 1_000_000:
+            assert np.array_equal(first.q, q1) and np.array_equal(first.v, v1)
+        snap = sim.advance(500_000_000 // dt_ns - 1)
+        assert not snap.faulted, snap.fault
+        ends.append(snap.v[6:])
+    assert np.allclose(ends[0], ends[1], rtol=1e-3)  # (1.9996, -1.327 rad/s at 0.5 s)
+    # 1 Hz: the first step is a runaway, grossly apart from its halves
+    q1, v1 = by_hand(model, q0, v0, tau, 1.0)
+    _, halved = by_hand(model, q0, v0, tau, 1.0, halves=2)
+    assert limits.runaway(v0[6:], v1[6:]) == 1
+    assert abs(halved[7] - v1[7]) > 0.5 * max(abs(halved[7]), abs(v1[7]))
+    sim = Engine(model, q0, v0, dt_ns=1_000_000_000, command_timeout_ns=10**15)
+    sim.command_efforts(tau)
+    snap = sim.advance(3)
+    assert snap.faulted and snap.step == 0 and np.array_equal(snap.v, v0)
+    assert snap.fault.startswith(
+        f"runaway step from t = 0.000000 s: joint 'j2' at {v1[7]:.3g} rad/s after its drive braked"
+    ), snap.fault
+    assert f'; {halved[7]:.3g} rad/s when taken as two half steps' in snap.fault
 
 
 @pytest.mark.parametrize('count', [1, 5])

@@ -1181,3 +1181,72 @@ def test_the_controller_captures_with_the_scenario_gripper(rclpy_context, tmp_pa
             )
         assert str(info.value).startswith(f'capture.scenario: capture.scenario {path!r}: ')
         assert text in str(info.value), str(info.value)
+
+
+def _start_values(rate: float, twist: list[float], rates: list[float]) -> dict:
+    """The simulator's ``initial_*`` parameter values (and those ``initial_state`` reads)."""
+    return {
+        'physics_rate_hz': rate,
+        'integrator': 'rk4',
+        'position_limits': False,
+        'velocity_limits': False,
+        'initial_joint_positions': [],
+        'initial_joint_velocities': rates,
+        'initial_base_position': [0.0, 0.0, 0.0],
+        'initial_base_orientation': [0.0, 0.0, 0.0, 1.0],
+        'initial_base_twist': twist,
+    }
+
+
+def test_a_start_the_physics_step_refuses_is_a_parameter_error() -> None:
+    """physics_rate_hz 1 with the base at 4 rad/s: the simulator started, faulted at the first
+    step (the base would turn by 4 rad in it, which the step refuses) and ~/reset came back to
+    that start. Refused now naming initial_base_twist and physics_rate_hz, the rate allowed and
+    the physics rate needed; likewise a ball joint's initial rate (initial_joint_velocities)
+    and a closed chain's assembled start. Below pi rad per step the start is taken."""
+    from ffsim_ros.dynamics.builder import random_model
+    from ffsim_ros.node_support import ParameterValueError
+    from ffsim_ros.node_support.initial_state import initial_state
+
+    model = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+    spin = [0.0, 0.0, 0.0, 0.0, 0.0, 4.0]
+    with pytest.raises(ParameterValueError) as info:
+        initial_state(model, (), _start_values(1.0, spin, []))
+    assert str(info.value) == (
+        'initial_base_twist: expected the base to turn by less than pi rad per physics step '
+        '(the step refuses more), |w| below 3.142 rad/s at physics_rate_hz 1, got |w| = 4 '
+        'rad/s (4 rad per step); lower it, or raise physics_rate_hz above 1.273'
+    )
+    for rate, twist in ((2.0, spin), (1.0, [0.0, 0.0, 0.0, 1.8, 0.0, 2.4])):  # 2, 3 rad a step
+        _, _, v0 = initial_state(model, (), _start_values(rate, twist, []))
+        assert v0[5] == twist[5]
+    ball = random_model(4, 3, joint_types=('spherical', 'revolute'), floating_base=True)
+    k = ball.joint_types.index('spherical')
+    rates = np.zeros(ball.n)
+    rates[ball.idx_v[k] - 6 : ball.idx_v[k] - 3] = [0.0, 4.0, 3.0]  # 5 rad/s
+    with pytest.raises(ParameterValueError) as info:
+        initial_state(ball, (), _start_values(1.0, [0.0] * 6, rates.tolist()))
+    assert str(info.value).startswith(
+        f'initial_joint_velocities: expected ball joint {ball.joint_names[k]!r} to turn by less '
+        'than pi rad per physics step'
+    )
+    assert 'got |w| = 5 rad/s (5 rad per step)' in str(info.value)
+    initial_state(ball, (), _start_values(2.0, [0.0] * 6, rates.tolist()))  # 2.5 rad a step
+    # a closed chain: its assembled start (the floating four-bar)
+    from ffsim_ros.dynamics.mufti import samples as S
+
+    c, d = S.FOURBAR['c'], S.FOURBAR['d']
+    urdf = S.fourbar_urdf(floating_ground=True)
+    urdf = urdf[: urdf.index('</robot>')] + (
+        f'<loop name="cut" type="revolute"><predecessor link="rocker"><origin xyz="{c} 0 0"/>'
+        f'</predecessor><successor link="ground"><origin xyz="{d} 0 0"/></successor>'
+        '<axis xyz="0 0 1"/></loop></robot>'
+    )
+    fourbar, loops = D.load_urdf(urdf), D.loop_closures_from_urdf(urdf)
+    values = _start_values(1.0, spin, [])
+    values['initial_joint_positions'] = [1.2, -0.9, -1.5]
+    with pytest.raises(ParameterValueError, match='^initial_base_twist: expected the base'):
+        initial_state(fourbar, loops, values)
+    values['physics_rate_hz'] = 2.0
+    chain, _, _ = initial_state(fourbar, loops, values)
+    assert chain is not None

@@ -147,12 +147,15 @@ def _interfaces(targets=(), namespace: str = '/'):
         wrenches=SimpleNamespace(describe=str),  # (no wrench held: '')
     )
     odometry: list[str] = []
+    resets: list[str] = []  # (the state resets the simulator announces on 'resets')
     interfaces = SimulationInterfaces.__new__(SimulationInterfaces)  # (no services made)
     interfaces.entity = ENTITY
     interfaces.node = SimpleNamespace(
         world='world',
         engine=engine,
         stopped=False,
+        resets=resets,
+        announce_reset=resets.append,
         get_namespace=lambda: namespace,
         scene_interfaces=SimpleNamespace(add_odometry=odometry.append),
     )
@@ -1156,3 +1159,42 @@ def test_services_queue_a_burst_of_requests(rclpy_context) -> None:
         assert len(depths) == 15 and not shallow, depths
     finally:
         sim.destroy_node()
+
+
+def test_a_base_spin_the_physics_step_refuses_is_not_set() -> None:
+    """SetEntityState on the robot at 40 rad/s with 10 Hz physics: the state was set, then the
+    next step faulted (the base would turn by 4 rad in it, which the step refuses). Refused
+    now (INVALID_POSE) naming the rate allowed and the physics rate, the state unchanged; 30
+    rad/s (3 rad a step) is set, and the step takes it."""
+    from simulation_interfaces.msg import Result
+    from simulation_interfaces.srv import SetEntityState
+
+    from ffsim_ros.node_support.sim_interfaces import RequestError
+    from ffsim_ros.scene import Scene
+    from ffsim_ros.sim import TargetWorld
+
+    q0, v0 = D.neutral(MODEL), np.zeros(MODEL.nv)
+    scene = Scene(MODEL, gripper=None, dt=0.1, q=q0, v=v0)
+    engine = Engine(MODEL, q0, v0, dt_ns=100_000_000, paused=True, world=TargetWorld(scene))
+    interfaces, _, _, _ = _interfaces()
+    interfaces.node.engine, interfaces.node.model = engine, MODEL
+    interfaces._physics = lambda action, publish=False: action(engine)
+    unit = [0.0, 0.0, 0.0, 1.0]
+    request = _entity_request([0.0] * 3, unit, [0.0] * 3, [0.0, 24.0, 32.0])  # 40 rad/s
+    with pytest.raises(RequestError) as info:
+        interfaces._set_entity(request, SetEntityState.Response())
+    assert info.value.code == SetEntityState.Response.INVALID_POSE
+    assert str(info.value).endswith(
+        'state.twist.angular: expected the base to turn by less than pi rad per physics step '
+        '(the step refuses more), |w| below 31.42 rad/s at physics_rate_hz 10, got |w| = 40 '
+        'rad/s (4 rad per step)'
+    ), str(info.value)
+    assert engine.step == 0 and np.array_equal(engine.snapshot().v, v0)
+    assert interfaces.node.resets == []  # (refused: no reset announced)
+    request = _entity_request([0.0] * 3, unit, [0.0] * 3, [0.0, 18.0, 24.0])  # 30 rad/s
+    reply = interfaces._set_entity(request, SetEntityState.Response())
+    assert reply.result.result == Result.RESULT_OK, reply.result.error_message
+    assert len(interfaces.node.resets) == 1  # (set: announced as a reset of the state)
+    assert engine.step == 1 and np.allclose(engine.snapshot().v[3:6], [0.0, 18.0, 24.0])
+    # (the step takes it: 3 rad; the arm whipped at 30 rad/s may run away at 10 Hz)
+    assert 'would turn by' not in engine.advance(1, stepping=True).fault

@@ -343,10 +343,22 @@ def test_non_finite_state_stops_integration(ros_process, probe) -> None:
             'initial_base_orientation:=[0.0, 0.0, 0.0]',
             'initial_base_orientation: expected a unit quaternion (x, y, z, w): 4 finite',
         ),
+        (  # a start the step refuses: it started, faulted at the first step, reset back to it
+            (
+                'physics_rate_hz:=1.0',
+                'publish_rate_hz:=1.0',
+                'initial_base_twist:=[0.0, 0.0, 0.0, 0.0, 0.0, 4.0]',
+            ),
+            'initial_base_twist: expected the base to turn by less than pi rad per physics '
+            'step (the step refuses more), |w| below 3.142 rad/s at physics_rate_hz 1, got |w| '
+            '= 4 rad/s',
+        ),
     ],
 )
-def test_bad_parameter_is_a_clear_error(ros_process, param: str, expected: str) -> None:
-    sim = start_sim(ros_process, param)
+def test_bad_parameter_is_a_clear_error(
+    ros_process, param: str | tuple[str, ...], expected: str
+) -> None:
+    sim = start_sim(ros_process, *((param,) if isinstance(param, str) else param))
     deadline = time.monotonic() + 60
     while sim.is_running() and time.monotonic() < deadline:
         time.sleep(0.1)  # waiting for the process to exit, not for DDS

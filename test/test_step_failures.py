@@ -70,8 +70,13 @@ def test_a_step_turning_the_base_by_pi_or_more_is_refused() -> None:
         ):
             with pytest.raises(D.StepFailure, match=f'^{re.escape("step: " + message)}$'):
                 D.step(model, q, v, none, dt, **options)
-        with pytest.raises(D.StepFailure, match=f'^{re.escape("step: " + message)}$'):
+        # a batch names the row (the fastest), which it did not
+        batch = 'step: ' + message.replace('(|w|', '(row 1: |w|')
+        with pytest.raises(D.StepFailure, match=f'^{re.escape(batch)}$'):
             D.step(model, np.stack([q, q]), np.stack([0.0 * v, v]), np.zeros((2, 0)), dt)
+        with pytest.raises(D.StepFailure, match=re.escape('(row 2: |w| = 100 rad/s')):
+            rows = np.stack([v, 0.0 * v, 2.0 * v, v]).reshape(2, 2, -1)  # (rows counted flat)
+            D.step(model, np.stack([q] * 4).reshape(2, 2, -1), rows, np.zeros((2, 2, 0)), dt)
         with pytest.raises(D.StepFailure, match=f'^{re.escape("rk4_step: " + message)}$'):
             D.rk4_step(model, q, v, dt, lambda _t, qq, vv: D.aba(model, qq, vv, none))
 
@@ -95,6 +100,14 @@ def test_a_ball_joint_turning_by_pi_or_more_in_a_step_is_refused(floating_base: 
         match=rf"^step: ball joint '{name}' would turn by 3\.5 rad in one step \(\|w\| = 5 rad/s",
     ):
         D.step(model, q, v, tau, 0.7)
+    with pytest.raises(  # a batch: the row named
+        D.StepFailure,
+        match=rf"^step: ball joint '{name}' would turn by 3\.5 rad in one step "
+        r'\(row 2: \|w\| = 5 rad/s',
+    ):
+        D.step(
+            model, np.stack([q] * 3), np.stack([0.5 * v, 0.0 * v, v]), np.zeros((3, tau.size)), 0.7
+        )
 
 
 def test_a_closed_chain_step_turning_the_base_by_pi_or_more_is_refused() -> None:

@@ -210,9 +210,10 @@ def check_step_rotation(model: Model, v: np.ndarray, dt: float, what: str = 'ste
     Raises
     ------
     StepFailure
-        Naming the base or the joint, its rotation per step, its rate and the largest ``dt``
-        allowed (``what``: the function named at the start of the message). A non-finite
-        rate is left to the checks that name it.
+        Naming the base or the joint (and of a batch the row turning it fastest), its
+        rotation per step, its rate and the largest ``dt`` allowed (``what``: the function
+        named at the start of the message). A non-finite rate is left to the checks that
+        name it.
     """
     if model.floating_base:
         if v.ndim == 1:  # (the per-call path: 0.5 us)
@@ -220,7 +221,7 @@ def check_step_rotation(model: Model, v: np.ndarray, dt: float, what: str = 'ste
         else:
             rate = float(np.max(np.sqrt(np.sum(v[:, 3:6] ** 2, axis=1)), initial=0.0))
         if rate * dt >= MAX_STEP_ROTATION:
-            _refuse_rotation(model, v, dt, 'the base', rate, what)
+            _refuse_rotation(model, v, dt, 'the base', 3, what)
     if model.nq - model.nv == (1 if model.floating_base else 0):
         return  # (no ball joint)
     for k, kind in enumerate(model.joint_types):
@@ -229,22 +230,26 @@ def check_step_rotation(model: Model, v: np.ndarray, dt: float, what: str = 'ste
             rate = float(np.max(np.sqrt(np.sum(w * w, axis=-1)), initial=0.0))
             if rate * dt >= MAX_STEP_ROTATION:
                 joint = f'ball joint {model.joint_names[k]!r}'
-                _refuse_rotation(model, v, dt, joint, rate, what)
+                _refuse_rotation(model, v, dt, joint, model.idx_v[k], what)
 
 
 def _refuse_rotation(
-    model: Model, v: np.ndarray, dt: float, who: str, rate: float, what: str
+    model: Model, v: np.ndarray, dt: float, who: str, first: int, what: str
 ) -> None:
-    """Raise the :class:`StepFailure` of :func:`check_step_rotation` (or the error naming a
-    non-finite ``v``)."""
+    """Raise the :class:`StepFailure` of :func:`check_step_rotation` for the angular velocity
+    ``v[..., first:first + 3]`` (or the error naming a non-finite ``v``)."""
     error = input_error(model, v=v)
     if error is not None:
         raise error
+    rates = np.sqrt(np.sum(v[..., first : first + 3] ** 2, axis=-1))
+    row = int(np.argmax(rates)) if v.ndim > 1 else -1  # (of a batch: the fastest row)
+    rate = float(rates[row]) if v.ndim > 1 else float(rates)
+    where = f'row {row}: ' if row >= 0 else ''
     raise StepFailure(
-        f'{what}: {who} would turn by {rate * dt:.3g} rad in one step (|w| = {rate:.4g} rad/s '
-        f'at its start, dt = {dt:g} s): expected less than pi rad per step (the step runs the '
-        'attitude in a chart about its start, inaccurate from there and singular at a full '
-        f'turn): a smaller dt, below {MAX_STEP_ROTATION / rate:.3g} s'
+        f'{what}: {who} would turn by {rate * dt:.3g} rad in one step ({where}|w| = '
+        f'{rate:.4g} rad/s at its start, dt = {dt:g} s): expected less than pi rad per step '
+        '(the step runs the attitude in a chart about its start, inaccurate from there and '
+        f'singular at a full turn): a smaller dt, below {MAX_STEP_ROTATION / rate:.3g} s'
     )
 
 

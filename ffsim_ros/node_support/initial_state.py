@@ -4,7 +4,10 @@
 where they are enforced); with the robot's loop closures (URDF+ ``<loop>`` elements, read by
 :func:`~.common.load_robot`), the state is assembled on them (the joints moved onto the
 loops' manifold, the base kept, the velocity projected) and, with ``position_limits``, the
-assembled joints are checked against the limits again.
+assembled joints are checked against the limits again. A start the physics step must refuse
+-- the base or a ball joint turning by pi rad or more in one step of ``physics_rate_hz``
+(:func:`~ffsim_ros.dynamics.integration.check_step_rotation`) -- is refused (it started, then
+faulted at the first step, and ``~/reset`` came back to it).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.integration import MAX_STEP_ROTATION
 
 from .common import ParameterValueError, shown
 
@@ -53,14 +57,17 @@ def initial_state(
     ParameterValueError
         Naming the parameter: a joint vector of the wrong size, a joint beyond its position
         limits with ``position_limits`` or faster than its speed limit with
-        ``velocity_limits`` (``initial_joint_*``); with loops, an integrator other than
-        ``rk4``, joint positions the loops cannot be closed from, or (with
-        ``position_limits``) whose assembly moves a joint beyond its limits.
+        ``velocity_limits`` (``initial_joint_*``); the base or a ball joint turning by pi rad
+        or more in a physics step (``initial_base_twist`` or ``initial_joint_velocities``,
+        and ``physics_rate_hz``); with loops, an integrator other than ``rk4``, joint
+        positions the loops cannot be closed from, or (with ``position_limits``) whose
+        assembly moves a joint beyond its limits.
     """
     names = dict(names or {})
     positions = names.get('initial_joint_positions', 'initial_joint_positions')
     q0, v0 = _tree_state(model, values, names)
     if not loops:
+        _check_rotation(model, v0, values['physics_rate_hz'])
         return None, q0, v0
     if values['integrator'] != 'rk4':
         raise ParameterValueError(
@@ -91,7 +98,49 @@ def initial_state(
                 f'is on), got joints moved beyond them -- {items}; set initial_joint_positions '
                 'nearer a configuration where the loops close within the limits'
             )
+    _check_rotation(model, v, values['physics_rate_hz'])
     return chain, q, v
+
+
+def step_rotations(model: D.Model, v: np.ndarray) -> list[tuple[str, float]]:
+    """The angular rates of the base (a floating one) and of the ball joints at ``v`` (nv,)
+    [rad/s], named (``'the base'``, ``"ball joint 'name'"``): a step of ``dt`` turning one by
+    :data:`~ffsim_ros.dynamics.integration.MAX_STEP_ROTATION` (pi rad) or more is refused.
+
+    Parameters
+    ----------
+    model : Model
+    v : (nv,) ndarray
+        Velocity [m/s, rad/s, rad/s | m/s].
+
+    Returns
+    -------
+    list of (str, float)
+        Name and rate [rad/s] of each.
+    """
+    out = [('the base', float(np.linalg.norm(v[3:6])))] if model.floating_base else []
+    for k, kind in enumerate(model.joint_types):
+        if kind == 'spherical':
+            first = model.idx_v[k]
+            joint = f'ball joint {model.joint_names[k]!r}'
+            out.append((joint, float(np.linalg.norm(v[first : first + 3]))))
+    return out
+
+
+def _check_rotation(model: D.Model, v: np.ndarray, physics_rate_hz: float) -> None:
+    """Refuse a start turning the base or a ball joint by pi rad or more in a physics step
+    (the step refuses it: :func:`~ffsim_ros.dynamics.integration.check_step_rotation`)."""
+    dt = int(round(1e9 / physics_rate_hz)) * 1e-9  # (the simulator's step, whole ns)
+    for who, rate in step_rotations(model, v):
+        if rate * dt >= MAX_STEP_ROTATION:
+            name = 'initial_base_twist' if who == 'the base' else 'initial_joint_velocities'
+            raise ParameterValueError(
+                f'{name}: expected {who} to turn by less than pi rad per physics step (the '
+                f'step refuses more), |w| below {MAX_STEP_ROTATION / dt:.4g} rad/s at '
+                f'physics_rate_hz {physics_rate_hz:g}, got |w| = {rate:.4g} rad/s '
+                f'({rate * dt:.3g} rad per step); lower it, or raise physics_rate_hz above '
+                f'{rate / MAX_STEP_ROTATION:.4g}'
+            )
 
 
 def outside_limits(model: D.Model, q: np.ndarray) -> str:

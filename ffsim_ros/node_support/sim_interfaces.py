@@ -39,7 +39,8 @@ the same twist in base link axes, REP 105). The acceleration is not computed (ze
 ignored when setting. Setting the state moves the base (``Engine.set_state``: the joints
 keep their positions and rates, the model stays consistent -- momentum, CoM and every link
 follow) and takes one physics step, published at once; it is refused while the robot holds a
-target.
+target, and (INVALID_POSE) at an angular velocity turning the base by pi rad or more in a
+physics step, which the step refuses (it was set, then the next step faulted).
 
 **Time and run states.** Stepping (``step_simulation``, ``simulate_steps``) needs the
 simulation paused, as the standard says, and integrates exactly the steps asked for: after
@@ -116,6 +117,7 @@ from simulation_interfaces.srv import (
 )
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.integration import MAX_STEP_ROTATION
 
 from .bounds_filter import sphere_bounds
 from .common import to_stamp
@@ -229,6 +231,21 @@ class StepJob:
 
 def _result(code: int = Result.RESULT_OK, message: str = '') -> Result:
     return Result(result=int(code), error_message=message)
+
+
+def _check_spin(angular: list[float], dt: float, code: int) -> None:
+    """Refuse (``code``) a base angular velocity ``angular`` (3,) [rad/s] that turns the base
+    by pi rad or more in a physics step of ``dt`` [s]: the step refuses it (a fault at the next
+    step, :func:`~ffsim_ros.dynamics.integration.check_step_rotation`)."""
+    spin = float(np.linalg.norm(angular))
+    if spin * dt >= MAX_STEP_ROTATION:
+        raise RequestError(
+            code,
+            f'state.twist.angular: expected the base to turn by less than pi rad per physics '
+            f'step (the step refuses more), |w| below {MAX_STEP_ROTATION / dt:.4g} rad/s at '
+            f'physics_rate_hz {1.0 / dt:g}, got |w| = {spin:.4g} rad/s ({spin * dt:.3g} rad '
+            'per step)',
+        )
 
 
 def _fresh_name(stem: str, taken: set[str]) -> str:
@@ -703,6 +720,8 @@ class SimulationInterfaces:
             )
         values = [list(d.values()) for d in (position, twist)]
         model, host = self.node.model, self.node
+        if request.entity == self.entity:  # (the physics step is fixed: read here)
+            _check_spin(values[1][3:], host.engine.dt, invalid)
         if request.entity != self.entity:
             name = request.entity
 

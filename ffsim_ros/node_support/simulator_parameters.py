@@ -158,7 +158,7 @@ PARAMETERS = ParameterTable(
             'initial_base_twist',
             [0.0] * 6,
             'initial velocity of the base link origin and base angular velocity, world_frame '
-            '[m/s, rad/s]',
+            '[m/s, rad/s] (the base turning by less than pi rad per physics step)',
             vector(6, bound=1e3),
         ),
         ParameterSpec(
@@ -172,7 +172,8 @@ PARAMETERS = ParameterTable(
             'initial_joint_velocities',
             [0.0],
             'initial joint velocities in joint_states order [rad/s | m/s] (within the speed '
-            'limits with velocity_limits); [] or [0.0]: all zero',
+            'limits with velocity_limits; a ball joint turning by less than pi rad per physics '
+            'step); [] or [0.0]: all zero',
             finite_values(bound=1e3),
         ),
         ParameterSpec(

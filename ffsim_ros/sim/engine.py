@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -72,7 +71,6 @@ import numpy as np
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.inputs import as_bool, as_count
 from ffsim_ros.dynamics.lie import quat_normalize
-from ffsim_ros.scene import SceneSnapshot
 
 from .commands import (
     WRENCH_FRAMES,
@@ -82,7 +80,8 @@ from .commands import (
     real_values,
 )
 from .limits import JointLimits
-from .runaway import runaway_fault
+from .runaway import runaway_fault, too_fast
+from .snapshot import Snapshot
 from .watchdog import Health, Watchdog
 from .world import TargetWorld, WorldRunaway, WorldStepError
 
@@ -116,64 +115,6 @@ def _sealed(x: np.ndarray) -> np.ndarray:
     (the state summary's), where :func:`_frozen`'s copy would buy nothing."""
     x.setflags(write=False)
     return x
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One instant of a simulation (read-only arrays; world = the inertial frame).
-
-    Attributes
-    ----------
-    step : int
-        Simulated clock in physics steps; ``time_ns = step * dt_ns``.
-    time_ns : int
-        Simulated time [ns].
-    q : (nq,) configuration ``[r0, Q0 (x, y, z, w), phi]`` (``r0``: the base CoM), as in
-        :mod:`ffsim_ros.dynamics`.
-    v : (nv,) velocity ``[V0, w0, phidot]``, world.
-    effort : (n,) joint efforts applied over the last step [N m | N] (zeros after a jump).
-    base_position : (3,) base *link frame* origin, world [m].
-    base_orientation : (4,) base link orientation (x, y, z, w).
-    base_linear_velocity : (3,) velocity of the base link origin, world [m/s].
-    base_angular_velocity : (3,) base angular velocity, world [rad/s].
-    momentum : (6,) ``[P; L_g]``: linear momentum and angular momentum about the system CoM,
-        world [kg m/s, kg m^2/s] [S0 eqs. 9, 12-16] (with targets: of robot and targets
-        together, about their common CoM).
-    com : (3,) system CoM, world [m] (with targets: the common CoM).
-    kinetic_energy : float
-        ``1/2 v^T H v`` [J] (with targets: the total).
-    paused : bool
-    fault : str
-        Why integration stopped ('' when it did not).
-    world : SceneSnapshot or None
-        Robot and targets (:mod:`ffsim_ros.scene`) when there are targets, else None.
-    """
-
-    step: int
-    time_ns: int
-    q: np.ndarray
-    v: np.ndarray
-    effort: np.ndarray
-    base_position: np.ndarray
-    base_orientation: np.ndarray
-    base_linear_velocity: np.ndarray
-    base_angular_velocity: np.ndarray
-    momentum: np.ndarray
-    com: np.ndarray
-    kinetic_energy: float
-    paused: bool
-    fault: str
-    world: SceneSnapshot | None = None
-
-    @property
-    def faulted(self) -> bool:
-        """Whether integration is stopped by a fault."""
-        return bool(self.fault)
-
-    @property
-    def time(self) -> float:
-        """Simulated time [s]."""
-        return self.time_ns * 1e-9
 
 
 class Engine:
@@ -751,34 +692,33 @@ class Engine:
         acting = self._wrenches.describe()
         return f'; under {acting}: too large for the physics step?' if acting else ''
 
-    def _too_fast(self, v: np.ndarray) -> str:
-        """For a fault message without external wrenches: the state at the step's start was
-        finite, so the failure came from an intermediate stage of the step -- the motion too
-        fast for the step, most likely (the error named, e.g. a mass matrix 'not positive
-        definite', is that stage's, not the published state's); at rest (rates x dt <= 1e-9),
-        a closed chain's loops could not be closed: a singular or locked configuration."""
-        rate = float(np.max(np.abs(v[6:]))) if v.size > 6 else 0.0
-        rates = f'joint rates up to {rate:.3g} rad/s or m/s'
-        if rate * self.dt > 1e-9:
-            return (
-                f'; in an intermediate stage of the step (the state at its start is finite, '
-                f'{rates}): too fast a motion for the {self.dt:g} s step?'
-            )
-        why = ': the loops could not be closed here, a singular or locked configuration'
-        return f'; at rest ({rates}){why if self._chain is not None else ""}'
-
-    def _runaway(self, v: np.ndarray | None, q1: np.ndarray, v1: np.ndarray, work: float) -> str:
+    def _runaway(
+        self,
+        v: np.ndarray | None,
+        q1: np.ndarray,
+        v1: np.ndarray,
+        work: float,
+        applied: np.ndarray | None = None,
+    ) -> str:
         """The fault of the step(s) from the current state to ``(q1, v1)`` (read-only) when
         they ran away, else '' (:mod:`.runaway`; not under a base or link wrench, which can
         drive any motion). ``v``: the velocity at the step's start, a step of the drives
-        (their speeds checked; the energy only where some joint has no drive to check: 5.5 us
-        a step); None: a batch (the energy checked)."""
+        under ``applied`` (their speeds checked, a trip confirmed by the step taken as two
+        halves; the energy only where some joint has no drive to check: 5.5 us a step);
+        None: a batch (the energy checked)."""
         if self._wrenches.acting:
             return ''
         each = v is not None
 
         def summaries() -> tuple[D.StateSummary, D.StateSummary]:
             return self._summary(self._q, self._v), self._summary(q1, v1)
+
+        def halves() -> np.ndarray | str:  # (the same step as two halves, braked as it is)
+            try:
+                q2, v2 = self._step_from(self._q, v, applied, 2, self.dt / 2)
+                return self._brake(q2, v2)[1][6:] if _finite(q2, v2) else 'not finite'
+            except DYNAMICS_ERRORS as exc:
+                return str(exc)
 
         return runaway_fault(
             self._limits if each else None,
@@ -789,6 +729,7 @@ class Engine:
             work,
             self.dt,
             self.time,
+            halves if each else None,
         )
 
     def _quiet_ahead(self, tau: np.ndarray, count: int) -> bool:
@@ -822,9 +763,7 @@ class Engine:
                         f'non-finite state in the step from t = {at:.6f} s{self._under()}'
                     )
                     return work
-                v1, impulse = limits.brake(q1, v1, dt)
-                if self._chain is not None and np.any(impulse):
-                    q1, v1 = self._chain.project(q1, v1)
+                q1, v1, impulse = self._brake(q1, v1)
             except DYNAMICS_ERRORS as exc:
                 # (D.step's StepFailure already says too large a step or too fast a motion, or
                 # refuses a step turning the base by pi or more: no non-finite state then)
@@ -833,18 +772,26 @@ class Engine:
                     return work
                 self._fault = (
                     f'non-finite state: the dynamics failed within the step from t = {at:.6f} s '
-                    f'({exc}){self._under() or self._too_fast(v)}'
+                    f'({exc}){self._under() or too_fast(v, dt, self._chain is not None)}'
                 )
                 return work
             step_work = float(applied @ self._joint_motion(q, q1))
             q1, v1 = _frozen(q1), _frozen(v1)
-            runaway = self._runaway(v, q1, v1, step_work)
+            runaway = self._runaway(v, q1, v1, step_work, applied)
             if runaway:
                 self._fault = runaway
                 return work
             work += step_work
             self._commit(q1, v1, tau + impulse / dt, 1, frozen=True)
         return work
+
+    def _brake(self, q1: np.ndarray, v1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(q1, v1, impulse)`` after the drives' braking at the end of a step (then the
+        loops' projection)."""
+        v1, impulse = self._limits.brake(q1, v1, self.dt)
+        if self._chain is not None and np.any(impulse):
+            q1, v1 = self._chain.project(q1, v1)
+        return q1, v1, impulse
 
     def _joint_motion(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
         """Joint displacement (n,) from ``q0`` to ``q1`` (the work of held efforts)."""
@@ -853,17 +800,18 @@ class Engine:
         return D.difference(self._model, q0, q1)[6:]
 
     def _step_from(
-        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int
+        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int, dt: float = 0.0
     ) -> tuple[np.ndarray, np.ndarray]:
-        wrenches = self._wrenches.step_arguments()
+        """``count`` steps of ``dt`` (the physics step when 0) from ``(q, v)`` under ``tau``."""
+        wrenches, dt = self._wrenches.step_arguments(), dt or self.dt
         if self._chain is not None:
-            return self._chain_steps(q, v, tau, count, wrenches)
+            return self._chain_steps(q, v, tau, count, wrenches, dt)
         return D.step(
             self._model,
             q,
             v,
             tau,
-            self.dt,
+            dt,
             method=self._integrator,
             steps=count,
             conserve_momentum=self._conserve and not wrenches,
@@ -871,12 +819,18 @@ class Engine:
         )
 
     def _chain_steps(
-        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int, wrenches: dict
+        self,
+        q: np.ndarray,
+        v: np.ndarray,
+        tau: np.ndarray,
+        count: int,
+        wrenches: dict,
+        dt: float,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``count`` steps of the closed chain: one compiled run without wrenches, else step
-        by step (a base wrench in the base frame turns with the base). The projection onto
-        the momentum follows ``conserve_momentum`` (under a wrench it is not done)."""
-        chain, dt = self._chain, self.dt
+        """``count`` steps of ``dt`` of the closed chain: one compiled run without wrenches,
+        else step by step (a base wrench in the base frame turns with the base). The
+        projection onto the momentum follows ``conserve_momentum`` (not under a wrench)."""
+        chain = self._chain
         if not wrenches:
             _, Q, V = chain.simulate(q, v, tau, count * dt, dt, conserve_momentum=self._conserve)
             return Q[-1], V[-1]

@@ -68,7 +68,9 @@ MAX_PIVOTS_PER_JOINT = 10
 #: orders of magnitude over. Measured on the servicer from rest at rated effort: at most 15.6
 #: times after a sound step (10 % of rated at 0.2 s, all of rated at 0.05 s: the next steps
 #: settle at the limits), 337 times and more (to 4e15) after steps of 0.1 to 1 s, which the next
-#: step turned into a diverging state (1e10 times).
+#: step turned into a diverging state (1e10 times). A joint back-driven from rest (a weak drive
+#: on a strong one's link) passes it after a sound step: the engine confirms a trip by the
+#: step taken as two halves (:data:`.runaway.HALVES_AGREEMENT`).
 RUNAWAY_FACTOR = 100.0
 
 
@@ -242,6 +244,22 @@ class JointLimits:
         if not fast.any():
             return -1
         return int(np.argmax(np.where(fast, np.abs(after) / self._w_max, 0.0)))
+
+    def runaway_joints(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """The driven joint DoFs (n,) bool that a step took beyond :data:`RUNAWAY_FACTOR`
+        times both their speed limit and their speed at the step's start (:meth:`runaway`).
+
+        Parameters
+        ----------
+        before, after : (n,) joint speeds at the step's start and after it, braking included
+            [rad/s | m/s].
+
+        Returns
+        -------
+        (n,) ndarray of bool
+        """
+        speed = np.abs(after)
+        return (speed > self._runaway_speed) & (speed > RUNAWAY_FACTOR * np.abs(before))
 
     def _over(self, v: np.ndarray) -> np.ndarray:
         return self.driven & (np.abs(v[6:]) > self.speed_limit * (1.0 + SPEED_TOLERANCE))
