@@ -19,13 +19,20 @@ import ffsim_ros.dynamics as D
 from ffsim_ros.control import (
     Gains,
     GoalOutcome,
+    GoalPhase,
     ReachSettings,
     ReachSupervisor,
     ReactionlessController,
     attitude_error,
 )
 from ffsim_ros.control.closed_loop import ClosedLoop
-from ffsim_ros.control.loops import LOOP_SPEED, LoopPlanner, loop_rates
+from ffsim_ros.control.loops import (
+    LOOP_SPEED,
+    MAX_LEG_SLOWDOWN,
+    LoopPlanner,
+    leg_pace,
+    loop_rates,
+)
 from ffsim_ros.control.rns import scaled_to_limits, zero_momentum_step
 from ffsim_ros.control.supervisor import LOOP_STEPS
 from ffsim_ros.resources import sample_robot
@@ -174,7 +181,6 @@ def test_a_loop_leg_heading_into_a_joint_limit_is_dropped_for_the_approach() -> 
     legs are dropped and the approach (with the law's joint clamping) takes over; the joint
     never reaches its limit. Here a leg that would turn arm_joint_4 by -1.5 rad from 0.3 rad
     inside its lower limit (-2 rad)."""
-    from ffsim_ros.control import GoalPhase
     from ffsim_ros.control.planner import Approach, Plan, Segment
     from ffsim_ros.control.rns import LIMIT_ZONE
 
@@ -218,3 +224,140 @@ def test_rates_scale_to_limits_also_without_finite_limits() -> None:
     q0 = start()
     rates = loop_rates(law, q0, law.task_terms(q0), 3, 1.0, None)
     assert np.isfinite(rates).all() and np.abs(rates).max() == pytest.approx(LOOP_SPEED)
+
+
+@pytest.mark.parametrize('degrees', [0.2, 5.0, 30.0])
+def test_loop_rates_stay_within_the_speed_limits_at_any_attitude_error(degrees: float) -> None:
+    """The attitude hold is part of the rates scaled to the speed limits: at 5 deg of attitude
+    error it alone asked for ~14 times the servicer's limits on every leg (it was added after
+    the scaling). Below the limits the rates are the leg plus the hold, unscaled."""
+    law = ReactionlessController(SERVICER, 'ee_link')
+    q0 = start()
+    terms = law.task_terms(q0)
+    vmax = law.gains.max_joint_speed * SERVICER.velocity_limit
+    assert np.array_equal(q0[3:7], [0.0, 0.0, 0.0, 1.0])  # the reference: a turn from it
+    axis = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    half = 0.5 * math.radians(degrees)
+    ref = np.r_[axis * math.sin(half), math.cos(half)]
+    e = attitude_error(q0[3:7], ref)
+    assert np.linalg.norm(e) == pytest.approx(math.radians(degrees), rel=1e-9)
+    A = terms.B[3:6]
+    for joint in range(SERVICER.n):
+        for sign in (1.0, -1.0):
+            rates = loop_rates(law, q0, terms, joint, sign, ref)
+            assert np.max(np.abs(rates) / vmax) <= 1.0 + 1e-12
+            leg = loop_rates(law, q0, terms, joint, sign, None)
+            hold = -np.linalg.pinv(A) @ (law.gains.kp_attitude * e)
+            unscaled = leg + hold
+            if np.max(np.abs(unscaled) / vmax) <= 1.0:
+                np.testing.assert_allclose(rates, unscaled, atol=1e-12)
+            else:  # scaled as a whole: the direction kept, the fastest joint at its limit
+                assert np.max(np.abs(rates) / vmax) == pytest.approx(1.0, rel=1e-12)
+                k = np.argmax(np.abs(unscaled))
+                np.testing.assert_allclose(rates, unscaled * rates[k] / unscaled[k], atol=1e-12)
+
+
+def test_the_loop_search_refuses_legs_far_slower_than_their_pace() -> None:
+    """A leg whose joint moves far slower than its speed limit allows (the other joints carry
+    the motion: ``X_k`` ill-conditioned) is refused by the search. From this servicer pose the
+    loop (arm_joint_1, arm_joint_3, 1 rad) was predicted with a first leg of 55.8 s, 8 times
+    its pace (on a 7-joint arm with a prismatic joint such a leg, 26 times its pace, stalled
+    in the closed loop); every leg of a loop it keeps is within ``MAX_LEG_SLOWDOWN``."""
+    law = ReactionlessController(SERVICER, 'ee_link')
+    q0 = D.neutral(SERVICER)
+    q0[7:] = [0.313, 0.914, -1.173, -0.093, 0.419, -0.465, -1.52]
+    planner = LoopPlanner(
+        law,
+        q0,
+        law.task_terms(q0).position + np.array([0.0, 0.0, 0.1]),
+        q0[3:7],
+        budget=0.9 * SETTINGS.attitude_budget,
+        position_tolerance=SETTINGS.position_tolerance,
+        attitude_tolerance=SETTINGS.attitude_tolerance,
+        stall_time=SETTINGS.stall_time,
+        stall_progress=SETTINGS.stall_progress,
+        dt=SETTINGS.plan_dt,
+        radius=SETTINGS.plan_radius,
+        max_steps=10**6,
+        seed=0,
+    )
+    end, legs = planner.predict_loop(q0, 0, 2, 1.0)
+    assert end is None and legs == ()
+    end, legs = planner.predict_loop(q0, 5, 6, 1.0)  # a well-conditioned one is kept
+    assert end is not None and len(legs) == 4
+    for leg in legs:
+        assert leg.duration <= MAX_LEG_SLOWDOWN * leg_pace(law, leg.joint, leg.sweep)
+    assert leg_pace(law, 0, -1.0) == pytest.approx(1.0 / (LOOP_SPEED * 0.9 * 0.2))
+
+
+def weakened(joint: str, effort: float) -> D.Model:
+    """The servicer with ``joint``'s effort limit set to ``effort`` [N m]."""
+    text = sample_robot('ffsim_servicer_7dof').read_text()
+    pattern = re.compile(rf'(<joint name="{re.escape(joint)}".*?effort=")[^"]*(")', re.S)
+    text, count = pattern.subn(lambda m: f'{m.group(1)}{effort:g}{m.group(2)}', text, count=1)
+    assert count == 1
+    return D.load_urdf(text)
+
+
+def follow_leg(model: D.Model, settings: ReachSettings, until: float):
+    """A goal 0.1 m above the tip, then a detour of one loop leg (arm_joint_4 by 1 rad,
+    planned 10 s) followed from the start; the statuses and base offsets until ``until`` [s]
+    or the goal's end."""
+    from ffsim_ros.control.planner import Approach, Plan, Segment
+
+    law = ReactionlessController(model, 'ee_link')
+    sup = ReachSupervisor(law, settings)
+    loop = ClosedLoop(sup, start())
+    ref = loop.q[3:7].copy()
+    p = loop.ee_position()
+    sup.set_goal(loop.t, loop.q, p + np.array([0.0, 0.0, 0.1]))
+    sup.follow(loop.t, Plan((Segment(p, 10.0, joint=3, sweep=1.0),), Approach(0, 0, 0, 0), 0, 1))
+    statuses, offsets = [], []
+    while loop.t < until:
+        statuses.append(loop.update())
+        offsets.append(angle(loop.q[3:7], ref))
+        if not statuses[-1].active:
+            break
+    return statuses, offsets
+
+
+def test_a_loop_leg_whose_joint_stalls_is_stopped_saying_why() -> None:
+    """A loop leg followed in the closed loop is watched: its joint must turn by a quarter of
+    the planned pace in every ``stall_time``. Here arm_joint_4 cannot (0.01 N m): the leg is
+    stopped after ``stall_time`` (it ran on before, twice its planned time at most, unnoticed)
+    and, no search left, the goal aborted naming the leg; with searches left the supervisor
+    plans again from where the arm is."""
+    model = weakened('arm_joint_4', 0.01)
+    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    statuses, _ = follow_leg(model, settings, until=SETTINGS.stall_time + 1.0)
+    end = statuses[-1]
+    assert end.outcome is GoalOutcome.ABORTED, (end.phase, end.reason)
+    assert end.elapsed <= SETTINGS.stall_time + 0.05
+    assert end.reason.startswith(
+        'loop leg 1 of 1 of a detour stopped (stalled: arm_joint_4 by 1: turned '
+    ), end.reason
+    assert 'planned 10.0 s' in end.reason
+    statuses, _ = follow_leg(model, SETTINGS, until=SETTINGS.stall_time + 0.1)
+    phases = [s.phase for s in statuses]
+    assert GoalPhase.PLANNING in phases
+    assert all(ph is GoalPhase.DETOUR for ph in phases[: phases.index(GoalPhase.PLANNING)])
+
+
+def test_a_loop_leg_that_turns_the_base_is_stopped_within_the_budget() -> None:
+    """A loop leg must leave the base untouched; here arm_joint_2, which takes most of the
+    reaction of arm_joint_4's leg, cannot follow (0.05 N m) and the base turns at 0.2 deg/s.
+    The leg is stopped before the offset (plus the base's rate over ``LEG_HORIZON``) passes
+    the spend budget and, no search left, the goal aborted saying so; the attitude restored,
+    never beyond the budget (it ran on to 0.88 deg before)."""
+    from ffsim_ros.control.legs import LEG_HORIZON
+
+    model = weakened('arm_joint_2', 0.05)
+    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    statuses, offsets = follow_leg(model, settings, until=2.0)
+    end = statuses[-1]
+    assert end.outcome is GoalOutcome.ABORTED, (end.phase, end.reason)
+    assert end.reason.startswith('loop leg 1 of 1 of a detour stopped (the base attitude ')
+    m = re.search(r'attitude ([0-9.]+) deg off, turning at ([0-9.]+) deg/s', end.reason)
+    assert float(m[1]) + LEG_HORIZON * float(m[2]) > 0.9 * SETTINGS.attitude_budget_deg
+    assert float(m[1]) < 0.9 * SETTINGS.attitude_budget_deg
+    assert max(offsets) <= SETTINGS.attitude_budget

@@ -581,5 +581,86 @@ def test_reset_ends_an_active_goal_as_aborted_with_its_reason() -> None:
         out, status = sup.update(0.01 * (k + 1), q, np.zeros(SERVICER.nv))
         assert status.outcome is GoalOutcome.ABORTED and not status.active
         assert status.reason == 'dropped: joint_states jumped by 0.3'
-    sup.reset('dropped again')  # no active goal: nothing to abort
-    assert sup.status.outcome is GoalOutcome.NONE and sup.status.reason == ''
+    sup.reset('dropped again')  # no active goal: nothing to abort, the ended one's status kept
+    assert sup.status.outcome is GoalOutcome.ABORTED and sup.status.goal_id == 1
+    assert sup.status.reason == 'dropped: joint_states jumped by 0.3'
+
+
+@pytest.mark.parametrize('end', ['reached', 'aborted'])
+def test_reset_keeps_the_status_of_a_goal_that_had_ended(end: str) -> None:
+    """A reset without an active goal (a jump of the state or clock after the goal ended)
+    forgets the goal, the clock and the reference, but its outcome and reason stay until the
+    next goal, through the updates after it (they became 'none' with the phase 'idle': the
+    latched goal_status lost the reason a few ms after an abort)."""
+    loop = loop_for()
+    sup = loop.supervisor
+    goal = loop.ee_position() + np.array([0.0, 0.05, 0.0])
+    sup.set_goal(loop.t, loop.q, goal)
+    if end == 'reached':
+        while sup.status.active:
+            loop.update()
+    else:
+        sup.stop(loop.t, loop.q, 'preempted by a joint trajectory')
+    ended = sup.status
+    assert ended.outcome.value == end and ended.reason
+    sup.reset('dropped: the clock went back')
+    for status in (sup.status, loop.update(), loop.update()):
+        assert status.outcome is ended.outcome and status.reason == ended.reason
+        assert status.goal_id == 1 and status.phase is GoalPhase.STOPPED
+    assert sup.goal is None
+    sup.set_goal(loop.t, loop.q, goal)
+    assert sup.status.outcome is GoalOutcome.ACTIVE and sup.status.goal_id == 2
+
+
+@pytest.mark.parametrize(
+    ('mode', 'settings'),
+    [('gjm_tracking', SETTINGS), ('reactionless', ReachSettings(goal_timeout=4.0))],
+)
+def test_a_gap_without_state_is_not_counted_by_the_goal_timers(
+    mode: str, settings: ReachSettings
+) -> None:
+    """A controller on wall-clock time skips its updates while the simulation is paused (no
+    fresh state): 1 s into a goal the state freezes for 0.2 s (``state_timeout``: updates on
+    the last state), then 4 s without updates. The stall timer (2 s) and ``goal_timeout``
+    (4 s here) count only the time the goal was watched: the goal goes on at the resume and
+    is reached (it was aborted as 'stalled ... no progress of 1 mm in 2 s', or by the
+    timeout); ``elapsed`` leaves the gap out."""
+    loop = loop_for(mode=mode, settings=settings)
+    sup = loop.supervisor
+    sup.set_goal(loop.t, loop.q, loop.ee_position() + np.array([0.1, 0.0, 0.05]))
+    while loop.t < 1.0:
+        loop.update()
+    for _ in range(20):  # the state frozen: updates on the last one
+        sup.update(loop.t, loop.q, loop.v)
+        loop.t += loop.control_dt
+    loop.t += 4.0  # no updates
+    watched = loop.t - 4.0
+    status = sup.status
+    while status.active and loop.t < 20.0:
+        status = loop.update()
+        watched += loop.control_dt
+    assert status.outcome is GoalOutcome.REACHED, status.reason
+    assert status.elapsed == pytest.approx(watched - loop.control_dt, abs=0.02)
+    assert status.elapsed < settings.goal_timeout
+
+
+def test_gap_clock_counts_steady_updates_and_leaves_out_the_gaps() -> None:
+    """Steps between updates up to ``GAP_PERIODS`` times their median count in full (a slow
+    or jittery controller keeps its time); a longer step counts as one period."""
+    from ffsim_ros.control.gaps import GAP_PERIODS, PERIOD_WINDOW, GapClock
+
+    clock = GapClock()
+    t = 100.0
+    for k in range(50):  # 2 Hz with jitter: all counted
+        t += 0.5 + 0.2 * (-1) ** k
+        assert clock(t, update=True) == t
+    for _ in range(PERIOD_WINDOW):  # steady
+        t += 0.5
+        assert clock(t, update=True) == t
+    t += 0.5 * GAP_PERIODS - 0.01
+    assert clock(t, update=True) == t
+    t += 10.0
+    assert clock(t, update=True) == pytest.approx(t - 9.5, abs=1e-9)
+    assert clock(t) == pytest.approx(t - 9.5, abs=1e-9)  # (a goal given at that time)
+    clock.reset()
+    assert clock(5.0, update=True) == 5.0 and clock(50.0, update=True) == 50.0

@@ -48,6 +48,13 @@ from .rns import (
 LOOP_AMPLITUDE = 1.0
 #: Speed of a leg: this share of the joint speed limits (the fastest joint of ``X_k``).
 LOOP_SPEED = 0.8
+#: A predicted leg slower than this many times its joint's own pace (``|sweep|`` at
+#: ``LOOP_SPEED`` of its speed limit, :func:`leg_pace`) is refused: the other joints then move
+#: far more than the leg's joint (``X_k`` ill-conditioned, its joint's component near 0). On the
+#: servicer the legs of the loop searches take 1.0-2.1 times their pace; on a 7-joint arm with
+#: a prismatic joint a search once planned a leg at 26 times it (36 s for 1 rad), which
+#: stalled in the closed loop where the joint's component of ``X_k`` went to 0.
+MAX_LEG_SLOWDOWN = 4.0
 #: Budget of the probing approach that measures ``delta`` [deg] (large: the attitude the fold
 #: costs, not what the barrier allows).
 PROBE_BUDGET_DEG = 5.0
@@ -76,7 +83,10 @@ def loop_rates(
     """Joint rates (n,) [rad/s | m/s] of a loop leg: ``sign X_joint`` (see the module
     docstring) scaled to ``LOOP_SPEED`` of the joint speed limits, plus the attitude hold
     ``-A^+ kp_attitude e_att`` (``w0 = kp_attitude e_att``, as the reactionless law's first
-    task) toward ``attitude_reference`` (4,) when given. The joints ``frozen`` (indices, e.g.
+    task) toward ``attitude_reference`` (4,) when given; the sum is scaled down (direction
+    kept) where a joint would exceed its speed limit (the law's ``max_joint_speed`` share of
+    it): the hold alone was unbounded, 12-14 times the limits at 5 deg of attitude error (the
+    servicer, a 7-joint arm with a prismatic joint). The joints ``frozen`` (indices, e.g.
     those near a position limit) do not move: the reaction is removed by the others.
 
     Parameters
@@ -112,7 +122,36 @@ def loop_rates(
     if attitude_reference is not None:
         e_att = attitude_error(q[3:7], np.asarray(attitude_reference, float))
         rates -= Ap @ (law.gains.kp_attitude * e_att)
+        capped = scaled_to_limits(rates, vmax, 1.0)
+        if np.any(np.abs(capped) < np.abs(rates)):
+            rates = capped
     return rates
+
+
+def leg_pace(law: ReactionlessController, joint: int, sweep: float) -> float:
+    """The quickest a loop leg can turn its joint by ``sweep``: at ``LOOP_SPEED`` of the joint's
+    speed limit (the law's ``max_joint_speed`` share of it; a joint without a finite limit
+    counts as :func:`~.rns.scaled_to_limits` counts it) [s].
+
+    Parameters
+    ----------
+    law : ReactionlessController
+        Supplies the joint speed limits.
+    joint : int
+        Index of the leg's joint.
+    sweep : float
+        Its turn [rad | m].
+
+    Returns
+    -------
+    float
+        [s]
+    """
+    vmax = law.gains.max_joint_speed * law.model.velocity_limit
+    unit = np.zeros(vmax.size)
+    unit[joint] = 1.0
+    speed = float(scaled_to_limits(unit, vmax, LOOP_SPEED)[joint])
+    return abs(sweep) / speed
 
 
 class LoopPlanner(RnsPlanner):
@@ -153,24 +192,57 @@ class LoopPlanner(RnsPlanner):
                 self.plan = self._partial
         return done
 
+    def predict_loop(
+        self, q: np.ndarray, i: int, j: int, a: float
+    ) -> tuple[np.ndarray | None, tuple[Segment, ...]]:
+        """The loop ``(i, j, a)`` from ``q`` as the search predicts it (its rollout steps are
+        counted in :attr:`steps`, not bounded by ``max_steps``).
+
+        Parameters
+        ----------
+        q : (nq,) start configuration [m, -, rad | m].
+        i, j : int
+            The joints of its legs (``i``, ``j``, ``i`` back, ``j`` back).
+        a : float
+            Each leg's turn [rad | m].
+
+        Returns
+        -------
+        (nq,) ndarray or None
+            Where the loop ends; None where it is refused: a leg would leave the joints'
+            bounds (``i`` or ``j`` within the zone of a position limit, the others into it)
+            or be too slow (``MAX_LEG_SLOWDOWN``).
+        tuple of Segment
+            Its four legs (empty when refused).
+        """
+        gen = self._loop(np.asarray(q, dtype=float).copy(), i, j, a)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as end:
+                return end.value
+
     # ---------------------------------------------------------------------------- rollouts
     def _leg(
         self, q: np.ndarray, joint: int, sweep: float, bounds: tuple, frozen: tuple
     ) -> Generator[None, None, tuple[np.ndarray | None, float]]:
         """One leg, predicted: (end configuration, duration) or (None, 0) where a joint would
-        leave ``bounds`` (lower, upper) (n,)."""
+        leave ``bounds`` (lower, upper) (n,), or the leg would take more than
+        ``MAX_LEG_SLOWDOWN`` times its pace (:func:`leg_pace`) or 1000 steps."""
         model = self.law.model
         lower, upper = bounds
         start = q[7 + joint]
         sign = 1.0 if sweep > 0 else -1.0
         taken = 0
+        pace = leg_pace(self.law, joint, sweep)
+        longest = min(1000, math.ceil(MAX_LEG_SLOWDOWN * pace / self.dt))
         while sign * (q[7 + joint] - start) < abs(sweep):
             terms = self.law.task_terms(q)
             rates = loop_rates(self.law, q, terms, joint, sign, self.reference, frozen)
             q = zero_momentum_step(model, q, rates, terms.B, self.dt)
             taken += 1
             yield from self._tick()
-            if np.any(q[7:] > upper) or np.any(q[7:] < lower) or taken > 1000:
+            if np.any(q[7:] > upper) or np.any(q[7:] < lower) or taken > longest:
                 return None, 0.0
         return q, taken * self.dt
 

@@ -56,7 +56,11 @@ In ``reactionless`` mode a goal goes through these phases::
   reactionless law, or with the budget law on the legs where the plan spends attitude to
   restore it elsewhere (which moves the arm to another leaf of the reaction null space), or
   self-motion legs (end effector held, base untouched: :func:`~.planner.self_motion_rates`
-  through the law's inner loop) when the planner has them;
+  through the law's inner loop) when the planner has them. A leg is stopped, and the goal
+  planned again (or aborted, saying why), when the base attitude goes beyond the leg's limit
+  (the spend budget on loop and self-motion legs, the offset plus the base's rate over
+  ``LEG_HORIZON``; the budget on the others) or a loop leg's joint stalls
+  (:class:`~.legs.LegWatch`); the search refuses legs far slower than their joint's pace;
   **approach**: the end effector first, the base attitude within the budget
   (``attitude_budget_deg``, of which the laws spend at most ``SPEND_MARGIN``) and pulled back
   toward the reference (:func:`~.rns.budget_rates`).
@@ -84,14 +88,14 @@ import math
 
 import numpy as np
 
-import ffsim_ros.dynamics as D
-
+from .gaps import GapClock
 from .goals import REJECTED, GoalOutcome, GoalPhase, GoalStatus, ReachSettings
-from .loops import LoopPlanner, loop_rates
+from .legs import LEG_HORIZON, LegWatch, leaving_limits, loop_leg_command, self_motion_command
+from .loops import LoopPlanner
 from .modes import ControlMode
-from .planner import Approach, Plan, RnsPlanner, Segment, self_motion_rates
+from .planner import Approach, Plan, RnsPlanner, Segment
 from .reactionless import ControlOutput, ReactionlessController
-from .rns import attitude_error, limit_zones, near_limits
+from .rns import attitude_error, near_limits
 
 #: Offset below which restoring after an abort stops, as a fraction of the tolerance.
 RESTORED = 0.5
@@ -129,7 +133,10 @@ class ReachSupervisor:
     Notes
     -----
     Times ``t`` are the caller's clock in seconds (the node's clock, simulated time with
-    ``use_sim_time``); they must not go back except through :meth:`reset`.
+    ``use_sim_time``); they must not go back except through :meth:`reset`. A gap between
+    calls (no fresh state: a paused simulation on wall-clock time, :class:`~.gaps.GapClock`)
+    is not counted by the goal's timers (stall, ``goal_timeout``, the phases' times, the
+    status's ``elapsed``): they count the time the goal was watched.
     """
 
     def __init__(self, law: ReactionlessController, settings: ReachSettings | None = None) -> None:
@@ -137,6 +144,7 @@ class ReachSupervisor:
         self.settings = settings or ReachSettings()
         self._reference: np.ndarray | None = None
         self._goal_id = 0
+        self._clock = GapClock()  # the caller's time less its gaps
         self._clear()
         self._status = GoalStatus(mode=law.mode.value)
 
@@ -172,7 +180,9 @@ class ReachSupervisor:
         self._first_loops = False  # the search for complete loop plans at the first stall ran
         self._loops = 0  # loops planned for this goal
         self._loop_delta = math.inf  # smallest attitude the goal was predicted to need [rad]
-        self._leg_start: float | None = None  # the loop leg's joint at its start
+        self._leg: LegWatch | None = None  # the loop leg followed
+        self._stops = 0  # detour legs stopped (stalled, or the attitude beyond its limit)
+        self._stop_note = ''  # why the last one was
 
     # ------------------------------------------------------------------------ properties
     @property
@@ -252,6 +262,7 @@ class ReachSupervisor:
         """
         q = np.asarray(q, dtype=float)
         self.law.check_goal(q, position)
+        t = self._clock(t)
         goal_id = self._goal_id + 1
         self._clear()
         self._goal_id = goal_id
@@ -294,7 +305,7 @@ class ReachSupervisor:
         self._planner = None
         self._plan = plan
         self._segment = -1
-        self._next_segment(float(t))
+        self._next_segment(self._clock(t))
 
     def stop(self, t: float, q: np.ndarray, reason: str) -> GoalStatus:
         """Abort the current goal (if active) with ``reason`` and hold the arm still.
@@ -307,8 +318,9 @@ class ReachSupervisor:
         reason : str.
         """
         q = np.asarray(q, dtype=float)
+        t = self._clock(t)
         if self._outcome is GoalOutcome.ACTIVE:
-            self._abort(float(t), q, reason)
+            self._abort(t, q, reason)
         else:
             self._phase = GoalPhase.STOPPED if self._goal is not None else GoalPhase.IDLE
             self._hold_position = None
@@ -342,7 +354,7 @@ class ReachSupervisor:
         position : (3,) the goal, inertial frame [m], optional (kept for the status's
             position error if its coordinates are below ``MAX_KEPT`` in magnitude).
         """
-        t = float(t)
+        t = self._clock(t)
         q = np.asarray(q, dtype=float)
         if self._outcome is GoalOutcome.ACTIVE:
             self._abort(t, q, 'replaced by a rejected goal')
@@ -371,19 +383,23 @@ class ReachSupervisor:
         back): the arm is held still and the reference is captured at the next update.
 
         A goal still active ends as aborted with ``reason`` (when given), never silently: its
-        status stays until the next goal.
+        status stays until the next goal. So does the outcome and reason of a goal that had
+        already ended (reached or aborted; its phase becomes ``stopped``).
 
         Parameters
         ----------
         reason : str, of the abort of an active goal ('': the goal is dropped without one).
         """
-        active = self._outcome is GoalOutcome.ACTIVE
+        outcome, why = self._outcome, self._reason
         self._clear()
         self._reference = None
-        if active and reason:
-            self._outcome = GoalOutcome.ABORTED
+        self._clock.reset()
+        if outcome is GoalOutcome.ACTIVE and reason:
+            outcome, why = GoalOutcome.ABORTED, reason
+        if outcome in (GoalOutcome.ABORTED, GoalOutcome.REACHED):
+            self._outcome = outcome
             self._phase = GoalPhase.STOPPED
-            self._reason = reason
+            self._reason = why
         self._status = GoalStatus(
             goal_id=self._goal_id,
             outcome=self._outcome,
@@ -409,7 +425,7 @@ class ReachSupervisor:
             The efforts and figures of :meth:`ReactionlessController.compute`.
         GoalStatus
         """
-        t = float(t)
+        t = self._clock(t, update=True)
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
         reactionless = self.law.mode is ControlMode.REACTIONLESS
@@ -424,7 +440,7 @@ class ReachSupervisor:
         out = self._command(t, q, v)
         err = out.position_error if self._goal is not None else 0.0
         if self._outcome is GoalOutcome.ACTIVE:
-            self._judge(t, q, err, offset)
+            self._judge(t, q, err, offset, float(np.linalg.norm(v[3:6])))
         elif self._phase is GoalPhase.RESTORING:
             if offset <= RESTORED * self.settings.attitude_tolerance or t >= self._t_phase_end:
                 self._phase = GoalPhase.STOPPED
@@ -452,7 +468,10 @@ class ReachSupervisor:
                 out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
             return out
         if phase is GoalPhase.DETOUR and self._plan.segments[self._segment].self_motion:
-            out = self._self_motion_command(q, v, self._plan.segments[self._segment], ref)
+            out, self._self_motion_dir = self_motion_command(
+                law, q, v, self._plan.segments[self._segment], ref, self._self_motion_dir
+            )
+            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
             if t >= self._t_phase_end:
                 self._next_segment(t)
             return out
@@ -491,81 +510,24 @@ class ReachSupervisor:
             self_motion=phase not in (GoalPhase.APPROACH, GoalPhase.SPEND),
         )
 
-    def _self_motion_command(
-        self, q: np.ndarray, v: np.ndarray, segment: Segment, ref: np.ndarray | None
-    ) -> ControlOutput:
-        """A self-motion leg of a detour: the rates of
-        :func:`~ffsim_ros.control.planner.self_motion_rates` (as the planner predicted them)
-        through the law's inner loop ``tau = H* kv (phidot_d - phidot) + c*`` (clipped to the
-        effort limits); the other figures from the law holding the end effector."""
-        law = self.law
-        out = law.compute(q, v, segment.target, None, ref, self_motion=False)
-        rates, self._self_motion_dir = self_motion_rates(
-            law, law.task_terms(q), segment.target, self._self_motion_dir, segment.self_motion
-        )
-        ff = D.free_floating_terms(law.model, q, v, law.ee_link)
-        tau = ff.H_star @ (law.gains.kv_joint * (rates - v[6:])) + ff.c_star
-        limit = law.model.effort_limit
-        out.tau = np.clip(tau, -limit, limit)
-        out.saturated = bool(np.any(out.tau != tau))
-        out.phidot_desired = rates
-        out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
-        return out
-
     def _loop_command(
         self, t: float, q: np.ndarray, v: np.ndarray, segment: Segment, ref: np.ndarray | None
     ) -> ControlOutput:
-        """A leg of a Lie-bracket loop: the rates of :func:`~ffsim_ros.control.loops.loop_rates`
-        through the law's inner loop, until the leg's joint has turned by its sweep (or twice
-        the predicted time has passed); the other figures from the law holding the arm."""
-        law = self.law
-        joint = segment.joint
-        if self._leg_start is None:
-            self._leg_start = float(q[7 + joint])
-        sign = 1.0 if segment.sweep > 0 else -1.0
-        out = law.compute(q, v, None)
-        rates = loop_rates(law, q, law.task_terms(q), joint, sign, ref, segment.frozen)
-        ff = D.free_floating_terms(law.model, q, v, law.ee_link)
-        phiddot = law.gains.kv_joint * (rates - v[6:])
-        if law.gains.rate_feedforward > 0.0:
-            phiddot += law.rate_feedforward(
-                q,
-                v,
-                rates,
-                lambda qq: loop_rates(
-                    law, qq, law.task_terms(qq), joint, sign, ref, segment.frozen
-                ),
-            )
-        tau = ff.H_star @ phiddot + ff.c_star
-        limit = law.model.effort_limit
-        out.tau = np.clip(tau, -limit, limit)
-        out.saturated = bool(np.any(out.tau != tau))
-        out.phidot_desired = rates
+        """A leg of a Lie-bracket loop (:func:`~.legs.loop_leg_command`) until its joint has
+        turned by its sweep (or twice the predicted time has passed); watched by
+        :meth:`_watch_detour`."""
+        if self._leg is None:
+            self._leg = LegWatch(segment, t, q, self.settings.stall_time)
+        out = loop_leg_command(self.law, q, v, segment, ref)
         out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
-        turned = sign * (float(q[7 + joint]) - self._leg_start)
-        if self._leaving_limits(q[7:], rates, segment.frozen):
+        if leaving_limits(self.law.model, q[7:], out.phidot_desired, segment.frozen):
             # the loop went elsewhere than predicted: its remaining legs are dropped, the
             # approach (with the law's joint clamping) takes over from here
             self._segment = len(self._plan.segments) - 1
             self._next_segment(t)
-        elif turned >= abs(segment.sweep) or t >= self._t_phase_end + segment.duration:
+        elif self._leg.done(t, q):
             self._next_segment(t)
         return out
-
-    def _leaving_limits(self, phi: np.ndarray, rates: np.ndarray, frozen: tuple) -> bool:
-        """Whether a joint a loop leg moves (not ``frozen``) is over half-way into the zone of
-        a position limit (:func:`~.rns.limit_zones`) and heads on to it. The loop search keeps
-        those joints out of the zone, but on the servicer a leg followed in the closed loop once
-        carried ``arm_joint_4`` 1.26 rad beyond its limit (seed 5, goal 12 of
-        ``benchmarks/reach.py``), the leg's field ill-conditioned where the search had not
-        gone."""
-        model = self.law.model
-        margin = 0.5 * limit_zones(model.lower, model.upper)[0]
-        heading = ((phi < model.lower + margin) & (rates < 0.0)) | (
-            (phi > model.upper - margin) & (rates > 0.0)
-        )
-        heading[list(frozen)] = False
-        return bool(np.any(heading))
 
     # ------------------------------------------------------------------------ the outcome
     def _spend_budget(self) -> float | None:
@@ -588,8 +550,9 @@ class ReachSupervisor:
             r = max(r, offset / s.attitude_tolerance)
         return r
 
-    def _judge(self, t: float, q: np.ndarray, err: float, offset: float) -> None:
-        """Reached, progress, stall (only while the arm works toward the goal)."""
+    def _judge(self, t: float, q: np.ndarray, err: float, offset: float, rate: float) -> None:
+        """Reached, progress, stall (only while the arm works toward the goal); ``rate``: the
+        base's angular rate [rad/s]."""
         s = self.settings
         self._best_error = min(self._best_error, err)
         working = (GoalPhase.TRACKING, GoalPhase.DETOUR, GoalPhase.APPROACH, GoalPhase.SPEND)
@@ -624,6 +587,7 @@ class ReachSupervisor:
             self._phase = GoalPhase.HOLDING
             return
         if self._phase is GoalPhase.DETOUR:
+            self._watch_detour(t, q, err, offset, rate)
             return
         if self._phase in (GoalPhase.SPEND, GoalPhase.RESTORE):
             self._cycle(t, q, err, offset)
@@ -635,6 +599,32 @@ class ReachSupervisor:
         if t - self._t_progress < s.stall_time:
             return
         self._on_stall(t, q, err, offset)
+
+    def _watch_detour(
+        self, t: float, q: np.ndarray, err: float, offset: float, rate: float
+    ) -> None:
+        """Stop the detour's leg whose base attitude offset is beyond its limit (the spend
+        budget on the legs meant to leave the base untouched, loop and self-motion legs, with
+        the base turning at ``rate`` [rad/s] for ``LEG_HORIZON`` more; the whole budget on the
+        others; the tolerance when spending is off), or the loop leg whose joint stalled
+        (:class:`~.legs.LegWatch`): then plan again, or abort saying why."""
+        s = self.settings
+        segment = self._plan.segments[self._segment]
+        still = segment.joint >= 0 or segment.self_motion != 0
+        limit = (self._spend_budget() if still else s.attitude_budget) or s.attitude_tolerance
+        kind = 'loop leg' if segment.joint >= 0 else 'leg'
+        where = f'{kind} {self._segment + 1} of {len(self._plan.segments)} of a detour'
+        if offset + (LEG_HORIZON * rate if still else 0.0) > limit:
+            why = f'the base attitude {math.degrees(offset):.3f} deg off, turning at '
+            why += f"{math.degrees(rate):.3f} deg/s, the leg's limit {math.degrees(limit):.3f} deg"
+        elif self._leg is not None and self._leg.stalled(t, q):
+            why = f'stalled: {self._leg.describe(t, q, self.law.model.joint_names)}'
+        else:
+            return
+        self._stops += 1
+        self._stop_note = f'{where} stopped ({why}), {err * 1e3:.1f} mm from the goal'
+        self._plan, self._leg = None, None
+        self._plan_or_abort(t, q, self._stop_note)
 
     def _on_stall(self, t: float, q: np.ndarray, err: float, offset: float) -> None:
         s = self.settings
@@ -827,7 +817,7 @@ class ReachSupervisor:
 
     def _next_segment(self, t: float) -> None:
         self._segment += 1
-        self._leg_start = None
+        self._leg = None
         self._cycled = False
         self._self_motion_dir = None
         if self._segment < len(self._plan.segments):
@@ -840,6 +830,8 @@ class ReachSupervisor:
 
     def _abort(self, t: float, q: np.ndarray, reason: str) -> None:
         self._outcome = GoalOutcome.ABORTED
+        if self._stops and self._stop_note not in reason:
+            reason += f'; {self._stops} detour leg(s) stopped, the last: {self._stop_note}'
         self._reason = reason + self._limits_note(q)
         self._t_end = t
         self._planner = self._plan = None
