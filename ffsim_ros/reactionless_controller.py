@@ -409,7 +409,8 @@ class ReactionlessControllerNode(Node):
         pending, self._pending_goal = self._pending_goal, None
         # goal (ended as aborted, saying why), its clock and the held attitude: arm held still
         self.supervisor.reset(f'dropped: {reason} ({cause})')
-        self.goal_status.update(self.supervisor.status)
+        if self.capture is None:  # (else goal_status is the capture's: not overwritten)
+            self.goal_status.update(self.supervisor.status)
         if pending is not None:
             q, position = self._status_state(pending)
             t = self.get_clock().now().nanoseconds * 1e-9
@@ -435,6 +436,8 @@ class ReactionlessControllerNode(Node):
         announced for it later is no news (:class:`ResetWatch`)."""
         self._resets.restart(stamp)
         self._drop_goals(what)
+        if self.capture is not None:
+            self.capture.restart()
         self._log_warning(f'{what}: goals, trajectory and path dropped; holding still')
 
     def _on_reset(self, msg: DiagnosticArray) -> None:
@@ -454,6 +457,8 @@ class ReactionlessControllerNode(Node):
         self._jumps.clear()
         stamp = f'{reset.stamp_ns * 1e-9:.3f} s'
         self._drop_goals('the simulation was reset', f'{reset.what}; first state at {stamp}')
+        if self.capture is not None:  # (the reset released a grasp: capture again)
+            self.capture.restart()
         self._log_warning(
             f'the simulation was reset ({reset.what}): goals, trajectory and path dropped; '
             f'holding still from the state stamped {stamp}'

@@ -304,10 +304,13 @@ class Simulator(Node):
         )
         outside = outside_limits(model, q0)
         if outside:  # (with position_limits such a start is refused above)
+            source = setup.value_names(values).get(
+                'initial_joint_positions', 'initial_joint_positions'
+            )  # (a scenario's robot.joint_positions named as such)
             self.get_logger().warning(
                 f'initial joint positions beyond their URDF position limits: {outside}; set '
-                'initial_joint_positions within them (a controller moves such joints only '
-                'back toward their range)'
+                f'{source} within them (a controller moves such joints only back toward their '
+                'range)'
             )
 
     def _create_interfaces(self, publish_clock: bool) -> None:

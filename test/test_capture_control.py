@@ -446,6 +446,18 @@ def test_a_capture_not_made_in_time_is_aborted_and_the_arm_held(robot):
     assert control.phase == 'intercept'
     control.update(3.01, q, v)
     assert control.phase == 'aborted'
+    # a reset announced (the clock does not go back: ~/reset, ResetSimulation's state scope):
+    # the capture starts again, its timeout counted anew and the history of before forgotten
+    control.update(5.0, q, v)
+    assert control.phase == 'aborted' and 'closest approach' in control.reason
+    control.restart()
+    assert control.phase == 'intercept' and control.outcome == 'active' and not control.reason
+    assert control.closest is None and control.attitude is None
+    control.update(5.1, q, v)
+    control.update(7.05, q, v)
+    assert control.phase == 'intercept'  # (2 s counted from 5.1, not from before the reset)
+    control.update(7.2, q, v)
+    assert control.phase == 'aborted' and 'at t = 5.10 s' in control.reason, control.reason
     # without a limit it never aborts
     endless = CaptureControl(robot, 'ee_link', target, 'gjm')
     endless.on_odometry(msg)

@@ -246,7 +246,9 @@ def test_a_solver_giving_up_on_a_step_faults_it(
         f'the step from t = 0.000000 s failed (step: solve_ivp({method}) stopped after the 1010 '
         'steps it may take within a step of 0.001 s'
     ), snap.fault
-    assert snap.fault.endswith('or too fast a motion for it?)'), snap.fault
+    assert 'or too fast a motion for it, or, at modest rates, a stiff system' in snap.fault
+    explicit = method in ('RK23', 'RK45', 'DOP853')
+    assert snap.fault.endswith('(stiff friction split off))' if explicit else 'method)')
 
 
 @pytest.mark.parametrize('count', [1, 5])

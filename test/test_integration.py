@@ -520,7 +520,8 @@ _STOPPED = (
     r'step of 0\.001 s \(1000 \+ one per 0\.0001 s, at most 11000\) with (?P<calls>\d+) '
     r'evaluations of the dynamics, at t = (?P<t>\S+) s of the 0\.001 s step \(its last step '
     r'(?P<h>\S+) s long; there (?P<there>.+); at the start (?P<start>.+)\): too large a step '
-    r'\(dt = 0\.001 s\) or too fast a motion for it\?$'
+    r'\(dt = 0\.001 s\) or too fast a motion for it, or, at modest rates, a stiff system '
+    r'\(joint friction, damping\) for an explicit method(?P<hint>.*)$'
 )
 
 
@@ -562,6 +563,12 @@ def test_solver_methods_stop_on_a_motion_far_too_fast_for_the_step(
         assert int(found['calls']) >= 1010  # (one evaluation or more per step)
         assert 0.0 < float(found['h']) < float(found['t']) < 1e-6  # stuck near the start
         assert 'joint rates up to ' in found['there']
+        explicit = method in ('RK23', 'RK45', 'DOP853')
+        assert found['hint'] == (
+            ": 'LSODA', 'Radau' or 'BDF' (implicit), or 'rk4' (stiff friction split off)"
+            if explicit
+            else ''
+        )
 
 
 @pytest.mark.usefixtures('bounded_solver')

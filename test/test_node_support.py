@@ -1250,3 +1250,34 @@ def test_a_start_the_physics_step_refuses_is_a_parameter_error() -> None:
     values['physics_rate_hz'] = 2.0
     chain, _, _ = initial_state(fourbar, loops, values)
     assert chain is not None
+
+
+@pytest.mark.ros
+def test_a_scenario_start_beyond_the_limits_is_warned_naming_the_scenario_field(
+    rclpy_context, tmp_path, capfd
+) -> None:
+    """``position_limits`` off and a scenario's ``robot.joint_positions`` beyond a URDF limit:
+    the start-up warning named ``initial_joint_positions``, a parameter the user never set;
+    it names the scenario's field now."""
+    import yaml
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.node_support.scene_support import resolve_scenario
+    from ffsim_ros.simulator import Simulator
+
+    shipped = resolve_scenario('capture')
+    data = yaml.safe_load(shipped.read_text())
+    data['robot']['urdf'] = str((shipped.parent / data['robot']['urdf']).resolve())
+    data['robot']['joint_positions'] = [0.0] * 6 + [100.0]
+    path = tmp_path / 'beyond.yaml'
+    path.write_text(yaml.safe_dump(data))
+    capfd.readouterr()
+    node = Simulator(
+        context=rclpy_context, parameter_overrides=[Parameter('scenario', value=str(path))]
+    )
+    try:
+        err = capfd.readouterr().err
+        assert 'initial joint positions beyond their URDF position limits' in err, err
+        assert f"set scenario: '{path}': robot.joint_positions within them" in err, err
+    finally:
+        node.destroy_node()

@@ -64,6 +64,11 @@ def test_which_resets_are_news_and_which_messages_came_before_them() -> None:
     assert not watch.announced(Reset(4, 30, 'before anything taken since'))
     assert watch.admit('joint_states', 50)
     assert watch.announced(Reset(5, 60, 'news'))
+    # a new simulator (the clock went back) replaying the same script: its first reset is the
+    # same (count, stamp) as the last one of the simulator before, and is news all the same
+    watch.restart()
+    assert watch.admit('joint_states', 10)
+    assert watch.announced(Reset(5, 60, 'the same count and stamp, of another simulator'))
 
 
 def test_the_controller_drops_goal_and_trajectory_on_an_announced_reset(rclpy_context) -> None:

@@ -126,8 +126,17 @@ def _failure(
     return (
         f'step: solve_ivp({method}) {why} with {evaluations} evaluations of the dynamics, '
         f'at t = {solver.t:.3g} s of the {dt:g} s step ({last}; there {there}; at the start '
-        f'{rates_text(model, v)}): too large a step (dt = {dt:g} s) or too fast a motion for it?'
+        f'{rates_text(model, v)}): too large a step (dt = {dt:g} s) or too fast a motion for '
+        'it, or, at modest rates, a stiff system (joint friction, damping) for an explicit '
+        f'method{_stiff_hint(method)}'
     )
+
+
+def _stiff_hint(method: str) -> str:
+    """For an explicit method, the methods that take a stiff system in few steps."""
+    if method in ('RK23', 'RK45', 'DOP853'):
+        return ": 'LSODA', 'Radau' or 'BDF' (implicit), or 'rk4' (stiff friction split off)"
+    return ''
 
 
 def rates_text(model: Model, v: np.ndarray) -> str:

@@ -373,6 +373,17 @@ class CaptureControl:
         #: Node-clock time before which no grasp is asked again [s] (:data:`GRASP_RETRY`).
         self.retry_at = -np.inf
 
+    def restart(self) -> None:
+        """A reset of the simulation (announced on ``resets``, or a jump of the state that
+        does not move the clock back): the capture starts again -- outcome active, its
+        ``capture.timeout`` counted anew from the next update, the approach history, the held
+        attitude and any detumbling forgotten (the simulator's reset releases a grasp)."""
+        self.detumbler = self.attitude = None
+        self.phase = 'wait' if self._odom is None else 'intercept'
+        self.outcome, self.reason, self._since = 'active', '', None
+        self.closest = self.violation = None
+        self.retry_at = -np.inf
+
     def on_odometry(self, msg: Odometry) -> None:
         """Keep the target's state from its odometry (raises ValueError for a bad one).
 
@@ -697,6 +708,11 @@ class CaptureInterfaces:
             )
             if line:
                 self.node.get_logger().warning(line)
+        self.publish_status()
+
+    def restart(self) -> None:
+        """The simulation was reset: :meth:`CaptureControl.restart`, said on ``goal_status``."""
+        self.control.restart()
         self.publish_status()
 
     def publish_status(self) -> None:

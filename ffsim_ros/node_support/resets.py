@@ -235,8 +235,9 @@ class ResetWatch:
         """
         self._first_ns = stamp
         self._waiting.clear()
-        if stamp is None:
+        if stamp is None:  # (a new simulator: its resets count from 1 again, stamps repeat)
             self._previous.clear()
+            self._last = None
 
 
 class StateJumps:
