@@ -102,6 +102,7 @@ from ffsim_ros.control import (
     ReactionlessController,
 )
 from ffsim_ros.control.capture import CaptureGains
+from ffsim_ros.control.rns import MomentumWatch
 from ffsim_ros.control.trajectory import Tolerances, TrackingGains, TrajectoryFollower
 from ffsim_ros.dynamics.lie import matrix_to_quat, quat_angle
 from ffsim_ros.node_support import (
@@ -121,6 +122,7 @@ from ffsim_ros.node_support.capture_control import (
 )
 from ffsim_ros.node_support.controller_parameters import (
     PARAMETERS,
+    active_joints_from,
     activity,
     check_robot,
     gains_from,
@@ -244,9 +246,11 @@ class ReactionlessControllerNode(Node):
             track_orientation=values['track_orientation'],
             collision_shapes=shapes,
             collision_margin=reach.position_tolerance,
+            active_joints=active_joints_from(values, model),
         )
         # the ee_goal, its outcome and the attitude held: the supervisor's (issue 15)
         self.supervisor = ReachSupervisor(self.law, reach)
+        self._momentum_watch = MomentumWatch()  # (momentum the base cannot be held against)
         # (positions or q_base, velocities or v_base, received at): paired by stamp; changed
         # by the control thread under the lock, read under it by the others (_measured)
         self._state: StatePairing[tuple[np.ndarray, np.ndarray, Time]] = StatePairing()
@@ -762,6 +766,9 @@ class ReactionlessControllerNode(Node):
                 throttle_duration_sec=LOG_PERIOD,
             )
             return
+        notice = self._momentum_watch.update(out.locked_rate, self.law.mode)
+        if notice:
+            self.get_logger().warning(notice)
         tau = out.tau if self._follower is None else self._follow(now, q, v)
         if not np.all(np.isfinite(tau)):
             self.get_logger().error(

@@ -164,6 +164,9 @@ def test_capture_and_detumble(runs, mode):
     assert np.linalg.norm(at.capture_impulse) > 0.0
     assert res.final_relative_rate < DETUMBLED_RATE
     assert res.detumble_time < RUN_TIME - res.capture_time
+    # the servicer stores and releases the momentum within its joint limits: the gains' plan
+    assert res.detumble_reason == '' and loop.detumbler.reason == ''
+    assert loop.detumbler.store_time == loop.gains.store_time
     # no external force: total momentum through the capture and the detumbling
     assert res.momentum_drift < 1e-10
     # the three parts always sum to the total (about the system CoM)

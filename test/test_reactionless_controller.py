@@ -22,7 +22,7 @@ from ffsim_ros.control import (
     rns_manipulability,
     self_motion,
 )
-from ffsim_ros.control.rns import zero_momentum_step
+from ffsim_ros.control.rns import momentum_drift, zero_momentum_step
 from ffsim_ros.resources import sample_robot
 
 MODEL = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
@@ -96,8 +96,17 @@ def test_law_torques_give_the_commanded_joint_accelerations(mode: str) -> None:
     assert not out.saturated
     # the default feedforward: the commanded rates' derivative along the motion
     assert law.gains.rate_feedforward == 1.0
+    # (the state has momentum: the law's terms carry it, held over the difference's step)
+    ff = D.free_floating_terms(MODEL, q, v, 'ee_link')
+    ee_drift, locked = momentum_drift(ff.H, ff.J, v)
+    assert np.linalg.norm(locked) > 1e-3
     feedforward = law.rate_feedforward(
-        q, v, out.phidot_desired, lambda qq: law.desired_rates(qq, law.task_terms(qq), goal)
+        q,
+        v,
+        out.phidot_desired,
+        lambda qq: law.desired_rates(
+            qq, law.task_terms(qq)._replace(ee_drift=ee_drift, locked_rate=locked), goal
+        ),
     )
     assert np.linalg.norm(feedforward) > 1e-3
     phiddot = law.gains.kv_joint * (out.phidot_desired - v[6:]) + feedforward

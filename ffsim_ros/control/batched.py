@@ -48,6 +48,8 @@ class BatchTerms(NamedTuple):
     J_star: np.ndarray  #: (B, 6, n) generalized Jacobian
     H_star: np.ndarray  #: (B, n, n) generalized inertia of the joints
     c_star: np.ndarray  #: (B, n) bias of the joints
+    ee_drift: np.ndarray  #: (B, 6) end-effector twist with the joints locked [m/s, rad/s]
+    locked_rate: np.ndarray  #: (B, 3) base angular velocity with the joints locked [rad/s]
 
 
 @njit
@@ -184,6 +186,7 @@ def batch_terms(
     X = _solve(H[:, :6, :6], np.concatenate((H0m, c[:, :6, None]), axis=2))
     Bm = X[:, :, :n]
     H0mT = _tr(H0m)
+    drift = _solve(H[:, :6, :6], _mv(H[:, :6], V)[:, :, None])[:, :, 0]  # (rns.momentum_drift)
     return BatchTerms(
         position=p,
         H=H,
@@ -191,6 +194,8 @@ def batch_terms(
         J_star=J[:, :, 6:] - J[:, :, :6] @ Bm,
         H_star=H[:, 6:, 6:] - H0mT @ Bm,
         c_star=c[:, 6:] - (H0mT @ X[:, :, n:])[:, :, 0],
+        ee_drift=_mv(J[:, :, :6], drift),
+        locked_rate=drift[:, 3:],
     )
 
 
@@ -349,13 +354,20 @@ class BatchedLaw:
         if np.any(steer):
             idx = np.flatnonzero(steer)
             refs = None if references is None else references[idx]
+            drift = (terms.ee_drift[idx], terms.locked_rate[idx])
             rates[idx] = self.desired_rates(
-                Q[idx], terms.position[idx], terms.J_star[idx], terms.B[idx], targets[idx], refs
+                Q[idx],
+                terms.position[idx],
+                terms.J_star[idx],
+                terms.B[idx],
+                targets[idx],
+                refs,
+                drift,
             )
             if self.gains.rate_feedforward > 0.0:
                 rows = None if models is None else [models[k] for k in idx]
                 feedforward[idx] = self.rate_feedforward(
-                    Q[idx], V[idx], rates[idx], targets[idx], refs, rows
+                    Q[idx], V[idx], rates[idx], targets[idx], refs, rows, drift
                 )
         phiddot = self.gains.kv_joint * (rates - V[:, 6:]) + feedforward
         tau = _mv(terms.H_star, phiddot) + terms.c_star
@@ -369,6 +381,7 @@ class BatchedLaw:
         targets: np.ndarray,
         references: np.ndarray | None,
         models: Sequence[D.Model] | None = None,
+        drift: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """Rows of :meth:`ReactionlessController.rate_feedforward` (B, n) [rad/s^2 | m/s^2]:
         the time derivative of :meth:`desired_rates` along the measured motion, one-sided over
@@ -390,6 +403,9 @@ class BatchedLaw:
             Base attitudes to hold, unit quaternions (x, y, z, w) in the inertial frame [-]
             (as in :meth:`efforts`).
         models : the model of each row (None: the law's).
+        drift : ``(ee_drift (B, 6), locked_rate (B, 3))`` of the rows
+            (:class:`BatchTerms`), held over the step as the single law does; None: zero
+            momentum.
 
         Returns
         -------
@@ -401,7 +417,7 @@ class BatchedLaw:
         position, J_star, Bm = batch_task_terms(
             self.model if models is None else models, ahead, self.law.ee_link
         )
-        field = self.desired_rates(ahead, position, J_star, Bm, targets, references)
+        field = self.desired_rates(ahead, position, J_star, Bm, targets, references, drift)
         cap = g.kv_joint * g.max_joint_speed * self.model.velocity_limit
         acc = np.clip((field - rates) / FEEDFORWARD_STEP, -cap, cap)
         return g.rate_feedforward * acc
@@ -414,6 +430,7 @@ class BatchedLaw:
         Bm: np.ndarray,
         targets: np.ndarray,
         references: np.ndarray | None,
+        drift: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """Rows of :meth:`ReactionlessController.desired_rates` (position task, no budget, no
         self-motion), scaled to the joint velocity limits: (B, n) [rad/s | m/s].
@@ -433,6 +450,8 @@ class BatchedLaw:
         references : (B, 4) ndarray or None
             Base attitudes to hold, unit quaternions (x, y, z, w) in the inertial frame [-];
             a row of NaN: none.
+        drift : ``(ee_drift (B, 6), locked_rate (B, 3))``, the momentum terms of the rows
+            (:class:`BatchTerms`); None: zero momentum.
 
         Returns
         -------
@@ -442,17 +461,23 @@ class BatchedLaw:
         g = self.gains
         Jt = J_star[:, :3]
         xdot = _saturate(g.kp_task * (targets - position), g.max_ee_speed)
+        if drift is not None:
+            xdot = xdot - drift[0][:, :3]
         if self.mode is ControlMode.GJM_TRACKING:
-            rates = self._limit_rates(_mv(_dls_pinv(Jt, g.damping), xdot))
-            return self._clamped(Q, position, J_star, Bm, targets, None, rates)
+            M = self.law.active  # (the held joints' rates zero)
+            rates = self._limit_rates(M * _mv(_dls_pinv(Jt * M, g.damping), xdot))
+            return self._clamped(Q, position, J_star, Bm, targets, None, rates, drift)
         A = Bm[:, 3:6]
         e_att = np.zeros((Q.shape[0], 3))
         if references is not None:
             held = ~np.isnan(references).any(axis=1)
             if np.any(held):
                 e_att[held] = attitude_errors(Q[held, 3:7], references[held])
-        rates = self._limit_rates(self._reactionless(Jt, A, xdot, g.kp_attitude * e_att))
-        return self._clamped(Q, position, J_star, Bm, targets, references, rates)
+        w0_d = g.kp_attitude * e_att
+        if drift is not None:
+            w0_d = w0_d - drift[1]  # (the law solves A phidot = c - w0_d)
+        rates = self._limit_rates(self._reactionless(Jt, A, xdot, w0_d))
+        return self._clamped(Q, position, J_star, Bm, targets, references, rates, drift)
 
     def _clamped(
         self,
@@ -463,6 +488,7 @@ class BatchedLaw:
         targets: np.ndarray,
         references: np.ndarray | None,
         rates: np.ndarray,
+        drift: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """``rates`` with the rows near a joint position limit replaced by the law's own
         (:meth:`ReactionlessController.desired_rates`, its joint clamping), one by one."""
@@ -473,6 +499,8 @@ class BatchedLaw:
             if ref is not None and np.isnan(ref).any():
                 ref = None
             terms = TaskTerms(position[k], np.eye(3), J_star[k], Bm[k])
+            if drift is not None:
+                terms = terms._replace(ee_drift=drift[0][k], locked_rate=drift[1][k])
             rates[k] = self.law.desired_rates(
                 Q[k], terms, targets[k], attitude_reference=ref, self_motion=False
             )

@@ -54,9 +54,19 @@ actuator the final rate is not a choice; *when and how fast* the base takes the 
   the target keeps turning, the base does not), then goes to ``c`` (the joints stop as it
   arrives) -- always at an angular acceleration of at most ``base_acceleration``: the rate at
   which "the base can take it" (what its attitude control could absorb).
+  Storing is joint motion (``A phidot = c - w0_d``): the arm can hold a momentum only as long
+  as its joint range lasts, and ``c`` itself changes as the arm moves (the locked inertia
+  does). At the capture :meth:`Detumbler.plan` predicts the plan (:func:`storage_rollout`:
+  the kinematics with the momentum conserved); where a joint would enter the zone of a
+  position limit or exceed its speed limit, the storage is dropped and the acceleration
+  doubled until the prediction holds, or, where that release would be as fast as braking,
+  the law brakes as ``gjm`` does (:attr:`Detumbler.reason` says which and why). While it
+  runs, the joints in a limit zone are clamped (:func:`~.rns.limit_scales`, the others take
+  over) and where they cannot give the base rate any more the law brakes from there.
 * ``gjm`` (plain generalized-Jacobian control): the target commanded to stop relative to the
   base, ``phidot_d -> 0`` over ``brake_time`` (a linear ramp from the rates at the capture);
-  the base takes the momentum as fast as the arm brakes.
+  the base takes the momentum as fast as the arm brakes. A joint heading into a position
+  limit is clamped in its zone.
 
 Both share the computed-torque inner loop of :mod:`.reactionless` on the free-floating
 dynamics [S0 eq. 39] (``F_b = 0``): ``tau = H* K_v (phidot_d - phidot) + c*`` (the welded
@@ -75,6 +85,9 @@ from ffsim_ros.dynamics.lie import quat_to_matrix, skew
 
 from .rns import (
     attitude_error,
+    limit_scales,
+    limit_zones,
+    near_limits,
     prioritized_rates,
     rate_weights,
     reactionless_rates,
@@ -91,6 +104,16 @@ class DetumbleMode(str, Enum):
 
 #: Names accepted for :class:`DetumbleMode`.
 DETUMBLE_MODES = tuple(m.value for m in DetumbleMode)
+#: Largest joint motion [rad | m] and time [s] of a step of :func:`storage_rollout`, and its
+#: most steps.
+ROLLOUT_ANGLE = 0.02
+ROLLOUT_DT = 0.25
+ROLLOUT_STEPS = 20000
+#: Joint clamping re-solves of the distribution rates near the position limits per update.
+CLAMP_ITERATIONS = 4
+#: Share of the commanded base rate change ``|c - w0_d|`` the clamped distribution rates may
+#: miss before the law gives up storing and brakes (:class:`Detumbler`).
+CLAMP_RESIDUAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -432,6 +455,80 @@ def distribution_rates(terms: MomentumTerms, w0_d: np.ndarray, weights: np.ndarr
     return weights * (np.linalg.pinv(AW, rcond=1e-10) @ (terms.locked_rate - w0_d))
 
 
+def storage_rollout(
+    model: D.Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    store_time: float,
+    acceleration: float,
+    vmax: np.ndarray,
+) -> str:
+    """Predict a momentum distribution (law (2), :class:`Detumbler`) from ``(q, v)`` with
+    the kinematics alone: ``w0_d`` from the base rate now to zero, held ``store_time``, then
+    to the locked rate ``c`` at ``acceleration``, the joints at the rates (2), the base at
+    ``x0dot = H0^-1 h0 - B phidot`` with the momentum conserved (``c`` changes as the arm
+    moves: the locked inertia does). Steps move no joint by more than ``ROLLOUT_ANGLE``.
+
+    Parameters
+    ----------
+    model : Model
+        The welded model.
+    q : (nq,) configuration ``[r0, Q0, phi]``, base in the inertial frame [m, -, rad | m].
+    v : (nv,) velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+        [m/s, rad/s, rad/s | m/s].
+    store_time : float
+        [s]
+    acceleration : float
+        Of ``w0_d`` [rad/s^2], > 0.
+    vmax : (n,) joint speed limits the law may command [rad/s | m/s].
+
+    Returns
+    -------
+    str
+        ``''`` if the arm stores and releases the momentum with every joint out of the zones
+        of its position limits (:func:`~.rns.limit_zones`) and within ``vmax``; else what
+        stops it and when (``'arm_joint_2 in its limit zone after 12.3 s'``).
+    """
+    q = np.asarray(q, float).copy()
+    v = np.asarray(v, float)
+    weights = rate_weights(model)
+    zone, _ = limit_zones(model.lower, model.upper)
+    H = D.mass_matrix(model, q)
+    # [P; L0] with L0 about the base CoM r0: P and the L about a fixed point are conserved,
+    # so L0 = L0(0) - (r0 - r0(0)) x P as the base moves
+    h = H[:6] @ v
+    r0 = q[:3].copy()
+    w0_d = v[3:6].copy()
+    t = 0.0
+    for _ in range(ROLLOUT_STEPS):
+        h0 = np.concatenate((h[:3], h[3:] - np.cross(q[:3] - r0, h[:3])))
+        X = np.linalg.solve(H[:6, :6], np.column_stack((h0, H[:6, 6:])))
+        drift, B = X[:, 0], X[:, 1:]
+        c = drift[3:]
+        if t >= store_time and np.linalg.norm(c - w0_d) <= acceleration * ROLLOUT_DT:
+            return ''  # (released but for the last step's)
+        goal = np.zeros(3) if t < store_time else c
+        AW = B[3:] * weights
+        rates = weights * (np.linalg.pinv(AW, rcond=1e-10) @ (c - w0_d))
+        fast = np.flatnonzero(np.abs(rates) > vmax)
+        phi = q[7:]
+        room = np.where(rates > 0.0, model.upper - zone - phi, phi - model.lower - zone)
+        inside = np.flatnonzero((rates != 0.0) & (room < 0.0))
+        for bad, why in ((inside, 'in its limit zone'), (fast, 'beyond its speed limit')):
+            if bad.size:
+                return f'{model.joint_names[int(bad[0])]} {why} after {t:.3g} s'
+        top = float(np.max(np.abs(rates)))
+        dt = min(ROLLOUT_ANGLE / top, ROLLOUT_DT) if top > 0.0 else ROLLOUT_DT
+        if t < store_time:
+            dt = min(dt, store_time - t)
+        step = acceleration * dt
+        w0_d = goal if np.linalg.norm(goal - w0_d) <= step else _towards(w0_d, goal, step)
+        q = D.integrate(model, q, np.concatenate((drift - B @ rates, rates)), dt)
+        H = D.mass_matrix(model, q)
+        t += dt
+    return f'not released after {t:.3g} s'
+
+
 def computed_torque(
     model: D.Model, terms: MomentumTerms, v: np.ndarray, phidot_d: np.ndarray, kv: float
 ) -> tuple[np.ndarray, bool]:
@@ -472,6 +569,13 @@ def _towards(x: np.ndarray, goal: np.ndarray, step: float) -> np.ndarray:
 class Detumbler:
     """Post-capture detumbling law (module docstring, (b)) on the welded model.
 
+    A momentum distribution the arm cannot store within its joint limits is re-planned at the
+    capture (:meth:`plan`, reported in :attr:`reason`): the storage shortened, the release
+    made faster, or plain braking; while it runs, the joints nearing a position limit are
+    clamped (:func:`~.rns.limit_scales`) and the others take over, and where they cannot
+    give the base rate any more the law brakes (``gjm``) from there. The braking clamps the
+    joints heading into a limit too.
+
     Parameters
     ----------
     model : Model
@@ -486,6 +590,17 @@ class Detumbler:
         the inertial frame [m, -, rad | m].
     v : (nv,) the welded velocity then, ``[V0, w0, phidot]``, base parts in the inertial
         frame [m/s, rad/s, rad/s | m/s].
+
+    Attributes
+    ----------
+    phase : str
+        ``store``, ``release``, ``brake`` or ``hold`` (the momentum released or braked: the
+        base at the locked rate, the joints still).
+    store_time, base_acceleration : float
+        The momentum distribution's plan [s], [rad/s^2]: the gains' unless :attr:`reason`.
+    reason : str
+        Why the law departs from its gains (``''`` when it does not): what :meth:`plan` or
+        the joint limits changed.
 
     Raises
     ------
@@ -525,7 +640,78 @@ class Detumbler:
         self.vmax = gains.max_joint_speed * model.velocity_limit
         self.phidot0 = np.asarray(v, float)[6:].copy()
         self.w0_d = np.asarray(v, float)[3:6].copy()
-        self.phase = 'store' if self.mode is DetumbleMode.MOMENTUM_DISTRIBUTION else 'brake'
+        self.store_time = gains.store_time
+        self.base_acceleration = gains.base_acceleration
+        self.reason = ''
+        self._brake_from = self.t0  # (the start of the braking ramp)
+        self._braking = self.mode is DetumbleMode.GJM
+        self.phase = 'brake' if self._braking else 'store'
+        if not self._braking:
+            self.plan(np.asarray(q, float), np.asarray(v, float))
+
+    def plan(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Fit the momentum distribution to the joint limits (called at the capture).
+
+        The gains' plan is predicted (:func:`storage_rollout`); where a joint would enter
+        the zone of a position limit (or exceed its speed limit), the storage is dropped,
+        then the release acceleration doubled until the prediction holds; where that release
+        would be as fast as braking (``|c| / base_acceleration <= brake_time``) the law
+        brakes (``gjm``). The change and its cause are in :attr:`reason`.
+
+        Parameters
+        ----------
+        q : (nq,) ndarray
+            Welded configuration [m, -, rad | m], base in the inertial frame.
+        v : (nv,) ndarray
+            Welded velocity [m/s, rad/s, rad/s | m/s], base parts in the inertial frame.
+        """
+        g = self.gains
+        c = float(np.linalg.norm(momentum_terms(self.model, q, v).locked_rate))
+        fail = storage_rollout(self.model, q, v, g.store_time, g.base_acceleration, self.vmax)
+        if not fail:
+            return
+        what = (
+            f'momentum distribution: the arm cannot store the momentum (base rate '
+            f'{np.degrees(c):.3g} deg/s with the joints locked) for {g.store_time:.3g} s and '
+            f'release it at {np.degrees(g.base_acceleration):.3g} deg/s^2 ({fail})'
+        )
+        acc, store = g.base_acceleration, 0.0
+        while c / acc > g.brake_time:
+            if not storage_rollout(self.model, q, v, store, acc, self.vmax):
+                self.store_time, self.base_acceleration = store, acc
+                self.reason = f'{what}: released at {np.degrees(acc):.3g} deg/s^2, no storage'
+                return
+            acc *= 2.0
+        self._brake(self.t0, v[6:], f'{what}: braking (gjm) instead')
+
+    def _brake(self, t: float, rates: np.ndarray, reason: str) -> None:
+        """Brake from ``rates`` (n,) at ``t`` over ``brake_time`` (the ``gjm`` law)."""
+        self._braking, self._brake_from = True, float(t)
+        self.phidot0 = np.asarray(rates, float).copy()
+        self.phase, self.reason = 'brake', reason
+
+    def _distribution(self, q: np.ndarray, terms: MomentumTerms) -> tuple[np.ndarray, list]:
+        """The rates (2) toward :attr:`w0_d`, clamped near the joint limits (the others take
+        over); and the clamped joints' names where the rates miss the base rate by more than
+        ``CLAMP_RESIDUAL`` (else an empty list)."""
+        m = self.model
+        rates = distribution_rates(terms, self.w0_d, self.weights)
+        phi = q[7:]
+        if not np.any(near_limits(phi, m.lower, m.upper)):
+            return rates, []
+        weights = self.weights
+        for _ in range(CLAMP_ITERATIONS):
+            scales = limit_scales(phi, m.lower, m.upper, rates)
+            clamped = np.minimum(weights, self.weights * scales)
+            if np.array_equal(clamped, weights):
+                break
+            weights = clamped
+            rates = distribution_rates(terms, self.w0_d, weights)
+        want = terms.locked_rate - self.w0_d
+        miss = float(np.linalg.norm(terms.A @ rates - want))
+        if miss <= CLAMP_RESIDUAL * float(np.linalg.norm(want)):
+            return rates, []
+        return rates, [m.joint_names[k] for k in np.flatnonzero(weights < self.weights)]
 
     def update(
         self, t: float, q: np.ndarray, v: np.ndarray
@@ -555,13 +741,9 @@ class Detumbler:
         g = self.gains
         dt = max(0.0, float(t) - self.t_last)
         self.t_last = float(t)
-        if self.mode is DetumbleMode.GJM:
-            s = max(0.0, 1.0 - (float(t) - self.t0) / g.brake_time)
-            phidot_d = s * self.phidot0
-            self.phase = 'brake' if s > 0.0 else 'hold'
-        else:
-            step = g.base_acceleration * dt
-            if float(t) - self.t0 < g.store_time:
+        if not self._braking:
+            step = self.base_acceleration * dt
+            if float(t) - self.t0 < self.store_time:
                 self.phase = 'store'
                 goal = np.zeros(3)
             else:
@@ -572,7 +754,23 @@ class Detumbler:
                 1.0, float(np.linalg.norm(goal))
             ):
                 self.phase = 'hold'  # the momentum released: the base at the locked rate
-            phidot_d = limit_rates(distribution_rates(terms, self.w0_d, self.weights), self.vmax)
+            rates, stuck = self._distribution(q, terms)
+            if stuck:
+                self._brake(
+                    t,
+                    v[6:],
+                    f'momentum distribution: {stuck} at their position limits cannot store '
+                    f'the momentum any longer: braking (gjm) from t = {float(t):.3f} s',
+                )
+            else:
+                phidot_d = limit_rates(rates, self.vmax)
+        if self._braking:
+            s = max(0.0, 1.0 - (float(t) - self._brake_from) / g.brake_time)
+            phidot_d = s * self.phidot0
+            self.phase = 'brake' if s > 0.0 else 'hold'
+            m = self.model
+            if np.any(near_limits(q[7:], m.lower, m.upper)):  # (none heads into a limit)
+                phidot_d = phidot_d * limit_scales(q[7:], m.lower, m.upper, phidot_d)
         tau, _ = computed_torque(self.model, terms, v, phidot_d, g.kv_joint)
         return tau, phidot_d, terms
 
@@ -592,4 +790,5 @@ __all__ = [
     'momentum_terms',
     'point_generalized_jacobian',
     'secondary_scale',
+    'storage_rollout',
 ]

@@ -113,6 +113,9 @@ class CaptureResult:
     peak_base_acceleration : float, largest base angular acceleration after the capture
         (differences of the sampled rates) [rad/s^2].
     momentum_drift : float, largest ``|h(t) - h(0)|`` of the total momentum.
+    detumble_reason : str, why the detumbling departed from its gains (the
+        :attr:`~.capture.Detumbler.reason`: a momentum distribution the arm could not store
+        within its joint limits), ``''`` where it did not.
     """
 
     mode: DetumbleMode
@@ -125,6 +128,7 @@ class CaptureResult:
     attitude_change_after_capture: float = float('nan')
     peak_base_acceleration: float = float('nan')
     momentum_drift: float = float('nan')
+    detumble_reason: str = ''
 
 
 class CaptureLoop:
@@ -371,6 +375,8 @@ class CaptureLoop:
         res.momentum_drift = max(float(np.linalg.norm(x.momentum_total - self.h0)) for x in s)
         if res.capture is None:
             return res
+        if self.detumbler is not None:
+            res.detumble_reason = self.detumbler.reason
         after = [x for x in s if x.time >= res.capture_time]
         if len(after) > 1:
             rates = np.array([x.base_rate for x in after[1:]])

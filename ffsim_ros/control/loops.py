@@ -250,13 +250,14 @@ class LoopPlanner(RnsPlanner):
         self, q: np.ndarray, i: int, j: int, a: float
     ) -> Generator[None, None, tuple[np.ndarray | None, tuple[Segment, ...]]]:
         """A loop ``(i, j, a)``: (end configuration, its four segments) or (None, ()). The
-        joints within the zone of a position limit (:func:`~.rns.limit_zones`) at its start
-        are frozen (not ``i`` nor ``j``: then no loop), the others stay out of that zone (the
-        frozen ones are already in it: they may not go closer)."""
+        joints within the zone of a position limit (:func:`~.rns.limit_zones`) at its start,
+        and those the law does not move (``active_joints``), are frozen (not ``i`` nor ``j``:
+        then no loop), the others stay out of that zone (the frozen ones are already in it:
+        they may not go closer)."""
         model = self.law.model
-        frozen = tuple(
-            int(k) for k in np.flatnonzero(near_limits(q[7:], model.lower, model.upper))
-        )
+        # (and the joints the law does not move, active_joints: held by the loops too)
+        held = near_limits(q[7:], model.lower, model.upper) | (self.law.active <= 0.0)
+        frozen = tuple(int(k) for k in np.flatnonzero(held))
         if i in frozen or j in frozen:
             return None, ()
         phi = q[7:]  # frozen joints (already in the zone) stay where they are

@@ -35,6 +35,22 @@ rate heads to has its rate weight scaled down, to zero at ``LIMIT_STOP`` from th
 ``reactionless`` mode the clamped joint leaves the reaction null space too, so the base
 attitude stays held. Away from the limits the rates are unchanged.
 
+**Joints the law moves** (``active_joints``); the others get rate weight 0 and are held (zero
+commanded rate, braked by the inner loop). By default, in ``gjm_tracking`` and ``joint_pd``
+those on the path from the base to ``ee_link`` (:func:`~.rns.chain_joints`): on a two-arm robot
+``gjm_tracking`` swung the other arm to move this tip through the base reaction (its columns of
+``J*`` are not zero). In ``reactionless`` mode every joint: the other arm is a momentum
+compensator there (on the dual-arm servicer 90 % of a sample of goals were reached with one
+arm, 100 % with both); naming the chain's joints keeps it still.
+
+**Momentum.** The terms above hold for zero momentum. With a momentum ``h0 = H[:6] v`` (a
+released target, a base wrench) the base moves with ``w0 = c - A phidot`` and the end effector
+with ``J* phidot + J_s H0^-1 h0`` (:mod:`.capture`, relation (1); ``c``: the base rate with the
+joints locked, :attr:`ControlOutput.locked_rate`), so the law asks ``A phidot = c - w0_d`` and
+``J* phidot = xdot_d - J_s H0^-1 h0`` (:func:`~.rns.momentum_drift`, from the measured state).
+The base is then held only while the arm keeps moving to absorb ``c`` (until its joint limits;
+with no goal the arm is braked and the base turns at ``c``): :func:`~.rns.momentum_notice`.
+
 Modes: ``reactionless`` (1+2+3), ``gjm_tracking`` (1+3, no reactionless constraint: the base
 rotates) and ``joint_pd`` (baseline: the goal is turned into joint angles by fixed-base
 inverse kinematics that ignores the base reaction, tracked by a computed-torque PD).
@@ -56,7 +72,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -69,10 +85,12 @@ from .modes import ControlMode
 from .rns import (
     RANK_TOL,
     TaskTerms,
+    active_joint_mask,
     attitude_error,
     budget_rates,
     dls_pinv,
     limit_scales,
+    momentum_drift,
     near_limits,
     rate_weights,
     reactionless_rates,
@@ -191,6 +209,9 @@ class ControlOutput:
     saturated : bool, an effort was clipped to its limit.
     rns_manipulability : float, :func:`~.rns.rns_manipulability` of the task rows (0 where
         the reaction null space cannot move the end effector in some task direction).
+    locked_rate : (3,) base angular velocity with the joints locked, ``[H0^-1 h0]_w``, inertial
+        frame [rad/s]: the rate the base turns at once the arm stops, zero without angular
+        momentum (:func:`~.rns.momentum_notice`).
     """
 
     tau: np.ndarray
@@ -205,6 +226,7 @@ class ControlOutput:
     mode: ControlMode
     saturated: bool = False
     rns_manipulability: float = float('nan')
+    locked_rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
 
 def checked_array(value: object, what: str, shape: tuple[int, ...], expected: str) -> np.ndarray:
@@ -302,12 +324,20 @@ class ReactionlessController:
         such check.
     collision_margin : float
         A goal closer than this to the base's shapes [m] (or inside them) is refused.
+    active_joints : sequence of str, optional
+        The joints the law may move (:func:`~.rns.active_joint_mask`); the others are held
+        (zero commanded rate). None (default): per mode -- every joint in ``reactionless``
+        mode (another arm is a momentum compensator there: its motion cancels part of the
+        reaction), the joints on the path to ``ee_link`` (:func:`~.rns.chain_joints`) in the
+        other modes (a goal for one arm leaves the other arms still). Give the chain's names
+        to keep the other arms still in ``reactionless`` mode too.
 
     Raises
     ------
     ValueError
         A fixed-base model or one with spherical joints, an unknown link or mode, a shape
-        on a link the model does not have, a negative or non-finite margin.
+        on a link the model does not have, a negative or non-finite margin, unknown or
+        repeated ``active_joints`` or none on the path to ``ee_link``.
     """
 
     def __init__(
@@ -320,6 +350,7 @@ class ReactionlessController:
         track_orientation: bool = False,
         collision_shapes: Sequence[CollisionShape] = (),
         collision_margin: float = 0.0,
+        active_joints: Sequence[str] | None = None,
     ) -> None:
         if not model.floating_base or model.nq != 7 + model.n:  # (phi = q[7:], one per joint)
             raise ValueError(
@@ -338,7 +369,12 @@ class ReactionlessController:
         self.mode = ControlMode(mode)
         self.gains = gains or Gains()
         self.track_orientation = bool(track_orientation)
-        self.weights = rate_weights(model)
+        # the joints moved, as masks (1.0 moved, 0.0 held) and rate weights: (mask, weights)
+        # for every joint, those of the chain to ee_link, or those given
+        rw, masks = rate_weights(model), (np.ones(model.n), active_joint_mask(model, ee_link))
+        if active_joints is not None:
+            masks = (active_joint_mask(model, ee_link, active_joints),) * 2
+        self._joint_sets = tuple((m, rw * m) for m in masks)
         self._joint_goal: np.ndarray | None = None
         self._joint_goal_key: tuple | None = None
         self.reach = self._estimate_reach()
@@ -358,6 +394,22 @@ class ReactionlessController:
     @mode.setter
     def mode(self, mode: ControlMode | str) -> None:
         self._mode = ControlMode(mode)
+
+    @property
+    def active(self) -> np.ndarray:
+        """(n,) 1.0 for the joints the law moves in the current mode, 0.0 for those it holds
+        (``active_joints``)."""
+        return self._joint_sets[self._mode is not ControlMode.REACTIONLESS][0]
+
+    @property
+    def active_joints(self) -> tuple[str, ...]:
+        """Names of the joints the law moves in the current mode, in the model's order."""
+        return tuple(np.asarray(self.model.joint_names)[self.active > 0].tolist())
+
+    @property
+    def weights(self) -> np.ndarray:
+        """(n,) rate weights ``W`` (:func:`~.rns.rate_weights`), 0 for the held joints."""
+        return self._joint_sets[self._mode is not ControlMode.REACTIONLESS][1]
 
     @property
     def _rows(self) -> slice:
@@ -447,9 +499,10 @@ class ReactionlessController:
             )
             if not np.any(np.abs(JN) > RANK_TOL * np.abs(J).max()):
                 raise ValueError(
-                    f'goal unreachable in reactionless mode: no motion of the {self.model.n} '
-                    f'joints leaves the base still and moves the end effector (reaction null '
-                    f'space of dimension {JN.shape[1]}); use gjm_tracking'
+                    f'goal unreachable in reactionless mode: no motion of the '
+                    f'{len(self.active_joints)} joints the law moves leaves the base still and '
+                    f'moves the end effector (reaction null space of dimension {JN.shape[1]}); '
+                    'use gjm_tracking'
                 )
 
     def _check_base_collision(self, q: np.ndarray, goal: np.ndarray) -> None:
@@ -555,7 +608,10 @@ class ReactionlessController:
         p_ee, R_ee = D.link_pose(model, q, self.ee_link)
         # one evaluation of H, c and the end-effector Jacobian serves every term below
         ff = D.free_floating_terms(model, q, v, self.ee_link)
-        terms = TaskTerms(p_ee, R_ee, ff.J_star, ff.B)
+        # the momentum's part of the motion (zero without momentum): relation (1) of
+        # :mod:`.capture`, the base and the end effector drifting with the joints locked
+        ee_drift, locked = momentum_drift(ff.H, ff.J, v)
+        terms = TaskTerms(p_ee, R_ee, ff.J_star, ff.B, ee_drift, locked)
         Jt = ff.J_star[self._rows]
         sv = np.linalg.svd(Jt, compute_uv=False)
         manip = float(np.prod(sv))
@@ -578,12 +634,16 @@ class ReactionlessController:
                 phidot_d = self.desired_rates(q, terms, *args, **options, restore=restore)
             phiddot = g.kv_joint * (phidot_d - phidot)
             if goal_position is not None and g.rate_feedforward > 0.0:
-                phiddot += self.rate_feedforward(
+                phiddot += self.rate_feedforward(  # (the momentum terms held over the step)
                     q,
                     v,
                     phidot_d,
                     lambda qq: self.desired_rates(
-                        qq, self.task_terms(qq), *args, **options, restore=restore
+                        qq,
+                        self.task_terms(qq)._replace(ee_drift=ee_drift, locked_rate=locked),
+                        *args,
+                        **options,
+                        restore=restore,
                     ),
                 )
         tau = ff.H_star @ phiddot + ff.c_star
@@ -603,6 +663,7 @@ class ReactionlessController:
             mode=self.mode,
             saturated=bool(np.any(clipped != tau)),
             rns_manipulability=rns_manipulability(Jt, ff.B[3:6], self.weights),
+            locked_rate=locked,
         )
 
     def rate_feedforward(
@@ -701,7 +762,7 @@ class ReactionlessController:
         if restore:
             attitude_budget = RESTORE
         args = (q, terms, goal_position, goal_rotation, attitude_reference, attitude_budget)
-        base = np.ones(model.n) if self.mode is ControlMode.GJM_TRACKING else self.weights
+        base = self.active if self.mode is ControlMode.GJM_TRACKING else self.weights
         rates = self._rates(*args, None, self_motion)
         phi = q[7:]
         if not np.any(near_limits(phi, model.lower, model.upper)):
@@ -730,8 +791,12 @@ class ReactionlessController:
         self_motion: bool,
     ) -> np.ndarray:
         """The rates of :meth:`desired_rates` before scaling, with the rate weights ``weights``
-        (None: the law's own, and the ``gjm_tracking`` mode unweighted); ``attitude_budget``
-        ``RESTORE``: :func:`~.rns.restore_rates`."""
+        (None: the law's own, and the ``gjm_tracking`` mode unweighted but for the held
+        joints); ``attitude_budget`` ``RESTORE``: :func:`~.rns.restore_rates`.
+
+        With momentum (``terms.ee_drift``, ``terms.locked_rate``) the end effector moves with
+        ``J* phidot + J_s H0^-1 h0`` and the base with ``w0 = c - A phidot``: the task asks
+        ``J* phidot = xdot_d - J_s H0^-1 h0`` and the attitude ``A phidot = c - w0_d``."""
         g = self.gains
         Jt = terms.J_star[self._rows]
         e_p = np.asarray(goal_position, float) - terms.position
@@ -741,25 +806,27 @@ class ReactionlessController:
             R_goal = R_ee if goal_rotation is None else np.asarray(goal_rotation, float)
             e_o = matrix_log(R_goal @ R_ee.T)
             xdot = np.r_[xdot, saturate(g.kp_orientation * e_o, g.max_ee_angular_speed)]
+        if terms.ee_drift is not None:
+            xdot = xdot - terms.ee_drift[self._rows]
         if self.mode is ControlMode.GJM_TRACKING:
-            if weights is None:
-                return dls_pinv(Jt, g.damping) @ xdot
-            return weights * (dls_pinv(Jt * weights, g.damping) @ xdot)
+            M = self.active if weights is None else weights
+            return M * (dls_pinv(Jt * M, g.damping) @ xdot)
         W = self.weights if weights is None else weights
         A = terms.B[3:6]
         e_att = np.zeros(3)
         if attitude_reference is not None:
             e_att = attitude_error(q[3:7], np.asarray(attitude_reference, float))
+        w0_d = g.kp_attitude * e_att
+        if terms.locked_rate is not None:
+            w0_d = w0_d - terms.locked_rate  # (the laws solve A phidot = -w0_d)
         if attitude_budget is RESTORE:
-            return restore_rates(Jt, A, xdot, g.kp_attitude * e_att, W, g.damping)
+            return restore_rates(Jt, A, xdot, w0_d, W, g.damping)
         if attitude_budget is not None:
             if attitude_reference is None:
                 raise ValueError('attitude_budget: expected an attitude_reference')
             offset = float(np.linalg.norm(e_att))
-            return budget_rates(
-                Jt, A, xdot, g.kp_attitude * e_att, W, g.damping, offset, float(attitude_budget)
-            )
-        rates, JN = reactionless_rates(Jt, A, xdot, g.kp_attitude * e_att, W, g.damping)
+            return budget_rates(Jt, A, xdot, w0_d, W, g.damping, offset, float(attitude_budget))
+        rates, JN = reactionless_rates(Jt, A, xdot, w0_d, W, g.damping)
         if self_motion and g.k_null > 0.0 and not self.track_orientation:
             rates = rates + self._self_motion_rates(q, Jt, A, JN, rates)
         return rates
@@ -813,7 +880,7 @@ class ReactionlessController:
             if np.linalg.norm(e) < 1e-6:
                 break
             Jm = D.link_jacobian(model, qi, self.ee_link)[:3, 6:]
-            step = dls_pinv(Jm, 0.05) @ saturate(e, 0.1)
+            step = self.active * (dls_pinv(Jm * self.active, 0.05) @ saturate(e, 0.1))
             qi[7:] = np.clip(qi[7:] + step, model.lower, model.upper)
         self._joint_goal, self._joint_goal_key = qi[7:].copy(), key
         return self._joint_goal

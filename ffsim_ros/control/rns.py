@@ -37,12 +37,16 @@ allows it (spending at one place and restoring at another moves the arm to anoth
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import quat_conjugate, quat_log, quat_multiply
+
+from .modes import ControlMode
 
 #: Weight of the attitude task against the end-effector task in :func:`budget_rates` far from
 #: the budget [m^2/rad^2]: 1 mrad/s of base rate costs as much as 1 mm/s of end-effector error.
@@ -62,6 +66,63 @@ LIMIT_STOP = 0.03
 #: Largest share of a joint's range its zone takes (:func:`limit_zones`): a short joint (a
 #: gripper finger's 0.04 m) gets ``LIMIT_ZONE`` and ``LIMIT_STOP`` scaled down to its range.
 LIMIT_ZONE_SHARE = 0.25
+#: Locked base rate [rad/s] above which :func:`momentum_notice` reports that the base cannot
+#: be held in ``reactionless`` mode (0.01 deg/s: 0.1 deg, the attitude tolerance, in 10 s).
+LOCKED_RATE_NOTICE = math.radians(0.01)
+
+
+def momentum_notice(locked_rate: np.ndarray, mode: ControlMode | str) -> str:
+    """Why the base cannot be held, or ``''``: in ``reactionless`` mode with a locked base rate
+    (:attr:`~.reactionless.ControlOutput.locked_rate`) above ``LOCKED_RATE_NOTICE``, the
+    system has angular momentum that the joint motions cannot remove (it is conserved): the
+    law holds the attitude only by keeping the arm moving (``A phidot = c``), for as long as
+    the joint range lasts, and the base turns at the locked rate once the arm stops (and
+    while the arm is held: no goal, a supervisor's planning). The other modes: ``''``.
+
+    Parameters
+    ----------
+    locked_rate : (3,) ndarray
+        The base angular velocity with the joints locked, inertial frame [rad/s].
+    mode : ControlMode or str
+
+    Returns
+    -------
+    str
+    """
+    rate = float(np.linalg.norm(locked_rate))
+    if ControlMode(mode) is not ControlMode.REACTIONLESS or not rate > LOCKED_RATE_NOTICE:
+        return ''
+    return (
+        f'the system has angular momentum (base rate with the joints locked '
+        f'{math.degrees(rate):.3g} deg/s): the reactionless mode holds the base only while the '
+        'arm keeps moving to absorb it, and the base turns at that rate once the arm stops '
+        '(reactionless motions need zero angular momentum)'
+    )
+
+
+class MomentumWatch:
+    """:func:`momentum_notice` once per onset, for a node's log: :meth:`update` returns the
+    notice when it appears (empty before), ``''`` while it lasts or when there is none;
+    :attr:`notice` is the current one (e.g. for a status)."""
+
+    def __init__(self) -> None:
+        self.notice = ''
+
+    def update(self, locked_rate: np.ndarray, mode: ControlMode | str) -> str:
+        """The notice to log now, or ``''``.
+
+        Parameters
+        ----------
+        locked_rate : (3,) ndarray
+            :attr:`~.reactionless.ControlOutput.locked_rate`, inertial frame [rad/s].
+        mode : ControlMode or str
+
+        Returns
+        -------
+        str
+        """
+        was, self.notice = self.notice, momentum_notice(locked_rate, mode)
+        return self.notice if self.notice and not was else ''
 
 
 def limit_zones(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,12 +146,50 @@ def limit_zones(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 class TaskTerms(NamedTuple):
-    """What the rate laws need at one configuration (inertial frame, SI units)."""
+    """What the rate laws need at one configuration (inertial frame, SI units).
+
+    ``ee_drift`` and ``locked_rate`` carry the system's momentum (:func:`momentum_drift`;
+    None: zero momentum, what a configuration alone gives).
+    """
 
     position: np.ndarray  #: (3,) end-effector position [m]
     rotation: np.ndarray  #: (3, 3) end-effector orientation (link -> inertial)
     J_star: np.ndarray  #: (6, n) generalized Jacobian ``[v; w]`` of the end effector
     B: np.ndarray  #: (6, n) ``H0^-1 H0m``: ``x0dot = -B phidot`` under zero momentum
+    #: (6,) end-effector twist ``[v; w]`` with the joints locked, ``J_s H0^-1 h0`` [m/s, rad/s]
+    ee_drift: np.ndarray | None = None
+    #: (3,) base angular velocity with the joints locked, ``[H0^-1 h0]_w`` [rad/s]
+    locked_rate: np.ndarray | None = None
+
+
+def momentum_drift(H: np.ndarray, J: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The momentum terms of the rate laws at one state: the end-effector twist (6,) and the
+    base angular velocity (3,) the system would have with its joints locked now.
+
+    With ``h0 = H[:6] v`` the momentum about the base CoM ([S0 eqs. 19, 21]), the base moves
+    with ``x0dot = H0^-1 h0 - B phidot`` and the end effector with
+    ``xdot = J_s H0^-1 h0 + J* phidot`` [S0 eq. 5]: the first terms are returned (zero for a
+    system without momentum).
+
+    Parameters
+    ----------
+    H : (nv, nv) ndarray
+        Generalized inertia at the state.
+    J : (6, nv) ndarray
+        End-effector link Jacobian ``[J_s | J_m]`` (rows ``[v; w]``), inertial frame.
+    v : (nv,) ndarray
+        Velocity ``[V0, w0, phidot]``, base parts in the inertial frame
+        [m/s, rad/s, rad/s | m/s].
+
+    Returns
+    -------
+    ee_drift : (6,) ndarray
+        ``J_s H0^-1 h0`` [m/s, rad/s], inertial frame.
+    locked_rate : (3,) ndarray
+        ``[H0^-1 h0]_w`` [rad/s], inertial frame.
+    """
+    drift = np.linalg.solve(H[:6, :6], H[:6] @ v)
+    return J[:, :6] @ drift, drift[3:]
 
 
 def task_terms(model: D.Model, q: np.ndarray, link: str) -> TaskTerms:
@@ -114,6 +213,88 @@ def task_terms(model: D.Model, q: np.ndarray, link: str) -> TaskTerms:
     J = D.link_jacobian(model, q, link)
     p, R = D.link_pose(model, q, link)
     return TaskTerms(p, R, J[:, 6:] - J[:, :6] @ B, B)
+
+
+def chain_joints(model: D.Model, link: str) -> tuple[int, ...]:
+    """Indices (ascending) of the joints on the path from the base to ``link``: the joints
+    that move it relative to the base (one coordinate each, as the rate laws need).
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model of joints with one coordinate each.
+    link : str
+        A link of the model.
+
+    Returns
+    -------
+    tuple of int
+        Indices into ``phi`` (``q[7:]``).
+    """
+    a = model.arrays
+    base = model.nv - model.n  # (the base's DoFs come first in v)
+    out = []
+    b = model.frame(link).body
+    while b > 0:
+        out.extend(range(int(a.iv[b]) - base, int(a.iv[b]) - base + int(a.nvj[b])))
+        b = int(a.parent[b])
+    return tuple(sorted(out))
+
+
+def active_joint_mask(
+    model: D.Model, link: str, joints: Sequence[str] | None = None
+) -> np.ndarray:
+    """``(n,)`` 1.0 for the joints the rate laws may move, 0.0 for those they hold.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model of joints with one coordinate each.
+    link : str
+        The end-effector link.
+    joints : sequence of str, optional
+        Names of the joints that may move; None: the joints on the path to ``link``
+        (:func:`chain_joints`), so a goal for one arm of a multi-arm robot leaves the others
+        still.
+
+    Returns
+    -------
+    (n,) ndarray
+
+    Raises
+    ------
+    TypeError
+        ``joints`` not a sequence of strings.
+    ValueError
+        An unknown or repeated joint name (the known ones named), or no joint on the path to
+        ``link`` among them (the end effector could not move relative to the base).
+    """
+    chain = chain_joints(model, link)
+    if joints is None:
+        chosen = list(chain)
+    else:
+        if not isinstance(joints, Sequence) or isinstance(joints, str | bytes):
+            raise TypeError(f'active_joints: expected a sequence of joint names, got {joints!r}')
+        if not all(isinstance(j, str) for j in joints):
+            raise TypeError(f'active_joints: expected a sequence of joint names, got {joints!r}')
+        names = list(joints)
+        bad = [j for j in names if j not in model.joint_names]
+        if bad:
+            raise ValueError(
+                f'active_joints: unknown joints {bad}; the model has {list(model.joint_names)}'
+            )
+        if len(set(names)) != len(names):
+            raise ValueError(f'active_joints: expected each joint once, got {names}')
+        chosen = [model.joint_names.index(j) for j in names]
+    if not set(chosen) & set(chain):
+        raise ValueError(
+            f'active_joints: expected at least one joint on the path to {link!r} '
+            f'({[model.joint_names[k] for k in chain]}), got '
+            f'{[model.joint_names[k] for k in chosen]}'
+        )
+    mask = np.zeros(model.n)
+    mask[chosen] = 1.0
+    return mask
 
 
 def scaled_to_limits(rates: np.ndarray, vmax: np.ndarray, fraction: float) -> np.ndarray:
@@ -472,7 +653,8 @@ def self_motion(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> np.ndarray
     """Unit joint-rate direction (n,) in the null space of ``[J W; A W]`` mapped by ``W``.
 
     Moves neither the end effector (first order) nor the base attitude; None when the arm has
-    no such redundancy (``n <= m + 3``). At a fold the null space has a second dimension; the
+    no such redundancy (``n <= m + 3``, counting the joints of weight > 0: a joint of weight 0
+    is held and does not move). At a fold the null space has a second dimension; the
     direction of the smallest singular value is returned.
 
     Parameters
@@ -489,10 +671,13 @@ def self_motion(J: np.ndarray, A: np.ndarray, weights: np.ndarray) -> np.ndarray
     (n,) ndarray or None
         Joint-rate direction [-], unit norm (either sign).
     """
-    if weights.size <= J.shape[0] + 3:
+    moving = weights > 0.0  # (a joint of weight 0 is held: it takes no part)
+    if np.count_nonzero(moving) <= J.shape[0] + 3:
         return None
-    _, _, vt = np.linalg.svd(np.vstack((J * weights, A * weights)))
-    d = weights * vt[-1]
+    w = weights[moving]
+    _, _, vt = np.linalg.svd(np.vstack((J[:, moving] * w, A[:, moving] * w)))
+    d = np.zeros(weights.size)
+    d[moving] = w * vt[-1]
     return d / np.linalg.norm(d)
 
 

@@ -624,6 +624,7 @@ class CaptureInterfaces:
         #: Why the capture cannot proceed, ``(reason, likely cause)`` of the node's clock
         #: watchdog (``stall_reason``: no simulator, no clock on ``use_sim_time``), or None.
         self.stalled: tuple[str, str] | None = None
+        self._plan = ''  # the detumbling's change from its configuration, last logged
         self.client = node.create_client(Trigger, grasp_service)
         # the simulator's release service next to its grasp service (a grasp of another
         # target than this one's is undone by it)
@@ -679,6 +680,10 @@ class CaptureInterfaces:
                 log.warning(line)
         if cap.phase == 'aborted' and phase != 'aborted':
             log.error(f'capture of {cap.target.name!r} aborted: {cap.reason}')
+        plan = '' if cap.detumbler is None else cap.detumbler.reason
+        if plan and plan != self._plan:  # (the detumbling changed from the configured one)
+            log.warning(f'capture: detumbling: {plan}')
+        self._plan = plan
         self.publish_status()
         if cap.phase == 'intercept' and phase not in ('wait', 'intercept', 'grasping'):
             log.warning(
@@ -723,7 +728,8 @@ class CaptureInterfaces:
         held handle, refreshed every update: about zero while it is welded, not the figures at
         the grasp request)."""
         cap = self.control
-        key = (cap.phase, cap.outcome, cap.reason, self.stalled)
+        plan = '' if cap.detumbler is None else cap.detumbler.reason
+        key = (cap.phase, cap.outcome, cap.reason, self.stalled, plan)
         if key == self._status_key:
             return
         self._status_key = key
@@ -746,6 +752,7 @@ class CaptureInterfaces:
                 ('distance', repr(cap.distance)),
                 ('speed', repr(cap.speed)),
                 ('rate', repr(cap.rate)),
+                ('detumbling', plan),  # ('' : as configured; else what changed and why)
             )
         ]
         self.status.publish(msg)

@@ -15,7 +15,10 @@ from ffsim_ros.control import (
     Gains,
 )
 from ffsim_ros.control.capture import DETUMBLE_MODES, CaptureGains
+from ffsim_ros.control.rns import active_joint_mask, chain_joints
+from ffsim_ros.dynamics import Model
 from ffsim_ros.node_support import (
+    Check,
     ParameterSpec,
     ParameterTable,
     ParameterValueError,
@@ -197,6 +200,62 @@ def activity(values: Mapping[str, Any], gripper: Any = None) -> str:
     return f'controlling {values["ee_link"]} in {values["mode"]} mode'
 
 
+#: ``active_joints`` values that are not joint lists.
+JOINT_SETS = ('auto', 'chain', 'all')
+
+
+def _joint_set(value: object) -> str:
+    text = str(value).strip()
+    if not text:
+        raise ValueError(
+            "expected 'auto', 'chain', 'all' or joint names separated by commas, got ''"
+        )
+    if len(text.encode('utf-8', 'surrogatepass')) > 4096:
+        raise ValueError('expected at most 4096 bytes')
+    names = [n.strip() for n in text.split(',')]
+    if text not in JOINT_SETS and not all(names):
+        raise ValueError(f'expected joint names separated by commas, got {text!r}')
+    return text
+
+
+def active_joints_from(values: Mapping[str, Any], model: Model) -> tuple[str, ...] | None:
+    """The ``active_joints`` of :class:`~ffsim_ros.control.ReactionlessController` from the
+    checked parameter ``active_joints``: None for ``auto`` (the law's default: every joint in
+    reactionless mode, the path to ``ee_link`` in the others), the joints on that path for
+    ``chain``, every joint for ``all``, else the names given.
+
+    Parameters
+    ----------
+    values : mapping
+        Checked parameter values by name (``active_joints``, ``ee_link``).
+    model : Model
+        The robot.
+
+    Returns
+    -------
+    tuple of str or None
+
+    Raises
+    ------
+    ParameterValueError
+        Unknown or repeated joints, or none on the path to ``ee_link``, naming the parameter
+        and the joints the robot has.
+    """
+    text = values['active_joints']
+    if text == 'auto':
+        return None
+    if text in JOINT_SETS:
+        chain = chain_joints(model, values['ee_link'])
+        names = model.joint_names if text == 'all' else tuple(model.joint_names[k] for k in chain)
+    else:
+        names = tuple(n.strip() for n in text.split(','))
+    try:
+        active_joint_mask(model, values['ee_link'], names)
+    except ValueError as exc:
+        raise ParameterValueError(str(exc)) from None
+    return tuple(names)
+
+
 def _cross_check(values: dict) -> None:
     gains_from(values)
     reach_settings_from(values)
@@ -235,6 +294,15 @@ PARAMETERS = ParameterTable(
             in_config=False,
         ),
         ParameterSpec('track_orientation', False, 'track the goal orientation too'),
+        ParameterSpec(
+            'active_joints',
+            'auto',
+            'joints the ee_goal laws may move, the others held still: auto = all in '
+            'reactionless mode (other arms recruited as momentum compensators), those on the '
+            'path to ee_link in the other modes; chain = those on the path in every mode (a '
+            'goal for one arm leaves the other arms still)',
+            Check("'auto', 'chain', 'all' or joint names separated by commas", _joint_set),
+        ),
         ParameterSpec(
             'state_timeout',
             0.2,
