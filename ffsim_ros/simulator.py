@@ -122,6 +122,7 @@ from ffsim_ros.node_support import (
     FatalNodeError,
     LogThrottle,
     ParameterValueError,
+    QuitRequested,
     TopicsInlineExecutor,
     destroy_on_failure,
     frame_id,
@@ -275,6 +276,8 @@ class Simulator(Node):
         self._fatal = ''
         # the physics thread reports a failure through this (the executor raises it)
         self._fatal_signal = self.create_guard_condition(self._raise_fatal)
+        self._quit_signal = self.create_guard_condition(self._raise_quit)
+        self._destroyed = False
         # physics thread only: the run state beyond the engine's pause, pacing, step jobs
         self.stopped = False  # simulation_interfaces' STATE_STOPPED (reset and paused)
         self._idle = True  # restart the pacing before the next batch
@@ -382,10 +385,23 @@ class Simulator(Node):
         self._fail_pending('the simulator is shutting down')
 
     def destroy_node(self) -> None:
-        """Stop the physics thread, then destroy the node."""
+        """Stop the physics thread, then destroy the node (once: a context's shutdown destroys
+        the nodes it tracks, and ``main`` destroys its node again)."""
+        if self._destroyed:
+            return
+        self._destroyed = True
         self.stop()
         self.simulation_interfaces.destroy()
         super().destroy_node()
+
+    def request_quit(self) -> None:
+        """End the node's spinning from any thread (:class:`QuitRequested` raised in the
+        executor: ``main`` exits with status 0)."""
+        self._quit_signal.trigger()
+
+    def _raise_quit(self) -> None:
+        self._quit_signal.trigger()  # (again: a multi-threaded executor raises it at the next)
+        raise QuitRequested('set_simulation_state: quitting')
 
     def _reader_ids(self, topic: str) -> frozenset:
         """The endpoint ids of the subscriptions on ``topic`` (late joiners; physics thread)."""

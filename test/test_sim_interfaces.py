@@ -846,7 +846,7 @@ def test_features_run_states_stepping_and_resets(ros_process, probe) -> None:
     assert set_state(SimulationState.STATE_PLAYING).result == (
         SetSimulationState.Response.ALREADY_IN_TARGET_STATE
     )
-    for target, text in ((3, 'quit the simulator by ending its process'), (17, 'got 17')):
+    for target, text in ((4, 'got 4 (no world)'), (5, 'got 5 (loading world)'), (17, 'got 17')):
         reply = set_state(target)
         assert reply.result == Result.RESULT_FEATURE_UNSUPPORTED and text in reply.error_message
     assert probe.spin_until(lambda: probe.clock[-1] > before + made * 1_000_000 + 100_000_000)
@@ -894,6 +894,14 @@ def test_features_run_states_stepping_and_resets(ros_process, probe) -> None:
     assert back.size == clock_resets, [probe.clock[max(0, i - 3) : i + 3] for i in back]
     assert 0 in probe.clock
     assert sim.is_running()
+
+    # quitting (SimulationState.msg: "stop the simulation first, and then exit"): answered,
+    # then the process ends by itself with status 0 (it was refused as unsupported)
+    reply = set_state(SimulationState.STATE_QUITTING)
+    assert ok(reply), reply.error_message
+    assert reply.error_message.startswith('quitting: stopped: reset'), reply.error_message
+    assert probe.spin_until(lambda: not sim.is_running(), 30), sim.describe()
+    assert sim.returncode == 0, sim.describe()
 
 
 def _entity_request(position, quaternion, linear, angular, frame='world', entity=ENTITY):

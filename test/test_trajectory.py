@@ -28,10 +28,10 @@ from ffsim_ros.control.trajectory import (
     TrajectoryFollower,
     check_waypoints,
     computed_torque,
-    continuity_gap,
     reactionless_correction,
 )
 from ffsim_ros.dynamics.lie import quat_angle
+from ffsim_ros.node_support.resets import continuity_gap
 from ffsim_ros.resources import sample_robot
 from ffsim_ros.sim import Engine
 
@@ -120,6 +120,38 @@ def test_bad_trajectories_are_refused_naming_the_culprit(kwargs, kind, text) -> 
         check_waypoints(MODEL, names, times, positions, velocities, accelerations, efforts)
     assert info.value.kind == kind
     assert text in str(info.value)
+
+
+def test_a_last_velocity_of_round_off_counts_as_zero_as_in_jtc() -> None:
+    """JTC refuses a last point moving faster than ``float`` epsilon (1.2e-7), no slower: a
+    parameterizer's 1e-17 at the end ran there and was refused here."""
+    target = [[0.1] * N, [0.2] * N]
+    ends = {1e-17: True, -1e-8: True, 2e-7: False, -1e-3: False}
+    for end, accepted in ends.items():
+        velocities = [[0.0] * N, [0.0] * N]
+        velocities[1][4] = end
+        try:
+            waypoints([1.0, 2.0], target, velocities)
+        except TrajectoryError as exc:
+            assert not accepted and "got {'arm_joint_5': " in str(exc)
+        else:
+            assert accepted, end
+
+
+def test_a_single_point_at_the_start_is_checked_against_the_path_tolerance() -> None:
+    """JTC checks the path tolerance at the first sample, also when it is past the last point
+    (one point at ``time_from_start`` 0): 0.1 rad off with a 0.01 rad path tolerance aborts
+    (it succeeded at once, the goal tolerance 0 not checked); within it, the goal rules."""
+    q, v = rest_state()
+    for offset, outcome in ((0.1, 'path_tolerance_violated'), (0.005, 'succeeded')):
+        wp = waypoints([0.0], [(q[7:] + offset).tolist()])
+        trajectory = JointTrajectory.start(wp, 2.0, q[7:], np.zeros(N))
+        follower = TrajectoryFollower(
+            MODEL, trajectory, Tolerances.uniform(N, 0.01, 0.0, 0.0, 0.0), TrackingGains()
+        )
+        update = follower.update(2.0, q, v)
+        assert update.outcome == outcome, update.message
+        assert follower.update(2.01, q, v).outcome is None  # (ended: it holds)
 
 
 def test_huge_joint_name_lists_are_refused_up_front() -> None:

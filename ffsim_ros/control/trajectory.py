@@ -11,7 +11,7 @@ and ``trajectory_msgs/JointTrajectory`` messages, with the semantics of ros2_con
   for the most); ``time_from_start`` strictly increasing and not negative; per point, one
   position per joint, velocities and accelerations empty or one per joint, no effort (the
   law computes the torques), every value finite, positions within the joints' limits, the
-  last velocities zero. A refusal names the culprit (point,
+  last velocities zero (up to JTC's ``float`` epsilon). A refusal names the culprit (point,
   field, joint, value) and its kind: ``'joints'`` (INVALID_JOINTS) or ``'goal'``
   (INVALID_GOAL).
 * **Interpolation** (:class:`JointTrajectory`), JTC's ``spline`` method: between two points
@@ -26,7 +26,8 @@ and ``trajectory_msgs/JointTrajectory`` messages, with the semantics of ros2_con
   base wrench, the base acceleration eliminated), clipped to the effort limits. With exact
   dynamics the error obeys ``e'' + K_v e' + K_p e = 0`` between two control updates.
 * **Tolerances and outcome** (:class:`TrajectoryFollower`, JTC's rules): before the last
-  point's time, a joint beyond its path tolerance (position or velocity) aborts the
+  point's time (and at the first sample, as JTC: a single point at the start time), a joint
+  beyond its path tolerance (position or velocity) aborts the
   trajectory (PATH_TOLERANCE_VIOLATED) and holds the position reached; from that time on,
   every joint within its goal tolerance (position, and velocity: the stopped-velocity
   tolerance) succeeds and holds the last point; still outside ``goal_time`` after it aborts
@@ -71,6 +72,9 @@ MAX_CORRECTION_STEPS = 2000
 #: work). 100 s at 100 Hz: more than any planner sends (MoveIt: tens to hundreds), few enough
 #: that the checks and the conversion take milliseconds, not the control loop's time.
 MAX_POINTS = 10_000
+#: The last point's velocities count as zero up to this [rad/s | m/s]: JTC's threshold
+#: (``std::numeric_limits<float>::epsilon()``; a planner's round-off, 1e-17, is no motion).
+LAST_VELOCITY_ZERO = float(np.finfo(np.float32).eps)
 
 
 class TrajectoryError(ValueError):
@@ -274,8 +278,10 @@ def check_waypoints(
             out[i] = row
         optional[field] = out
     vel = optional['velocities']
-    if vel[-1] is not None and np.any(vel[-1] != 0.0):
-        moving = {n: float(x) for n, x in zip(names, vel[-1], strict=True) if x != 0.0}
+    if vel[-1] is not None and np.any(np.abs(vel[-1]) > LAST_VELOCITY_ZERO):
+        moving = {
+            n: float(x) for n, x in zip(names, vel[-1], strict=True) if abs(x) > LAST_VELOCITY_ZERO
+        }
         raise TrajectoryError(
             'goal', f'points[{k - 1}].velocities: expected zero at the last point, got {moving}'
         )
@@ -669,6 +675,7 @@ class TrajectoryFollower:
         self.gains = gains
         self.outcome: str | None = None
         self._hold: np.ndarray | None = None
+        self._sampled = False  # (JTC checks the path tolerance on the first sample, always)
 
     @property
     def active(self) -> bool:
@@ -706,7 +713,9 @@ class TrajectoryFollower:
         if self.active:
             error = (p_d - actual[0], v_d - actual[1])
             names = self.model.joint_names
-            if t < self.trajectory.end_time:
+            first = not self._sampled and t >= self.trajectory.start_time
+            self._sampled = self._sampled or first
+            if t < self.trajectory.end_time or first:  # (first: a single point at its start)
                 bad = _violations(names, error, self.tolerances.path)
                 if bad:
                     outcome = 'path_tolerance_violated'
@@ -715,7 +724,7 @@ class TrajectoryFollower:
                         + '; '.join(bad)
                     )
                     self._hold = actual[0]
-            else:
+            if outcome is None and t >= self.trajectory.end_time:
                 late = t - self.trajectory.end_time
                 bad = _violations(names, error, self.tolerances.goal)
                 if not bad:
@@ -877,22 +886,3 @@ def correction_beyond_goal(
         'give those joints a wider goal_tolerance (-1: not checked) to accept the corrected '
         'end, or set trajectory.reactionless false',
     )
-
-
-def continuity_gap(
-    previous: tuple[float, np.ndarray, np.ndarray], current: tuple[float, np.ndarray, np.ndarray]
-) -> float:
-    """How far a measured state ``current = (t, p, v)`` is from where the ``previous`` one
-    leads: ``max |p - p_prev - (v_prev + v) (t - t_prev) / 2|`` (the trapezoid: exact for a
-    constant acceleration, so a continuous motion sampled at ``dt`` stays within about
-    ``|delta a| dt^2 / 8``; a reset or a teleport shows as the jump itself).
-
-    Parameters
-    ----------
-    previous, current : ``(t, p, v)``: time [s], joint positions (n,) [rad | m] and
-        velocities (n,) [rad/s | m/s] (the gap returned is in [rad | m]).
-    """
-    t0, p0, v0 = previous
-    t1, p1, v1 = current
-    predicted = np.asarray(p0) + 0.5 * (np.asarray(v0) + np.asarray(v1)) * (t1 - t0)
-    return float(np.max(np.abs(np.asarray(p1) - predicted))) if np.size(p1) else 0.0

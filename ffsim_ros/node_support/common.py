@@ -65,6 +65,11 @@ class FatalNodeError(RuntimeError):
     """A node cannot go on (e.g. its physics thread failed): ``main`` exits with a message."""
 
 
+class QuitRequested(Exception):  # noqa: N818 - a request, not an error
+    """Raised in the executor by a node asked to end through one of its interfaces (the
+    simulator's ``set_simulation_state`` quitting): ``main`` exits with status 0."""
+
+
 #: Longest text a message gives of a value that came [characters] (a 2 000 000-element array
 #: made a 10 MB reason of a refused parameter set).
 SHOWN_CHARS = 200
@@ -670,13 +675,13 @@ def run_node(
     Returns
     -------
     int
-        0 after Ctrl-C, SIGTERM or an external shutdown (also when the shutdown makes a running
-        callback fail -- rcl errors on the invalid context --: any error raised once a signal
-        came, see :class:`ShutdownSignals`); :data:`EXIT_INVALID_PARAMETER` (2) when the
-        arguments cannot be parsed or the node rejects a parameter at start-up (its
-        :class:`ParameterValueError`, or rclpy's own parameter errors); :data:`EXIT_FATAL` (1)
-        on a :class:`FatalNodeError` raised while spinning (a worker thread failed) or any
-        other error. The reason goes to stderr, prefixed with ``label``.
+        0 after Ctrl-C, SIGTERM, an external shutdown or a :class:`QuitRequested` (also when the
+        shutdown makes a running callback fail -- rcl errors on the invalid context --: any error
+        raised once a signal came, see :class:`ShutdownSignals`); :data:`EXIT_INVALID_PARAMETER`
+        (2) when the arguments cannot be parsed or the node rejects a parameter at start-up (its
+        :class:`ParameterValueError`, or rclpy's own parameter errors); :data:`EXIT_FATAL` (1) on a
+        :class:`FatalNodeError` raised while spinning (a worker thread failed) or any other error.
+        The reason goes to stderr, prefixed with ``label``.
 
     Notes
     -----
@@ -735,7 +740,7 @@ def _run_node(
         signals.raising = False
         print(f'{label}: {exc}', file=sys.stderr)
         code = EXIT_FATAL
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException, QuitRequested):
         pass
     except Exception:  # noqa: BLE001 - a bug: say so and exit, never hang half-alive
         signals.raising = False

@@ -35,7 +35,6 @@ from rclpy.duration import Duration
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from ffsim_ros.control.trajectory import continuity_gap
 from ffsim_ros.dynamics.lie import quat_angle
 
 from .common import stamp_ns, to_stamp
@@ -318,3 +317,22 @@ class StateJumps:
         if gap > self.threshold and now - before <= self.window:
             return f'{topic} jumped by {gap:.4g} (jump_threshold {self.threshold:g})'
         return None
+
+
+def continuity_gap(
+    previous: tuple[float, np.ndarray, np.ndarray], current: tuple[float, np.ndarray, np.ndarray]
+) -> float:
+    """How far a measured state ``current = (t, p, v)`` is from where the ``previous`` one
+    leads: ``max |p - p_prev - (v_prev + v) (t - t_prev) / 2|`` (the trapezoid: exact for a
+    constant acceleration, so a continuous motion sampled at ``dt`` stays within about
+    ``|delta a| dt^2 / 8``; a reset or a teleport shows as the jump itself).
+
+    Parameters
+    ----------
+    previous, current : ``(t, p, v)``: time [s], joint positions (n,) [rad | m] and
+        velocities (n,) [rad/s | m/s] (the gap returned is in [rad | m]).
+    """
+    t0, p0, v0 = previous
+    t1, p1, v1 = current
+    predicted = np.asarray(p0) + 0.5 * (np.asarray(v0) + np.asarray(v1)) * (t1 - t0)
+    return float(np.max(np.abs(np.asarray(p1) - predicted))) if np.size(p1) else 0.0

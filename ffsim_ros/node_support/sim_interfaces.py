@@ -12,7 +12,8 @@ name (``~/``)                  type                                             
 ``reset_simulation``           srv ResetSimulation (scopes default/all, time,       20 21 22
                                state, spawned)                                      23
 ``get_simulation_state``       srv GetSimulationState                               24
-``set_simulation_state``       srv SetSimulationState (stopped, playing, paused)    25 26
+``set_simulation_state``       srv SetSimulationState (stopped, playing, paused,    25 26
+                               quitting)
 ``step_simulation``            srv StepSimulation                                   31 32
 ``simulate_steps``             action SimulateSteps (feedback, cancel)              33
 ``get_entities``               srv GetEntities (name filter, sphere bounds)         --
@@ -55,7 +56,10 @@ when playing (every publish period, and the last step). ``STATE_STOPPED`` is a p
 reset of every scope ("equivalent to pausing and resetting": spawned targets removed, the
 initial state at time 0); from it, playing or pausing keeps the state and time; stopping again
 answers ``ALREADY_IN_TARGET_STATE``, unless the state changed since (an entity set, spawned or
-deleted, a grasp or release: it then reads as paused). A reset of the spawned scope changes
+deleted, a grasp or release: it then reads as paused). ``STATE_QUITTING`` stops the simulation
+(as above, unless stopped already), answers, reads as quitting and, :data:`QUIT_DELAY` later
+(wall time: the answer goes out first), ends the node (``request_quit``): the process ends with
+exit code 0, as after Ctrl-C. A reset of the spawned scope changes
 nothing when nothing was spawned; one of the state scope clears the held inputs (wrenches
 included) before the spawned targets are removed, so that a reset of every scope works
 whatever is held. A reset of the time scope sets the simulated clock back to 0: ``/clock`` and
@@ -179,6 +183,8 @@ STATE_NAMES = {
     SimulationState.STATE_NO_WORLD: 'no world',
     SimulationState.STATE_LOADING_WORLD: 'loading world',
 }
+#: Wall time [s] between the answer to ``set_simulation_state`` quitting and the shutdown.
+QUIT_DELAY = 0.5
 #: Most steps one ``step_simulation`` or ``simulate_steps`` request may ask for (11.6 days of
 #: simulated time at 1 kHz); a request for more is refused.
 MAX_STEPS = 10**9
@@ -265,7 +271,8 @@ class SimulationInterfaces:
         (a :class:`StepJob`), and for the actions run there, ``engine``, ``stopped``,
         ``reset_clock()``, ``end_step_jobs(why)`` (end the running step job, its reply
         saying why) and ``announce_reset(what)`` (the robot's state was reset or set:
-        :mod:`.resets`); ``model`` and ``world`` (frame id).
+        :mod:`.resets`); ``model`` and ``world`` (frame id); ``request_quit()`` (end the
+        node, any thread).
     """
 
     def __init__(self, node: Node) -> None:
@@ -274,6 +281,7 @@ class SimulationInterfaces:
         # one step job at a time: the one running holds this (and is kept to describe it)
         self._step_slot = threading.Lock()
         self._running_job: StepJob | None = None
+        self.quitting = False  # (set_simulation_state quitting: the node shuts down)
         group = ReentrantCallbackGroup()  # the callbacks wait for the physics thread
         services = (
             (GetSimulatorFeatures, 'get_simulator_features', self._features),
@@ -383,6 +391,8 @@ class SimulationInterfaces:
             ``SimulationState.STATE_*``.
         """
         host = self.node
+        if self.quitting:
+            return SimulationState.STATE_QUITTING
         if host.stopped:
             return SimulationState.STATE_STOPPED
         engine = host.engine
@@ -413,12 +423,13 @@ class SimulationInterfaces:
             SimulationState.STATE_STOPPED,
             SimulationState.STATE_PLAYING,
             SimulationState.STATE_PAUSED,
+            SimulationState.STATE_QUITTING,
         ):
             name = STATE_NAMES.get(target, 'unknown')
             raise RequestError(
                 Result.RESULT_FEATURE_UNSUPPORTED,
-                f'state: expected 0 (stopped), 1 (playing) or 2 (paused), got {target} ({name})'
-                + ('; quit the simulator by ending its process' if name == 'quitting' else ''),
+                f'state: expected 0 (stopped), 1 (playing), 2 (paused) or 3 (quitting), got '
+                f'{target} ({name})',
             )
         host = self.node
         code = SetSimulationState.Response
@@ -429,6 +440,14 @@ class SimulationInterfaces:
                 if target == SimulationState.STATE_PAUSED:
                     engine.pause()  # (a fault reads as paused: now it is)
                 raise RequestError(code.ALREADY_IN_TARGET_STATE, f'already {STATE_NAMES[target]}')
+            if target == SimulationState.STATE_QUITTING:  # stopped first, as the standard says
+                stop = 'stopped already'
+                if current != SimulationState.STATE_STOPPED:
+                    engine.pause()
+                    stop = f'stopped: reset {self.reset_scopes(engine, _RESET_SCOPES, "quitting")}'
+                    host.stopped = True
+                self.quitting = True
+                return f'quitting: {stop}; the simulator exits in {QUIT_DELAY:g} s'
             if target == SimulationState.STATE_STOPPED:  # pausing and a reset of everything
                 engine.pause()
                 done = self.reset_scopes(engine, _RESET_SCOPES, 'stopping')
@@ -446,9 +465,13 @@ class SimulationInterfaces:
                 f'{STATE_NAMES[current]} -> {STATE_NAMES[target]} at sim time {engine.time:.9f} s'
             )
 
-        response.result = _result(
-            message=self._physics(apply, publish=target == SimulationState.STATE_STOPPED)
-        )
+        stopping = target in (SimulationState.STATE_STOPPED, SimulationState.STATE_QUITTING)
+        response.result = _result(message=self._physics(apply, publish=stopping))
+        if target == SimulationState.STATE_QUITTING:
+            host.get_logger().info(f'set_simulation_state: {response.result.error_message}')
+            quit_timer = threading.Timer(QUIT_DELAY, host.request_quit)
+            quit_timer.daemon = True
+            quit_timer.start()
         return response
 
     def _reset(
