@@ -126,6 +126,7 @@ from ffsim_ros.node_support.controller_parameters import (
     activity,
     check_robot,
     gains_from,
+    held_mimics_note,
     refuse_in_capture,
 )
 from ffsim_ros.node_support.controller_watch import (
@@ -248,6 +249,8 @@ class ReactionlessControllerNode(Node):
             collision_margin=reach.position_tolerance,
             active_joints=active_joints_from(values, model),
         )
+        if note := held_mimics_note(values, model):
+            self.get_logger().info(note)
         # the ee_goal, its outcome and the attitude held: the supervisor's (issue 15)
         self.supervisor = ReachSupervisor(self.law, reach)
         self._momentum_watch = MomentumWatch()  # (momentum the base cannot be held against)

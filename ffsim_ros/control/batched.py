@@ -36,7 +36,14 @@ from ffsim_ros.dynamics.lie import qconj, qexp, qlog, qmul, qnormalize
 
 from .modes import ControlMode
 from .reactionless import FEEDFORWARD_STEP, ReactionlessController
-from .rns import RANK_TOL, TaskTerms, near_limits, reactionless_rates
+from .rns import (
+    RANK_TOL,
+    TaskTerms,
+    capped_to_limits,
+    near_limits,
+    reactionless_rates,
+    speed_limits,
+)
 
 
 class BatchTerms(NamedTuple):
@@ -285,7 +292,8 @@ class BatchedLaw:
         self.gains = law.gains
         self.mode = law.mode
         self.weights = np.asarray(law.weights, dtype=float)
-        self.vmax = self.gains.max_joint_speed * np.asarray(self.model.velocity_limit, float)
+        # (inf: no speed limit, velocity="0" in the URDF; rns.speed_limits)
+        self.vmax = speed_limits(self.model.velocity_limit, self.gains.max_joint_speed)
         self.limit = np.asarray(self.model.effort_limit, dtype=float)
 
     def terms(
@@ -418,7 +426,7 @@ class BatchedLaw:
             self.model if models is None else models, ahead, self.law.ee_link
         )
         field = self.desired_rates(ahead, position, J_star, Bm, targets, references, drift)
-        cap = g.kv_joint * g.max_joint_speed * self.model.velocity_limit
+        cap = speed_limits(self.model.velocity_limit, g.kv_joint * g.max_joint_speed)
         acc = np.clip((field - rates) / FEEDFORWARD_STEP, -cap, cap)
         return g.rate_feedforward * acc
 
@@ -534,15 +542,7 @@ class BatchedLaw:
 
     def _limit_rates(self, rates: np.ndarray) -> np.ndarray:
         """Rows of the law's scaling to the joint velocity limits (direction kept)."""
-        vmax = self.vmax
-        if not np.all(vmax > 0):
-            return rates
-        ratio = np.max(np.abs(rates) / vmax, axis=1)
-        over = ratio > 1.0
-        if np.any(over):
-            rates = rates.copy()
-            rates[over] = rates[over] / ratio[over, None]
-        return rates
+        return capped_to_limits(rates, self.vmax)
 
 
 def ee_errors(targets: np.ndarray, positions: np.ndarray) -> np.ndarray:

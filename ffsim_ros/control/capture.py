@@ -85,6 +85,7 @@ from ffsim_ros.dynamics.lie import quat_to_matrix, skew
 
 from .rns import (
     attitude_error,
+    capped_to_limits,
     limit_scales,
     limit_zones,
     near_limits,
@@ -92,6 +93,7 @@ from .rns import (
     rate_weights,
     reactionless_rates,
     saturate,
+    speed_limits,
 )
 
 
@@ -325,15 +327,14 @@ def limit_rates(phidot: np.ndarray, vmax: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     phidot : (n,) joint rates [rad/s | m/s].
-    vmax : (n,) joint speed limits [rad/s | m/s], > 0.
+    vmax : (n,) joint speed limits [rad/s | m/s] (0 or inf: none, :func:`~.rns.speed_limits`).
 
     Returns
     -------
     (n,) ndarray
         Joint rates [rad/s | m/s].
     """
-    ratio = float(np.max(np.abs(phidot) / vmax))
-    return phidot / ratio if ratio > 1.0 else phidot
+    return capped_to_limits(phidot, vmax)
 
 
 def secondary_scale(phidot: np.ndarray, phidot2: np.ndarray, vmax: np.ndarray) -> float:
@@ -343,7 +344,7 @@ def secondary_scale(phidot: np.ndarray, phidot2: np.ndarray, vmax: np.ndarray) -
     Parameters
     ----------
     phidot, phidot2 : (n,) joint rates and the secondary correction [rad/s | m/s].
-    vmax : (n,) joint speed limits [rad/s | m/s].
+    vmax : (n,) joint speed limits [rad/s | m/s] (0 or inf: none, :func:`~.rns.speed_limits`).
 
     Returns
     -------
@@ -351,7 +352,7 @@ def secondary_scale(phidot: np.ndarray, phidot2: np.ndarray, vmax: np.ndarray) -
         ``s`` [-].
     """
     s = 1.0
-    for p, d, m in zip(phidot, phidot2, vmax, strict=True):
+    for p, d, m in zip(phidot, phidot2, speed_limits(vmax), strict=True):
         if d != 0.0:
             room = (np.copysign(m, d) - p) / d
             s = min(s, max(0.0, float(room)))
@@ -405,7 +406,7 @@ def intercept_rates(
     if attitude_reference is not None:
         w0_d = gains.kp_attitude * attitude_error(q[3:7], np.asarray(attitude_reference, float))
     weights = rate_weights(model)
-    vmax = gains.max_joint_speed * model.velocity_limit
+    vmax = speed_limits(model.velocity_limit, gains.max_joint_speed)
     if target.angular_velocity is None:
         phidot, _ = reactionless_rates(
             Jstar,
@@ -480,7 +481,8 @@ def storage_rollout(
         [s]
     acceleration : float
         Of ``w0_d`` [rad/s^2], > 0.
-    vmax : (n,) joint speed limits the law may command [rad/s | m/s].
+    vmax : (n,) joint speed limits the law may command [rad/s | m/s] (0 or inf: none,
+        :func:`~.rns.speed_limits`).
 
     Returns
     -------
@@ -510,7 +512,7 @@ def storage_rollout(
         goal = np.zeros(3) if t < store_time else c
         AW = B[3:] * weights
         rates = weights * (np.linalg.pinv(AW, rcond=1e-10) @ (c - w0_d))
-        fast = np.flatnonzero(np.abs(rates) > vmax)
+        fast = np.flatnonzero(np.abs(rates) > speed_limits(vmax))
         phi = q[7:]
         room = np.where(rates > 0.0, model.upper - zone - phi, phi - model.lower - zone)
         inside = np.flatnonzero((rates != 0.0) & (room < 0.0))
@@ -637,7 +639,7 @@ class Detumbler:
         self.t0 = float(t0)
         self.t_last = float(t0)
         self.weights = rate_weights(model)
-        self.vmax = gains.max_joint_speed * model.velocity_limit
+        self.vmax = speed_limits(model.velocity_limit, gains.max_joint_speed)
         self.phidot0 = np.asarray(v, float)[6:].copy()
         self.w0_d = np.asarray(v, float)[3:6].copy()
         self.store_time = gains.store_time

@@ -41,7 +41,9 @@ those on the path from the base to ``ee_link`` (:func:`~.rns.chain_joints`): on 
 ``gjm_tracking`` swung the other arm to move this tip through the base reaction (its columns of
 ``J*`` are not zero). In ``reactionless`` mode every joint: the other arm is a momentum
 compensator there (on the dual-arm servicer 90 % of a sample of goals were reached with one
-arm, 100 % with both); naming the chain's joints keeps it still.
+arm, 100 % with both); naming the chain's joints keeps it still. By default the joints of URDF
+``<mimic>`` couplings (:func:`~.rns.mimic_joints`; not modelled) are held in every mode: moving
+one alone would break the coupling. Names given are moved as given.
 
 **Momentum.** The terms above hold for zero momentum. With a momentum ``h0 = H[:6] v`` (a
 released target, a base wrench) the base moves with ``w0 = c - A phidot`` and the end effector
@@ -88,6 +90,8 @@ from .rns import (
     active_joint_mask,
     attitude_error,
     budget_rates,
+    capped_to_limits,
+    default_joint_masks,
     dls_pinv,
     limit_scales,
     momentum_drift,
@@ -98,6 +102,7 @@ from .rns import (
     rns_manipulability,
     saturate,
     self_motion,
+    speed_limits,
     task_terms,
 )
 
@@ -329,7 +334,8 @@ class ReactionlessController:
         (zero commanded rate). None (default): per mode -- every joint in ``reactionless``
         mode (another arm is a momentum compensator there: its motion cancels part of the
         reaction), the joints on the path to ``ee_link`` (:func:`~.rns.chain_joints`) in the
-        other modes (a goal for one arm leaves the other arms still). Give the chain's names
+        other modes (a goal for one arm leaves the other arms still), in both less the joints
+        of ``<mimic>`` couplings (:func:`~.rns.default_joint_masks`). Give the chain's names
         to keep the other arms still in ``reactionless`` mode too.
 
     Raises
@@ -337,7 +343,8 @@ class ReactionlessController:
     ValueError
         A fixed-base model or one with spherical joints, an unknown link or mode, a shape
         on a link the model does not have, a negative or non-finite margin, unknown or
-        repeated ``active_joints`` or none on the path to ``ee_link``.
+        repeated ``active_joints`` or none on the path to ``ee_link`` (by default: none
+        that is not a mimic joint).
     """
 
     def __init__(
@@ -371,7 +378,7 @@ class ReactionlessController:
         self.track_orientation = bool(track_orientation)
         # the joints moved, as masks (1.0 moved, 0.0 held) and rate weights: (mask, weights)
         # for every joint, those of the chain to ee_link, or those given
-        rw, masks = rate_weights(model), (np.ones(model.n), active_joint_mask(model, ee_link))
+        rw, masks = rate_weights(model), default_joint_masks(model, ee_link)
         if active_joints is not None:
             masks = (active_joint_mask(model, ee_link, active_joints),) * 2
         self._joint_sets = tuple((m, rw * m) for m in masks)
@@ -700,7 +707,7 @@ class ReactionlessController:
         """
         g = self.gains
         ahead = field(D.integrate(self.model, q, v, FEEDFORWARD_STEP))
-        cap = g.kv_joint * g.max_joint_speed * self.model.velocity_limit
+        cap = speed_limits(self.model.velocity_limit, g.kv_joint * g.max_joint_speed)
         acc = np.clip((ahead - rates) / FEEDFORWARD_STEP, -cap, cap)
         return g.rate_feedforward * acc
 
@@ -850,7 +857,7 @@ class ReactionlessController:
             return zero
         slope = (np.log(w1) - np.log(w0)) / SELF_MOTION_STEP
         null = self.gains.k_null * slope * d
-        vmax = self.gains.max_joint_speed * self.model.velocity_limit
+        vmax = speed_limits(self.model.velocity_limit, self.gains.max_joint_speed)
         room = np.max(np.abs(null) / np.maximum(vmax - np.abs(task), 1e-9))
         return null / room if room > 1.0 else null
 
@@ -863,9 +870,7 @@ class ReactionlessController:
 
     def _limit_rates(self, phidot_d: np.ndarray) -> np.ndarray:
         """Scale the whole rate vector (direction kept) to the joint velocity limits."""
-        vmax = self.gains.max_joint_speed * self.model.velocity_limit
-        ratio = np.max(np.abs(phidot_d) / vmax) if np.all(vmax > 0) else 0.0
-        return phidot_d / ratio if ratio > 1.0 else phidot_d
+        return capped_to_limits(phidot_d, self.gains.max_joint_speed * self.model.velocity_limit)
 
     def _joint_goal_for(self, q: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """Fixed-base inverse kinematics (base frozen at its current pose), cached per goal."""

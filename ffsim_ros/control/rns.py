@@ -297,11 +297,101 @@ def active_joint_mask(
     return mask
 
 
+def mimic_joints(model: D.Model) -> tuple[str, ...]:
+    """The joints of the model's URDF ``<mimic>`` couplings (``Model.mimics``), both the
+    joint that mimics and the one it mimics, in the model's order. The coupling is not
+    modelled, so the rate laws hold them by default (``active_joints`` None): moving either
+    alone breaks it.
+
+    Parameters
+    ----------
+    model : Model
+
+    Returns
+    -------
+    tuple of str
+    """
+    coupled = {name for m in model.mimics for name in (m.joint, m.mimicked)}
+    return tuple(name for name in model.joint_names if name in coupled)
+
+
+def default_joint_masks(model: D.Model, link: str) -> tuple[np.ndarray, np.ndarray]:
+    """The :func:`active_joint_mask` of every joint (``reactionless`` mode) and of the joints
+    on the path to ``link`` (the other modes), less the :func:`mimic_joints`.
+
+    Parameters
+    ----------
+    model : Model
+        A floating-base model of joints with one coordinate each.
+    link : str
+        The end-effector link.
+
+    Returns
+    -------
+    (n,) ndarray, (n,) ndarray
+
+    Raises
+    ------
+    ValueError
+        Every joint on the path to ``link`` a mimic joint.
+    """
+    held = set(mimic_joints(model))
+    chain = [model.joint_names[k] for k in chain_joints(model, link)]
+    every, path = (
+        active_joint_mask(model, link, [j for j in names if j not in held])
+        for names in (model.joint_names, chain)
+    )
+    return every, path
+
+
+def speed_limits(vmax: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """``scale * vmax`` (n,) [rad/s | m/s], inf for the joints without a speed limit: ``vmax``
+    0 (URDF ``velocity="0"``, the value unknown: :attr:`~ffsim_ros.dynamics.Model.velocity_limit`),
+    inf or NaN. The laws' rate caps all read the limits through it.
+
+    Parameters
+    ----------
+    vmax : (n,) ndarray
+        Joint speed limits [rad/s | m/s].
+    scale : float
+        Factor on the finite ones [-] (>= 0).
+
+    Returns
+    -------
+    (n,) ndarray
+    """
+    vmax = np.asarray(vmax, dtype=float)
+    return np.where(np.isfinite(vmax) & (vmax > 0.0), scale * vmax, np.inf)
+
+
+def capped_to_limits(rates: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+    """``rates`` (n,), or each row of (B, n), scaled down (direction kept) so that no joint
+    exceeds its speed limit; a joint without one (:func:`speed_limits`) does not count.
+    Rates within the limits are returned as they are.
+
+    Parameters
+    ----------
+    rates : (n,) or (B, n) ndarray
+        Joint rates [rad/s | m/s].
+    vmax : (n,) ndarray
+        Their joint speed limits [rad/s | m/s].
+
+    Returns
+    -------
+    ndarray
+        ``rates``' shape [rad/s | m/s].
+    """
+    rates = np.asarray(rates, dtype=float)
+    if rates.size == 0:
+        return rates
+    ratio = np.max(np.abs(rates) / speed_limits(vmax), axis=-1, keepdims=True)
+    return np.where(ratio > 1.0, rates / np.where(ratio > 1.0, ratio, 1.0), rates)
+
+
 def scaled_to_limits(rates: np.ndarray, vmax: np.ndarray, fraction: float) -> np.ndarray:
     """``rates`` (n,) scaled (direction kept) so that the joint nearest its speed limit runs
-    at ``fraction`` of it; a joint without a finite limit (``vmax`` inf, a URDF without
-    ``<limit>``) counts with the largest finite limit, 1 rad/s or m/s where none is. Zero
-    rates stay zero.
+    at ``fraction`` of it; a joint without a speed limit (:func:`speed_limits`) counts with
+    the largest finite limit, 1 rad/s or m/s where none is. Zero rates stay zero.
 
     Parameters
     ----------
@@ -317,8 +407,9 @@ def scaled_to_limits(rates: np.ndarray, vmax: np.ndarray, fraction: float) -> np
     (n,) ndarray
         The scaled joint rates [rad/s | m/s].
     """
-    finite = np.isfinite(vmax) & (vmax > 0)
-    limits = np.where(finite, vmax, np.max(vmax[finite]) if np.any(finite) else 1.0)
+    limits = speed_limits(vmax)
+    finite = np.isfinite(limits)
+    limits = np.where(finite, limits, np.max(limits[finite]) if np.any(finite) else 1.0)
     ratio = float(np.max(np.abs(rates) / limits)) if rates.size else 0.0
     return rates * (fraction / ratio) if ratio > 0.0 else rates
 
@@ -333,10 +424,11 @@ def rate_weights(model: D.Model) -> np.ndarray:
     Returns
     -------
     (n,) ndarray
-        Per joint [-] (an unlimited joint counts with the largest finite limit).
+        Per joint [-] (a joint without a speed limit, :func:`speed_limits`, counts with the
+        largest finite limit).
     """
-    vmax = model.velocity_limit
-    finite = np.isfinite(vmax) & (vmax > 0)
+    vmax = speed_limits(model.velocity_limit)
+    finite = np.isfinite(vmax)
     if not np.any(finite):
         return np.ones(model.n)
     w = np.where(finite, vmax, np.max(vmax[finite]))

@@ -64,6 +64,8 @@ from .integration import (
 from .model import (
     Frame,
     InertiaWarning,
+    LimitWarning,
+    Mimic,
     MimicWarning,
     Model,
     UnknownNameError,
@@ -106,6 +108,8 @@ __all__ = [
     'generalized_velocity_derivatives',
     'inertia_blocks',
     'InertiaWarning',
+    'LimitWarning',
+    'Mimic',
     'MimicWarning',
     'integrate',
     'inverse_dynamics',

@@ -226,6 +226,10 @@ def weld_models(
         name=f'{a.name}+{b.name}' if name is None else str(name),
         strict_inertia=False,
     )
+    mimics = a.mimics + tuple(
+        m._replace(joint=prefix + m.joint, mimicked=prefix + m.mimicked) for m in b.mimics
+    )
+    welded = dataclasses.replace(welded, mimics=mimics) if mimics else welded
     return with_joint_dynamics(welded, a.joint_dynamics or b.joint_dynamics)
 
 

@@ -34,6 +34,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
@@ -127,6 +128,16 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+class Mimic(NamedTuple):
+    """A URDF ``<mimic>`` coupling, ``joint = multiplier * mimicked + offset``, recorded on the
+    :class:`Model` (``Model.mimics``) but not modelled: both joints move independently."""
+
+    joint: str
+    mimicked: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
 @dataclass(frozen=True, eq=False)
 class Model:
     """Immutable robot model (see the module glossary). Build with :func:`load_urdf`.
@@ -159,6 +170,9 @@ class Model:
         Joint effort [N m | N] and speed [rad/s | m/s] limits per DoF, >= 0 (inf when unset).
         An effort limit of 0 is a passive joint; a speed limit of 0, what published URDFs
         carry where the value is unknown, means no speed limit.
+    mimics : tuple of Mimic
+        The URDF's ``<mimic>`` couplings between joints of the model (recorded, not modelled:
+        the joints move independently; the reactionless controller holds them).
     joint_dynamics : bool
         Whether joint damping/friction (``arrays.damping``/``arrays.friction``) are applied.
     arrays : ModelArrays
@@ -186,6 +200,7 @@ class Model:
     velocity_limit: np.ndarray
     arrays: ModelArrays
     joint_dynamics: bool = False
+    mimics: tuple[Mimic, ...] = ()
     idx_q: tuple[int, ...] = ()
     idx_v: tuple[int, ...] = ()
     nqs: tuple[int, ...] = ()
@@ -434,6 +449,11 @@ class InertiaWarning(UserWarning):
 class MimicWarning(UserWarning):
     """A URDF ``<mimic>`` joint was loaded as an independent joint (the coupling is not
     modelled), as Pinocchio's and MuJoCo's URDF parsers do by default."""
+
+
+class LimitWarning(UserWarning):
+    """A URDF joint limit was loaded as read but leaves the joint unable to move (a revolute
+    or prismatic ``<limit>`` without ``lower``/``upper``: 0 and 0, as urdfdom reads it)."""
 
 
 def inertia_problem(
@@ -751,7 +771,8 @@ DEGENERATE_PIVOT = 1e-12
 def _check_inertia_rank(model: Model, bodies: Sequence[BodySpec]) -> None:
     """Raise a ``ValueError`` naming the joint (or the floating base) whose motion moves no
     inertia that the joints before it do not already move: a point mass on its own axis, two
-    collinear joints with nothing between them, a massless base under one joint. The inertia
+    collinear joints with nothing between them, a massless base under one joint (named as
+    such). The inertia
     matrix ``H`` would be singular (the accelerations undefined) wherever the dynamics are
     evaluated, so it is checked here by the pivots of its ``L D L^T`` factorization (each
     against its diagonal entry) at two configurations: a posture can be singular alone (iCub's
@@ -772,6 +793,16 @@ def _check_inertia_rank(model: Model, bodies: Sequence[BodySpec]) -> None:
         if dof is None:
             return
     a = model.arrays
+    on_base = np.flatnonzero(a.parent == 0)
+    if model.floating_base and on_base.size == 1 and not np.any(bodies[0].inertia):
+        if bodies[0].mass <= 0.0:  # (the base's motion and its one joint's are one motion)
+            child = bodies[int(on_base[0])]
+            raise ValueError(
+                f'base body {bodies[0].name!r} has no mass: the floating base and its one '
+                f'joint {child.joint_name} are then the same motion (a singular inertia '
+                f'matrix); give link {bodies[0].name} an <inertial>, or join it to '
+                f'{child.name} by a fixed joint'
+            )
     body = int(np.flatnonzero((a.iv <= dof) & (dof < a.iv + a.nvj))[-1])
     what = f'floating base {bodies[0].name}' if body == 0 else f'joint {bodies[body].joint_name}'
     raise ValueError(

@@ -21,7 +21,16 @@ import numpy as np
 
 from .inputs import as_bool, describe
 from .lie import rpy_to_matrix
-from .model import BodySpec, Frame, MimicWarning, Model, build_model, check_inertia
+from .model import (
+    BodySpec,
+    Frame,
+    LimitWarning,
+    Mimic,
+    MimicWarning,
+    Model,
+    build_model,
+    check_inertia,
+)
 
 _SUPPORTED = ('revolute', 'continuous', 'prismatic', 'fixed')
 _UNSUPPORTED = ('planar', 'floating')
@@ -254,12 +263,13 @@ def _parse_joint(elem: ET.Element) -> _Joint:
     )
 
 
-def _check_mimics(root: ET.Element, types: dict[str, str]) -> None:
+def _check_mimics(root: ET.Element, types: dict[str, str]) -> tuple[Mimic, ...]:
     """Refuse a ``<mimic>`` of itself or of a fixed joint; warn (:class:`MimicWarning`) that
     the mimic joints are loaded as independent joints (the coupling is not modelled), naming
     those that mimic a joint the robot does not have (example-robot-data's Alex hands mimic
-    ``index_q1`` where the joint is ``Left_index_q1``: loaded, as Pinocchio loads them)."""
-    mimics = []
+    ``index_q1`` where the joint is ``Left_index_q1``: loaded, as Pinocchio loads them).
+    Returns the couplings between moving joints of the robot (``Model.mimics``)."""
+    mimics, couplings = [], []
     for el in root.findall('joint'):
         mimic = el.find('mimic')
         if mimic is None:
@@ -275,13 +285,41 @@ def _check_mimics(root: ET.Element, types: dict[str, str]) -> None:
                 f'joint {name}: <mimic joint=...> expected another moving joint of the robot, '
                 f'got {target!r}'
             )
+        where = f'joint {name} <mimic>'
+        factors = [
+            _attr_float(mimic, key, d, where) for key, d in (('multiplier', 1), ('offset', 0))
+        ]
+        if not np.all(np.isfinite(factors)):
+            raise ValueError(f'{where}: expected a finite multiplier and offset, got {factors}')
+        couplings.append(Mimic(name, target, *factors))
         mimics.append(f'{name} (mimics {target})')
     if mimics:
         warnings.warn(
             'URDF mimic joints loaded as independent joints, the coupling not modelled (as '
             "Pinocchio's parser does by default; MuJoCo's adds an equality constraint): "
-            f'{", ".join(mimics)}; command each joint yourself',
+            f'{", ".join(mimics)}; command each joint yourself (the reactionless controller '
+            'holds them unless active_joints names them)',
             MimicWarning,
+            stacklevel=3,
+        )
+    return tuple(couplings)
+
+
+def _warn_stuck(joints: Sequence[_Joint], root: ET.Element) -> None:
+    """Warn (:class:`LimitWarning`) once for the revolute and prismatic joints whose limits
+    leave no range (``lower == upper``; urdfdom reads a missing ``lower``/``upper`` as 0)."""
+    stuck, limits = [], {el.get('name'): el.find('limit') for el in root.findall('joint')}
+    for joint in joints:
+        if joint.type in ('revolute', 'prismatic') and joint.lower == joint.upper:
+            limit = limits[joint.name]
+            unset = limit is not None and limit.get('lower') is None and limit.get('upper') is None
+            read = ' (no lower/upper in its <limit>: 0, as urdfdom reads it)' if unset else ''
+            stuck.append(f'joint {joint.name}: limit lower = upper = {joint.lower:g}{read}')
+    if stuck:
+        warnings.warn(
+            f"{'; '.join(stuck)}: the joint cannot move under the controller's clamping to "
+            'its limits; give lower < upper, or make a revolute joint continuous',
+            LimitWarning,
             stacklevel=3,
         )
 
@@ -544,7 +582,8 @@ def load_urdf(
         joints.append(joint)
     if len({j.name for j in joints}) != len(joints):
         raise ValueError('URDF: joint names must be unique')
-    _check_mimics(root, {j.name: j.type for j in joints})
+    mimics = _check_mimics(root, {j.name: j.type for j in joints})
+    _warn_stuck(joints, root)
     roots = [name for name in links if name not in child_of]
     if not roots:
         raise ValueError(
@@ -647,7 +686,7 @@ def load_urdf(
                 'CoM offsets and inertias whose products stay finite'
             )
         specs.append(_replace_inertial(spec, m, com, ic))
-    return build_model(
+    model = build_model(
         specs,
         frames,
         link_order,
@@ -656,6 +695,7 @@ def load_urdf(
         name=root.get('name', 'robot'),
         strict_inertia=strict_inertia,
     )
+    return dataclasses.replace(model, mimics=mimics) if mimics else model
 
 
 def _replace_inertial(

@@ -15,7 +15,12 @@ from ffsim_ros.control import (
     Gains,
 )
 from ffsim_ros.control.capture import DETUMBLE_MODES, CaptureGains
-from ffsim_ros.control.rns import active_joint_mask, chain_joints
+from ffsim_ros.control.rns import (
+    active_joint_mask,
+    chain_joints,
+    default_joint_masks,
+    mimic_joints,
+)
 from ffsim_ros.dynamics import Model
 from ffsim_ros.node_support import (
     Check,
@@ -222,7 +227,10 @@ def active_joints_from(values: Mapping[str, Any], model: Model) -> tuple[str, ..
     """The ``active_joints`` of :class:`~ffsim_ros.control.ReactionlessController` from the
     checked parameter ``active_joints``: None for ``auto`` (the law's default: every joint in
     reactionless mode, the path to ``ee_link`` in the others), the joints on that path for
-    ``chain``, every joint for ``all``, else the names given.
+    ``chain``, every joint for ``all``, else the names given. ``auto`` and ``all`` leave out
+    the joints of URDF ``<mimic>`` couplings (:func:`~ffsim_ros.control.rns.mimic_joints`:
+    the coupling is not modelled, so moving one alone breaks it); names given may not include
+    a joint that mimics another.
 
     Parameters
     ----------
@@ -238,22 +246,58 @@ def active_joints_from(values: Mapping[str, Any], model: Model) -> tuple[str, ..
     Raises
     ------
     ParameterValueError
-        Unknown or repeated joints, or none on the path to ``ee_link``, naming the parameter
-        and the joints the robot has.
+        Unknown or repeated joints, a joint that mimics another, or none on the path to
+        ``ee_link``, naming the parameter and the joints the robot has.
     """
     text = values['active_joints']
     if text == 'auto':
+        try:  # (every joint on the path to ee_link a mimic joint)
+            default_joint_masks(model, values['ee_link'])
+        except ValueError as exc:
+            raise ParameterValueError(str(exc)) from None
         return None
-    if text in JOINT_SETS:
-        chain = chain_joints(model, values['ee_link'])
-        names = model.joint_names if text == 'all' else tuple(model.joint_names[k] for k in chain)
+    if text == 'all':
+        held = mimic_joints(model)
+        names = tuple(n for n in model.joint_names if n not in held)
+    elif text == 'chain':
+        names = tuple(model.joint_names[k] for k in chain_joints(model, values['ee_link']))
     else:
         names = tuple(n.strip() for n in text.split(','))
+        slaved = [f'{m.joint} (mimics {m.mimicked})' for m in model.mimics if m.joint in names]
+        if slaved:
+            raise ParameterValueError(
+                f'active_joints: expected no joint that mimics another (URDF <mimic>, the '
+                f'coupling not modelled: the law would break it), got {", ".join(slaved)}'
+            )
     try:
         active_joint_mask(model, values['ee_link'], names)
     except ValueError as exc:
         raise ParameterValueError(str(exc)) from None
     return tuple(names)
+
+
+def held_mimics_note(values: Mapping[str, Any], model: Model) -> str:
+    """The start-up note on the joints of URDF ``<mimic>`` couplings that ``active_joints``
+    ``auto`` or ``all`` hold (:func:`active_joints_from`); '' when none are held.
+
+    Parameters
+    ----------
+    values : mapping
+        Checked parameter values by name (``active_joints``).
+    model : Model
+
+    Returns
+    -------
+    str
+    """
+    held = mimic_joints(model) if values['active_joints'] in ('auto', 'all') else ()
+    if not held:
+        return ''
+    pairs = ', '.join(f'{m.joint} mimics {m.mimicked}' for m in model.mimics)
+    return (
+        f'joints {", ".join(held)} held (active_joints {values["active_joints"]}): URDF '
+        f'<mimic> couplings ({pairs}) are not modelled, and moving one joint alone breaks them'
+    )
 
 
 def _cross_check(values: dict) -> None:
@@ -300,7 +344,9 @@ PARAMETERS = ParameterTable(
             'joints the ee_goal laws may move, the others held still: auto = all in '
             'reactionless mode (other arms recruited as momentum compensators), those on the '
             'path to ee_link in the other modes; chain = those on the path in every mode (a '
-            'goal for one arm leaves the other arms still)',
+            'goal for one arm leaves the other arms still); all = every joint. auto and all '
+            'hold the joints of URDF <mimic> couplings (not modelled); a joint that mimics '
+            'another cannot be named',
             Check("'auto', 'chain', 'all' or joint names separated by commas", _joint_set),
         ),
         ParameterSpec(
