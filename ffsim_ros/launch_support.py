@@ -4,7 +4,8 @@ level: :class:`LaunchWarning` imports it when the launch runs it).
 Kept in the package so that ``launch/ffsim.launch.py`` and ``launch/multi_robot.launch.py``
 share them and so that they are unit-tested without a ROS launch installation:
 
-* :func:`resolve_robot` turns the ``robot`` launch argument (sample name or path) into a file;
+* :func:`resolve_robot` turns the ``robot`` launch argument (sample name or path) into a file,
+  :func:`resolve_scenario_argument` the ``scenario`` argument into what the nodes get;
 * :func:`frame_prefix` gives the TF frame prefix of a namespaced robot (``robot1`` ->
   ``robot1/``, as ``robot_state_publisher``'s ``frame_prefix`` and the simulator's
   ``frame_prefix`` expect it, and as RViz's RobotModel ``TF Prefix`` + ``/`` produces it);
@@ -18,13 +19,15 @@ share them and so that they are unit-tested without a ROS launch installation:
 * :func:`discovery_environment` turns the ``localhost_only`` argument into the DDS discovery
   variables of the launched processes;
 * :func:`merged_parameter_file` merges the package's parameter files and the user's
-  ``params_file`` for one node into one file, the user's values winning whatever their type;
+  ``params_file`` for one node into one file, the user's values winning whatever their type
+  (with the other helpers of :mod:`ffsim_ros.launch_parameters`, re-exported here);
 * :class:`LaunchWarning` logs a warning at warning level (``LogInfo`` logs at info level).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import subprocess
@@ -37,7 +40,17 @@ from typing import Any
 
 import yaml
 
-from ffsim_ros.resources import sample_robot, share_path
+# re-exported: the launch files and tests use ls.<name>
+from ffsim_ros.launch_parameters import (
+    PARAMS_KEY,  # noqa: F401
+    full_namespace,  # noqa: F401
+    key_matches_node,  # noqa: F401
+    merged_parameter_file,  # noqa: F401
+    node_fqn,  # noqa: F401
+    node_parameters,  # noqa: F401
+    read_parameter_file,  # noqa: F401
+)
+from ffsim_ros.resources import SHIPPED_SCENARIOS, sample_robot, share_path
 
 #: Suffixes of robot description files run through ``xacro`` before use.
 XACRO_SUFFIXES = ('.xacro',)
@@ -151,9 +164,46 @@ def resolve_robot(robot: str) -> Path:
                 f'robot: {exc} (or a path to a .urdf or .xacro file)'
             ) from None
     path = Path(value).expanduser()
+    if path.is_dir():
+        raise FileNotFoundError(
+            f'robot: expected a sample robot name or a .urdf or .xacro file, got {value!r} '
+            '(a directory)'
+        )
     if not path.is_file():
         raise FileNotFoundError(f'robot: no such file {value!r}')
     return path.resolve()
+
+
+def resolve_scenario_argument(scenario: str) -> str:
+    """The ``scenario`` value the nodes get: '' (none) or a shipped name as is (the nodes
+    find it in their share folder), else the absolute path of an existing file.
+
+    Parameters
+    ----------
+    scenario : str
+        The ``scenario`` launch argument.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        ``'scenario: ...'``, listing the shipped names, when the value is neither one of them
+        nor a file (the nodes started and each exited 2 on "cannot read").
+    """
+    value = str(scenario).strip()
+    if not value or value in SHIPPED_SCENARIOS:
+        return value
+    path = Path(value).expanduser()
+    if path.is_file():
+        return str(path.resolve())
+    kind = 'a directory' if path.is_dir() else 'not a file' if path.exists() else 'no such file'
+    raise ValueError(
+        f'scenario: expected a shipped scenario name {list(SHIPPED_SCENARIOS)} or a scenario '
+        f'YAML file, got {value!r}: neither a shipped name nor a file ({kind})'
+    )
 
 
 def is_xacro(path: str | Path) -> bool:
@@ -313,248 +363,6 @@ def check_params_file(path: str) -> None:
         raise ValueError(f'params_file: expected a YAML parameter file, got {path!r} (not a file)')
 
 
-#: Key of a node's parameters in a ROS parameter YAML file.
-PARAMS_KEY = 'ros__parameters'
-_MAP = 'tag:yaml.org,2002:map'
-_STR = 'tag:yaml.org,2002:str'
-
-
-def full_namespace(namespace: str | None = None, base_namespace: str | None = None) -> str:
-    """The namespace a launched node runs in, as launch_ros makes it (``Node``'s
-    ``prefix_namespace`` of the launch's ``ros_namespace``): ``namespace`` if it is absolute,
-    else ``base_namespace`` (a ``PushRosNamespace``) joined with it; without leading or
-    trailing ``/`` ('' for the root).
-
-    Parameters
-    ----------
-    namespace, base_namespace : str, optional
-
-    Returns
-    -------
-    str
-    """
-    ns = str(namespace or '').strip()
-    if not ns.startswith('/'):
-        ns = '/'.join(p for p in (str(base_namespace or '').strip('/'), ns.strip('/')) if p)
-    return ns.strip('/')
-
-
-def node_fqn(name: str, namespace: str | None = None, base_namespace: str | None = None) -> str:
-    """Fully qualified name of a launched node, as launch_ros makes it:
-    ``/<full namespace>/<name>`` (:func:`full_namespace`), ``/<name>`` without any.
-
-    Parameters
-    ----------
-    name : str
-    namespace, base_namespace : str, optional
-        As for :func:`full_namespace`.
-
-    Returns
-    -------
-    str
-    """
-    ns = full_namespace(namespace, base_namespace)
-    return f'/{ns}/{name}' if ns else f'/{name}'
-
-
-def key_matches_node(key: str, fqn: str) -> bool:
-    """Whether the node key ``key`` of a parameter file applies to the node ``fqn``, as rclpy
-    decides it: a key gets a leading ``/`` if it has none, then ``/*`` stands for one token of
-    the name and ``/**`` for any number (``/**``: every node; ``/**/ffsim_simulator``: the
-    simulator in any namespace; ``robot1/ffsim_simulator``: the one in ``/robot1`` only).
-
-    Parameters
-    ----------
-    key : str
-        A top-level key of a parameter file, e.g. ``'/**/ffsim_simulator'``.
-    fqn : str
-
-    Returns
-    -------
-    bool
-    """
-    name = key if key.startswith('/') else f'/{key}'
-    pattern = ''.join(
-        r'(/\w+)' if part == '/*' else re.escape(part).replace(r'\*', '*')
-        for part in re.split(r'(/\*)', name)
-    )
-    return re.fullmatch(pattern, fqn, re.ASCII) is not None
-
-
-def read_parameter_file(path: str | Path, what: str) -> list[tuple[str, dict[str, yaml.Node]]]:
-    """The node sections of a ROS parameter YAML file, in file order: ``(node key, {parameter
-    name: YAML node})``, nested node keys joined with ``/`` and nested parameters with ``.``
-    as rcl does. The values stay YAML nodes (their text and quoting), so that a file written
-    from them is read by rcl as the original would be (``1e3`` a double, ``"5"`` a string).
-
-    Parameters
-    ----------
-    path : str or Path
-    what : str
-        What names the file in messages.
-
-    Returns
-    -------
-    list of (str, dict)
-
-    Raises
-    ------
-    ValueError
-        ``'<what>: ...'``: not readable, not YAML, or not a mapping of node names to
-        ``ros__parameters`` mappings.
-    """
-    try:
-        root = yaml.compose(Path(path).read_text(encoding='utf-8'), Loader=yaml.SafeLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(
-            f'{what}: expected a YAML parameter file, got {str(path)!r}: {exc}'
-        ) from None
-    sections: list[tuple[str, dict[str, yaml.Node]]] = []
-
-    def problem(text: str, node: yaml.Node) -> ValueError:
-        return ValueError(
-            f'{what}: expected {text}, got {node.id} at line {node.start_mark.line + 1} '
-            f'of {str(path)!r}'
-        )
-
-    def flatten(node: yaml.Node, prefix: str, out: dict[str, yaml.Node]) -> None:
-        if isinstance(node, yaml.ScalarNode) and node.tag == 'tag:yaml.org,2002:null':
-            return  # `ros__parameters:` with nothing under it
-        if not isinstance(node, yaml.MappingNode):
-            raise problem(f'parameter names under {PARAMS_KEY}', node)
-        for key, value in node.value:
-            if not isinstance(key, yaml.ScalarNode):
-                raise problem('a parameter name', key)
-            if isinstance(value, yaml.MappingNode):
-                flatten(value, f'{prefix}{key.value}.', out)
-            else:
-                out[f'{prefix}{key.value}'] = value
-
-    def walk(node: yaml.Node, levels: list[str]) -> None:
-        if not isinstance(node, yaml.MappingNode):
-            raise problem(f'a mapping of node names to {PARAMS_KEY}', node)
-        for key, value in node.value:
-            if not isinstance(key, yaml.ScalarNode):
-                raise problem('a node name', key)
-            if not key.value.startswith(PARAMS_KEY):
-                walk(value, [*levels, key.value])
-            elif not levels:
-                raise problem(f'a node name before {PARAMS_KEY}', key)
-            else:
-                params: dict[str, yaml.Node] = {}
-                flatten(value, '', params)
-                sections.append(('/'.join(levels), params))
-
-    if root is not None:
-        walk(root, [])
-    return sections
-
-
-def _as_rcl_reads(node: yaml.Node) -> yaml.Node:
-    """``node`` to write again: rcl ignores a tag other than ``!!str`` on a plain scalar (it
-    types the text), so such a tag is dropped rather than written (it would quote it)."""
-    if isinstance(node, yaml.SequenceNode):
-        items = [_as_rcl_reads(item) for item in node.value]
-        return yaml.SequenceNode(node.tag, items, flow_style=node.flow_style)
-    if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag != _STR:
-        tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, node.value, (True, False))
-        return yaml.ScalarNode(tag, node.value)
-    return node
-
-
-def node_parameters(fqn: str, files: Sequence[tuple[str | Path, str]]) -> dict[str, yaml.Node]:
-    """The parameters the node ``fqn`` gets from the parameter ``files`` (``(path, what)``
-    pairs, ``what`` naming the file in errors), merged as rcl and rclpy merge them with one
-    difference: a later value replaces an earlier one whatever their types. rcl keeps the
-    earlier value when the types differ and the earlier type comes first in its order (bool,
-    integer, double, string, arrays): ``control_rate_hz: "fast"`` in a later file was ignored,
-    the node running at the package's 100 Hz.
-
-    The merge, as rcl's: the sections of one node key across the files are one entry (later
-    files win within it), ordered by the first appearance of their key; the entries whose key
-    matches ``fqn`` (:func:`key_matches_node`) are applied in that order, later ones winning.
-
-    Parameters
-    ----------
-    fqn : str
-    files : sequence of (str or Path, str)
-        ``(path, what)``, in order of precedence (later wins).
-
-    Returns
-    -------
-    dict
-        Parameter name -> ``yaml.Node``.
-    """
-    entries: dict[str, dict[str, yaml.Node]] = {}
-    for path, what in files:
-        for key, params in read_parameter_file(path, what):
-            entries.setdefault(key, {}).update(params)
-    merged: dict[str, yaml.Node] = {}
-    for key, params in entries.items():
-        if key_matches_node(key, fqn):
-            merged.update(params)
-    return merged
-
-
-def merged_parameter_file(
-    node_name: str,
-    fqn: str,
-    defaults: Sequence[str | Path],
-    params_file: str | Path,
-    directory: str | Path | None = None,
-) -> Path:
-    """Write the parameters of the node ``fqn`` from the package's ``defaults`` files and then
-    the user's ``params_file`` (:func:`node_parameters`) to one new file, under the key
-    ``/**/<node_name>``, and return its path (the launch files remove it when they shut
-    down: :func:`file_remover`).
-
-    Given this one file the node sees the user's values whatever their type, and rejects one
-    of a wrong type itself (exit 2, naming it), as it does when run alone with the user's
-    file. The parameters the launch file sets from its arguments come after it, under the
-    node's full name (launch_ros): a key of their own, so they win whatever the type.
-
-    Parameters
-    ----------
-    node_name : str
-        The node's name (the key ``/**/<node_name>``).
-    fqn : str
-    defaults : sequence of str or Path
-        The package's parameter files, in order.
-    params_file : str or Path
-    directory : str or Path, optional
-        Where to write (default: the temporary directory).
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    ValueError
-        ``'params_file: ...'`` (or the default file's path): see :func:`read_parameter_file`.
-    """
-    files = [*((path, str(path)) for path in defaults), (params_file, 'params_file')]
-    params = node_parameters(fqn, files)
-
-    def text(value: str) -> yaml.ScalarNode:
-        return yaml.ScalarNode(_STR, value)
-
-    section = yaml.MappingNode(
-        _MAP, [(text(name), _as_rcl_reads(value)) for name, value in params.items()]
-    )
-    document = yaml.MappingNode(
-        _MAP,
-        [(text(f'/**/{node_name}'), yaml.MappingNode(_MAP, [(text(PARAMS_KEY), section)]))],
-    )
-    sources = ', '.join(repr(str(path)) for path, _ in files)
-    header = f'# ffsim launch: parameters of {fqn} from {sources} (later ones winning)\n'
-    with tempfile.NamedTemporaryFile(
-        'w', prefix=f'{node_name}_params_', suffix='.yaml', dir=directory, delete=False
-    ) as handle:
-        handle.write(header + yaml.serialize(document, Dumper=yaml.SafeDumper))
-    return Path(handle.name)
-
-
 def missing_packages(packages: Sequence[str]) -> list[str]:
     """The ROS packages among ``packages`` that the ament index does not know (none when the
     index cannot be read: launch_ros then resolves them itself).
@@ -632,7 +440,7 @@ def default_ee_link(urdf_text: str, preferred: str = 'ee_link') -> str:
     raise ValueError(f'ee_link: the robot has no link named *ee_link; links: {names}')
 
 
-def parse_vector(text: str, size: int, name: str) -> list[float]:
+def parse_vector(text: str, size: int, name: str, bound: float | None = None) -> list[float]:
     """Floats of a vector launch argument: ``'[0, -5, 0]'``, ``'0,-5,0'`` or ``'0 -5 0'``.
 
     Parameters
@@ -642,6 +450,9 @@ def parse_vector(text: str, size: int, name: str) -> list[float]:
         Expected count.
     name : str
         The argument's name, for the message.
+    bound : float, optional
+        Largest magnitude of an entry (the node's own bound: an error here names the argument
+        typed before any process starts).
 
     Returns
     -------
@@ -650,15 +461,19 @@ def parse_vector(text: str, size: int, name: str) -> list[float]:
     Raises
     ------
     ValueError
-        Naming the argument, for a wrong count or a non-numeric entry.
+        Naming the argument, for a wrong count, a non-numeric or non-finite entry (``nan``,
+        ``inf``, ``1e400``) or one beyond ``bound``.
     """
+    what = f'{size} finite numbers' + (f' of magnitude <= {bound:g}' if bound is not None else '')
     parts = [p for p in re.split(r'[\s,]+', str(text).strip().strip('[]()')) if p]
     try:
         values = [float(p) for p in parts]
     except ValueError:
-        raise ValueError(f'{name}: expected {size} numbers, got {text!r}') from None
-    if len(values) != size:
-        raise ValueError(f'{name}: expected {size} numbers, got {text!r}')
+        raise ValueError(f'{name}: expected {what}, got {text!r}') from None
+    if len(values) != size or not all(math.isfinite(v) for v in values):
+        raise ValueError(f'{name}: expected {what}, got {text!r}')
+    if bound is not None and max(abs(v) for v in values) > bound:
+        raise ValueError(f'{name}: expected {what}, got {text!r}')
     return values
 
 

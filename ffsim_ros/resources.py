@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 PACKAGE = 'ffsim_ros'
+#: Scenarios shipped in ``config/scenarios`` (``scenario:=<name>``).
+SHIPPED_SCENARIOS = ('capture',)
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -62,6 +62,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 from ffsim_ros import launch_support as ls
 from ffsim_ros.control import CONTROL_MODES
 from ffsim_ros.launch_support import LOCALHOST_ONLY_CHOICES
+from ffsim_ros.node_support.simulator_parameters import MAX_BASE_POSITION
 from ffsim_ros.resources import share_path
 
 PACKAGE = 'ffsim_ros'
@@ -217,14 +218,15 @@ def robot_actions(context: LaunchContext) -> list:
     common = {'use_sim_time': use_sim_time}
 
     sim_params = {**common, 'robot_description': description, 'frame_prefix': prefix}
-    scenario = _arg(context, 'scenario')
-    if scenario:  # a shipped name as is (the simulator resolves it), a path made absolute
-        sim_params['scenario'] = (
-            str(Path(scenario).resolve()) if Path(scenario).suffix else scenario
-        )
+    # a shipped name as is (the simulator resolves it), a file made absolute, else an error
+    scenario = ls.resolve_scenario_argument(_arg(context, 'scenario'))
+    if scenario:
+        sim_params['scenario'] = scenario
     position = _arg(context, 'initial_base_position')
     if position:
-        sim_params['initial_base_position'] = ls.parse_vector(position, 3, 'initial_base_position')
+        sim_params['initial_base_position'] = ls.parse_vector(
+            position, 3, 'initial_base_position', bound=MAX_BASE_POSITION
+        )
 
     ctl_params = {
         **common,

@@ -35,6 +35,7 @@ from launch_ros.actions import Node
 from ffsim_ros import launch_support as ls
 from ffsim_ros.control import CONTROL_MODES
 from ffsim_ros.launch_support import LOCALHOST_ONLY_CHOICES
+from ffsim_ros.node_support.simulator_parameters import MAX_BASE_POSITION
 from ffsim_ros.resources import share_path
 
 #: The single-robot launch file, next to this one (source tree and install share alike).
@@ -147,7 +148,8 @@ def robot_groups(context: LaunchContext) -> list:
     groups = []
     for ns in ROBOTS:
         name = f'{ns}_position'
-        position = ls.parse_vector(LaunchConfiguration(name).perform(context), 3, name)
+        text = LaunchConfiguration(name).perform(context)
+        position = ls.parse_vector(text, 3, name, bound=MAX_BASE_POSITION)
         groups.append(include_robot(ns, str(position)))
     return groups
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 import runpy
 import sys
 from collections.abc import Iterator
@@ -614,6 +615,12 @@ def test_resolve_robot_paths_and_errors(tmp_path: Path) -> None:
         ls.resolve_robot('no_such_robot')  # names the argument, lists the samples
     with pytest.raises(FileNotFoundError, match='no such file'):
         ls.resolve_robot(str(tmp_path / 'missing.urdf'))
+    with pytest.raises(FileNotFoundError) as info:  # (it said "no such file" of a directory)
+        ls.resolve_robot(str(tmp_path))
+    assert str(info.value) == (
+        f"robot: expected a sample robot name or a .urdf or .xacro file, got '{tmp_path}' "
+        '(a directory)'
+    )
     with pytest.raises(FileNotFoundError):
         ls.resolve_robot('  ')
     with pytest.raises(ValueError, match='ee_link'):
@@ -629,9 +636,12 @@ def test_argument_parsers() -> None:
         ls.clean_namespace('1robot')
     assert ls.parse_vector('[0, -5.5, 1e-1]', 3, 'p') == [0.0, -5.5, 0.1]
     assert ls.parse_vector('1 2 3', 3, 'p') == [1.0, 2.0, 3.0]
-    for bad in ('[1, 2]', '[a, b, c]', ''):
-        with pytest.raises(ValueError, match='initial_base_position'):
+    for bad in ('[1, 2]', '[a, b, c]', '', '[nan, 0, 0]', '[0, -inf, 0]', '[1e400, 0, 0]'):
+        with pytest.raises(ValueError, match='^initial_base_position: expected 3 finite numbers'):
             ls.parse_vector(bad, 3, 'initial_base_position')
+    assert ls.parse_vector('[-1e6, 0, 1e6]', 3, 'p', bound=1e6) == [-1e6, 0.0, 1e6]
+    with pytest.raises(ValueError, match=r'^p: expected 3 finite numbers of magnitude <= 1e\+06'):
+        ls.parse_vector('[0, 1e7, 0]', 3, 'p', bound=1e6)
     assert ls.as_bool('True', 'rviz') is True and ls.as_bool('false', 'rviz') is False
     with pytest.raises(ValueError, match='rviz'):
         ls.as_bool('maybe', 'rviz')
@@ -680,12 +690,31 @@ def _evaluate(description, overrides: dict[str, str]):
     return context, actions
 
 
-def test_launch_descriptions_load_and_evaluate() -> None:
+@pytest.mark.parametrize('installed', ['as found', 'all', 'none'])
+def test_launch_descriptions_load_and_evaluate(installed: str, monkeypatch) -> None:
+    """The real launch API evaluates the launch files. robot_state_publisher, rviz2 and the
+    bag recorder are started where their packages are installed and left out (with a warning)
+    where not: the nodes expected follow ``ls.missing_packages``/``ls.recorder_warning`` as
+    found on this install ('as found': a ros-base install has no rviz2), and with every or no
+    package installed."""
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (PyPI ROS wheels)')
     from launch.actions import DeclareLaunchArgument, ExecuteProcess
     from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
     from launch_ros.actions import Node
 
+    if installed != 'as found':
+        everything = installed == 'all'
+        monkeypatch.setattr(
+            ls, 'missing_packages', lambda packages: [] if everything else list(packages)
+        )
+    warnings = []  # the messages of the LaunchWarnings the launch file makes
+
+    class Warning_(ls.LaunchWarning):
+        def __init__(self, message: str) -> None:
+            super().__init__(message)
+            warnings.append(message)
+
+    monkeypatch.setattr(ls, 'LaunchWarning', Warning_)
     for path in LAUNCH_FILES:
         description = _load_launch_module(path).generate_launch_description()
         arguments = [e for e in description.entities if isinstance(e, DeclareLaunchArgument)]
@@ -701,10 +730,17 @@ def test_launch_descriptions_load_and_evaluate() -> None:
     def text(value) -> str:
         return perform_substitutions(context, normalize_to_list_of_substitutions(value))
 
+    others = ['robot_state_publisher', 'rviz2']
+    missing = ls.missing_packages(others)
+    if installed != 'as found':
+        assert missing == ([] if installed == 'all' else others)
     nodes = {text(a.node_executable): a for a in actions if isinstance(a, Node)}
-    assert set(nodes) == {'simulator', 'reactionless_controller', 'robot_state_publisher', 'rviz2'}
+    expected = {'simulator', 'reactionless_controller'} | {p for p in others if p not in missing}
+    assert set(nodes) == expected
     recorders = [a for a in actions if isinstance(a, ExecuteProcess) and not isinstance(a, Node)]
-    assert len(recorders) == 1
+    assert len(recorders) == (0 if ls.recorder_warning() else 1)
+    assert any('record:=true ignored' in w for w in warnings) == bool(ls.recorder_warning())
+    assert any(f'{missing} not installed' in w for w in warnings) == bool(missing)
 
 
 # ---------------------------------------- launch files, run against a stub of the launch API
@@ -779,9 +815,8 @@ def _stub_modules() -> dict[str, Any]:
 
 @pytest.fixture
 def stub_launch(monkeypatch) -> None:
-    """Install the stub launch API (only where the real one is missing)."""
-    if importlib.util.find_spec('launch_ros') is not None:
-        pytest.skip('the real launch API is installed: test_launch_descriptions_load_and_evaluate')
+    """Install the stub launch API, in place of the real one where it is installed (these tests
+    look at how the launch files call it, which the stub records)."""
     for name, mod in _stub_modules().items():
         monkeypatch.setitem(sys.modules, name, mod)
     # as on a ROS install: robot_state_publisher and rviz2 there (see the test without them)
@@ -850,6 +885,7 @@ def test_ffsim_launch_actions(stub_launch, tmp_path: Path) -> None:
     assert _parameters(captured['simulator'])['scenario'] == 'capture'
     assert _parameters(captured['reactionless_controller'])['capture.scenario'] == 'capture'
     own = tmp_path / 'mine.yaml'
+    own.write_text('targets: []\n')
     captured = _nodes(_run(module, 'robot_actions', scenario=str(own), capture='false'))
     assert _parameters(captured['simulator'])['scenario'] == str(own.resolve())
     assert 'capture.scenario' not in _parameters(captured['reactionless_controller'])
@@ -1063,6 +1099,59 @@ def test_ffsim_launch_without_the_other_packages_and_with_bad_files(
         _run(module, 'robot_actions', params_file='/nonexistent.yaml')
 
 
+def test_positions_are_checked_against_the_simulators_bound(stub_launch) -> None:
+    """``initial_base_position`` (and multi_robot's positions, above) are refused by the launch
+    when not finite or beyond the simulator's own bound, naming the argument, before any
+    process starts (they passed, every process started, then the simulator exited 2)."""
+    from ffsim_ros.node_support.simulator_parameters import MAX_BASE_POSITION, PARAMETERS
+
+    check = PARAMETERS['initial_base_position'].check.test
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+    edge = f'[{MAX_BASE_POSITION!r}, 0, 0]'
+    sim = _nodes(_run(module, 'robot_actions', initial_base_position=edge))['simulator']
+    given = _parameters(sim)['initial_base_position']
+    assert given == [MAX_BASE_POSITION, 0.0, 0.0] and check(given) == given
+    beyond = [MAX_BASE_POSITION * (1 + 1e-9), 0.0, 0.0]
+    with pytest.raises(ValueError):
+        check(beyond)  # the node refuses it...
+    for bad in (str(beyond), '[nan,0,0]', '[0,inf,0]', '[1e400,0,0]'):  # ... and so does this
+        with pytest.raises(ValueError, match='^initial_base_position: expected 3 finite numbers'):
+            _run(module, 'robot_actions', initial_base_position=bad)
+
+
+def test_the_scenario_argument(stub_launch, tmp_path: Path, monkeypatch) -> None:
+    """A shipped scenario name goes to the nodes as is, a file as an absolute path; anything
+    else is an error naming the argument and listing the shipped names, before any process
+    starts (the nodes started and exited 2 on "cannot read 'nosuch'")."""
+    from ffsim_ros.resources import SHIPPED_SCENARIOS
+
+    module = _load_launch_module(ROOT / 'launch' / 'ffsim.launch.py')
+
+    def scenario_of(value: str) -> tuple[str, str]:
+        nodes = _nodes(_run(module, 'robot_actions', scenario=value, rviz='false'))
+        return (
+            _parameters(nodes['simulator'])['scenario'],
+            _parameters(nodes['reactionless_controller'])['capture.scenario'],
+        )
+
+    assert scenario_of('capture') == ('capture', 'capture')
+    own = tmp_path / 'mine'  # (a file without a suffix is a file too)
+    own.write_text('targets: []\n')
+    monkeypatch.chdir(tmp_path)
+    assert scenario_of('mine') == (str(own), str(own))
+    assert ls.resolve_scenario_argument('') == ''
+    names = re.escape(str(list(SHIPPED_SCENARIOS)))
+    for value, kind in (('nosuch', 'no such file'), (str(tmp_path), 'a directory')):
+        with pytest.raises(ValueError) as info:
+            _run(module, 'robot_actions', scenario=value)
+        assert str(info.value) == (
+            f'scenario: expected a shipped scenario name {list(SHIPPED_SCENARIOS)} or a '
+            f'scenario YAML file, got {value!r}: neither a shipped name nor a file ({kind})'
+        )
+    with pytest.raises(ValueError, match=f'^scenario: expected a shipped scenario name {names}'):
+        ls.resolve_scenario_argument('/dev/null')
+
+
 def test_missing_packages_reads_the_ament_index() -> None:
     """rclpy is in the index (wheel environment or ROS install), a made-up package is not."""
     pytest.importorskip('ament_index_python')
@@ -1091,8 +1180,9 @@ def test_multi_robot_launch_actions(stub_launch, monkeypatch) -> None:
     assert included == ['robot1', 'robot2']
     # a bad position is reported under the name the user typed, before anything starts
     for name in ('robot1_position', 'robot2_position'):
-        with pytest.raises(ValueError, match=rf"^{name}: expected 3 numbers, got '\[1,2\]'"):
-            _run(module, 'robot_groups', **{name: '[1,2]'})
+        for bad in ('[1,2]', '[inf,0,0]', '[nan,0,0]', '[1e7,0,0]'):
+            with pytest.raises(ValueError, match=rf"^{name}: expected 3 finite numbers .*got '"):
+                _run(module, 'robot_groups', **{name: bad})
 
     actions = _run(module, 'shared_actions', record='true')
     (rviz,) = _nodes(actions).values()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -761,7 +762,12 @@ def test_run_node_exit_status_when_a_callback_fails(
         node.create_timer(0.01, tick)
         return node
 
-    assert run_node(factory, 'probe', args=[]) == (0 if shut_down else EXIT_FATAL)
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:  # (a failing node leaves the signals ignored: the process is exiting)
+        assert run_node(factory, 'probe', args=[]) == (0 if shut_down else EXIT_FATAL)
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
 def test_initial_joints_beyond_their_limits_are_named() -> None:

@@ -183,6 +183,56 @@ def test_the_handlers_are_put_back_without_a_signal(node_env: None) -> None:
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
+@pytest.mark.parametrize('failure', ['parameter', 'fatal'])
+def test_a_failing_node_ignores_the_signals_of_its_exit(
+    failure: str, node_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A node exiting with an error code (2: a bad parameter; 1: a failure) and no signal
+    received leaves SIGINT and SIGTERM ignored: ``ros2 launch`` sends SIGINT to the other
+    nodes when one ends, and one landing in this node's exit (the interpreter's finalization
+    sets the default action back) killed it (launch: "exit code -2" instead of 2)."""
+    from rclpy.node import Node
+
+    from ffsim_ros.node_support.common import (
+        EXIT_FATAL,
+        EXIT_INVALID_PARAMETER,
+        FatalNodeError,
+        ParameterValueError,
+    )
+
+    def factory() -> Node:
+        if failure == 'parameter':
+            raise ParameterValueError('rate: expected a positive number, got -1')
+        raise FatalNodeError('a worker failed')
+
+    code = _run(factory)
+    assert code == (EXIT_INVALID_PARAMETER if failure == 'parameter' else EXIT_FATAL)
+    assert capsys.readouterr().err.startswith('probe: ')
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+
+
+def test_a_sigint_in_a_bad_parameter_exit_keeps_exit_code_2(ros_process) -> None:
+    """End to end, made deterministic: the simulator exits 2 on a bad parameter, and the
+    SIGINT that ros2 launch sends when the controller died of the same parameter arrives
+    after ``main`` returned, while the process exits: the exit code stays 2 (it was -2, a
+    KeyboardInterrupt at the default handler)."""
+    source = (
+        'import os, signal, sys\n'
+        'from ffsim_ros.simulator import main\n'
+        "code = main(['simulator', '--ros-args', '-p', 'scenario:=nosuch'])\n"
+        'os.kill(os.getpid(), signal.SIGINT)\n'
+        'os.kill(os.getpid(), signal.SIGTERM)\n'
+        'sys.exit(code)\n'
+    )
+    proc = ros_process.code(source, name='bad_parameter')
+    code = proc.popen.wait(timeout=120)
+    assert code == 2, proc.describe()
+    err = proc.stderr()
+    assert 'invalid parameter: scenario: expected a shipped scenario name' in err, proc.describe()
+    assert 'KeyboardInterrupt' not in err, proc.describe()
+
+
 def _wait_until_spinning(fqn: str, ros_node, ros_executor, wait_until) -> None:
     """Wait until the node ``fqn`` answers a parameter service call: discovered, built and
     spinning."""

@@ -242,7 +242,7 @@ def scenario_gripper(scenario: str, robot: D.Model) -> Gripper:
 
 def _scenario_data(scenario: str) -> tuple[dict, Path, str]:
     """The mapping of a capture scenario, its file and the prefix of its messages."""
-    path = resolve_scenario(scenario)
+    path = resolve_scenario(scenario, 'capture.scenario')
     where = f'capture.scenario {str(path)!r}'
     # read as robot_file is: a regular text file of at most 16 MiB, opened without blocking (a
     # FIFO hung the node beyond SIGTERM, /dev/zero filled the memory)

@@ -643,10 +643,20 @@ class ShutdownSignals:
             signal.signal(signum, self)
             self._previous[signum] = previous
 
-    def release(self) -> None:
-        """Put the previous handlers back; once a signal came, ignore the signals instead."""
+    def release(self, failed: bool = False) -> None:
+        """Put the previous handlers back; once a signal came, or when ``failed`` (the process
+        exits with an error code), ignore the signals instead: ``ros2 launch`` sends SIGINT to
+        the other nodes when one ends, and one reaching a node in its own failing exit (the
+        interpreter's slow finalization) killed it: launch logged "exit code -2", not 2.
+
+        Parameters
+        ----------
+        failed : bool
+            Whether the process is exiting with an error code.
+        """
+        ignore = failed or self.received is not None
         for signum, previous in self._previous.items():
-            signal.signal(signum, signal.SIG_IGN if self.received is not None else previous)
+            signal.signal(signum, signal.SIG_IGN if ignore else previous)
         self._previous.clear()
 
 
@@ -691,20 +701,23 @@ def run_node(
     at exit (a segmentation fault instead of the error). SIGINT and SIGTERM go through
     :class:`ShutdownSignals`: the first ends the node (while spinning: through rclpy's
     shutdown of the context, nothing raised), later ones (a terminal Ctrl-C under ``ros2
-    launch`` delivers two) do not interrupt the clean-up; after one, both stay ignored when
-    this returns.
+    launch`` delivers two) do not interrupt the clean-up; after one, or with an exit status
+    other than 0 (the process is on its way out: the SIGINT ``ros2 launch`` sends when another
+    node ends must not turn the code into -2), both stay ignored when this returns.
     """
     signals = ShutdownSignals()
     signals.install()  # before rclpy.init: rclpy's handlers chain to it
+    code = EXIT_FATAL  # (until _run_node returns one)
     try:
-        return _run_node(factory, label, args, executor, signals)
+        code = _run_node(factory, label, args, executor, signals)
     except KeyboardInterrupt:  # the first signal, during rclpy.init
         signals.raising = False
         rclpy.try_shutdown()
-        return 0
+        code = 0
     finally:
         signals.raising = False
-        signals.release()
+        signals.release(failed=code != 0)
+    return code
 
 
 def _run_node(

@@ -45,7 +45,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import matrix_to_quat, quat_to_matrix
-from ffsim_ros.resources import share_path
+from ffsim_ros.resources import SHIPPED_SCENARIOS, share_path
 from ffsim_ros.scene import (
     Box,
     CaptureEvent,
@@ -69,8 +69,6 @@ from ..dynamics.yaml_input import YamlInputError, load_yaml
 from .common import ParameterValueError, read_robot_file, to_stamp
 from .target_names import target_name_problem
 
-#: Scenarios shipped in ``config/scenarios`` (``scenario:=<name>``).
-SHIPPED_SCENARIOS = ('capture',)
 #: The simulator's parameters a scenario's robot section sets when they are left at their
 #: defaults: ``(parameter, robot field, the parameter's default values)``.
 SCENARIO_INITIAL = (
@@ -85,7 +83,7 @@ CONTACT_MARKER_LIFETIME = 2.0
 IMPULSE_ARROW_SCALE = 0.5
 
 
-def resolve_scenario(text: str) -> Path:
+def resolve_scenario(text: str, what: str = 'scenario') -> Path:
     """The file of a ``scenario`` value: a shipped name (:data:`SHIPPED_SCENARIOS`, from the
     package's share folder), else a path, a relative one taken from the node's working
     directory.
@@ -94,15 +92,28 @@ def resolve_scenario(text: str) -> Path:
     ----------
     text : str
         A name of :data:`SHIPPED_SCENARIOS` or a path.
+    what : str
+        The parameter, for the message.
 
     Returns
     -------
     Path
-        Not checked to exist.
+        Existing, not checked to be a readable file.
+
+    Raises
+    ------
+    ParameterValueError
+        Listing the shipped names, when ``text`` is neither one of them nor an existing path.
     """
     if text in SHIPPED_SCENARIOS:
         return share_path('config', 'scenarios', f'{text}.yaml')
-    return Path(text)
+    path = Path(text)
+    if not path.exists():
+        raise ParameterValueError(
+            f'{what}: expected a shipped scenario name {list(SHIPPED_SCENARIOS)} or a scenario '
+            f'YAML file, got {text!r}: neither a shipped name nor a file (no such file)'
+        )
+    return path
 
 
 def default_gripper_link(model: D.Model) -> str | None:

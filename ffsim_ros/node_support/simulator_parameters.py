@@ -28,6 +28,9 @@ from ffsim_ros.sim.pacing import MAX_REAL_TIME_FACTOR, MIN_REAL_TIME_FACTOR
 MIN_PHYSICS_RATE, MAX_PHYSICS_RATE = 1.0, 1e6
 #: Lowest ``publish_rate_hz`` [Hz] (one message every 100 s of simulated time).
 MIN_PUBLISH_RATE = 0.01
+#: Largest magnitude of an ``initial_base_position`` coordinate [m] (the launch files check
+#: their position arguments against it too).
+MAX_BASE_POSITION = 1e6
 
 
 def publish_not_above_physics(values: dict) -> None:
@@ -146,7 +149,7 @@ PARAMETERS = ParameterTable(
             'initial_base_position',
             [0.0, 0.0, 0.0],
             'initial base link frame origin in world_frame [m]',
-            vector(3, bound=1e6),
+            vector(3, bound=MAX_BASE_POSITION),
         ),
         ParameterSpec(
             'initial_base_orientation',
@@ -200,6 +203,7 @@ PARAMETERS = ParameterTable(
 )
 
 __all__ = [
+    'MAX_BASE_POSITION',
     'MAX_PHYSICS_RATE',
     'MIN_PHYSICS_RATE',
     'MIN_PUBLISH_RATE',
