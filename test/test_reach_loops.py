@@ -299,19 +299,27 @@ def weakened(joint: str, effort: float) -> D.Model:
     return D.load_urdf(text)
 
 
-def follow_leg(model: D.Model, settings: ReachSettings, until: float):
-    """A goal 0.1 m above the tip, then a detour of one loop leg (arm_joint_4 by 1 rad,
-    planned 10 s) followed from the start; the statuses and base offsets until ``until`` [s]
-    or the goal's end."""
+def follow_leg(
+    model: D.Model,
+    settings: ReachSettings,
+    until: float,
+    leg=None,
+    q0: np.ndarray | None = None,
+):
+    """A goal 0.1 m above the tip, then a detour of one loop leg (``leg``; by default
+    arm_joint_4 by 1 rad, planned 10 s, without a predicted course) followed from ``q0`` (the
+    default: :func:`start`) at rest; the statuses and base offsets until ``until`` [s] or the
+    goal's end."""
     from ffsim_ros.control.planner import Approach, Plan, Segment
 
     law = ReactionlessController(model, 'ee_link')
     sup = ReachSupervisor(law, settings)
-    loop = ClosedLoop(sup, start())
+    loop = ClosedLoop(sup, start() if q0 is None else q0)
     ref = loop.q[3:7].copy()
     p = loop.ee_position()
     sup.set_goal(loop.t, loop.q, p + np.array([0.0, 0.0, 0.1]))
-    sup.follow(loop.t, Plan((Segment(p, 10.0, joint=3, sweep=1.0),), Approach(0, 0, 0, 0), 0, 1))
+    leg = Segment(p, 10.0, joint=3, sweep=1.0) if leg is None else leg
+    sup.follow(loop.t, Plan((leg,), Approach(0, 0, 0, 0), 0, 1))
     statuses, offsets = [], []
     while loop.t < until:
         statuses.append(loop.update())
@@ -319,6 +327,29 @@ def follow_leg(model: D.Model, settings: ReachSettings, until: float):
         if not statuses[-1].active:
             break
     return statuses, offsets
+
+
+def predicted_leg(model: D.Model, q0: np.ndarray, i: int, j: int, a: float):
+    """The first leg of the loop ``(i, j, a)`` as the loop search predicts it from ``q0``."""
+    law = ReactionlessController(model, 'ee_link')
+    planner = LoopPlanner(
+        law,
+        q0,
+        law.task_terms(q0).position + np.array([0.0, 0.0, 0.1]),
+        q0[3:7],
+        budget=0.9 * SETTINGS.attitude_budget,
+        position_tolerance=SETTINGS.position_tolerance,
+        attitude_tolerance=SETTINGS.attitude_tolerance,
+        stall_time=SETTINGS.stall_time,
+        stall_progress=SETTINGS.stall_progress,
+        dt=SETTINGS.plan_dt,
+        radius=SETTINGS.plan_radius,
+        max_steps=10**6,
+        seed=0,
+    )
+    end, legs = planner.predict_loop(q0, i, j, a)
+    assert end is not None
+    return legs[0]
 
 
 def test_a_loop_leg_whose_joint_stalls_is_stopped_saying_why() -> None:
@@ -361,3 +392,91 @@ def test_a_loop_leg_that_turns_the_base_is_stopped_within_the_budget() -> None:
     assert float(m[1]) + LEG_HORIZON * float(m[2]) > 0.9 * SETTINGS.attitude_budget_deg
     assert float(m[1]) < 0.9 * SETTINGS.attitude_budget_deg
     assert max(offsets) <= SETTINGS.attitude_budget
+
+
+#: Joint angles [rad] where a loop leg of arm_joint_3 started on the servicer's goal 12 of
+#: seed 3 (``benchmarks/reach.py``).
+PHI_SLOW_START = np.array([0.0968, 0.1983, 0.029, -0.6282, 2.0386, 1.9513, -2.2284])
+
+
+def test_a_loop_leg_slow_at_first_as_predicted_is_not_stopped_as_stalled() -> None:
+    """A loop leg's field turns its joint at a pace that varies along the leg: from this pose
+    arm_joint_3's leg (1 rad, arm_joint_6 frozen near its limit) is predicted in 13.7 s, its
+    joint turning 0.017 rad in the first 2 s (a quarter of the mean pace asks for 0.036). The
+    closed loop follows the prediction; the watch judges the joint against the predicted
+    course, so the leg runs to its end in its planned time (it was stopped as stalled after
+    2 s, and the goal, reached after 238 s of loops before the watch, aborted)."""
+    from ffsim_ros.control.legs import LEG_PROGRESS, LegWatch
+
+    q0 = D.neutral(SERVICER)
+    q0[7:] = PHI_SLOW_START
+    leg = predicted_leg(SERVICER, q0, 2, 3, 1.0)
+    assert (leg.joint, leg.sweep, leg.frozen) == (2, 1.0, (5,))
+    assert leg.duration <= MAX_LEG_SLOWDOWN * leg_pace(
+        ReactionlessController(SERVICER, 'ee_link'), 2, 1.0
+    )
+    steps = round(SETTINGS.stall_time / (leg.duration / (len(leg.course) - 1)))
+    mean_pace = LEG_PROGRESS * abs(leg.sweep) / leg.duration * SETTINGS.stall_time
+    assert leg.course[steps] < mean_pace  # slow at first, as predicted
+    watch = LegWatch(leg, 0.0, q0, SETTINGS.stall_time)
+    assert watch.predicted_gain(0.0) == pytest.approx(leg.course[steps])
+    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    statuses, offsets = follow_leg(SERVICER, settings, 1.5 * leg.duration, leg, q0)
+    phases = [s.phase for s in statuses]
+    assert GoalPhase.APPROACH in phases, statuses[-1].reason
+    end = phases.index(GoalPhase.APPROACH)
+    assert end * 0.01 <= 1.05 * leg.duration
+    assert all(ph is GoalPhase.DETOUR for ph in phases[:end])
+    assert max(offsets[:end]) < 0.1 * SETTINGS.attitude_tolerance  # the leg left it untouched
+
+
+def test_a_predicted_loop_leg_whose_joint_cannot_follow_is_stopped() -> None:
+    """Judged against its predicted course, a leg whose joint cannot follow it (arm_joint_4 at
+    0.01 N m) is still stopped after ``stall_time``, the reason naming the course's gain."""
+    model = weakened('arm_joint_4', 0.01)
+    leg = predicted_leg(model, start(), 3, 5, 1.0)
+    assert leg.joint == 3 and len(leg.course) > 1
+    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    statuses, offsets = follow_leg(model, settings, SETTINGS.stall_time + 1.0, leg)
+    end = statuses[-1]
+    assert end.outcome is GoalOutcome.ABORTED, (end.phase, end.reason)
+    assert end.elapsed <= SETTINGS.stall_time + 0.05
+    m = re.search(
+        r'stalled: arm_joint_4 by 1: turned ([0-9.-]+) in [0-9.]+ s, planned '
+        r'[0-9.]+ s, predicted ([0-9.]+) in 2 s from 0.00\)',
+        end.reason,
+    )
+    assert m is not None, end.reason
+    assert float(m[1]) < 0.25 * float(m[2])
+    assert max(offsets) <= SETTINGS.attitude_budget
+
+
+def test_the_leg_watch_follows_the_predicted_course() -> None:
+    """:class:`LegWatch` on a synthetic course (1 rad in 10 s, 0.1 s steps): 0.01 rad/s for
+    4 s, then 0.16 rad/s. A joint on the course is never stalled; one that stops is, after
+    ``stall_time`` with no gain of a quarter of the course's; past the course's end the gain
+    asked for is what is left of the sweep."""
+    from ffsim_ros.control.legs import LegWatch
+    from ffsim_ros.control.planner import Segment
+
+    times = np.arange(101) * 0.1
+    course = np.where(times <= 4.0, 0.01 * times, 0.04 + 0.16 * (times - 4.0))
+    course = np.minimum(course, 1.0)
+    leg = Segment(np.zeros(3), 10.0, joint=0, sweep=-1.0, course=tuple(course))
+    q0 = D.neutral(SERVICER)
+    watch = LegWatch(leg, 0.0, q0, 2.0)
+    assert watch.predicted_gain(0.0) == pytest.approx(0.02)
+    assert watch.predicted_gain(0.03) == pytest.approx(course[50] - 0.03)
+    assert watch.predicted_gain(0.99) == pytest.approx(0.01)
+    q = q0.copy()
+    for t, turned in zip(times, course, strict=True):
+        q[7] = -turned
+        assert not watch.stalled(t, q)
+    watch = LegWatch(leg, 0.0, q0, 2.0)
+    q = q0.copy()
+    stalled = []
+    for k in range(1, 71):  # on the course for 5 s, then stopped
+        q[7] = -course[min(k, 50)]
+        if watch.stalled(0.1 * k, q):
+            stalled.append(0.1 * k)
+    assert stalled and 6.5 - 1e-9 <= stalled[0] <= 7.0 + 1e-9  # 2 s after the last gain

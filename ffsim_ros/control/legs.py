@@ -7,8 +7,9 @@ on a 7-joint arm with a prismatic joint a loop leg's joint stopped where its com
 ``X_k`` (:mod:`~ffsim_ros.control.loops`) went to 0, the wrist joints chattered, the base
 turned 0.29 deg against a 0.2 deg budget on a leg meant to leave it untouched, and the goal
 stayed active until its timeout, the end effector 0.8-0.9 m from the goal. :class:`LegWatch`
-notices such a leg: its joint has not turned by ``LEG_PROGRESS`` of the planned pace over
-``stall_time``; the supervisor then stops the leg and plans again (or aborts, saying why).
+notices such a leg: its joint has not turned by ``LEG_PROGRESS`` of what the leg's predicted
+course gains over ``stall_time`` (from the turn the joint has reached); the supervisor then
+stops the leg and plans again (or aborts, saying why).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from .planner import Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
 from .rns import limit_zones
 
-#: A loop leg has stalled when its joint has not turned by this share of the planned pace
-#: (``|sweep| / duration``, the predicted duration) over ``stall_time``.
+#: A loop leg has stalled when its joint has not turned by this share of what its predicted
+#: course gains over ``stall_time`` (without a course: of the mean pace ``|sweep| /
+#: duration``, the predicted duration).
 LEG_PROGRESS = 0.25
 #: A leg meant to leave the base untouched is stopped when the base attitude offset, plus the
 #: base's angular rate times this [s] (a control period and the braking, about ``1 /
@@ -179,10 +181,19 @@ def leaving_limits(
 class LegWatch:
     """Progress of one loop leg followed in the closed loop from time ``t`` [s] at ``q``.
 
+    The leg's joint must gain, in every ``stall_time``, ``LEG_PROGRESS`` of what the leg's
+    predicted course (``segment.course``, the planner's rollout of the same field) gains over
+    ``stall_time`` from the turn the joint has reached; without a course, of the leg's mean
+    planned pace (``|sweep| / duration``). The field's own pace varies along a leg: on the
+    servicer a 2 rad leg of ``arm_joint_4`` planned in 12.1 s turns its joint at 0.03 rad/s
+    for its first 2 s (0.17 rad/s on average), as predicted, and ends on time; judged against
+    the mean pace it was stopped as stalled (seed 2, goal 13 of ``benchmarks/reach.py``).
+    Where the course itself stops, so may the joint: the leg still ends by :meth:`done`.
+
     Parameters
     ----------
     segment : Segment
-        The leg (``joint`` >= 0, ``sweep``, the predicted ``duration``).
+        The leg (``joint`` >= 0, ``sweep``, the predicted ``duration`` and ``course``).
     t : float
         Its start [s].
     q : (nq,) configuration at its start [m, -, rad | m].
@@ -197,10 +208,42 @@ class LegWatch:
         self.stall_time = float(stall_time)
         size = abs(segment.sweep)
         pace = size / segment.duration if segment.duration > 0.0 else math.inf
-        #: Turn the joint must gain in each ``stall_time`` [rad | m].
+        course = np.asarray(segment.course, dtype=float)
+        #: The predicted course (its running maximum: the turn reached by each step) and the
+        #: steps it takes per ``stall_time``; None without a course.
+        self.course: np.ndarray | None = None
+        self._window = 0
+        if course.size > 1 and segment.duration > 0.0:
+            self.course = np.maximum.accumulate(course)
+            step = segment.duration / (course.size - 1)
+            self._window = max(1, int(round(self.stall_time / step)))
+        #: Turn the joint must gain in each ``stall_time`` without a course [rad | m].
         self.needed = LEG_PROGRESS * min(size, pace * stall_time)
         self._mark = 0.0  # turned at the last progress
         self._t_mark = self.t0
+
+    def predicted_gain(self, turned: float) -> float:
+        """The turn the predicted course gains over ``stall_time`` from where it has turned by
+        ``turned`` (to the sweep, where the course ends within it) [rad | m]; without a course
+        ``needed / LEG_PROGRESS``.
+
+        Parameters
+        ----------
+        turned : float
+            [rad | m], in the leg's sense.
+
+        Returns
+        -------
+        float
+        """
+        if self.course is None:
+            return self.needed / LEG_PROGRESS
+        k = int(np.searchsorted(self.course, turned))
+        if k + self._window < self.course.size:
+            ahead = float(self.course[k + self._window])
+        else:
+            ahead = abs(self.segment.sweep)
+        return max(0.0, ahead - max(0.0, turned))
 
     def turned(self, q: np.ndarray) -> float:
         """How far the leg's joint has turned in the leg's sense [rad | m].
@@ -232,7 +275,8 @@ class LegWatch:
         return self.turned(q) >= abs(seg.sweep) or t >= self.t0 + 2.0 * seg.duration
 
     def stalled(self, t: float, q: np.ndarray) -> bool:
-        """The joint has not gained ``needed`` over the last ``stall_time``.
+        """The joint has not gained ``LEG_PROGRESS`` of :meth:`predicted_gain` (from the
+        turn of its last progress) over the last ``stall_time``.
 
         Parameters
         ----------
@@ -244,14 +288,14 @@ class LegWatch:
         bool
         """
         turned = self.turned(q)
-        if turned >= self._mark + self.needed:
+        if turned >= self._mark + LEG_PROGRESS * self.predicted_gain(self._mark):
             self._mark, self._t_mark = turned, float(t)
             return False
         return t - self._t_mark >= self.stall_time
 
     def describe(self, t: float, q: np.ndarray, names: tuple[str, ...] | list[str]) -> str:
-        """The leg and how far it got, for a reason ('joint_1 by -1 rad: turned 0.53 in
-        4.8 s, planned 36.3 s').
+        """The leg and how far it got, for a reason ('joint_1 by -1: turned 0.53 in 4.8 s,
+        planned 36.3 s, predicted 0.40 in 2 s from 0.50').
 
         Parameters
         ----------
@@ -268,5 +312,6 @@ class LegWatch:
         name = names[seg.joint] if len(names) == n else f'coordinate {seg.joint}'
         return (
             f'{name} by {seg.sweep:g}: turned {self.turned(q):.2f} in {t - self.t0:.1f} s, '
-            f'planned {seg.duration:.1f} s'
+            f'planned {seg.duration:.1f} s, predicted {self.predicted_gain(self._mark):.2f} in '
+            f'{self.stall_time:g} s from {self._mark:.2f}'
         )

@@ -225,26 +225,28 @@ class LoopPlanner(RnsPlanner):
     # ---------------------------------------------------------------------------- rollouts
     def _leg(
         self, q: np.ndarray, joint: int, sweep: float, bounds: tuple, frozen: tuple
-    ) -> Generator[None, None, tuple[np.ndarray | None, float]]:
-        """One leg, predicted: (end configuration, duration) or (None, 0) where a joint would
-        leave ``bounds`` (lower, upper) (n,), or the leg would take more than
-        ``MAX_LEG_SLOWDOWN`` times its pace (:func:`leg_pace`) or 1000 steps."""
+    ) -> Generator[None, None, tuple[np.ndarray | None, float, tuple[float, ...]]]:
+        """One leg, predicted: (end configuration, duration, course: the joint's turn in the
+        leg's sense at each step, from 0) or (None, 0, ()) where a joint would leave
+        ``bounds`` (lower, upper) (n,), or the leg would take more than ``MAX_LEG_SLOWDOWN``
+        times its pace (:func:`leg_pace`) or 1000 steps."""
         model = self.law.model
         lower, upper = bounds
         start = q[7 + joint]
         sign = 1.0 if sweep > 0 else -1.0
-        taken = 0
+        course = [0.0]
         pace = leg_pace(self.law, joint, sweep)
         longest = min(1000, math.ceil(MAX_LEG_SLOWDOWN * pace / self.dt))
-        while sign * (q[7 + joint] - start) < abs(sweep):
+        while course[-1] < abs(sweep):
             terms = self.law.task_terms(q)
             rates = loop_rates(self.law, q, terms, joint, sign, self.reference, frozen)
             q = zero_momentum_step(model, q, rates, terms.B, self.dt)
-            taken += 1
+            course.append(float(sign * (q[7 + joint] - start)))
             yield from self._tick()
+            taken = len(course) - 1
             if np.any(q[7:] > upper) or np.any(q[7:] < lower) or taken > longest:
-                return None, 0.0
-        return q, taken * self.dt
+                return None, 0.0, ()
+        return q, (len(course) - 1) * self.dt, tuple(course)
 
     def _loop(
         self, q: np.ndarray, i: int, j: int, a: float
@@ -269,10 +271,12 @@ class LoopPlanner(RnsPlanner):
         segments = []
         for joint, sweep in ((i, a), (j, a), (i, -a), (j, -a)):
             point = self.law.task_terms(q).position
-            q, duration = yield from self._leg(q, joint, sweep, bounds, frozen)
+            q, duration, course = yield from self._leg(q, joint, sweep, bounds, frozen)
             if q is None:
                 return None, ()
-            segments.append(Segment(point, duration, joint=joint, sweep=sweep, frozen=frozen))
+            segments.append(
+                Segment(point, duration, joint=joint, sweep=sweep, frozen=frozen, course=course)
+            )
         return q, tuple(segments)
 
     def _probe(self, q: np.ndarray) -> Generator[None, None, tuple[np.ndarray, float]]:

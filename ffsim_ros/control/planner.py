@@ -78,7 +78,8 @@ class Segment:
     (:func:`self_motion_rates`) with the end effector held at ``target``; or, when ``joint``
     >= 0, a leg of a Lie-bracket loop (:func:`~.loops.loop_rates`): joint ``joint`` turned by
     ``sweep`` [rad | m] with the base reaction removed by the joints not ``frozen``
-    (``target``: where the leg starts)."""
+    (``target``: where the leg starts; ``course``: the joint's predicted turn in the leg's
+    sense [rad | m] at equal steps over ``duration``, from 0, empty when not predicted)."""
 
     target: np.ndarray
     duration: float
@@ -87,6 +88,7 @@ class Segment:
     joint: int = -1
     sweep: float = 0.0
     frozen: tuple[int, ...] = ()
+    course: tuple[float, ...] = ()
 
 
 def self_motion_rates(

@@ -59,7 +59,7 @@ In ``reactionless`` mode a goal goes through these phases::
   through the law's inner loop) when the planner has them. A leg is stopped, and the goal
   planned again (or aborted, saying why), when the base attitude goes beyond the leg's limit
   (the spend budget on loop and self-motion legs, the offset plus the base's rate over
-  ``LEG_HORIZON``; the budget on the others) or a loop leg's joint stalls
+  ``LEG_HORIZON``; the budget on the others) or a loop leg's joint stalls on its predicted course
   (:class:`~.legs.LegWatch`); the search refuses legs far slower than their joint's pace;
   **approach**: the end effector first, the base attitude within the budget
   (``attitude_budget_deg``, of which the laws spend at most ``SPEND_MARGIN``) and pulled back
