@@ -323,6 +323,7 @@ class ReactionlessControllerNode(Node):
                     ),
                     timeout=values['capture.timeout'],
                     gripper_offset=gripper.translation,
+                    gripper_rotation=gripper.rotation,
                 ),
                 values['capture.grasp_service'],
                 self._measured,

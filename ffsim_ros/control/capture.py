@@ -35,6 +35,8 @@ target's ``w`` as a third task, in the null space of the first two
 the first two are served (:func:`secondary_scale`): the base attitude and the position keep
 priority. On the 7-joint servicer that leaves one degree of freedom, so the match is partial:
 it cancels the spin-up of the wrist where that one direction can, not a target's own rate.
+The joints nearing a position limit are clamped (:func:`~.rns.limit_scales`, as in (b)):
+the limits win over the tasks, the rate match first (:func:`intercept`).
 
 (b) Detumbling after the grasp, on the welded model (robot and target one tree,
 :func:`ffsim_ros.scene.welded_model`). The target's motion relative to the base is the arm's
@@ -77,6 +79,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -359,6 +362,19 @@ def secondary_scale(phidot: np.ndarray, phidot2: np.ndarray, vmax: np.ndarray) -
     return s
 
 
+class Intercept(NamedTuple):
+    """The interception's rates at one state (:func:`intercept`)."""
+
+    phidot: np.ndarray  #: (n,) joint rates [rad/s | m/s]
+    distance: float  #: to the grasp point [m]
+    #: names of the joints the unclamped law drives toward a position limit inside its zone
+    #: (:func:`~.rns.limit_scales` < 1): slowed to a stop short of it, the tasks served by the
+    #: others as far as they can (the rate match, the last task, is the first to go)
+    blocked: tuple[str, ...] = ()
+    #: those of ``blocked`` the rate match's part of the rates drives toward the limit
+    blocked_by_rate: tuple[str, ...] = ()
+
+
 def intercept_rates(
     model: D.Model,
     q: np.ndarray,
@@ -368,13 +384,31 @@ def intercept_rates(
     gains: CaptureGains,
     attitude_reference: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
+    """``(phidot, distance)`` of :func:`intercept` (its parameters)."""
+    out = intercept(model, q, terms, gripper, target, gains, attitude_reference)
+    return out.phidot, out.distance
+
+
+def intercept(
+    model: D.Model,
+    q: np.ndarray,
+    terms: MomentumTerms,
+    gripper: tuple[str, np.ndarray],
+    target: GraspPoint,
+    gains: CaptureGains,
+    attitude_reference: np.ndarray | None = None,
+) -> Intercept:
     """Joint rates (n,) tracking a moving grasp point inside the reaction null space (module
-    docstring, (a)), and the distance to it [m].
+    docstring, (a)), the distance to it [m] and the joints held at a position limit.
 
     Three tasks in priority order: the base angular velocity (attitude hold), the grasp point's
     velocity, and -- when ``target.angular_velocity`` is known -- the gripper's angular velocity
     matched to it, in the null space of the first two and scaled down to what the joint speed
-    limits leave (:func:`secondary_scale`).
+    limits leave (:func:`secondary_scale`). The joints in the zone of a position limit are
+    clamped as the detumbling's are (:func:`~.rns.limit_scales` in the rate weights, the others
+    take over, up to ``CLAMP_ITERATIONS`` re-solves), and no rate is left heading into a limit
+    closer than its stop: matching a spin takes the wrist round without end, and the limits
+    win over the rate match (then over the position task).
 
     Parameters
     ----------
@@ -393,10 +427,7 @@ def intercept_rates(
 
     Returns
     -------
-    phidot : (n,) ndarray
-        Joint rates [rad/s | m/s].
-    distance : float
-        To the grasp point [m].
+    Intercept
     """
     link, offset = gripper
     p, Js, Jstar = point_generalized_jacobian(model, q, link, offset, terms.ff.B)
@@ -405,35 +436,50 @@ def intercept_rates(
     w0_d = np.zeros(3)
     if attitude_reference is not None:
         w0_d = gains.kp_attitude * attitude_error(q[3:7], np.asarray(attitude_reference, float))
-    weights = rate_weights(model)
     vmax = speed_limits(model.velocity_limit, gains.max_joint_speed)
-    if target.angular_velocity is None:
-        phidot, _ = reactionless_rates(
-            Jstar,
-            terms.A,
-            xdot - Js @ terms.drift,
-            w0_d - terms.locked_rate,
-            weights,
-            gains.damping,
+    task = (Jstar, terms.A, xdot - Js @ terms.drift)
+    if target.angular_velocity is not None:
+        # the gripper's angular velocity: w_g = J_ws H0^-1 h0 + J_w* phidot (angular rows of
+        # [S0 eq. 5], the generalized Jacobian J_w* = J_wm - J_ws B)
+        Jw = D.link_jacobian(model, q, link)[3:]
+        Jws = Jw[:, :6]
+        w_h = np.asarray(target.angular_velocity, float)
+        rate = (Jw[:, 6:] - Jws @ terms.ff.B, w_h - Jws @ terms.drift)
+
+    def solve(weights: np.ndarray) -> np.ndarray:
+        if target.angular_velocity is None:
+            rates, _ = reactionless_rates(*task, w0_d - terms.locked_rate, weights, gains.damping)
+            return limit_rates(rates, vmax)
+        rates, rates2 = prioritized_rates(
+            *task, *rate, w0_d - terms.locked_rate, weights, gains.damping, gains.rate_damping
         )
-        return limit_rates(phidot, vmax), float(np.linalg.norm(e))
-    # the gripper's angular velocity: w_g = J_ws H0^-1 h0 + J_w* phidot (angular rows of
-    # [S0 eq. 5], the generalized Jacobian J_w* = J_wm - J_ws B)
-    Jw = D.link_jacobian(model, q, link)[3:]
-    Jws = Jw[:, :6]
-    phidot, phidot2 = prioritized_rates(
-        Jstar,
-        terms.A,
-        xdot - Js @ terms.drift,
-        Jw[:, 6:] - Jws @ terms.ff.B,
-        np.asarray(target.angular_velocity, float) - Jws @ terms.drift,
-        w0_d - terms.locked_rate,
-        weights,
-        gains.damping,
-        gains.rate_damping,
-    )
-    phidot = limit_rates(phidot, vmax)
-    return phidot + secondary_scale(phidot, phidot2, vmax) * phidot2, float(np.linalg.norm(e))
+        rates = limit_rates(rates, vmax)
+        return rates + secondary_scale(rates, rates2, vmax) * rates2
+
+    full = rate_weights(model)
+    phidot = solve(full)
+    phi, lower, upper = q[7:], model.lower, model.upper
+    if not np.any(near_limits(phi, lower, upper)):
+        return Intercept(phidot, float(np.linalg.norm(e)))
+    free = phidot  # (unclamped)
+    blocked = limit_scales(phi, lower, upper, free) < 1.0
+    weights = full
+    for _ in range(CLAMP_ITERATIONS):
+        clamped = np.minimum(weights, full * limit_scales(phi, lower, upper, phidot))
+        if np.array_equal(clamped, weights):
+            break
+        weights = clamped
+        phidot = solve(weights)
+    phidot = phidot * limit_scales(phi, lower, upper, phidot)  # (none left heading in)
+    names = tuple(model.joint_names[k] for k in np.flatnonzero(blocked))
+    by_rate = ()
+    if names and target.angular_velocity is not None:
+        plain, _ = reactionless_rates(*task, w0_d - terms.locked_rate, full, gains.damping)
+        plain = limit_rates(plain, vmax)
+        # (the rate match's own part of the unclamped rates heads into the limit)
+        by_rate = blocked & (limit_scales(phi, lower, upper, free - plain) < 1.0)
+        by_rate = tuple(model.joint_names[k] for k in np.flatnonzero(by_rate))
+    return Intercept(phidot, float(np.linalg.norm(e)), names, by_rate)
 
 
 def distribution_rates(terms: MomentumTerms, w0_d: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -783,10 +829,12 @@ __all__ = [
     'DetumbleMode',
     'Detumbler',
     'GraspPoint',
+    'Intercept',
     'MomentumTerms',
     'computed_torque',
     'distribution_rates',
     'grasp_point',
+    'intercept',
     'intercept_rates',
     'limit_rates',
     'momentum_terms',

@@ -44,10 +44,10 @@ from ffsim_ros.control.capture import (
     GraspPoint,
     computed_torque,
     grasp_point,
-    intercept_rates,
+    intercept,
     momentum_terms,
 )
-from ffsim_ros.dynamics.lie import quat_to_matrix
+from ffsim_ros.dynamics.lie import matrix_log, quat_to_matrix
 from ffsim_ros.scene import (
     Gripper,
     ScenarioError,
@@ -71,6 +71,9 @@ LOST_MARGIN = 0.05
 #: Seconds (node clock) after a refused or unanswered grasp before the next request (a target
 #: outside its rate limit drew 88 requests a second, each an event and three log lines).
 GRASP_RETRY = 0.5
+#: Time [s] the rate match may stay blocked by a joint at a position limit (the handle turning
+#: beyond half its ``max_rate`` against the gripper all along) before the capture is aborted.
+LIMIT_ABORT = 1.0
 #: Phases of :class:`CaptureControl` (``wait``: no target odometry yet).
 PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold', 'aborted')
 #: The node name ``~`` and ``{node}`` expand to when a name is checked (any valid node name
@@ -331,6 +334,10 @@ class CaptureControl:
         The grasp point in the ``gripper_link`` frame [m] (the scenario's
         ``robot.gripper.translation``): the point driven to the handle and whose distance,
         speed and rate against it decide the grasp, as the simulator's envelope does.
+    gripper_rotation : (3, 3) array_like, optional (identity)
+        The gripper frame in the ``gripper_link`` frame (``robot.gripper.rpy``): its angle to
+        the handle's frame is checked against the handle's ``max_angle`` before the grasp is
+        asked (the interception does not turn the gripper to the handle: docs/capture.md).
     """
 
     def __init__(
@@ -342,10 +349,13 @@ class CaptureControl:
         gains: CaptureGains | None = None,
         timeout: float = 0.0,
         gripper_offset: Any = (0.0, 0.0, 0.0),
+        gripper_rotation: Any = None,
     ) -> None:
         robot.frame(gripper_link)  # raises naming the links
         self.robot, self.gripper_link = robot, gripper_link
         self.gripper_offset = np.array(gripper_offset, dtype=float).reshape(3)
+        rotation = np.eye(3) if gripper_rotation is None else gripper_rotation
+        self.gripper_rotation = np.array(rotation, dtype=float).reshape(3, 3)
         self.target = target
         self.handle = target.handles[0]
         self.mode = DetumbleMode(mode)
@@ -357,7 +367,15 @@ class CaptureControl:
         self.distance = float('nan')
         self.speed = float('nan')
         self.rate = float('nan')
+        self.angle = float('nan')  # between the gripper's and the handle's frames [rad]
         self.waiting = ''
+        #: What keeps the grasp from being asked, worded by cause only (goal_status), or ''.
+        self.blocker = ''
+        #: The last refused grasp: ``(time [s], the simulator's reason)`` (None: none).
+        self.refusal: tuple[float, str] | None = None
+        #: Joints the interception holds at a position limit (last update).
+        self.limited: tuple[str, ...] = ()
+        self._blocked_since: float | None = None  # rate match blocked by a limit since [s]
         #: Closest approach of the present intercept: ``(distance [m], time [s])`` (None
         #: before the first update), for the abort's reason.
         self.closest: tuple[float, float] | None = None
@@ -381,7 +399,7 @@ class CaptureControl:
         self.detumbler = self.attitude = None
         self.phase = 'wait' if self._odom is None else 'intercept'
         self.outcome, self.reason, self._since = 'active', '', None
-        self.closest = self.violation = None
+        self.closest = self.violation = self.refusal = self._blocked_since = None
         self.retry_at = -np.inf
 
     def on_odometry(self, msg: Odometry) -> None:
@@ -443,7 +461,7 @@ class CaptureControl:
             self.closest = self.violation = None
         if self._since is not None and t < self._since:  # the clock went back (a reset)
             self._since = t
-            self.closest = self.violation = None
+            self.closest = self.violation = self.refusal = self._blocked_since = None
             if self.phase == 'aborted':
                 self.phase, self.outcome, self.reason = 'intercept', 'active', ''
         if self.attitude is None:
@@ -464,17 +482,14 @@ class CaptureControl:
                 'grasping',  # (a grasp request never answered)
             )
         ):
-            self.phase, self.outcome = 'aborted', 'aborted'
-            self.reason = (
+            return self._abort(
                 f'not captured within capture.timeout {self.timeout:g} s: the handle '
                 f'{self.distance * 100:.1f} cm from the gripper'
-                + (f'; {self.waiting}' if self.waiting else '')
-                + self._history()
-                + '; holding the arm still'
+                + (f'; {self.waiting}' if self.waiting else ''),
+                terms,
+                v,
             )
-            tau, _ = computed_torque(self.robot, terms, v, np.zeros(self.robot.n), 20.0)
-            return tau, False
-        phidot, dist = intercept_rates(
+        out = intercept(
             self.robot,
             q,
             terms,
@@ -483,8 +498,24 @@ class CaptureControl:
             self.gains,
             attitude_reference=self.attitude,
         )
+        phidot, dist, self.limited = out.phidot, out.distance, out.blocked
         self.distance = dist
         self._relative_motion(gp, q, v)
+        self.angle = self._angle(q)
+        if not out.blocked_by_rate or self.rate < GRASP_MARGIN * self.handle.max_rate:
+            self._blocked_since = None
+        elif self._blocked_since is None:
+            self._blocked_since = t
+        elif t - self._blocked_since >= LIMIT_ABORT and self.phase == 'intercept':
+            r, k = self.robot, [self.robot.joint_names.index(n) for n in out.blocked_by_rate]
+            limits = ', '.join(
+                f'{r.joint_names[i]} [{r.lower[i]:.3g}, {r.upper[i]:.3g}]' for i in k
+            )
+            why = f"matching the handle's rate ({self.rate:.4f} rad/s against the gripper, the "
+            why += f'grasp asked below {GRASP_MARGIN * self.handle.max_rate:.4f}) needs '
+            why += f'{list(out.blocked_by_rate)} beyond their position limits ({limits} rad; '
+            why += f'held in their limit zones since t = {self._blocked_since:.2f} s)'
+            return self._abort(why, terms, v)
         tau, _ = computed_torque(self.robot, terms, v, phidot, self.gains.kv_joint)
         if self.closest is None or dist < self.closest[0]:
             self.closest = (dist, t)
@@ -493,6 +524,16 @@ class CaptureControl:
             self.speed < GRASP_MARGIN * self.handle.max_speed
             and self.rate < GRASP_MARGIN * self.handle.max_rate
         )
+        # the scene's envelope test of the angle (the interception does not align the frames)
+        aligned = self.angle <= self.handle.max_angle
+        self.blocker = (
+            ''
+            if self._blocked_since is None
+            else (f'the rate match needs {list(out.blocked_by_rate)} beyond their position limits')
+        )
+        if close and not aligned:
+            self.blocker = f'the handle frame is beyond its max_angle {self.handle.max_angle:g}'
+            self.blocker += " rad from the gripper's; the controller does not align the gripper"
         if self.phase == 'intercept' and close and not matched:
             self.violation = (t, self.speed, self.rate)
         #: Why the grasp is not asked with the handle in reach ('' otherwise), for the log.
@@ -504,10 +545,29 @@ class CaptureControl:
             if self.phase == 'intercept' and close and not matched
             else ''
         )
-        ask = self.phase == 'intercept' and t >= self.retry_at and close and matched
+        if self.phase == 'intercept' and close and matched and not aligned:
+            self.waiting = f'the handle is {dist * 100:.2f} cm away but its frame is '
+            self.waiting += f'{self.angle:.3f} rad off, {self.blocker[20:]}'
+            self.waiting += ' (docs/capture.md): not asking for the grasp'
+        if self.limited and self.waiting:
+            self.waiting += f'; {list(self.limited)} held at their position limits'
+        ask = self.phase == 'intercept' and t >= self.retry_at and close and matched and aligned
         if ask:
             self.phase = 'grasping'
         return tau, ask
+
+    def _abort(self, why: str, terms: Any, v: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Give the capture up (:attr:`reason` ``why`` and the history): hold the arm."""
+        self.phase, self.outcome = 'aborted', 'aborted'
+        self.reason = why + self._history() + '; holding the arm still'
+        tau, _ = computed_torque(self.robot, terms, v, np.zeros(self.robot.n), 20.0)
+        return tau, False
+
+    def _angle(self, q: np.ndarray) -> float:
+        """The angle between the gripper's and the handle's frames [rad] (the envelope's)."""
+        _, Rg = D.link_pose(self.robot, q, self.gripper_link)
+        Rh = quat_to_matrix(self._odom[1]) @ self.handle.rotation
+        return float(np.linalg.norm(matrix_log((Rg @ self.gripper_rotation).T @ Rh)))
 
     def _gripper_point(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The grasp point (inertial frame [m]) and its lever from the gripper link's origin."""
@@ -544,6 +604,10 @@ class CaptureControl:
                 f'(limit {GRASP_MARGIN * h.max_speed * 100:.2f}) and turning at {rate:.4f} '
                 f'rad/s (limit {GRASP_MARGIN * h.max_rate:.4f}) against the gripper'
             )
+        if self.refusal is not None:
+            text += f'; grasp last refused at t = {self.refusal[0]:.2f} s: {self.refusal[1]}'
+        if self.limited:
+            text += f'; {list(self.limited)} held at their position limits'
         return text
 
     def _held(self, q: np.ndarray) -> bool:
@@ -557,7 +621,9 @@ class CaptureControl:
         self.distance = float(np.linalg.norm(gp.position - gripper))
         return self.distance <= self.handle.radius + LOST_MARGIN
 
-    def on_grasp_reply(self, success: bool, t: float, q: np.ndarray, v: np.ndarray) -> None:
+    def on_grasp_reply(
+        self, success: bool, t: float, q: np.ndarray, v: np.ndarray, message: str = ''
+    ) -> None:
         """The simulator's answer: on success, the welded model from the present robot state
         and the target's last pose (their relative pose is frozen by the weld); on a refusal,
         intercept again, asking no sooner than :data:`GRASP_RETRY` after ``t`` [s].
@@ -571,8 +637,12 @@ class CaptureControl:
             Robot configuration [m, -, rad | m], base parts in the world frame.
         v : (nv,) ndarray
             Robot velocity [m/s, rad/s, rad/s | m/s], base parts in the world frame.
+        message : str
+            The reply's message (a refusal's reason: kept for the abort's, :attr:`refusal`).
         """
         if not success or self._odom is None:
+            if not success:
+                self.refusal = (float(t), message or 'no reason given')
             if self.phase != 'aborted':  # (a late refusal does not undo an abort)
                 self.phase = 'intercept'
             self.retry_at = t + GRASP_RETRY
@@ -729,7 +799,7 @@ class CaptureInterfaces:
         the grasp request)."""
         cap = self.control
         plan = '' if cap.detumbler is None else cap.detumbler.reason
-        key = (cap.phase, cap.outcome, cap.reason, self.stalled, plan)
+        key = (cap.phase, cap.outcome, cap.reason, self.stalled, plan, cap.blocker)
         if key == self._status_key:
             return
         self._status_key = key
@@ -753,6 +823,7 @@ class CaptureInterfaces:
                 ('speed', repr(cap.speed)),
                 ('rate', repr(cap.rate)),
                 ('detumbling', plan),  # ('' : as configured; else what changed and why)
+                ('blocked', cap.blocker),  # (what keeps the grasp from being asked, or '')
             )
         ]
         self.status.publish(msg)
@@ -775,7 +846,9 @@ class CaptureInterfaces:
             )
             if line:
                 log.error(line)
-            self.control.on_grasp_reply(False, t, np.zeros(0), np.zeros(0))
+            self.control.on_grasp_reply(
+                False, t, np.zeros(0), np.zeros(0), f'the simulator grasped {held!r}'
+            )
             return
         if reply is None or not reply.success or isinstance(measured, str):
             line = self._throttle.admit(
@@ -783,7 +856,10 @@ class CaptureInterfaces:
             )
             if line:
                 log.warning(line)
-            self.control.on_grasp_reply(False, t, np.zeros(0), np.zeros(0))
+            why = 'no reply' if reply is None else reply.message
+            if reply is not None and reply.success:  # (no fresh measurement to weld with)
+                why = f'granted without a fresh robot state ({measured})'
+            self.control.on_grasp_reply(False, t, np.zeros(0), np.zeros(0), why)
             return
         q, v = measured
         self.control.on_grasp_reply(True, t, q, v)

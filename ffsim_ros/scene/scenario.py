@@ -69,7 +69,15 @@ from ffsim_ros.dynamics.lie import quat_unit, rpy_to_matrix
 
 from ..dynamics.yaml_input import YamlInputError, load_yaml
 from ..files import FileKindError, read_regular_file
-from .geometry import Box, Capsule, Cylinder, Sphere, shapes_from_urdf
+from .geometry import (
+    Box,
+    Capsule,
+    Cylinder,
+    Sphere,
+    describe_shape,
+    point_distance,
+    shapes_from_urdf,
+)
 from .grasp import Gripper
 from .impact import CompliantLaw, ImpactLaw
 from .scene import Scene
@@ -104,6 +112,9 @@ MAX_OFFSET = MAX_POSITION
 #: Largest scenario file read by :func:`load_scenario` [bytes] (the nodes' bound on their
 #: ``scenario`` / ``capture.scenario`` files, ``node_support.common.MAX_ROBOT_BYTES``).
 MAX_SCENARIO_BYTES = 16 * 1024 * 1024
+#: Depth [m] below a target's surface from which a handle origin is refused (on the surface is
+#: normal: the gripper closes on it from outside).
+HANDLE_DEPTH = 1e-6
 
 
 class ScenarioError(ValueError):
@@ -359,7 +370,7 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
         if 'tumble' in d:
             I_t = shape.inertia(mass) if inertia is None else inertia
             state.update(_tumble(d['tumble'], I_t, f'{where}.tumble'))
-        return _wrap(
+        target = _wrap(
             where,
             rigid_target,
             name,
@@ -369,6 +380,7 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
             handles=hs,
             **state,
         )
+        return _handles_outside(target, where)
     if 'mass' in d or 'inertia' in d:
         raise ScenarioError(f'{where}: mass and inertia come from the URDF of a urdf target')
     if 'joint_positions' in d:
@@ -384,6 +396,29 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
     if 'tumble' in d:
         tb_state = _tumble(d['tumble'], locked_inertia(target.model, target.q), f'{where}.tumble')
         target = _wrap(where, urdf_target, name, urdf, handles=hs, **{**state, **tb_state})
+    return _handles_outside(target, where)
+
+
+def _handles_outside(target: Target, where: str) -> Target:
+    """``target``, once no handle origin lies deeper than :data:`HANDLE_DEPTH` inside one of
+    its own collision shapes (at its initial configuration; the handles are on its root body);
+    else a ScenarioError naming the handle, the shape and the depth (such a handle was
+    captured with the grasp point inside the solid, the gripper passing through the body)."""
+    model, q = target.model, target.q
+    for k, h in enumerate(target.handles):
+        o, R = D.link_pose(model, q, h.link)
+        point = o + R @ h.translation
+        for shape in target.shapes:
+            so, sR = D.link_pose(model, q, shape.link)
+            local = shape.rotation.T @ (sR.T @ (point - so) - shape.translation)
+            depth = -point_distance(shape.shape, local)
+            if depth > HANDLE_DEPTH:
+                raise ScenarioError(
+                    f'{where}.handles[{k}] {h.name!r}: expected a handle origin on or outside '
+                    f'the target {target.name!r}, got one {depth:.4g} m inside its collision '
+                    f'shape ({describe_shape(shape.shape)} on link {shape.link!r}): the grasp '
+                    'point would be inside the solid'
+                )
     return target
 
 
