@@ -277,6 +277,7 @@ class Simulator(Node):
         # the physics thread reports a failure through this (the executor raises it)
         self._fatal_signal = self.create_guard_condition(self._raise_fatal)
         self._quit_signal = self.create_guard_condition(self._raise_quit)
+        self._quit_raised = False
         self._destroyed = False
         # physics thread only: the run state beyond the engine's pause, pacing, step jobs
         self.stopped = False  # simulation_interfaces' STATE_STOPPED (reset and paused)
@@ -400,6 +401,9 @@ class Simulator(Node):
         self._quit_signal.trigger()
 
     def _raise_quit(self) -> None:
+        if self._quit_raised:  # (raised once: another would be a task nobody awaits)
+            return
+        self._quit_raised = True
         self._quit_signal.trigger()  # (again: a multi-threaded executor raises it at the next)
         raise QuitRequested('set_simulation_state: quitting')
 

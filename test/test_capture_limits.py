@@ -54,7 +54,7 @@ def test_the_interception_keeps_the_joints_inside_their_limits(robot):
     gains = CaptureGains()
     _, stop = limit_zones(robot.lower, robot.upper)
     dt, worst = 0.05, -np.inf
-    for _ in range(60):  # 3 s at up to 0.45 rad/s: 1.35 rad of travel asked, 0.4 left
+    for _ in range(120):  # 6 s at up to 0.45 rad/s: 2.7 rad of travel asked, 0.4 left
         v = np.zeros(robot.nv)
         terms = momentum_terms(robot, q, v)
         p = D.link_pose(robot, q, 'ee_link')[0]
@@ -66,31 +66,61 @@ def test_the_interception_keeps_the_joints_inside_their_limits(robot):
     assert worst < 0.0, f'a joint beyond its upper limit by {worst:.3g} rad'
     assert q[13] > robot.upper[6] - 0.25  # (it did go into the zone: the rate match asked)
     out = intercept(robot, q, terms, ('ee_link', np.zeros(3)), target, gains)
+    # (at its stop by now: 0.031 rad from the limit, 0.03 the stop)
     assert out.blocked_by_rate == ('arm_joint_7',) and 'arm_joint_7' in out.blocked
+
+
+def _spinning_handle_control(robot, target, handle, offset: float, away: float):
+    """A CaptureControl with the wrist ``offset`` from its upper limit and the handle,
+    spinning at 60 deg/s about the roll axis, ``away`` [m] beyond the gripper along it."""
+    from nav_msgs.msg import Odometry
+
+    from ffsim_ros.node_support.capture_control import CaptureControl
+
+    control = CaptureControl(robot, 'ee_link', target, 'gjm')
+    q, v = _wrist_near_its_limit(robot, offset), np.zeros(robot.nv)
+    msg = Odometry()
+    p = D.link_pose(robot, q, 'ee_link')[0] - handle.translation + away * ROLL
+    msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = p
+    msg.pose.pose.orientation.w = 1.0
+    msg.twist.twist.angular.x = np.radians(60.0)
+    control.on_odometry(msg)
+    return control, q, v
+
+
+@pytest.mark.ros  # (the controller's capture module: rclpy messages)
+@pytest.mark.parametrize(('offset', 'away'), [(0.2, 0.0), (0.03, 0.4)])
+def test_a_wrist_only_in_its_limit_zone_or_far_from_the_handle_does_not_abort(
+    robot, offset: float, away: float
+):
+    """The limit abort waits for the wrist at its stop with the handle within its radius: the
+    shipped capture started 0.2 rad from the wrist's limit was aborted 1 s into the approach,
+    40 cm from the handle, where it captured without the rule (regression probe)."""
+    from ffsim_ros.node_support.capture_control import LIMIT_ABORT
+
+    _, target = tumbling_target_scene()
+    handle = dataclasses.replace(target.handles[0], max_rate=0.2, translation=-0.45 * ROLL)
+    target = dataclasses.replace(target, handles=(handle,))
+    control, q, v = _spinning_handle_control(robot, target, handle, offset, away)
+    for t in np.arange(1.0, 1.0 + 3.0 * LIMIT_ABORT, 0.1):
+        control.update(float(t), q, v)
+    assert control.phase == 'intercept', control.reason
 
 
 @pytest.mark.ros  # (the controller's capture module: rclpy messages)
 def test_a_rate_match_beyond_the_joint_limits_aborts_naming_the_joint(robot):
-    """The wrist in its limit zone, the handle at the gripper spinning at 60 deg/s about the
+    """The wrist at its limit's stop, the handle at the gripper spinning at 60 deg/s about the
     roll axis (beyond half its max_rate): the capture is aborted after LIMIT_ABORT with the
     joint in the reason, and the arm held (before: intercepting without end, the wrist wound
     past its limit)."""
-    from nav_msgs.msg import Odometry
 
-    from ffsim_ros.node_support.capture_control import LIMIT_ABORT, CaptureControl
+    from ffsim_ros.node_support.capture_control import LIMIT_ABORT
 
     _, target = tumbling_target_scene()
     # the handle on the spin axis (it does not move, it turns)
     handle = dataclasses.replace(target.handles[0], max_rate=0.2, translation=-0.45 * ROLL)
     target = dataclasses.replace(target, handles=(handle,))
-    control = CaptureControl(robot, 'ee_link', target, 'gjm')
-    q, v = _wrist_near_its_limit(robot, 0.1), np.zeros(robot.nv)
-    msg = Odometry()
-    p = D.link_pose(robot, q, 'ee_link')[0] - handle.translation
-    msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = p
-    msg.pose.pose.orientation.w = 1.0
-    msg.twist.twist.angular.x = np.radians(60.0)
-    control.on_odometry(msg)
+    control, q, v = _spinning_handle_control(robot, target, handle, 0.03, 0.0)
     control.update(1.0, q, v)
     assert control.phase == 'intercept' and 'position limits' in control.blocker
     control.update(1.0 + 0.5 * LIMIT_ABORT, q, v)
@@ -169,15 +199,21 @@ def test_a_handle_inside_its_target_is_refused_at_load():
     with pytest.raises(ScenarioError) as err:
         target_from_dict(_ball([-0.1, 0.0, 0.0]), 'targets[0]')
     text = str(err.value)
-    assert text.startswith("targets[0].handles[0] 'bar': expected a handle origin on or outside")
+    assert text.startswith("targets[0].handles[0] 'bar': expected a handle origin outside")
+    assert 'within its radius 0.05 m of the surface' in text
     assert "target 'ball'" in text and '0.2 m inside' in text and 'sphere of radius 0.3' in text
     box = {'type': 'box', 'size': [0.4, 1.0, 0.2]}
-    with pytest.raises(ScenarioError, match=r'0\.05 m inside its collision shape \(box'):
-        target_from_dict(_ball([0.0, 0.0, 0.05], box), 'targets[0]')
+    with pytest.raises(ScenarioError, match=r'0\.1 m inside its collision shape \(box'):
+        target_from_dict(_ball([0.0, 0.0, 0.0], box), 'targets[0]')
+    # a grapple bar: the grasp point on the axis of a 2 cm cylinder the fingers close round,
+    # within the handle's 5 cm radius (refused by the first version of the check)
+    bar = {'type': 'cylinder', 'radius': 0.02, 'length': 0.3}
     for translation, shape in (
         ([-0.3, 0.0, 0.0], None),
         ([0.0, 0.0, -0.35], None),
         ([0.0, 0.0, 0.1], box),
+        ([0.0, 0.0, 0.06], box),
         ([0.0, 0.5, 0.0], box),
+        ([0.0, 0.0, 0.0], bar),
     ):
         target_from_dict(_ball(translation, shape), 'targets[0]')

@@ -168,6 +168,28 @@ def _interfaces(targets=(), namespace: str = '/'):
     return interfaces, actions, odometry, world.added
 
 
+def test_no_transition_once_quitting() -> None:
+    """Once quitting (the node ends 0.5 s later), playing or pausing is refused: it answered
+    'quitting -> playing' and the engine ran until the exit."""
+    from simulation_interfaces.msg import SimulationState
+    from simulation_interfaces.srv import SetSimulationState
+
+    from ffsim_ros.node_support.sim_interfaces import RequestError
+
+    interfaces, actions, _, _ = _interfaces()
+    interfaces.quitting = True
+    for target in (SimulationState.STATE_PLAYING, SimulationState.STATE_PAUSED):
+        request = SetSimulationState.Request(state=SimulationState(state=target))
+        with pytest.raises(RequestError) as info:
+            interfaces._set_state(request, SetSimulationState.Response())
+        assert info.value.code == SetSimulationState.Response.STATE_TRANSITION_ERROR
+        assert 'the simulator is quitting' in str(info.value)
+    request = SetSimulationState.Request(state=SimulationState(state=3))
+    with pytest.raises(RequestError) as info:
+        interfaces._set_state(request, SetSimulationState.Response())
+    assert info.value.code == SetSimulationState.Response.ALREADY_IN_TARGET_STATE
+
+
 def test_spawn_names_refused_before_anything_changes() -> None:
     """A name that cannot make the target's topics (``ball-1``, ``my ball``, 240 characters)
     used to be spawned, then ``targets/<name>/odom`` raised in the executor (no answer, the
@@ -902,6 +924,7 @@ def test_features_run_states_stepping_and_resets(ros_process, probe) -> None:
     assert reply.error_message.startswith('quitting: stopped: reset'), reply.error_message
     assert probe.spin_until(lambda: not sim.is_running(), 30), sim.describe()
     assert sim.returncode == 0, sim.describe()
+    assert 'never retrieved' not in sim.stderr(), sim.describe()  # (raised once, collected)
 
 
 def _entity_request(position, quaternion, linear, angular, frame='world', entity=ENTITY):

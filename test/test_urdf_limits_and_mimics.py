@@ -215,10 +215,11 @@ def test_the_active_joints_parameter_holds_or_refuses_mimic_joints() -> None:
     assert 'finger_a, finger_b held' in joints('auto')[1]
     assert joints('all')[0] == ('j1', 'j2')
     assert 'finger_b mimics finger_a' in joints('all')[1]
-    assert joints('chain') == (('j1', 'j2', 'finger_a'), '')  # (as it is: the path to fa)
-    assert joints('j1,finger_a') == (('j1', 'finger_a'), '')
-    with pytest.raises(ParameterValueError, match=r'^active_joints: .*finger_b \(mimics fin'):
-        joints('j1,finger_b')
+    # chain: the path to fa less the coupling (it moved finger_a, breaking finger_b's mimic)
+    assert joints('chain')[0] == ('j1', 'j2') and 'finger_a, finger_b held' in joints('chain')[1]
+    for names in ('j1,finger_b', 'j1,finger_a'):  # (either joint of a coupling)
+        with pytest.raises(ParameterValueError, match=r'^active_joints: .*finger_b \(mimics f'):
+            joints(names)
     with pytest.warns(D.MimicWarning):  # (fingers on the base: only mimic joints move them)
         fingers = D.load_urdf(
             hand().replace(
@@ -271,3 +272,31 @@ def test_a_limit_without_lower_and_upper_is_read_as_zero_with_a_warning() -> Non
         warnings.simplefilter('error')
         D.load_urdf(two_links('1', 'continuous', '<limit effort="10" velocity="1"/>'))
         D.load_urdf(two_links('1', 'revolute'))
+
+
+def test_the_capture_laws_hold_mimic_joints() -> None:
+    """The interception and the detumbler moved the fingers of a <mimic> coupling
+    (finger_b = -finger_a + 0.01) independently (regression probe: 4.55e-5 m/s each way): their
+    rate weights are 0 (rns.unmimicked_rate_weights), the arm joints do the work."""
+    from ffsim_ros.control.capture import (
+        CaptureGains,
+        Detumbler,
+        GraspPoint,
+        intercept,
+        momentum_terms,
+    )
+    from ffsim_ros.control.rns import unmimicked_rate_weights
+
+    with pytest.warns(D.MimicWarning):
+        model = D.load_urdf(hand())
+    np.testing.assert_array_equal(unmimicked_rate_weights(model)[2:], [0.0, 0.0])
+    assert np.all(unmimicked_rate_weights(model)[:2] > 0.0)
+    q, v = D.neutral(model), np.zeros(model.nv)
+    v[6:8] = [0.05, -0.03]
+    terms = momentum_terms(model, q, v)
+    p = D.link_pose(model, q, 'ee_link')[0]
+    target = GraspPoint(p + [0.0, 0.03, 0.02], np.zeros(3), None)
+    out = intercept(model, q, terms, ('ee_link', np.zeros(3)), target, CaptureGains())
+    assert np.any(out.phidot[:2]) and not np.any(out.phidot[2:])
+    detumbler = Detumbler(model, model.n, 'momentum_distribution', CaptureGains(), 0.0, q, v)
+    assert not np.any(detumbler.weights[2:])

@@ -93,10 +93,10 @@ from .rns import (
     limit_zones,
     near_limits,
     prioritized_rates,
-    rate_weights,
     reactionless_rates,
     saturate,
     speed_limits,
+    unmimicked_rate_weights,
 )
 
 
@@ -116,6 +116,9 @@ ROLLOUT_DT = 0.25
 ROLLOUT_STEPS = 20000
 #: Joint clamping re-solves of the distribution rates near the position limits per update.
 CLAMP_ITERATIONS = 4
+#: A clamped joint is at its stop, for :attr:`Intercept.blocked_by_rate`, where its clamping
+#: factor (:func:`~.rns.limit_scales`) is at most this: still inside the zone it is only slowed.
+AT_STOP = 0.1
 #: Share of the commanded base rate change ``|c - w0_d|`` the clamped distribution rates may
 #: miss before the law gives up storing and brakes (:class:`Detumbler`).
 CLAMP_RESIDUAL = 0.05
@@ -371,7 +374,8 @@ class Intercept(NamedTuple):
     #: (:func:`~.rns.limit_scales` < 1): slowed to a stop short of it, the tasks served by the
     #: others as far as they can (the rate match, the last task, is the first to go)
     blocked: tuple[str, ...] = ()
-    #: those of ``blocked`` the rate match's part of the rates drives toward the limit
+    #: those of ``blocked`` at their stop (``AT_STOP``) that the rate match's part of the
+    #: rates drives toward the limit
     blocked_by_rate: tuple[str, ...] = ()
 
 
@@ -456,7 +460,7 @@ def intercept(
         rates = limit_rates(rates, vmax)
         return rates + secondary_scale(rates, rates2, vmax) * rates2
 
-    full = rate_weights(model)
+    full = unmimicked_rate_weights(model)
     phidot = solve(full)
     phi, lower, upper = q[7:], model.lower, model.upper
     if not np.any(near_limits(phi, lower, upper)):
@@ -477,7 +481,7 @@ def intercept(
         plain, _ = reactionless_rates(*task, w0_d - terms.locked_rate, full, gains.damping)
         plain = limit_rates(plain, vmax)
         # (the rate match's own part of the unclamped rates heads into the limit)
-        by_rate = blocked & (limit_scales(phi, lower, upper, free - plain) < 1.0)
+        by_rate = blocked & (limit_scales(phi, lower, upper, free - plain) <= AT_STOP)
         by_rate = tuple(model.joint_names[k] for k in np.flatnonzero(by_rate))
     return Intercept(phidot, float(np.linalg.norm(e)), names, by_rate)
 
@@ -539,7 +543,7 @@ def storage_rollout(
     """
     q = np.asarray(q, float).copy()
     v = np.asarray(v, float)
-    weights = rate_weights(model)
+    weights = unmimicked_rate_weights(model)
     zone, _ = limit_zones(model.lower, model.upper)
     H = D.mass_matrix(model, q)
     # [P; L0] with L0 about the base CoM r0: P and the L about a fixed point are conserved,
@@ -684,7 +688,7 @@ class Detumbler:
         self.gains = gains
         self.t0 = float(t0)
         self.t_last = float(t0)
-        self.weights = rate_weights(model)
+        self.weights = unmimicked_rate_weights(model)
         self.vmax = speed_limits(model.velocity_limit, gains.max_joint_speed)
         self.phidot0 = np.asarray(v, float)[6:].copy()
         self.w0_d = np.asarray(v, float)[3:6].copy()

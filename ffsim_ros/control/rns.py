@@ -435,6 +435,23 @@ def rate_weights(model: D.Model) -> np.ndarray:
     return w / np.max(w)
 
 
+def unmimicked_rate_weights(model: D.Model) -> np.ndarray:
+    """:func:`rate_weights` with 0 for the :func:`mimic_joints` (held: the capture's laws,
+    which move every other joint, must not break a coupling they do not model).
+
+    Parameters
+    ----------
+    model : Model
+
+    Returns
+    -------
+    (n,) ndarray
+        Per joint [-].
+    """
+    held = set(mimic_joints(model))
+    return rate_weights(model) * [name not in held for name in model.joint_names]
+
+
 def attitude_error(quaternion: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """Rotation vector (3,) [rad], inertial frame, that turns ``quaternion`` into ``reference``.
 

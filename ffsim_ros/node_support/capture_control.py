@@ -18,7 +18,6 @@ by :func:`scenario_target`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,9 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
-from rclpy.exceptions import NameValidationException
-from rclpy.expand_topic_name import expand_topic_name
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
-from rclpy.validate_full_topic_name import validate_full_topic_name
-from rclpy.validate_topic_name import validate_topic_name
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -59,9 +54,9 @@ from ffsim_ros.scene import (
 
 from ..dynamics.yaml_input import load_yaml
 from .common import LogThrottle, read_robot_file
-from .parameters import Check, string
 from .scene_services import grasped_target
 from .scene_support import resolve_scenario
+from .target_names import CHECK_NODE_NAME, ros_name_problem, service_name
 
 #: Fraction of the handle's capture envelope (radius, speed) inside which the grasp is asked.
 GRASP_MARGIN = 0.5
@@ -71,69 +66,12 @@ LOST_MARGIN = 0.05
 #: Seconds (node clock) after a refused or unanswered grasp before the next request (a target
 #: outside its rate limit drew 88 requests a second, each an event and three log lines).
 GRASP_RETRY = 0.5
-#: Time [s] the rate match may stay blocked by a joint at a position limit (the handle turning
-#: beyond half its ``max_rate`` against the gripper all along) before the capture is aborted.
+#: Time [s] the rate match may stay blocked by a joint at its stop (the handle within its
+#: radius and turning beyond half its ``max_rate`` against the gripper all along) before the
+#: capture is aborted (farther, the approach goes on: the wrist may yet be freed).
 LIMIT_ABORT = 1.0
 #: Phases of :class:`CaptureControl` (``wait``: no target odometry yet).
 PHASES = ('wait', 'intercept', 'grasping', 'store', 'release', 'brake', 'hold', 'aborted')
-#: The node name ``~`` and ``{node}`` expand to when a name is checked (any valid node name
-#: gives the same verdict; the namespace is the root).
-CHECK_NODE_NAME = 'ffsim_reactionless_controller'
-
-
-def ros_name_problem(name: str, *, service: bool = False) -> str | None:
-    """Why ``name`` is not a valid ROS topic (``service``: service) name, relative or
-    absolute, as rclpy validates it when an entity is made; None when it is valid.
-
-    Checked as given (rclpy's ``validate_topic_name``: characters, empty tokens, a token
-    starting with a digit, ...) and once expanded for a node in the root namespace
-    (``validate_full_topic_name``: ``~``, ``{node}``, unknown substitutions).
-
-    Parameters
-    ----------
-    name : str
-    service : bool
-        Validate as a service name.
-
-    Returns
-    -------
-    str or None
-    """
-    try:
-        validate_topic_name(name, is_service=service)
-        expanded = expand_topic_name(name, CHECK_NODE_NAME, '/')
-        validate_full_topic_name(expanded, is_service=service)
-    except (NameValidationException, ValueError) as exc:
-        # the first line, without the kind (said by the caller) nor rcl's source location
-        # (rclpy adds a caret line below)
-        text = str(exc).splitlines()[0].rstrip(':')
-        return re.sub(r'^Invalid (topic|service) name: |, at \S+:\d+$', '', text)
-    return None
-
-
-def service_name(max_bytes: int = 255) -> Check:
-    """A parameter check: a ROS service name of at most ``max_bytes`` bytes, relative or
-    absolute (:func:`ros_name_problem`).
-
-    Parameters
-    ----------
-    max_bytes : int
-
-    Returns
-    -------
-    Check
-    """
-    size = string(max_bytes)
-    what = 'a ROS service name (letters, digits, _ / ~ {}; tokens not starting with a digit)'
-
-    def test(value: Any) -> str:
-        value = size.test(value)
-        problem = ros_name_problem(value, service=True)
-        if problem is not None:
-            raise ValueError(f'expected {what}, got {value!r} ({problem})')
-        return value
-
-    return Check(f'{what}, {size.text}', test)
 
 
 def _brief(value: Any) -> str:
@@ -502,7 +440,11 @@ class CaptureControl:
         self.distance = dist
         self._relative_motion(gp, q, v)
         self.angle = self._angle(q)
-        if not out.blocked_by_rate or self.rate < GRASP_MARGIN * self.handle.max_rate:
+        if (
+            not out.blocked_by_rate
+            or dist >= self.handle.radius
+            or self.rate < GRASP_MARGIN * self.handle.max_rate
+        ):
             self._blocked_since = None
         elif self._blocked_since is None:
             self._blocked_since = t

@@ -227,10 +227,10 @@ def active_joints_from(values: Mapping[str, Any], model: Model) -> tuple[str, ..
     """The ``active_joints`` of :class:`~ffsim_ros.control.ReactionlessController` from the
     checked parameter ``active_joints``: None for ``auto`` (the law's default: every joint in
     reactionless mode, the path to ``ee_link`` in the others), the joints on that path for
-    ``chain``, every joint for ``all``, else the names given. ``auto`` and ``all`` leave out
-    the joints of URDF ``<mimic>`` couplings (:func:`~ffsim_ros.control.rns.mimic_joints`:
-    the coupling is not modelled, so moving one alone breaks it); names given may not include
-    a joint that mimics another.
+    ``chain``, every joint for ``all``, else the names given. ``auto``, ``all`` and ``chain``
+    leave out the joints of URDF ``<mimic>`` couplings
+    (:func:`~ffsim_ros.control.rns.mimic_joints`: the coupling is not modelled, so moving one
+    alone breaks it); names given may not include one.
 
     Parameters
     ----------
@@ -246,7 +246,7 @@ def active_joints_from(values: Mapping[str, Any], model: Model) -> tuple[str, ..
     Raises
     ------
     ParameterValueError
-        Unknown or repeated joints, a joint that mimics another, or none on the path to
+        Unknown or repeated joints, a joint of a ``<mimic>`` coupling, or none on the path to
         ``ee_link``, naming the parameter and the joints the robot has.
     """
     text = values['active_joints']
@@ -260,14 +260,20 @@ def active_joints_from(values: Mapping[str, Any], model: Model) -> tuple[str, ..
         held = mimic_joints(model)
         names = tuple(n for n in model.joint_names if n not in held)
     elif text == 'chain':
-        names = tuple(model.joint_names[k] for k in chain_joints(model, values['ee_link']))
+        held = mimic_joints(model)
+        chain = (model.joint_names[k] for k in chain_joints(model, values['ee_link']))
+        names = tuple(n for n in chain if n not in held)
     else:
         names = tuple(n.strip() for n in text.split(','))
-        slaved = [f'{m.joint} (mimics {m.mimicked})' for m in model.mimics if m.joint in names]
-        if slaved:
+        coupled = [
+            f'{m.joint} (mimics {m.mimicked})'
+            for m in model.mimics
+            if m.joint in names or m.mimicked in names
+        ]
+        if coupled:
             raise ParameterValueError(
-                f'active_joints: expected no joint that mimics another (URDF <mimic>, the '
-                f'coupling not modelled: the law would break it), got {", ".join(slaved)}'
+                f'active_joints: expected no joint of a URDF <mimic> coupling (not modelled: '
+                f'moving either joint alone breaks it), got {", ".join(coupled)}'
             )
     try:
         active_joint_mask(model, values['ee_link'], names)
@@ -278,7 +284,7 @@ def active_joints_from(values: Mapping[str, Any], model: Model) -> tuple[str, ..
 
 def held_mimics_note(values: Mapping[str, Any], model: Model) -> str:
     """The start-up note on the joints of URDF ``<mimic>`` couplings that ``active_joints``
-    ``auto`` or ``all`` hold (:func:`active_joints_from`); '' when none are held.
+    ``auto``, ``all`` or ``chain`` hold (:func:`active_joints_from`); '' when none are held.
 
     Parameters
     ----------
@@ -290,7 +296,7 @@ def held_mimics_note(values: Mapping[str, Any], model: Model) -> str:
     -------
     str
     """
-    held = mimic_joints(model) if values['active_joints'] in ('auto', 'all') else ()
+    held = mimic_joints(model) if values['active_joints'] in ('auto', 'all', 'chain') else ()
     if not held:
         return ''
     pairs = ', '.join(f'{m.joint} mimics {m.mimicked}' for m in model.mimics)
@@ -344,9 +350,9 @@ PARAMETERS = ParameterTable(
             'joints the ee_goal laws may move, the others held still: auto = all in '
             'reactionless mode (other arms recruited as momentum compensators), those on the '
             'path to ee_link in the other modes; chain = those on the path in every mode (a '
-            'goal for one arm leaves the other arms still); all = every joint. auto and all '
-            'hold the joints of URDF <mimic> couplings (not modelled); a joint that mimics '
-            'another cannot be named',
+            'goal for one arm leaves the other arms still); all = every joint. auto, all and '
+            'chain hold the joints of URDF <mimic> couplings (not modelled), which cannot be '
+            'named',
             Check("'auto', 'chain', 'all' or joint names separated by commas", _joint_set),
         ),
         ParameterSpec(

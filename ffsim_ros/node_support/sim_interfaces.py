@@ -436,6 +436,11 @@ class SimulationInterfaces:
 
         def apply(engine: Engine) -> str:
             current = self.state_of()
+            if self.quitting and target != current:
+                raise RequestError(
+                    code.STATE_TRANSITION_ERROR,
+                    f'the simulator is quitting: no transition to {STATE_NAMES[target]}',
+                )
             if target == current:
                 if target == SimulationState.STATE_PAUSED:
                     engine.pause()  # (a fault reads as paused: now it is)

@@ -1,13 +1,19 @@
-"""Target names of the simulator: a token of the target's topics, checked before rclpy sees it
-(the spawn service and the ``scenario`` parameter refuse a bad one by name)."""
+"""ROS names checked before rclpy sees them: target names of the simulator (a token of the
+target's topics: the spawn service and the ``scenario`` parameter refuse a bad one by name),
+topic and service names of the controller's capture (:func:`ros_name_problem`,
+:func:`service_name`)."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from rclpy.exceptions import NameValidationException
 from rclpy.expand_topic_name import expand_topic_name
 from rclpy.validate_full_topic_name import validate_full_topic_name
+from rclpy.validate_topic_name import validate_topic_name
+
+from .parameters import Check, string
 
 #: Longest fully qualified ROS topic name (rmw's ``RMW_TOPIC_MAX_NAME_LENGTH``, 255 - 8); the
 #: decision is rclpy's validator, this bound only words its refusal.
@@ -96,3 +102,63 @@ characters in all), got 'ball-1'
 
 
 __all__ = ['MAX_TOPIC_LENGTH', 'TARGET_TOPICS', 'target_name_problem', 'target_topics']
+
+
+#: The node name ``~`` and ``{node}`` expand to when a name is checked (any valid node name
+#: gives the same verdict; the namespace is the root).
+CHECK_NODE_NAME = 'ffsim_reactionless_controller'
+
+
+def ros_name_problem(name: str, *, service: bool = False) -> str | None:
+    """Why ``name`` is not a valid ROS topic (``service``: service) name, relative or
+    absolute, as rclpy validates it when an entity is made; None when it is valid.
+
+    Checked as given (rclpy's ``validate_topic_name``: characters, empty tokens, a token
+    starting with a digit, ...) and once expanded for a node in the root namespace
+    (``validate_full_topic_name``: ``~``, ``{node}``, unknown substitutions).
+
+    Parameters
+    ----------
+    name : str
+    service : bool
+        Validate as a service name.
+
+    Returns
+    -------
+    str or None
+    """
+    try:
+        validate_topic_name(name, is_service=service)
+        expanded = expand_topic_name(name, CHECK_NODE_NAME, '/')
+        validate_full_topic_name(expanded, is_service=service)
+    except (NameValidationException, ValueError) as exc:
+        # the first line, without the kind (said by the caller) nor rcl's source location
+        # (rclpy adds a caret line below)
+        text = str(exc).splitlines()[0].rstrip(':')
+        return re.sub(r'^Invalid (topic|service) name: |, at \S+:\d+$', '', text)
+    return None
+
+
+def service_name(max_bytes: int = 255) -> Check:
+    """A parameter check: a ROS service name of at most ``max_bytes`` bytes, relative or
+    absolute (:func:`ros_name_problem`).
+
+    Parameters
+    ----------
+    max_bytes : int
+
+    Returns
+    -------
+    Check
+    """
+    size = string(max_bytes)
+    what = 'a ROS service name (letters, digits, _ / ~ {}; tokens not starting with a digit)'
+
+    def test(value: Any) -> str:
+        value = size.test(value)
+        problem = ros_name_problem(value, service=True)
+        if problem is not None:
+            raise ValueError(f'expected {what}, got {value!r} ({problem})')
+        return value
+
+    return Check(f'{what}, {size.text}', test)

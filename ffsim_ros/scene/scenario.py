@@ -112,8 +112,9 @@ MAX_OFFSET = MAX_POSITION
 #: Largest scenario file read by :func:`load_scenario` [bytes] (the nodes' bound on their
 #: ``scenario`` / ``capture.scenario`` files, ``node_support.common.MAX_ROBOT_BYTES``).
 MAX_SCENARIO_BYTES = 16 * 1024 * 1024
-#: Depth [m] below a target's surface from which a handle origin is refused (on the surface is
-#: normal: the gripper closes on it from outside).
+#: Depth [m] below a target's surface from which a handle origin is refused, or the handle's
+#: radius if larger (on the surface is normal, and within the radius: fingers closing round a
+#: bar).
 HANDLE_DEPTH = 1e-6
 
 
@@ -400,10 +401,11 @@ def target_from_dict(d: Any, where: str = 'target', base: Path | None = None) ->
 
 
 def _handles_outside(target: Target, where: str) -> Target:
-    """``target``, once no handle origin lies deeper than :data:`HANDLE_DEPTH` inside one of
-    its own collision shapes (at its initial configuration; the handles are on its root body);
-    else a ScenarioError naming the handle, the shape and the depth (such a handle was
-    captured with the grasp point inside the solid, the gripper passing through the body)."""
+    """``target``, once no handle origin lies deeper inside one of its own collision shapes
+    than its capture radius (and :data:`HANDLE_DEPTH`; at its initial configuration): a grasp
+    point on the axis of a bar the fingers close around is normal, one 0.2 m inside a ball
+    was captured with the gripper passing through the body; else a ScenarioError naming the
+    handle, the shape and the depth."""
     model, q = target.model, target.q
     for k, h in enumerate(target.handles):
         o, R = D.link_pose(model, q, h.link)
@@ -412,10 +414,11 @@ def _handles_outside(target: Target, where: str) -> Target:
             so, sR = D.link_pose(model, q, shape.link)
             local = shape.rotation.T @ (sR.T @ (point - so) - shape.translation)
             depth = -point_distance(shape.shape, local)
-            if depth > HANDLE_DEPTH:
+            if depth > max(HANDLE_DEPTH, h.radius):
                 raise ScenarioError(
-                    f'{where}.handles[{k}] {h.name!r}: expected a handle origin on or outside '
-                    f'the target {target.name!r}, got one {depth:.4g} m inside its collision '
+                    f'{where}.handles[{k}] {h.name!r}: expected a handle origin outside the '
+                    f'target {target.name!r} or within its radius {h.radius:g} m of the '
+                    f'surface, got one {depth:.4g} m inside its collision '
                     f'shape ({describe_shape(shape.shape)} on link {shape.link!r}): the grasp '
                     'point would be inside the solid'
                 )
