@@ -336,6 +336,7 @@ def test_target_publishers_follow_the_targets() -> None:
         create_publisher=create_publisher,
         destroy_publisher=destroy_publisher,
         engine=SimpleNamespace(world=world),
+        default_callback_group=SimpleNamespace(entities=set()),
     )
     scene = SceneInterfaces.__new__(SceneInterfaces)  # (no services made)
     scene.node, scene._odom, scene._shown = node, {}, False
