@@ -4,7 +4,8 @@ Each run starts at the home pose at rest (zero momentum) and gives ``--goals`` g
 each 0.1-0.45 m (uniform) in a uniformly random direction from wherever the end effector
 stands when it is drawn (redrawn until the controller accepts it), after the previous goal's
 outcome and 1 s of settling. The loop is the nodes' loop without DDS
-(:class:`ffsim_ros.control.closed_loop.ClosedLoop`): physics with ``D.step`` (RK4 at 1 kHz,
+(:class:`ffsim_ros.control.closed_loop.ClosedLoop`, the law built as the node builds it, goals
+inside the base's collision shapes refused): physics with ``D.step`` (RK4 at 1 kHz,
 the efforts held over each 10 ms control period), the :class:`ReachSupervisor` at 100 Hz.
 
 Per robot, mode and seed: the share of goals reached, the time to reach them (from the goal
@@ -37,6 +38,7 @@ from ffsim_ros.control import (
     ReactionlessController,
 )
 from ffsim_ros.control.closed_loop import ClosedLoop, chained_goals
+from ffsim_ros.node_support.controller_watch import base_collision_shapes
 from ffsim_ros.resources import sample_robot
 
 ROBOTS = {
@@ -50,8 +52,17 @@ def run(robot: str, mode: str, seed: int, goals: int, options: dict) -> dict:
     """One chain; the per-goal figures (degrees and seconds) and the CPU time."""
     name, ee = ROBOTS[robot]
     model = D.load_urdf(sample_robot(name))
-    law = ReactionlessController(model, ee, mode=mode, gains=Gains(k_null=options.pop('k_null')))
-    settings = ReachSettings(**options)
+    settings = ReachSettings(**{k: v for k, v in options.items() if k != 'k_null'})
+    # the node's law: goals inside the base's collision shapes refused (and drawn again)
+    shapes, _ = base_collision_shapes(sample_robot(name).read_text(), model, 'robot_file')
+    law = ReactionlessController(
+        model,
+        ee,
+        mode=mode,
+        gains=Gains(k_null=options['k_null']),
+        collision_shapes=shapes,
+        collision_margin=settings.position_tolerance,
+    )
     loop = ClosedLoop(ReachSupervisor(law, settings))
     q0 = loop.q.copy()
     t0 = time.process_time()

@@ -300,3 +300,20 @@ def test_the_capture_laws_hold_mimic_joints() -> None:
     assert np.any(out.phidot[:2]) and not np.any(out.phidot[2:])
     detumbler = Detumbler(model, model.n, 'momentum_distribution', CaptureGains(), 0.0, q, v)
     assert not np.any(detumbler.weights[2:])
+
+
+def test_the_reach_bound_counts_prismatic_travel() -> None:
+    """The goal check's reach bound summed the link lengths at the neutral pose only: an end
+    effector carried by a slide standing at its limit was refused as out of reach at its own
+    position (unseen-robot probe: 2.909 m against 2.901 m). Each slide on the path adds its
+    farthest travel from 0."""
+    model = D.load_urdf(hand(''))  # (no mimic: finger_a a 1 m slide on the path to fa)
+    law = ReactionlessController(model, 'fa')
+    assert law.reach == pytest.approx(0.6 + 1.0)  # (l1 to l2 to fa 0.3 + 0.3; the slide +-1)
+    q = D.neutral(model)
+    q[7:] = [0.0, 0.0, 1.0, 0.0]
+    here = D.link_pose(model, q, 'fa')[0]
+    assert np.linalg.norm(here - law.shoulder_position(q)) > 0.98 * 0.6
+    law.check_goal(q, here)  # (refused before: 'goal unreachable')
+    with pytest.raises(ValueError, match='unreachable'):
+        law.check_goal(q, law.shoulder_position(q) + [2.0, 0.0, 0.0])

@@ -23,7 +23,7 @@ import ffsim_ros.dynamics as D
 from .loops import loop_rates
 from .planner import Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
-from .rns import limit_zones
+from .rns import limit_zones, near_limits
 
 #: A loop leg has stalled when its joint has not turned by this share of what its predicted
 #: course gains over ``stall_time`` (without a course: of the mean pace ``|sweep| /
@@ -147,6 +147,60 @@ def loop_leg_command(
             lambda qq: loop_rates(law, qq, law.task_terms(qq), joint, sign, reference, frozen),
         )
     return inner_loop(law, q, v, out, rates, phiddot)
+
+
+def limits_note(model: D.Model, q: np.ndarray) -> str:
+    """For a reason: which joints the law clamps at ``q`` (within the zone of a position limit,
+    :func:`~.rns.limit_zones`), '' if none ('; joints clamped at their position limits: ...').
+
+    Parameters
+    ----------
+    model : D.Model
+    q : (nq,) configuration [m, -, rad | m].
+
+    Returns
+    -------
+    str
+    """
+    phi = q[7:]
+    near = np.flatnonzero(near_limits(phi, model.lower, model.upper))
+    if near.size == 0:
+        return ''
+    names = model.joint_names if len(model.joint_names) == phi.size else None
+    joints = ', '.join(
+        f'{names[i] if names else f"coordinate {i}"} at {phi[i]:.2f} '
+        f'({model.lower[i]:g}..{model.upper[i]:g})'
+        for i in near
+    )
+    return f'; joints clamped at their position limits: {joints}'
+
+
+def hold_point(
+    model: D.Model, q: np.ndarray, position: np.ndarray, goal: np.ndarray, inset: float
+) -> np.ndarray:
+    """Where a goal reached with spent attitude is held: the end effector's ``position`` moved
+    ``inset`` [m] toward ``goal`` (at most onto it), or ``position`` itself when a joint is
+    within the zone of a position limit: the clamped joints narrow the self-motion that turns
+    the base back, and pulling the end effector inward spent attitude it could not give back
+    (0.097 to 0.111 deg, the tolerance 0.1, with two of seven joints clamped).
+
+    Parameters
+    ----------
+    model : D.Model
+    q : (nq,) configuration [m, -, rad | m].
+    position, goal : (3,) the end effector where the goal was reached and the goal [m].
+    inset : float, [m].
+
+    Returns
+    -------
+    (3,) ndarray
+    """
+    p = np.asarray(position, float)
+    step = np.asarray(goal, float) - p
+    gap = float(np.linalg.norm(step))
+    if gap == 0.0 or np.any(near_limits(q[7:], model.lower, model.upper)):
+        return p.copy()
+    return p + step * min(1.0, inset / gap)
 
 
 def leaving_limits(

@@ -91,6 +91,7 @@ from .rns import (
     attitude_error,
     budget_rates,
     capped_to_limits,
+    chain_joints,
     default_joint_masks,
     dls_pinv,
     limit_scales,
@@ -425,21 +426,25 @@ class ReactionlessController:
 
     # ------------------------------------------------------------------------------------------
     def _estimate_reach(self) -> float:
-        """Upper bound of the distance from the first joint to the end effector [m]."""
-        q = D.neutral(self.model)
-        R, p = D.body_poses(self.model, q)
-        frame = self.model.frame(self.ee_link)
+        """Upper bound of the distance from the first joint to the end effector [m]: the
+        links' lengths at the neutral pose plus each prismatic joint's farthest travel from 0
+        on the path (a 0.3 m slide standing at its limit was refused as out of reach)."""
+        m = self.model
+        slides = [k for k in chain_joints(m, self.ee_link) if m.joint_types[k] == 'prismatic']
+        travel = float(sum(max(abs(m.lower[k]), abs(m.upper[k])) for k in slides))
+        R, p = D.body_poses(m, D.neutral(m))
+        frame = m.frame(self.ee_link)
         chain = []
         b = frame.body
         while b > 0:
             chain.append(p[b])
-            b = int(self.model.arrays.parent[b])
+            b = int(m.arrays.parent[b])
         if not chain:
             return 0.0
         chain.reverse()
         tip = p[frame.body] + R[frame.body] @ frame.translation
         pts = np.vstack(chain + [tip])
-        return float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
+        return travel + float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
 
     def shoulder_position(self, q: np.ndarray) -> np.ndarray:
         """(3,) inertial position [m] of the first joint on the path to the end effector (its

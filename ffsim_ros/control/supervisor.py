@@ -67,10 +67,11 @@ In ``reactionless`` mode a goal goes through these phases::
 * **reached**: error within ``position_tolerance`` and attitude offset within
   ``attitude_tolerance_deg`` -- the goal is then held with the law that reached it, except
   after the budget law (approach, spend, restore): then with the restoring law
-  (:func:`~ffsim_ros.control.rns.restore_rates`: the end effector held where it reached the
-  goal, ``HOLD_INSET`` closer to it, the spent attitude turned back in its null space;
-  holding with the budget law, or pulling the end effector onto the goal, could spend
-  attitude again: 0.106 and 0.113 deg 1 s after goals reached at 0.092 and 0.091 deg).
+  (:func:`~.rns.restore_rates`: the end effector held where it reached the goal,
+  ``HOLD_INSET`` closer unless a joint is near a limit (:func:`~.legs.hold_point`), the spent
+  attitude turned back in its null space; holding with the budget law, or pulling the end
+  effector onto the goal, could spend attitude again: 0.106 and 0.113 deg 1 s after goals
+  reached at 0.092 and 0.091 deg). A base held beyond the tolerance is said in the reason.
 * **aborted** (no plan, ``max_plans`` plans used, ``goal_timeout``): the reason names the
   figures; the attitude is restored below the tolerance if it was spent (``restoring``, at
   most ``restore_timeout``), then the arm is held still (``stopped``).
@@ -90,12 +91,20 @@ import numpy as np
 
 from .gaps import GapClock
 from .goals import REJECTED, GoalOutcome, GoalPhase, GoalStatus, ReachSettings
-from .legs import LEG_HORIZON, LegWatch, leaving_limits, loop_leg_command, self_motion_command
+from .legs import (
+    LEG_HORIZON,
+    LegWatch,
+    hold_point,
+    leaving_limits,
+    limits_note,
+    loop_leg_command,
+    self_motion_command,
+)
 from .loops import LoopPlanner
 from .modes import ControlMode
 from .planner import Approach, Plan, RnsPlanner, Segment
 from .reactionless import ControlOutput, ReactionlessController
-from .rns import attitude_error, near_limits
+from .rns import attitude_error
 
 #: Offset below which restoring after an abort stops, as a fraction of the tolerance.
 RESTORED = 0.5
@@ -117,6 +126,8 @@ LOOP_STEPS = 6
 #: Recovery cycles in a row without the end effector getting ``stall_progress`` closer to the
 #: goal (measured after each restoring) before the cycles give up.
 CYCLE_PATIENCE = 3
+#: Marks the part of a reached goal's reason that says the base held beyond the tolerance.
+HELD = '; since held with the base attitude'
 #: A rejected goal's position is kept for the status below this magnitude per coordinate [m].
 MAX_KEPT = 1e100
 
@@ -183,6 +194,7 @@ class ReachSupervisor:
         self._leg: LegWatch | None = None  # the loop leg followed
         self._stops = 0  # detour legs stopped (stalled, or the attitude beyond its limit)
         self._stop_note = ''  # why the last one was
+        self._hold_offset = 0.0  # largest offset beyond the tolerance said while holding [rad]
 
     # ------------------------------------------------------------------------ properties
     @property
@@ -441,6 +453,8 @@ class ReachSupervisor:
         err = out.position_error if self._goal is not None else 0.0
         if self._outcome is GoalOutcome.ACTIVE:
             self._judge(t, q, err, offset, float(np.linalg.norm(v[3:6])))
+        elif self._phase is GoalPhase.HOLDING and reactionless:
+            self._watch_hold(q, offset)
         elif self._phase is GoalPhase.RESTORING:
             if offset <= RESTORED * self.settings.attitude_tolerance or t >= self._t_phase_end:
                 self._phase = GoalPhase.STOPPED
@@ -581,9 +595,7 @@ class ReachSupervisor:
             )
             if self._hold_budget:
                 p = self.law.task_terms(q).position
-                step = self._goal - p
-                gap = float(np.linalg.norm(step))
-                self._hold_position = p + step * min(1.0, HOLD_INSET / gap) if gap > 0 else p
+                self._hold_position = hold_point(self.law.model, q, p, self._goal, HOLD_INSET)
             self._phase = GoalPhase.HOLDING
             return
         if self._phase is GoalPhase.DETOUR:
@@ -625,6 +637,18 @@ class ReachSupervisor:
         self._stop_note = f'{where} stopped ({why}), {err * 1e3:.1f} mm from the goal'
         self._plan, self._leg = None, None
         self._plan_or_abort(t, q, self._stop_note)
+
+    def _watch_hold(self, q: np.ndarray, offset: float) -> None:
+        """A reached goal held with the base attitude beyond the tolerance: said in the reason,
+        the figure renewed when it grew by ``CYCLE_RESTORE_PROGRESS`` of the tolerance."""
+        tol = self.settings.attitude_tolerance
+        if offset <= max(tol, self._hold_offset + CYCLE_RESTORE_PROGRESS * tol):
+            return
+        self._hold_offset = offset
+        self._reason = self._reason.split(HELD)[0] + (
+            f'{HELD} {math.degrees(offset):.3f} deg off, beyond attitude_tolerance_deg '
+            f'{self.settings.attitude_tolerance_deg:g}{limits_note(self.law.model, q)}'
+        )
 
     def _on_stall(self, t: float, q: np.ndarray, err: float, offset: float) -> None:
         s = self.settings
@@ -832,7 +856,7 @@ class ReachSupervisor:
         self._outcome = GoalOutcome.ABORTED
         if self._stops and self._stop_note not in reason:
             reason += f'; {self._stops} detour leg(s) stopped, the last: {self._stop_note}'
-        self._reason = reason + self._limits_note(q)
+        self._reason = reason + limits_note(self.law.model, q)
         self._t_end = t
         self._planner = self._plan = None
         restore = (
@@ -845,22 +869,6 @@ class ReachSupervisor:
             self._t_phase_end = t + self.settings.restore_timeout
         else:
             self._phase = GoalPhase.STOPPED
-
-    def _limits_note(self, q: np.ndarray) -> str:
-        """Which joints the law clamps at ``q`` (within the zone of a position limit,
-        :func:`~.rns.limit_zones`): the goal may need them beyond it."""
-        model = self.law.model
-        phi = q[7:]
-        near = np.flatnonzero(near_limits(phi, model.lower, model.upper))
-        if near.size == 0:
-            return ''
-        names = model.joint_names if len(model.joint_names) == phi.size else None
-        joints = ', '.join(
-            f'{names[i] if names else f"coordinate {i}"} at {phi[i]:.2f} '
-            f'({model.lower[i]:g}..{model.upper[i]:g})'
-            for i in near
-        )
-        return f'; joints clamped at their position limits: {joints}'
 
     def _make_status(self, err: float, offset: float) -> GoalStatus:
         active = self._outcome is GoalOutcome.ACTIVE
