@@ -32,140 +32,102 @@ from ffsim_ros.control.rns import near_limits
 from ffsim_ros.control.supervisor import HELD
 from ffsim_ros.dynamics.lie import quat_exp, quat_multiply
 
-URDF = """<?xml version="1.0"?>
-<robot name="D_tight7">
-<link name="base_link">
-<inertial>
-<origin xyz="0 0 0" rpy="0 0 0"/>
-<mass value="600"/>
-<inertia ixx="256" ixy="0" ixz="0" iyy="290" iyz="0" izz="290"/>
-</inertial>
-<collision>
-<origin xyz="0 0 0" rpy="0 0 0"/>
-<geometry>
-<box size="1.8 1.6 1.6"/>
-</geometry>
-</collision>
-</link>
-<link name="arm_mount"/>
-<joint name="arm_mount_joint" type="fixed">
-<parent link="base_link"/>
-<child link="arm_mount"/>
-<origin xyz="0.9 0 0.35" rpy="0 0 0"/>
-</joint>
-<link name="arm_link_1">
-<inertial>
-<origin xyz="0.125 0 0" rpy="0 0 0"/>
-<mass value="12"/>
-<inertia ixx="0.015" ixy="0" ixz="0" iyy="0.07" iyz="0" izz="0.07"/>
-</inertial>
-</link>
-<joint name="arm_joint_1" type="revolute">
-<parent link="arm_mount"/>
-<child link="arm_link_1"/>
-<origin xyz="0.1 0.0 0.0" rpy="0 0 0"/>
-<axis xyz="1 0 0"/>
-<limit lower="-0.6" upper="0.6" effort="300" velocity="0.2"/>
-<dynamics damping="0.5" friction="0.0"/>
-</joint>
-<link name="arm_link_2">
-<inertial>
-<origin xyz="0.1 0 0" rpy="0 0 0"/>
-<mass value="5"/>
-<inertia ixx="0.00625" ixy="0" ixz="0" iyy="0.019792" iyz="0" izz="0.019792"/>
-</inertial>
-</link>
-<joint name="arm_joint_2" type="revolute">
-<parent link="arm_link_1"/>
-<child link="arm_link_2"/>
-<origin xyz="0.25 0.0 0.0" rpy="0 -0.7853981633974483 0"/>
-<axis xyz="0 1 0"/>
-<limit lower="-0.6" upper="0.6" effort="300" velocity="0.2"/>
-<dynamics damping="0.5" friction="0.0"/>
-</joint>
-<link name="arm_link_3">
-<inertial>
-<origin xyz="0.45 0 0" rpy="0 0 0"/>
-<mass value="15"/>
-<inertia ixx="0.01875" ixy="0" ixz="0" iyy="1.0219" iyz="0" izz="1.0219"/>
-</inertial>
-</link>
-<joint name="arm_joint_3" type="revolute">
-<parent link="arm_link_2"/>
-<child link="arm_link_3"/>
-<origin xyz="0.2 0.0 0.0" rpy="0 0 0"/>
-<axis xyz="1 0 0"/>
-<limit lower="-0.6" upper="0.6" effort="300" velocity="0.2"/>
-<dynamics damping="0.5" friction="0.0"/>
-</joint>
-<link name="arm_link_4">
-<inertial>
-<origin xyz="0.1 0 0" rpy="0 0 0"/>
-<mass value="12"/>
-<inertia ixx="0.015" ixy="0" ixz="0" iyy="0.0475" iyz="0" izz="0.0475"/>
-</inertial>
-</link>
-<joint name="arm_joint_4" type="revolute">
-<parent link="arm_link_3"/>
-<child link="arm_link_4"/>
-<origin xyz="0.9 0.0 0.0" rpy="0 1.5707963267948966 0"/>
-<axis xyz="0 1 0"/>
-<limit lower="-0.4" upper="0.8" effort="200" velocity="0.3"/>
-<dynamics damping="0.5" friction="0.0"/>
-</joint>
-<link name="arm_link_5">
-<inertial>
-<origin xyz="0.45 0 0" rpy="0 0 0"/>
-<mass value="25"/>
-<inertia ixx="0.03125" ixy="0" ixz="0" iyy="1.7031" iyz="0" izz="1.7031"/>
-</inertial>
-</link>
-<joint name="arm_joint_5" type="revolute">
-<parent link="arm_link_4"/>
-<child link="arm_link_5"/>
-<origin xyz="0.2 0.0 0.0" rpy="0 0 0"/>
-<axis xyz="1 0 0"/>
-<limit lower="-0.6" upper="0.6" effort="200" velocity="0.3"/>
-<dynamics damping="0.5" friction="0.0"/>
-</joint>
-<link name="arm_link_6">
-<inertial>
-<origin xyz="0.075 0 0" rpy="0 0 0"/>
-<mass value="12"/>
-<inertia ixx="0.015" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.03"/>
-</inertial>
-</link>
-<joint name="arm_joint_6" type="revolute">
-<parent link="arm_link_5"/>
-<child link="arm_link_6"/>
-<origin xyz="0.9 0.0 0.0" rpy="0 -0.7853981633974483 0"/>
-<axis xyz="0 1 0"/>
-<limit lower="-0.6" upper="0.6" effort="80" velocity="0.5"/>
-<dynamics damping="0.5" friction="0.0"/>
-</joint>
-<link name="arm_link_7">
-<inertial>
-<origin xyz="0.15 0 0" rpy="0 0 0"/>
-<mass value="8"/>
-<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.065" iyz="0" izz="0.065"/>
-</inertial>
-</link>
-<joint name="arm_joint_7" type="revolute">
-<parent link="arm_link_6"/>
-<child link="arm_link_7"/>
-<origin xyz="0.15 0.0 0.0" rpy="0 0 0"/>
-<axis xyz="1 0 0"/>
-<limit lower="-0.6" upper="0.6" effort="80" velocity="0.5"/>
-<dynamics damping="0.5" friction="0.0"/>
-</joint>
-<link name="arm_ee_link"/>
-<joint name="arm_ee_joint" type="fixed">
-<parent link="arm_link_7"/>
-<child link="arm_ee_link"/>
-<origin xyz="0.3 0.0 0.2" rpy="0 0 0"/>
-</joint>
-</robot>
-"""
+#: The arm, joint by joint: name, origin xyz and pitch [rad] from the parent, axis, limits
+#: (lower, upper, effort, velocity), the child link's mass, centre of mass x and (ixx, iyy = izz).
+ARM = (
+    ('arm_joint_1', '0.1 0.0 0.0', 0.0, '1 0 0', (-0.6, 0.6, 300, 0.2), 12, 0.125, (0.015, 0.07)),
+    (
+        'arm_joint_2',
+        '0.25 0.0 0.0',
+        -math.pi / 4,
+        '0 1 0',
+        (-0.6, 0.6, 300, 0.2),
+        5,
+        0.1,
+        (0.00625, 0.019792),
+    ),
+    (
+        'arm_joint_3',
+        '0.2 0.0 0.0',
+        0.0,
+        '1 0 0',
+        (-0.6, 0.6, 300, 0.2),
+        15,
+        0.45,
+        (0.01875, 1.0219),
+    ),
+    (
+        'arm_joint_4',
+        '0.9 0.0 0.0',
+        math.pi / 2,
+        '0 1 0',
+        (-0.4, 0.8, 200, 0.3),
+        12,
+        0.1,
+        (0.015, 0.0475),
+    ),
+    (
+        'arm_joint_5',
+        '0.2 0.0 0.0',
+        0.0,
+        '1 0 0',
+        (-0.6, 0.6, 200, 0.3),
+        25,
+        0.45,
+        (0.03125, 1.7031),
+    ),
+    (
+        'arm_joint_6',
+        '0.9 0.0 0.0',
+        -math.pi / 4,
+        '0 1 0',
+        (-0.6, 0.6, 80, 0.5),
+        12,
+        0.075,
+        (0.015, 0.03),
+    ),
+    ('arm_joint_7', '0.15 0.0 0.0', 0.0, '1 0 0', (-0.6, 0.6, 80, 0.5), 8, 0.15, (0.01, 0.065)),
+)
+
+
+def _inertial(mass: float, x: float, ixx: float, iyy: float) -> str:
+    return (
+        f'<inertial><origin xyz="{x} 0 0" rpy="0 0 0"/><mass value="{mass}"/><inertia '
+        f'ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" izz="{iyy}"/></inertial>'
+    )
+
+
+def _urdf() -> str:
+    """The probe's arm: a 600 kg box base, 7 joints of +-0.6 rad (the elbow -0.4..0.8)."""
+    parts = [
+        '<robot name="D_tight7"><link name="base_link">',
+        _inertial(600, 0, 256, 290),
+        '<collision><origin xyz="0 0 0" rpy="0 0 0"/><geometry><box size="1.8 1.6 1.6"/>',
+        '</geometry></collision></link><link name="arm_mount"/>',
+        '<joint name="arm_mount_joint" type="fixed"><parent link="base_link"/>',
+        '<child link="arm_mount"/><origin xyz="0.9 0 0.35" rpy="0 0 0"/></joint>',
+    ]
+    parent = 'arm_mount'
+    for k, (name, xyz, pitch, axis, limit, mass, x, (ixx, iyy)) in enumerate(ARM, 1):
+        child = f'arm_link_{k}'
+        lower, upper, effort, velocity = limit
+        parts += [
+            f'<link name="{child}">{_inertial(mass, x, ixx, iyy)}</link>',
+            f'<joint name="{name}" type="revolute"><parent link="{parent}"/>',
+            f'<child link="{child}"/><origin xyz="{xyz}" rpy="0 {pitch!r} 0"/>',
+            f'<axis xyz="{axis}"/><limit lower="{lower}" upper="{upper}" effort="{effort}" ',
+            f'velocity="{velocity}"/><dynamics damping="0.5" friction="0.0"/></joint>',
+        ]
+        parent = child
+    parts += [
+        '<link name="arm_ee_link"/><joint name="arm_ee_joint" type="fixed">',
+        '<parent link="arm_link_7"/><child link="arm_ee_link"/>',
+        '<origin xyz="0.3 0.0 0.2" rpy="0 0 0"/></joint></robot>',
+    ]
+    return ''.join(parts)
+
+
+URDF = _urdf()
 
 #: The state 2 s before the goal was reached: configuration, velocity, held attitude, goal.
 Q = [

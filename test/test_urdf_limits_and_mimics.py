@@ -12,7 +12,7 @@ import pytest
 import ffsim_ros.dynamics as D
 from ffsim_ros.control import ReactionlessController
 from ffsim_ros.control.batched import BatchedLaw
-from ffsim_ros.control.capture import limit_rates, secondary_scale, storage_rollout
+from ffsim_ros.control.capture import secondary_scale, storage_rollout
 from ffsim_ros.control.rns import (
     capped_to_limits,
     default_joint_masks,
@@ -83,9 +83,11 @@ def test_one_unlimited_joint_leaves_the_laws_speed_scaling_of_the_others_on() ->
 def test_capture_rate_caps_read_velocity_zero_as_unlimited() -> None:
     vmax = np.array([0.2, 0.2, 0.0])
     # moving: the others' limits still apply (was: every rate zeroed, ratio inf)
-    np.testing.assert_allclose(limit_rates(np.array([0.1, 0.4, 0.05]), vmax), [0.05, 0.2, 0.025])
+    np.testing.assert_allclose(
+        capped_to_limits(np.array([0.1, 0.4, 0.05]), vmax), [0.05, 0.2, 0.025]
+    )
     # at rest: scaled by the others (was: NaN ratio, nothing scaled)
-    np.testing.assert_allclose(limit_rates(np.array([0.1, 0.4, 0.0]), vmax), [0.05, 0.2, 0.0])
+    np.testing.assert_allclose(capped_to_limits(np.array([0.1, 0.4, 0.0]), vmax), [0.05, 0.2, 0.0])
     # the secondary correction is not stopped by the unlimited joint
     assert secondary_scale(np.zeros(3), np.array([0.1, 0.1, 3.0]), vmax) == 1.0
     # the storage prediction does not call any motion of it too fast

@@ -324,28 +324,9 @@ def point_generalized_jacobian(
     return p, Js, Jp[:, 6:] - Js @ B
 
 
-def limit_rates(phidot: np.ndarray, vmax: np.ndarray) -> np.ndarray:
-    """``phidot`` scaled down (direction kept) to within ``vmax`` (n,) [rad/s | m/s].
-
-    With momentum (``c != 0`` in relation (1)) a scaled-down rate no longer gives the base
-    rate asked for: the base then takes the difference (the limits win over the attitude).
-
-    Parameters
-    ----------
-    phidot : (n,) joint rates [rad/s | m/s].
-    vmax : (n,) joint speed limits [rad/s | m/s] (0 or inf: none, :func:`~.rns.speed_limits`).
-
-    Returns
-    -------
-    (n,) ndarray
-        Joint rates [rad/s | m/s].
-    """
-    return capped_to_limits(phidot, vmax)
-
-
 def secondary_scale(phidot: np.ndarray, phidot2: np.ndarray, vmax: np.ndarray) -> float:
     """The largest ``s`` in [0, 1] with ``|phidot + s phidot2| <= vmax`` (n,) joint by joint
-    (0 where ``phidot`` alone is beyond a limit: :func:`limit_rates` then scales it).
+    (0 where ``phidot`` alone is beyond a limit: :func:`~.rns.capped_to_limits` then scales it).
 
     Parameters
     ----------
@@ -453,11 +434,11 @@ def intercept(
     def solve(weights: np.ndarray) -> np.ndarray:
         if target.angular_velocity is None:
             rates, _ = reactionless_rates(*task, w0_d - terms.locked_rate, weights, gains.damping)
-            return limit_rates(rates, vmax)
+            return capped_to_limits(rates, vmax)
         rates, rates2 = prioritized_rates(
             *task, *rate, w0_d - terms.locked_rate, weights, gains.damping, gains.rate_damping
         )
-        rates = limit_rates(rates, vmax)
+        rates = capped_to_limits(rates, vmax)
         return rates + secondary_scale(rates, rates2, vmax) * rates2
 
     full = unmimicked_rate_weights(model)
@@ -479,7 +460,7 @@ def intercept(
     by_rate = ()
     if names and target.angular_velocity is not None:
         plain, _ = reactionless_rates(*task, w0_d - terms.locked_rate, full, gains.damping)
-        plain = limit_rates(plain, vmax)
+        plain = capped_to_limits(plain, vmax)
         # (the rate match's own part of the unclamped rates heads into the limit)
         by_rate = blocked & (limit_scales(phi, lower, upper, free - plain) <= AT_STOP)
         by_rate = tuple(model.joint_names[k] for k in np.flatnonzero(by_rate))
@@ -815,7 +796,7 @@ class Detumbler:
                     f'the momentum any longer: braking (gjm) from t = {float(t):.3f} s',
                 )
             else:
-                phidot_d = limit_rates(rates, self.vmax)
+                phidot_d = capped_to_limits(rates, self.vmax)
         if self._braking:
             s = max(0.0, 1.0 - (float(t) - self._brake_from) / g.brake_time)
             phidot_d = s * self.phidot0
@@ -840,7 +821,6 @@ __all__ = [
     'grasp_point',
     'intercept',
     'intercept_rates',
-    'limit_rates',
     'momentum_terms',
     'point_generalized_jacobian',
     'secondary_scale',
