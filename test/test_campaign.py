@@ -438,6 +438,37 @@ def test_batch_is_at_most_the_runs():
     np.testing.assert_array_equal(wide[1].q, alone.q)
 
 
+def test_goals_inside_the_base_are_rejected_as_by_the_node():
+    """The campaign's controller is built as the node builds it: a goal at the base's centre is
+    rejected naming the base's collision shape (it was accepted and pursued), a goal farther
+    than the reach's position tolerance outside it is given; the law's shapes are those of the
+    node's ``base_collision_shapes``."""
+    from ffsim_ros.node_support.controller_watch import base_collision_shapes
+
+    probe = Campaign(scenario(dispersions={}, runs=1, batch_size=1))
+    q0 = probe.run_inputs(0).q0
+    ee = D.link_pose(probe.model, q0, 'ee_link')[0]
+    inside = q0[:3] - ee  # the base's CoM: inside its box
+    near = [0.08, 0.04, -0.05]
+    s = scenario(
+        runs=1,
+        batch_size=1,
+        dispersions={},
+        goals={'kind': 'offsets', 'offsets': [inside.tolist(), near]},
+        timing={'settle': 0.1, 'run_goal_timeout': 0.3},
+    )
+    c = Campaign(s)
+    node_shapes, _ = base_collision_shapes(sample_robot(ROBOT).read_text(), c.model, 'robot_file')
+    assert [(a.link, a.shape) for a in c.shapes] == [(b.link, b.shape) for b in node_shapes]
+    assert c.law.base_shapes is not None
+    assert c.law.collision_margin == s.reach.position_tolerance
+    (r,) = BatchRunner(c, [0], batch_size=1)
+    first, second = r.goals
+    assert first['outcome'] == 'rejected'
+    assert "goal inside the robot's base" in first['reason'] and 'base_link' in first['reason']
+    assert second['outcome'] != 'rejected'
+
+
 @pytest.mark.parametrize(('change', 'message'), BAD)
 def test_bad_scenario_is_rejected_naming_the_field(change, message):
     with pytest.raises(ScenarioError) as err:

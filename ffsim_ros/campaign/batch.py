@@ -33,10 +33,7 @@ the drives' speed limits, position stops) are not in it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import signal
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -59,6 +56,7 @@ from ffsim_ros.control.batched import (
     turn_quaternions,
 )
 from ffsim_ros.resources import sample_robot
+from ffsim_ros.scene.geometry import goal_keepout_shapes
 
 from .dispersions import (
     NOISE,
@@ -71,6 +69,7 @@ from .dispersions import (
     sample_inputs,
 )
 from .goals import GoalSource, goal_source
+from .interrupts import check_interrupt, reraise_interrupt
 from .scenario import Scenario, ScenarioError
 from .supervision import PHASE, SupervisorBank
 
@@ -99,94 +98,6 @@ class Faults:
 
 class InjectedFault(RuntimeError):
     """The exception a :class:`Faults` ``law_error`` raises."""
-
-
-# ----------------------------------------------------------------------------- Ctrl-C
-class _Interrupt:
-    """A Ctrl-C received under :func:`deferred_interrupts`, not yet raised."""
-
-    requested = False
-
-
-def deferred_interrupts() -> contextlib.AbstractContextManager[None]:
-    """Within: a SIGINT (Ctrl-C) is noted and raised as :class:`KeyboardInterrupt` at the next
-    safe point (:func:`check_interrupt`: once per control period of a :class:`BatchRunner`,
-    once per wait of the Ray executor), or when leaving, instead of wherever the main thread
-    is. Raised inside a numba kernel, it surfaces as a ``SystemError`` that the handlers
-    isolating a failing run would take for the run's failure. A second Ctrl-C before the
-    first is raised is raised at once. A no-op outside the main thread, or when SIGINT does
-    not have Python's default handler (ignored, or handled by the caller).
-
-    Returns
-    -------
-    context manager
-    """
-    return _deferred_interrupts()
-
-
-@contextlib.contextmanager
-def _deferred_interrupts() -> Iterator[None]:
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-
-    def note(signum: int, frame: object) -> None:
-        if _Interrupt.requested:  # a second Ctrl-C: at once
-            _Interrupt.requested = False
-            raise KeyboardInterrupt
-        _Interrupt.requested = True
-
-    _Interrupt.requested = False
-    signal.signal(signal.SIGINT, note)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        check_interrupt()
-
-
-def check_interrupt() -> None:
-    """Raise :class:`KeyboardInterrupt` if a Ctrl-C was noted (:func:`deferred_interrupts`).
-
-    Raises
-    ------
-    KeyboardInterrupt
-        A Ctrl-C was noted since the last check.
-    """
-    if _Interrupt.requested:
-        _Interrupt.requested = False
-        raise KeyboardInterrupt
-
-
-def interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` is, or was caused by or raised while handling, a
-    :class:`KeyboardInterrupt` (e.g. numba's ``SystemError`` of a kernel the interrupt landed
-    in).
-
-    Parameters
-    ----------
-    exc : BaseException
-    """
-    todo, seen = [exc], set()
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        if isinstance(e, KeyboardInterrupt):
-            return True
-        seen.add(id(e))
-        todo += [e.__cause__, e.__context__]
-    return False
-
-
-def _not_interrupted(exc: BaseException) -> None:
-    """Re-raise a Ctrl-C hidden in ``exc`` (:func:`interrupted`) as :class:`KeyboardInterrupt`
-    (a handler that isolates a failing run must not take it for the run's failure)."""
-    if interrupted(exc):
-        raise KeyboardInterrupt from exc
 
 
 class Campaign:
@@ -219,10 +130,12 @@ class Campaign:
             raise ScenarioError(
                 f'robot: expected a floating base with one-DoF joints, got {model.name}'
             )
+        try:  # goals inside the base's collision shapes refused, as by the node
+            self.shapes = goal_keepout_shapes(path, model)[0]
+        except ValueError as exc:
+            raise ScenarioError(f'robot: invalid collision geometry: {exc}') from None
         try:
-            self.law = ReactionlessController(
-                model, scenario.ee_link, mode=scenario.mode, gains=scenario.gains
-            )
+            self.law = self.make_law(model)
         except ValueError as exc:
             raise ScenarioError(f'ee_link: {exc}') from None
         self.unbatched = batch_supported(self.law)
@@ -235,6 +148,35 @@ class Campaign:
         self.steps = int(round(t.control_dt / t.physics_dt))
         self.physics_dt = t.control_dt / self.steps
         self.inputs = input_columns(scenario, model)
+
+    def make_law(self, model: D.Model) -> ReactionlessController:
+        """The scenario's controller on ``model`` (the nominal model or a run's dispersed one),
+        built as the controller node builds it: goals inside the base's collision shapes
+        refused within the reach's position tolerance.
+
+        Parameters
+        ----------
+        model : Model
+            The model the controller uses.
+
+        Returns
+        -------
+        ReactionlessController
+
+        Raises
+        ------
+        ValueError
+            ``ee_link`` is not a link of ``model``.
+        """
+        s = self.scenario
+        return ReactionlessController(
+            model,
+            s.ee_link,
+            mode=s.mode,
+            gains=s.gains,
+            collision_shapes=self.shapes,
+            collision_margin=s.reach.position_tolerance,
+        )
 
     def run_inputs(self, index: int) -> RunInputs:
         """The inputs of run ``index``.
@@ -470,9 +412,7 @@ class BatchRunner:
     def _law(self, slot: _Slot) -> ReactionlessController:
         """The run's own controller (its model), made when first needed."""
         if slot.law is None:
-            slot.law = ReactionlessController(
-                slot.model, self.s.ee_link, mode=self.s.mode, gains=self.s.gains
-            )
+            slot.law = self.c.make_law(slot.model)
         return slot.law
 
     # ---------------------------------------------------------------------- sequencing
@@ -716,14 +656,14 @@ class BatchRunner:
         try:
             return D.step(model, q0, v0, tau, dt, steps=steps)
         except Exception as exc:  # noqa: BLE001 - find the row(s) that raise, fail them alone
-            _not_interrupted(exc)
+            reraise_interrupt(exc)
             Q, V = np.full_like(q0, np.nan), np.full_like(v0, np.nan)
             for j in range(q0.shape[0]):
                 r = slice(j, j + 1)
                 try:
                     Q[r], V[r] = D.step(model, q0[r], v0[r], tau[r], dt, steps=steps)
                 except Exception as exc_j:  # noqa: BLE001 - reported as a non-finite state
-                    _not_interrupted(exc_j)
+                    reraise_interrupt(exc_j)
             return Q, V
 
     def _slot_of(self, index: int) -> int:
@@ -772,7 +712,7 @@ class BatchRunner:
         try:
             terms, t, offset, tau = self._update(idx, Qm, Vm)
         except Exception as exc:  # noqa: BLE001 - isolate the row(s) that raise, fail them alone
-            _not_interrupted(exc)
+            reraise_interrupt(exc)
             keep = []
             for j, k in enumerate(idx):
                 r = slice(j, j + 1)
@@ -780,7 +720,7 @@ class BatchRunner:
                     self._update(idx[r], Qm[r], Vm[r])
                     keep.append(j)
                 except Exception as exc_j:  # noqa: BLE001
-                    _not_interrupted(exc_j)
+                    reraise_interrupt(exc_j)
                     self._fail(int(k), f'controller error at t = {self.T[k]:.3f} s: {exc_j!r}')
             keep = np.array(keep, dtype=np.int64)
             tau = np.zeros((idx.size, self.c.model.n))
@@ -808,7 +748,7 @@ class BatchRunner:
         try:
             return fn(*args)
         except Exception as exc:  # noqa: BLE001 - a failing run ends alone, with its reason
-            _not_interrupted(exc)
+            reraise_interrupt(exc)
             self._fail(k, f'controller error at t = {self.T[k]:.3f} s: {exc!r}')
             return np.zeros(self.c.model.n)
 

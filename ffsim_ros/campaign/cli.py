@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .batch import BatchRunner, Campaign, deferred_interrupts, interrupted
+from .batch import BatchRunner, Campaign
 from .executors import (
     EXECUTORS,
     Progress,
@@ -34,6 +34,7 @@ from .executors import (
     run_local,
     run_ray,
 )
+from .interrupts import deferred_interrupts, interrupted
 from .results import (
     FORMATS,
     ResultsWriter,

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import TextIO
 
-from .batch import BatchRunner, Campaign, Faults, RunResult, check_interrupt
+from .batch import BatchRunner, Campaign, Faults, RunResult
+from .interrupts import check_interrupt
 from .scenario import Scenario
 
 EXECUTORS = ('local', 'ray')

@@ -8,12 +8,11 @@ which goals to drop); ROS-free apart from the log calls the node makes with the 
 
 from __future__ import annotations
 
-import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.scene.geometry import CollisionShape, shapes_from_urdf
+from ffsim_ros.scene.geometry import CollisionShape, goal_keepout_shapes
 
 from .common import ParameterValueError
 
@@ -286,12 +285,7 @@ def base_collision_shapes(
     ParameterValueError
         Collision geometry that cannot be read, naming ``source`` (the parameter it came from).
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        try:
-            shapes = list(shapes_from_urdf(urdf, model=model, meshes='ignore'))
-        except ValueError as exc:  # (UnknownNameError is one)
-            raise ParameterValueError(f'{source}: invalid collision geometry: {exc}') from None
-    on_base = {n for n in model.link_names if model.frame(n).body == 0}
-    meshes = {str(w.message).removeprefix('link ').split(' <collision>')[0] for w in caught}
-    return shapes, sorted(meshes & on_base)
+    try:
+        return goal_keepout_shapes(urdf, model)
+    except ValueError as exc:  # (UnknownNameError is one)
+        raise ParameterValueError(f'{source}: invalid collision geometry: {exc}') from None

@@ -499,6 +499,43 @@ def shapes_from_urdf(
     return tuple(out)
 
 
+def goal_keepout_shapes(
+    urdf: str | os.PathLike[str], model: D.Model
+) -> tuple[list[CollisionShape], list[str]]:
+    """The robot's ``<collision>`` primitives for the reactionless controller's goal check (goals
+    inside those of the base body are refused,
+    :meth:`~ffsim_ros.control.ReactionlessController.check_goal`), and the links on the base
+    whose mesh shapes are left out (for a warning). The node and the campaigns build their law
+    with them.
+
+    Parameters
+    ----------
+    urdf : str or path-like
+        URDF XML or a path to it.
+    model : Model
+        The model of ``urdf``.
+
+    Returns
+    -------
+    shapes : list of CollisionShape
+        Collision primitives of all links (meshes skipped).
+    mesh_links : list of str
+        Links on the base body whose meshes were left out, sorted.
+
+    Raises
+    ------
+    ValueError
+        Collision geometry that cannot be read (:func:`shapes_from_urdf`;
+        :class:`~ffsim_ros.dynamics.UnknownNameError` is one).
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        shapes = list(shapes_from_urdf(urdf, model=model, meshes='ignore'))
+    on_base = {n for n in model.link_names if model.frame(n).body == 0}
+    meshes = {str(w.message).removeprefix('link ').split(' <collision>')[0] for w in caught}
+    return shapes, sorted(meshes & on_base)
+
+
 def check_links(model: D.Model, shapes: Sequence[CollisionShape], what: str) -> None:
     """Raise :class:`~ffsim_ros.dynamics.UnknownNameError` naming the first shape whose link
     ``model`` does not have.
