@@ -108,6 +108,7 @@ from ffsim_ros.dynamics.lie import matrix_to_quat, quat_angle
 from ffsim_ros.node_support import (
     LogThrottle,
     ParameterValueError,
+    clock_publishers,
     clock_topic,
     destroy_on_failure,
     load_robot,
@@ -134,6 +135,7 @@ from ffsim_ros.node_support.controller_watch import (
     LateUpdates,
     base_collision_shapes,
     clock_jump,
+    late_update_warning,
     stale_reason,
     stall_reason,
     state_age,
@@ -150,6 +152,7 @@ from ffsim_ros.node_support.resets import (
     StateJumps,
     read_reset,
 )
+from ffsim_ros.node_support.simulator_parameters import PARAMETERS as SIMULATOR_PARAMETERS
 from ffsim_ros.node_support.state_messages import (
     goal_pose,
     joint_state_values,
@@ -209,7 +212,7 @@ class ReactionlessControllerNode(Node):
             raise
 
     def _build(self) -> None:
-        values = PARAMETERS.declare(self)
+        values = PARAMETERS.declare(self, siblings=(SIMULATOR_PARAMETERS,))  # (a shared file)
         # the reactionless laws and the generalized Jacobian are for trees
         model, urdf, _ = load_robot(
             values['robot_description'], values['robot_file'], tree_only=True
@@ -384,7 +387,9 @@ class ReactionlessControllerNode(Node):
         clock = self.get_clock()
         now, sim_time = clock.now(), clock.ros_time_is_active
         now_ns, last = now.nanoseconds, self._last_now
-        jump = clock_jump(last, now_ns, sim_time, self.clock_jump_ns)
+        jump = clock_jump(
+            last, now_ns, sim_time, self.clock_jump_ns, lambda: clock_publishers(self)
+        )
         if jump is not None:
             self._forget(*jump)
         if sim_time and (last is None or now_ns != last[0]):
@@ -492,14 +497,21 @@ class ReactionlessControllerNode(Node):
         """``(q, v)`` of the latest fresh measurement, or why there is none (any thread)."""
         with self._state_lock:  # (the control thread adds messages meanwhile)
             joints, base = self._state.latest()
-        now = self.get_clock().now()
-        stale = stale_reason(joints, base, now.nanoseconds, self.state_timeout_ns)
+        stale = self._stale_reason(joints, base, self.get_clock().now().nanoseconds)
         if stale is not None:
             return stale
         stalled = self._stalled  # (fresh on a clock that stopped with the simulator)
         if stalled is not None:
             return stalled
         return np.r_[base[0], joints[0]], np.r_[base[1], joints[1]]
+
+    def _stale_reason(self, joints: tuple | None, base: tuple | None, now_ns: int) -> str | None:
+        """:func:`stale_reason` of the state items ``joints``, ``base`` at ``now_ns`` [ns],
+        naming the subscriptions' resolved topics and those without a publisher."""
+        topics = [s.topic_name for s in self._state_subs]
+        return stale_reason(
+            joints, base, now_ns, self.state_timeout_ns, topics, self.count_publishers
+        )
 
     # ------------------------------------------------------------------------- callbacks
     def _on_joints(self, msg: JointState) -> None:
@@ -707,16 +719,13 @@ class ReactionlessControllerNode(Node):
     def _check_period(self, now_ns: int) -> bool:
         """Whether this update is late on the node's clock (:class:`LateUpdates`), warned
         (throttled) when it keeps happening: on simulated time, the simulation runs faster
-        than this controller keeps up, and the law (tuned for its period) degrades."""
+        than this controller keeps up; on wall time, the process was not scheduled (machine
+        load); either way the law (tuned for its period) degrades (:func:`late_update_warning`)."""
         late, gap = self._late.observe(now_ns)
         if gap is not None:
-            self.get_logger().warning(
-                f'control update {gap * 1e3:.1f} ms after the previous one on the node clock '
-                f'(period {self.control_period * 1e3:g} ms): the simulation ran faster than '
-                'this controller keeps up (a real_time_factor too high for this machine, or '
-                'steps taken unpaced by StepSimulation / SimulateSteps)',
-                throttle_duration_sec=LOG_PERIOD,
-            )
+            sim_time = self.get_clock().ros_time_is_active
+            text = late_update_warning(gap, self.control_period, sim_time)
+            self.get_logger().warning(text, throttle_duration_sec=LOG_PERIOD)
         return late
 
     def _fresh(self, item: tuple[np.ndarray, np.ndarray, Time] | None, now: Time) -> bool:
@@ -731,9 +740,8 @@ class ReactionlessControllerNode(Node):
         self._check_period(now.nanoseconds)
         joints, base, state_ns = self._state.latest_stamped()  # one instant where possible
         if not (self._fresh(joints, now) and self._fresh(base, now)):
-            self.get_logger().warning(
-                'no fresh joint_states/base_odom: not commanding', throttle_duration_sec=2.0
-            )
+            why = self._stale_reason(joints, base, now.nanoseconds) or 'no fresh state'
+            self.get_logger().warning(f'{why}: not commanding', throttle_duration_sec=2.0)
             # (a pending goal came with fresh state: it waits for the next fresh update; the
             # timer runs before the subscriptions, so after a jump of a lagging clock the
             # state looks stale here until its newest message is taken)

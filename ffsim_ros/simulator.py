@@ -130,6 +130,7 @@ from ffsim_ros.node_support import (
     run_node,
     to_stamp,
 )
+from ffsim_ros.node_support.controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
 from ffsim_ros.node_support.inbox import Inbox, InboxFull
 from ffsim_ros.node_support.initial_state import initial_state, outside_limits
 from ffsim_ros.node_support.joint_commands import JointCommandError, JointCommands
@@ -210,7 +211,7 @@ class Simulator(Node):
         destroy_on_failure(self, self._build)
 
     def _build(self) -> None:
-        values = PARAMETERS.declare(self)
+        values = PARAMETERS.declare(self, siblings=(CONTROLLER_PARAMETERS,))  # (a shared file)
         model, self.urdf, loops = load_robot(values['robot_description'], values['robot_file'])
         model = D.with_gravity(model, values['gravity'])
         model = D.with_joint_dynamics(model, values['joint_dynamics'])

@@ -656,3 +656,167 @@ def test_on_wall_time_the_watchdog_drops_the_goal_when_the_state_publishers_go(
         assert status.outcome is GoalOutcome.ACTIVE and status.goal_id == 3, status
     finally:
         node.destroy_node()
+
+
+def test_late_updates_on_wall_time_blame_the_load_not_the_simulation(rclpy_context) -> None:
+    """Control updates that keep coming late are warned about; on the wall clock the cause is
+    the process not being scheduled (machine load), not the simulation's pace: the warning
+    said "the simulation ran faster than this controller keeps up (a real_time_factor too
+    high ...)" whatever the clock. On simulated time it still says so."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context)
+    try:
+        warned: list[str] = []
+
+        class Logger:
+            def warning(self, text: str, **_: object) -> None:
+                warned.append(text)
+
+        real_logger = node.get_logger
+        node.get_logger = Logger  # type: ignore[method-assign]
+        period = int(node.control_period * 1e9)
+
+        def late_updates() -> str:
+            """Updates 3 periods apart until one is warned about; its warning."""
+            node._late.clear()
+            count = len(warned)
+            for k in range(6):
+                node._check_period(3 * k * period)
+            assert len(warned) > count
+            return warned[-1]
+
+        assert not node.get_clock().ros_time_is_active
+        text = late_updates()
+        assert text.startswith('control update 30.0 ms after the previous one'), text
+        assert 'this process was not scheduled for 30.0 ms (machine load' in text, text
+        assert 'simulation' not in text and 'real_time_factor' not in text, text
+        node.get_logger = real_logger  # type: ignore[method-assign]
+        assert node.set_parameters([Parameter('use_sim_time', value=True)])[0].successful
+        node.get_logger = Logger  # type: ignore[method-assign]
+        assert node.get_clock().ros_time_is_active
+        text = late_updates()
+        assert 'the simulation ran faster than this controller keeps up' in text, text
+        assert 'not scheduled' not in text, text
+    finally:
+        node.destroy_node()
+
+
+def test_a_clock_going_back_with_two_clock_publishers_names_them(
+    rclpy_context, ros_node, capfd
+) -> None:
+    """Two simulators on one ``/clock`` (namespaced robots without ``-r /clock:=clock``): the
+    controller's clock goes back dozens of times a second, and each time it said "(a new
+    simulator?)". With more than one publisher on its clock topic it now names them and the
+    remap; the goal dropped gives the cause. With one publisher (a restarted simulator) the
+    hint stays. A run-time switch to simulated time names the resolved clock topic (it said
+    "/clock" whatever the remap). In process: the publishers are nodes of the same context,
+    the clock messages handed to the time source's subscription."""
+    from builtin_interfaces.msg import Time as TimeMsg
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    overrides = [*slow_state(), Parameter('use_sim_time', value=True)]
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=overrides)
+    try:
+        probe = Probe(node)
+        # (the node's time source and the trajectory action's, each its own subscription)
+        clocks = [s.callback for s in node.subscriptions if s.topic_name == '/clock']
+
+        def tick(seconds: float) -> None:
+            msg = Clock(clock=TimeMsg(sec=int(seconds), nanosec=round(seconds % 1 * 1e9)))
+            for callback in clocks:
+                callback(msg)
+            node._now()
+
+        ros_node('ffsim_simulator', namespace='/robot1').create_publisher(Clock, '/clock', 1)
+        tick(5.0)
+        capfd.readouterr()
+        tick(4.5)  # one publisher: a new simulator, maybe
+        logged = capfd.readouterr().err
+        assert 'the clock went back from 5.000 s to 4.500 s (a new simulator?)' in logged, logged
+        ros_node('ffsim_simulator', namespace='/robot2').create_publisher(Clock, '/clock', 1)
+        assert node.count_publishers('/clock') == 2  # (the same context: no discovery)
+        tick(5.0)
+        probe.feed()
+        probe.send(probe.goal())
+        probe.update()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        tick(4.6)
+        logged = capfd.readouterr().err
+        assert 'a new simulator?' not in logged, logged
+        assert (
+            'the clock went back from 5.000 s to 4.600 s (2 publishers on the clock topic '
+            "/clock ('/robot1/ffsim_simulator', '/robot2/ffsim_simulator'): their simulated "
+            'times interleave' in logged
+        ), logged
+        assert '-r /clock:=clock in each namespace, on the simulator and its controller' in logged
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED, status
+        assert status.reason == (
+            'dropped: the clock went back from 5.000 s to 4.600 s (2 publishers on /clock)'
+        ), status.reason
+    finally:
+        node.destroy_node()
+    node = ReactionlessControllerNode(
+        context=rclpy_context,
+        parameter_overrides=slow_state(),
+        cli_args=['--ros-args', '-r', '/clock:=/sim/clock'],
+    )
+    try:
+        node._now()
+        capfd.readouterr()
+        assert node.set_parameters([Parameter('use_sim_time', value=True)])[0].successful
+        node._now()
+        logged = capfd.readouterr().err
+        assert 'the node clock is the simulated time (/sim/clock) now' in logged, logged
+    finally:
+        node.destroy_node()
+
+
+def test_stale_state_names_its_topics_and_the_ones_nobody_publishes(
+    rclpy_context, ros_node
+) -> None:
+    """The simulator's ``joint_states`` remapped, the controller's not: the goal was rejected
+    for "no fresh joint_states (none since the start or the last jump)" and the log said "no
+    fresh joint_states/base_odom: not commanding" every 2 s, naming neither the topic listened
+    to nor that nothing publishes on it. Both now name the resolved topics and say "no
+    publisher on <topic>" for the one without (counted as the stall watchdog does)."""
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(context=rclpy_context, namespace='/r4')
+    try:
+        peer = ros_node('ffsim_simulator', namespace='/r4')  # (-r joint_states:=js)
+        peer.create_publisher(JointState, '/r4/js', 1)
+        peer.create_publisher(Odometry, '/r4/base_odom', 1)
+        probe = Probe(node)
+        probe.callbacks['/r4/ee_goal'](probe.goal())
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED, status
+        stale = (
+            'no fresh joint_states (none since the start or the last jump; no publisher on '
+            '/r4/joint_states) and base_odom on /r4/base_odom (none since the start or the '
+            'last jump) at '
+        )
+        assert status.reason.startswith(f'rejected: {stale}'), status.reason
+        warned: list[str] = []
+
+        class Logger:
+            def warning(self, text: str, **_: object) -> None:
+                warned.append(text)
+
+        node.get_logger = Logger  # type: ignore[method-assign]
+        node._on_timer()
+        assert len(warned) == 1 and warned[0].startswith(stale), warned
+        assert warned[0].endswith(': not commanding'), warned
+    finally:
+        node.destroy_node()

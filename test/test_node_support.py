@@ -134,6 +134,51 @@ def test_unknown_parameters_are_named_with_a_suggestion(rclpy_context) -> None:
         node.destroy_node()
 
 
+def test_a_parameter_of_the_other_node_is_not_warned_about_as_unknown(
+    rclpy_context, capfd
+) -> None:
+    """A parameter file shared by both nodes (``/**:`` with use_sim_time, physics_rate_hz,
+    control_rate_hz; the launch files' params_file merge copies ``/**`` sections into both
+    nodes' files) made the simulator warn "unknown parameters control_rate_hz: ignored" and
+    the controller warn about physics_rate_hz, though the node owning each applied it. A name
+    of the other node's table is now said at info level, naming that node; a name of neither
+    is still warned about, with its suggestion."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+    from ffsim_ros.simulator import Simulator
+
+    shared = [
+        Parameter('use_sim_time', value=True),
+        Parameter('physics_rate_hz', value=500.0),
+        Parameter('control_rate_hz', value=50.0),
+        Parameter('publish_rate_hx', value=10.0),  # (a typo: of neither node)
+    ]
+    for make, owner, other, mine in (
+        (Simulator, 'ffsim_simulator', 'control_rate_hz', 'physics_rate_hz'),
+        (ReactionlessControllerNode, 'ffsim_reactionless_controller', 'physics_rate_hz', None),
+    ):
+        capfd.readouterr()
+        node = make(context=rclpy_context, parameter_overrides=shared)
+        try:
+            if mine is not None:
+                assert node.get_parameter(mine).value == 500.0
+            logged = capfd.readouterr().err
+            warnings = [line for line in logged.splitlines() if line.startswith('[WARN]')]
+            assert not any(other in line for line in warnings), warnings
+            unknown = f'{owner}: unknown parameters publish_rate_hx'
+            assert sum(unknown in line for line in warnings) == 1, warnings
+            theirs = (
+                'ffsim_simulator'
+                if make is ReactionlessControllerNode
+                else ('ffsim_reactionless_controller')
+            )
+            info = f'{owner}: ignored {other} (a parameter of {theirs})'
+            assert any(line.startswith('[INFO]') and info in line for line in logged.splitlines())
+        finally:
+            node.destroy_node()
+
+
 def test_undeclared_and_empty_parameter_names_are_refused_by_name(
     rclpy_context, ros_executor, wait_until
 ) -> None:
@@ -888,8 +933,9 @@ def test_an_ee_goal_without_fresh_state_is_rejected_at_once(rclpy_context) -> No
         assert node._pending_goal is None
         assert status.outcome is GoalOutcome.ABORTED and status.goal_id == 1
         assert status.reason.startswith(
-            'rejected: no fresh joint_states (none since the start or the last jump) and '
-            'base_odom (none since the start or the last jump) at '
+            'rejected: no fresh joint_states (none since the start or the last jump; no '
+            'publisher on /joint_states) and base_odom (none since the start or the last jump; '
+            'no publisher on /base_odom) at '
         ), status.reason
         assert status.reason.endswith('no state to start the goal from'), status.reason
         assert len(published) == 1 and 'aborted (stopped): rejected: no fresh' in (

@@ -684,7 +684,7 @@ def test_a_clock_topic_shared_by_two_simulators_is_warned(
     the controllers' time, which goes back; the simulator now says so on its status tick (once
     a second, the warning throttled), naming the publishers and the fix. One remapped to its
     own clock topic is not warned. In-process: the nodes of one context."""
-    from ffsim_ros.node_support.physics_status import shared_clock_warning
+    from ffsim_ros.node_support.common import shared_clock_warning
     from ffsim_ros.simulator import Simulator
 
     class Recorder:  # the node's logger, its warnings kept

@@ -2,6 +2,7 @@
 
 :mod:`.common`: errors, the robot loader, stamps, ``main``; :mod:`.parameters`: parameter
 tables (declarations, descriptors, checks, run-time changes, the README/YAML reference);
+:mod:`.robot_parameters`: the robot-source parameters of both tables;
 :mod:`.parameter_services`: rclpy's parameter services guarded against malformed requests.
 """
 
@@ -16,6 +17,7 @@ from .common import (
     ParameterValueError,
     QuitRequested,
     TopicsInlineExecutor,
+    clock_publishers,
     clock_topic,
     destroy_on_failure,
     load_robot,
@@ -36,12 +38,12 @@ from .parameters import (
     interval,
     name_problem,
     one_of,
-    robot_source_specs,
     string,
     unit_quaternion,
     vector,
     zero_or_interval,
 )
+from .robot_parameters import robot_source_specs
 
 __all__ = [
     'Check',
@@ -59,6 +61,7 @@ __all__ = [
     'UndeclaredParameterError',
     'GuardedSingleThreadedExecutor',
     'TopicsInlineExecutor',
+    'clock_publishers',
     'clock_topic',
     'count',
     'destroy_on_failure',

@@ -16,7 +16,7 @@ import threading
 import time
 import traceback
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import rclpy
@@ -240,6 +240,74 @@ def clock_topic(node: Node) -> str | None:
         if _clock_source(subscription) is not None:
             return subscription.topic_name
     return None
+
+
+def publisher_names(node: Node, topic: str) -> list[str]:
+    """Fully qualified names of the nodes publishing on ``topic`` (a resolved name: the
+    graph does not remap it), one per publisher, as ``node`` sees the graph.
+
+    Parameters
+    ----------
+    node : Node
+    topic : str
+
+    Returns
+    -------
+    list of str
+    """
+    return [
+        f'{info.node_namespace.rstrip("/")}/{info.node_name}'
+        for info in node.get_publishers_info_by_topic(topic)
+    ]
+
+
+def clock_publishers(node: Node) -> tuple[str | None, list[str]]:
+    """The topic ``node``'s time source takes the simulated time from (:func:`clock_topic`;
+    None on wall time) and the nodes publishing on it (:func:`publisher_names`; two graph
+    queries: for a rare event, not every callback).
+
+    Parameters
+    ----------
+    node : Node
+
+    Returns
+    -------
+    topic : str or None
+    publishers : list of str
+    """
+    topic = clock_topic(node)
+    return topic, [] if topic is None else publisher_names(node, topic)
+
+
+def shared_clock_warning(topic: str, publishers: Sequence[str]) -> str:
+    """The warning for the clock ``topic`` published by the nodes ``publishers``: '' when
+    there is one (or none).
+
+    Two simulators on one ``/clock`` (both with ``publish_clock``, no remap) interleave their
+    simulated times: the controllers see the time go back and stop. The simulators warn with
+    it (:class:`~ffsim_ros.node_support.physics_status.ClockWatch`), the controller when its
+    clock goes back (:func:`~ffsim_ros.node_support.controller_watch.clock_jump`).
+
+    Parameters
+    ----------
+    topic : str
+        Fully qualified clock topic.
+    publishers : sequence of str
+        Names of the nodes publishing on it.
+
+    Returns
+    -------
+    str
+    """
+    if len(publishers) <= 1:
+        return ''
+    return (
+        f'{len(publishers)} publishers on the clock topic {topic} '
+        f'({", ".join(repr(name) for name in sorted(publishers))}): their simulated times '
+        'interleave and the nodes using it see the time go back; give each simulator a clock '
+        'of its own (-r /clock:=clock in each namespace, on the simulator and its controller, '
+        'as the launch files do) or set publish_clock:=false'
+    )
 
 
 def check_clock_messages(entity: object) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import ffsim_ros.dynamics as D
 from ffsim_ros.scene.geometry import CollisionShape, goal_keepout_shapes
 
-from .common import ParameterValueError
+from .common import ParameterValueError, shared_clock_warning
 
 #: An update later than this many control periods after the previous one is late.
 LATE_PERIODS = 2.5
@@ -67,6 +67,40 @@ class LateUpdates:
         self._late.clear()
 
 
+def late_update_warning(gap: float, period: float, sim_time: bool) -> str:
+    """The warning for control updates that keep coming late (:class:`LateUpdates`): on
+    simulated time the simulation ran faster than the controller keeps up; on wall time the
+    process was not scheduled (machine load), the simulation's pace is not the cause.
+
+    Parameters
+    ----------
+    gap : float
+        Seconds [s] since the previous update.
+    period : float
+        The control period [s].
+    sim_time : bool
+        Whether the node's clock is on simulated time (``ros_time_is_active``).
+
+    Returns
+    -------
+    str
+    """
+    head = (
+        f'control update {gap * 1e3:.1f} ms after the previous one on the node clock '
+        f'(period {period * 1e3:g} ms)'
+    )
+    if not sim_time:
+        return (
+            f'{head}: this process was not scheduled for {gap * 1e3:.1f} ms (machine load: '
+            'more busy processes than free cores?); the law, tuned for its period, degrades'
+        )
+    return (
+        f'{head}: the simulation ran faster than this controller keeps up (a '
+        'real_time_factor too high for this machine, or steps taken unpaced by '
+        'StepSimulation / SimulateSteps)'
+    )
+
+
 class ClockStall:
     """How long (wall seconds) the node's clock has not advanced, from looks at both clocks."""
 
@@ -97,7 +131,11 @@ class ClockStall:
 
 
 def clock_jump(
-    last: tuple[int, bool] | None, now_ns: int, sim_time: bool, ahead_ns: int
+    last: tuple[int, bool] | None,
+    now_ns: int,
+    sim_time: bool,
+    ahead_ns: int,
+    clock: Callable[[], tuple[str | None, Sequence[str]]] | None = None,
 ) -> tuple[str, str, str] | None:
     """How the node's clock jumped since its last reading, or None (it did not).
 
@@ -112,6 +150,11 @@ def clock_jump(
         Whether the clock is on simulated time now.
     ahead_ns : int
         A clock advancing by more than this [ns] jumped ahead.
+    clock : callable, optional
+        ``clock() -> (topic, publishers)``: the resolved clock topic of the node's time source
+        (None on wall time) and the nodes publishing on it
+        (:func:`~ffsim_ros.node_support.common.clock_publishers`), asked only when the clock
+        went back or use_sim_time changed; default: ``/clock``, publishers unknown.
 
     Returns
     -------
@@ -119,34 +162,43 @@ def clock_jump(
         ``(what, cause, hint)``: how it jumped, the likely cause (a dropped goal's reason
         gives it), a hint for the log. A change of ``use_sim_time`` (set at run time) is
         named as such, whichever way the time went (it went back to 0, or to the simulation's
-        time, on a switch to simulated time: "a new simulator?" misled).
+        time, on a switch to simulated time: "a new simulator?" misled), with the clock topic.
+        A clock going back with several publishers on the clock topic is their interleaved
+        times (two simulators on one ``/clock``), said with them and the remap that separates
+        them (:func:`~ffsim_ros.node_support.common.shared_clock_warning`), not "a new
+        simulator?".
     """
     if last is None:
         return None
     last_ns, last_sim = last
+    if sim_time == last_sim and now_ns >= last_ns:
+        if last_ns and now_ns - last_ns > ahead_ns:
+            return (
+                f'the clock jumped ahead by {(now_ns - last_ns) * 1e-9:.3f} s, from '
+                f'{last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
+                'the clock set forward, or this node stalled?',
+                f'more than {ahead_ns * 1e-9:g} s between two readings: the clock set forward, '
+                'a simulator started at a later time, or this node stalled?',
+            )
+        return None
+    topic, publishers = (None, ()) if clock is None else clock()
+    topic = topic or '/clock'
     if sim_time != last_sim:
-        clock = 'the simulated time (/clock)' if sim_time else 'the wall clock'
+        source = f'the simulated time ({topic})' if sim_time else 'the wall clock'
         return (
             f"the node's use_sim_time changed to {str(sim_time).lower()}: the clock went from "
             f'{last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
             'use_sim_time set at run time',
-            f'the node clock is {clock} now',
+            f'the node clock is {source} now',
         )
-    if now_ns < last_ns:
+    went_back = f'the clock went back from {last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s'
+    if len(publishers) > 1:
         return (
-            f'the clock went back from {last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
-            'a reset of the simulation?',
-            'a new simulator?',
+            went_back,
+            f'{len(publishers)} publishers on {topic}',
+            shared_clock_warning(topic, publishers),
         )
-    if last_ns and now_ns - last_ns > ahead_ns:
-        return (
-            f'the clock jumped ahead by {(now_ns - last_ns) * 1e-9:.3f} s, from '
-            f'{last_ns * 1e-9:.3f} s to {now_ns * 1e-9:.3f} s',
-            'the clock set forward, or this node stalled?',
-            f'more than {ahead_ns * 1e-9:g} s between two readings: the clock set forward, a '
-            'simulator started at a later time, or this node stalled?',
-        )
-    return None
+    return went_back, 'a reset of the simulation?', 'a new simulator?'
 
 
 def stall_reason(
@@ -198,10 +250,17 @@ def stall_reason(
 
 
 def stale_reason(
-    joints: tuple | None, base: tuple | None, now_ns: int, timeout_ns: int
+    joints: tuple | None,
+    base: tuple | None,
+    now_ns: int,
+    timeout_ns: int,
+    topics: Sequence[str] = ('joint_states', 'base_odom'),
+    publishers: Callable[[str], int] | None = None,
 ) -> str | None:
     """Why the latest state is not fresh at ``now_ns`` [ns] (received more than ``timeout_ns``
-    [ns] before, or after it, or never), None when it is.
+    [ns] before, or after it, or never), None when it is; each stale message is named with
+    the topic it is taken from and, when nothing publishes there, ``no publisher on <topic>``
+    (a remap on one side only: the simulator's state went elsewhere).
 
     Parameters
     ----------
@@ -212,21 +271,32 @@ def stale_reason(
         The node clock's time [ns].
     timeout_ns : int
         ``state_timeout`` [ns].
+    topics : sequence of str
+        The resolved names of the ``joint_states`` and ``base_odom`` subscriptions.
+    publishers : callable, optional
+        ``publishers(topic) -> count`` (the node's ``count_publishers``), asked for the stale
+        ones only; None: not counted.
 
     Returns
     -------
     str or None
     """
-    stale = [
-        name
-        + (
-            ' (none since the start or the last jump)'
-            if item is None
-            else f' (received at {item[-1].nanoseconds * 1e-9:.3f} s)'
-        )
-        for name, item in (('joint_states', joints), ('base_odom', base))
-        if item is None or not 0 <= now_ns - item[-1].nanoseconds <= timeout_ns
-    ]
+    stale = []
+    for name, topic, item in zip(
+        ('joint_states', 'base_odom'), topics, (joints, base), strict=True
+    ):
+        if item is not None and 0 <= now_ns - item[-1].nanoseconds <= timeout_ns:
+            continue
+        if item is None:
+            detail = 'none since the start or the last jump'
+        else:
+            detail = f'received at {item[-1].nanoseconds * 1e-9:.3f} s'
+        if publishers is not None and publishers(topic) == 0:
+            stale.append(f'{name} ({detail}; no publisher on {topic})')
+        else:
+            stale.append(
+                f'{name} ({detail})' if topic == name else f'{name} on {topic} ({detail})'
+            )
     if not stale:
         return None
     return (

@@ -58,7 +58,7 @@ from rclpy.parameter import Parameter
 
 from ffsim_ros.dynamics.lie import quat_unit
 
-from .common import DEFAULT_ROBOT, MAX_ROBOT_BYTES, SHOWN_CHARS, ParameterValueError, shown
+from .common import SHOWN_CHARS, ParameterValueError, shown
 from .parameter_services import guard_parameter_services
 
 Value = bool | int | float | str | list
@@ -589,12 +589,20 @@ class ParameterTable:
             self.cross_check(out)
         return out
 
-    def declare(self, node: Node) -> dict[str, Value]:
+    def declare(self, node: Node, siblings: Sequence[ParameterTable] = ()) -> dict[str, Value]:
         """Declare every parameter on ``node`` and return the checked start-up values.
+
+        A name given at start that the node does not declare (:meth:`unused_overrides`) is
+        warned about with the closest real one (:meth:`unknown_message`), but for a parameter
+        of a ``siblings`` table, said at info level: a parameter file shared by the nodes
+        (``/**:``, also merged into each node's file by the launch files) gives each node the
+        other's names, which the other applies.
 
         Parameters
         ----------
         node : Node
+        siblings : sequence of ParameterTable
+            The tables of the package's other nodes.
 
         Raises
         ------
@@ -604,8 +612,16 @@ class ParameterTable:
         for spec in self.specs:
             _declare(node, spec)
         unused = self.unused_overrides(node)
-        if unused:  # e.g. a misspelled key in a parameter file: rclpy ignores it silently
-            node.get_logger().warning(self.unknown_message(unused) + ': ignored')
+        theirs = [name for name in unused if any(name in table for table in siblings)]
+        if theirs:
+            owners = ', '.join(t.node_name for t in siblings if any(n in t for n in theirs))
+            node.get_logger().info(
+                f'{self.node_name}: ignored {_listed(theirs[:NAMES_SHOWN], len(theirs))} '
+                f'({"a parameter" if len(theirs) == 1 else "parameters"} of {owners})'
+            )
+        unknown = [name for name in unused if name not in theirs]
+        if unknown:  # e.g. a misspelled key in a parameter file: rclpy ignores it silently
+            node.get_logger().warning(self.unknown_message(unknown) + ': ignored')
         return self.validate(self.current(node))
 
     def unknown_message(self, names: Sequence[str]) -> str:
@@ -875,26 +891,3 @@ def _yaml_value(value: Value) -> str:
 
 def _md(text: str) -> str:
     return text.replace('|', '\\|').replace('<', '&lt;')
-
-
-def robot_source_specs() -> list[ParameterSpec]:
-    """The ``robot_description`` and ``robot_file`` parameters, the same for every node that
-    loads the robot (the simulator and the controller)."""
-    return [
-        ParameterSpec(
-            'robot_description',
-            '',
-            'URDF XML of the robot (wins over robot_file)',
-            string(MAX_ROBOT_BYTES),
-            in_config=False,
-        ),
-        ParameterSpec(
-            'robot_file',
-            '',
-            f'path of a URDF file (a regular XML text file, UTF-8 or the encoding it '
-            f'declares, of at most {MAX_ROBOT_BYTES} bytes); empty: the sample robot '
-            f'{DEFAULT_ROBOT}',
-            string(4096),
-            in_config=False,
-        ),
-    ]

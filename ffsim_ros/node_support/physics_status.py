@@ -4,14 +4,13 @@ and, checked at the same pace, the warning for a clock topic it shares (:class:`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
 from ffsim_ros.sim import Engine
 
-from .common import LogThrottle
+from .common import LogThrottle, publisher_names, shared_clock_warning
 
 if TYPE_CHECKING:
     from rclpy.node import Node
@@ -19,35 +18,6 @@ if TYPE_CHECKING:
 
 #: Shortest time between two warnings about a shared clock topic [s].
 CLOCK_WARNING_PERIOD = 10.0
-
-
-def shared_clock_warning(topic: str, publishers: Sequence[str]) -> str:
-    """The warning for the clock ``topic`` published by the nodes ``publishers`` (the
-    simulator among them): '' when it is the only one.
-
-    Two simulators on one ``/clock`` (both with ``publish_clock``, no remap) interleave their
-    simulated times: the controllers see the time go back and stop, and nothing else says why.
-
-    Parameters
-    ----------
-    topic : str
-        Fully qualified clock topic.
-    publishers : sequence of str
-        Names of the nodes publishing on it.
-
-    Returns
-    -------
-    str
-    """
-    if len(publishers) <= 1:
-        return ''
-    return (
-        f'{len(publishers)} publishers on the clock topic {topic} '
-        f'({", ".join(repr(name) for name in sorted(publishers))}): their simulated times '
-        'interleave and the nodes using it see the time go back; give each simulator a clock '
-        'of its own (-r /clock:=clock in each namespace, as the launch files do) or set '
-        'publish_clock:=false'
-    )
 
 
 class ClockWatch:
@@ -83,11 +53,7 @@ class ClockWatch:
         """
         if self._topic is None or self._node.count_publishers(self._topic) <= 1:
             return ''
-        names = [
-            f'{info.node_namespace.rstrip("/")}/{info.node_name}'
-            for info in self._node.get_publishers_info_by_topic(self._topic)
-        ]
-        text = shared_clock_warning(self._topic, names)
+        text = shared_clock_warning(self._topic, publisher_names(self._node, self._topic))
         if text and (line := self._throttle.admit(text)):
             self._node.get_logger().warning(line)
         return text
