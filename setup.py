@@ -81,6 +81,22 @@ class DevelopWithKernels(develop):
             _compile_kernels(HERE)
 
 
+#: Optional dependencies for a plain pip install (``pip install 'ffsim_ros[engine]'``). The
+#: runtime dependencies are package.xml's exec_depends (rosdep installs them for a ROS build):
+#: install_requires stays empty of them, so that colcon never pulls packages from pip. The
+#: bounds are requirements/dev.txt's (test/test_package.py checks both).
+EXTRAS = {
+    # the ROS-free engine: dynamics, sim, scene (collision distances), control, campaigns
+    'engine': ['numpy>=1.26,<3', 'scipy>=1.11', 'numba>=0.60', 'coal>=3.0', 'pyyaml>=6'],
+    # the PNG plots of `ffsim campaign` (without them: --no-plots) and of `ffsim demo`
+    'plots': ['matplotlib>=3.7'],
+    # `ffsim campaign --executor ray` (the local executor needs nothing extra)
+    'ray': ['ray>=2.9'],
+    # `ffsim campaign --format parquet` (CSV needs nothing extra)
+    'parquet': ['pyarrow>=14'],
+}
+
+
 def _share(folder: str, pattern: str = '*') -> tuple[str, list[str]]:
     return (f'share/{package_name}/{folder}', sorted(glob(f'{folder}/{pattern}')))
 
@@ -107,9 +123,7 @@ setup(
     description='Free-floating space robot simulator and reactionless controller for ROS 2.',
     license='Apache-2.0',
     tests_require=['pytest'],
-    # optional: `ffsim campaign --executor ray` (the local executor needs nothing extra) and
-    # `--format parquet` (CSV needs nothing extra)
-    extras_require={'ray': ['ray>=2.9'], 'parquet': ['pyarrow>=14']},
+    extras_require=EXTRAS,
     # the nodes' executables: plain scripts holding SIGINT/SIGTERM from their first statement
     # (ffsim_ros.console), installed into lib/ffsim_ros by setup.cfg like the console scripts
     scripts=['scripts/simulator', 'scripts/reactionless_controller'],

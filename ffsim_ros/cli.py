@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import fcntl
+import importlib
 import os
 import random
 import signal
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
+
+from ffsim_ros.dependencies import require
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -100,8 +103,6 @@ def check_signals(signals: ShutdownSignals | None) -> None:
 
 
 def _message_class(type_name: str) -> type:
-    import importlib
-
     pkg, _, name = type_name.split('/')
     return getattr(importlib.import_module(f'{pkg}.msg'), name)
 
@@ -747,8 +748,9 @@ def check_demo_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
     or a file that is not a readable URDF, a real-time factor the simulator refuses, a
     non-positive or non-finite ``--seconds-per-goal``, an output that is empty or not a folder
     that can be created or written, and (``--scenario capture``) an option that does not apply
-    to it. Sets ``args.robot_text`` (the URDF) for the reach scenario.
+    to it; missing modules (ROS 2, MCAP, matplotlib) exit 2 in one line. Sets ``robot_text``.
     """
+    require('ffsim demo', f'{args.scenario} demo')  # ROS 2, MCAP, matplotlib: exit 2 if not
     if args.scenario == 'capture':
         given = [
             flag

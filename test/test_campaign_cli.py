@@ -830,3 +830,49 @@ def test_summary_percentiles_leave_out_the_failed_runs():
     mixed = summarize([*failed[:3], *(row(k, '', 2.0) for k in range(9))])
     assert (mixed['failed'], mixed['ran']) == (3, 9)
     assert mixed['percentiles']['momentum_error_angular'][5] == 2.0
+
+
+def test_cli_without_matplotlib_exits_2_before_running(tmp_path, capsys, monkeypatch):
+    """Without matplotlib every run ran, then the plots ended the command with a
+    ModuleNotFoundError traceback (exit 1): exit 2 at once with the install hint, nothing
+    written; ``--no-plots`` runs without it."""
+    monkeypatch.setitem(sys.modules, 'matplotlib', None)
+    monkeypatch.setitem(sys.modules, 'matplotlib.pyplot', None)
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    out = tmp_path / 'out'
+    assert main([str(file), '--output', str(out), '--quiet']) == 2
+    assert capsys.readouterr().err == (
+        "ffsim campaign: error: the plots need matplotlib: pip install 'ffsim_ros[plots]' (or "
+        'pip install matplotlib), or use --no-plots\n'
+    )
+    assert not out.exists()
+    assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 0
+    assert sorted(p.name for p in out.iterdir()) == ['runs.csv', 'scenario.json', 'summary.md']
+
+
+def test_cli_parquet_without_pyarrow_writes_nothing(tmp_path, capsys, monkeypatch):
+    """``--format parquet`` without pyarrow was refused (exit 2) after scenario.json was
+    written into the output folder (created for it): refused before anything is written, as
+    ``--executor ray`` without Ray is; also when the folder's Parquet table is to be resumed."""
+    monkeypatch.setitem(sys.modules, 'pyarrow', None)
+    monkeypatch.setitem(sys.modules, 'pyarrow.parquet', None)
+    file = tmp_path / 'tiny.yaml'
+    file.write_text(TINY)
+    out = tmp_path / 'out'
+    argv = [str(file), '--output', str(out), '--quiet', '--no-plots']
+    assert main([*argv, '--format', 'parquet']) == 2
+    assert capsys.readouterr().err == (
+        'ffsim campaign: error: the Parquet format needs pyarrow: pip install '
+        "'ffsim_ros[parquet]' (or pip install pyarrow), or use --format csv\n"
+    )
+    assert not out.exists()
+    out.mkdir()
+    (out / 'summary.md').write_text('kept')
+    assert main([*argv, '--format', 'both']) == 2
+    assert sorted(p.name for p in out.iterdir()) == ['summary.md']
+    # a folder holding a Parquet table (formats already there are kept): the same
+    (out / 'runs.parquet').mkdir()
+    with pytest.raises(ScenarioError, match='the Parquet format needs pyarrow'):
+        ResultsWriter(out, Campaign(load_scenario(file)), ('csv',))
+    assert sorted(p.name for p in out.iterdir()) == ['runs.parquet', 'summary.md']

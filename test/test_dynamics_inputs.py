@@ -18,6 +18,7 @@ import pickle
 import re
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -701,6 +702,47 @@ def test_load_urdf_flags_are_bools() -> None:
                 D.load_urdf(source, **{flag: bad})
     assert D.load_urdf(source, floating_base=np.bool_(False)).floating_base is False
     assert D.load_urdf(source, strict_inertia=np.bool_(True)).nq == 14
+
+
+def test_load_urdf_of_a_missing_file_names_it_and_the_working_directory(
+    tmp_path, monkeypatch
+) -> None:
+    """load_urdf('no/such.urdf') said "expected an XML string or a file path, got
+    'no/such.urdf'" -- as if the path were no path: a FileNotFoundError naming the path and
+    the working directory a relative one was resolved against, still a ValueError for the
+    callers that take a bad source as one (the campaign's robot, a scene's)."""
+    monkeypatch.chdir(tmp_path)
+    for source in ('no/such.urdf', 'such.urdf', 'robot.XML', 'urdf/servicer', Path('nowhere')):
+        with pytest.raises(FileNotFoundError) as info:
+            D.load_urdf(source)
+        assert isinstance(info.value, ValueError) and isinstance(
+            info.value, D.UrdfFileNotFoundError
+        )
+        assert str(info.value) == (
+            f'URDF file {str(source)!r}: no such file (relative to the working directory '
+            f'{str(tmp_path)!r})'
+        )
+    absolute = str(tmp_path / 'gone.urdf')
+    with pytest.raises(
+        FileNotFoundError, match=f'^URDF file {re.escape(repr(absolute))}: no such file$'
+    ):
+        D.load_urdf(absolute)
+    # neither XML nor a path: as before; a folder: not a regular file
+    with pytest.raises(
+        ValueError, match="^URDF source: expected an XML string or a file path, got 'robot'$"
+    ) as info:
+        D.load_urdf('robot')
+    assert not isinstance(info.value, OSError)
+    with pytest.raises(ValueError, match='which is not a regular file$') as info:
+        D.load_urdf(str(tmp_path))
+    assert not isinstance(info.value, OSError)
+    # the campaign's robot: one line naming the field and the file
+    from ffsim_ros.campaign.batch import Campaign
+    from ffsim_ros.campaign.scenario import Scenario, ScenarioError
+
+    data = {'robot': 'no/such.urdf', 'goals': {'kind': 'chained'}, 'runs': 1}
+    with pytest.raises(ScenarioError, match=r"^robot: URDF file 'no/such\.urdf': no such file"):
+        Campaign(Scenario.from_dict(data))
 
 
 def test_arguments_of_the_wrong_kind_are_named(servicer: D.Model) -> None:

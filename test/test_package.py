@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -83,6 +86,81 @@ def test_setup_py_installs_the_ament_marker_and_package_xml() -> None:
     assert 'resource/{package_name}' in text or 'resource/ffsim_ros' in text
     assert (ROOT / 'resource' / 'ffsim_ros').is_file()
     assert 'package.xml' in text
+
+
+#: Python module -> the PyPI distribution a plain ``pip install`` takes it from.
+DISTRIBUTIONS = {
+    'numpy': 'numpy',
+    'scipy': 'scipy',
+    'numba': 'numba',
+    'coal': 'coal',
+    'yaml': 'pyyaml',
+    'matplotlib': 'matplotlib',
+}
+#: The ROS-free layers (README, Layout), which a pip install without ROS runs; of the
+#: campaigns, the replay into ROS 2 messages needs ROS.
+ROS_FREE = ('dynamics', 'sim', 'scene', 'control', 'campaign')
+ROS_SIDE = {PACKAGE / 'campaign' / 'replay.py'}
+
+
+def _requirements(lines: list[str]) -> dict[str | None, dict[str, set[str]]]:
+    """``extra (None: install_requires) -> {distribution: {specifiers}}`` of metadata lines
+    (``numpy<3,>=1.26; extra == "engine"``) or requirements-file lines."""
+    out: dict[str | None, dict[str, set[str]]] = {}
+    for line in lines:
+        text, _, marker = line.split('#', 1)[0].partition(';')
+        text = text.strip()
+        if not text or text.startswith('-'):
+            continue
+        extra = re.search(r'extra\s*==\s*[\'"]([\w.-]+)[\'"]', marker)
+        name = re.match(r'[A-Za-z0-9_.-]+', text).group(0)
+        specs = {s.strip() for s in text[len(name) :].split(',') if s.strip()}
+        out.setdefault(extra.group(1) if extra else None, {})[name.lower()] = specs
+    return out
+
+
+@pytest.fixture(scope='module')
+def metadata(tmp_path_factory: pytest.TempPathFactory) -> importlib.metadata.Distribution:
+    """The package's metadata as ``pip install .`` builds it (setup.py egg_info, offline, into
+    a temporary folder)."""
+    egg_base = tmp_path_factory.mktemp('egg_info')
+    subprocess.run(
+        [sys.executable, 'setup.py', '-q', 'egg_info', '--egg-base', str(egg_base)],
+        cwd=ROOT,
+        env=dict(os.environ, FFSIM_BUILD_KERNELS='0'),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    (info,) = egg_base.glob('*.egg-info')
+    return importlib.metadata.PathDistribution(info)
+
+
+def test_pip_metadata_declares_the_engine_as_an_extra(metadata) -> None:
+    """A plain ``pip install .`` pulled in setuptools alone, so ``import ffsim_ros.dynamics``
+    failed (no NumPy): the engine's dependencies are the ``engine`` extra (``pip install
+    'ffsim_ros[engine]'``), matplotlib the ``plots`` one, every third-party import of the
+    ROS-free layers covered, with requirements/dev.txt's bounds; install_requires keeps
+    none of them (colcon builds take their dependencies from package.xml, never from pip)."""
+    declared = _requirements(metadata.requires or [])
+    assert {'engine', 'plots'} <= set(metadata.metadata.get_all('Provides-Extra'))
+    assert set(declared.get(None, {})) <= {'setuptools'}, declared.get(None)
+    stdlib = set(sys.stdlib_module_names)
+    needed = {}
+    for layer in ROS_FREE:
+        for path in sorted((PACKAGE / layer).rglob('*.py')):
+            if path in ROS_SIDE:
+                continue
+            for module in _top_level_imports(path) - stdlib - {'ffsim_ros'}:
+                needed.setdefault(DISTRIBUTIONS.get(module, module), []).append(path.name)
+    provided = set(declared['engine']) | set(declared['plots'])
+    assert set(needed) <= provided, {d: f for d, f in needed.items() if d not in provided}
+    assert set(declared['plots']) == {'matplotlib'}
+    assert {'numpy', 'scipy', 'numba', 'coal', 'pyyaml'} <= set(declared['engine'])
+    dev = _requirements((ROOT / 'requirements' / 'dev.txt').read_text().splitlines())[None]
+    for extra in ('engine', 'plots'):
+        for name, specs in declared[extra].items():
+            assert specs == dev[name], (extra, name, specs, dev[name])
 
 
 def test_ruff_lint_clean() -> None:

@@ -11,8 +11,9 @@ folder resumes the campaign (finished runs are not redone); ``--runs`` extends i
 
 Exit codes: 0 done, 1 a file of the campaign cannot be written (disk full, no permission: one
 line naming it; the rows written so far are kept, running it again resumes), 2 a bad scenario or
-argument (the message names it; nothing is written), 130 interrupted (Ctrl-C: taken at the end
-of a control period, never inside a kernel, so that no run is failed by it).
+argument, or a module it needs not installed (Ray, pyarrow, matplotlib without ``--no-plots``,
+ROS 2 for ``--mcap``; the message names it; nothing is written), 130 interrupted (Ctrl-C:
+taken at the end of a control period, never inside a kernel, so that no run is failed by it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from ffsim_ros.dependencies import check
 
 from .batch import BatchRunner, Campaign
 from .executors import (
@@ -41,6 +44,7 @@ from .results import (
     WriteError,
     check_folder,
     plot,
+    pyplot,
     read_rows,
     summarize,
     summary_markdown,
@@ -79,7 +83,9 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
     )
     p.add_argument('--address', default=None, help='Ray cluster address (default: a local Ray)')
     p.add_argument('--workers', type=int, default=2, help='Ray: tasks in flight / 2, local CPUs')
-    p.add_argument('--no-plots', action='store_true', help='skip the PNG plots')
+    p.add_argument(
+        '--no-plots', action='store_true', help='skip the PNG plots (they need matplotlib)'
+    )
     p.add_argument('--quiet', action='store_true', help='no progress line')
     p.add_argument(
         '--format',
@@ -142,10 +148,19 @@ def _main(argv: list[str] | None) -> int:
             scenario = scenario.with_changes(**changes)
         if args.workers < 1:
             raise ScenarioError(f'--workers: expected an integer >= 1, got {args.workers}')
-        campaign = Campaign(scenario)
-        out = Path(args.output or f'campaign_{scenario.name}')
         if args.mcap is not None and args.replay is None:
             raise ScenarioError('--mcap: expected with --replay RUN')
+        # the modules needed after the runs, found missing before the model is built (its
+        # kernels can take minutes to compile on first use) and anything is written
+        if args.mcap is not None:
+            try:  # ROS 2 and the MCAP writer (the replay writes run_<RUN>.npz first)
+                check('replay')
+            except ImportError as exc:
+                raise ScenarioError(f'--mcap: {exc}') from None
+        if args.replay is None and not args.no_plots:
+            pyplot()  # (the plots come after every run)
+        campaign = Campaign(scenario)
+        out = Path(args.output or f'campaign_{scenario.name}')
         if args.mcap is not None:
             _check_mcap(Path(args.mcap))
         if args.executor == 'ray' and args.address is not None:

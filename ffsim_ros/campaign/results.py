@@ -163,6 +163,30 @@ def pyarrow_modules() -> tuple[ModuleType, ModuleType]:
         ) from None
 
 
+def pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display).
+
+    Returns
+    -------
+    module
+
+    Raises
+    ------
+    ScenarioError
+        matplotlib is not installed (naming the install, and ``--no-plots``).
+    """
+    try:
+        # optional for a pip install (setup.py extras 'plots'); package.xml's exec_depend
+        matplotlib = importlib.import_module('matplotlib')
+        matplotlib.use('Agg')
+        return importlib.import_module('matplotlib.pyplot')
+    except ImportError:
+        raise ScenarioError(
+            "the plots need matplotlib: pip install 'ffsim_ros[plots]' (or pip install "
+            'matplotlib), or use --no-plots'
+        ) from None
+
+
 def parquet_schema(names: Sequence[str]) -> Any:  # a pyarrow.Schema (pyarrow is optional)
     """The Parquet schema of a table with the columns ``names`` (module docstring).
 
@@ -451,12 +475,14 @@ class ResultsWriter:
         bad = [f for f in formats if f not in FORMATS]
         if bad or not formats:
             raise ScenarioError(f'format: expected one or more of {FORMATS}, got {list(formats)}')
-        self.folder.mkdir(parents=True, exist_ok=True)
-        scenario = campaign.scenario
-        check_folder(self.folder, scenario)
-        write_scenario(self.folder, scenario)
         files = {'csv': RUNS, 'parquet': PARQUET}
         self.formats = [f for f in FORMATS if f in formats or (self.folder / files[f]).exists()]
+        if 'parquet' in self.formats:
+            pyarrow_modules()  # (refused before anything is written)
+        scenario = campaign.scenario
+        check_folder(self.folder, scenario)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_scenario(self.folder, scenario)
         self.tables: list[CsvTable | ParquetTable] = []
         try:
             for f in self.formats:
@@ -683,11 +709,7 @@ def plot(rows: list[dict], folder: str | Path, inputs: list[str], max_inputs: in
     -------
     list of Path
     """
-    import matplotlib
-
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     folder = Path(folder)
     paths = []
     reached = np.array([bool(r['reached']) for r in rows])

@@ -80,7 +80,7 @@ from .mufti import (
     loop_closures_from_urdf,
     maximal_dynamics,
 )
-from .urdf import load_urdf
+from .urdf import UrdfFileNotFoundError, load_urdf
 
 __all__ = [
     'aba',
@@ -140,6 +140,7 @@ __all__ = [
     'STEP_METHODS',
     'StepFailure',
     'UnknownNameError',
+    'UrdfFileNotFoundError',
     'with_gravity',
     'weld_models',
     'with_joint_dynamics',

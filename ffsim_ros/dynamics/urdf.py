@@ -387,6 +387,43 @@ def _cut(text: str | None, keep: int = 60) -> str:
     return text if len(text) <= keep else f'{text[:keep]}...'
 
 
+#: Endings that make a string that is not XML a file path (:func:`read_urdf_xml`).
+_PATH_SUFFIXES = ('.urdf', '.xml', '.xacro')
+
+
+def _looks_like_path(text: str) -> bool:
+    """``text`` (not XML) names a file: one line ending with a URDF suffix or holding a path
+    separator."""
+    if '\n' in text or len(text) > 4096:
+        return False
+    separators = [sep for sep in (os.sep, os.altsep) if sep]
+    return text.lower().endswith(_PATH_SUFFIXES) or any(sep in text for sep in separators)
+
+
+class UrdfFileNotFoundError(FileNotFoundError, ValueError):
+    """A URDF file that does not exist (:func:`read_urdf_xml`): a ``FileNotFoundError`` and,
+    for the callers that take any bad URDF source as one, a ``ValueError``.
+
+    Parameters
+    ----------
+    path : str
+        The path as given.
+
+    Attributes
+    ----------
+    path : str
+        The path as given.
+    cwd : str
+        The working directory a relative ``path`` was resolved against.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.cwd = os.getcwd()
+        where = '' if os.path.isabs(path) else f' (relative to the working directory {self.cwd!r})'
+        super().__init__(f'URDF file {path!r}: no such file{where}')
+
+
 def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
     """The ``<robot>`` element of a URDF given as XML (a string starting with ``<``, or
     bytes) or a file path (read as bytes: the parser honours the encoding the XML declares).
@@ -403,9 +440,14 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
     ------
     TypeError
         ``source`` neither a string, bytes nor a path (None, a number), naming it.
+    UrdfFileNotFoundError
+        A file path (a PathLike, or a string ending with ``.urdf``/``.xml``/``.xacro`` or
+        holding a path separator) that does not exist, naming it and the working directory (a
+        ``FileNotFoundError`` and a ``ValueError``).
     ValueError
-        A path that is not a file, malformed XML, a DTD (:func:`dtd_problem`: XML entities,
-        refused before anything of it is read) or another root element, naming what came.
+        A path that is not a regular file, a string neither XML nor a path, malformed XML, a
+        DTD (:func:`dtd_problem`: XML entities, refused before anything of it is read) or
+        another root element, naming what came.
     """
     where = ''
     if not isinstance(source, str | bytes | bytearray | os.PathLike):
@@ -422,6 +464,15 @@ def read_urdf_xml(source: str | bytes | os.PathLike[str]) -> ET.Element:
         else:
             path = Path(name)
             if not path.is_file():
+                if not path.exists() and (
+                    isinstance(source, os.PathLike) or _looks_like_path(name)
+                ):
+                    raise UrdfFileNotFoundError(name)
+                if path.exists():
+                    raise ValueError(
+                        f'URDF source: expected a URDF file, got {name!r}, which is not a '
+                        'regular file'
+                    )
                 raise ValueError(
                     f'URDF source: expected an XML string or a file path, got {name!r}'
                 )
@@ -542,6 +593,9 @@ def load_urdf(
 
     Raises
     ------
+    UrdfFileNotFoundError
+        ``source`` a path to no file, naming it and the working directory a relative one was
+        resolved against (a ``FileNotFoundError``, also a ``ValueError``).
     ValueError
         Malformed XML, unknown parent/child link, several roots, cycles, a moving body
         without mass in its subtree, negative mass, a malformed inertia tensor (or, with
