@@ -288,3 +288,39 @@ def test_a_runaway_step_with_targets_in_the_scene_faults_it(count: int) -> None:
     ), snap.fault
     assert snap.fault.endswith('(a higher physics_rate_hz); the state before it is kept')
     assert sim.advance(3).step == 1  # stopped until reset
+
+
+@pytest.mark.parametrize(('velocity_limits', 'count'), [(True, 10), (True, 1), (False, 10)])
+def test_a_runaway_under_a_base_wrench_faults_that_step(velocity_limits: bool, count: int) -> None:
+    """3e5 N and 3e5 N m held on the servicer's base at 1 kHz from rest (the probe's; the
+    bound of a wrench is 1e7): after 0.3 s a step returned a finite state far beyond anything
+    the wrench can give -- the base at 1e18 to 1e20 rad/s --, which was kept and published (no
+    runaway check ran under a wrench) until the next step faulted. That step is now the fault,
+    its energy checked against the most the wrench can give: the state before it kept, within
+    what the wrench gives from rest, and the steps before it were sound (no fault)."""
+    q0, v0 = D.neutral(MODEL), np.zeros(MODEL.nv)
+    sim = Engine(MODEL, q0, v0, dt_ns=1_000_000, velocity_limits=velocity_limits)
+    sim.set_base_wrench([3e5, 0.0, 0.0, 3e5, 0.0, 0.0])
+    for _ in range(600 // count):
+        snap = sim.advance(count)
+        if snap.faulted:
+            break
+    assert snap.faulted and snap.step > 200, snap.fault
+    assert snap.fault.startswith(f'runaway step from t = {snap.time:.6f} s: '), snap.fault
+    assert snap.fault.endswith(
+        '; the state before it is kept; under a base wrench of |f| = 3e+05 N, |n| = 3e+05 N m '
+        '(world frame): too large for the physics step?'
+    ), snap.fault
+    # the state kept is one the wrench can give: its power on the base body is at most
+    # sqrt(2 T) sqrt(|f|^2 / m0 + |n|^2 / I0) (T >= m0 |v0|^2 / 2 + I0 |w0|^2 / 2, I0 the
+    # base's least principal moment), so sqrt(T) rises by at most a t / 2 from rest (no
+    # effort, no gravity; the drives' braking only takes energy away)
+    arrays = MODEL.arrays
+    least = np.linalg.eigvalsh(arrays.inertia[0])[0]
+    a = np.sqrt(2.0 * (3e5**2 / arrays.mass[0] + 3e5**2 / least))
+    kept = D.state_summary(MODEL, snap.q, snap.v).kinetic_energy
+    assert kept <= (a * snap.time / 2.0) ** 2
+    assert np.linalg.norm(snap.v[3:6]) < 1e3 and np.abs(snap.v[6:]).max() < 1e4
+    assert sim.advance(3).step == snap.step  # stopped until reset
+    with pytest.raises(EngineFault, match='runaway step'):
+        sim.resume()

@@ -185,3 +185,113 @@ def test_robot_state_overlapping_a_target_refused(robot):
     after = engine.snapshot()
     assert after.step == before.step and np.array_equal(after.q, before.q)
     assert engine.advance(3).step == before.step + 3  # runs on from where it was
+
+
+def _tumbler(dt: float, name: str = 'tumbler'):
+    """A block 20 m from the robot spinning at 0.9 pi rad per physics step of ``dt`` [s] about
+    its intermediate axis (inertia 1, 2, 2.9 kg m^2): accepted; the coarse steps speed it up
+    until one would turn it by more than pi rad, which the step refuses (a fault)."""
+    w = 0.9 * np.pi / dt * np.array([0.02, 0.9998, 0.0]) / np.hypot(0.02, 0.9998)
+    return rigid_target(
+        name,
+        mass=10.0,
+        shape=Sphere(0.2),
+        inertia=np.diag([1.0, 2.0, 2.9]),
+        position=(20.0, 0.0, 0.0),
+        angular_velocity=w,
+    )
+
+
+def test_a_target_turning_by_pi_per_step_is_refused_and_a_fault_names_it(robot):
+    """Targets spinning by pi rad or more per physics step (1732 rad/s at 500 Hz: 3.46 rad)
+    were taken -- spawned, moved, a scenario's -- and the whole simulation faulted at the next
+    step with the message of the robot's: 'the base would turn by 3.46 rad'. Refused now
+    (nothing changes, the bound and the physics rate named), as a robot state is; a target
+    that gets there by its own motion faults naming it."""
+    q, v = D.neutral(robot), np.zeros(robot.nv)
+    dt_ns = 2_000_000
+    scene = Scene(robot, gripper=None, dt=dt_ns * 1e-9, q=q, v=v)
+    engine = Engine(robot, q, v, dt_ns=dt_ns, world=TargetWorld(scene))
+    fast = (1000.0, 1000.0, 1000.0)
+    spinning = rigid_target(
+        'spin1', mass=4.0, shape=Sphere(0.2), position=(20.0, 0.0, 0.0), angular_velocity=fast
+    )
+    refusal = (
+        "target '{}' state: expected the target to turn by less than pi rad per physics step "
+        '(the step refuses more), |w| below 1571 rad/s at physics_rate_hz 500, got |w| = 1732 '
+        'rad/s (3.46 rad per step)'
+    )
+    with pytest.raises(ValueError) as info:
+        engine.change_world(lambda w: w.add(spinning))
+    assert str(info.value) == refusal.format('spin1')
+    assert engine.step == 0 and not engine.world.active
+    still = rigid_target('spin2', mass=4.0, shape=Sphere(0.2), position=(20.0, 0.0, 0.0))
+    engine.change_world(lambda w: w.add(still))
+    with pytest.raises(ValueError) as info:
+        engine.change_world(lambda w: w.move('spin2', angular_velocity=fast))
+    assert str(info.value) == refusal.format('spin2')
+    snap = engine.advance(5)
+    assert not snap.faulted and snap.step == 6
+    assert np.array_equal(snap.world.targets['spin2'].root.angular_velocity, np.zeros(3))
+    # a scenario's target: refused when the world is made (the simulator exits 2 naming it)
+    scene = Scene(robot, gripper=None, dt=dt_ns * 1e-9, q=q, v=v)
+    with pytest.raises(ValueError, match=r"^target 'spin1' state: expected the target to turn"):
+        TargetWorld(scene, [spinning])
+    # one that gets there in flight: the fault names it, not the robot's base
+    dt_ns = 10_000_000
+    scene = Scene(robot, gripper=None, dt=dt_ns * 1e-9, q=q, v=v)
+    engine = Engine(robot, q, v, dt_ns=dt_ns, world=TargetWorld(scene, [_tumbler(0.01)]))
+    snap = engine.advance(100)
+    assert snap.faulted and 0 < snap.step < 100
+    assert "the dynamics failed (target 'tumbler': step: the base would turn by " in snap.fault
+
+
+def test_a_faulted_engine_refuses_changes_of_its_targets(robot):
+    """A change of the targets (spawn, move, remove, grasp, release) on a faulted engine
+    cleared the fault and answered success: the state that faulted was stepped again, to fault
+    again under a new stamp. Refused now, naming the fault, nothing changed (the clock
+    included); a reset or a robot state set are the ways out, and a change that a reset
+    follows (the spawned targets removed first) is applied, the fault kept until the reset."""
+    q, v = D.neutral(robot), np.zeros(robot.nv)
+    dt_ns = 10_000_000
+    scene = Scene(robot, gripper=None, dt=dt_ns * 1e-9, q=q, v=v)
+    engine = Engine(robot, q, v, dt_ns=dt_ns, world=TargetWorld(scene, [_tumbler(0.01)]))
+    faulted = engine.advance(100)
+    assert faulted.faulted
+    ball = rigid_target('ball', mass=5.0, shape=Sphere(0.1), position=(0.0, 30.0, 0.0))
+    for change in (
+        lambda w: w.add(ball),
+        lambda w: w.move('tumbler', angular_velocity=(0.0, 0.0, 0.0)),
+        lambda w: w.remove('tumbler'),
+        lambda w: w.grasp(),
+        lambda w: w.release(),
+    ):
+        with pytest.raises(EngineFault) as info:
+            engine.change_world(change)
+        assert str(info.value) == (
+            f"integration stopped: {faulted.fault} (reset, or set the robot's state, first); "
+            'the targets were not changed'
+        )
+        snap = engine.snapshot()
+        assert snap.fault == faulted.fault and snap.step == faulted.step
+        assert set(snap.world.targets) == {'tumbler'}
+        assert np.array_equal(snap.world.targets['tumbler'].q, faulted.world.targets['tumbler'].q)
+    # a change before a reset: applied, still faulted until the reset
+    _, snap = engine.change_world(lambda w: w.add(ball), resetting=True)
+    assert (
+        snap.faulted
+        and snap.fault == faulted.fault
+        and set(snap.world.targets)
+        == {
+            'tumbler',
+            'ball',
+        }
+    )
+    assert engine.advance(5).step == snap.step  # (no step while faulted)
+    assert not engine.reset().faulted
+    # setting the robot's state clears it too
+    faulted = engine.advance(100)
+    assert faulted.faulted
+    assert not engine.set_state(q, v).faulted
+    _, snap = engine.change_world(lambda w: w.remove('ball'))
+    assert not snap.faulted and 'ball' not in snap.world.targets

@@ -142,7 +142,8 @@ def _interfaces(targets=(), namespace: str = '/'):
     world.add = world.added.append
     engine = SimpleNamespace(
         world=world,
-        change_world=lambda change: (change(world), SimpleNamespace(time=0.5)),
+        change_world=lambda change, resetting=False: (change(world), SimpleNamespace(time=0.5)),
+        dt=0.001,
         chain=None,
         wrenches=SimpleNamespace(describe=str),  # (no wrench held: '')
     )
@@ -1230,6 +1231,144 @@ def test_a_base_spin_the_physics_step_refuses_is_not_set() -> None:
     assert engine.step == 1 and np.allclose(engine.snapshot().v[3:6], [0.0, 18.0, 24.0])
     # (the step takes it: 3 rad; the arm whipped at 30 rad/s may run away at 10 Hz)
     assert 'would turn by' not in engine.advance(1, stepping=True).fault
+
+
+def test_a_target_spin_the_physics_step_refuses_is_not_spawned_or_set() -> None:
+    """A target spawned or set at 1732 rad/s with 500 Hz physics (3.46 rad a step) was taken,
+    then the whole simulation faulted at the next step naming the robot's base. Refused now
+    as the robot's twist is (INVALID_POSE, the same words, naming the target), nothing
+    added or moved, the simulation running on."""
+    from simulation_interfaces.srv import SetEntityState, SpawnEntity
+
+    from ffsim_ros.node_support.scene_services import EntityError, parse_spawn
+    from ffsim_ros.node_support.sim_interfaces import RequestError
+    from ffsim_ros.scene import Scene
+    from ffsim_ros.sim import TargetWorld
+
+    q0, v0 = D.neutral(MODEL), np.zeros(MODEL.nv)
+    scene = Scene(MODEL, gripper=None, dt=0.002, q=q0, v=v0)
+    engine = Engine(MODEL, q0, v0, dt_ns=2 * MS, world=TargetWorld(scene))
+    interfaces, _, _, _ = _interfaces()
+    interfaces.node.engine, interfaces.node.model = engine, MODEL
+    interfaces._physics = lambda action, publish=False: action(engine)
+    words = (
+        "expected target '{}' to turn by less than pi rad per physics step (the step refuses "
+        'more), |w| below 1571 rad/s at physics_rate_hz 500, got |w| = 1732 rad/s (3.46 rad '
+        'per step)'
+    )
+
+    def spawn(name: str, spin: str = ''):
+        request = SpawnEntity.Request(
+            name=name, resource_string=f'{{shape: {{type: sphere, radius: 0.2}}, mass: 4{spin}}}'
+        )
+        request.initial_pose.pose.position.x = 20.0
+        request.initial_pose.pose.orientation.w = 1.0
+        return interfaces._spawn(request, SpawnEntity.Response())
+
+    with pytest.raises(RequestError) as info:
+        spawn('spin1', ', angular_velocity: [1000, 1000, 1000]')
+    assert info.value.code == SpawnEntity.Response.INVALID_POSE
+    assert str(info.value) == f'resource.angular_velocity: {words.format("spin1")}'
+    assert engine.step == 0 and not engine.world.active
+    spawn('spin2')
+    request = _entity_request([20.0, 0, 0], [0, 0, 0, 1], [0.0] * 3, [1000.0] * 3, entity='spin2')
+    with pytest.raises(RequestError) as info:
+        interfaces._set_entity(request, SetEntityState.Response())
+    assert info.value.code == SetEntityState.Response.INVALID_POSE
+    assert str(info.value) == f'state.twist.angular: {words.format("spin2")}'
+    snap = engine.advance(5)
+    assert not snap.faulted and snap.step == 6
+    assert np.array_equal(snap.world.targets['spin2'].root.angular_velocity, np.zeros(3))
+    # a tumble's spin (965 rad/s: 1.93 rad a step at 500 Hz, 3.86 at 250 Hz)
+    request = SpawnEntity.Request(
+        name='t',
+        resource_string='{shape: {type: box, size: [0.4, 0.3, 0.2]}, mass: 4, tumble: '
+        '{spin_rate: 900, nutation: 0.3}}',
+    )
+    request.initial_pose.pose.orientation.w = 1.0
+    assert parse_spawn(request, 't', 'world', 0.002).name == 't'
+    with pytest.raises(EntityError) as info:
+        parse_spawn(request, 't', 'world', 0.004)
+    assert info.value.code == SpawnEntity.Response.INVALID_POSE
+    assert str(info.value).startswith(
+        "resource.tumble: expected target 't' to turn by less than pi rad per physics step"
+    ), str(info.value)
+
+
+def test_a_faulted_simulation_refuses_changes_of_its_targets_but_resets() -> None:
+    """Spawn, delete, set a target on a faulted simulation: answered success, the fault
+    cleared, the state that faulted stepped and published again under a new stamp (it faulted
+    again, saying less). Refused now (RESULT_OPERATION_FAILED, naming the fault), nothing
+    changed; a reset of the state and the spawned targets (removed first) still clears it,
+    a reset of the spawned targets alone is refused as the other changes."""
+    from types import SimpleNamespace
+
+    from simulation_interfaces.msg import Result
+    from simulation_interfaces.srv import (
+        DeleteEntity,
+        ResetSimulation,
+        SetEntityState,
+        SpawnEntity,
+    )
+
+    from ffsim_ros.scene import Scene, Sphere, rigid_target
+    from ffsim_ros.sim import TargetWorld
+
+    # a scenario's block spinning at 0.9 pi rad per 10 ms step about its intermediate axis:
+    # the coarse steps speed it up until one would turn it by more than pi rad (a fault)
+    w = 0.9 * np.pi / 0.01 * np.array([0.02, 0.9998, 0.0]) / np.hypot(0.02, 0.9998)
+    tumbler = rigid_target(
+        'tumbler',
+        mass=10.0,
+        shape=Sphere(0.2),
+        inertia=np.diag([1.0, 2.0, 2.9]),
+        position=(20.0, 0.0, 0.0),
+        angular_velocity=w,
+    )
+    q0, v0 = D.neutral(MODEL), np.zeros(MODEL.nv)
+    scene = Scene(MODEL, gripper=None, dt=0.01, q=q0, v=v0)
+    engine = Engine(MODEL, q0, v0, dt_ns=10 * MS, world=TargetWorld(scene, [tumbler]))
+    interfaces, _, _, _ = _interfaces()
+    interfaces.node.engine, interfaces.node.model = engine, MODEL
+    interfaces.node.end_step_jobs = lambda why: None
+    interfaces.node.get_logger = lambda: SimpleNamespace(warning=lambda *args, **kwargs: None)
+    interfaces._physics = lambda action, publish=False: action(engine)
+    guarded = {
+        name: interfaces._guarded(getattr(interfaces, name))
+        for name in ('_spawn', '_delete', '_set_entity', '_reset')
+    }
+
+    def spawn(name: str):
+        request = SpawnEntity.Request(
+            name=name, resource_string='{shape: {type: sphere, radius: 0.2}, mass: 4}'
+        )
+        request.initial_pose.pose.position.x = -20.0 - len(name)
+        request.initial_pose.pose.orientation.w = 1.0
+        return guarded['_spawn'](request, SpawnEntity.Response()).result
+
+    assert spawn('ball').result == Result.RESULT_OK
+    faulted = engine.advance(100)
+    assert faulted.faulted
+    step = engine.step
+    moved = _entity_request([-30.0, 0, 0], [0, 0, 0, 1], [0.0] * 3, [0.0] * 3, entity='ball')
+    for result in (
+        spawn('other'),
+        guarded['_delete'](DeleteEntity.Request(entity='ball'), DeleteEntity.Response()).result,
+        guarded['_set_entity'](moved, SetEntityState.Response()).result,
+        guarded['_reset'](ResetSimulation.Request(scope=4), ResetSimulation.Response()).result,
+    ):
+        assert result.result == Result.RESULT_OPERATION_FAILED
+        assert result.error_message == (
+            f"integration stopped: {faulted.fault} (reset, or set the robot's state, first); "
+            'the targets were not changed'
+        )
+        assert engine.fault == faulted.fault and engine.step == step
+        assert set(engine.world.targets) == {'tumbler', 'ball'}
+        assert np.array_equal(engine.snapshot().world.targets['ball'].com, [-24.0, 0.0, 0.0])
+    scope = ResetSimulation.Request.SCOPE_STATE | ResetSimulation.Request.SCOPE_SPAWNED
+    result = guarded['_reset'](ResetSimulation.Request(scope=scope), ResetSimulation.Response())
+    assert result.result.result == Result.RESULT_OK, result.result.error_message
+    assert not engine.faulted and set(engine.world.targets) == {'tumbler'}  # (ball: spawned)
 
 
 @pytest.mark.ros

@@ -52,6 +52,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.integration import MAX_STEP_ROTATION
 from ffsim_ros.scene import ContactEvent, ScenarioError, Target, target_from_dict, urdf_target
 
 from ..dynamics.inputs import ArrayLike
@@ -126,6 +127,42 @@ def check_values(values: dict[str, float], bound: float, code: int) -> None:
         raise EntityError(code, f'expected values of magnitude <= {bound:g}, got {far}')
 
 
+def check_spin(
+    field: str, angular: ArrayLike, dt: float, code: int, who: str = 'the base'
+) -> None:
+    """Refuse an angular velocity ``angular`` (3,) [rad/s] (the request's ``field``) that
+    turns ``who`` (the robot's base, a target) by pi rad or more in a physics step of ``dt``
+    [s]: the step refuses it (a fault at the next step,
+    :func:`~ffsim_ros.dynamics.integration.check_step_rotation`).
+
+    Parameters
+    ----------
+    field : str
+        The field of the request, named in the error.
+    angular : (3,) array_like
+        [rad/s].
+    dt : float
+        The physics step [s].
+    code : int
+        The result code of the refusal.
+    who : str
+        What turns, for the message.
+
+    Raises
+    ------
+    EntityError
+        With ``code``: the bound at this physics rate and the rotation per step.
+    """
+    spin = float(np.linalg.norm(np.asarray(angular, dtype=float)))
+    if spin * dt >= MAX_STEP_ROTATION:
+        raise EntityError(
+            code,
+            f'{field}: expected {who} to turn by less than pi rad per physics step (the step '
+            f'refuses more), |w| below {MAX_STEP_ROTATION / dt:.4g} rad/s at physics_rate_hz '
+            f'{1.0 / dt:g}, got |w| = {spin:.4g} rad/s ({spin * dt:.3g} rad per step)',
+        )
+
+
 def _finite_pose(pose: Pose, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Position (3,) and unit quaternion (4,) of a ``geometry_msgs/Pose``, the position
     within ``MAX_POSITION``."""
@@ -187,7 +224,9 @@ def _unreadable(path: Path, missing: int) -> int:
     return missing if not path.exists() else SpawnEntity.Response.RESOURCE_PARSE_ERROR
 
 
-def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Target:
+def parse_spawn(
+    request: SpawnEntity.Request, name: str, world_frame: str, dt: float = 0.0
+) -> Target:
     """The :class:`~ffsim_ros.scene.Target` a ``SpawnEntity`` request describes (module
     docstring), named ``name``.
 
@@ -198,6 +237,9 @@ def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Ta
         The target's name.
     world_frame : str
         The simulator's world frame id (the accepted ``initial_pose`` frame, with '').
+    dt : float
+        The physics step [s]: a target turning by pi rad or more in it is refused (0: not
+        checked; the scene refuses it too, :func:`ffsim_ros.scene.targets.checked_state`).
 
     Returns
     -------
@@ -214,7 +256,8 @@ def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Ta
         take the checks of :func:`~ffsim_ros.node_support.common.read_robot_file` (a regular
         file of at most 16 MiB, opened without blocking), RESOURCE_PARSE_ERROR otherwise, as
         for a description that does not parse (naming the field: ``resource.mass: ...``);
-        INVALID_POSE.
+        INVALID_POSE, also for an ``angular_velocity`` (or a ``tumble``) turning the target
+        by pi rad or more per physics step (:func:`check_spin`, the words of a set twist).
     """
     R = SpawnEntity.Response
     frame = request.initial_pose.header.frame_id
@@ -285,9 +328,13 @@ def parse_spawn(request: SpawnEntity.Request, name: str, world_frame: str) -> Ta
         except ParameterValueError as exc:
             raise EntityError(_unreadable(base / urdf, R.MISSING_ASSETS), str(exc)) from None
     try:
-        return target_from_dict(desc, 'resource', base)
+        target = target_from_dict(desc, 'resource', base)
     except ScenarioError as exc:
         raise EntityError(R.RESOURCE_PARSE_ERROR, str(exc)) from None
+    if dt:  # (a URDF target starts at rest)
+        field = f'resource.{"tumble" if "tumble" in desc else "angular_velocity"}'
+        check_spin(field, target.v[3:6], dt, R.INVALID_POSE, f'target {name!r}')
+    return target
 
 
 def entity_state(snap: Snapshot, name: str, world_frame: str) -> EntityState:
@@ -576,6 +623,7 @@ __all__ = [
     'TARGET_TOPICS',
     'EntityError',
     'SceneInterfaces',
+    'check_spin',
     'check_values',
     'entity_state',
     'gone',

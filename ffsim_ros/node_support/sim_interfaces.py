@@ -41,7 +41,11 @@ ignored when setting. Setting the state moves the base (``Engine.set_state``: th
 keep their positions and rates, the model stays consistent -- momentum, CoM and every link
 follow) and takes one physics step, published at once; it is refused while the robot holds a
 target, and (INVALID_POSE) at an angular velocity turning the base by pi rad or more in a
-physics step, which the step refuses (it was set, then the next step faulted).
+physics step, which the step refuses (it was set, then the next step faulted); a target's
+state or a spawned target's spin likewise, in the same words. While integration is stopped by
+a fault, a change of the targets (spawn, delete, a target's state, a reset of the spawned
+targets alone) is refused, naming the fault: a reset of the state or setting the robot's state
+are the ways out.
 
 **Time and run states.** Stepping (``step_simulation``, ``simulate_steps``) needs the
 simulation paused, as the standard says, and integrates exactly the steps asked for: after
@@ -121,7 +125,6 @@ from simulation_interfaces.srv import (
 )
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.integration import MAX_STEP_ROTATION
 
 from .bounds_filter import sphere_bounds
 from .common import to_stamp
@@ -131,6 +134,7 @@ from .scene_services import (
     MAX_TWIST,
     SERVICE_QOS,
     EntityError,
+    check_spin,
     check_values,
     entity_state,
     gone,
@@ -237,21 +241,6 @@ class StepJob:
 
 def _result(code: int = Result.RESULT_OK, message: str = '') -> Result:
     return Result(result=int(code), error_message=message)
-
-
-def _check_spin(angular: list[float], dt: float, code: int) -> None:
-    """Refuse (``code``) a base angular velocity ``angular`` (3,) [rad/s] that turns the base
-    by pi rad or more in a physics step of ``dt`` [s]: the step refuses it (a fault at the next
-    step, :func:`~ffsim_ros.dynamics.integration.check_step_rotation`)."""
-    spin = float(np.linalg.norm(angular))
-    if spin * dt >= MAX_STEP_ROTATION:
-        raise RequestError(
-            code,
-            f'state.twist.angular: expected the base to turn by less than pi rad per physics '
-            f'step (the step refuses more), |w| below {MAX_STEP_ROTATION / dt:.4g} rad/s at '
-            f'physics_rate_hz {1.0 / dt:g}, got |w| = {spin:.4g} rad/s ({spin * dt:.3g} rad '
-            'per step)',
-        )
 
 
 def _fresh_name(stem: str, taken: set[str]) -> str:
@@ -537,7 +526,7 @@ class SimulationInterfaces:
                     for name in spawned:
                         world.remove(name)
 
-                engine.change_world(remove)
+                engine.change_world(remove, resetting=bool(scope & req.SCOPE_STATE))
             what.append(f'spawned ({len(spawned)} targets removed)')
         if scope & req.SCOPE_STATE:
             engine.reset()
@@ -748,8 +737,12 @@ class SimulationInterfaces:
             )
         values = [list(d.values()) for d in (position, twist)]
         model, host = self.node.model, self.node
-        if request.entity == self.entity:  # (the physics step is fixed: read here)
-            _check_spin(values[1][3:], host.engine.dt, invalid)
+        robot = request.entity == self.entity  # (the physics step is fixed: read here)
+        who = 'the base' if robot else f'target {request.entity!r}'
+        try:
+            check_spin('state.twist.angular', values[1][3:], host.engine.dt, invalid, who)
+        except EntityError as exc:
+            raise RequestError(exc.code, str(exc)) from None
         if request.entity != self.entity:
             name = request.entity
 
@@ -813,7 +806,7 @@ class SimulationInterfaces:
         if problem is not None:  # (its topics could not be made: checked before any change)
             raise RequestError(code.NAME_INVALID, problem)
         try:
-            target = parse_spawn(request, first, self.node.world)
+            target = parse_spawn(request, first, self.node.world, self.node.engine.dt)
         except EntityError as exc:
             raise RequestError(exc.code, str(exc)) from None
         host = self.node

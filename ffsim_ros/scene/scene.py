@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import matrix_to_quat, quat_normalize
+from ffsim_ros.dynamics.lie import matrix_to_quat
 
 from .detection import Contact, Detector, System
 from .events import (
@@ -68,7 +68,7 @@ from .grasp import (
     welded_model,
 )
 from .impact import CompliantLaw, ImpactLaw, point_jacobian, solve_impact
-from .targets import MAX_POSITION, MAX_RATE, ROBOT, Handle, Target, check_name, target_state
+from .targets import ROBOT, Handle, Target, check_name, checked_state, target_state
 
 #: Time-of-impact events located within one step before the rest are resolved at its end.
 MAX_EVENTS_PER_STEP = 16
@@ -87,35 +87,6 @@ class _Held:
     welded: D.Model
     robot_placed: PlacedShapes
     robot_owners: list[str]
-
-
-def _state(
-    model: D.Model, q: np.ndarray, v: np.ndarray, what: str, bounded: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    q = np.array(q, dtype=float).reshape(-1)
-    v = np.array(v, dtype=float).reshape(-1)
-    if q.shape != (model.nq,) or v.shape != (model.nv,):
-        raise ValueError(
-            f'{what}: expected q ({model.nq},) and v ({model.nv},), got {q.shape}, {v.shape}'
-        )
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-        raise ValueError(f'{what}: expected a finite state, got NaN/inf')
-    # bounded (a scene's initial state): the bounds of the targets' states
-    # (targets.MAX_POSITION, MAX_RATE), beyond which the first step failed as "a degenerate
-    # model"; a running robot's state (set_robot_state, each batch of the engine) is not
-    # bounded: a fast run is the dynamics' to judge
-    if bounded and np.abs(q[:3]).max() > MAX_POSITION:
-        raise ValueError(
-            f'{what}: expected a base position of magnitude <= {MAX_POSITION:g} m per axis, '
-            f'got {q[:3].tolist()}'
-        )
-    if bounded and v.size and np.abs(v).max() > MAX_RATE:
-        raise ValueError(
-            f'{what}: expected velocities of magnitude <= {MAX_RATE:g} (m/s, rad/s) per '
-            f'component, got {float(np.abs(v).max()):g} at index {int(np.argmax(np.abs(v)))}'
-        )
-    q[3:7] = quat_normalize(q[3:7], f'{what} base quaternion')
-    return q, v
 
 
 class Scene:
@@ -181,7 +152,7 @@ class Scene:
             )
         q0 = D.neutral(robot) if q is None else q
         v0 = np.zeros(robot.nv) if v is None else v
-        q0, v0 = _state(robot, q0, v0, 'robot state', bounded=True)
+        q0, v0 = checked_state(robot, q0, v0, 'robot state', bounded=True)
         placed = PlacedShapes(robot, shapes)
         self.robot_model = robot
         self.gripper = gripper
@@ -266,7 +237,7 @@ class Scene:
         """
         if self._held is not None:
             raise ValueError(f'set_robot_state: release target {self.holding!r} first')
-        self._robot.q, self._robot.v = _state(self.robot_model, q, v, 'robot state')
+        self._robot.q, self._robot.v = checked_state(self.robot_model, q, v, 'robot state')
         self._contacts = None
 
     def overlaps(self) -> list[tuple[str, str, float]]:
@@ -359,9 +330,10 @@ class Scene:
         Raises
         ------
         ValueError
-            A name in use, a non-finite state, a gravity other than the robot's, or shapes
-            overlapping the robot or another target (named) deeper than
-            :attr:`placement_slack` (touching is fine); nothing is added then.
+            A name in use, a non-finite state, a root body (or ball joint) turning by pi rad
+            or more in a step, a gravity other than the robot's, or shapes overlapping the
+            robot or another target (named) deeper than :attr:`placement_slack` (touching is
+            fine); nothing is added then.
         """
         if not isinstance(target, Target):
             raise ValueError(f'add_target: expected a Target, got {type(target).__name__}')
@@ -373,7 +345,8 @@ class Scene:
                 f'target {name!r}: gravity {target.model.gravity.tolist()} differs from the '
                 f"robot's {self.robot_model.gravity.tolist()}"
             )
-        q, v = _state(target.model, target.q, target.v, f'target {name!r} state')
+        where = f'target {name!r} state'
+        q, v = checked_state(target.model, target.q, target.v, where, dt=self.dt)
         placed = PlacedShapes(target.model, target.shapes)
         system = System(
             name, target.model, q, v, placed, [f'{name}/{s.link}' for s in placed.shapes]
@@ -392,8 +365,9 @@ class Scene:
         Raises
         ------
         ValueError
-            A held target, bad values, or an overlap deeper than :attr:`placement_slack`
-            (nothing changes then).
+            A held target, bad values (a root body turning by pi rad or more in a step
+            included), or an overlap deeper than :attr:`placement_slack` (nothing changes
+            then).
         UnknownNameError
             An unknown target.
         """
@@ -414,6 +388,7 @@ class Scene:
         if unknown:
             raise ValueError(f'set_target_state: unknown keywords {unknown}')
         q, v = target_state(spec.model, name, **{**current, **state})
+        q, v = checked_state(spec.model, q, v, f'target {name!r} state', dt=self.dt)
         moved = System(name, s.model, q, v, s.placed, s.owners, s.tau)
         self._check_clear(moved, skip=name)
         self._targets[name] = moved
@@ -571,9 +546,13 @@ class Scene:
 
     def _drift(self, h: float) -> None:
         for s in self._systems():
-            s.q, s.v = D.step(
-                s.model, s.q, s.v, s.tau, h, conserve_momentum=self.conserve_momentum
-            )
+            try:
+                s.q, s.v = D.step(
+                    s.model, s.q, s.v, s.tau, h, conserve_momentum=self.conserve_momentum
+                )
+            except D.StepFailure as exc:  # (whose step: "the base" is the robot's or a target's)
+                who = 'the robot' if s.name == ROBOT else f'target {s.name!r}'
+                raise type(exc)(f'{who}: {exc}') from None
 
     def _save(self) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(s.q, s.v) for s in self._systems()]

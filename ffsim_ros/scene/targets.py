@@ -27,6 +27,7 @@ import numpy as np
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.builder import ModelBuilder
+from ffsim_ros.dynamics.integration import MAX_STEP_ROTATION, check_step_rotation
 from ffsim_ros.dynamics.lie import (
     is_rotation,
     matrix_to_quat,
@@ -276,6 +277,76 @@ def check_name(name: str) -> str:
             f'got {name!r}'
         )
     return name
+
+
+def checked_state(
+    model: D.Model,
+    q: Sequence[float],
+    v: Sequence[float],
+    what: str,
+    *,
+    bounded: bool = False,
+    dt: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, v)`` of a scene's system (robot or target) checked: sizes, finite values, the
+    base quaternion normalized (copies: never the caller's arrays).
+
+    Parameters
+    ----------
+    model : Model
+    q, v : (nq,), (nv,) state [m, -, rad | m], [m/s, rad/s, rad/s | m/s], world frame.
+    what : str
+        Names the state in the errors.
+    bounded : bool
+        A scene's initial state: within the bounds of the targets' states
+        (:data:`MAX_POSITION`, :data:`MAX_RATE`), beyond which the first step failed as "a
+        degenerate model"; a running robot's state (each batch of the engine) is not bounded:
+        a fast run is the dynamics' to judge.
+    dt : float
+        A target's state: the physics step [s], the root body (and any ball joint) turning by
+        less than pi rad in it. A target spawned or set spinning faster was taken and faulted
+        the whole simulation at its first step, the message naming "the base" (the robot's,
+        it read). 0: not checked.
+
+    Returns
+    -------
+    q, v : ndarray
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the value refused.
+    """
+    q = np.array(q, dtype=float).reshape(-1)
+    v = np.array(v, dtype=float).reshape(-1)
+    if q.shape != (model.nq,) or v.shape != (model.nv,):
+        raise ValueError(
+            f'{what}: expected q ({model.nq},) and v ({model.nv},), got {q.shape}, {v.shape}'
+        )
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+        raise ValueError(f'{what}: expected a finite state, got NaN/inf')
+    if bounded and np.abs(q[:3]).max() > MAX_POSITION:
+        raise ValueError(
+            f'{what}: expected a base position of magnitude <= {MAX_POSITION:g} m per axis, '
+            f'got {q[:3].tolist()}'
+        )
+    if bounded and v.size and np.abs(v).max() > MAX_RATE:
+        raise ValueError(
+            f'{what}: expected velocities of magnitude <= {MAX_RATE:g} (m/s, rad/s) per '
+            f'component, got {float(np.abs(v).max()):g} at index {int(np.argmax(np.abs(v)))}'
+        )
+    spin = float(np.linalg.norm(v[3:6]))
+    if dt and spin * dt >= MAX_STEP_ROTATION:
+        raise ValueError(
+            f'{what}: expected the target to turn by less than pi rad per physics step (the '
+            f'step refuses more), |w| below {MAX_STEP_ROTATION / dt:.4g} rad/s at '
+            f'physics_rate_hz {1.0 / dt:g}, got |w| = {spin:.4g} rad/s ({spin * dt:.3g} rad '
+            'per step)'
+        )
+    if dt:
+        check_step_rotation(model, v, dt, what)  # (a ball joint: the dynamics' words)
+    q[3:7] = quat_normalize(q[3:7], f'{what} base quaternion')
+    return q, v
 
 
 def target_state(
@@ -687,6 +758,7 @@ __all__ = [
     'check_mass',
     'check_name',
     'check_rigid_inertia',
+    'checked_state',
     'locked_inertia',
     'rigid_target',
     'target_state',

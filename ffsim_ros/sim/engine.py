@@ -19,9 +19,11 @@ a paused simulation).
 Faults: a step that yields a non-finite state, that the dynamics refuse (e.g. a base turning
 by pi rad or more in one step), or that runs away (:mod:`.runaway`: a finite state that is no
 solution, joint rates or kinetic energy orders of magnitude beyond what the step could give,
-from a physics step too long for the motion) stops integration: the engine keeps the state
-before the failing step (the steps before it are kept) and reports the reason in every
-snapshot until :meth:`Engine.reset` or :meth:`Engine.set_state`. A snapshot never holds a NaN.
+from a physics step too long for the motion; under a wrench, the energy beyond what the
+wrench can give) stops integration: the engine keeps the state before the failing step (the
+steps before it are kept) and reports the reason in every snapshot until :meth:`Engine.reset`
+or :meth:`Engine.set_state`, the only ways out (a change of the targets is refused while
+faulted). A snapshot never holds a NaN.
 
 Momentum: wherever nothing external but gravity acts (no base or link wrench), the steps are
 momentum-preserving (``D.step(..., conserve_momentum=True)``, the default
@@ -80,7 +82,7 @@ from .commands import (
     real_values,
 )
 from .limits import JointLimits
-from .runaway import runaway_fault, too_fast
+from .runaway import runaway_fault, too_fast, wrench_power
 from .snapshot import Snapshot
 from .watchdog import Health, Watchdog
 from .world import TargetWorld, WorldRunaway, WorldStepError
@@ -207,6 +209,7 @@ class Engine:
         # inputs
         self._commands = EffortCommands(model, command_timeout_ns)
         self._wrenches = ExternalWrenches()
+        self._power = (self._wrenches, 0.0)  # (wrench_power of the wrenches held)
         # physics options
         self._conserve = conserve_momentum
         self._limits = JointLimits(model, velocity=velocity_limits, position=position_limits)
@@ -415,13 +418,22 @@ class Engine:
             self._world.check_robot(q, v)
         return self._jump(q, v)
 
-    def change_world(self, change: Callable[[TargetWorld], T]) -> tuple[T, Snapshot]:
+    def change_world(
+        self, change: Callable[[TargetWorld], T], *, resetting: bool = False
+    ) -> tuple[T, Snapshot]:
         """Apply ``change(world)`` (add, move or remove a target, grasp, release) as a jump of
         the state: the clock moves one step, the watchdog is anchored again (the totals
         changed). Returns ``(what change returned, the snapshot reached)``.
 
+        Refused while faulted: the fault stays until :meth:`reset` or :meth:`set_state` (a
+        change cleared it and the state that faulted was stepped again, to fault again under
+        a new stamp). ``resetting``: the change is part of a reset that follows (the spawned
+        targets removed before the state's reset): applied, the fault kept until that reset.
+
         Raises
         ------
+        EngineFault
+            While faulted (not ``resetting``; nothing changes).
         ValueError
             No world; or what ``change`` raises (the world's operations change nothing when
             they refuse; the engine's state does not change then).
@@ -429,6 +441,11 @@ class Engine:
         world = self._world
         if world is None:
             raise ValueError('change_world: the engine has no target world')
+        if self._fault and not resetting:
+            raise EngineFault(
+                f"integration stopped: {self._fault} (reset, or set the robot's state, "
+                'first); the targets were not changed'
+            )
         if self._chain is not None:
             raise ValueError('targets: not supported with a closed chain (loops)')
         if self._wrenches.acting:  # (the scene steps robot and targets without them)
@@ -440,14 +457,15 @@ class Engine:
         world.sync(self._q, self._v, self.time_ns)
         result = change(world)
         q, v = world.robot_state()
-        return result, self._jump(_frozen(q), _frozen(v))
+        return result, self._jump(_frozen(q), _frozen(v), clear=False)
 
-    def _jump(self, q: np.ndarray, v: np.ndarray) -> Snapshot:
+    def _jump(self, q: np.ndarray, v: np.ndarray, clear: bool = True) -> Snapshot:
+        """Jump to ``(q, v)``, one step on (``clear``: the fault cleared)."""
         if self._world is not None:
             self._world.sync(q, v, self.time_ns + self._dt_ns)
         self._q, self._v = q, v
         self._effort = np.zeros(self._model.n)
-        self._fault = ''
+        self._fault = '' if clear else self._fault
         self._step += 1
         snap = self.snapshot()
         self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
@@ -648,7 +666,7 @@ class Engine:
             return self._step_each(tau, count)  # a limit was reached within: again, per step
         work = float(tau @ self._joint_motion(q, q1))
         q1, v1 = _frozen(q1), _frozen(v1)
-        if self._runaway(None, q1, v1, work):
+        if self._runaway(None, q1, v1, work, count=count):
             return self._step_each(tau, count)  # (one at a time: the step that ran away)
         self._commit(q1, v1, tau, count, frozen=True)
         return work
@@ -699,16 +717,21 @@ class Engine:
         v1: np.ndarray,
         work: float,
         applied: np.ndarray | None = None,
+        count: int = 1,
     ) -> str:
-        """The fault of the step(s) from the current state to ``(q1, v1)`` (read-only) when
-        they ran away, else '' (:mod:`.runaway`; not under a base or link wrench, which can
-        drive any motion). ``v``: the velocity at the step's start, a step of the drives
-        under ``applied`` (their speeds checked, a trip confirmed by the step taken as two
-        halves; the energy only where some joint has no drive to check: 5.5 us a step);
-        None: a batch (the energy checked)."""
-        if self._wrenches.acting:
-            return ''
+        """The fault of the ``count`` step(s) from the current state to ``(q1, v1)``
+        (read-only) when they ran away, else '' (:mod:`.runaway`). ``v``: the velocity at the
+        step's start, a step of the drives under ``applied`` (their speeds checked, a trip
+        confirmed by the step taken as two halves; the energy where some joint has no drive to
+        check or a wrench acts: 5.5 us a step); None: a batch (the energy checked). Under a
+        base or link wrench, which can drive any motion, the energy may also grow by the most
+        the wrench can give (:func:`.runaway.wrench_power`)."""
+        w = self._wrenches
+        if self._power[0] is not w:  # (the wrenches changed: their bound, once)
+            self._power = (w, wrench_power(self._model, w))
+        rise = self._power[1] * count * self.dt / 2.0
         each = v is not None
+        energy = rise > 0.0 or not (each and self._limits.driven.all())
 
         def summaries() -> tuple[D.StateSummary, D.StateSummary]:
             return self._summary(self._q, self._v), self._summary(q1, v1)
@@ -720,17 +743,19 @@ class Engine:
             except DYNAMICS_ERRORS as exc:
                 return str(exc)
 
-        return runaway_fault(
+        fault = runaway_fault(
             self._limits if each else None,
             self._watchdog,
             v if each else self._v,
             v1,
-            None if each and self._limits.driven.all() else summaries,
+            summaries if energy and math.isfinite(rise) else None,
             work,
             self.dt,
             self.time,
             halves if each else None,
+            rise,
         )
+        return fault + self._under() if fault else ''
 
     def _quiet_ahead(self, tau: np.ndarray, count: int) -> bool:
         """Whether no limit can act over ``count`` steps from now (with a margin)."""

@@ -5,9 +5,7 @@ RK4 on a step much longer than the motion's time scales does not fail: it return
 state, joint rates 337 to 4e15 times the speed limits on the servicer from rest at 1-10 Hz,
 which the next step turns into a NaN. :func:`runaway_fault` tells such a step from a sound one
 by two figures, so the :class:`~ffsim_ros.sim.Engine` faults on *that* step and keeps the
-state before it (where no base or link wrench acts: an external wrench can drive any motion --
-1e7 N on the servicer flings a joint to 322 times its limit within 1 ms, accurately -- and its
-work is not tracked):
+state before it:
 
 * a driven joint left after its drive braked at more than :data:`.limits.RUNAWAY_FACTOR` (100)
   times both its speed limit and its speed at the step's start
@@ -25,6 +23,14 @@ work is not tracked):
   state summary, 5.5 us a step on the servicer; where every joint has one, a runaway shows in
   their speeds: every one of the probe's did).
 
+Under a base or link wrench, which can drive any motion (1e7 N on the servicer flings a joint to
+322 times its limit within 1 ms, accurately) and whose work is not tracked, the speeds are
+checked as above (the halves confirm a trip) and the energy on every step and batch, against the
+most the wrenches can give (:func:`wrench_power`: a wrench's power is bounded by the square root
+of the kinetic energy, so over a span ``s`` the root of the energy rises by at most
+``a s / 2``): a runaway under 3e5 N m on the servicer's base (joint rates of 7e28 rad/s after
+20 ms) was published and kept, as no check ran under a wrench.
+
 With targets (:mod:`.world`) the scene's steps are checked by the energy of robot and targets
 together (:func:`energy_fault`: the work of the robot's efforts and of gravity on the total
 mass; the rigid contact law's impulses only take energy away), on every batch and on the steps
@@ -35,12 +41,14 @@ nor under the compliant contact law (its springs' energy is not tracked).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 import ffsim_ros.dynamics as D
 
+from .commands import ExternalWrenches
 from .limits import JointLimits
 from .watchdog import Watchdog
 
@@ -68,6 +76,7 @@ def runaway_fault(
     dt: float,
     at: float,
     halves: Callable[[], np.ndarray | str] | None = None,
+    rise: float = 0.0,
 ) -> str:
     """The fault of a step (or batch of steps) that ran away ('' when it did not).
 
@@ -93,6 +102,10 @@ def runaway_fault(
         Returns the joint speeds (n,) after the same step taken as two half steps, braking
         included, or why that failed (a str); called only when the speeds' test trips, whose
         finding it confirms (:data:`HALVES_AGREEMENT`). None: not confirmed.
+    rise : float
+        Under external wrenches, the most the square root of the kinetic energy can rise over
+        the step(s) by their power [J^0.5] (:func:`wrench_power` times half the span); the
+        energy check allows their work, ``rise (2 sqrt(T0 + |work|) + rise)``. 0: none acts.
 
     Returns
     -------
@@ -127,7 +140,9 @@ def runaway_fault(
             why = f'a state whose kinetic energy is not finite ({exc})'
         else:
             pair = (start.kinetic_energy, end.kinetic_energy)
-            return energy_fault(watchdog, pair, (start.com, end.com), work, v1, dt, at)
+            wrench = rise * (2.0 * math.sqrt(pair[0] + abs(work)) + rise) if rise else 0.0
+            com = (start.com, end.com)
+            return energy_fault(watchdog, pair, com, work + wrench, v1, dt, at, wrench=wrench)
     return _fault(why, dt, at)
 
 
@@ -183,6 +198,7 @@ def energy_fault(
     *,
     mass: float | None = None,
     whose: str = 'the energy',
+    wrench: float = 0.0,
 ) -> str:
     """The fault of a step (or batch of steps) whose energy ran away
     (:meth:`.watchdog.Watchdog.runaway`), '' when it did not.
@@ -196,7 +212,7 @@ def energy_fault(
     com : ((3,) ndarray, (3,) ndarray)
         CoM at the step's start and after it, world [m].
     work : float
-        Work of the joint efforts over the step [J].
+        Work of the joint efforts over the step [J], and ``wrench``.
     v1 : (nv,) ndarray
         The robot's velocity after the step (its fastest joint named).
     dt, at : float
@@ -205,6 +221,8 @@ def energy_fault(
         The mass whose CoM ``com`` is (robot and targets), the robot's when None [kg].
     whose : str
         Whose energy, for the message.
+    wrench : float
+        The most work the external wrenches can have done, included in ``work`` [J].
 
     Returns
     -------
@@ -218,11 +236,55 @@ def energy_fault(
         j = int(np.argmax(np.abs(v1[6:])))
         name, unit = _dof(watchdog.model, j)
         fastest = f'; {name} at {v1[6 + j]:.3g} {unit}'
+    most = f', at most {wrench:.3g} J of it by the external wrenches' if wrench else ''
     why = (
-        f'{whose} grew by {gain:.3g} J beyond the {work:.3g} J of work done '
+        f'{whose} grew by {gain:.3g} J beyond the {work:.3g} J of work done{most} '
         f'(kinetic energy {kinetic[0]:.3g} J at the start{fastest})'
     )
     return _fault(why, dt, at)
+
+
+def wrench_power(model: D.Model, wrenches: ExternalWrenches) -> float:
+    """The most power the external wrenches can give per square root of the kinetic energy,
+    ``a`` in ``dT/dt <= a sqrt(T)`` [W / J^0.5] (0 when none acts; inf when one acts on a body
+    without mass or rotational inertia, which bounds nothing).
+
+    Each body ``b`` carries the force ``F_b`` and the moment ``N_b`` about its CoM of the
+    wrenches on it (the base wrench at the base CoM, a link wrench at its link's origin,
+    ``d`` from the CoM: ``|N_b| <= sum |n| + |d| |f|``), whose power ``F_b . v_b + N_b . w_b``
+    is at most ``sqrt(2 T_b) sqrt(|F_b|^2 / m_b + |N_b|^2 / l_b)`` (``T_b >= m_b |v_b|^2 / 2
+    + l_b |w_b|^2 / 2``, ``l_b`` its smallest principal moment); summed over the bodies
+    (Cauchy-Schwarz) ``a = sqrt(2 sum |F_b|^2 / m_b + |N_b|^2 / l_b)``. Exact dynamics then
+    keep ``sqrt(T)`` within ``sqrt(T0) + a t / 2``, whatever the frame the wrenches are held in.
+
+    Parameters
+    ----------
+    model : Model
+    wrenches : ExternalWrenches
+
+    Returns
+    -------
+    float
+    """
+    arrays, loads = model.arrays, {}
+    acting = wrenches.step_arguments()
+    base = acting.get('base_wrench', acting.get('base_wrench_body'))
+    if base is not None:
+        loads[0] = [float(np.linalg.norm(base[:3])), float(np.linalg.norm(base[3:]))]
+    for link, w in acting.get('link_wrenches', {}).items():
+        frame = model.frame(link)
+        arm = float(np.linalg.norm(frame.translation - arrays.com[frame.body]))
+        f, n = float(np.linalg.norm(w[:3])), float(np.linalg.norm(w[3:]))
+        load = loads.setdefault(frame.body, [0.0, 0.0])
+        load[0] += f
+        load[1] += n + arm * f
+    total = 0.0
+    for b, (f, n) in loads.items():
+        mass, least = float(arrays.mass[b]), float(np.linalg.eigvalsh(arrays.inertia[b])[0])
+        if (f and mass <= 0.0) or (n and least <= 0.0):
+            return math.inf
+        total += (f * f / mass if f else 0.0) + (n * n / least if n else 0.0)
+    return math.sqrt(2.0 * total)
 
 
 def _fault(why: str, dt: float, at: float) -> str:
