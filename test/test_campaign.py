@@ -128,7 +128,12 @@ def test_batch_equals_single_closed_loops(model):
         )
         start = loop.ee_position()
         records = [
-            loop.run_goal(start + o, timeout=t.run_goal_timeout, settle=t.settle)
+            loop.run_goal(
+                start + o,
+                timeout=t.run_goal_timeout,
+                settle=t.settle,
+                timeout_name='timing.run_goal_timeout',
+            )
             for o in inputs.goal_offsets
         ]
         assert not r.failure

@@ -605,7 +605,8 @@ def test_scenario_json_is_replaced_atomically(tmp_path, monkeypatch):
     for _ in range(2):
         ResultsWriter(tmp_path / 'out', c).close()
     assert replaced == [(tmp_path / 'out', tmp_path / 'out' / 'scenario.json')] * 2
-    assert sorted(p.name for p in (tmp_path / 'out').iterdir()) == ['runs.csv', 'scenario.json']
+    names = sorted(p.name for p in (tmp_path / 'out').iterdir())
+    assert names == ['.lock', 'runs.csv', 'scenario.json']
 
 
 def test_cli_interrupt_prints_one_line_and_exits_130(tmp_path, capsys, monkeypatch):
@@ -644,6 +645,7 @@ def test_interrupt_inside_a_kernel_is_not_a_failed_run(tmp_path, monkeypatch, wh
     row took for the run's failure (retried, the campaign went on or ended with exit 1): it
     is raised as KeyboardInterrupt, and the CLI exits 130 with its one line."""
     import ffsim_ros.campaign.batch as batch
+    from ffsim_ros.campaign.interrupts import interrupted
 
     file = tmp_path / 'tiny.yaml'
     file.write_text(TINY)
@@ -654,7 +656,7 @@ def test_interrupt_inside_a_kernel_is_not_a_failed_run(tmp_path, monkeypatch, wh
         monkeypatch.setattr(batch.BatchRunner, '_update', interrupted_kernel)
     with pytest.raises(KeyboardInterrupt):
         list(BatchRunner(c, range(2)))
-    assert batch.interrupted(SystemError('x')) is False
+    assert interrupted(SystemError('x')) is False
 
 
 def test_cli_kernel_interrupt_exits_130(tmp_path, capsys, monkeypatch):
@@ -826,7 +828,7 @@ def test_summary_percentiles_leave_out_the_failed_runs():
     assert all(pct == {} for pct in summary['percentiles'].values())
     text = summary_markdown(s, summary)
     assert 'Percentiles over the 0 runs without a failure' in text
-    assert '| max base attitude change [deg] | - | - | - | - |' in text
+    assert '| max base attitude change [deg] | 0 | - | - | - | - |' in text
     mixed = summarize([*failed[:3], *(row(k, '', 2.0) for k in range(9))])
     assert (mixed['failed'], mixed['ran']) == (3, 9)
     assert mixed['percentiles']['momentum_error_angular'][5] == 2.0
@@ -848,7 +850,12 @@ def test_cli_without_matplotlib_exits_2_before_running(tmp_path, capsys, monkeyp
     )
     assert not out.exists()
     assert main([str(file), '--output', str(out), '--quiet', '--no-plots']) == 0
-    assert sorted(p.name for p in out.iterdir()) == ['runs.csv', 'scenario.json', 'summary.md']
+    assert sorted(p.name for p in out.iterdir()) == [
+        '.lock',
+        'runs.csv',
+        'scenario.json',
+        'summary.md',
+    ]
 
 
 def test_cli_parquet_without_pyarrow_writes_nothing(tmp_path, capsys, monkeypatch):

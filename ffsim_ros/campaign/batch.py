@@ -55,6 +55,7 @@ from ffsim_ros.control.batched import (
     batch_supported,
     turn_quaternions,
 )
+from ffsim_ros.control.closed_loop import cut_off_reason
 from ffsim_ros.resources import sample_robot
 from ffsim_ros.scene.geometry import goal_keepout_shapes
 
@@ -527,8 +528,15 @@ class BatchRunner:
         }
 
     def _record_goal(self, k: int) -> None:
+        """Record the goal of slot ``k``; a goal still active (cut off by
+        ``timing.run_goal_timeout``) is ``aborted``, as :meth:`ClosedLoop.run_goal` records
+        it (:func:`cut_off_reason`)."""
         slot = self.slots[k]
         st = self._status(k)
+        outcome, reason = st.outcome.value, st.reason
+        if st.outcome is GoalOutcome.ACTIVE:
+            outcome = GoalOutcome.ABORTED.value
+            reason = cut_off_reason(self.s.timing.run_goal_timeout, 'timing.run_goal_timeout')
         ref = self._reference(k)
         if ControlMode(self.s.mode) is ControlMode.REACTIONLESS and ref is not None:
             e = attitude_errors(self.Q[k : k + 1, 3:7], ref[None, :])
@@ -538,8 +546,8 @@ class BatchRunner:
         slot.goals.append(
             self._goal_dict(
                 slot,
-                st.outcome.value,
-                st.reason,
+                outcome,
+                reason,
                 slot.t_outcome,
                 st.position_error,
                 st.max_attitude_offset,

@@ -12,17 +12,24 @@ folder resumes the campaign (finished runs are not redone); ``--runs`` extends i
 Exit codes: 0 done, 1 a file of the campaign cannot be written (disk full, no permission: one
 line naming it; the rows written so far are kept, running it again resumes), 2 a bad scenario or
 argument, or a module it needs not installed (Ray, pyarrow, matplotlib without ``--no-plots``,
-ROS 2 for ``--mcap``; the message names it; nothing is written), 130 interrupted (Ctrl-C:
-taken at the end of a control period, never inside a kernel, so that no run is failed by it).
+ROS 2 for ``--mcap``; the message names it; nothing is written), a folder another campaign is
+writing (it holds the folder's lock) or a damaged table, 130 interrupted (Ctrl-C: taken at the
+end of a control period, never inside a kernel, so that no run is failed by it), 143 terminated
+(SIGTERM, as batch schedulers stop a job: taken as a Ctrl-C, the tables closed and the buffered
+rows written).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -37,18 +44,22 @@ from .executors import (
     run_local,
     run_ray,
 )
-from .interrupts import deferred_interrupts, interrupted
+from .folder import FolderLock, check_folder, write_scenario
+from .interrupts import Terminated, deferred_interrupts, find_interrupt
 from .results import (
     FORMATS,
+    METRICS,
+    PARQUET,
+    PLOT_INPUTS,
+    PLOTS,
     ResultsWriter,
     WriteError,
-    check_folder,
     plot,
+    pyarrow_modules,
     pyplot,
-    read_rows,
+    read_columns,
     summarize,
     summary_markdown,
-    write_scenario,
 )
 from .scenario import ScenarioError, load_scenario
 
@@ -82,7 +93,13 @@ def parser(prog: str = 'ffsim campaign') -> argparse.ArgumentParser:
         help='where the batches run: local (this process, default) or ray',
     )
     p.add_argument('--address', default=None, help='Ray cluster address (default: a local Ray)')
-    p.add_argument('--workers', type=int, default=2, help='Ray: tasks in flight / 2, local CPUs')
+    p.add_argument(
+        '--workers',
+        type=int,
+        default=None,
+        help='local: threads of the batched kernels (default: every CPU numba may use); ray: '
+        'the CPUs of a local Ray, tasks in flight / 2 (default 2)',
+    )
     p.add_argument(
         '--no-plots', action='store_true', help='skip the PNG plots (they need matplotlib)'
     )
@@ -115,23 +132,26 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         return _main(argv)
-    except KeyboardInterrupt:
-        return _interrupted()
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except WriteError as exc:
         print(f'ffsim campaign: error: {exc}', file=sys.stderr)
         return 1
     except Exception as exc:
-        if interrupted(exc):  # a Ctrl-C that landed in a kernel (numba's SystemError)
-            return _interrupted()
+        found = find_interrupt(exc)  # a Ctrl-C that landed in a kernel (numba's SystemError)
+        if found is not None:
+            return _interrupted(found)
         raise
 
 
-def _interrupted() -> int:
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """One line; 130 for a Ctrl-C, 143 (128 + 15) for a SIGTERM (:class:`Terminated`)."""
+    what = 'terminated (SIGTERM)' if isinstance(exc, Terminated) else 'interrupted'
     print(
-        'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)',
+        f'ffsim campaign: {what}; the rows written so far are kept (run again to resume)',
         file=sys.stderr,
     )
-    return 130
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 def _main(argv: list[str] | None) -> int:
@@ -146,8 +166,8 @@ def _main(argv: list[str] | None) -> int:
             changes['batch_size'] = args.batch_size
         if changes:
             scenario = scenario.with_changes(**changes)
-        if args.workers < 1:
-            raise ScenarioError(f'--workers: expected an integer >= 1, got {args.workers}')
+        if args.workers is not None:
+            _check_workers(args.workers, args.executor)
         if args.mcap is not None and args.replay is None:
             raise ScenarioError('--mcap: expected with --replay RUN')
         # the modules needed after the runs, found missing before the model is built (its
@@ -173,33 +193,97 @@ def _main(argv: list[str] | None) -> int:
             except ImportError as exc:
                 raise ScenarioError(f'--executor ray: {exc}') from None
         formats = FORMATS if args.format == 'both' else (args.format,)
-        writer = ResultsWriter(out, campaign, formats)
-        (out / 'summary.md').unlink(missing_ok=True)  # (written again when the runs end)
+        if 'parquet' in formats or (out / PARQUET).exists():
+            pyarrow_modules()  # (refused before the folder is made)
+        out.mkdir(parents=True, exist_ok=True)
+        lock = FolderLock(out)  # (held to the summary: one campaign at a time in a folder)
+    except (ScenarioError, OSError, UnicodeDecodeError) as exc:
+        print(f'ffsim campaign: error: {exc}', file=sys.stderr)
+        return 2
+    try:
+        return _run(args, campaign, out, formats, lock)
+    finally:
+        lock.release()
+
+
+def _run(
+    args: argparse.Namespace, campaign: Campaign, out: Path, formats: tuple, lock: FolderLock
+) -> int:
+    """The campaign into ``out`` (locked by the caller): the runs to do, then the summary."""
+    scenario = campaign.scenario
+    try:
+        writer = ResultsWriter(out, campaign, formats, lock=lock)
+        for name in ('summary.md', *PLOTS):  # (of an earlier state; written again at the end)
+            (out / name).unlink(missing_ok=True)
     except (ScenarioError, OSError, UnicodeDecodeError) as exc:
         print(f'ffsim campaign: error: {exc}', file=sys.stderr)
         return 2
     todo = [i for i in range(scenario.runs) if i not in writer.done]
     progress = Progress(len(todo), None if args.quiet else sys.stderr)
-    with writer, deferred_interrupts():  # (Ctrl-C at a safe point; the tables closed after)
+    with writer, _local_threads(args), deferred_interrupts():  # (tables closed after a signal)
         if args.executor == 'local':
             results = run_local(campaign, todo)
         else:
-            results = run_ray(scenario, todo, address=args.address, workers=args.workers)
+            workers = 2 if args.workers is None else args.workers
+            results = run_ray(scenario, todo, address=args.address, workers=workers)
         for result in results:
             writer.write(result)
             progress.update()
-    rows = [r for r in read_rows(out) if r['run'] < scenario.runs]
-    text = summary_markdown(scenario, summarize(rows))
+    names = ['reached', 'failure', *(key for key, _ in METRICS), *campaign.inputs[:PLOT_INPUTS]]
+    try:  # (by columns: memory of arrays, not of a dict per row)
+        table = read_columns(out, names, below=scenario.runs)
+    except ScenarioError as exc:
+        print(f'ffsim campaign: error: {exc}', file=sys.stderr)
+        return 2
+    text = summary_markdown(scenario, summarize(table))
     path = out / 'summary.md'
     try:
         path.write_text(text)
         if not args.no_plots:
             path = out
-            plot(rows, out, campaign.inputs)
+            plot(table, out, campaign.inputs)
     except OSError as exc:
         raise WriteError(Path(exc.filename or path), exc) from None
     print(text)
     return 0
+
+
+def _check_workers(workers: int, executor: str) -> None:
+    """``--workers``: >= 1; with the local executor at most the threads numba may start."""
+    if workers < 1:
+        raise ScenarioError(f'--workers: expected an integer >= 1, got {workers}')
+    if executor == 'local':
+        numba = _numba()
+        most = 1 if numba is None else numba.config.NUMBA_NUM_THREADS
+        if workers > most:
+            raise ScenarioError(
+                f'--workers: expected 1..{most} with --executor local (the threads numba may '
+                f'start, NUMBA_NUM_THREADS), got {workers}'
+            )
+
+
+def _numba() -> ModuleType | None:
+    """numba, or None without it (the kernels then run as plain Python, on one thread)."""
+    try:
+        return importlib.import_module('numba')
+    except ImportError:
+        return None
+
+
+@contextlib.contextmanager
+def _local_threads(args: argparse.Namespace) -> Iterator[None]:
+    """Within: the batched kernels on ``--workers`` threads (local executor; the count before
+    restored after)."""
+    numba = _numba()
+    if args.executor != 'local' or args.workers is None or numba is None:
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(args.workers)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 #: Seconds ``--address`` is given to accept a connection (:func:`_check_ray_address`).

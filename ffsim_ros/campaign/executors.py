@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import TextIO
 
 from .batch import BatchRunner, Campaign, Faults, RunResult
-from .interrupts import check_interrupt
+from .interrupts import check_interrupt, take_signals_again
 from .scenario import Scenario
 
 EXECUTORS = ('local', 'ray')
@@ -264,6 +264,7 @@ def run_ray(
                 )
         else:
             ray.init(address=address, log_to_driver=False)
+        take_signals_again()  # (ray.init's SIGTERM handler exits at once: taken as a Ctrl-C)
     task = ray.remote(num_cpus=1)(_chunk_task)
     B = int(batch_size or scenario.batch_size)
     data = scenario.as_dict()

@@ -15,7 +15,12 @@ a folder that already has rows of the same scenario (same fingerprint: the numbe
 the batch size may differ) resumes it: a format present in the folder is kept up to date even
 when not asked for, :attr:`ResultsWriter.done` lists the runs every format has (not to redo),
 and a redone run is written only to the formats that lack it (runs are deterministic, so the
-rows are the same). A folder of another scenario is refused.
+rows are the same). A folder of another scenario is refused, naming the settings that differ
+(``scenario.json`` also holds the version of the package that wrote it). A campaign holds an
+exclusive lock on the folder (:class:`.folder.FolderLock`, ``.lock``) while it writes: a
+second one on the folder is refused. A row whose values are not numbers of their column, or
+a run on two rows with different values, is refused naming its line (or part); the same row
+twice (left by two campaigns on the folder at once before the lock) counts once.
 
 Columns: ``run``, ``reached`` (every goal reached, no failure), ``failure`` (the reason, or
 empty), ``goals``, ``goals_reached``, ``time_to_reach`` [s] (sum of the goals' times to their
@@ -30,14 +35,13 @@ strings, the rest float64 (the values of :func:`run_row`, bit for bit).
 
 from __future__ import annotations
 
+import array
 import csv
 import importlib
-import json
 import math
 import os
-import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,11 +49,11 @@ from typing import Any
 import numpy as np
 
 from .batch import Campaign, RunResult
+from .folder import PARQUET, RUNS, FolderLock, check_folder, write_scenario
 from .scenario import Scenario, ScenarioError
 
-RUNS = 'runs.csv'
-PARQUET = 'runs.parquet'
-SCENARIO = 'scenario.json'
+#: The plots (written again when the runs end; removed at the start, as ``summary.md``).
+PLOTS = ('histograms.png', 'inputs.png')
 #: Table formats (``--format``).
 FORMATS = ('csv', 'parquet')
 #: A Parquet part is written every PART_ROWS rows or PART_SECONDS of wall time.
@@ -68,6 +72,8 @@ METRICS = (
     ('peak_effort_ratio', 'peak effort / limit'),
 )
 PERCENTILES = (5, 50, 95, 100)
+#: Input columns plotted against the metrics (``inputs.png``): the first so many.
+PLOT_INPUTS = 8
 
 
 def columns(campaign: Campaign) -> list[str]:
@@ -241,6 +247,63 @@ def _drop_cut_row(path: Path) -> None:
         handle.truncate(end + 1)
 
 
+def _csv_number(key: str, text: str, path: Path, line: int) -> float:
+    """The value ``text`` of the number column ``key`` (an integer >= 0 for
+    :data:`INTEGER_COLUMNS`) at ``line`` of ``path``."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = None
+    if key in INTEGER_COLUMNS:
+        if x is None or not (x.is_integer() and x >= 0):
+            raise ScenarioError(
+                f'{path}: line {line}: {key}: expected an integer >= 0, got {text!r} '
+                '(a damaged table: remove that line)'
+            )
+    elif x is None:
+        raise ScenarioError(
+            f'{path}: line {line}: {key}: expected a number, got {text!r} '
+            '(a damaged table: remove that line)'
+        )
+    return x
+
+
+def _csv_rows(reader: csv.DictReader, path: Path) -> Iterator[dict]:
+    """The rows of ``reader`` (on ``path``), numbers as floats, ``failure`` and ``reasons`` as
+    text; a row repeating an earlier one (the same run, the same values) is dropped.
+
+    Raises
+    ------
+    ScenarioError
+        A row with another number of fields, a value that is not a number of its column, a run
+        appearing twice with different values (naming the line).
+    """
+    if 'run' not in (reader.fieldnames or ()):
+        raise ScenarioError(f'{path}: expected a header line with a "run" column')
+    seen: dict[int, int] = {}  # run -> hash of its row's text
+    for r in reader:
+        line = reader.line_num
+        if None in r or None in r.values():
+            raise ScenarioError(
+                f'{path}: line {line}: expected {len(reader.fieldnames)} fields, '
+                'got another number (a damaged table: remove that line)'
+            )
+        row = {
+            k: (v if k in TEXT_COLUMNS else _csv_number(k, v, path, line)) for k, v in r.items()
+        }
+        run = int(row['run'])
+        digest = hash(tuple(r.values()))
+        if run in seen:
+            if seen[run] != digest:
+                raise ScenarioError(
+                    f'{path}: line {line}: run {run} is on an earlier line too, with other '
+                    'values (a damaged table: remove one of its lines)'
+                )
+            continue  # the same row twice (two campaigns on the folder at once): counted once
+        seen[run] = digest
+        yield row
+
+
 class CsvTable:
     """``runs.csv``: rows appended and flushed one by one.
 
@@ -250,6 +313,11 @@ class CsvTable:
         The campaign's output folder.
     names : list of str
         The columns (:func:`columns`).
+
+    Raises
+    ------
+    ScenarioError
+        The table in ``folder`` has other columns, or a damaged row (:func:`_csv_rows`).
     """
 
     def __init__(self, folder: Path, names: list[str]) -> None:
@@ -257,17 +325,12 @@ class CsvTable:
         self.done: set[int] = set()
         if path.is_file():
             _drop_cut_row(path)
+        if path.is_file():
             with open(path, newline='') as handle:
                 reader = csv.DictReader(handle)
                 if reader.fieldnames != names:
                     raise ScenarioError(f"{path}: columns differ from this scenario's")
-                for r in reader:
-                    if None in r or None in r.values():
-                        raise ScenarioError(
-                            f'{path}: line {reader.line_num}: expected {len(names)} fields, '
-                            'got another number (a damaged table: remove that line)'
-                        )
-                    self.done.add(int(r['run']))
+                self.done.update(int(r['run']) for r in _csv_rows(reader, path))
         new = not path.is_file()
         self.handle = open(path, 'a', newline='')  # noqa: SIM115 - closed by close()
         self.writer = csv.DictWriter(self.handle, fieldnames=names)
@@ -323,11 +386,16 @@ class ParquetTable:
             stale.unlink()
         parts = sorted(self.dir.glob('part-*.parquet'))
         self.done: set[int] = set()
+        count = 0
         for part in parts:
             schema = self.pq.read_schema(part)
             if not schema.equals(self.schema):
                 raise ScenarioError(f"{part}: columns differ from this scenario's")
-            self.done.update(self.pq.read_table(part, columns=['run']).column(0).to_pylist())
+            runs = self.pq.read_table(part, columns=['run']).column(0).to_pylist()
+            self.done.update(runs)
+            count += len(runs)
+        if count != len(self.done):  # a run twice: refused unless the same row (read_parquet)
+            read_parquet(folder)
         self.next_part = 1 + max((int(p.stem.split('-')[1]) for p in parts), default=-1)
         self.rows: list[dict] = []
         self.t_flushed = time.monotonic()
@@ -371,80 +439,9 @@ class ParquetTable:
         self.flush()
 
 
-def check_folder(folder: Path, scenario: Scenario) -> None:
-    """Refuse an output ``folder`` that holds the results of another scenario, a damaged
-    ``scenario.json``, or result tables without a ``scenario.json`` (whose scenario cannot be
-    told: a resume would adopt another seed's rows).
-
-    Parameters
-    ----------
-    folder : Path
-    scenario : Scenario
-
-    Raises
-    ------
-    ScenarioError
-    """
-    meta = folder / SCENARIO
-    if not meta.exists() and not meta.is_symlink():
-        tables = [name for name in (RUNS, PARQUET) if (folder / name).exists()]
-        if tables:
-            raise ScenarioError(
-                f'{folder}: holds result tables ({", ".join(tables)}) but no {SCENARIO}: their '
-                'scenario cannot be told, so they are not resumed; choose another output folder'
-            )
-        return
-    damaged = f'{meta}: damaged'
-    advice = 'restore it or choose another output folder'
-    try:
-        old = json.loads(meta.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ScenarioError(
-            f'{damaged}, expected the JSON of a scenario: {exc} ({advice})'
-        ) from None
-    if not (
-        isinstance(old, dict)
-        and isinstance(old.get('fingerprint'), str)
-        and isinstance(old.get('scenario'), dict)
-    ):
-        got = type(old).__name__ if not isinstance(old, dict) else f'keys {sorted(old, key=str)}'
-        raise ScenarioError(
-            f'{damaged}, expected an object with a "fingerprint" text and a "scenario" object, '
-            f'got {got} ({advice})'
-        )
-    if old['fingerprint'] != scenario.fingerprint():
-        raise ScenarioError(
-            f'{folder}: holds the results of another scenario '
-            f'({old["scenario"].get("name")!r}); choose another output folder'
-        )
-
-
-def write_scenario(folder: Path, scenario: Scenario) -> None:
-    """Write ``folder/scenario.json`` atomically (a temporary file in ``folder`` replacing it:
-    an interruption leaves the old file or the new one, never a cut one).
-
-    Parameters
-    ----------
-    folder : Path
-    scenario : Scenario
-    """
-    text = json.dumps(
-        {'fingerprint': scenario.fingerprint(), 'scenario': scenario.as_dict()}, indent=1
-    )
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{SCENARIO}.', suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, folder / SCENARIO)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class ResultsWriter:
-    """Rows written to the folder's table(s) as runs end (module docstring).
+    """Rows written to the folder's table(s) as runs end (module docstring), the folder locked
+    (:class:`FolderLock`) while open.
 
     Parameters
     ----------
@@ -453,12 +450,15 @@ class ResultsWriter:
     formats : sequence of ``'csv'``, ``'parquet'`` (:data:`FORMATS`); the formats already in
         ``folder`` are added.
     part_rows, part_seconds : int, float; a Parquet part every so many rows or seconds.
+    lock : FolderLock, optional
+        The folder's lock, held by the caller (kept when closing); None: taken here, released
+        by :meth:`close`.
 
     Raises
     ------
     ScenarioError
-        ``folder`` holds the results of another scenario; an unknown format; Parquet without
-        pyarrow.
+        ``folder`` holds the results of another scenario or damaged rows; another campaign
+        writes it; an unknown format; Parquet without pyarrow.
     """
 
     def __init__(
@@ -469,6 +469,7 @@ class ResultsWriter:
         *,
         part_rows: int = PART_ROWS,
         part_seconds: float = PART_SECONDS,
+        lock: FolderLock | None = None,
     ) -> None:
         self.folder = Path(folder)
         self.columns = columns(campaign)
@@ -479,12 +480,13 @@ class ResultsWriter:
         self.formats = [f for f in FORMATS if f in formats or (self.folder / files[f]).exists()]
         if 'parquet' in self.formats:
             pyarrow_modules()  # (refused before anything is written)
-        scenario = campaign.scenario
-        check_folder(self.folder, scenario)
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_scenario(self.folder, scenario)
+        self.lock = FolderLock(self.folder) if lock is None else None
         self.tables: list[CsvTable | ParquetTable] = []
         try:
+            scenario = campaign.scenario
+            check_folder(self.folder, scenario)
+            write_scenario(self.folder, scenario)
             for f in self.formats:
                 if f == 'csv':
                     self.tables.append(CsvTable(self.folder, self.columns))
@@ -492,7 +494,7 @@ class ResultsWriter:
                     self.tables.append(
                         ParquetTable(self.folder, self.columns, part_rows, part_seconds)
                     )
-        except ScenarioError:
+        except BaseException:
             self.close()
             raise
         self.done: set[int] = set.intersection(*(t.done for t in self.tables))
@@ -524,7 +526,8 @@ class ResultsWriter:
         return row
 
     def close(self) -> None:
-        """Write what is buffered, close the files: every table, even when one fails.
+        """Write what is buffered, close the files: every table, even when one fails; release
+        the folder's lock if taken by this writer.
 
         Raises
         ------
@@ -537,6 +540,8 @@ class ResultsWriter:
                 table.close()
             except OSError as exc:
                 errors.append(WriteError(table.path, exc))
+        if self.lock is not None:
+            self.lock.release()
         if errors:
             raise errors[0]
 
@@ -551,29 +556,65 @@ class ResultsWriter:
                 raise  # (else the error in flight is the one reported)
 
 
-def read_parquet(folder: str | Path) -> Any:  # a pyarrow.Table (pyarrow is optional)
-    """The Parquet table of ``folder`` (a ``pyarrow.Table``, sorted by run).
+def _same_value(x: object, y: object) -> bool:
+    return x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
+
+
+def read_parquet(
+    folder: str | Path, columns: Sequence[str] | None = None
+) -> Any:  # a pyarrow.Table (pyarrow is optional)
+    """The Parquet table of ``folder`` (a ``pyarrow.Table``, sorted by run); a row repeating
+    an earlier one (the same run, the same values) is dropped.
 
     Parameters
     ----------
     folder : str or Path
+    columns : sequence of str, optional
+        Only these columns (with ``run``); None: all.
 
     Returns
     -------
     pyarrow.Table
+
+    Raises
+    ------
+    FileNotFoundError
+        No part.
+    ScenarioError
+        A run appearing twice with different values (naming the parts).
     """
     pa, pq = pyarrow_modules()
     path = Path(folder) / PARQUET
     parts = sorted(path.glob('part-*.parquet'))
     if not parts:
         raise FileNotFoundError(f'{path}: no Parquet part')
-    table = pa.concat_tables([pq.read_table(p) for p in parts])
-    return table.sort_by('run')
+    if columns is not None:
+        columns = list(dict.fromkeys(['run', *columns]))
+    tables = [pq.read_table(p, columns=columns) for p in parts]
+    table = pa.concat_tables(tables)
+    runs = np.asarray(table.column('run').to_numpy())
+    unique, first, counts = np.unique(runs, return_index=True, return_counts=True)
+    if np.any(counts > 1) and columns is not None:  # (told apart by every column)
+        return read_parquet(folder).select(columns)
+    if np.any(counts > 1):
+        part_of = np.repeat(np.arange(len(parts)), [t.num_rows for t in tables])
+        for run in unique[counts > 1]:
+            at = np.flatnonzero(runs == run)
+            rows = table.take(at).to_pylist()
+            for j, row in enumerate(rows[1:], 1):
+                if not all(_same_value(row[k], rows[0][k]) for k in row):
+                    raise ScenarioError(
+                        f'{path}: run {run} is in {parts[part_of[at[0]]].name} and '
+                        f'{parts[part_of[at[j]]].name} with other values (a damaged table: '
+                        'remove one of the parts; its runs are done again)'
+                    )
+    return table.take(first)  # (np.unique's order: by run)
 
 
 def read_rows(folder: str | Path) -> list[dict]:
     """The rows of ``folder/runs.csv``, or of ``folder/runs.parquet`` when there is no CSV
-    (numbers as floats, ``failure`` and ``reasons`` as text), sorted by run.
+    (numbers as floats, ``failure`` and ``reasons`` as text), sorted by run; a row repeating
+    an earlier one (the same run, the same values) is dropped.
 
     Parameters
     ----------
@@ -582,15 +623,18 @@ def read_rows(folder: str | Path) -> list[dict]:
     Returns
     -------
     list of dict
+
+    Raises
+    ------
+    ScenarioError
+        A damaged row (naming its line), a run twice with different values.
     """
     path = Path(folder) / RUNS
     if not path.is_file() and (Path(folder) / PARQUET).is_dir():
         rows = read_parquet(folder).to_pylist()
         return [{k: (v if k in TEXT_COLUMNS else float(v)) for k, v in r.items()} for r in rows]
-    rows = []
     with open(path, newline='') as handle:
-        for r in csv.DictReader(handle):
-            rows.append({k: (v if k in TEXT_COLUMNS else float(v)) for k, v in r.items()})
+        rows = list(_csv_rows(csv.DictReader(handle), path))
     return sorted(rows, key=lambda r: r['run'])
 
 
@@ -618,40 +662,114 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tup
     return (max(0.0, mid - half), min(1.0, mid + half))
 
 
-def summarize(rows: Iterable[dict]) -> dict:
-    """Success rate with its 95 % Wilson interval, failures, and the percentiles
-    (:data:`PERCENTILES`) of each metric of :data:`METRICS` over the runs without a failure
-    (``ran``: a failed run's metrics stop where it failed, or were never measured) where the
-    metric is finite.
+def as_columns(
+    rows: Iterable[dict] | Mapping[str, Sequence], names: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """The columns ``names`` of a table given by rows (dicts, :func:`read_rows`) or by columns
+    (:func:`read_columns`): float64 arrays, ``failure`` and ``reasons`` object arrays of text.
 
     Parameters
     ----------
-    rows : iterable of dict
-        Rows of the table (:func:`run_row`, :func:`read_rows`).
+    rows : iterable of dict, or mapping of column name to sequence
+    names : sequence of str
+
+    Returns
+    -------
+    dict of str to ndarray
+    """
+    if not isinstance(rows, Mapping):
+        rows = list(rows)
+        rows = {k: [r[k] for r in rows] for k in names}
+    return {k: np.asarray(rows[k], dtype=object if k in TEXT_COLUMNS else float) for k in names}
+
+
+def read_columns(
+    folder: str | Path, names: Sequence[str], below: int | None = None
+) -> dict[str, np.ndarray]:
+    """The columns ``names`` of the table :func:`read_rows` reads (the same checks, a row
+    repeated dropped), sorted by run, the runs ``>= below`` left out: held as arrays, not as a
+    dict per row (some 3 KB a row).
+
+    Parameters
+    ----------
+    folder : str or Path
+    names : sequence of str
+        Columns of the table.
+    below : int, optional
+        Only the runs with a smaller index.
+
+    Returns
+    -------
+    dict of str to ndarray
+        As :func:`as_columns`.
+
+    Raises
+    ------
+    ScenarioError
+        A damaged row (naming its line), a run twice with different values, a column missing.
+    """
+    folder = Path(folder)
+    wanted = list(dict.fromkeys(['run', *names]))
+    path = folder / RUNS
+    if not path.is_file() and (folder / PARQUET).is_dir():
+        table = read_parquet(folder, wanted)
+        cols = {k: table.column(k).to_numpy(zero_copy_only=False) for k in wanted}
+    else:
+        values = {k: [] if k in TEXT_COLUMNS else array.array('d') for k in wanted}
+        with open(path, newline='') as handle:
+            reader = csv.DictReader(handle)
+            missing = [k for k in wanted if k not in (reader.fieldnames or ())]
+            if missing:
+                raise ScenarioError(f'{path}: expected the columns {missing}')
+            for row in _csv_rows(reader, path):
+                for k in wanted:
+                    values[k].append(row[k])
+        cols = values
+    cols = as_columns(cols, wanted)
+    keep = np.argsort(cols['run'], kind='stable')
+    if below is not None:
+        keep = keep[cols['run'][keep] < below]
+    return {k: cols[k][keep] for k in names}
+
+
+def summarize(rows: Iterable[dict] | Mapping[str, Sequence]) -> dict:
+    """Success rate with its 95 % Wilson interval, failures, and the percentiles
+    (:data:`PERCENTILES`) of each metric of :data:`METRICS` over the runs without a failure
+    (``ran``: a failed run's metrics stop where it failed, or were never measured) where the
+    metric is finite (``covered``: how many runs that is, per metric; ``time_to_reach`` is
+    finite only in the runs that reached every goal).
+
+    Parameters
+    ----------
+    rows : iterable of dict, or mapping of column name to sequence
+        The table by rows (:func:`run_row`, :func:`read_rows`) or by columns
+        (:func:`read_columns`).
 
     Returns
     -------
     dict
     """
-    rows = list(rows)
-    n = len(rows)
-    ok = sum(int(r['reached']) for r in rows)
-    ran = [r for r in rows if not r['failure']]
+    cols = as_columns(rows, ['reached', 'failure', *(key for key, _ in METRICS)])
+    n = cols['reached'].size
+    ok = int(np.sum(cols['reached']))
+    ran = np.array([not f for f in cols['failure']], dtype=bool)
     out = {
         'runs': n,
         'reached': ok,
         'success_rate': ok / n if n else math.nan,
         'success_interval': wilson_interval(ok, n),
-        'failed': n - len(ran),
-        'ran': len(ran),
+        'failed': n - int(ran.sum()),
+        'ran': int(ran.sum()),
         'percentiles': {},
+        'covered': {},
     }
     for key, _ in METRICS:
-        x = np.array([float(r[key]) for r in ran], dtype=float)
+        x = cols[key][ran]
         x = x[np.isfinite(x)]
         out['percentiles'][key] = (
             {p: float(np.percentile(x, p)) for p in PERCENTILES} if x.size else {}
         )
+        out['covered'][key] = int(x.size)
     return out
 
 
@@ -680,25 +798,32 @@ def summary_markdown(scenario: Scenario, summary: dict) -> str:
         'that cannot be drawn).',
         '',
         f'Percentiles over the {summary["ran"]} runs without a failure (the failed runs are '
-        'not in them).',
+        'not in them), those where the metric is finite (`runs`: how many; the time to reach '
+        'only in the runs that reached every goal).',
         '',
-        '| metric | ' + ' | '.join(f'p{p}' for p in PERCENTILES) + ' |',
-        '|---|' + '---|' * len(PERCENTILES),
+        '| metric | runs | ' + ' | '.join(f'p{p}' for p in PERCENTILES) + ' |',
+        '|---|---|' + '---|' * len(PERCENTILES),
     ]
     for key, label in METRICS:
         pct = summary['percentiles'][key]
         cells = [f'{pct[p]:.4g}' if pct else '-' for p in PERCENTILES]
-        lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+        lines.append(f'| {label} | {summary["covered"][key]} | ' + ' | '.join(cells) + ' |')
     return '\n'.join(lines) + '\n'
 
 
-def plot(rows: list[dict], folder: str | Path, inputs: list[str], max_inputs: int = 8) -> list:
+def plot(
+    rows: Iterable[dict] | Mapping[str, Sequence],
+    folder: str | Path,
+    inputs: list[str],
+    max_inputs: int = PLOT_INPUTS,
+) -> list:
     """Histograms of the metrics and each metric against the dispersed inputs (the first
     ``max_inputs`` input columns): ``histograms.png`` and ``inputs.png``; returns the paths.
 
     Parameters
     ----------
-    rows : list of dict
+    rows : iterable of dict, or mapping of column name to sequence
+        The table by rows or by columns (:func:`summarize`).
     folder : str or Path
         Where the images are written.
     inputs : list of str
@@ -712,10 +837,12 @@ def plot(rows: list[dict], folder: str | Path, inputs: list[str], max_inputs: in
     plt = pyplot()
     folder = Path(folder)
     paths = []
-    reached = np.array([bool(r['reached']) for r in rows])
+    shown = inputs[:max_inputs]
+    cols = as_columns(rows, ['reached', *(key for key, _ in METRICS), *shown])
+    reached = cols['reached'].astype(bool)
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
     for ax, (key, label) in zip(axes.ravel(), METRICS, strict=True):
-        x = np.array([float(r[key]) for r in rows])
+        x = cols[key]
         x = x[np.isfinite(x)]
         if x.size:
             ax.hist(x, bins=min(40, max(5, x.size // 5)))
@@ -724,13 +851,12 @@ def plot(rows: list[dict], folder: str | Path, inputs: list[str], max_inputs: in
     paths.append(folder / 'histograms.png')
     fig.savefig(paths[-1], dpi=80)
     plt.close(fig)
-    shown = inputs[:max_inputs]
     if shown:
         fig, axes = plt.subplots(len(shown), 2, figsize=(10, 2.2 * len(shown)), squeeze=False)
         for (a1, a2), name in zip(axes, shown, strict=True):
-            u = np.array([float(r[name]) for r in rows])
+            u = cols[name]
             for ax, key in ((a1, 'max_attitude_change_deg'), (a2, 'final_error')):
-                y = np.array([float(r[key]) for r in rows])
+                y = cols[key]
                 ax.plot(u[reached], y[reached], '.', color='tab:green', ms=3, label='reached')
                 ax.plot(u[~reached], y[~reached], 'x', color='tab:red', ms=4, label='not')
                 ax.set(xlabel=name, ylabel=key)

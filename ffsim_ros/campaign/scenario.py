@@ -189,7 +189,8 @@ MAX_CHAINED_GOALS = 10_000
 class Timing:
     """Time steps and per-goal bounds [s] (the loop of :class:`ffsim_ros.control.closed_loop.
     ClosedLoop`: RK4 at ``physics_dt``, the controller at ``control_dt``, ``settle`` after each
-    goal's outcome, ``run_goal_timeout`` the bound of one goal)."""
+    goal's outcome, ``run_goal_timeout`` the bound of one goal: a goal it ends, still active,
+    is recorded ``aborted`` with a ``timeout:`` reason naming it)."""
 
     physics_dt: float = 0.001
     control_dt: float = 0.01

@@ -29,7 +29,8 @@ class GoalRecord:
     Attributes
     ----------
     goal : (3,) [m];  distance : float, from the end effector when given [m].
-    outcome : GoalOutcome at the end;  reason : str.
+    outcome : GoalOutcome at the end (``aborted`` when the run's time bound ended the goal
+        first: :func:`cut_off_reason`);  reason : str.
     time : float, from the goal to its outcome [s] (the timeout if none).
     error : float, final position error [m].
     max_offset : float, largest base attitude offset during the goal [rad] (from the held
@@ -120,11 +121,18 @@ class ClosedLoop:
         return self.supervisor.law.task_terms(self.q).position
 
     def run_goal(
-        self, goal: np.ndarray, *, timeout: float = 400.0, settle: float = 1.0
+        self,
+        goal: np.ndarray,
+        *,
+        timeout: float = 400.0,
+        settle: float = 1.0,
+        timeout_name: str = "run_goal's timeout",
     ) -> GoalRecord:
         """Give ``goal`` and run until its outcome, then ``settle`` seconds more (the end of an
         abort's restoring included); ``timeout`` [s] bounds the run (the supervisor's own
-        ``goal_timeout`` normally ends it first).
+        ``goal_timeout`` normally ends it first). A goal still active when ``timeout`` ends it
+        is recorded ``aborted``, with the reason :func:`cut_off_reason` (the supervisor's own
+        timeout's words, naming ``timeout_name``).
 
         Parameters
         ----------
@@ -133,6 +141,8 @@ class ClosedLoop:
             [s], simulated.
         settle : float
             [s], simulated.
+        timeout_name : str
+            What ``timeout`` is called in the reason of a goal it cuts off.
 
         Returns
         -------
@@ -156,11 +166,14 @@ class ClosedLoop:
         while self.t < t_end and (self.t < t_settle or status.phase is GoalPhase.RESTORING):
             status = self.update()
             excess = max(excess, self.limit_excess())
+        outcome, reason = status.outcome, status.reason
+        if outcome is GoalOutcome.ACTIVE:  # cut off by ``timeout``, not by the supervisor
+            outcome, reason = GoalOutcome.ABORTED, cut_off_reason(timeout, timeout_name)
         return GoalRecord(
             goal=np.asarray(goal, float).copy(),
             distance=distance,
-            outcome=status.outcome,
-            reason=status.reason,
+            outcome=outcome,
+            reason=reason,
             time=t_outcome,
             error=status.position_error,
             max_offset=status.max_attitude_offset,
@@ -194,6 +207,28 @@ class ClosedLoop:
         if self.supervisor.mode is ControlMode.REACTIONLESS and ref is not None:
             return float(np.linalg.norm(attitude_error(self.q[3:7], ref)))
         return self.status.attitude_offset
+
+
+def cut_off_reason(timeout: float, name: str) -> str:
+    """The reason of a goal still active when a run's time bound (not the supervisor's
+    ``goal_timeout``) ended it, in the words of the supervisor's own timeout:
+    ``timeout: not reached after 0.5 s (timing.run_goal_timeout, before the supervisor's
+    goal_timeout)``.
+
+    Parameters
+    ----------
+    timeout : float
+        The bound [s].
+    name : str
+        What the bound is called (``timing.run_goal_timeout`` in a campaign).
+
+    Returns
+    -------
+    str
+    """
+    return (
+        f"timeout: not reached after {timeout:g} s ({name}, before the supervisor's goal_timeout)"
+    )
 
 
 def chained_goals(
