@@ -149,11 +149,13 @@ from ffsim_ros.node_support.resets import (
     RESETS_QOS,
     RESETS_TOPIC,
     ResetWatch,
+    StampGate,
     StateJumps,
     read_reset,
 )
 from ffsim_ros.node_support.simulator_parameters import PARAMETERS as SIMULATOR_PARAMETERS
 from ffsim_ros.node_support.state_messages import (
+    goal_accepted_text,
     goal_pose,
     joint_state_values,
     odometry_base_state,
@@ -266,7 +268,7 @@ class ReactionlessControllerNode(Node):
         self._log_throttle = LogThrottle(LOG_PERIOD)  # one line a second per kind of message
         # resets: announced by the simulator (resets), else inferred from jumps of the state
         self._jumps = StateJumps(values['jump_threshold'], JUMP_WINDOW)
-        self._resets = ResetWatch()
+        self._resets = ResetWatch(StampGate(self, self.clock_jump_ns, self._log_warning))
         # trajectories: handed over by the action's threads through one locked slot
         self.tracking_gains = TrackingGains(values['trajectory.kp'], values['trajectory.kv'])
         self._tolerances = Tolerances.uniform(
@@ -710,7 +712,7 @@ class ReactionlessControllerNode(Node):
             self._request.abort('preempted by an ee_goal')
         self._request = self._follower = None
         line = self._log_throttle.admit(
-            f'ee_goal accepted: {np.round(position, 4).tolist()} in {self.world}'
+            goal_accepted_text(position, rotation, self.world, self.law.track_orientation)
         )
         if line:
             self.get_logger().info(line)

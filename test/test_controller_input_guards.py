@@ -820,3 +820,107 @@ def test_stale_state_names_its_topics_and_the_ones_nobody_publishes(
         assert warned[0].endswith(': not commanding'), warned
     finally:
         node.destroy_node()
+
+
+def test_a_state_message_stamped_far_from_the_simulated_clock_is_dropped(
+    rclpy_context, capfd
+) -> None:
+    """On simulated time (clock at 2120.63 s) one ``joint_states`` or ``base_odom`` stamped at
+    0 s or at 2^31-1 s (a bag replay, a joint_state_publisher with wall-clock stamps beside the
+    simulator) aborted the active goal: "joint_states stamps went back from 2120.630 s to 0.000
+    s"; the future one became the reference and the genuine next message was the jump. Such a
+    message (more than the clock-jump bound, 30 s, away) is dropped, logged with its stamp, the
+    clock and the publishers of its topic; the goal goes on. A reset of the simulated time (the
+    clock going back with the stamps) still drops the goal."""
+    from nav_msgs.msg import Odometry
+    from rclpy.clock import ClockType
+    from rclpy.parameter import Parameter
+    from rclpy.time import Time
+    from sensor_msgs.msg import JointState
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.node_support import to_stamp
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    node = ReactionlessControllerNode(
+        context=rclpy_context,
+        parameter_overrides=[*slow_state(), Parameter('use_sim_time', value=True)],
+    )
+    try:
+        clock = node.get_clock()
+
+        def at(seconds: float) -> None:
+            clock.set_ros_time_override(Time(seconds=seconds, clock_type=ClockType.ROS_TIME))
+
+        def forged(topic: str, stamp_ns: int) -> None:
+            if topic == '/joint_states':
+                msg = JointState(name=probe.names, position=[0.3] * len(probe.names))
+                msg.velocity = [0.0] * len(probe.names)
+            else:
+                msg = Odometry()
+                msg.pose.pose.orientation.w = 1.0
+                msg.pose.pose.position.x = 5.0
+            msg.header.stamp = to_stamp(stamp_ns)
+            probe.callbacks[topic](msg)
+
+        probe = Probe(node)
+        at(2120.63)
+        probe.feed()
+        probe.send(probe.goal())
+        probe.update()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        capfd.readouterr()
+        t = 2120.63
+        for topic in ('/joint_states', '/base_odom'):
+            for stamp_ns, way in ((0, 'behind'), ((2**31 - 1) * 10**9, 'ahead of')):
+                forged(topic, stamp_ns)
+                t += 0.01
+                at(t)
+                probe.update()  # the genuine next messages
+                status = node.supervisor.status
+                assert status.outcome is GoalOutcome.ACTIVE, (topic, stamp_ns, status.reason)
+                err = capfd.readouterr().err
+                assert f'{topic}: a message stamped {stamp_ns * 1e-9:.3f} s' in err, err
+                assert f' s {way} the node clock ({t - 0.01:.3f} s, simulated' in err, err
+                assert f'dropped, the last good state kept (0 publisher(s) on {topic}' in err
+                with node._state_lock:
+                    joints, base = node._state.latest()
+                np.testing.assert_array_equal(joints[0], np.zeros(node.model.n))
+                assert abs(base[0][0]) < 1.0  # (not the forged 5 m)
+        # a reset of the simulated time: the clock goes back with the stamps
+        at(0.01)
+        probe.update()
+        status = node.supervisor.status
+        assert status.outcome is GoalOutcome.ABORTED, status.reason
+        assert 'the clock went back from' in status.reason, status.reason
+    finally:
+        node.destroy_node()
+
+
+def test_an_ee_goal_with_a_zero_quaternion_is_accepted_as_position_only_saying_so(
+    rclpy_context, capfd
+) -> None:
+    """With ``track_orientation`` true an ee_goal whose quaternion has norm < 1e-9 was taken as
+    the position only, silently: the acceptance says so."""
+    from rclpy.parameter import Parameter
+
+    from ffsim_ros.control import GoalOutcome
+    from ffsim_ros.reactionless_controller import ReactionlessControllerNode
+
+    overrides = [*slow_state(), Parameter('track_orientation', value=True)]
+    node = ReactionlessControllerNode(context=rclpy_context, parameter_overrides=overrides)
+    try:
+        probe = Probe(node)
+        probe.feed()
+        capfd.readouterr()
+        probe.send(probe.goal(quat=(0.0, 0.0, 0.0, 0.0)))
+        probe.update()
+        assert node.supervisor.status.outcome is GoalOutcome.ACTIVE
+        err = capfd.readouterr().err
+        assert 'ee_goal accepted, position only: its orientation quaternion is zero' in err, err
+        probe.send(probe.goal(offset=(0.02, 0.0, 0.0)))  # a unit quaternion: said as before
+        probe.update()
+        err = capfd.readouterr().err
+        assert 'ee_goal accepted: [' in err and 'position only' not in err, err
+    finally:
+        node.destroy_node()

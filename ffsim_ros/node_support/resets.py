@@ -21,17 +21,23 @@ ready subscriptions in the order they were created (``resets`` before the state)
 published after the acknowledgement is never taken before the announcement.
 
 On the controller's side :class:`ResetWatch` says which announcements are news and which
-state messages are older than the last reset (in flight when it was announced: skipped).
+state messages are older than the last reset (in flight when it was announced: skipped), and
+its :class:`StampGate` drops a state message stamped far from the node's simulated clock (a
+bag replay, a ``joint_state_publisher`` with wall-clock stamps beside the simulator): one
+forged stamp became the reference of :class:`StateJumps`, and the genuine next message read as
+the stamps going back (a reset), aborting the goal.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.duration import Duration
+from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -161,6 +167,83 @@ def wait_acked(publisher: Publisher, timeout: float = ACK_TIMEOUT) -> bool:
     return True
 
 
+def stamp_off_clock(stamp: int, now_ns: int, bound_ns: int, sim_time: bool) -> str | None:
+    """How a state message stamped ``stamp`` [ns] is off the node clock's ``now_ns`` [ns] by
+    more than ``bound_ns`` [ns] either way, or None (it is not, or it cannot be judged).
+
+    Only simulated time is judged (``sim_time``: the node's ``use_sim_time``), and only once a
+    ``/clock`` came (``now_ns`` > 0): on wall time the simulator's stamps are its simulated
+    time, in no relation to the node's clock.
+
+    Parameters
+    ----------
+    stamp, now_ns, bound_ns : int
+        [ns]
+    sim_time : bool
+
+    Returns
+    -------
+    str or None
+    """
+    if not sim_time or now_ns <= 0 or abs(stamp - now_ns) <= bound_ns:
+        return None
+    way = 'ahead of' if stamp > now_ns else 'behind'
+    return (
+        f'stamped {stamp * 1e-9:.3f} s, {abs(stamp - now_ns) * 1e-9:.3f} s {way} the node clock '
+        f'({now_ns * 1e-9:.3f} s, simulated; more than {bound_ns * 1e-9:g} s)'
+    )
+
+
+class StampGate:
+    """Drops a state message stamped more than ``bound_ns`` from the node's simulated clock
+    (:func:`stamp_off_clock`), logging it (``log``, throttled by the node) with the stamp, the
+    clock and the publisher count on its topic. Such a message never becomes the reference of
+    the jumps or of :class:`ResetWatch`. A reset of the simulated time is still seen: its
+    ``/clock`` goes back with the stamps (the node's clock jump), and a state taken before
+    that ``/clock`` is dropped here until it comes.
+
+    Parameters
+    ----------
+    node : Node
+        Its clock and its publisher counts.
+    bound_ns : int
+        [ns] (the controller's clock-jump bound).
+    log : callable
+        ``log(text)``.
+    """
+
+    def __init__(self, node: Node, bound_ns: int, log: Callable[[str], None]) -> None:
+        self.node, self.bound_ns, self.log = node, int(bound_ns), log
+
+    def near(self, stream: str, stamp: int) -> bool:
+        """Whether a message of ``stream`` stamped ``stamp`` [ns] is near enough the node's
+        clock to be taken (else it is logged).
+
+        Parameters
+        ----------
+        stream : str
+        stamp : int
+            [ns]
+
+        Returns
+        -------
+        bool
+        """
+        clock = self.node.get_clock()
+        why = stamp_off_clock(
+            stamp, clock.now().nanoseconds, self.bound_ns, clock.ros_time_is_active
+        )
+        if why is None:
+            return True
+        topic = self.node.resolve_topic_name(stream)
+        count = self.node.count_publishers(topic)
+        self.log(
+            f'{topic}: a message {why}: dropped, the last good state kept ({count} '
+            f'publisher(s) on {topic}: another with other stamps, a bag replay?)'
+        )
+        return False
+
+
 class ResetWatch:
     """The controller's view of the announced resets (module docstring).
 
@@ -170,10 +253,16 @@ class ResetWatch:
     of each stream stamped before the reset are skipped (in flight when it was announced),
     until the stream's first message of after it: one topic's messages come in order, so no
     older one follows that (a message stamped before the previous one of its stream is no
-    message in flight but the stamps going back -- a new simulator -- and is taken).
+    message in flight but the stamps going back -- a new simulator -- and is taken). With a
+    ``gate`` (:class:`StampGate`), a message stamped far from the node's clock is not taken.
+
+    Parameters
+    ----------
+    gate : StampGate, optional
     """
 
-    def __init__(self) -> None:
+    def __init__(self, gate: StampGate | None = None) -> None:
+        self.gate = gate
         self._last: Reset | None = None
         self._first_ns: int | None = None  # the first state message taken since the clear
         self._reset_ns = 0  # the stamp of the last reset that was news
@@ -202,7 +291,8 @@ class ResetWatch:
 
     def admit(self, stream: str, stamp: int) -> bool:
         """Whether to take a message of ``stream`` (one of :data:`STREAMS`) stamped ``stamp``
-        [ns]: False for one of before the last reset (class docstring).
+        [ns]: False for one of before the last reset, or off the node's clock (class
+        docstring).
 
         Parameters
         ----------
@@ -214,6 +304,8 @@ class ResetWatch:
         -------
         bool
         """
+        if self.gate is not None and not self.gate.near(stream, stamp):
+            return False
         previous, self._previous[stream] = self._previous.get(stream), stamp
         if stream in self._waiting:
             if stamp < self._reset_ns and (previous is None or stamp >= previous):

@@ -189,6 +189,34 @@ def goal_pose(
     return position, rotation
 
 
+def goal_accepted_text(
+    position: np.ndarray, rotation: np.ndarray | None, world: str, track_orientation: bool
+) -> str:
+    """The log line of an accepted ee_goal (:func:`goal_pose`'s ``position``, ``rotation``):
+    with ``track_orientation``, a zero quaternion (taken as the position only) is said.
+
+    Parameters
+    ----------
+    position : (3,) ndarray
+        [m]
+    rotation : (3, 3) ndarray or None
+    world : str
+        ``world_frame``.
+    track_orientation : bool
+
+    Returns
+    -------
+    str
+    """
+    where = f'{np.round(position, 4).tolist()} in {world}'
+    if track_orientation and rotation is None:
+        return (
+            'ee_goal accepted, position only: its orientation quaternion is zero '
+            f'(track_orientation true): {where}'
+        )
+    return f'ee_goal accepted: {where}'
+
+
 class StateMessages:
     """The message objects of the simulator's state topics, filled in place.
 
