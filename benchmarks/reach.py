@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         '--no-recovery',
         action='store_true',
-        help='max_plans 0 and max_cycles 0: plain tracking, a stall aborts',
+        help='no searches and no cycles: plain tracking, a stall aborts',
     )
     parser.add_argument(
         '--cycles',
@@ -159,6 +159,12 @@ def main(argv: list[str] | None = None) -> None:
         help='max_cycles: spend-and-restore cycles per goal',
     )
     parser.add_argument('--plan-steps', type=int, default=ReachSettings().plan_max_steps)
+    parser.add_argument(
+        '--path-plans',
+        type=int,
+        default=ReachSettings().max_path_plans,
+        help='max_path_plans: joint-path (collocation) searches per goal',
+    )
     parser.add_argument('--jobs', type=int, default=2, help='worker processes')
     parser.add_argument('--quick', action='store_true', help='2 seeds of 4 goals')
     parser.add_argument('--json', help='write every goal to this file')
@@ -172,7 +178,10 @@ def main(argv: list[str] | None = None) -> None:
         'max_plans': plans,
         'max_cycles': 0 if args.no_recovery else args.cycles,
         'plan_max_steps': args.plan_steps,
+        'max_path_plans': 0 if args.no_recovery else args.path_plans,
     }
+    if args.no_recovery:
+        options['max_loop_plans'] = 0
     jobs = [
         (robot, mode, seed, args.goals, dict(options))
         for robot in args.robots
@@ -187,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f'# reach over chained random goals: {args.seeds} seeds x {args.goals} goals, 0.1-0.45 m '
         f'each; budget {args.budget_deg:g} deg, tolerance {tol:g} deg, k_null {args.k_null:g}, '
-        f'max_plans {plans}, max_cycles {options["max_cycles"]}, plan_max_steps {args.plan_steps}'
+        f'max_plans {plans}, max_cycles {options["max_cycles"]}, plan_max_steps '
+        f'{args.plan_steps}, max_path_plans {options["max_path_plans"]}'
     )
     header = (
         '| robot / mode / seed | reached | time to reach [s] median / p90 / max | '

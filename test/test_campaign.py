@@ -153,16 +153,24 @@ def test_batch_equals_single_closed_loops(model):
     assert np.abs(results[0].q - results[1].q).max() > 1e-3
 
 
-def test_batch_with_planner_and_chained_goals_equals_single_closed_loops(model):
-    """Stalls where the supervisor plans a detour (runs handed to their own ReachSupervisor,
-    then back to the batch for the next goal) and chained goals: the same as chained_goals on
-    a ClosedLoop, to the bit."""
+@pytest.mark.parametrize('paths', [0, 2])
+def test_batch_with_planner_and_chained_goals_equals_single_closed_loops(model, paths):
+    """Stalls where the supervisor plans (runs handed to their own ReachSupervisor, then back
+    to the batch for the next goal) and chained goals: the same as chained_goals on a
+    ClosedLoop, to the bit -- with detours only (no loop search, no joint-path search), and
+    with the joint-path search first (its worker thread runs only within the supervisor's
+    update: deterministic)."""
     s = scenario(
         runs=2,
         seed=4,
         timing={'settle': 0.1, 'run_goal_timeout': 1.2},
-        # detours only: no Lie-bracket loop search at the first stall (max_loop_plans 0)
-        reach={'stall_time': 0.15, 'stall_progress': 0.03, 'max_plans': 1, 'max_loop_plans': 0},
+        reach={
+            'stall_time': 0.15,
+            'stall_progress': 0.03,
+            'max_plans': 1,
+            'max_loop_plans': 0,
+            'max_path_plans': paths,
+        },
         goals={'kind': 'chained', 'count': 2, 'near': 0.1, 'far': 0.2},
         dispersions={'joint_positions': {'dist': 'uniform', 'low': -0.05, 'high': 0.05}},
     )
@@ -177,7 +185,9 @@ def test_batch_with_planner_and_chained_goals_equals_single_closed_loops(model):
             loop, run_rng(s.seed, index, GOALS), 2, near=0.1, far=0.2, timeout=1.2, settle=0.1
         )
         assert [g['plans'] for g in r.goals] == [x.plans for x in records]
-        assert all(g['plans'] == 1 and g['planner_steps'] > 0 for g in r.goals)
+        searched = [g['planner_steps'] > 0 for g in r.goals]  # (a path search may be cut)
+        assert all(searched) if not paths else any(searched)
+        assert all(g['plans'] == 1 for g in r.goals) or paths
         assert [g['planner_steps'] for g in r.goals] == [x.planner_steps for x in records]
         assert [g['outcome'] for g in r.goals] == [x.outcome.value for x in records]
         for g, x in zip(r.goals, records, strict=True):

@@ -133,7 +133,7 @@ def test_loops_reach_a_goal_beyond_the_fold_within_the_budget() -> None:
     legs = planner.plan.segments
     assert len(legs) == 4 * planner.loops and all(s.joint >= 0 for s in legs)
 
-    sup = ReachSupervisor(law, SETTINGS)
+    sup = ReachSupervisor(law, ReachSettings(max_path_plans=0))  # (the loops alone)
     loop = ClosedLoop(sup, q0)
     sup.set_goal(loop.t, loop.q, GOAL)
     worst = 0.0
@@ -160,7 +160,7 @@ def test_a_goal_no_loop_helps_is_aborted_naming_the_loop_searches() -> None:
     within their step budget
     (``LOOP_STEPS`` x ``plan_max_steps``) and the goal is aborted with a reason that names
     them, the attitude within the budget."""
-    settings = ReachSettings(plan_max_steps=300, max_plans=1, max_loop_plans=2)
+    settings = ReachSettings(plan_max_steps=300, max_plans=1, max_loop_plans=2, max_path_plans=0)
     law = ReactionlessController(SERVICER, 'ee_link', gains=Gains(kp_task=0.0))
     loop = ClosedLoop(ReachSupervisor(law, settings), start())
     goal = loop.ee_position() + np.array([0.0, 0.2, 0.0])
@@ -359,7 +359,7 @@ def test_a_loop_leg_whose_joint_stalls_is_stopped_saying_why() -> None:
     and, no search left, the goal aborted naming the leg; with searches left the supervisor
     plans again from where the arm is."""
     model = weakened('arm_joint_4', 0.01)
-    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    settings = ReachSettings(max_plans=0, max_loop_plans=0, max_path_plans=0)
     statuses, _ = follow_leg(model, settings, until=SETTINGS.stall_time + 1.0)
     end = statuses[-1]
     assert end.outcome is GoalOutcome.ABORTED, (end.phase, end.reason)
@@ -383,7 +383,7 @@ def test_a_loop_leg_that_turns_the_base_is_stopped_within_the_budget() -> None:
     from ffsim_ros.control.legs import LEG_HORIZON
 
     model = weakened('arm_joint_2', 0.05)
-    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    settings = ReachSettings(max_plans=0, max_loop_plans=0, max_path_plans=0)
     statuses, offsets = follow_leg(model, settings, until=2.0)
     end = statuses[-1]
     assert end.outcome is GoalOutcome.ABORTED, (end.phase, end.reason)
@@ -420,7 +420,7 @@ def test_a_loop_leg_slow_at_first_as_predicted_is_not_stopped_as_stalled() -> No
     assert leg.course[steps] < mean_pace  # slow at first, as predicted
     watch = LegWatch(leg, 0.0, q0, SETTINGS.stall_time)
     assert watch.predicted_gain(0.0) == pytest.approx(leg.course[steps])
-    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    settings = ReachSettings(max_plans=0, max_loop_plans=0, max_path_plans=0)
     statuses, offsets = follow_leg(SERVICER, settings, 1.5 * leg.duration, leg, q0)
     phases = [s.phase for s in statuses]
     assert GoalPhase.APPROACH in phases, statuses[-1].reason
@@ -436,7 +436,7 @@ def test_a_predicted_loop_leg_whose_joint_cannot_follow_is_stopped() -> None:
     model = weakened('arm_joint_4', 0.01)
     leg = predicted_leg(model, start(), 3, 5, 1.0)
     assert leg.joint == 3 and len(leg.course) > 1
-    settings = ReachSettings(max_plans=0, max_loop_plans=0)
+    settings = ReachSettings(max_plans=0, max_loop_plans=0, max_path_plans=0)
     statuses, offsets = follow_leg(model, settings, SETTINGS.stall_time + 1.0, leg)
     end = statuses[-1]
     assert end.outcome is GoalOutcome.ABORTED, (end.phase, end.reason)

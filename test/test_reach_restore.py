@@ -209,7 +209,9 @@ def test_spend_and_restore_cycles_give_up_without_progress() -> None:
     """With ``max_cycles`` > 0 a stall starts the cycles (spend, then restore); a law that
     cannot move toward the goal (kp_task 0) makes no progress, so after CYCLE_PATIENCE cycles
     they give up and, with no plans allowed, the goal is aborted naming the cycles."""
-    settings = ReachSettings(stall_time=0.3, max_plans=0, max_cycles=5, max_loop_plans=0)
+    settings = ReachSettings(
+        stall_time=0.3, max_plans=0, max_cycles=5, max_loop_plans=0, max_path_plans=0
+    )
     law = ReactionlessController(SERVICER, 'ee_link', gains=Gains(kp_task=0.0))
     sup = ReachSupervisor(law, settings)
     loop = ClosedLoop(sup, q=bent())

@@ -88,7 +88,7 @@ def test_chained_goals_from_non_home_poses_reached_with_the_attitude_held(servic
         assert r.max_offset <= BUDGET
         assert r.final_offset < TOLERANCE
         assert r.reason.startswith('reached')
-    planned = [k for k, r in enumerate(records) if r.plans > 0]
+    planned = [k for k, r in enumerate(records) if r.planner_steps > 0]  # (paths included)
     assert len(planned) >= 1, 'the chain should meet a fold of the reaction null space'
     # the recovery turned the base (it spent part of the budget) and brought it back
     assert max(records[k].max_offset for k in planned) > 0.2 * BUDGET
@@ -152,7 +152,7 @@ def test_a_goal_that_makes_no_progress_is_aborted_with_its_reason(mode: str) -> 
     is aborted with the reason within a bounded time (planning included in reactionless mode),
     never left active, and the arm is held still afterwards (the detour searches only: the
     loop searches after them are tested in test_reach_loops.py)."""
-    settings = ReachSettings(plan_max_steps=300, max_loop_plans=0)
+    settings = ReachSettings(plan_max_steps=300, max_loop_plans=0, max_path_plans=0)
     loop = loop_for(mode=mode, settings=settings, gains=Gains(kp_task=0.0, kp_joint=0.0))
     goal = loop.ee_position() + np.array([0.0, 0.2, 0.0])
     record = loop.run_goal(goal, timeout=60.0, settle=2.0)
@@ -346,7 +346,8 @@ def test_a_light_base_keeps_the_budget_with_the_default_feedforward() -> None:
     assert Gains().rate_feedforward == 1.0
     peaks = {}
     for gains in (Gains(rate_feedforward=0.0), Gains()):
-        loop = loop_for(model, 'link7', gains=gains)
+        # (the joint-path search off: a stall would end the lag this test measures)
+        loop = loop_for(model, 'link7', gains=gains, settings=ReachSettings(max_path_plans=0))
         sup = loop.supervisor
         ref = loop.q[3:7].copy()
         sup.set_goal(loop.t, loop.q, loop.ee_position() + np.array([0.0, 0.15, 0.0]))
@@ -418,7 +419,7 @@ def test_reset_attitude_reference_and_reset() -> None:
 
 def _fold_state():
     """Seed 0's goal 4 on the servicer: the state where plain reactionless tracking stalls."""
-    loop = loop_for(settings=ReachSettings(max_plans=0, max_loop_plans=0))
+    loop = loop_for(settings=ReachSettings(max_plans=0, max_loop_plans=0, max_path_plans=0))
     rng = np.random.default_rng(0)
     chained_goals(loop, rng, 4)
     records = chained_goals(loop, rng, 1)

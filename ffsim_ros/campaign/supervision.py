@@ -396,7 +396,9 @@ class SupervisorBank:
             why = f'{what} in {self.mode.value} mode (no recovery in this mode)'
         elif self.track_orientation:
             why = f'{what}; no recovery with track_orientation (position task only)'
-        elif self.plans[k] >= s.max_plans and s.max_cycles == 0 and s.max_loop_plans == 0:
+        elif self.plans[k] >= s.max_plans and not (
+            s.max_cycles or s.max_loop_plans or (s.max_path_plans and s.attitude_budget_deg)
+        ):
             why = f'{what} after {self.plans[k]} plan(s) (max_plans {s.max_plans})'
         else:
             return True

@@ -77,6 +77,7 @@ REACH_BOUNDS: dict[str, tuple[float, float]] = {
     'max_plans': (0, 100),
     'max_cycles': (0, 100),
     'max_loop_plans': (0, 100),
+    'max_path_plans': (0, 100),
 }
 
 
@@ -128,6 +129,13 @@ class ReachSettings:
         for a complete loop plan at the first stall, which is not counted): cyclic joint
         motions inside the reaction null space that move the arm to another leaf, from which
         the budget approach reaches the goal.
+    max_path_plans : int
+        Searches of a joint path through the attitude budget
+        (:class:`~ffsim_ros.control.paths.PathPlanner`, direct collocation) for one goal, the
+        first at its first stall, before the other searches (0: off; also off without an
+        attitude budget): a path along which the base attitude stays within the budget and
+        ends within the tolerance, the end effector on the goal -- the way across a fold that
+        the detour and loop searches do not find.
     plan_dt : float
         Time step of the planner's rollouts [s].
     plan_radius : float
@@ -152,6 +160,7 @@ class ReachSettings:
     max_plans: int = 3
     max_cycles: int = 0
     max_loop_plans: int = 4
+    max_path_plans: int = 2
     plan_dt: float = 0.1
     plan_radius: float = 1.0
     plan_seed: int = 0
@@ -163,7 +172,7 @@ class ReachSettings:
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise ValueError(f'{f.name}: expected an integer, got {value!r}')
                 low = 0 if f.name == 'plan_seed' else 1
-                if f.name in ('max_plans', 'max_cycles', 'max_loop_plans'):
+                if f.name in ('max_plans', 'max_cycles', 'max_loop_plans', 'max_path_plans'):
                     low = 0
                 if value < low:
                     raise ValueError(f'{f.name}: expected an integer >= {low}, got {value}')

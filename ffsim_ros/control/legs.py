@@ -19,11 +19,13 @@ import math
 import numpy as np
 
 import ffsim_ros.dynamics as D
+from ffsim_ros.dynamics.lie import quat_exp, quat_multiply
 
 from .loops import loop_rates
+from .paths import path_reference
 from .planner import Segment, self_motion_rates
 from .reactionless import ControlOutput, ReactionlessController
-from .rns import limit_zones, near_limits
+from .rns import attitude_error, capped_to_limits, dls_pinv, limit_zones, near_limits
 
 #: A loop leg has stalled when its joint has not turned by this share of what its predicted
 #: course gains over ``stall_time`` (without a course: of the mean pace ``|sweep| /
@@ -34,6 +36,8 @@ LEG_PROGRESS = 0.25
 #: kv_joint``), is beyond the spend budget: a stalling leg's chatter turned the base by
 #: 0.26 deg in 0.3 s on a 7-joint arm.
 LEG_HORIZON = 0.1
+#: Gain on a path leg's joint position error [1/s] (inside the reaction null space).
+PATH_GAIN = 2.0
 
 
 def inner_loop(
@@ -147,6 +151,48 @@ def loop_leg_command(
             lambda qq: loop_rates(law, qq, law.task_terms(qq), joint, sign, reference, frozen),
         )
     return inner_loop(law, q, v, out, rates, phiddot)
+
+
+def path_leg_command(
+    law: ReactionlessController,
+    q: np.ndarray,
+    v: np.ndarray,
+    segment: Segment,
+    elapsed: float,
+    reference: np.ndarray | None,
+) -> ControlOutput:
+    """A planned joint path (:class:`~.paths.PathPlanner`) followed in time through the law's
+    inner loop: the path's rates, its position error corrected inside the reaction null space
+    (``PATH_GAIN``), the base turned toward the attitude planned at that time (``-A^+
+    kp_attitude e``, as the reactionless law's first task), capped to the speed limits.
+
+    Parameters
+    ----------
+    law : ReactionlessController
+    q : (nq,) configuration, base inertial [m, -, rad | m].
+    v : (nv,) velocity, base parts inertial [m/s, rad/s, rad/s | m/s].
+    segment : Segment
+        The path (``path``, ``times``, ``attitudes``).
+    elapsed : float
+        Time since the leg started [s].
+    reference : (4,) base quaternion held (x, y, z, w), inertial [-]; None: no attitude hold.
+
+    Returns
+    -------
+    ControlOutput
+    """
+    out = law.compute(q, v, None)
+    q_ref, rates, phi = path_reference(segment, elapsed)
+    active = np.asarray(law.active) > 0
+    A = law.task_terms(q).B[3:6] * active
+    Ap = dls_pinv(A, 1e-3)
+    e = np.where(active, q_ref - q[7:], 0.0)
+    rates = rates + PATH_GAIN * (e - Ap @ (A @ e))
+    if reference is not None:
+        planned = quat_multiply(reference, quat_exp(phi))
+        rates = rates - Ap @ (law.gains.kp_attitude * attitude_error(q[3:7], planned))
+    rates = capped_to_limits(np.where(active, rates, 0.0), law.model.velocity_limit)
+    return inner_loop(law, q, v, out, rates)
 
 
 def limits_note(model: D.Model, q: np.ndarray) -> str:

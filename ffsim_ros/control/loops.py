@@ -128,6 +128,35 @@ def loop_rates(
     return rates
 
 
+def loops_note(searches: int, max_searches: int, first: bool, loops: int, delta: float) -> str:
+    """For an abort's reason: the loop searches of a goal ('' if none ran).
+
+    Parameters
+    ----------
+    searches : int
+        Loop searches counted in ``max_loop_plans`` (``max_searches``).
+    max_searches : int
+    first : bool
+        The search for complete plans at the first stall ran.
+    loops : int
+        Loops planned.
+    delta : float
+        Smallest attitude the goal was predicted to need [rad].
+
+    Returns
+    -------
+    str
+    """
+    if searches == 0 and not first:
+        return ''
+    at_first = ' and 1 for complete plans at the first stall' if first else ''
+    return (
+        f', {searches} loop search(es) (max_loop_plans {max_searches}){at_first} planning '
+        f'{loops} Lie-bracket loop(s), the attitude the goal needs brought to '
+        f'{math.degrees(delta):.3f} deg at best'
+    )
+
+
 def leg_pace(law: ReactionlessController, joint: int, sweep: float) -> float:
     """The quickest a loop leg can turn its joint by ``sweep``: at ``LOOP_SPEED`` of the joint's
     speed limit (the law's ``max_joint_speed`` share of it; a joint without a finite limit

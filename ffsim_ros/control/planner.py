@@ -32,11 +32,13 @@ its updates with a bounded cost per update and a bounded total (``max_steps``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
 
+from .goals import ReachSettings
 from .reactionless import ReactionlessController
 from .rns import (
     TaskTerms,
@@ -79,7 +81,11 @@ class Segment:
     >= 0, a leg of a Lie-bracket loop (:func:`~.loops.loop_rates`): joint ``joint`` turned by
     ``sweep`` [rad | m] with the base reaction removed by the joints not ``frozen``
     (``target``: where the leg starts; ``course``: the joint's predicted turn in the leg's
-    sense [rad | m] at equal steps over ``duration``, from 0, empty when not predicted)."""
+    sense [rad | m] at equal steps over ``duration``, from 0, empty when not predicted); or,
+    when ``path`` is set, a joint path of :class:`~.paths.PathPlanner` followed in time
+    (``path`` (k, n) joint positions [rad | m] at ``times`` (k,) [s] from the leg's start,
+    ``attitudes`` (k, 3) the base attitude planned there, rotation vector from the reference
+    [rad]; ``target``: the goal)."""
 
     target: np.ndarray
     duration: float
@@ -89,6 +95,9 @@ class Segment:
     sweep: float = 0.0
     frozen: tuple[int, ...] = ()
     course: tuple[float, ...] = ()
+    path: np.ndarray | None = None
+    times: np.ndarray | None = None
+    attitudes: np.ndarray | None = None
 
 
 def self_motion_rates(
@@ -175,6 +184,24 @@ class Approach:
         """
         return max(self.error / position_tolerance, self.offset / attitude_tolerance)
 
+    def note(self, budget_deg: float) -> str:
+        """For an abort's reason: '; best predicted approach ... short with the attitude ...'.
+
+        Parameters
+        ----------
+        budget_deg : float
+            The attitude budget [deg].
+
+        Returns
+        -------
+        str
+        """
+        return (
+            f'; best predicted approach {self.error * 1e3:.1f} mm short with the attitude '
+            f'{math.degrees(self.offset):.3f} deg off (max {math.degrees(self.max_offset):.3f}, '
+            f'budget {budget_deg:g} deg)'
+        )
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -184,6 +211,32 @@ class Plan:
     approach: Approach
     steps: int  #: rollout steps the search used
     nodes: int  #: tree nodes when it was found
+
+
+def search_options(settings: ReachSettings, budget: float) -> dict:
+    """The keyword arguments every search (:class:`RnsPlanner`, its subclasses,
+    :class:`~.paths.PathPlanner`) takes from the goal's settings, with the attitude ``budget``
+    [rad] it may spend (0: none).
+
+    Parameters
+    ----------
+    settings : ReachSettings
+    budget : float
+
+    Returns
+    -------
+    dict
+    """
+    s = settings
+    return {
+        'budget': budget,
+        'position_tolerance': s.position_tolerance,
+        'attitude_tolerance': s.attitude_tolerance,
+        'stall_time': s.stall_time,
+        'stall_progress': s.stall_progress,
+        'dt': s.plan_dt,
+        'radius': s.plan_radius,
+    }
 
 
 class RnsPlanner:

@@ -16,8 +16,7 @@ In ``reactionless`` mode a goal goes through these phases::
 
 * **tracking**: the reactionless law (attitude first, end effector in the reaction null
   space), with the self-motion that keeps the RNS manipulability up when ``Gains.k_null`` > 0
-  (off by default: on 120 chained goals of the servicer it did not raise the share reached,
-  85.8 % with ``k_null`` 1 against 88.3 % without, and it costs ~0.25 ms per update).
+  (off by default: it did not raise the share reached, and costs ~0.25 ms per update).
 * **stall** (a fold of the reaction null space, see :mod:`~ffsim_ros.control.rns`): the
   residual ``max(error / position_tolerance, attitude offset / attitude_tolerance)`` has not
   dropped by ``stall_progress`` for ``stall_time``.
@@ -28,11 +27,14 @@ In ``reactionless`` mode a goal goes through these phases::
   effector held where spending left it (:func:`~ffsim_ros.control.rns.restore_rates`:
   motion in the end effector's null space, whose reaction turns the base -- the 4-dimensional
   self-motion manifold of a 7-joint arm's position task has room for the 3 attitude
-  coordinates). Each cycle moves the arm to another leaf of the reaction null space, closer
-  to the goal: the fold that stalled the reactionless law is crossed in steps the budget
-  allows. After ``CYCLE_PATIENCE`` cycles in a row without progress (or ``max_cycles`` in
-  all) the planner takes over.
-* **planning**: at the first stall of a goal (``max_loop_plans`` > 0), a search of
+  coordinates). After ``CYCLE_PATIENCE`` cycles in a row without progress (or ``max_cycles``
+  in all) the planner takes over.
+* **planning**: at the first stall of a goal (``max_path_plans`` > 0 and a budget), a joint
+  path through the attitude budget (:class:`~ffsim_ros.control.paths.PathPlanner`, direct
+  collocation: the base within a share of the budget all the way, back within the tolerance
+  at the end, the end effector on the goal), followed in time (**detour**), then the
+  approach; a stall after it plans the next path (at most ``max_path_plans``). Then, or when
+  none is found, ``max_loop_plans`` > 0: a search of
   Lie-bracket loops for a *complete* plan (see **loops**; not counted in ``max_loop_plans``):
   the detours' budget edges change the leaf too, often for the worse (seed 0's goal 11 of
   ``benchmarks/reach.py`` needs 0.27 deg of attitude where it first stalls, 1.7 deg where the
@@ -52,7 +54,8 @@ In ``reactionless`` mode a goal goes through these phases::
   inner loop, each leg until its joint turned by its sweep), then the approach. A search
   that only shrinks the attitude the goal needs returns its loops (a partial plan); the
   approach's stall then starts the next search from there.
-* **detour**: the planned waypoints, each steered toward for the planned time with the
+* **detour**: a planned joint path followed in time (:func:`~.legs.path_leg_command`); or
+  the planned waypoints, each steered toward for the planned time with the
   reactionless law, or with the budget law on the legs where the plan spends attitude to
   restore it elsewhere (which moves the arm to another leaf of the reaction null space), or
   self-motion legs (end effector held, base untouched: :func:`~.planner.self_motion_rates`
@@ -70,17 +73,15 @@ In ``reactionless`` mode a goal goes through these phases::
   (:func:`~.rns.restore_rates`: the end effector held where it reached the goal,
   ``HOLD_INSET`` closer unless a joint is near a limit (:func:`~.legs.hold_point`), the spent
   attitude turned back in its null space; holding with the budget law, or pulling the end
-  effector onto the goal, could spend attitude again: 0.106 and 0.113 deg 1 s after goals
-  reached at 0.092 and 0.091 deg). A base held beyond the tolerance is said in the reason.
+  effector onto the goal, could spend attitude again). A base held beyond the tolerance is
+  said in the reason.
 * **aborted** (no plan, ``max_plans`` plans used, ``goal_timeout``): the reason names the
   figures; the attitude is restored below the tolerance if it was spent (``restoring``, at
   most ``restore_timeout``), then the arm is held still (``stopped``).
 
-Other modes (``gjm_tracking``, ``joint_pd``) have no recovery: a stall aborts the goal.
-A loop leg costs about twice the law per update (two more kinematics and inertia evaluations).
-Worst-case time to an outcome: ``goal_timeout`` (default 300 s; the longest goal of
-``benchmarks/reach.py`` took 192 s, three plans). Cost of an update: the law's (~0.5 ms on the
-servicer), plus ``plan_steps_per_update`` rollout steps (~0.24 ms each) while planning.
+Other modes (``gjm_tracking``, ``joint_pd``) have no recovery: a stall aborts the goal. An
+outcome comes within ``goal_timeout``. Cost of an update: the law's (~0.5 ms on the servicer),
+plus ``plan_steps_per_update`` rollout steps (~0.24 ms each) while planning.
 """
 
 from __future__ import annotations
@@ -98,11 +99,13 @@ from .legs import (
     leaving_limits,
     limits_note,
     loop_leg_command,
+    path_leg_command,
     self_motion_command,
 )
-from .loops import LoopPlanner
+from .loops import LoopPlanner, loops_note
 from .modes import ControlMode
-from .planner import Approach, Plan, RnsPlanner, Segment
+from .paths import PathPlanner
+from .planner import Approach, Plan, RnsPlanner, Segment, search_options
 from .reactionless import ControlOutput, ReactionlessController
 from .rns import attitude_error
 
@@ -123,6 +126,9 @@ CYCLE_RESTORED = 0.2
 CYCLE_RESTORE_PROGRESS = 0.05
 #: Rollout steps of a loop search, in units of ``plan_max_steps``.
 LOOP_STEPS = 6
+#: Step budget of a collocation search (:class:`~.paths.PathPlanner`), in units of
+#: ``plan_max_steps``.
+PATH_STEPS = 20
 #: Recovery cycles in a row without the end effector getting ``stall_progress`` closer to the
 #: goal (measured after each restoring) before the cycles give up.
 CYCLE_PATIENCE = 3
@@ -195,6 +201,8 @@ class ReachSupervisor:
         self._stops = 0  # detour legs stopped (stalled, or the attitude beyond its limit)
         self._stop_note = ''  # why the last one was
         self._hold_offset = 0.0  # largest offset beyond the tolerance said while holding [rad]
+        # collocation searches (PathPlanner), whether one failed, the stall that started them
+        self._path_plans, self._path_failed, self._stall_note = 0, False, ''
 
     # ------------------------------------------------------------------------ properties
     @property
@@ -351,13 +359,10 @@ class ReachSupervisor:
         that a client watching the status sees it; the arm is held still (after restoring the
         attitude spent, as after any abort).
 
-        Calling it is the caller's choice: a refusal by :meth:`set_goal` (its ``ValueError``)
-        leaves the current goal as it was, so a goal that should not end an active one (a
-        malformed message: NaN, another frame, out of reach) is not passed here while
-        :attr:`status` is active -- the controller node then only logs it, and reports it here
-        when no goal is active (it still replaces a reached goal held: the arm is then held
-        still). A goal refused for want of fresh state is passed here in any case: it is a
-        well-formed command that the node cannot carry out, and it preempts what runs.
+        Calling it is the caller's choice: a refusal by :meth:`set_goal` leaves the current
+        goal as it was, so a malformed goal (NaN, another frame, out of reach) is not passed
+        here while :attr:`status` is active (the node only logs it then); a goal refused for
+        want of fresh state is passed here in any case (it preempts what runs).
 
         Parameters
         ----------
@@ -491,6 +496,14 @@ class ReachSupervisor:
             return out
         if phase is GoalPhase.DETOUR and self._plan.segments[self._segment].joint >= 0:
             return self._loop_command(t, q, v, self._plan.segments[self._segment], ref)
+        if phase is GoalPhase.DETOUR and self._plan.segments[self._segment].path is not None:
+            segment = self._plan.segments[self._segment]
+            start = self._t_phase_end - segment.duration
+            out = path_leg_command(law, q, v, segment, t - start, ref)
+            out.position_error = float(np.linalg.norm(self._goal - out.ee_position))
+            if t >= self._t_phase_end:
+                self._next_segment(t)
+            return out
         if phase is GoalPhase.DETOUR:
             segment = self._plan.segments[self._segment]
             budget = self._spend_budget() if segment.spend else None
@@ -514,15 +527,9 @@ class ReachSupervisor:
         budget = None
         if ref is not None and phase in (GoalPhase.APPROACH, GoalPhase.SPEND):
             budget = self._spend_budget()
-        return law.compute(
-            q,
-            v,
-            self._goal,
-            self._goal_R,
-            ref,
-            attitude_budget=budget,
-            self_motion=phase not in (GoalPhase.APPROACH, GoalPhase.SPEND),
-        )
+        moving = phase not in (GoalPhase.APPROACH, GoalPhase.SPEND)  # (self-motion)
+        goal, R = self._goal, self._goal_R
+        return law.compute(q, v, goal, R, ref, attitude_budget=budget, self_motion=moving)
 
     def _loop_command(
         self, t: float, q: np.ndarray, v: np.ndarray, segment: Segment, ref: np.ndarray | None
@@ -578,9 +585,11 @@ class ReachSupervisor:
             self._t_end = t
             how = {
                 GoalPhase.TRACKING: 'directly',
-                GoalPhase.DETOUR: f'on detour {self._plans}',
+                GoalPhase.DETOUR: f'on detour {self._plans}'
+                + (f' (joint path {self._path_plans})' if self._path_plans else ''),
                 GoalPhase.APPROACH: f'after {self._plans} plan(s)'
-                + (f' and {self._loops} Lie-bracket loop(s)' if self._loops else ''),
+                + (f' and {self._loops} Lie-bracket loop(s)' if self._loops else '')
+                + (f', {self._path_plans} joint path search(es)' if self._path_plans else ''),
                 GoalPhase.SPEND: f'after {self._cycles} cycle(s), {self._plans} plan(s)',
                 GoalPhase.RESTORE: f'after {self._cycles + 1} cycle(s), {self._plans} plan(s)',
             }[self._phase]
@@ -592,7 +601,7 @@ class ReachSupervisor:
                 GoalPhase.APPROACH,
                 GoalPhase.SPEND,
                 GoalPhase.RESTORE,
-            )
+            ) or (self._phase is GoalPhase.DETOUR and self._plan.segments[-1].path is not None)
             if self._hold_budget:
                 p = self.law.task_terms(q).position
                 self._hold_position = hold_point(self.law.model, q, p, self._goal, HOLD_INSET)
@@ -671,6 +680,14 @@ class ReachSupervisor:
 
     def _plan_or_abort(self, t: float, q: np.ndarray, what: str) -> None:
         s = self.settings
+        if self._path_plans < s.max_path_plans and self._spend_budget() and not self._path_failed:
+            self._path_plans += 1  # a joint path through the budget first
+            self._searched = self._nodes = 0
+            self._best_approach = None
+            self._stall_note = what
+            seed = s.plan_seed * 100003 + self._goal_id * 101 + 90 + self._path_plans
+            self._start_search(PathPlanner, q, PATH_STEPS * s.plan_max_steps, seed)
+            return
         if not self._first_loops and self._plans == 0 and s.max_loop_plans > 0:
             self._first_loops = True  # loops from the first stall, before any detour
             self._searched = self._nodes = 0
@@ -760,35 +777,18 @@ class ReachSupervisor:
     ) -> None:
         """A search by ``planner`` (:class:`RnsPlanner` or its subclass :class:`LoopPlanner`)
         from ``q`` toward the goal, of at most ``steps`` rollout steps."""
-        s = self.settings
+        options = search_options(self.settings, self._spend_budget() or 0.0)
         self._planner = planner(
-            self.law,
-            q,
-            self._goal,
-            self._reference,
-            budget=self._spend_budget() or 0.0,
-            position_tolerance=s.position_tolerance,
-            attitude_tolerance=s.attitude_tolerance,
-            stall_time=s.stall_time,
-            stall_progress=s.stall_progress,
-            dt=s.plan_dt,
-            radius=s.plan_radius,
-            max_steps=steps,
-            seed=seed,
+            self.law, q, self._goal, self._reference, max_steps=steps, seed=seed, **options
         )
         self._plan = None
         self._phase = GoalPhase.PLANNING
 
-    def _loops_note(self) -> str:
-        if self._loop_plans == 0 and not self._first_loops:
-            return ''
-        first = ' and 1 for complete plans at the first stall' if self._first_loops else ''
-        return (
-            f', {self._loop_plans} loop search(es) (max_loop_plans '
-            f'{self.settings.max_loop_plans}){first} planning {self._loops} Lie-bracket '
-            f'loop(s), the attitude the goal needs brought to '
-            f'{math.degrees(self._loop_delta):.3f} deg at best'
-        )
+    def _loops_note(self) -> str:  # (and the joint-path searches)
+        n, first, p = self._loop_plans, self._first_loops, self._path_plans
+        paths = f', {p} joint-path search(es) (max_path_plans {self.settings.max_path_plans})'
+        notes = loops_note(n, self.settings.max_loop_plans, first, self._loops, self._loop_delta)
+        return (paths if p else '') + notes
 
     def _advance_planner(self, t: float, q: np.ndarray) -> None:
         s = self.settings
@@ -811,6 +811,10 @@ class ReachSupervisor:
         if isinstance(planner, LoopPlanner):
             self._loops += planner.loops
             self._loop_delta = min(self._loop_delta, planner.delta)
+        if isinstance(planner, PathPlanner) and planner.plan is None:
+            self._path_failed = True  # (the other searches, in their order)
+            self._plan_or_abort(t, q, self._stall_note)
+            return
         if planner.plan is None and self._plans < s.max_plans:
             self._start_planner(q)  # multi-start: another seed, from where the arm is held
             return
@@ -819,14 +823,7 @@ class ReachSupervisor:
             return
         if planner.plan is None:
             best = self._best_approach
-            figures = ''
-            if best is not None:
-                figures = (
-                    f'; best predicted approach {best.error * 1e3:.1f} mm short with the '
-                    f'attitude {math.degrees(best.offset):.3f} deg off (max '
-                    f'{math.degrees(best.max_offset):.3f}, budget '
-                    f'{self.settings.attitude_budget_deg:g} deg)'
-                )
+            figures = '' if best is None else best.note(s.attitude_budget_deg)
             self._abort(
                 t,
                 q,

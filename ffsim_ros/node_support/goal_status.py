@@ -160,6 +160,7 @@ REACH_FIELDS = (
     'goal_timeout',
     'max_plans',
     'max_loop_plans',
+    'max_path_plans',
 )
 
 
@@ -235,5 +236,13 @@ def reach_specs() -> list[ParameterSpec]:
             'reactionless mode: searches for Lie-bracket loops (cyclic joint motions that '
             'leave the base still) once the detour searches found no path (0: none)',
             count(*REACH_BOUNDS['max_loop_plans']),
+        ),
+        ParameterSpec(
+            'reach.max_path_plans',
+            ReachSettings().max_path_plans,
+            'reactionless mode: searches for a joint path that spends the attitude budget and '
+            'gives it back (direct collocation), from the first stall of an ee_goal, before '
+            'the other searches (0: none)',
+            count(*REACH_BOUNDS['max_path_plans']),
         ),
     ]

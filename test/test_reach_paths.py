@@ -1,0 +1,232 @@
+"""Issue 15, joint paths through the attitude budget (``ffsim_ros.control.paths``): the
+collocation problem against finite differences and an independent integration of the
+zero-momentum kinematics, the planner's determinism and clean-up, and a goal the tree and loop
+searches aborted reached in the closed loop (in-process, no DDS).
+
+The goal is seed 1's goal 10 of ``benchmarks/reach.py`` (servicer, reactionless): aborted
+before as "no path through the reaction null space" after three detour and four loop searches
+(the attitude the goal needed brought to 0.59 deg at best, against a 0.2 deg budget).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import threading
+
+import numpy as np
+import pytest
+
+import ffsim_ros.dynamics as D
+from ffsim_ros.control import (
+    Gains,
+    GoalOutcome,
+    ReachSettings,
+    ReachSupervisor,
+    ReactionlessController,
+    attitude_error,
+)
+from ffsim_ros.control.closed_loop import ClosedLoop
+from ffsim_ros.control.paths import (
+    CHECK_FINAL,
+    CHECK_MAX,
+    PathPlanner,
+    PathProblem,
+    path_reference,
+    resampled,
+)
+from ffsim_ros.control.rns import zero_momentum_step
+from ffsim_ros.resources import sample_robot
+
+SERVICER = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
+SETTINGS = ReachSettings()
+REFERENCE = np.array([0.0, 0.0, 0.0, 1.0])
+#: Where seed 1's goal 10 started: base CoM position [m], joint angles [rad] (base attitude at
+#: the reference to 5e-11 rad).
+BASE = np.array([-2.1917610324114292e-02, -3.2578885161690446e-03, 5.5263111648289130e-04])
+PHI = np.array(
+    [
+        -3.2497408451163856e-01,
+        3.0753044287712389e-01,
+        -3.2937434928477544e-01,
+        -8.0100999903198389e-01,
+        1.2666345770089149e-01,
+        -1.1595763647591777e00,
+        1.5284065080659726e00,
+    ]
+)
+GOAL = np.array([2.814599667115313, -0.1655295617165437, 1.0826183426941942])
+
+
+def start() -> np.ndarray:
+    q = D.neutral(SERVICER)
+    q[:3] = BASE
+    q[7:] = PHI
+    return q
+
+
+def law() -> ReactionlessController:
+    return ReactionlessController(SERVICER, 'ee_link', gains=Gains(k_null=0.0))
+
+
+def planner(seed: int = 3) -> PathPlanner:
+    return PathPlanner(
+        law(),
+        start(),
+        GOAL,
+        REFERENCE,
+        budget=0.9 * SETTINGS.attitude_budget,
+        position_tolerance=SETTINGS.position_tolerance,
+        attitude_tolerance=SETTINGS.attitude_tolerance,
+        max_steps=10**7,
+        seed=seed,
+    )
+
+
+def integrated(q0: np.ndarray, path: np.ndarray, step: float) -> tuple[list[float], np.ndarray]:
+    """The attitude offsets [rad] along a joint path (k, n) followed at joint steps of at most
+    ``step`` [rad] with the zero-momentum kinematics (``rns.zero_momentum_step``, the base
+    moved by ``-B phidot`` with ``B`` from the law's task terms), and the last configuration."""
+    lw, q = law(), q0.copy()
+    offsets = [float(np.linalg.norm(attitude_error(q[3:7], REFERENCE)))]
+    for a, b in zip(path[:-1], path[1:], strict=True):
+        k = max(1, math.ceil(np.abs(b - a).max() / step))
+        for _ in range(k):
+            qm = zero_momentum_step(SERVICER, q, (b - a) / k, lw.task_terms(q).B, 0.5)
+            q = zero_momentum_step(SERVICER, q, (b - a) / k, lw.task_terms(qm).B, 1.0)  # midpoint
+            offsets.append(float(np.linalg.norm(attitude_error(q[3:7], REFERENCE))))
+    return offsets, q
+
+
+@pytest.fixture(scope='module')
+def plan():
+    p = planner()
+    while not p.advance(400):
+        pass
+    assert p.error is None and p.plan is not None
+    return p.plan
+
+
+def test_collocation_gradients_match_central_differences() -> None:
+    """Objective, attitude bounds and the end-effector constraint: analytic Jacobians against
+    central differences at a point off any solution (a straight path, perturbed)."""
+    prob = PathProblem(law(), start(), GOAL, REFERENCE)
+    prob.set_size(6, 0.003, 0.001)
+    rng = np.random.default_rng(0)
+    end = prob.inverse_kinematics(prob.q0[prob.free])
+    P = np.linspace(prob.q0[prob.free], end, 7) + rng.normal(0.0, 0.05, (7, prob.m))
+    x = np.clip(P[1:].ravel(), np.tile(prob.lo, 6), np.tile(prob.hi, 6))
+    h = 1e-6
+    for fun, jac, tol in (
+        (prob.objective, prob.objective_gradient, 1e-7),
+        (prob.inequalities, prob.inequalities_jacobian, 2e-4),
+        (prob.equalities, prob.equalities_jacobian, 2e-3),
+    ):
+        J = np.atleast_2d(jac(x))
+        fd = np.empty_like(J)
+        for i in range(len(x)):
+            e = np.zeros_like(x)
+            e[i] = h
+            fd[:, i] = (np.atleast_1d(fun(x + e)) - np.atleast_1d(fun(x - e))) / (2 * h)
+        assert np.abs(J - fd).max() <= tol * np.abs(fd).max(), fun.__name__
+
+
+def test_shooting_and_check_agree_with_the_zero_momentum_kinematics() -> None:
+    """On a path of 1-2 rad per joint, the problem's BCH shooting over 40 segments and the
+    fine check (8 exact SO(3) steps per segment) give the attitude the project's
+    zero-momentum step gives at 0.002 rad joint steps (midpoint ``B``), and the check's end
+    effector is the integrated one's."""
+    prob = PathProblem(law(), start(), GOAL, REFERENCE)
+    rng = np.random.default_rng(1)
+    P = resampled(
+        np.vstack([prob.q0, prob.q0 + rng.uniform(-1.0, 1.0, 7), prob.q0 + rng.normal(0, 0.5, 7)]),
+        40,
+    )
+    prob.set_size(40, 0.1, 0.1)
+    prob.inequalities(P[1:].ravel())
+    offsets, q_end = integrated(start(), P, 0.002)
+    top, final, _, phis = prob.check(P)
+    assert final > math.radians(0.2)  # (a path that turns the base: a real comparison)
+    assert abs(final - offsets[-1]) < 2e-3 * offsets[-1]
+    assert abs(top - max(offsets)) < 2e-3 * max(offsets)
+    assert abs(np.linalg.norm(prob.phi[-1]) - offsets[-1]) < 2e-2 * offsets[-1]
+    np.testing.assert_allclose(phis[-1], attitude_error(REFERENCE, q_end[3:7]), atol=1e-5)
+    ee = D.link_pose(SERVICER, q_end, 'ee_link')[0]  # the check's end effector: the same point
+    assert abs(prob.check(P)[2] - float(np.linalg.norm(ee - GOAL))) < 1e-4
+
+
+def test_the_planned_path_keeps_the_budget_in_an_independent_integration(plan) -> None:
+    """The plan for a goal the other searches aborted: the path, followed with the
+    zero-momentum kinematics at 0.002 rad steps, keeps the base within the check's share of
+    the budget, ends within the tolerance with the end effector on the goal, inside the joint
+    limits; its times follow the speed limits."""
+    (segment,) = plan.segments
+    offsets, q_end = integrated(start(), segment.path, 0.002)
+    budget, tol = 0.9 * SETTINGS.attitude_budget, SETTINGS.attitude_tolerance
+    assert max(offsets) <= 1.02 * CHECK_MAX * budget
+    assert offsets[-1] <= 1.05 * CHECK_FINAL * tol
+    assert np.linalg.norm(D.link_pose(SERVICER, q_end, 'ee_link')[0] - GOAL) < 0.5e-2
+    assert np.all(segment.path >= SERVICER.lower) and np.all(segment.path <= SERVICER.upper)
+    rates = np.diff(segment.path, axis=0) / np.diff(segment.times)[:, None]
+    assert np.all(np.abs(rates) <= SERVICER.velocity_limit + 1e-9)
+    assert plan.approach.max_offset <= CHECK_MAX * budget
+    # the reference follows the path in time
+    q_ref, v_ref, phi = path_reference(segment, 0.5 * segment.times[-1])
+    k = np.searchsorted(segment.times, 0.5 * segment.times[-1]) - 1
+    assert np.all(np.minimum(segment.path[k], segment.path[k + 1]) - 1e-12 <= q_ref)
+    np.testing.assert_allclose(
+        v_ref, (segment.path[k + 1] - segment.path[k]) / np.diff(segment.times)[k]
+    )
+    assert path_reference(segment, 1e9)[1].tolist() == [0.0] * 7
+
+
+def test_the_search_is_deterministic_whatever_the_step_budgets(plan) -> None:
+    """The worker thread runs only within ``advance``: budgets of 40 and of 4000 steps per call
+    give the same path to the bit."""
+    p = planner()
+    while not p.advance(40):
+        pass
+    np.testing.assert_array_equal(p.plan.segments[0].path, plan.segments[0].path)
+
+
+def test_a_dropped_search_ends_its_worker_thread() -> None:
+    p = planner()
+    p.advance(8)
+    thread = p._handoff.thread
+    assert thread.is_alive()
+    del p
+    gc.collect()
+    thread.join(timeout=30.0)
+    assert not thread.is_alive()
+    assert not any(t.name == 'ffsim-path-planner' for t in threading.enumerate())
+
+
+def test_a_goal_the_tree_and_loop_searches_aborted_is_reached_on_the_path() -> None:
+    """The closed loop (RK4 1 kHz, the supervisor at 100 Hz): the goal is reached on the
+    planned path, the base never beyond the budget, back under the tolerance."""
+    loop = ClosedLoop(ReachSupervisor(law(), SETTINGS), q=start())
+    loop.supervisor.reset_attitude_reference(start())
+    record = loop.run_goal(GOAL)
+    status = loop.supervisor.status
+    assert record.outcome is GoalOutcome.REACHED, status.reason
+    assert 'on detour' in status.reason
+    assert status.max_attitude_offset <= SETTINGS.attitude_budget
+    assert loop.attitude_offset() < SETTINGS.attitude_tolerance
+    assert np.linalg.norm(loop.ee_position() - GOAL) <= SETTINGS.position_tolerance
+
+
+def test_a_path_search_cut_by_its_step_budget_hands_over_to_the_other_searches() -> None:
+    """A law that cannot move toward the goal (kp_task 0) stalls; the joint-path search, cut
+    by its step budget (``PATH_STEPS * plan_max_steps``: 20 evaluations here) before a plan,
+    runs once (not again from the same state), then the detour searches; the abort reason
+    counts them all. In process, the arm held still while searching."""
+    settings = ReachSettings(plan_max_steps=20, max_loop_plans=0)
+    sup = ReachSupervisor(
+        ReactionlessController(SERVICER, 'ee_link', gains=Gains(kp_task=0.0)), settings
+    )
+    loop = ClosedLoop(sup, q=start())
+    record = loop.run_goal(loop.ee_position() + np.array([0.0, 0.2, 0.0]), timeout=60.0)
+    assert record.outcome is GoalOutcome.ABORTED
+    assert record.reason.startswith('no path through the reaction null space: 3 search(es)')
+    assert ', 1 joint-path search(es) (max_path_plans 2)' in record.reason
+    assert record.plans == settings.max_plans
