@@ -249,6 +249,7 @@ def test_chains_without_stiff_friction_step_bit_for_bit_as_before(friction: floa
         np.array((1.0, 1.0, 1e-13, 10.0)),
         Qr,
         Vr,
+        np.empty(0),  # no base-frame wrench
     )
     np.testing.assert_array_equal(Q, Qr)
     np.testing.assert_array_equal(V, Vr)

@@ -206,11 +206,8 @@ def test_engine_with_a_body_frame_base_wrench_steps_like_the_chain() -> None:
     engine.set_base_wrench(w, frame='base')
     snap = engine.advance(20)
     qr, vr = q, v
-    for _ in range(20):
-        R = D.lie.quat_to_matrix(qr[3:7])
-        qr, vr = chain.step(
-            qr, vr, np.zeros(model.n), 1e-3, base_wrench=np.r_[R @ w[:3], R @ w[3:]]
-        )
+    for _ in range(20):  # (turned at each RK4 stage: test_closed_chain_body_wrench.py)
+        qr, vr = chain.step(qr, vr, np.zeros(model.n), 1e-3, base_wrench_body=w)
     assert np.abs(snap.q - qr).max() < 1e-12 and np.abs(snap.v - vr).max() < 1e-12
     assert _closure(chain, snap.q, snap.v) < 1e-12
 

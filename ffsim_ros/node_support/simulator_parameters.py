@@ -137,7 +137,7 @@ PARAMETERS = ParameterTable(
         ParameterSpec(
             'gravity',
             [0.0, 0.0, 0.0],
-            'gravity in world_frame [m/s^2]; zero in orbit',
+            'gravity in world_frame [m/s^2]; zero in orbit; the targets fall with it too',
             vector(3, bound=1e3),
         ),
         ParameterSpec(

@@ -26,7 +26,11 @@ Coulomb friction, integrated over the normal impulse ``p`` as Routh's method doe
 (Stronge, *Impact Mechanics*, 2000, chs. 4-5). While the contact slides in the direction
 ``s = u_t / |u_t|`` the friction impulse grows as ``-mu s dp``; when the slip stops it sticks
 if the friction cone can hold it (``|dP_t / dp| <= mu``, ``dP_t / dp = -W_tt^-1 W_tn``), else
-it slides again in the direction the slip grows in. Compression ends when ``u_n = 0``; the
+it slides again in the direction the slip grows in: the ray ``W_tn - mu W_tt s = lam s``,
+``lam > 0``, which it keeps to the end. A slide whose direction stays fixed (that restart, a slip
+in one line) is a straight line in ``u``, followed exactly to its events; one whose
+direction turns, by RK4 with steps under ``|u_t| / (mu lambda_max(W_tt) + |du_t/dp|) / 10``
+(the direction equation is stiff near zero slip). Compression ends when ``u_n = 0``; the
 restitution phase ends when the normal impulse has given back ``e^2`` times the work it took
 in compression (``int u_n dp``). With ``e`` in [0, 1] the kinetic energy never increases
 (energy-consistent, unlike Newton's kinematic restitution with friction). Frictionless it
@@ -64,6 +68,12 @@ from ffsim_ros.dynamics.lie import perpendicular_basis, skew
 _EVENT_RTOL = 1e-13
 #: Normal-impulse steps per estimated total impulse while sliding.
 _SLIDE_STEPS = 200
+#: Largest RK4 step of a turning slide relative to ``|u_t| / (mu lambda_max(W_tt) + |g|)``,
+#: ``g = du_t/dp``: near zero slip the direction equation is stiff (rate
+#: ``mu s_perp^T W_tt s_perp / |u_t|``); 0.1 gave <= 5e-9 against a converged integration.
+_TURN_STEP = 0.1
+#: A slide is a straight line where its direction is off a fixed ray by less than this [rad].
+_STEADY_RTOL = 1e-9
 #: Largest friction coefficient of the laws and :func:`solve_impact`: real ones are below ~10,
 #: and 1e6 already sticks whenever sticking can hold; near 1e308 the impulse overflows (NaN).
 MAX_FRICTION = 1e6
@@ -460,6 +470,7 @@ class _Impulse:
         self.E = 0.0
         self.scale = float(np.linalg.norm(u))
         self.tiny = 1e-12 * max(self.scale, 1e-300)
+        self.wtt_max = float(np.linalg.eigvalsh(Wc[1:, 1:])[-1])
 
     def rate(self, u: np.ndarray, slip: np.ndarray | None) -> np.ndarray:
         """``dP/dp`` for sliding along ``slip`` (unit, tangent) or sticking (None)."""
@@ -507,6 +518,40 @@ class _Impulse:
                     best, best_dot = sm, dot
         return best
 
+    def steady(self, dP: np.ndarray) -> bool:
+        """Whether the slip ``u_t`` (not zero) is on a ray where it changes along itself at the
+        rate ``dP`` (``g = du_t/dp``): its direction then stays fixed, the slide is a straight
+        line. Its direction is off such a ray by about ``|g_perp| / (mu w_perp + |g|)``
+        (``w_perp = s_perp^T W_tt s_perp``), which :data:`_STEADY_RTOL` bounds."""
+        ut, g = self.u[1:], self.W[1:] @ dP
+        s = ut / np.linalg.norm(ut)
+        perp = np.array([-s[1], s[0]])
+        w_perp = self.mu * float(perp @ self.W[1:, 1:] @ perp)
+        return abs(float(perp @ g)) <= _STEADY_RTOL * (w_perp + float(np.linalg.norm(g)))
+
+    def next_event(self, dP: np.ndarray, target: float | None, stop: bool) -> tuple[float, str]:
+        """The normal impulse to the next event at the constant rate ``dP/dp = dP`` and the
+        event: ``'compression'`` (its end, ``target`` None), ``'restitution'`` (``E = target``)
+        or with ``stop`` ``'stop'`` (the slip at its least, zero on a straight line); an
+        infinite impulse where none comes."""
+        du = self.W @ dP
+        h = _linear_event(self.u[0], float(du[0]), self.E, target)
+        event = 'compression' if target is None else 'restitution'
+        g = du[1:]
+        gg = float(g @ g)
+        if stop and gg > 0.0:
+            h_stop = -float(self.u[1:] @ g) / gg
+            if 0.0 <= h_stop < h:
+                h, event = h_stop, 'stop'
+        return h, event
+
+    def advance(self, h: float, dP: np.ndarray) -> None:
+        """Advance by ``h`` at the constant rate ``dP/dp = dP`` (exact)."""
+        a = float(self.W[0] @ dP)
+        self.E += self.u[0] * h + 0.5 * a * h * h
+        self.P = self.P + h * dP
+        self.u = self.u + h * (self.W @ dP)
+
     def rk4(self, h: float, slip0: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """One RK4 step of ``h`` while sliding (``slip0`` used where ``u_t`` vanishes)."""
 
@@ -530,13 +575,22 @@ class _Impulse:
 
 def _linear_event(u_n: float, a: float, E: float, target: float | None) -> float:
     """Normal impulse to the next event along a linear phase ``u_n(p) = u_n + a p``: the end
-    of compression (``target`` None) or ``E(p) = target`` (restitution)."""
+    of compression (``target`` None) or ``E(p) = target`` (restitution); ``inf`` if it does
+    not come."""
     if target is None:
-        return -u_n / a
-    # E + u_n p + a p^2 / 2 = target, the root with p >= 0 on the rising branch
+        return -u_n / a if a > 0.0 else np.inf
+    # c + u_n p + a p^2 / 2 = 0 (c = E - target <= 0): its least root p >= 0, in forms that do
+    # not cancel (-2 c / (u_n + r) is (-u_n + r) / a, r = sqrt(u_n^2 - 2 a c))
     c = E - target
-    disc = max(u_n * u_n - 2.0 * a * c, 0.0)
-    return (-u_n + np.sqrt(disc)) / a
+    if c >= 0.0:
+        return 0.0
+    disc = u_n * u_n - 2.0 * a * c
+    if disc < 0.0:
+        return np.inf  # a < 0: u_n turns back before the work reaches the target
+    r = np.sqrt(disc)
+    if u_n >= 0.0:
+        return -2.0 * c / (u_n + r) if u_n + r > 0.0 else np.inf
+    return (-u_n + r) / a if a > 0.0 else np.inf
 
 
 def solve_impact(
@@ -605,21 +659,18 @@ def solve_impact(
     slack = 0.0  # its tolerance (_end_compression)
     phases: list[str] = []
     sticking = False
+    ray: np.ndarray | None = None  # the slip's direction once it restarted from rest
     for _ in range(100000):
         if p_c is not None and st.E >= target - slack:
             break
         slipping = np.linalg.norm(st.u[1:]) > st.tiny
-        if not slipping and st.stick_holds():
+        if ray is None and not slipping and st.stick_holds():
             if not phases or phases[-1] != 'stick':
                 phases.append('stick')
             sticking = True
             st.u[1:] = 0.0
             dP = st.rate(st.u, None)
-            a = float(Wc[0] @ dP)
-            h = _linear_event(st.u[0], a, st.E, target)
-            st.E += st.u[0] * h + 0.5 * a * h * h
-            st.P = st.P + h * dP
-            st.u = st.u + h * (Wc @ dP)
+            st.advance(st.next_event(dP, target, False)[0], dP)
             st.u[1:] = 0.0
             if p_c is None:
                 st.u[0] = 0.0
@@ -628,13 +679,34 @@ def solve_impact(
         if not phases or phases[-1] != 'slide':
             phases.append('slide')
         sticking = False
-        slip0 = st.slip_direction()
+        slip0 = st.slip_direction() if ray is None else ray
+        dP = st.rate(st.u, slip0)
+        rate = float(slip0 @ (Wc[1:] @ dP))
+        if ray is None and not slipping and rate > 0.0:
+            # restart from rest: the slip grows along the ray W_tn - mu W_tt s = rate s, where
+            # its direction stays fixed to the end of the impact
+            ray = slip0
+        if ray is not None or (slipping and st.steady(dP)):
+            # a straight line in u: exact to the next event
+            h, event = st.next_event(dP, target, ray is None)
+            if np.isfinite(h):
+                st.advance(h, dP)
+                if event == 'stop':
+                    st.u[1:] = 0.0
+                elif event == 'compression':
+                    st.u[0] = 0.0
+                    p_c, target, slack = _end_compression(st, e)
+                continue
         h = h_max
-        # do not step past the end of the slip: shrink towards |u_t| = 0 (linear estimate)
         ut = st.u[1:]
-        rate = float(slip0 @ (Wc[1:] @ st.rate(st.u, slip0)))
         if slipping and rate < 0.0:
+            # do not step past the end of the slip: shrink towards |u_t| = 0 (linear estimate)
             h = min(h, np.linalg.norm(ut) / -rate)
+        if slipping and st.wtt_max > 0.0:
+            # near zero slip its direction turns fast: the direction equation is stiff (rate
+            # up to mu lambda_max(W_tt) / |u_t|), which explicit RK4 follows below that step
+            g = float(np.linalg.norm(Wc[1:] @ dP))
+            h = min(h, _TURN_STEP * np.linalg.norm(ut) / (mu * st.wtt_max + g))
         u1, P1, E1 = st.rk4(h, slip0)
         event = _crossed(st, u1, E1, p_c, target)
         if event is not None:

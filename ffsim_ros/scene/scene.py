@@ -331,20 +331,17 @@ class Scene:
         ------
         ValueError
             A name in use, a non-finite state, a root body (or ball joint) turning by pi rad
-            or more in a step, a gravity other than the robot's, or shapes overlapping the
-            robot or another target (named) deeper than :attr:`placement_slack` (touching is
-            fine); nothing is added then.
+            or more in a step, a non-zero gravity other than the robot's (one built without
+            gravity falls with the robot's: :meth:`.Target.in_gravity`), or shapes overlapping
+            the robot or another target (named) deeper than :attr:`placement_slack` (touching
+            is fine); nothing is added then.
         """
         if not isinstance(target, Target):
             raise ValueError(f'add_target: expected a Target, got {type(target).__name__}')
         name = check_name(target.name)
         if name in self._specs:
             raise ValueError(f'target {name!r}: a target of that name exists')
-        if not np.array_equal(target.model.gravity, self.robot_model.gravity):
-            raise ValueError(
-                f'target {name!r}: gravity {target.model.gravity.tolist()} differs from the '
-                f"robot's {self.robot_model.gravity.tolist()}"
-            )
+        target = target.in_gravity(self.robot_model.gravity)
         where = f'target {name!r} state'
         q, v = checked_state(target.model, target.q, target.v, where, dt=self.dt)
         placed = PlacedShapes(target.model, target.shapes)

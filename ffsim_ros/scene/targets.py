@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -257,6 +257,36 @@ class Target:
     handles: tuple[Handle, ...]
     q: np.ndarray
     v: np.ndarray
+
+    def in_gravity(self, gravity: np.ndarray) -> Target:
+        """This target in the scene's uniform ``gravity`` (3,) [m/s^2], the robot's: a target
+        built without gravity (the builders' default) gets it, to fall with the robot; one
+        given a non-zero gravity must have that one.
+
+        Parameters
+        ----------
+        gravity : (3,) ndarray
+            The robot's gravity, world frame [m/s^2].
+
+        Returns
+        -------
+        Target
+            This target, or a copy whose model has ``gravity``.
+
+        Raises
+        ------
+        ValueError
+            A non-zero gravity of the target's other than ``gravity`` (both shown).
+        """
+        own = self.model.gravity
+        if not np.any(own) and np.any(gravity):
+            return replace(self, model=D.with_gravity(self.model, gravity))
+        if not np.array_equal(own, gravity):
+            raise ValueError(
+                f"target {self.name!r}: gravity {own.tolist()} differs from the robot's "
+                f"{np.asarray(gravity).tolist()} (one built without gravity takes the robot's)"
+            )
+        return self
 
 
 def check_name(name: str) -> str:

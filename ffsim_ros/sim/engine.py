@@ -224,7 +224,7 @@ class Engine:
             raise ValueError("world: expected a scene on the engine's model and step")
         self._world = world
         snap = self.snapshot()
-        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
+        self._anchor(snap)
 
     # ---------------------------------------------------------------------------- config
     @property
@@ -381,7 +381,7 @@ class Engine:
         if self._world is not None:
             self._world.sync(self._q, self._v, 0)
         snap = self.snapshot()
-        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
+        self._anchor(snap)
         return snap
 
     def set_state(self, q: np.ndarray, v: np.ndarray) -> Snapshot:
@@ -468,8 +468,15 @@ class Engine:
         self._fault = '' if clear else self._fault
         self._step += 1
         snap = self.snapshot()
-        self._watchdog.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy)
+        self._anchor(snap)
         return snap
+
+    def _anchor(self, snap: Snapshot) -> None:
+        """The watchdog's new reference: ``snap`` (with targets, its momentum and CoM are
+        those of robot and targets: their total mass, which gravity pulls on)."""
+        mass = None if snap.world is None else self._world.totals(snap.world).mass
+        w = self._watchdog
+        w.anchor(snap.q, snap.v, snap.momentum, snap.com, snap.kinetic_energy, mass=mass)
 
     def _checked_state(self, q: object, v: object) -> tuple[np.ndarray, np.ndarray]:
         model = self._model
@@ -853,16 +860,15 @@ class Engine:
         dt: float,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``count`` steps of ``dt`` of the closed chain: one compiled run without wrenches,
-        else step by step (a base wrench in the base frame turns with the base). The
-        projection onto the momentum follows ``conserve_momentum`` (not under a wrench)."""
+        else step by step (a base wrench in the base frame turns with the base: re-expressed
+        at each RK4 stage). The projection onto the momentum follows ``conserve_momentum``
+        (not under a wrench)."""
         chain = self._chain
         if not wrenches:
             _, Q, V = chain.simulate(q, v, tau, count * dt, dt, conserve_momentum=self._conserve)
             return Q[-1], V[-1]
-        links = wrenches.get('link_wrenches')
         for _ in range(count):
-            base = self._wrenches.base_in_world(q)
-            q, v = chain.step(q, v, tau, dt, base_wrench=base, link_wrenches=links)
+            q, v = chain.step(q, v, tau, dt, **wrenches)
         return q, v
 
     def _commit(

@@ -128,6 +128,7 @@ class Watchdog:
         self.momentum_tolerance = float(momentum_tolerance)
         self.energy_tolerance = float(energy_tolerance)
         self._mass = float(model.total_mass)
+        self._system_mass = self._mass  # (robot and targets with a world: :meth:`anchor`)
         H0 = D.inertia_blocks(model, D.neutral(model))[0]
         self._gyration = math.sqrt(max(float(np.trace(H0[3:, 3:])), 0.0) / self._mass)
         self._gravity = tuple(float(x) for x in model.gravity)
@@ -167,7 +168,7 @@ class Watchdog:
         if kinetic is None:
             kinetic = D.kinetic_energy(self.model, q, v)
         g, r = self._gravity, com.tolist()
-        return kinetic - self._mass * (g[0] * r[0] + g[1] * r[1] + g[2] * r[2])
+        return kinetic - self._system_mass * (g[0] * r[0] + g[1] * r[1] + g[2] * r[2])
 
     def runaway(
         self,
@@ -218,11 +219,12 @@ class Watchdog:
         momentum: np.ndarray,
         com: np.ndarray,
         kinetic: float | None = None,
+        mass: float | None = None,
     ) -> None:
         """Take the state as the new reference (after a jump, or under a wrench).
 
         ``momentum`` (6,) is ``[P; L_g]`` about the system CoM ``com`` (3,), as in a
-        :class:`~ffsim_ros.sim.Snapshot`.
+        :class:`~ffsim_ros.sim.Snapshot`; ``mass`` is the system's until the next anchor.
 
         Parameters
         ----------
@@ -239,8 +241,14 @@ class Watchdog:
             System CoM, world [m].
         kinetic : float, optional
             Kinetic energy at the state [J] (None: computed from ``q``, ``v``).
+        mass : float, optional
+            Mass [kg] of the system whose momentum and CoM these are, the robot's when None
+            (robot and targets: the total, which the weight's impulse and the potential
+            energy are taken with).
         """
-        self._ref = _about_origin(momentum, com), tuple(self._mass * float(x) for x in com)
+        self._system_mass = self._mass if mass is None else float(mass)
+        M = self._system_mass
+        self._ref = _about_origin(momentum, com), tuple(M * float(x) for x in com)
         self._last_energy = self.energy(q, v, com, kinetic)
         self._intervals.clear()
         self._sums = [0, 0.0, 0.0, 0.0]  # span [ns], excess, work, |work| over the window
@@ -298,10 +306,10 @@ class Watchdog:
             excess [J], and a warning per check that failed.
         """
         if self._ref is None or not checked:
-            self.anchor(q, v, momentum, com, kinetic)
+            self.anchor(q, v, momentum, com, kinetic, self._system_mass)
             return self.health
         span = span_ns * 1e-9
-        M, g = self._mass, self._gravity
+        M, g = self._system_mass, self._gravity
         (P, L), c = self._ref
         if any(g):  # the weight's impulse (plain floats: this runs after every batch)
             Lg = tuple(

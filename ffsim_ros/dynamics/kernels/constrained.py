@@ -64,7 +64,7 @@ from .delassus import solve_delassus, solve_firm
 from .friction import joint_friction
 from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, unpack
-from .lie_group import RK4_NODES, RK4_WEIGHTS, chart_rate, integrate, rk4_stage
+from .lie_group import RK4_NODES, RK4_WEIGHTS, add_body_wrench, chart_rate, integrate, rk4_stage
 from .momentum import momentum_and_energy
 
 #: A position projection after a step that takes the configuration back by more than this
@@ -564,6 +564,7 @@ def closed_chain_step(
     nrows: int,
     dt: float,
     settings: np.ndarray,
+    wrench_body: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """One RK4 step of the closed chain in the local chart at ``q`` (the scheme of
     :func:`.lie_group.rk4_step`, :func:`closed_chain_dynamics` at each stage), then the
@@ -584,6 +585,8 @@ def closed_chain_step(
         threshold.
     settings : (4,) ``[project, conserve, tol, max_iter]`` (flags as 0/1; ``tol`` on the loop
         errors [m, rad, m/s, rad/s]).
+    wrench_body : (6,) ``[f; n]`` at the base CoM in the base frame [N, N m], added to ``gen``
+        turned by each stage's base attitude (:func:`.lie_group.add_body_wrench`), or (0,).
 
     Returns
     -------
@@ -609,15 +612,18 @@ def closed_chain_step(
     theta = np.zeros(nv)
     v_sum = np.zeros(nv)
     qs, vs, ths = q, v, d
+    force = gen.copy()
     for s in range(4):
         if s > 0:
             qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
+        if wrench_body.shape[0] > 0:
+            add_body_wrench(qs, gen, wrench_body, force)
         a = np.empty(nv)
         rank = closed_chain_dynamics(
             m,
             qs,
             vs,
-            gen,
+            force,
             empty,
             with_friction,
             loop_i,
@@ -821,6 +827,7 @@ def e_closed_chain_steps(
     settings: np.ndarray,
     Q: np.ndarray,
     V: np.ndarray,
+    wrench_body: np.ndarray,
 ) -> tuple:
     """Entry point: ``k`` steps of :func:`closed_chain_step` on the packed model, the
     efforts held, from ``Q[0]``, ``V[0]``.
@@ -843,8 +850,9 @@ def e_closed_chain_steps(
     m = unpack(idata, fdata)
     for s in range(Q.shape[0] - 1):
         qn, vn, status = closed_chain_step(
-            m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings
-        )
+            m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings,
+            wrench_body,
+        )  # fmt: skip
         if status != 0:
             if status != 1:
                 Q[s + 1] = qn

@@ -230,6 +230,7 @@ class LoopKernel:
         k: int,
         gains: tuple[float, float],
         settings: tuple[bool, bool, float, int],
+        wrench_body: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``k`` compiled RK4 steps with the projection, the efforts held
         (:func:`~ffsim_ros.dynamics.kernels.constrained.e_closed_chain_steps`).
@@ -254,6 +255,9 @@ class LoopKernel:
             ``(project, conserve, tol, max_iter)``: project onto the manifold after each
             step, correct the momentum to its gravity-only value, the projection's tolerance
             [m, rad] and iteration limit.
+        wrench_body : (6,) ndarray, optional
+            ``[f; n]`` at the base CoM in the base frame [N, N m], held in that frame: added
+            to ``gen`` turned by the base attitude of each RK4 stage (a thruster's wrench).
 
         Returns
         -------
@@ -271,8 +275,11 @@ class LoopKernel:
         V = np.empty((k + 1, v.size))
         Q[0], V[0] = q, v
         first = 0
+        body = np.empty(0) if wrench_body is None else np.array(wrench_body, dtype=float)
         while True:  # compiled runs, a step closed onto a loop singularity redone between
-            status, done = self._compiled_run(Q[first:], V[first:], gen, dt, k, gains, settings)
+            status, done = self._compiled_run(
+                Q[first:], V[first:], gen, dt, k, gains, settings, body
+            )
             done += first
             at = f' (step {done + 1} of {k}, t = {done * dt:.6g} s)' if k > 1 else ''
             if status == 1:
@@ -304,10 +311,12 @@ class LoopKernel:
         k: int,
         gains: tuple[float, float],
         settings: tuple[bool, bool, float, int],
+        wrench_body: np.ndarray,
     ) -> tuple[int, int]:
         """:func:`~ffsim_ros.dynamics.kernels.constrained.e_closed_chain_steps` from ``Q[0]``,
         ``V[0]`` over the rows of ``Q``, ``V`` (views of :meth:`steps`' arrays, ``k`` the
-        run's step count for messages). Returns its ``(status, done)``."""
+        run's step count for messages; ``wrench_body`` (6,) or (0,)). Returns its
+        ``(status, done)``."""
         try:
             return self._call(
                 e_closed_chain_steps,
@@ -322,6 +331,7 @@ class LoopKernel:
                 np.array(settings, dtype=float),
                 Q,
                 V,
+                wrench_body,
             )  # type: ignore[return-value]
         except np.linalg.LinAlgError as exc:  # a kernel's own failure in a step
             done = int(np.argmax(~np.isfinite(Q).all(axis=1))) - 1  # the last finite row

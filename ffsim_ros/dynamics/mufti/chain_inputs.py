@@ -8,7 +8,15 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from ..inputs import ArrayLike, link_wrench_items, real_array, zero_quaternion_error
+from ..inputs import (
+    ArrayLike,
+    as_vector,
+    link_wrench_items,
+    real_array,
+    require_floating,
+    zero_quaternion_error,
+)
+from ..lie import quat_to_matrix
 from ..model import Model, UnknownNameError
 from .hinges import LoopClosure
 
@@ -32,6 +40,77 @@ def check_finite(where: str, **arrays: object) -> None:
         if not np.isfinite(x).all():
             i = int(np.flatnonzero(~np.isfinite(x))[0])
             raise ValueError(f'{where}: {name}: expected finite values, got {x[i]} at index {i}')
+
+
+def check_gains(alpha: object, beta: object) -> tuple[float, float]:
+    """Baumgarte's gains ``alpha`` [1/s], ``beta`` [1/s^2] of a :class:`~.closed.ClosedChain`
+    as floats: finite real numbers >= 0.
+
+    Raises
+    ------
+    ValueError
+        Naming the gain and what was expected.
+    """
+    for key, gain in (('alpha', alpha), ('beta', beta)):
+        real = isinstance(gain, int | float | np.integer | np.floating)
+        if isinstance(gain, bool) or not real:
+            raise ValueError(f'{key}: expected a number, got {gain!r}')
+    alpha, beta = float(alpha), float(beta)  # type: ignore[arg-type]
+    if not (np.isfinite(alpha) and np.isfinite(beta)) or alpha < 0 or beta < 0:
+        raise ValueError(f'alpha, beta: expected finite values >= 0, got {alpha}, {beta}')
+    return alpha, beta
+
+
+class BodyWrench:
+    """A base wrench held in the base frame (a thruster's): it turns with the base.
+
+    Parameters
+    ----------
+    wrench : (6,) ndarray
+        ``[f; n]`` at the base CoM in the base frame [N, N m], checked.
+    """
+
+    def __init__(self, wrench: np.ndarray) -> None:
+        self.wrench = wrench
+
+    @classmethod
+    def of(cls, model: Model, wrench: ArrayLike | None, where: str) -> BodyWrench | None:
+        """The ``base_wrench_body`` argument of a chain's step, checked (None: none acts).
+
+        Parameters
+        ----------
+        model : Model
+        wrench : (6,) array_like or None
+            ``[f; n]`` at the base CoM in the base frame [N, N m].
+        where : str
+            Prefix of the messages (the chain's loop closures).
+
+        Raises
+        ------
+        ValueError
+            A fixed-base model, a shape other than (6,) or a value that is not finite, named.
+        """
+        if wrench is None:
+            return None
+        require_floating(model, 'base_wrench_body')
+        check_finite(where, base_wrench_body=wrench)
+        return cls(as_vector(wrench, 6, 'base_wrench_body'))
+
+    def turn(self, force: np.ndarray | None, q: np.ndarray) -> np.ndarray:
+        """``force``, a base wrench (6,) or a generalized force ``[F_b; tau]`` (nv,) (None: a
+        zero base wrench), with the wrench added to its base part in the inertial frame at
+        the base attitude of ``q`` (nq,) (``q[3:7]``, x, y, z, w) [N, N m].
+
+        Returns
+        -------
+        (6,) or (nv,) ndarray
+            A new array.
+        """
+        R = quat_to_matrix(q[3:7])
+        out = np.zeros(6) if force is None else np.array(force, dtype=float)
+        out[:3] += R @ self.wrench[:3]
+        out[3:6] += R @ self.wrench[3:]
+        return out
 
 
 def name_bad_input(

@@ -60,7 +60,7 @@ from ..model import Model
 from .articulated import LoopKernel
 from .assembly import assemble_positions, assemble_velocities
 from .chain_friction import SplitFriction
-from .chain_inputs import check_finite, check_loops, name_bad_input
+from .chain_inputs import BodyWrench, check_finite, check_gains, check_loops, name_bad_input
 from .closing import close_after_step, close_loops
 from .hinges import LOOP_KINDS, LoopClosure
 from .linalg import RedundantConstraintWarning, block_mass_matrix, solve_lagrangian
@@ -154,13 +154,7 @@ class ClosedChain:
     ) -> None:
         _check_chain_method(method)
         loops = check_loops(model, loops)
-        for key, gain in (('alpha', alpha), ('beta', beta)):
-            real = isinstance(gain, int | float | np.integer | np.floating)
-            if isinstance(gain, bool) or not real:
-                raise ValueError(f'{key}: expected a number, got {gain!r}')
-        alpha, beta = float(alpha), float(beta)
-        if not (np.isfinite(alpha) and np.isfinite(beta)) or alpha < 0 or beta < 0:
-            raise ValueError(f'alpha, beta: expected finite values >= 0, got {alpha}, {beta}')
+        alpha, beta = check_gains(alpha, beta)
         self.model = model
         self.loops = loops
         self.alpha = alpha
@@ -718,6 +712,7 @@ class ClosedChain:
         stabilize: bool = False,
         project: bool = True,
         conserve_momentum: bool = True,
+        base_wrench_body: ArrayLike | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """One step of the package's RK4 scheme on the Lie group
         (:func:`ffsim_ros.dynamics.rk4_step`) with the closed-chain accelerations.
@@ -728,6 +723,8 @@ class ClosedChain:
         tau : (n,) joint efforts [N m | N], held.
         dt : float, step [s].
         base_wrench, link_wrenches : as :meth:`dynamics`, held.
+        base_wrench_body : (6,) optional, ``[f; n]`` at the base CoM in the base frame [N, N m]:
+            it turns with the base (re-expressed at each RK4 stage, as ``D.step``'s).
         stabilize : bool
             Baumgarte's terms on the cut-hinge rows ([M Remark 4], gains ``alpha``, ``beta``)
             inside the step. Off by default: they act on RK4's stage states, which sit slightly
@@ -760,12 +757,14 @@ class ClosedChain:
         v = as_v(model, v)
         check_finite(self._names(), q=q, v=v, tau=tau, base_wrench=base_wrench)
         check_step_rotation(model, v, dt, 'ClosedChain.step')
+        body = BodyWrench.of(model, base_wrench_body, self._names())
         if self.method == 'aba' and not link_wrenches:  # the whole step compiled
             flags = (stabilize, project, conserve_momentum)
-            Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, *flags)
+            Q, V = self._compiled_steps(q, v, tau, base_wrench, dt, 1, *flags, body)
             return Q[1], V[1]
         if self._split.stiff(q, dt):  # (as in _compiled_steps)
             kw = {'base_wrench': base_wrench, 'link_wrenches': link_wrenches}
+            kw['base_wrench_body'] = base_wrench_body
             Q, V = self._split.run(q, v, dt, 1, tau, stabilize, project, conserve_momentum, **kw)
             return Q[1], V[1]
         if self.method == 'aba':  # the compiled solver, inputs converted once per step
@@ -780,7 +779,8 @@ class ClosedChain:
                 fext = (
                     body_wrenches(model, qq, link_wrenches) if link_wrenches else kernel.empty_fext
                 )
-                return kernel.accelerations(qq, vv, gen, fext, *gains)
+                force = gen if body is None else body.turn(gen, qq)  # (at each stage)
+                return kernel.accelerations(qq, vv, force, fext, *gains)
 
         else:
 
@@ -789,7 +789,7 @@ class ClosedChain:
                     qq,
                     vv,
                     tau,
-                    base_wrench=base_wrench,
+                    base_wrench=base_wrench if body is None else body.turn(base_wrench, qq),
                     link_wrenches=link_wrenches,
                     stabilize=stabilize,
                 ).a
@@ -799,7 +799,7 @@ class ClosedChain:
             # the momentum the step must end with: internal loop forces and efforts leave it,
             # gravity adds its known impulse; other external wrenches: keep the step's own
             target = None
-            if model.floating_base and base_wrench is None and not link_wrenches:
+            if model.floating_base and base_wrench is None and not link_wrenches and body is None:
                 target = momentum_after(model, q, v, dt)
             if conserve_momentum or target is None:
                 q_next, v_next = self.project(q_next, v_next, momentum=target, start=q)
@@ -810,25 +810,22 @@ class ClosedChain:
     def _compiled_steps(
         self, q: np.ndarray, v: np.ndarray, tau: ArrayLike, base_wrench: ArrayLike | None,
         dt: float, k: int, stabilize: bool, project: bool, conserve: bool,
+        body: BodyWrench | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-        """``k`` steps of :meth:`step` in one compiled call, ``tau`` and ``base_wrench``
-        held; ``q``, ``v`` checked. Returns ``Q`` (k + 1, nq), ``V`` (k + 1, nv)."""
+        """``k`` steps of :meth:`step` in one compiled call, ``tau``, ``base_wrench`` and
+        ``body`` (turned at each stage) held; ``q``, ``v`` checked. Returns ``Q`` (k + 1, nq),
+        ``V`` (k + 1, nv)."""
         model = self.model
         tau_c, bw = checked_inputs(model, q, v, tau, base_wrench)[2:]
+        wb = None if body is None else body.wrench
         if self._split.stiff(q, dt):  # joint friction too stiff for dt: split (.chain_friction)
-            return self._split.run(
-                q, v, dt, k, tau_c, stabilize, project, conserve, base_wrench=bw
-            )
+            kw = {'base_wrench': bw, 'base_wrench_body': wb}
+            return self._split.run(q, v, dt, k, tau_c, stabilize, project, conserve, **kw)
         on = stabilize and bool(self.alpha or self.beta)
-        return self._kernel.steps(
-            q,
-            v,
-            generalized_force(model, tau_c, bw),
-            dt,
-            k,
-            (self.alpha, self.beta) if on else (0.0, 0.0),
-            (project, project and conserve and model.floating_base and bw is None, 1e-13, 10),
-        )
+        gains = (self.alpha, self.beta) if on else (0.0, 0.0)
+        conserve = project and conserve and model.floating_base and bw is None and wb is None
+        gen = generalized_force(model, tau_c, bw)
+        return self._kernel.steps(q, v, gen, dt, k, gains, (project, conserve, 1e-13, 10), wb)
 
     def simulate(
         self,
