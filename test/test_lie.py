@@ -540,3 +540,18 @@ def test_rotation_between_is_the_smallest_rotation_taking_a_to_b() -> None:
             np.testing.assert_allclose(R, expected, atol=1e-12)
     with pytest.raises(ValueError, match='b: expected 3 values'):
         lie.rotation_between(a0, [1.0, 0.0])
+
+
+def test_bch2_is_the_composition_to_second_order() -> None:
+    """``bch2(a, b)`` against ``log(exp(a) exp(b))``: the error shrinks as the cube of the
+    angles (a second-order formula), and vanishes for parallel vectors."""
+    from ffsim_ros.dynamics.lie import bch2, matrix_exp, matrix_log
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=3), rng.normal(size=3)
+    errors = []
+    for s in (1e-2, 1e-3):
+        exact = matrix_log(matrix_exp(s * a) @ matrix_exp(s * b))
+        errors.append(np.linalg.norm(bch2(s * a, s * b) - exact))
+    assert errors[0] < 1e-5 and 500 < errors[0] / errors[1] < 2000
+    np.testing.assert_allclose(bch2(0.3 * a, 0.2 * a), 0.5 * a, atol=1e-15)

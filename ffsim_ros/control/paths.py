@@ -51,7 +51,7 @@ import numpy as np
 from scipy.optimize import least_squares, minimize
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.lie import cross, matrix_exp, matrix_log, quat_to_matrix, skew
+from ffsim_ros.dynamics.lie import bch2, cross, matrix_exp, matrix_log, quat_to_matrix, skew
 
 from .planner import Approach, Plan, Segment
 from .reactionless import ReactionlessController
@@ -80,11 +80,6 @@ FD_STEP = 1e-6
 EVALUATION_STEPS = 20
 #: Scale of the end-effector constraint (cm).
 POSITION_SCALE = 100.0
-
-
-def bch(phi: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """``log(exp(phi) exp(delta))`` to second order, (3,) [rad]."""
-    return phi + delta + 0.5 * np.cross(phi, delta)
 
 
 class PathProblem:
@@ -122,11 +117,11 @@ class PathProblem:
         self.lo = np.minimum(lo[f] + margin[f], self.q0[f])
         self.hi = np.maximum(hi[f] - margin[f], self.q0[f])
         vmax = speed_limits(model.velocity_limit)[f]
-        self.W = np.where(np.isfinite(vmax), 1.0 / vmax, 0.0)
-        self.W = np.where(self.W > 0.0, self.W, 1.0 / max(1.0, float(np.nanmin(vmax))))
+        finite = vmax[np.isfinite(vmax)]  # a joint without a limit weighs as one of 1 rad/s,
+        slow = max(1.0, float(finite.min())) if finite.size else 1.0  # or the slowest's
+        self.W = 1.0 / np.where(np.isfinite(vmax), vmax, slow)
         self.base = np.zeros(7)
         self.base[6] = 1.0
-        self.evaluations = 0
         self.tick: Callable[[], None] = lambda: None
         self.set_size(20, 0.1, 0.1)
 
@@ -166,7 +161,6 @@ class PathProblem:
         if self._x is not None and np.array_equal(x, self._x):
             return
         self.tick()
-        self.evaluations += 1
         P, N, m = self.path(x), self.N, self.m
         dq = np.diff(P, axis=0)
         pts = np.repeat((0.5 * (P[1:] + P[:-1]))[:, None, :], m + 1, axis=1)
@@ -181,7 +175,7 @@ class PathProblem:
         phi[0] = self.phi0
         G = np.zeros((N + 1, 3, m * N))  # d phi_k / d x
         for k in range(N):  # (I + a~) J = J + a x J, column by column
-            phi[k + 1] = bch(phi[k], delta[k])
+            phi[k + 1] = bch2(phi[k], delta[k])
             G[k + 1] = G[k] - 0.5 * cross(delta[k], G[k].T).T
             for j, Jk in ((k - 1, J_prev[k]), (k, J_next[k])):
                 if j >= 0:
@@ -522,12 +516,6 @@ class PathPlanner:
             if search.found is not None:
                 self.plan = Plan((search.found[0],), search.found[1], self.steps, self.nodes)
         return self.done
-
-    def cancel(self) -> None:
-        """Stop the search (its worker thread ends)."""
-        if not self.done:
-            self._handoff.cancel()
-            self.done = True
 
 
 def path_reference(segment: Segment, elapsed: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -625,6 +625,24 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def bch2(phi: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``log(exp(phi) exp(delta))`` to second order in the rotation vectors (Baker-Campbell-
+    Hausdorff): ``phi + delta + (phi x delta) / 2``.
+
+    Parameters
+    ----------
+    phi, delta : (3,) ndarray
+        Rotation vectors [rad], ``delta`` in the frame ``exp(phi)`` rotates to (a body-frame
+        increment).
+
+    Returns
+    -------
+    (3,) ndarray
+        [rad], in the frame of ``phi``.
+    """
+    return phi + delta + 0.5 * cross(phi, delta)
+
+
 def perpendicular_basis(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two unit vectors ``q1, q2`` with ``(q1, q2, k)`` orthonormal and right-handed, for
     unit axes ``k`` (n, 3) (or (3,)): returns two (n, 3) arrays.
