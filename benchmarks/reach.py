@@ -142,6 +142,9 @@ def acceptance(rows: list[dict], budget_deg: float, tolerance_deg: float) -> str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, default=8, help='chains per robot and mode')
+    parser.add_argument(
+        '--first-seed', type=int, default=0, help='seeds first-seed .. first-seed + seeds - 1'
+    )
     parser.add_argument('--goals', type=int, default=15, help='goals per chain')
     parser.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
     parser.add_argument('--modes', nargs='+', default=list(MODES), choices=list(MODES))
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         (robot, mode, seed, args.goals, dict(options))
         for robot in args.robots
         for mode in args.modes
-        for seed in range(args.seeds)
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
     ]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -194,10 +197,11 @@ def main(argv: list[str] | None = None) -> None:
     wall = time.perf_counter() - t0
     tol = ReachSettings().attitude_tolerance_deg
     print(
-        f'# reach over chained random goals: {args.seeds} seeds x {args.goals} goals, 0.1-0.45 m '
-        f'each; budget {args.budget_deg:g} deg, tolerance {tol:g} deg, k_null {args.k_null:g}, '
-        f'max_plans {plans}, max_cycles {options["max_cycles"]}, plan_max_steps '
-        f'{args.plan_steps}, max_path_plans {options["max_path_plans"]}'
+        f'# reach over chained random goals: {args.seeds} seeds '
+        f'({args.first_seed}..{args.first_seed + args.seeds - 1}) x {args.goals} goals, '
+        f'0.1-0.45 m each; budget {args.budget_deg:g} deg, tolerance {tol:g} deg, '
+        f'k_null {args.k_null:g}, max_plans {plans}, max_cycles {options["max_cycles"]}, '
+        f'plan_max_steps {args.plan_steps}, max_path_plans {options["max_path_plans"]}'
     )
     header = (
         '| robot / mode / seed | reached | time to reach [s] median / p90 / max | '
@@ -224,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
                 f'base turned up to {turned:.2f} deg over a chain'
             )
     for r in rows:
-        for k, g in enumerate(r['goals']):
+        for k, g in enumerate(r['goals'], start=1):
             if g['outcome'] != 'reached':
                 print(f'  {r["robot"]} / {r["mode"]} / seed {r["seed"]} goal {k}: {g["reason"]}')
     print(acceptance(rows, args.budget_deg, tol))

@@ -30,8 +30,11 @@ from ffsim_ros.control.closed_loop import ClosedLoop
 from ffsim_ros.control.paths import (
     CHECK_FINAL,
     CHECK_MAX,
+    IK_CALLS_PER_TICK,
+    SCHEDULE,
     PathPlanner,
     PathProblem,
+    PathSearch,
     path_reference,
     resampled,
 )
@@ -187,6 +190,97 @@ def test_the_search_is_deterministic_whatever_the_step_budgets(plan) -> None:
     while not p.advance(40):
         pass
     np.testing.assert_array_equal(p.plan.segments[0].path, plan.segments[0].path)
+
+
+#: Where seed 7's goal 7 stalled (a run of the reach benchmark): joint angles [rad], base CoM
+#: position [m] (base attitude at the reference to 2e-11 rad); the goal [m].
+TIGHT_PHI = np.array(
+    [
+        -4.6035595953905240e-01,
+        -5.0976597545339571e-02,
+        -3.7006695708584969e-01,
+        3.7039089137290987e-01,
+        2.9931779371897096e00,
+        1.0195864785967852e00,
+        7.0877559684957392e-01,
+    ]
+)
+TIGHT_BASE = np.array([1.6533883286115481e-02, -1.0544061796774517e-03, 1.7411047400801214e-03])
+TIGHT_GOAL = np.array([2.7042341769438654, -0.6309530932904542, -0.31641991908470135])
+
+
+def test_a_path_beyond_its_fine_check_is_corrected_and_accepted() -> None:
+    """The goal aborted when the search stopped after ``SCHEDULE``: its 40-waypoint solution
+    keeps the bounds at the waypoints, but the fine check finds the base beyond ``CHECK_MAX``
+    of the budget (the shooting's second-order error at the waypoints, the base turning
+    further between them). The correction holds both as the check found them: the corrected
+    constraints at the corrected path are the fine check's attitudes against bounds lowered
+    by each segment's bulge; the next solve is accepted, and an independent integration keeps
+    it within the budget's share."""
+    q = D.neutral(SERVICER)
+    q[:3], q[7:] = TIGHT_BASE, TIGHT_PHI
+    budget, tol = 0.9 * SETTINGS.attitude_budget, SETTINGS.attitude_tolerance
+    problem = PathProblem(law(), q, TIGHT_GOAL, REFERENCE)
+    search = PathSearch(
+        problem, budget, SETTINGS.position_tolerance, tol, np.random.default_rng(0)
+    )
+    checks = []
+    accept = search.accept
+
+    def recorded(P: np.ndarray) -> bool:
+        ok = accept(P)
+        checks.append((problem.N, P, search.checked, ok, problem.fine))
+        return ok
+
+    search.accept = recorded
+    search.run()
+    assert search.found is not None
+    assert [(n, ok) for n, _, _, ok, _ in checks] == [
+        (SCHEDULE[0][0], False),
+        (SCHEDULE[1][0], False),
+        (SCHEDULE[1][0], True),
+    ]
+    _, P2, (top2, _), _, (angles, phis) = checks[1]
+    _, _, (top3, final3), _, _ = checks[2]
+    assert top2 > CHECK_MAX * budget
+    assert top3 <= CHECK_MAX * budget and final3 <= CHECK_FINAL * tol
+    # the correction, redone from the second solution's check: the constraints see the check
+    problem.fine = (angles, phis)
+    problem.correct(P2)
+    b = SCHEDULE[1][1] * budget
+    np.testing.assert_allclose(
+        problem.inequalities(P2[1:].ravel())[:-1],
+        1.0 - np.sum(phis[1:] ** 2, axis=1) / problem.bounds**2,
+        atol=1e-12,
+    )
+    ends = np.linalg.norm(phis, axis=1)
+    bulge = angles[1:].reshape(SCHEDULE[1][0], -1).max(axis=1) - np.maximum(ends[:-1], ends[1:])
+    assert bulge.max() > 0.05 * b  # (the base turns further between waypoints: corrected)
+    lowered = b - problem.bounds
+    assert np.all((bulge <= lowered + 1e-15) | (problem.bounds == 0.25 * b))
+    offsets, q_end = integrated(q, search.found[0].path, 0.002)
+    assert max(offsets) <= 1.02 * CHECK_MAX * budget
+    assert offsets[-1] <= 1.05 * CHECK_FINAL * tol
+    assert np.linalg.norm(D.link_pose(SERVICER, q_end, 'ee_link')[0] - TIGHT_GOAL) < 0.5e-2
+
+
+def test_the_inverse_kinematics_counts_its_residuals_in_ticks_and_solves() -> None:
+    """A residual of the inverse kinematics (a forward kinematics) is counted as
+    ``1 / IK_CALLS_PER_TICK`` of an evaluation in the step budget; its solution puts the end
+    effector on the goal at the start's attitude (the link's pose from the dynamics)."""
+    problem = PathProblem(law(), start(), GOAL, REFERENCE)
+    ticks, calls = [], []
+    ee_rel = problem.ee_rel
+    problem.tick = lambda: ticks.append(len(calls))
+    problem.ee_rel = lambda j: calls.append(1) or ee_rel(j)
+    joints = problem.inverse_kinematics(problem.q0[problem.free])
+    assert len(calls) > IK_CALLS_PER_TICK
+    assert len(ticks) == len(calls) // IK_CALLS_PER_TICK
+    assert ticks == [IK_CALLS_PER_TICK * (k + 1) - 1 for k in range(len(ticks))]  # (before)
+    q = start()
+    q[7 + problem.free] = joints
+    q[:3] += problem.c0 - D.center_of_mass(SERVICER, q)  # (the centre of mass stays)
+    assert np.linalg.norm(D.link_pose(SERVICER, q, 'ee_link')[0] - GOAL) < 1e-6
 
 
 def test_a_dropped_search_ends_its_worker_thread() -> None:

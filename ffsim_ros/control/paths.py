@@ -28,10 +28,13 @@ The problem (direct collocation, the attitude by shooting):
   short path).
 
 SLSQP (scipy) solves it from a straight line to the nearest inverse-kinematics solution at the
-start's attitude, 20 waypoints first, then 40 from that solution with tighter bounds
-(``SCHEDULE``), from up to ``SEEDS`` inverse-kinematics seeds. A solution is accepted after a
-fine check of the attitude (``CHECK_SUBSTEPS`` midpoint steps per segment, exact on SO(3)):
-at most ``CHECK_MAX`` of the budget on the way, ``CHECK_FINAL`` of the tolerance at the end.
+start's attitude, 20 waypoints first, then 40 from that solution (``SCHEDULE``), from up to
+``SEEDS`` inverse-kinematics seeds. A solution is accepted after a fine check of the attitude
+(``CHECK_SUBSTEPS`` midpoint steps per segment, exact on SO(3)): at most ``CHECK_MAX`` of the
+budget on the way, ``CHECK_FINAL`` of the tolerance at the end. Between the waypoints and
+through the second-order composition the base turns up to about 10 % more than the waypoints
+say; a solution the check refuses is solved again (``CORRECTIONS``) with the bound it exceeded
+scaled by the check's excess.
 
 The search is resumable as the other planners: SLSQP runs in a worker thread that is handed
 a budget of problem evaluations at each :meth:`PathPlanner.advance` and waits for the next
@@ -59,7 +62,10 @@ from .rns import speed_limits
 
 #: Waypoints, then bound on the attitude on the way and at the end (shares of the attitude
 #: budget and tolerance), of the successive solves from one seed (each from the last).
-SCHEDULE = ((20, 0.80, 0.60), (40, 0.80, 0.60), (40, 0.75, 0.55))
+SCHEDULE = ((20, 0.80, 0.60), (40, 0.80, 0.60))
+#: Then up to this many solves at the last size, each corrected by the fine check of the last
+#: solution (:meth:`PathProblem.correct`).
+CORRECTIONS = 3
 #: Inverse-kinematics seeds tried (the first: the start itself; then random draws).
 SEEDS = 3
 #: Accepted when the fine check stays within these shares of the budget and the tolerance.
@@ -75,9 +81,12 @@ MIN_SEGMENT_TIME = 0.02
 #: SLSQP iterations per solve; finite-difference step of ``dA/dq``.
 MAX_ITERATIONS = 300
 FD_STEP = 1e-6
-#: One problem evaluation (or as much work: a step of the inverse kinematics, a stretch of the
-#: fine check) counts as this many rollout steps of the step budgets.
+#: One problem evaluation (or as much work: a stretch of the fine check) counts as this many
+#: rollout steps of the step budgets.
 EVALUATION_STEPS = 20
+#: Residuals of the inverse kinematics (a forward kinematics each, ~40 us on the servicer)
+#: counted as one evaluation (~1.6 ms at 20 waypoints).
+IK_CALLS_PER_TICK = 16
 #: Scale of the end-effector constraint (cm).
 POSITION_SCALE = 100.0
 
@@ -130,6 +139,9 @@ class PathProblem:
         [rad]."""
         self.N, self.b, self.bf = int(n), float(bound), float(final)
         self._x: np.ndarray | None = None
+        self.shift = np.zeros((self.N + 1, 3))  # added to the shooting's attitude [rad]
+        self.bounds = np.full(self.N, self.b)  # on the waypoints' attitude [rad]
+        self.fine = (np.zeros(0), np.zeros((0, 3)))  # the last check's angles and attitudes
 
     # -------------------------------------------------------------------------- kinematics
     def full(self, joints: np.ndarray) -> np.ndarray:
@@ -196,21 +208,24 @@ class PathProblem:
         return 2.0 * self.N * g[1:].ravel()
 
     def inequalities(self, x: np.ndarray) -> np.ndarray:
-        """``1 - |phi_k|^2 / b^2`` (k = 1..N), then ``1 - |phi_N|^2 / b_f^2``: (N + 1,) >= 0."""
+        """``1 - |psi_k|^2 / b_k^2`` (k = 1..N), then ``1 - |psi_N|^2 / b_f^2``: (N + 1,) >= 0,
+        ``psi = phi + shift`` (:meth:`correct`; ``b_k = b`` before a correction)."""
         self._eval(x)
-        c = 1.0 - np.sum(self.phi[1:] ** 2, axis=1) / self.b**2
-        return np.append(c, 1.0 - np.sum(self.phi[-1] ** 2) / self.bf**2)
+        psi = self.phi + self.shift
+        c = 1.0 - np.sum(psi[1:] ** 2, axis=1) / self.bounds**2
+        return np.append(c, 1.0 - np.sum(psi[-1] ** 2) / self.bf**2)
 
     def inequalities_jacobian(self, x: np.ndarray) -> np.ndarray:
         """Jacobian (N + 1, N m) of :meth:`inequalities`."""
         self._eval(x)
-        J = -2.0 / self.b**2 * (self.phi[1:, None, :] @ self.G[1:])[:, 0, :]
-        return np.vstack([J, -2.0 / self.bf**2 * self.phi[-1] @ self.G[-1]])
+        psi = self.phi + self.shift
+        J = -2.0 / self.bounds[:, None] ** 2 * (psi[1:, None, :] @ self.G[1:])[:, 0, :]
+        return np.vstack([J, -2.0 / self.bf**2 * psi[-1] @ self.G[-1]])
 
     def end_effector(self, x: np.ndarray) -> np.ndarray:
         """End effector at the last waypoint, inertial (3,) [m]."""
         self._eval(x)
-        R = self.R_ref @ matrix_exp(self.phi[-1])
+        R = self.R_ref @ matrix_exp(self.phi[-1] + self.shift[-1])
         return self.c0 + R @ self.ee_rel(x[-self.m :])
 
     def equalities(self, x: np.ndarray) -> np.ndarray:
@@ -221,7 +236,7 @@ class PathProblem:
         """Jacobian (3, N m) of :meth:`equalities` (the attitude's part to first order)."""
         self._eval(x)
         qN = x[-self.m :]
-        R = self.R_ref @ matrix_exp(self.phi[-1])
+        R = self.R_ref @ matrix_exp(self.phi[-1] + self.shift[-1])
         r = self.ee_rel(qN)
         Jq = np.empty((3, self.m))
         for i in range(self.m):
@@ -254,8 +269,13 @@ class PathProblem:
         """Moving joints (m,) near ``seed`` putting the end effector on the goal at the start's
         attitude (least squares within the bounds)."""
 
+        calls = 0
+
         def residual(j: np.ndarray) -> np.ndarray:
-            self.tick()
+            nonlocal calls
+            calls += 1
+            if calls % IK_CALLS_PER_TICK == 0:
+                self.tick()
             e = (self.c0 + self.R0 @ self.ee_rel(j) - self.goal) * POSITION_SCALE
             return np.concatenate([e, 1e-2 * (j - seed)])
 
@@ -286,7 +306,25 @@ class PathProblem:
                 phis.append(phi)
         end = self.c0 + self.R_ref @ R @ self.ee_rel(P[-1])
         error = float(np.linalg.norm(end - self.goal))
-        return max(angles), angles[-1], error, np.array(phis)
+        self.fine = (np.array(angles), np.array(phis))
+        return max(angles), angles[-1], error, self.fine[1]
+
+    def correct(self, P: np.ndarray) -> None:
+        """Correct the problem by the last :meth:`check` (of the path ``P`` (N + 1, m)), for
+        the next solve: the waypoints' attitude is shifted by what the check found there
+        beyond the shooting (``shift``), and each waypoint's bound lowered by how far the
+        base turns beyond both ends of a segment it bounds (``bounds``). Recomputed from each
+        solution, a fixed point: the shooting's second-order errors and the bulges between
+        waypoints, which the waypoints do not see, held as the last path had them."""
+        angles, phis = self.fine
+        self._eval(P[1:].ravel())
+        ends = np.linalg.norm(phis, axis=1)
+        segments = angles[1:].reshape(self.N, -1).max(axis=1)
+        bulge = np.maximum(0.0, segments - np.maximum(ends[:-1], ends[1:]))
+        self.shift = phis - self.phi
+        self.bounds = np.maximum(
+            self.b - np.maximum(bulge, np.append(bulge[1:], 0.0)), 0.25 * self.b
+        )
 
     def timing(self, P: np.ndarray) -> np.ndarray:
         """Times of the waypoints (N + 1,) [s] at ``PATH_SPEED`` of the speed limits."""
@@ -389,9 +427,12 @@ class PathSearch:
         self.nodes = 0
         self.found: tuple[Segment, Approach] | None = None
         self.best: Approach | None = None
+        self.last = np.zeros((0, problem.m))  # the last solution and its fine check's
+        self.checked = (0.0, 0.0)  # largest and final attitude [rad]
 
     def run(self) -> None:
-        """Seeds, then the refinements of ``SCHEDULE``, until a path is accepted."""
+        """Seeds, then the refinements of ``SCHEDULE`` and the ``CORRECTIONS``, until a path is
+        accepted."""
         p = self.problem
         for trial in range(SEEDS):
             seed = p.q0[p.free]
@@ -400,16 +441,28 @@ class PathSearch:
             P = np.linspace(p.q0[p.free], p.inverse_kinematics(seed), SCHEDULE[0][0] + 1)
             for n, share, final_share in SCHEDULE:
                 p.set_size(n, share * self.budget, final_share * self.tol_a)
-                self.nodes += 1
-                P = p.path(p.solve(resampled(P, n)[1:].ravel()))
-                if self.accept(P):
+                if self.solve(P, n):
                     return
+                P = self.last
+            for _ in range(CORRECTIONS):
+                p.correct(self.last)
+                if self.solve(self.last, n):
+                    return
+
+    def solve(self, P: np.ndarray, n: int) -> bool:
+        """One solve of ``n`` waypoints from the path ``P`` (k, m) at the problem's bounds;
+        True when its solution is accepted."""
+        p = self.problem
+        self.nodes += 1
+        self.last = p.path(p.solve(resampled(P, n)[1:].ravel()))
+        return self.accept(self.last)
 
     def accept(self, P: np.ndarray) -> bool:
         """Check the path ``P`` (N + 1, m) finely; keep it if within the shares of the budget
         and the tolerance (:attr:`found`), and the best approach seen (:attr:`best`)."""
         p = self.problem
         top, final, error, phis = p.check(P)
+        self.checked = (top, final)
         times = p.timing(P)
         approach = Approach(error, final, top, float(times[-1]))
         residual = approach.residual(self.tol_p, self.tol_a)
