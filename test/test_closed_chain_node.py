@@ -190,7 +190,9 @@ def test_engine_assembles_the_states_it_is_given() -> None:
     assert _closure(chain, q_off, v_off) > 1e-3
     engine = Engine(model, q_off, v_off, dt_ns=1_000_000, chain=chain)
     assert _closure(chain, engine.snapshot().q, engine.snapshot().v) < 1e-12
-    assert np.array_equal(engine.snapshot().q[:7], q_off[:7])  # the base pose is kept
+    # the base pose is kept (to the rounding of the quaternion's renormalization, whose last
+    # bit depends on the CPU's summation order: 1.4e-17 on an AMD EPYC, 0 on a Xeon)
+    assert np.abs(engine.snapshot().q[:7] - q_off[:7]).max() <= 4 * np.finfo(float).eps
     snap = engine.set_state(q_off, v_off)
     assert _closure(chain, snap.q, snap.v) < 1e-12
     far = q.copy()
