@@ -313,18 +313,19 @@ class PathProblem:
         """Correct the problem by the last :meth:`check` (of the path ``P`` (N + 1, m)), for
         the next solve: the waypoints' attitude is shifted by what the check found there
         beyond the shooting (``shift``), and each waypoint's bound lowered by how far the
-        base turns beyond both ends of a segment it bounds (``bounds``). Recomputed from each
-        solution, a fixed point: the shooting's second-order errors and the bulges between
-        waypoints, which the waypoints do not see, held as the last path had them."""
+        base turns beyond both ends of a segment it bounds (``bounds``). The shift is
+        recomputed from each solution (a fixed point: the shooting's second-order errors held
+        as the last path had them); the bounds only go down until :meth:`set_size` (the
+        lowest of the corrections so far: where successive solutions move their bulges
+        around, the corrections alternate between them otherwise)."""
         angles, phis = self.fine
         self._eval(P[1:].ravel())
         ends = np.linalg.norm(phis, axis=1)
         segments = angles[1:].reshape(self.N, -1).max(axis=1)
         bulge = np.maximum(0.0, segments - np.maximum(ends[:-1], ends[1:]))
         self.shift = phis - self.phi
-        self.bounds = np.maximum(
-            self.b - np.maximum(bulge, np.append(bulge[1:], 0.0)), 0.25 * self.b
-        )
+        lowered = self.b - np.maximum(bulge, np.append(bulge[1:], 0.0))
+        self.bounds = np.minimum(self.bounds, np.maximum(lowered, 0.25 * self.b))
 
     def timing(self, P: np.ndarray) -> np.ndarray:
         """Times of the waypoints (N + 1,) [s] at ``PATH_SPEED`` of the speed limits."""
