@@ -209,6 +209,47 @@ TIGHT_BASE = np.array([1.6533883286115481e-02, -1.0544061796774517e-03, 1.741104
 TIGHT_GOAL = np.array([2.7042341769438654, -0.6309530932904542, -0.31641991908470135])
 
 
+def recorded_search(
+    base: np.ndarray, phi: np.ndarray, goal: np.ndarray
+) -> tuple[np.ndarray, PathSearch, PathProblem, list]:
+    """A path search (budget 0.9 of the settings', as the supervisor's) from a stall state
+    (base position (3,) or pose (7,), joint angles), run to its end: the start, the search, its
+    problem and per solve ``(N, path, (top, final), accepted, (angles, attitudes), bounds)``
+    (the fine check's figures, the bounds the solve had)."""
+    q = D.neutral(SERVICER)
+    q[: len(base)], q[7:] = base, phi
+    problem = PathProblem(law(), q, goal, REFERENCE)
+    search = PathSearch(
+        problem,
+        0.9 * SETTINGS.attitude_budget,
+        SETTINGS.position_tolerance,
+        SETTINGS.attitude_tolerance,
+        np.random.default_rng(0),
+    )
+    records = []
+    accept = search.accept
+
+    def recorded(P: np.ndarray) -> bool:
+        bounds = problem.bounds.copy()
+        ok = accept(P)
+        records.append((problem.N, P, search.checked, ok, problem.fine, bounds))
+        return ok
+
+    search.accept = recorded
+    search.run()
+    return q, search, problem, records
+
+
+def assert_within_the_budget(q: np.ndarray, search: PathSearch, goal: np.ndarray) -> None:
+    """The path found, followed with the zero-momentum kinematics at 0.002 rad steps, keeps
+    the base within the check's shares of the budget and tolerance and ends on the goal."""
+    budget, tol = 0.9 * SETTINGS.attitude_budget, SETTINGS.attitude_tolerance
+    offsets, q_end = integrated(q, search.found[0].path, 0.002)
+    assert max(offsets) <= 1.02 * CHECK_MAX * budget
+    assert offsets[-1] <= 1.05 * CHECK_FINAL * tol
+    assert np.linalg.norm(D.link_pose(SERVICER, q_end, 'ee_link')[0] - goal) < 0.5e-2
+
+
 def test_a_path_beyond_its_fine_check_is_corrected_and_accepted() -> None:
     """The goal aborted when the search stopped after ``SCHEDULE``: its 40-waypoint solution
     keeps the bounds at the waypoints, but the fine check finds the base beyond ``CHECK_MAX``
@@ -217,31 +258,16 @@ def test_a_path_beyond_its_fine_check_is_corrected_and_accepted() -> None:
     constraints at the corrected path are the fine check's attitudes against bounds lowered
     by each segment's bulge; the next solve is accepted, and an independent integration keeps
     it within the budget's share."""
-    q = D.neutral(SERVICER)
-    q[:3], q[7:] = TIGHT_BASE, TIGHT_PHI
+    q, search, problem, checks = recorded_search(TIGHT_BASE, TIGHT_PHI, TIGHT_GOAL)
     budget, tol = 0.9 * SETTINGS.attitude_budget, SETTINGS.attitude_tolerance
-    problem = PathProblem(law(), q, TIGHT_GOAL, REFERENCE)
-    search = PathSearch(
-        problem, budget, SETTINGS.position_tolerance, tol, np.random.default_rng(0)
-    )
-    checks = []
-    accept = search.accept
-
-    def recorded(P: np.ndarray) -> bool:
-        ok = accept(P)
-        checks.append((problem.N, P, search.checked, ok, problem.fine))
-        return ok
-
-    search.accept = recorded
-    search.run()
     assert search.found is not None
-    assert [(n, ok) for n, _, _, ok, _ in checks] == [
+    assert [(n, ok) for n, _, _, ok, _, _ in checks] == [
         (SCHEDULE[0][0], False),
         (SCHEDULE[1][0], False),
         (SCHEDULE[1][0], True),
     ]
-    _, P2, (top2, _), _, (angles, phis) = checks[1]
-    _, _, (top3, final3), _, _ = checks[2]
+    _, P2, (top2, _), _, (angles, phis), _ = checks[1]
+    _, _, (top3, final3), _, _, _ = checks[2]
     assert top2 > CHECK_MAX * budget
     assert top3 <= CHECK_MAX * budget and final3 <= CHECK_FINAL * tol
     # the correction, redone from the second solution's check: the constraints see the check
@@ -258,10 +284,7 @@ def test_a_path_beyond_its_fine_check_is_corrected_and_accepted() -> None:
     assert bulge.max() > 0.05 * b  # (the base turns further between waypoints: corrected)
     lowered = b - problem.bounds
     assert np.all((bulge <= lowered + 1e-15) | (problem.bounds == 0.25 * b))
-    offsets, q_end = integrated(q, search.found[0].path, 0.002)
-    assert max(offsets) <= 1.02 * CHECK_MAX * budget
-    assert offsets[-1] <= 1.05 * CHECK_FINAL * tol
-    assert np.linalg.norm(D.link_pose(SERVICER, q_end, 'ee_link')[0] - TIGHT_GOAL) < 0.5e-2
+    assert_within_the_budget(q, search, TIGHT_GOAL)
 
 
 #: Where seed 17's goal 12 stalled (a run of the reach benchmark): joint angles [rad], base
@@ -297,30 +320,12 @@ def test_the_corrections_keep_the_lowest_bounds() -> None:
     alone: 0.198, 0.162, 0.215 deg against the 0.153 deg accepted), each correction keeps the
     lowest bound any correction gave a waypoint; the second correction is accepted, and an
     independent integration keeps the path within the budget's share."""
-    q = D.neutral(SERVICER)
-    q[:7], q[7:] = SWING_BASE, SWING_PHI
-    budget, tol = 0.9 * SETTINGS.attitude_budget, SETTINGS.attitude_tolerance
-    problem = PathProblem(law(), q, SWING_GOAL, REFERENCE)
-    search = PathSearch(
-        problem, budget, SETTINGS.position_tolerance, tol, np.random.default_rng(0)
-    )
-    seen = []
-    accept = search.accept
-
-    def recorded(P: np.ndarray) -> bool:
-        seen.append((problem.N, problem.bounds.copy(), accept(P)))
-        return seen[-1][2]
-
-    search.accept = recorded
-    search.run()
+    q, search, _, seen = recorded_search(SWING_BASE, SWING_PHI, SWING_GOAL)
     assert search.found is not None
-    assert [(n, ok) for n, _, ok in seen] == [(20, False), (40, False), (40, False), (40, True)]
-    first, second = seen[2][1], seen[3][1]
+    assert [(r[0], r[3]) for r in seen] == [(20, False), (40, False), (40, False), (40, True)]
+    first, second = seen[2][5], seen[3][5]
     assert np.all(second <= first) and np.any(second < first)
-    offsets, q_end = integrated(q, search.found[0].path, 0.002)
-    assert max(offsets) <= 1.02 * CHECK_MAX * budget
-    assert offsets[-1] <= 1.05 * CHECK_FINAL * tol
-    assert np.linalg.norm(D.link_pose(SERVICER, q_end, 'ee_link')[0] - SWING_GOAL) < 0.5e-2
+    assert_within_the_budget(q, search, SWING_GOAL)
 
 
 def test_the_inverse_kinematics_counts_its_residuals_in_ticks_and_solves() -> None:
