@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from campaign_samples import TINY, interrupted_campaign
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.campaign.batch import BatchRunner, Campaign
@@ -393,17 +394,6 @@ def test_cli_mcap_without_replay_exits_2(tmp_path, capsys):
     assert not (tmp_path / 'x.mcap').exists()
 
 
-TINY = """\
-robot: planar_2link
-timing: {physics_dt: 0.001, control_dt: 0.01, settle: 0.05, run_goal_timeout: 0.2}
-reach: {goal_timeout: 0.2}
-initial: {joint_positions: [0.3, 1.2]}
-goals: {kind: offsets, offsets: [[0.01, 0.01, 0.0]]}
-runs: 2
-batch_size: 2
-"""
-
-
 def test_cli_batch_size_beyond_the_runs_is_cut_to_them(tmp_path, capsys):
     """``--batch-size`` up to the runs' cap (10**7) with 2 runs: a batch of 2 (10**9 tried to
     allocate 67 GiB and crashed with exit 1); beyond the cap: exit 2 naming it."""
@@ -676,33 +666,12 @@ def test_cli_sigint_mid_campaign_exits_130_and_resumes_to_the_same_table(tmp_pat
     a resume completes the table an uninterrupted campaign writes (no run failed by the
     interrupt)."""
     import signal
-    import subprocess
-    import time
 
     file = tmp_path / 'tiny.yaml'
     file.write_text(TINY.replace('runs: 2', 'runs: 400'))
     out = tmp_path / 'out'
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    cmd = [sys.executable, '-m', 'ffsim_ros.campaign.cli', str(file), '--output', str(out)]
-    proc = subprocess.Popen(
-        [*cmd, '--quiet', '--no-plots'],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
-    )
-    try:
-        deadline = time.monotonic() + 300
-        table = out / 'runs.csv'
-        while not (table.is_file() and len(csv_lines(table)) >= 5):  # header + 4 rows
-            assert proc.poll() is None and time.monotonic() < deadline, proc.poll()
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, stderr
+    returncode, stderr = interrupted_campaign(file, out, signal.SIGINT, '--quiet', '--no-plots')
+    assert returncode == 130, stderr
     assert stderr == (
         'ffsim campaign: interrupted; the rows written so far are kept (run again to resume)\n'
     )

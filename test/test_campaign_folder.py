@@ -11,13 +11,11 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 
 import numba
 import numpy as np
 import pytest
+from campaign_samples import TINY, interrupted_campaign
 
 from ffsim_ros.campaign.batch import BatchRunner, Campaign
 from ffsim_ros.campaign.cli import main
@@ -26,15 +24,6 @@ from ffsim_ros.campaign.scenario import load_scenario
 from ffsim_ros.control import ReachSupervisor, ReactionlessController
 from ffsim_ros.control.closed_loop import ClosedLoop
 
-TINY = """\
-robot: planar_2link
-timing: {physics_dt: 0.001, control_dt: 0.01, settle: 0.05, run_goal_timeout: 0.2}
-reach: {goal_timeout: 0.2}
-initial: {joint_positions: [0.3, 1.2]}
-goals: {kind: offsets, offsets: [[0.01, 0.01, 0.0]]}
-runs: 2
-batch_size: 2
-"""
 QUIET = ['--quiet', '--no-plots']
 
 
@@ -180,26 +169,10 @@ def test_sigterm_mid_campaign_exits_143_with_the_buffered_rows_written(tmp_path,
     pytest.importorskip('pyarrow')
     tiny.write_text(TINY.replace('runs: 2', 'runs: 400'))
     out = tmp_path / 'out'
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    cmd = [sys.executable, '-m', 'ffsim_ros.campaign.cli', str(tiny), '--output', str(out)]
-    proc = subprocess.Popen(
-        [*cmd, '--format', 'both', *QUIET],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    returncode, stderr = interrupted_campaign(
+        tiny, out, signal.SIGTERM, '--format', 'both', *QUIET
     )
-    try:
-        deadline = time.monotonic() + 300
-        table = out / 'runs.csv'
-        while not (table.is_file() and len(table.read_text().splitlines()) >= 5):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.poll()
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=300)
-    finally:
-        proc.kill()
-    assert proc.returncode == 143, stderr
+    assert returncode == 143, stderr
     assert stderr == (
         'ffsim campaign: terminated (SIGTERM); the rows written so far are kept '
         '(run again to resume)\n'

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from campaign_samples import TINY
 
 from ffsim_ros import cli
 from ffsim_ros.campaign.cli import main as campaign_main
@@ -25,15 +26,6 @@ NO_ROS = sorted(
 ENGINE = {'numpy', 'scipy', 'numba', 'coal', 'yaml'}
 #: Imported where present, not needed (the simulator publishes /tf itself without tf2_ros).
 OPTIONAL = {'tf2_ros'}
-TINY = """\
-robot: planar_2link
-timing: {physics_dt: 0.001, control_dt: 0.01, settle: 0.05, run_goal_timeout: 0.2}
-reach: {goal_timeout: 0.2}
-initial: {joint_positions: [0.3, 1.2]}
-goals: {kind: offsets, offsets: [[0.01, 0.01, 0.0]]}
-runs: 2
-batch_size: 2
-"""
 
 
 @pytest.fixture

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scene_samples import TARGET_URDF
+from scene_samples import TARGET_URDF, tumbling_box
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.lie import matrix_exp, matrix_to_quat, quat_to_matrix
 from ffsim_ros.scene import (
-    Box,
     Capsule,
     CompliantLaw,
     ContactEvent,
@@ -98,20 +97,7 @@ def test_tumbling_target_hits_the_bus_with_friction(robot, shapes):
     momentum through its full free-floating inertia; total momentum to 1e-10."""
     law = ImpactLaw(restitution=0.5, friction=0.3)
     scene = _scene(robot, shapes, law)
-    inertia = np.diag([0.8, 0.8, 1.2])
-    tb = tumble(inertia, spin_rate=np.radians(30.0), nutation=np.radians(10.0))
-    scene.add_target(
-        rigid_target(
-            'tgt',
-            mass=40.0,
-            shape=Box((0.3, 0.3, 0.3)),
-            inertia=inertia,
-            position=(0.4, 0.3, -1.2),
-            orientation=tb.orientation,
-            linear_velocity=(0.05, 0.0, 0.4),
-            angular_velocity=tb.angular_velocity,
-        )
-    )
+    scene.add_target(tumbling_box())
     m0, k0 = scene.momentum(), scene.kinetic_energy()
     # joint efforts are internal: they change no total momentum (the energy check below is
     # made without them)

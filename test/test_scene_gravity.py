@@ -15,11 +15,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scene_samples import tumbling_box
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.resources import share_path
 from ffsim_ros.scene import (
-    Box,
     ContactEvent,
     Gripper,
     ImpactLaw,
@@ -27,7 +27,6 @@ from ffsim_ros.scene import (
     Sphere,
     rigid_target,
     shapes_from_urdf,
-    tumble,
 )
 from ffsim_ros.sim import Engine, TargetWorld
 
@@ -38,21 +37,6 @@ G = np.array([0.4, -0.3, -1.62])  # [m/s^2], not along an axis
 @pytest.fixture(scope='module')
 def robot():
     return D.load_urdf(URDF, floating_base=True)
-
-
-def _tumbling_box():
-    inertia = np.diag([0.8, 0.8, 1.2])
-    tb = tumble(inertia, spin_rate=np.radians(30.0), nutation=np.radians(10.0))
-    return rigid_target(
-        'tgt',
-        mass=40.0,
-        shape=Box((0.3, 0.3, 0.3)),
-        inertia=inertia,
-        position=(0.4, 0.3, -1.2),
-        orientation=tb.orientation,
-        linear_velocity=(0.05, 0.0, 0.4),
-        angular_velocity=tb.angular_velocity,
-    )
 
 
 def test_a_target_falls_with_the_robot_through_an_impact(robot):
@@ -69,7 +53,7 @@ def test_a_target_falls_with_the_robot_through_an_impact(robot):
             model, gripper=Gripper('ee_link'), shapes=shapes, dt=5e-3,
             contact=ImpactLaw(restitution=0.5, friction=0.3),
         )  # fmt: skip
-        scene.add_target(_tumbling_box())  # built without gravity: it takes the robot's
+        scene.add_target(tumbling_box())  # built without gravity: it takes the robot's
         scenes.append(scene)
     free, falling = scenes
     M = robot.total_mass + 40.0
