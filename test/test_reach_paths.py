@@ -232,7 +232,8 @@ def recorded_search(
     def recorded(P: np.ndarray) -> bool:
         bounds = problem.bounds.copy()
         ok = accept(P)
-        records.append((problem.N, P, search.checked, ok, problem.fine, bounds))
+        angles = problem.fine[0]
+        records.append((problem.N, P, (angles.max(), angles[-1]), ok, problem.fine, bounds))
         return ok
 
     search.accept = recorded

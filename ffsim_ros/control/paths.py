@@ -32,9 +32,10 @@ start's attitude, 20 waypoints first, then 40 from that solution (``SCHEDULE``),
 ``SEEDS`` inverse-kinematics seeds. A solution is accepted after a fine check of the attitude
 (``CHECK_SUBSTEPS`` midpoint steps per segment, exact on SO(3)): at most ``CHECK_MAX`` of the
 budget on the way, ``CHECK_FINAL`` of the tolerance at the end. Between the waypoints and
-through the second-order composition the base turns up to about 10 % more than the waypoints
-say; a solution the check refuses is solved again (``CORRECTIONS``) with the bound it exceeded
-scaled by the check's excess.
+through the second-order composition the base turns up to half again what the waypoints say
+(0.19-0.22 deg measured at 40 waypoints held at 0.144 deg); a solution the check refuses is
+solved again (``CORRECTIONS``) with what the check found held as corrections
+(:meth:`PathProblem.correct`).
 
 The search is resumable as the other planners: SLSQP runs in a worker thread that is handed
 a budget of problem evaluations at each :meth:`PathPlanner.advance` and waits for the next
@@ -428,8 +429,7 @@ class PathSearch:
         self.nodes = 0
         self.found: tuple[Segment, Approach] | None = None
         self.best: Approach | None = None
-        self.last = np.zeros((0, problem.m))  # the last solution and its fine check's
-        self.checked = (0.0, 0.0)  # largest and final attitude [rad]
+        self.last = np.zeros((0, problem.m))  # the last solution (its check: problem.fine)
 
     def run(self) -> None:
         """Seeds, then the refinements of ``SCHEDULE`` and the ``CORRECTIONS``, until a path is
@@ -463,7 +463,6 @@ class PathSearch:
         and the tolerance (:attr:`found`), and the best approach seen (:attr:`best`)."""
         p = self.problem
         top, final, error, phis = p.check(P)
-        self.checked = (top, final)
         times = p.timing(P)
         approach = Approach(error, final, top, float(times[-1]))
         residual = approach.residual(self.tol_p, self.tol_a)
