@@ -202,6 +202,13 @@ def _require_test_modules() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A background job of a non-interactive shell (``make test &`` in a CI script, ``nohup
+    # ... &``) starts with SIGINT ignored, and every process it starts inherits that: a node
+    # keeps an ignored SIGINT ignored (``ShutdownSignals.install``, as POSIX asks), so the
+    # tests that deliver SIGINT as a terminal does would find it without effect. The suite
+    # runs as from a terminal: Python's own handler here, the default action in each child.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # (in the main process only: xdist's workers need not import them all again)
     if os.environ.get('FFSIM_REQUIRE_ORACLES') == '1' and not hasattr(config, 'workerinput'):
         _require_test_modules()
