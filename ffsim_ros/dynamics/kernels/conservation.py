@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit, njit_leaf
+from ..jit import borrow, keep_alive, njit, njit_leaf
 from .aba import aba_passes, aba_ws_size
 from .cholesky import cholesky_solve_inplace
 from .friction import joint_friction
@@ -268,7 +268,8 @@ def conserving_rk4_steps(
     -------
     q : (nq,) ;  v : (nv,)
     """
-    ws = np.empty(aba_ws_size(m.parent.shape[0], v.shape[0]))
+    owner = np.empty(aba_ws_size(m.parent.shape[0], v.shape[0]))
+    ws = borrow(owner)
     fext = np.empty((0, 6))
     none = np.empty(0)
     target = none
@@ -277,4 +278,5 @@ def conserving_rk4_steps(
         target = momentum_after(m, h, mass, first, dt)
         q, v = rk4_step(m, q, v, gen, fext, with_friction, dt, none, a)
     q, v, _, _, _ = correct_momentum(m, q, v, target)
+    keep_alive(owner)
     return q, v

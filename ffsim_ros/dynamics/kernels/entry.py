@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import carve, njit
+from ..jit import borrow, carve, keep_alive, njit
 from ..lie import qnormalize
 from .aba import aba_into, aba_ws_size, forward_dynamics
 from .conservation import conserving_rk4_steps, correct_momentum, momentum_after, system_momentum
@@ -72,8 +72,10 @@ def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.nda
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     nv = idata[1]
-    ws = np.empty(kinematics_ws_size(nb, nv))
-    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    owner = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw, T = kinematics_views(borrow(owner), nb, nv)
+    q = borrow(q)
+    H = borrow(H)
     kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     for r in range(nv):
         for c in range(nv):
@@ -81,6 +83,7 @@ def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.nda
     crba(m, S, mw, hw, Iw, H)
     for r in range(nv):
         require_finite(H[r])
+    keep_alive(owner)
 
 
 @njit
@@ -97,9 +100,13 @@ def e_rnea(
     (nv,) ``[F; T; tau]`` [N, N m, N m | N] (base wrench at the base CoM, inertial frame) from
     ``q`` (nq,), ``v`` (nv,) and ``a`` (nv,) ``[dV0, dw0, phiddot]`` [m/s^2, rad/s^2, ...]."""
     m = unpack(idata, fdata)
-    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
-    inverse_dynamics_into(m, q, v, a, carve(ws, 0, (0, 6)), with_friction, out, ws)
+    owner = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    ws = borrow(owner)
+    out = borrow(out)
+    fext = carve(ws, 0, (0, 6))
+    inverse_dynamics_into(m, borrow(q), borrow(v), borrow(a), fext, with_friction, out, ws)
     require_finite(out)
+    keep_alive(owner)
 
 
 @njit
@@ -116,9 +123,14 @@ def e_nle(
     :func:`rnea` with ``a = 0``, its acceleration terms skipped.
     """
     m = unpack(idata, fdata)
-    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
-    inverse_dynamics_into(m, q, v, v[0:0], carve(ws, 0, (0, 6)), with_friction, out, ws)
+    owner = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    ws = borrow(owner)
+    out = borrow(out)
+    v = borrow(v)
+    fext = carve(ws, 0, (0, 6))
+    inverse_dynamics_into(m, borrow(q), v, v[0:0], fext, with_friction, out, ws)
     require_finite(out)
+    keep_alive(owner)
 
 
 @njit
@@ -162,7 +174,10 @@ def e_aba(
     nb = m.parent.shape[0]
     nv = idata[1]
     o = aba_ws_size(nb, nv)
-    ws = np.empty(o + nv)
+    owner = np.empty(o + 2 * nv)
+    ws = borrow(owner)
+    v = borrow(v)
+    out = borrow(out)
     gen = ws[o : o + nv]
     nb0 = nv - tau.shape[0]
     for c in range(nb0):
@@ -170,12 +185,13 @@ def e_aba(
     for c in range(tau.shape[0]):
         gen[nb0 + c] = tau[c]
     if with_friction:
-        ff = np.empty(nv)
+        ff = ws[o + nv : o + 2 * nv]
         joint_friction(m, v, ff)
         for c in range(nv):
             gen[c] += ff[c]
-    aba_into(m, q, v, gen, carve(ws, 0, (0, 6)), out, ws)
+    aba_into(m, borrow(q), v, gen, carve(ws, 0, (0, 6)), out, ws)
     require_finite(out)
+    keep_alive(owner)
 
 
 @njit

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..jit import carve, njit_leaf
+from ..jit import borrow, carve, njit_leaf
 
 # Joint type codes (ModelArrays.jtype).
 ROOT_FIXED = 0
@@ -84,7 +84,12 @@ def pack(a: ModelArrays) -> tuple[np.ndarray, np.ndarray]:
 
 @njit_leaf
 def unpack(idata: np.ndarray, fdata: np.ndarray) -> ModelArrays:
-    """Views of a packed model as :class:`ModelArrays` (no copies)."""
+    """Views of a packed model as :class:`ModelArrays` (no copies), borrowed
+    (:func:`~ffsim_ros.dynamics.jit.borrow`: the caller's model keeps the packed arrays alive
+    for the call, and no kernel returns a model array): passing them down the calls costs no
+    reference counting."""
+    idata = borrow(idata)
+    fdata = borrow(fdata)
     nb = idata[0]
     nv = idata[1]
     o = idata[2:12]

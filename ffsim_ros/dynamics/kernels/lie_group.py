@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit, njit_leaf
+from ..jit import borrow, keep_alive, njit, njit_leaf
 from ..lie import qexp, qmul, qnormalize, quat_to_matrix_into, so3_chart_rate
 from .aba import fd_ws_size, forward_dynamics_into
 from .layout import ROOT_FIXED, ROOT_FREE, SPHERICAL, ModelArrays
@@ -178,12 +178,26 @@ def rk4_step(
     q_next : (nq,) ;  v_next : (nv,)
     """
     nq, nv = q.shape[0], v.shape[0]
-    ws = np.empty(rk4_ws_size(m.parent.shape[0], nq, nv))
+    owner = np.empty(rk4_ws_size(m.parent.shape[0], nq, nv))
     q_next = np.empty(nq)
     v_next = np.empty(nv)
+    # every array borrowed for the call (no reference counting down the stages' calls): the
+    # caller holds the inputs, this function the workspace and the results
     rk4_step_into(
-        m, q, v, gen, fext, with_friction, dt, wrench_body, first_acceleration, ws, q_next, v_next
+        m,
+        borrow(q),
+        borrow(v),
+        borrow(gen),
+        borrow(fext),
+        with_friction,
+        dt,
+        borrow(wrench_body),
+        borrow(first_acceleration),
+        borrow(owner),
+        borrow(q_next),
+        borrow(v_next),
     )
+    keep_alive(owner)
     return q_next, v_next
 
 
