@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import carve, njit, njit_parallel, prange
+from ..jit import borrow, carve, keep_alive, njit, njit_parallel, prange
 from .aba import fd_ws_size, forward_dynamics_into
 from .crba import crba
 from .kinematics import kinematics, kinematics_into, kinematics_views, kinematics_ws_size
@@ -35,10 +35,13 @@ def _fd_rows(
     hi: int,
 ) -> None:
     m = unpack(idata, fdata)
-    ws = np.empty(fd_ws_size(m.parent.shape[0], idata[1]))
+    owner = np.empty(fd_ws_size(m.parent.shape[0], idata[1]))
+    ws = borrow(owner)
+    Q, V, T, out = borrow(Q), borrow(V), borrow(T), borrow(out)
     fext = carve(ws, 0, (0, 6))
     for k in range(lo, hi):
         forward_dynamics_into(m, Q[k], V[k], T[k], fext, with_friction, out[k], ws)
+    keep_alive(owner)
 
 
 @njit
@@ -48,11 +51,13 @@ def _crba_rows(
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     nv = idata[1]
-    ws = np.empty(kinematics_ws_size(nb, nv))
-    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    owner = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw, T = kinematics_views(borrow(owner), nb, nv)
+    Q, out = borrow(Q), borrow(out)
     for k in range(lo, hi):
         kinematics_into(m, Q[k], R, p, S, mw, hw, Iw, T)
         crba(m, S, mw, hw, Iw, out[k])
+    keep_alive(owner)
 
 
 @njit
@@ -68,10 +73,13 @@ def _id_rows(
     hi: int,
 ) -> None:
     m = unpack(idata, fdata)
-    ws = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    owner = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    ws = borrow(owner)
+    Q, V, A, out = borrow(Q), borrow(V), borrow(A), borrow(out)
     fext = carve(ws, 0, (0, 6))
     for k in range(lo, hi):
         inverse_dynamics_into(m, Q[k], V[k], A[k], fext, with_friction, out[k], ws)
+    keep_alive(owner)
 
 
 @njit
@@ -119,11 +127,14 @@ def _rk4_rows(
     hi: int,
 ) -> None:
     m = unpack(idata, fdata)
-    ws = np.empty(rk4_ws_size(m.parent.shape[0], Q.shape[1], V.shape[1]))
-    none = np.empty(0)
-    fext = np.empty((0, 6))
+    owner = np.empty(rk4_ws_size(m.parent.shape[0], Q.shape[1], V.shape[1]))
+    ws = borrow(owner)
+    none = ws[0:0]
+    fext = carve(ws, 0, (0, 6))
+    Q, V, T, Qn, Vn = borrow(Q), borrow(V), borrow(T), borrow(Qn), borrow(Vn)
     for k in range(lo, hi):
         rk4_step_into(m, Q[k], V[k], T[k], fext, with_friction, dt, none, none, ws, Qn[k], Vn[k])
+    keep_alive(owner)
 
 
 @njit_parallel
