@@ -112,3 +112,36 @@ def test_warm_up_parts_are_named_and_checked() -> None:
     assert 'warmup \\\n    algorithms)' in setup and 'warmup \\\n    derivatives closed)' in setup
     with pytest.raises(ValueError, match=r"parts: expected some of .*, got \['algebra'\]"):
         warm_up(('algebra',))
+
+
+def test_stale_caches_are_cleared_when_a_kernel_source_changes(tmp_path: Path) -> None:
+    """numba keys a cached function on its own file: a kernel inlining a callee from another
+    file kept the callee's old machine code after an edit of it (found measuring this
+    session's kernel changes: the entry points ran the old kinematics). The warm-up deletes
+    the package's cache files when a compiled module's text changed, and only then."""
+    from ffsim_ros.dynamics.warmup import STAMP, clear_stale_caches, kernel_sources_digest
+
+    pkg = tmp_path / 'pkg'
+    (pkg / 'sub' / '__pycache__').mkdir(parents=True)
+    kernel = pkg / 'sub' / 'kernel.py'
+    kernel.write_text('@njit\ndef f(x):\n    return x\n')
+    plain = pkg / 'node.py'
+    plain.write_text('def g():\n    return 1\n')
+
+    def caches() -> list[Path]:
+        return sorted(pkg.rglob('*.nb[ic]'))
+
+    def compiled() -> None:  # what numba writes next to the sources
+        for name in ('kernel.f-1.py311.nbi', 'kernel.f-1.py311.1.nbc'):
+            (pkg / 'sub' / '__pycache__' / name).write_bytes(b'x')
+
+    compiled()
+    assert clear_stale_caches(pkg) == 2 and caches() == []  # no stamp: built from unknown sources
+    assert (pkg / STAMP).read_text().strip() == kernel_sources_digest(pkg)
+    compiled()
+    assert clear_stale_caches(pkg) == 0 and len(caches()) == 2  # unchanged: kept
+    plain.write_text('def g():\n    return 2\n')  # not compiled by numba: kept
+    assert clear_stale_caches(pkg) == 0 and len(caches()) == 2
+    kernel.write_text('@njit\ndef f(x):\n    return 2 * x\n')
+    assert clear_stale_caches(pkg) == 2 and caches() == []
+    assert clear_stale_caches(pkg) == 0

@@ -8,9 +8,18 @@ is), in two processes (one per core: :data:`PARTS` split between them).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import sys
 import time
 import warnings
+from pathlib import Path
+
+try:  # POSIX; elsewhere the stale-cache check runs without its lock
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
 
 import numpy as np
 
@@ -172,6 +181,76 @@ def warm_up_closed_chains() -> None:
         chain.project(q, v)
 
 
+#: The digest of the kernels' sources the on-disk caches were built from, per package tree.
+STAMP = Path('__pycache__') / 'numba-kernel-sources.sha256'
+
+
+def kernel_sources_digest(root: Path) -> str:
+    """SHA-256 of every module under ``root`` that numba compiles (its text names ``njit``),
+    paths and contents.
+
+    Parameters
+    ----------
+    root : Path
+        A package directory (``ffsim_ros``).
+
+    Returns
+    -------
+    str
+        Hex digest.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob('*.py')):
+        text = path.read_bytes()
+        if b'njit' in text:
+            digest.update(path.relative_to(root).as_posix().encode() + b'\0' + text + b'\0')
+    return digest.hexdigest()
+
+
+def clear_stale_caches(root: Path) -> int:
+    """Delete numba's cache files under ``root`` when the kernels' sources changed since they
+    were built; returns how many were deleted.
+
+    numba keys a cached function on its own file only: a kernel that inlines or links a
+    callee from another file keeps the callee's old machine code after an edit of that file
+    (numba's documented cache limitation), until its cache is deleted. The digest of the
+    sources (:func:`kernel_sources_digest`) is kept in ``root / STAMP``; the check and the
+    deletion hold a lock on it (``make setup`` warms up in two processes at once). A tree
+    that cannot be written (a read-only install) is left as it is.
+
+    Parameters
+    ----------
+    root : Path
+        A package directory (``ffsim_ros``).
+
+    Returns
+    -------
+    int
+        The number of cache files deleted (0 when the sources are unchanged).
+    """
+    stamp = root / STAMP
+    digest = kernel_sources_digest(root)
+    try:
+        stamp.parent.mkdir(exist_ok=True)
+        with open(stamp, 'a+') as f:
+            if fcntl is not None:
+                fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            if f.read().strip() == digest:
+                return 0
+            removed = 0
+            for cache in (*root.rglob('*.nbi'), *root.rglob('*.nbc')):
+                with contextlib.suppress(FileNotFoundError):
+                    cache.unlink()
+                    removed += 1
+            f.seek(0)
+            f.truncate()
+            f.write(digest + '\n')
+            return removed
+    except OSError:
+        return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m ffsim_ros.dynamics.warmup [part ...]`` (default: every part).
 
@@ -188,11 +267,20 @@ def main(argv: list[str] | None = None) -> None:
             f'default all: {" ".join(PARTS)}'
         )
         return
-    try:
-        seconds = warm_up(parts)
-    except ValueError as exc:
-        print(f'ffsim_ros.dynamics.warmup: {exc}', file=sys.stderr)
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        print(
+            f'ffsim_ros.dynamics.warmup: parts: expected some of {PARTS}, got {unknown}',
+            file=sys.stderr,
+        )
         sys.exit(2)
+    if not os.environ.get('NUMBA_CACHE_DIR'):  # (a cache elsewhere is that directory's owner's)
+        removed = clear_stale_caches(Path(__file__).resolve().parents[1])
+        if removed:
+            print(
+                f'ffsim_ros.dynamics: kernel sources changed, {removed} stale cache files removed'
+            )
+    seconds = warm_up(parts)
     print(f'ffsim_ros.dynamics kernels ready ({seconds:.1f} s; {" ".join(parts)})')
 
 
