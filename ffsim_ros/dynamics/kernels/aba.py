@@ -105,30 +105,15 @@ def _fold_single(
     d = 1.0 / D
     Dinv[i, 0, 0] = d
     ud = u[i, 0] * d
-    U0, U1, U2, U3, U4, U5 = U[i, 0, 0], U[i, 1, 0], U[i, 2, 0], U[i, 3, 0], U[i, 4, 0], U[i, 5, 0]
-    Uc = (U0, U1, U2, U3, U4, U5)
-    c0, c1, c2, c3, c4, c5 = cb[i, 0], cb[i, 1], cb[i, 2], cb[i, 3], cb[i, 4], cb[i, 5]
+    Uc = (U[i, 0, 0], U[i, 1, 0], U[i, 2, 0], U[i, 3, 0], U[i, 4, 0], U[i, 5, 0])
+    cc = (cb[i, 0], cb[i, 1], cb[i, 2], cb[i, 3], cb[i, 4], cb[i, 5])
     for r in range(6):
         Ur = Uc[r] * d
         s = pA[i, r] + Uc[r] * ud
-        t = IA[i, r, 0] - Ur * U0
-        s += t * c0
-        IA[k, r, 0] += t
-        t = IA[i, r, 1] - Ur * U1
-        s += t * c1
-        IA[k, r, 1] += t
-        t = IA[i, r, 2] - Ur * U2
-        s += t * c2
-        IA[k, r, 2] += t
-        t = IA[i, r, 3] - Ur * U3
-        s += t * c3
-        IA[k, r, 3] += t
-        t = IA[i, r, 4] - Ur * U4
-        s += t * c4
-        IA[k, r, 4] += t
-        t = IA[i, r, 5] - Ur * U5
-        s += t * c5
-        IA[k, r, 5] += t
+        for c in range(6):
+            t = IA[i, r, c] - Ur * Uc[c]
+            IA[k, r, c] += t
+            s += t * cc[c]
         pA[k, r] += s
 
 

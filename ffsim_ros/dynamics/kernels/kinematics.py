@@ -14,7 +14,7 @@ import numpy as np
 from ..jit import carve, njit, njit_leaf
 from ..lie import axis_angle_entries, axis_angle_into, quat_to_matrix_into
 from .layout import REVOLUTE, ROOT_FIXED, ROOT_FREE, SPHERICAL, UNIVERSAL, ModelArrays
-from .spatial import col6, motion_cross, mul33, rowdot, scaled
+from .spatial import col6, entries33, motion_cross, mul33, rowdot, scaled
 
 
 @njit
@@ -77,12 +77,8 @@ def _revolute_pose(
 ) -> None:
     """``R[i] = (R[k] rot[i]) E(axis[i], angle)``, the orientation of a revolute joint's
     child: its parent's, the joint frame's, then Rodrigues' rotation."""
-    a00, a01, a02 = R[k, 0, 0], R[k, 0, 1], R[k, 0, 2]
-    a10, a11, a12 = R[k, 1, 0], R[k, 1, 1], R[k, 1, 2]
-    a20, a21, a22 = R[k, 2, 0], R[k, 2, 1], R[k, 2, 2]
-    b00, b01, b02 = rot[i, 0, 0], rot[i, 0, 1], rot[i, 0, 2]
-    b10, b11, b12 = rot[i, 1, 0], rot[i, 1, 1], rot[i, 1, 2]
-    b20, b21, b22 = rot[i, 2, 0], rot[i, 2, 1], rot[i, 2, 2]
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = entries33(R, k)
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = entries33(rot, i)
     f00 = a00 * b00 + a01 * b10 + a02 * b20
     f01 = a00 * b01 + a01 * b11 + a02 * b21
     f02 = a00 * b02 + a01 * b12 + a02 * b22
@@ -210,17 +206,12 @@ def world_inertias(
         # workspace with R: stored through, each store would make LLVM read R again): the
         # same operations in the same order as R (Ic R^T), bit for bit, 2.5x faster
         mi = m.mass[i]
-        r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
-        r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
-        r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = entries33(R, i)
         c0, c1, c2 = m.com[i, 0], m.com[i, 1], m.com[i, 2]
         cx = p[i, 0] + (r00 * c0 + r01 * c1 + r02 * c2)
         cy = p[i, 1] + (r10 * c0 + r11 * c1 + r12 * c2)
         cz = p[i, 2] + (r20 * c0 + r21 * c1 + r22 * c2)
-        J = m.inertia
-        j00, j01, j02 = J[i, 0, 0], J[i, 0, 1], J[i, 0, 2]
-        j10, j11, j12 = J[i, 1, 0], J[i, 1, 1], J[i, 1, 2]
-        j20, j21, j22 = J[i, 2, 0], J[i, 2, 1], J[i, 2, 2]
+        j00, j01, j02, j10, j11, j12, j20, j21, j22 = entries33(m.inertia, i)
         # T = Ic R^T: T[r, c] = Ic[r, :] . R[c, :]
         t00 = j00 * r00 + j01 * r01 + j02 * r02
         t01 = j00 * r10 + j01 * r11 + j02 * r12

@@ -26,6 +26,23 @@ def mul33(A: np.ndarray, ia: int, B: np.ndarray, ib: int, out: np.ndarray, io: i
 
 
 @njit_leaf
+def entries33(A: np.ndarray, i: int) -> tuple:
+    """The 9 entries of the 3x3 ``A[i]``, row by row, as a tuple (for kernels that keep a
+    matrix in registers)."""
+    return (
+        A[i, 0, 0],
+        A[i, 0, 1],
+        A[i, 0, 2],
+        A[i, 1, 0],
+        A[i, 1, 1],
+        A[i, 1, 2],
+        A[i, 2, 0],
+        A[i, 2, 1],
+        A[i, 2, 2],
+    )
+
+
+@njit_leaf
 def rowdot(A: np.ndarray, ia: int, r: int, X: np.ndarray, ix: int) -> float:
     """``A[ia, r, :] . X[ix, :]``: row ``r`` of the 3x3 ``A[ia]`` times the 3-vector ``X[ix]``."""
     return A[ia, r, 0] * X[ix, 0] + A[ia, r, 1] * X[ix, 1] + A[ia, r, 2] * X[ix, 2]
