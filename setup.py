@@ -36,7 +36,11 @@ def _compile_kernels(root: Path) -> None:
         return
     root = root.resolve()
     if root != HERE:
-        for cached in HERE.glob(f'{package_name}/**/__pycache__/*.nb[ic]'):
+        # the caches, and the digest of the sources they were built from (warmup.STAMP:
+        # without it the warm-up takes them for stale and deletes them)
+        stamp = HERE / package_name / '__pycache__' / 'numba-kernel-sources.sha256'
+        caches = [*HERE.glob(f'{package_name}/**/__pycache__/*.nb[ic]')]
+        for cached in caches + ([stamp] if stamp.is_file() else []):
             target = root / cached.relative_to(HERE)
             if target.parent.parent.is_dir():
                 target.parent.mkdir(exist_ok=True)

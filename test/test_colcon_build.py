@@ -128,6 +128,9 @@ def test_colcon_install_runs_from_the_install_tree_and_compiles_nothing(
     _checkout(src)
     out = _colcon(ws)
     assert 'kernels compiled and cached' in out, out[-4000:]
+    # the checkout's caches reused, with the digest of their sources: not taken for stale
+    # (deleted and compiled again, 150 s of a fresh clone's CI when the digest was not copied)
+    assert 'stale cache files removed' not in out, out[-4000:]
     prefix = ws / 'install' / PACKAGE
     share = prefix / 'share' / PACKAGE
 
