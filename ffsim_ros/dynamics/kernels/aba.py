@@ -210,28 +210,21 @@ def _accelerate_single(
 ) -> None:
     """Pass 3 for a one-DoF body ``i`` under the parent ``k``: ``qdd[c0]`` and ``acc[i]``,
     the parent's acceleration held in locals (no scratch stored through and read back)."""
-    a0 = acc[k, 0] + cb[i, 0]
-    a1 = acc[k, 1] + cb[i, 1]
-    a2 = acc[k, 2] + cb[i, 2]
-    a3 = acc[k, 3] + cb[i, 3]
-    a4 = acc[k, 4] + cb[i, 4]
-    a5 = acc[k, 5] + cb[i, 5]
+    a = (
+        acc[k, 0] + cb[i, 0],
+        acc[k, 1] + cb[i, 1],
+        acc[k, 2] + cb[i, 2],
+        acc[k, 3] + cb[i, 3],
+        acc[k, 4] + cb[i, 4],
+        acc[k, 5] + cb[i, 5],
+    )
     s = u[i, 0]
-    s -= U[i, 0, 0] * a0
-    s -= U[i, 1, 0] * a1
-    s -= U[i, 2, 0] * a2
-    s -= U[i, 3, 0] * a3
-    s -= U[i, 4, 0] * a4
-    s -= U[i, 5, 0] * a5
-    x = 0.0
-    x += Dinv[i, 0, 0] * s
+    for r in range(6):
+        s -= U[i, r, 0] * a[r]
+    x = 0.0 + Dinv[i, 0, 0] * s  # (the general case's sum from 0.0: -0.0 comes out +0.0)
     qdd[c0] = x
-    acc[i, 0] = a0 + S[0, c0] * x
-    acc[i, 1] = a1 + S[1, c0] * x
-    acc[i, 2] = a2 + S[2, c0] * x
-    acc[i, 3] = a3 + S[3, c0] * x
-    acc[i, 4] = a4 + S[4, c0] * x
-    acc[i, 5] = a5 + S[5, c0] * x
+    for r in range(6):
+        acc[i, r] = a[r] + S[r, c0] * x
 
 
 @njit_leaf

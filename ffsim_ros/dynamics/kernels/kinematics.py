@@ -204,7 +204,8 @@ def world_inertias(
     for i in range(nb):
         # every entry read into a local first and written once (the outputs share the
         # workspace with R: stored through, each store would make LLVM read R again): the
-        # same operations in the same order as R (Ic R^T), bit for bit, 2.5x faster
+        # operations of R (Ic R^T) in the order the array version had, bit for bit, 2.5x
+        # faster
         mi = m.mass[i]
         r00, r01, r02, r10, r11, r12, r20, r21, r22 = entries33(R, i)
         c0, c1, c2 = m.com[i, 0], m.com[i, 1], m.com[i, 2]
