@@ -809,3 +809,78 @@ def test_kinetic_energy_names_a_non_finite_configuration(servicer: D.Model) -> N
     q[13] = np.nan
     with pytest.raises(ValueError, match='^q: expected finite values, got nan at index 13$'):
         D.kinetic_energy(servicer, q, v)
+
+
+def _laid_out(x: np.ndarray, how: str) -> np.ndarray:
+    """``x`` (n,) with the same values as a strided view, a reversed view, read-only, or a
+    slice of a longer buffer: every one a 1-D float64 ndarray, the type the per-call entry
+    points are compiled for, but not all of their layout."""
+    if how == 'strided':
+        buf = np.full(2 * x.size, np.nan)
+        buf[::2] = x
+        return buf[::2]
+    if how == 'reversed':
+        return x[::-1].copy()[::-1]
+    if how == 'readonly':
+        y = x.copy()
+        y.setflags(write=False)
+        return y
+    buf = np.full(x.size + 3, np.nan)  # 'offset': contiguous, inside a longer buffer
+    buf[1 : 1 + x.size] = x
+    return buf[1 : 1 + x.size]
+
+
+@pytest.mark.parametrize('how', ['strided', 'reversed', 'readonly', 'offset'])
+def test_fast_paths_take_any_layout_of_a_float64_vector(servicer: D.Model, how: str) -> None:
+    """The fast paths check a vector's class, dtype and dimension in Python, its size and
+    stride in the compiled entry point (which refuses, reading nothing, and the converting
+    path takes over): a strided or reversed view, NaN between or around its values, gives
+    the results of a plain copy, bit for bit."""
+    q, v, tau = state(servicer, 3)
+    a = np.random.default_rng(3).normal(size=servicer.nv)
+    lay = functools.partial(_laid_out, how=how)
+    np.testing.assert_array_equal(
+        D.forward_dynamics(servicer, lay(q), lay(v), lay(tau)),
+        D.forward_dynamics(servicer, q, v, tau),
+    )
+    np.testing.assert_array_equal(D.mass_matrix(servicer, lay(q)), D.mass_matrix(servicer, q))
+    np.testing.assert_array_equal(
+        D.bias_forces(servicer, lay(q), lay(v)), D.bias_forces(servicer, q, v)
+    )
+    np.testing.assert_array_equal(
+        D.inverse_dynamics(servicer, lay(q), lay(v), lay(a)),
+        D.inverse_dynamics(servicer, q, v, a),
+    )
+
+
+def test_fast_paths_refuse_a_vector_of_another_size_with_its_name(servicer: D.Model) -> None:
+    """A float64 vector one entry short or long passes the Python half of the fast path's
+    check; the entry point refuses it by size and the converting path names it."""
+    q, v, tau = state(servicer, 4)
+    cases = [
+        (lambda: D.forward_dynamics(servicer, q[:-1], v, tau), r'q: expected 14 values'),
+        (lambda: D.forward_dynamics(servicer, q, np.append(v, 0.0), tau), r'v: expected 13'),
+        (lambda: D.forward_dynamics(servicer, q, v, tau[:-1]), r'tau: expected 7 values'),
+        (lambda: D.mass_matrix(servicer, np.append(q, 1.0)), r'q: expected 14 values'),
+        (lambda: D.bias_forces(servicer, q, v[:-1]), r'v: expected 13 values'),
+        (lambda: D.inverse_dynamics(servicer, q, v, v[:-2]), r'a: expected 13 values'),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
+def test_packed_header_carries_the_sizes_the_entry_points_check() -> None:
+    """``idata[12:14]`` = ``(nq, n)``: a free root and ball joints (a quaternion each, one
+    coordinate more than their DoFs), a fixed base, a robot without joints."""
+    from ffsim_ros.dynamics.builder import random_model
+
+    models = [
+        random_model(3, 6, joint_types=('revolute', 'prismatic', 'spherical', 'universal')),
+        random_model(4, 5, joint_types=('spherical',), floating_base=False),
+        D.load_urdf(sample_robot('ffsim_servicer_7dof')),
+        random_model(5, 0),
+    ]
+    for model in models:
+        idata = model.packed[0]
+        assert (idata[12], idata[13]) == (model.nq, model.n), model.name

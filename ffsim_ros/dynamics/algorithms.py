@@ -32,15 +32,11 @@ from .inputs import (
     generalized_forces,
     input_error,
     is_batch,
-    is_finite,
-    is_ready,
     link_wrench_items,
     no_batched_wrenches,
-    overflow_error,
-    require_finite_inputs,
-    require_finite_result,
+    plain_vector,
+    plain_vectors,
     require_floating,
-    state_error,
 )
 from .kernels.batched import b_forward_dynamics, b_inverse_dynamics, b_mass_matrix, b_momentum
 from .kernels.entry import (
@@ -54,24 +50,31 @@ from .kernels.entry import (
     e_poses,
     e_rnea,
     e_state_summary,
+    taken,
 )
 from .kernels.frames import b_link_frame
 from .lie import cross, quat_normalize, quat_to_matrix, quat_unit
 from .model import Model
+from .state_errors import (
+    is_finite,
+    overflow_error,
+    require_finite_inputs,
+    require_finite_result,
+    state_error,
+)
 
 
 class _Direct:
     """One compiled signature of a numba entry point, called without the dispatcher.
 
     numba's dispatcher works out the type of every argument on every call, about 0.3-0.5 us
-    for the 6-7 arrays of an entry point: a tenth of a 7-DoF call. The per-call fast paths
-    only pass arrays that share one layout (:func:`~.inputs.is_ready` vectors, the model's
-    read-only ``packed`` arrays, a bool), so ``entry`` is, after the first call, the native
-    entry point of that one signature: the packed arrays read-only, every other array
-    C-contiguous, aligned and writeable. The first call compiles that signature (or loads it
-    from the cache) through the dispatcher, with copies of any input that is not of that
-    kind, so a read-only first input cannot select another signature. Without numba
-    ``entry`` is the Python kernel.
+    for the 6-7 arrays of an entry point: a tenth of a 7-DoF call. The fast paths only pass
+    one type of array (float64 vectors, :func:`~.inputs.plain_vectors`; the model's
+    read-only ``packed``; a bool), so ``entry`` is, after the first call, the native entry
+    point of that one signature (the vectors C-contiguous, aligned and writeable; one of
+    another size or stride is refused: False, nothing read). The first call compiles that
+    signature (or loads it from the cache) through the dispatcher, with copies of any input
+    not of that kind (a read-only first input cannot select another signature).
     """
 
     __slots__ = ('kernel', 'entry')
@@ -360,19 +363,24 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
         checks its result finite).
     """
     try:
-        shape_q = model.shapes[0]
+        nv = model.nv
     except AttributeError:
         check_model(model)
         raise
-    if not is_ready(q, shape_q):
-        if is_batch(q):
-            lead = batch_shape(q)
-            H = b_mass_matrix(*model.packed, as_q_rows(model, q, lead))
-            return H.reshape(lead + (model.nv, model.nv))
-        q = as_q(model, q)
-    H = np.empty((model.nv, model.nv))
+    H = np.empty((nv, nv))
+    if plain_vector(q):  # the common case, without any conversion
+        try:
+            if _CRBA.entry(*model.packed, q, H):
+                return H
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q) from e
+    if is_batch(q):
+        lead = batch_shape(q)
+        H = b_mass_matrix(*model.packed, as_q_rows(model, q, lead))
+        return H.reshape(lead + (nv, nv))
+    q = as_q(model, q)
     try:
-        _CRBA.entry(*model.packed, q, H)
+        taken(_CRBA.entry(*model.packed, q, H))
     except (ValueError, ZeroDivisionError) as e:
         raise state_error(model, e, q=q) from e
     return H
@@ -406,17 +414,17 @@ def bias_forces(
     (nv,) ndarray [N, N m].
     """
     try:
-        shape_q, shape_v, _ = model.shapes
+        packed = model.packed
     except AttributeError:
         check_model(model)
         raise
-    if link_wrenches is None and is_ready(q, shape_q) and is_ready(v, shape_v):
-        out = np.empty(shape_v)  # the common case, without any conversion
+    if link_wrenches is None and plain_vectors(q, v, v):  # the common case, as they are
+        out = np.empty(model.nv)
         try:
-            _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+            if _NLE.entry(*packed, q, v, model.joint_dynamics, out):
+                return out
         except (ValueError, ZeroDivisionError) as e:
             raise state_error(model, e, q=q, v=v) from e
-        return out
     return _rnea(model, q, v, None, link_wrenches)
 
 
@@ -457,7 +465,7 @@ def inverse_dynamics(
         Wrong sizes, a non-finite input or a zero quaternion, named; an overflow.
     """
     try:
-        shape_q, shape_v, _ = model.shapes
+        packed = model.packed
     except AttributeError:
         check_model(model)
         raise
@@ -466,18 +474,13 @@ def inverse_dynamics(
             'a: expected (nv,) accelerations [dV0, dw0, phiddot], got None (bias_forces '
             'gives the generalized force at zero acceleration)'
         )
-    if (
-        link_wrenches is None
-        and is_ready(q, shape_q)
-        and is_ready(v, shape_v)
-        and is_ready(a, shape_v)
-    ):
-        out = np.empty(shape_v)  # the common case, without any conversion
+    if link_wrenches is None and plain_vectors(q, v, a):  # the common case, as they are
+        out = np.empty(model.nv)
         try:
-            _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+            if _RNEA.entry(*packed, q, v, a, model.joint_dynamics, out):
+                return out
         except (ValueError, ZeroDivisionError) as e:
             raise state_error(model, e, q=q, v=v, a=a) from e
-        return out
     return _rnea(model, q, v, a, link_wrenches)
 
 
@@ -515,9 +518,9 @@ def _rnea(
         out = np.empty(nv)
         try:
             if a is None:
-                _NLE.entry(*model.packed, q, v, model.joint_dynamics, out)
+                taken(_NLE.entry(*model.packed, q, v, model.joint_dynamics, out))
             else:
-                _RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out)
+                taken(_RNEA.entry(*model.packed, q, v, a, model.joint_dynamics, out))
         except (ValueError, ZeroDivisionError) as e:
             given = {'q': q, 'v': v} if a is None else {'q': q, 'v': v, 'a': a}
             raise state_error(model, e, **given) from e
@@ -569,23 +572,21 @@ def aba(
     single-state only.
     """
     try:
-        shape_q, shape_v, shape_tau = model.shapes
+        packed = model.packed
     except AttributeError:
         check_model(model)
         raise
     if (
         base_wrench is None
         and (link_wrenches is None or not any_link_wrench(link_wrenches))
-        and is_ready(q, shape_q)
-        and is_ready(v, shape_v)
-        and is_ready(tau, shape_tau)
-    ):  # the common case, without any conversion
-        out = np.empty(shape_v)
+        and plain_vectors(q, v, tau)
+    ):  # the common case, as they are
+        out = np.empty(model.nv)
         try:
-            _ABA.entry(*model.packed, q, v, tau, model.joint_dynamics, out)
+            if _ABA.entry(*packed, q, v, tau, model.joint_dynamics, out):
+                return out
         except (ValueError, ZeroDivisionError) as e:
             raise state_error(model, e, q=q, v=v, tau=tau) from e
-        return out
     if is_batch(q):
         no_batched_wrenches(link_wrenches)
         lead = batch_shape(q)

@@ -50,13 +50,11 @@ from .inputs import (
     generalized_force_parts,
     is_ready,
     positive_step,
-    require_finite_result,
     require_floating,
-    state_error,
 )
 from .integration import step_error
 from .kernels.aba_derivatives import e_dynamics_derivatives
-from .kernels.entry import e_mass_matrix, e_rk4_steps
+from .kernels.entry import e_mass_matrix, e_rk4_steps, taken
 from .kernels.implicit_friction import implicit_friction_rates
 from .kernels.layout import ROOT_FREE, SPHERICAL
 from .kernels.rnea_derivatives import COULOMB_EPS
@@ -64,6 +62,7 @@ from .kernels.step_derivatives import e_step_derivatives, so3_coefficients
 from .kernels.velocity_derivatives import e_generalized_velocity_derivatives
 from .lie import skew
 from .model import Model, with_gravity, with_joint_dynamics
+from .state_errors import require_finite_result, state_error
 from .stiff_friction import (
     DISPLACEMENT_SHARE,
     explicit_part,
@@ -267,7 +266,7 @@ def step_derivatives(
         dofs = _NO_DOFS
         if slopes.any():  # the friction D.step takes implicitly (.stiff_friction)
             H = np.empty((nv, nv))
-            e_mass_matrix(*model.packed, local, H)
+            taken(e_mass_matrix(*model.packed, local, H))
             dofs = implicit_dofs(H, slopes, dt)
         packed = model.packed if dofs.size == 0 else explicit_part(model, dofs)
         e_step_derivatives(*packed, local, v, gen, fric, dt, A, B)
@@ -305,7 +304,7 @@ def _through_the_impulse(
     """
     nv, k = model.nv, dofs.size
     H = np.empty((nv, nv))
-    e_mass_matrix(*model.packed, q1, H)
+    taken(e_mass_matrix(*model.packed, q1, H))
     E = np.zeros((nv, k))
     E[dofs, np.arange(k)] = 1.0
     HinvS = np.linalg.solve(H, E)
@@ -398,7 +397,7 @@ def _restored(
     q3, v3 = after
     nv = v3.size
     H3 = np.empty((nv, nv))
-    e_mass_matrix(*rest.packed, q3, H3)
+    taken(e_mass_matrix(*rest.packed, q3, H3))
 
     def jacobians(q: np.ndarray, v: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X = np.eye(6)

@@ -23,10 +23,11 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .algorithms import aba, forward_dynamics_crba
-from .inputs import ArrayLike, overflow_error
+from .inputs import ArrayLike
 from .model import Model
 from .mufti.barycentric import barycentric_dynamics
 from .mufti.tree import maximal_dynamics
+from .state_errors import overflow_error
 
 
 def _maximal(method: str) -> Callable[..., np.ndarray]:

@@ -28,16 +28,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .algorithms import bias_forces, center_of_mass, link_jacobian, mass_matrix
-from .inputs import (
-    ArrayLike,
-    as_q,
-    as_vector,
-    check_point,
-    require_finite_outputs,
-    require_floating,
-)
+from .inputs import ArrayLike, as_q, as_vector, check_point, require_floating
 from .lie import cross
 from .model import Model
+from .state_errors import require_finite_outputs
 
 
 class FreeFloatingTerms(NamedTuple):

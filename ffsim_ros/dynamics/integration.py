@@ -34,15 +34,11 @@ from .inputs import (
     generalized_forces,
     input_error,
     is_batch,
-    is_finite,
-    is_kernel_failure,
     link_wrench_items,
     no_batched_wrenches,
     positive_step,
     real_number,
-    require_finite_inputs,
     require_floating,
-    state_error,
 )
 from .kernels.batched import b_integrate, b_mass_matrix, b_rk4_step
 from .kernels.entry import (
@@ -55,11 +51,13 @@ from .kernels.entry import (
     e_momentum_target,
     e_rk4_stage,
     e_rk4_steps,
+    taken,
 )
 from .kernels.lie_group import RK4_NODES, RK4_WEIGHTS
 from .lie import quat_conjugate, quat_log, quat_multiply, quat_to_matrix, quat_unit
 from .model import Model
 from .solver_step import SolverFailure, rates_text, solve_ivp_step
+from .state_errors import is_finite, is_kernel_failure, require_finite_inputs, state_error
 from .stiff_friction import (
     DISPLACEMENT_SHARE,
     explicit_part,
@@ -565,7 +563,7 @@ def _last_stage(
 def _mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
     """The inertia matrix (nv, nv) at ``q`` (nq,)."""
     H = np.empty((model.nv, model.nv))
-    e_mass_matrix(*model.packed, q, H)
+    taken(e_mass_matrix(*model.packed, q, H))
     return H
 
 

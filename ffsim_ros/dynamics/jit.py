@@ -44,10 +44,12 @@ def njit_leaf(func: Callable[..., Any]) -> Callable[..., Any]:
     level), so that the call, and the reference counting of the arrays it is handed, go away.
 
     For the small per-body helpers, for the three passes of ABA into ``aba_passes``
-    (which every ABA caller then calls, so they are compiled once), where it pays (forward
-    dynamics 15 % faster per call), and for thin wrappers that would otherwise add one more
-    library -- and one more optimization of everything they link -- to the first compile.
-    Each inlined copy is compiled again:
+    (which the RK4 steps' ABA callers then call, so they are compiled once) and into
+    ``aba_on_views`` with the kinematics (the batched rows: 40 % off a row, for about 15 s
+    more of cold compile), where it pays
+    (forward dynamics 15 % faster per call), and for thin wrappers that would otherwise add
+    one more library -- and one more optimization of everything they link -- to the first
+    compile. Each inlined copy is compiled again:
     inlining the kinematics into its five callers doubled the first compile (114 s to 228 s),
     inlining every recursion into every entry point took it to 11 minutes; the kinematics
     passes, ``rnea`` and the ABA derivatives are plain :func:`njit` calls (measured: inlining
@@ -66,6 +68,23 @@ def njit_leaf(func: Callable[..., Any]) -> Callable[..., Any]:
     if _numba is None:
         return func
     return _numba.njit(cache=True, nogil=True, inline='always')(func)
+
+
+def inlined_copy(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """A :func:`njit_leaf` copy of the :func:`njit` kernel ``kernel``: the same source,
+    inlined where a caller is measured faster with it in its body, called elsewhere.
+
+    Parameters
+    ----------
+    kernel : callable
+        A dispatcher made by :func:`njit` (or, without numba, the plain function).
+
+    Returns
+    -------
+    callable
+        The inlined dispatcher, or the plain function when numba is not installed.
+    """
+    return njit_leaf(getattr(kernel, 'py_func', kernel))
 
 
 def njit_parallel(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import lapack
 
-from .kernels.entry import e_mass_matrix
+from .kernels.entry import e_mass_matrix, taken
 from .kernels.layout import (
     PRISMATIC,
     REVOLUTE,
@@ -782,7 +782,7 @@ def _check_inertia_rank(model: Model, bodies: Sequence[BodySpec]) -> None:
     for config in (q, _turned(model, q)):  # degenerate at both: structural, not a posture's
         H = np.empty((model.nv, model.nv))
         try:
-            e_mass_matrix(*model.packed, config, H)  # (raises when H is not finite)
+            taken(e_mass_matrix(*model.packed, config, H))  # (raises when H is not finite)
         except ValueError:
             raise ValueError(
                 f'robot {model.name}: its inertia matrix overflows (largest body mass '

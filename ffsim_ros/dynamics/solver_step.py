@@ -17,9 +17,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver, Radau
 
-from .inputs import is_finite
 from .kernels.entry import e_chart_rate, e_integrate
 from .model import Model
+from .state_errors import is_finite
 
 _SOLVERS: dict[str, type[OdeSolver]] = {
     'RK45': RK45,

@@ -3,7 +3,8 @@
 The parallel loops call row kernels that unpack the model themselves (numba's parfor
 lowering cannot carry the ModelArrays named tuple into its generated loop body). Rows are
 processed in chunks of :data:`CHUNK`: each chunk unpacks the model and allocates its
-workspace once, then writes every row's result straight into the output.
+workspace once (the forward dynamics also carve their views once), then writes every row's
+result straight into the output.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import borrow, carve, keep_alive, njit, njit_parallel, prange
-from .aba import fd_ws_size, forward_dynamics_into
+from .aba import aba_on_views, aba_views, aba_ws_size
 from .crba import crba
+from .friction import joint_friction
 from .kinematics import kinematics, kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import unpack
 from .lie_group import integrate, rk4_step_into, rk4_ws_size
@@ -35,12 +37,25 @@ def _fd_rows(
     hi: int,
 ) -> None:
     m = unpack(idata, fdata)
-    owner = np.empty(fd_ws_size(m.parent.shape[0], idata[1]))
+    nb = m.parent.shape[0]
+    nv = idata[1]
+    o = aba_ws_size(nb, nv)
+    owner = np.empty(o + nv)
     ws = borrow(owner)
     Q, V, T, out = borrow(Q), borrow(V), borrow(T), borrow(out)
     fext = carve(ws, 0, (0, 6))
+    gen = ws[o : o + nv]
+    # the views carved once for the chunk, and ABA in this body (aba_on_views)
+    kin = kinematics_views(ws, nb, nv)
+    arts = aba_views(ws, nb, nv)
     for k in range(lo, hi):
-        forward_dynamics_into(m, Q[k], V[k], T[k], fext, with_friction, out[k], ws)
+        tau = T[k]
+        if with_friction:  # as forward_dynamics_into: the friction, then plus the efforts
+            joint_friction(m, V[k], gen)
+            for c in range(nv):
+                gen[c] += tau[c]
+            tau = gen
+        aba_on_views(m, Q[k], V[k], tau, fext, out[k], kin, arts)
     keep_alive(owner)
 
 

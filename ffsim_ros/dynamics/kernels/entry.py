@@ -1,7 +1,9 @@
 """Single-state entry points: the packed model (:func:`~.layout.pack`) in, results out.
 
-``e_aba``, ``e_mass_matrix``, ``e_nle`` and ``e_rnea`` write into a caller-provided output:
-they are the per-call fast paths of :mod:`ffsim_ros.dynamics.algorithms`. They, the
+``e_aba``, ``e_mass_matrix``, ``e_nle`` and ``e_rnea`` write into a caller-provided output
+and return whether their vectors had the sizes and the layout they are compiled for
+(:func:`plain_vector`): they are the per-call fast paths of
+:mod:`ffsim_ros.dynamics.algorithms`, which take another path where they did not. They, the
 kinematics (``e_poses``, ``e_kinematics``), ``e_momentum``, ``e_state_summary``,
 ``e_integrate`` and the compiled steps (``e_rk4_steps``, ``e_conserving_rk4_steps``) check
 their result finite (:func:`.spatial.require_finite`, a few ns where a check in Python costs
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import borrow, carve, keep_alive, njit
+from ..jit import borrow, carve, keep_alive, njit, njit_leaf
 from ..lie import qnormalize
 from .aba import aba_into, aba_ws_size, forward_dynamics
 from .conservation import conserving_rk4_steps, correct_momentum, momentum_after, system_momentum
@@ -31,6 +33,31 @@ from .lie_group import chart_rate, integrate, rk4_stage, rk4_step
 from .momentum import momentum_and_energy, spatial_momentum
 from .rnea import id_ws_size, inverse_dynamics_into
 from .spatial import require_finite
+
+
+def taken(done: bool) -> None:
+    """Raise ``RuntimeError`` unless a per-call entry point (``e_aba``, ``e_mass_matrix``,
+    ``e_nle``, ``e_rnea``) took its vectors. For callers whose vectors were converted to the
+    model's sizes and layout (so it always does): never an output left unwritten.
+
+    Parameters
+    ----------
+    done : bool
+        What the entry point returned.
+    """
+    if not done:
+        raise RuntimeError('internal error: an entry point refused converted vectors')
+
+
+@njit_leaf
+def plain_vector(x: np.ndarray, n: int) -> bool:
+    """Whether the vector ``x`` has ``n`` entries one item apart: the layout the per-call entry
+    points are compiled for (C-contiguous), which their native entry point, called without
+    numba's dispatcher, does not check. The Python fast paths check each vector's class,
+    dtype and dimension (:func:`~ffsim_ros.dynamics.inputs.plain_vectors`); the size and
+    the stride are checked here, in compiled code, for free. A strided or reversed view has
+    the same compiled type: it is refused before any entry is read."""
+    return x.shape[0] == n and (n == 0 or x.strides[0] == x.itemsize)
 
 
 @njit
@@ -66,9 +93,12 @@ def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> tuple[n
 
 
 @njit
-def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.ndarray) -> None:
+def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.ndarray) -> bool:
     """Entry point: the inertia matrix by :func:`crba` into ``H`` (nv, nv), checked finite
-    (a NaN or an infinity in ``q`` raised, not returned)."""
+    (a NaN or an infinity in ``q`` raised, not returned). False, and nothing done, when
+    ``q`` is not a :func:`plain_vector` of ``nq`` entries."""
+    if not plain_vector(q, idata[12]):
+        return False
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     nv = idata[1]
@@ -84,6 +114,7 @@ def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.nda
     for r in range(nv):
         require_finite(H[r])
     keep_alive(owner)
+    return True
 
 
 @njit
@@ -95,18 +126,23 @@ def e_rnea(
     a: np.ndarray,
     with_friction: bool,
     out: np.ndarray,
-) -> None:
+) -> bool:
     """Entry point without external wrenches: :func:`inverse_dynamics_into` into ``out``
     (nv,) ``[F; T; tau]`` [N, N m, N m | N] (base wrench at the base CoM, inertial frame) from
-    ``q`` (nq,), ``v`` (nv,) and ``a`` (nv,) ``[dV0, dw0, phiddot]`` [m/s^2, rad/s^2, ...]."""
+    ``q`` (nq,), ``v`` (nv,) and ``a`` (nv,) ``[dV0, dw0, phiddot]`` [m/s^2, rad/s^2, ...].
+    False, and nothing done, unless the three are :func:`plain_vector` of those sizes."""
+    nv = idata[1]
+    if not (plain_vector(q, idata[12]) and plain_vector(v, nv) and plain_vector(a, nv)):
+        return False
     m = unpack(idata, fdata)
-    owner = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
+    owner = np.empty(id_ws_size(m.parent.shape[0], nv))
     ws = borrow(owner)
     out = borrow(out)
     fext = carve(ws, 0, (0, 6))
     inverse_dynamics_into(m, borrow(q), borrow(v), borrow(a), fext, with_friction, out, ws)
     require_finite(out)
     keep_alive(owner)
+    return True
 
 
 @njit
@@ -117,11 +153,14 @@ def e_nle(
     v: np.ndarray,
     with_friction: bool,
     out: np.ndarray,
-) -> None:
+) -> bool:
     """Entry point of the bias forces ``nle`` (no external wrenches) into ``out`` (nv,).
 
-    :func:`rnea` with ``a = 0``, its acceleration terms skipped.
+    :func:`rnea` with ``a = 0``, its acceleration terms skipped. False, and nothing done,
+    unless ``q`` (nq,) and ``v`` (nv,) are :func:`plain_vector`.
     """
+    if not (plain_vector(q, idata[12]) and plain_vector(v, idata[1])):
+        return False
     m = unpack(idata, fdata)
     owner = np.empty(id_ws_size(m.parent.shape[0], idata[1]))
     ws = borrow(owner)
@@ -131,6 +170,7 @@ def e_nle(
     inverse_dynamics_into(m, borrow(q), v, v[0:0], fext, with_friction, out, ws)
     require_finite(out)
     keep_alive(owner)
+    return True
 
 
 @njit
@@ -164,15 +204,18 @@ def e_aba(
     tau: np.ndarray,
     with_friction: bool,
     out: np.ndarray,
-) -> None:
+) -> bool:
     """Entry point: ABA forward dynamics under joint efforts only, into ``out`` (nv,).
 
     ``tau`` (n,) are the joint efforts (the last ``n`` generalized forces); no base wrench and
-    no body wrenches (see :func:`e_forward_dynamics` for those).
+    no body wrenches (see :func:`e_forward_dynamics` for those). False, and nothing done,
+    unless ``q`` (nq,), ``v`` (nv,) and ``tau`` (n,) are :func:`plain_vector`.
     """
+    nv = idata[1]
+    if not (plain_vector(q, idata[12]) and plain_vector(v, nv) and plain_vector(tau, idata[13])):
+        return False
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
-    nv = idata[1]
     o = aba_ws_size(nb, nv)
     owner = np.empty(o + 2 * nv)
     ws = borrow(owner)
@@ -192,6 +235,7 @@ def e_aba(
     aba_into(m, borrow(q), v, gen, carve(ws, 0, (0, 6)), out, ws)
     require_finite(out)
     keep_alive(owner)
+    return True
 
 
 @njit

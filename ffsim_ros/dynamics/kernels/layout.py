@@ -22,7 +22,7 @@ PRISMATIC = 3
 SPHERICAL = 4  # ball joint: unit quaternion (x, y, z, w) in q, child-frame angular velocity in v
 UNIVERSAL = 5  # two revolutes, about ``axis`` (fixed in the parent) then ``axis2`` (in the child)
 
-#: Length of the header of ``idata``: ``[nb, nv, 10 float offsets, unused...]``.
+#: Length of the header of ``idata``: ``[nb, nv, 10 float offsets, nq, n, unused...]``.
 IHEAD = 16
 
 
@@ -52,7 +52,9 @@ class ModelArrays(NamedTuple):
 def pack(a: ModelArrays) -> tuple[np.ndarray, np.ndarray]:
     """Pack ``a`` into ``(idata, fdata)`` for the ``e_*`` entry points.
 
-    Layout: ``idata = [nb, nv, <float offsets x 10>, 0..., jtype, parent, iq, iv, nvj]`` and
+    Layout: ``idata = [nb, nv, <float offsets x 10>, nq, n, 0, 0, jtype, parent, iq, iv,
+    nvj]`` (``n`` the joint DoFs, ``nv`` less the root's; the entry points check their
+    vectors' sizes against ``nq``, ``nv`` and ``n``) and
     ``fdata = [rot, trans, axis, mass, com, inertia, gravity, damping, friction, axis2]``.
     """
     nb = a.parent.shape[0]
@@ -74,6 +76,9 @@ def pack(a: ModelArrays) -> tuple[np.ndarray, np.ndarray]:
     idata[0] = nb
     idata[1] = nv
     idata[2:12] = offsets[:10]
+    # a free root and a ball joint carry a quaternion: one coordinate more than their DoFs
+    idata[12] = nv + int(np.count_nonzero((a.jtype == ROOT_FREE) | (a.jtype == SPHERICAL)))
+    idata[13] = nv - int(a.nvj[a.parent < 0].sum())
     ints = np.concatenate([a.jtype, a.parent, a.iq, a.iv, a.nvj]).astype(np.int64)
     idata[IHEAD:] = ints
     fdata = np.concatenate([np.ravel(f) for f in floats]).astype(np.float64)

@@ -140,7 +140,7 @@ def spatial_inertia_matrix(
 def require_finite(x: np.ndarray) -> None:
     """Raise ``ValueError('non-finite result ...')`` unless every entry of ``x`` (n,) is
     finite: the entry points' check of their result (a few ns), which
-    :func:`ffsim_ros.dynamics.inputs.state_error` turns into the argument that is not finite,
+    :func:`ffsim_ros.dynamics.state_errors.state_error` turns into the argument that is not finite,
     or else an overflow from finite inputs."""
     for c in range(x.shape[0]):
         if not np.isfinite(x[c]):

@@ -57,13 +57,13 @@ from ..inputs import (
     link_wrench_items,
     positive_step,
     real_number,
-    require_state,
     step_count,
 )
 from ..integration import rk4_step
 from ..kernels.layout import PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..lie import cross, perpendicular_basis
 from ..model import Model
+from ..state_errors import require_state
 from .linalg import Triplets, block_mass_matrix, solve_lagrangian
 
 METHODS = ('kkt', 'nullspace', 'multipliers')
