@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 import pytest
 from pinocchio_twin import pinocchio_twin
+from vector_layouts import LAYOUTS, laid_out
 
 from ffsim_ros import dynamics as D
 from ffsim_ros.dynamics import mufti as M
@@ -526,3 +527,22 @@ def test_rank_certificate_agrees_with_the_svd() -> None:
     X = np.linalg.qr(rng.normal(size=(5, 3)))[0]
     assert clearly_independent(X, 1e-9) and clearly_independent(1e-17 * X)
     assert not clearly_independent(1e-17 * X, 1e-9)
+
+
+@pytest.mark.parametrize('how', LAYOUTS)
+def test_per_call_path_takes_any_layout_of_a_float64_vector(how: str) -> None:
+    """The per-call path checks class, dtype and dimension in Python, the sizes and strides
+    in the compiled entry point (which refuses, reading nothing, for the converting path): a
+    strided or reversed view, NaN between its values, gives the plain copy's accelerations
+    bit for bit; a vector one entry short is named."""
+    chain, q, v = S.tumbling_platform()
+    tau = np.linspace(-1.0, 1.0, chain.model.n)
+    ref = chain.acceleration(q, v, tau)
+    for _ in range(2):  # the first call types the kernel, the second takes its entry point
+        np.testing.assert_array_equal(
+            chain.acceleration(laid_out(q, how), laid_out(v, how), laid_out(tau, how)), ref
+        )
+    with pytest.raises(ValueError, match='tau: expected'):
+        chain.acceleration(q, v, tau[:-1])
+    with pytest.raises(ValueError, match='v: expected'):
+        chain.acceleration(q, np.append(v, 0.0), tau)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from vector_layouts import LAYOUTS, laid_out
 
 import ffsim_ros.dynamics as D
 from ffsim_ros.dynamics.mufti import simulate_prescribed_base
@@ -811,26 +812,7 @@ def test_kinetic_energy_names_a_non_finite_configuration(servicer: D.Model) -> N
         D.kinetic_energy(servicer, q, v)
 
 
-def _laid_out(x: np.ndarray, how: str) -> np.ndarray:
-    """``x`` (n,) with the same values as a strided view, a reversed view, read-only, or a
-    slice of a longer buffer: every one a 1-D float64 ndarray, the type the per-call entry
-    points are compiled for, but not all of their layout."""
-    if how == 'strided':
-        buf = np.full(2 * x.size, np.nan)
-        buf[::2] = x
-        return buf[::2]
-    if how == 'reversed':
-        return x[::-1].copy()[::-1]
-    if how == 'readonly':
-        y = x.copy()
-        y.setflags(write=False)
-        return y
-    buf = np.full(x.size + 3, np.nan)  # 'offset': contiguous, inside a longer buffer
-    buf[1 : 1 + x.size] = x
-    return buf[1 : 1 + x.size]
-
-
-@pytest.mark.parametrize('how', ['strided', 'reversed', 'readonly', 'offset'])
+@pytest.mark.parametrize('how', LAYOUTS)
 def test_fast_paths_take_any_layout_of_a_float64_vector(servicer: D.Model, how: str) -> None:
     """The fast paths check a vector's class, dtype and dimension in Python, its size and
     stride in the compiled entry point (which refuses, reading nothing, and the converting
@@ -838,7 +820,7 @@ def test_fast_paths_take_any_layout_of_a_float64_vector(servicer: D.Model, how: 
     the results of a plain copy, bit for bit."""
     q, v, tau = state(servicer, 3)
     a = np.random.default_rng(3).normal(size=servicer.nv)
-    lay = functools.partial(_laid_out, how=how)
+    lay = functools.partial(laid_out, how=how)
     np.testing.assert_array_equal(
         D.forward_dynamics(servicer, lay(q), lay(v), lay(tau)),
         D.forward_dynamics(servicer, q, v, tau),

@@ -63,7 +63,7 @@ def plain_vectors(a: object, b: object, c: object) -> bool:
     given for two or three of them): the Python half of the per-call fast paths' test.
 
     The entry points check the other half, each vector's size and unit stride, in compiled
-    code (:func:`~ffsim_ros.dynamics.kernels.entry.plain_vector`), and return False where it
+    code (:func:`~ffsim_ros.dynamics.kernels.layout.plain_vector`), and return False where it
     fails; :func:`is_ready` checks all of it in Python (shape and strides are tuples built
     on each access): one call here for three vectors costs about what :func:`is_ready`
     costs for one (0.12 against 0.43 us for three, measured 2026-11-28). The class, dtype

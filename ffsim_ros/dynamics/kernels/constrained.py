@@ -63,7 +63,7 @@ from .cut_hinges import (
 from .delassus import solve_delassus, solve_firm
 from .friction import joint_friction
 from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
-from .layout import ModelArrays, unpack
+from .layout import ModelArrays, plain_vector, unpack
 from .lie_group import RK4_NODES, RK4_WEIGHTS, add_body_wrench, chart_rate, integrate, rk4_stage
 from .momentum import momentum_and_energy
 
@@ -757,6 +757,11 @@ def transmitted_wrenches(
             out[k, r] += out[i, r]
 
 
+#: What :func:`e_closed_chain` returns for vectors not of its sizes or layout (a rank is
+#: >= 0, a failure -1).
+REFUSED = -2
+
+
 @njit
 def e_closed_chain(
     idata: np.ndarray,
@@ -784,7 +789,18 @@ def e_closed_chain(
     gen : (nv,) ``[F_b; tau]`` or (n,) ``tau`` [N, N m, N m | N];  fext : (nb, 6) about O or
     (0, 6);  loop_i : (nl, 3) int64;  loop_f : (nl, 24) [m];  alpha [1/s], beta [1/s^2],
     rtol;  qdd : (nv,), lam : (nrows,), acc : (nb, 6) or (0, 6) outputs -- as there.
+
+    :data:`REFUSED`, nothing done, unless ``q``, ``v`` and ``gen`` are
+    :func:`.layout.plain_vector` of those sizes (the per-call fast path calls the native
+    entry point with any one-dimensional float64 vectors).
     """
+    nv = idata[1]
+    if not (
+        plain_vector(q, idata[12])
+        and plain_vector(v, nv)
+        and (plain_vector(gen, nv) or plain_vector(gen, idata[13]))
+    ):
+        return REFUSED
     m = unpack(idata, fdata)
     return closed_chain_dynamics(
         m, q, v, gen, fext, with_friction, loop_i, loop_f, alpha, beta, rtol, qdd, lam, acc

@@ -2,7 +2,7 @@
 
 ``e_aba``, ``e_mass_matrix``, ``e_nle`` and ``e_rnea`` write into a caller-provided output
 and return whether their vectors had the sizes and the layout they are compiled for
-(:func:`plain_vector`): they are the per-call fast paths of
+(:func:`.layout.plain_vector`): they are the per-call fast paths of
 :mod:`ffsim_ros.dynamics.algorithms`, which take another path where they did not. They, the
 kinematics (``e_poses``, ``e_kinematics``), ``e_momentum``, ``e_state_summary``,
 ``e_integrate`` and the compiled steps (``e_rk4_steps``, ``e_conserving_rk4_steps``) check
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import borrow, carve, keep_alive, njit, njit_leaf
+from ..jit import borrow, carve, keep_alive, njit
 from ..lie import qnormalize
 from .aba import aba_into, aba_ws_size, forward_dynamics
 from .conservation import conserving_rk4_steps, correct_momentum, momentum_after, system_momentum
@@ -28,7 +28,7 @@ from .kinematics import (
     kinematics_views,
     kinematics_ws_size,
 )
-from .layout import unpack
+from .layout import plain_vector, unpack
 from .lie_group import chart_rate, integrate, rk4_stage, rk4_step
 from .momentum import momentum_and_energy, spatial_momentum
 from .rnea import id_ws_size, inverse_dynamics_into
@@ -47,17 +47,6 @@ def taken(done: bool) -> None:
     """
     if not done:
         raise RuntimeError('internal error: an entry point refused converted vectors')
-
-
-@njit_leaf
-def plain_vector(x: np.ndarray, n: int) -> bool:
-    """Whether the vector ``x`` has ``n`` entries one item apart: the layout the per-call entry
-    points are compiled for (C-contiguous), which their native entry point, called without
-    numba's dispatcher, does not check. The Python fast paths check each vector's class,
-    dtype and dimension (:func:`~ffsim_ros.dynamics.inputs.plain_vectors`); the size and
-    the stride are checked here, in compiled code, for free. A strided or reversed view has
-    the same compiled type: it is refused before any entry is read."""
-    return x.shape[0] == n and (n == 0 or x.strides[0] == x.itemsize)
 
 
 @njit
@@ -96,7 +85,7 @@ def e_kinematics(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray) -> tuple[n
 def e_mass_matrix(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, H: np.ndarray) -> bool:
     """Entry point: the inertia matrix by :func:`crba` into ``H`` (nv, nv), checked finite
     (a NaN or an infinity in ``q`` raised, not returned). False, and nothing done, when
-    ``q`` is not a :func:`plain_vector` of ``nq`` entries."""
+    ``q`` is not a :func:`.layout.plain_vector` of ``nq`` entries."""
     if not plain_vector(q, idata[12]):
         return False
     m = unpack(idata, fdata)
@@ -130,7 +119,7 @@ def e_rnea(
     """Entry point without external wrenches: :func:`inverse_dynamics_into` into ``out``
     (nv,) ``[F; T; tau]`` [N, N m, N m | N] (base wrench at the base CoM, inertial frame) from
     ``q`` (nq,), ``v`` (nv,) and ``a`` (nv,) ``[dV0, dw0, phiddot]`` [m/s^2, rad/s^2, ...].
-    False, and nothing done, unless the three are :func:`plain_vector` of those sizes."""
+    False, and nothing done, unless the three are :func:`.layout.plain_vector` of those sizes."""
     nv = idata[1]
     if not (plain_vector(q, idata[12]) and plain_vector(v, nv) and plain_vector(a, nv)):
         return False
@@ -157,7 +146,7 @@ def e_nle(
     """Entry point of the bias forces ``nle`` (no external wrenches) into ``out`` (nv,).
 
     :func:`rnea` with ``a = 0``, its acceleration terms skipped. False, and nothing done,
-    unless ``q`` (nq,) and ``v`` (nv,) are :func:`plain_vector`.
+    unless ``q`` (nq,) and ``v`` (nv,) are :func:`.layout.plain_vector`.
     """
     if not (plain_vector(q, idata[12]) and plain_vector(v, idata[1])):
         return False
@@ -209,7 +198,7 @@ def e_aba(
 
     ``tau`` (n,) are the joint efforts (the last ``n`` generalized forces); no base wrench and
     no body wrenches (see :func:`e_forward_dynamics` for those). False, and nothing done,
-    unless ``q`` (nq,), ``v`` (nv,) and ``tau`` (n,) are :func:`plain_vector`.
+    unless ``q`` (nq,), ``v`` (nv,) and ``tau`` (n,) are :func:`.layout.plain_vector`.
     """
     nv = idata[1]
     if not (plain_vector(q, idata[12]) and plain_vector(v, nv) and plain_vector(tau, idata[13])):

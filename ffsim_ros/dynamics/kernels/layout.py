@@ -116,3 +116,14 @@ def unpack(idata: np.ndarray, fdata: np.ndarray) -> ModelArrays:
         fdata[o[8] : o[8] + nv],
         carve(fdata, o[9], (nb, 3)),
     )
+
+
+@njit_leaf
+def plain_vector(x: np.ndarray, n: int) -> bool:
+    """Whether the vector ``x`` has ``n`` entries one item apart: the layout the per-call entry
+    points are compiled for (C-contiguous), which their native entry point, called without
+    numba's dispatcher, does not check. The Python fast paths check each vector's class,
+    dtype and dimension (:func:`~ffsim_ros.dynamics.inputs.plain_vectors`); the size and
+    the stride are checked here, in compiled code, for free. A strided or reversed view has
+    the same compiled type: it is refused before any entry is read."""
+    return x.shape[0] == n and (n == 0 or x.strides[0] == x.itemsize)

@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..algorithms import body_wrenches, mass_matrix, momentum
-from ..inputs import ArrayLike, generalized_force, is_ready
+from ..inputs import ArrayLike, generalized_force, is_ready, plain_vectors
 from ..integration import integrate, momentum_after
 from ..kernels.constrained import (
+    REFUSED,
     e_closed_chain,
     e_closed_chain_steps,
     e_loop_projection,
@@ -34,6 +35,12 @@ from .closing import ClosingRows, close_after_step
 from .tree import Bodies, Rows, actuation, effective_efforts, joint_frames
 
 KIND_CODES = {'ball': LOOP_BALL, 'revolute': LOOP_REVOLUTE, 'weld': LOOP_WELD}
+
+
+def _refused() -> RuntimeError:
+    """The error of the closed-chain kernel refusing vectors converted for it (they have the
+    model's sizes and layout, so it never does)."""
+    return RuntimeError('internal error: the closed-chain kernel refused converted vectors')
 
 
 class LoopKernel:
@@ -163,7 +170,7 @@ class LoopKernel:
             self.empty_fext,
         )
         if rank < 0:
-            raise self._failure()
+            raise self._failure() if rank != REFUSED else _refused()
         return a
 
     def fast_accelerations(
@@ -186,15 +193,18 @@ class LoopKernel:
         (nv,) ndarray or None
             As :meth:`accelerations`.
         """
-        shape_q, shape_v, shape_tau = self.model.shapes
-        if not (is_ready(q, shape_q) and is_ready(v, shape_v) and is_ready(tau, shape_tau)):
+        if not plain_vectors(q, v, tau):  # (sizes and strides: checked by the kernel)
             return None
         entry = self._entries.get(e_closed_chain)
+        nv = self.model.nv
         if entry is None:  # first call: typed and compiled by accelerations
-            gen = np.zeros(shape_v)
-            gen[gen.size - shape_tau[0] :] = tau
+            shape_q, shape_v, shape_tau = self.model.shapes
+            if not (is_ready(q, shape_q) and is_ready(v, shape_v) and is_ready(tau, shape_tau)):
+                return None  # (a first call of another layout would compile another type)
+            gen = np.zeros(nv)
+            gen[nv - tau.size :] = tau  # type: ignore[attr-defined]
             return self.accelerations(q, v, gen, self.empty_fext, alpha, beta)  # type: ignore[arg-type]
-        a = np.empty(shape_v)
+        a = np.empty(nv)
         idata, fdata = self.model.packed
         empty = self.empty_fext
         try:
@@ -217,6 +227,8 @@ class LoopKernel:
             )
         except (ValueError, ZeroDivisionError) as exc:  # the kernel's own failures
             raise self._failure(exc) from exc
+        if rank == REFUSED:  # a size or a stride not its own: the converting path
+            return None
         if rank < 0:
             raise self._failure()
         return a
@@ -443,6 +455,8 @@ class LoopKernel:
             lam,
             acc,
         )
+        if rank == REFUSED:
+            raise _refused()
         return a, lam, acc, int(rank), fext
 
     def project(
