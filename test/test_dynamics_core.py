@@ -699,11 +699,10 @@ def test_aba_matches_crba_cholesky(seed: int) -> None:
 
 @pytest.mark.parametrize('joint_dynamics', [False, True])
 @pytest.mark.parametrize('robot', ['servicer', 'tree'])
-def test_batched_forward_dynamics_equals_single_calls_bit_for_bit(
-    robot: str, joint_dynamics: bool
-) -> None:
-    """The batched rows run ABA in one compiled body on views carved once per chunk of 32
-    rows; a single call goes through the entry point. Same operations in the same order:
+def test_batched_rows_equal_single_calls_bit_for_bit(robot: str, joint_dynamics: bool) -> None:
+    """The batched rows run a row's kinematics and algorithm (ABA, CRBA, RNEA) in one compiled
+    body on views carved once per chunk of 32 rows; a single call goes through the entry
+    point. Same operations in the same order:
     equal bit for bit, over several chunks (a row's workspace left by the row before), with
     the joint friction (the servicer's) and prismatic joints and fixed children (the tree)."""
     urdf = (
@@ -720,6 +719,17 @@ def test_batched_forward_dynamics_equals_single_calls_bit_for_bit(
     A = D.forward_dynamics(model, Q, V, T)
     single = [D.forward_dynamics(model, Q[k], V[k], T[k]) for k in range(70)]
     np.testing.assert_array_equal(A, single)
+    # the mass matrices and the inverse dynamics' rows too (their kinematics in the row's body)
+    np.testing.assert_array_equal(
+        D.mass_matrix(model, Q), [D.mass_matrix(model, Q[k]) for k in range(70)]
+    )
+    np.testing.assert_array_equal(
+        D.bias_forces(model, Q, V), [D.bias_forces(model, Q[k], V[k]) for k in range(70)]
+    )
+    np.testing.assert_array_equal(
+        D.inverse_dynamics(model, Q, V, A),
+        [D.inverse_dynamics(model, Q[k], V[k], A[k]) for k in range(70)],
+    )
     # and the rows are the accelerations: H a + c = Q with the friction (CRBA, RNEA)
     for k in (0, 33, 69):
         H = D.mass_matrix(model, Q[k])

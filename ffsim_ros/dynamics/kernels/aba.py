@@ -17,14 +17,12 @@ from ..jit import carve, njit, njit_leaf
 from .cholesky import cholesky_solve_inplace, spd_inverse_into
 from .friction import joint_friction
 from .kinematics import (
-    forward_kinematics_inlined,
     joint_velocity,
     kinematics_into,
+    kinematics_on_views,
     kinematics_views,
     kinematics_ws_size,
-    motion_subspace_inlined,
     velocity_product,
-    world_inertias_inlined,
 )
 from .layout import ModelArrays
 from .spatial import force_cross, inertia_times, row6, spatial_inertia_matrix
@@ -375,9 +373,7 @@ def aba_on_views(
     """
     R, p, S, mw, hw, Iw, T = kin
     IA, pA, cb, vel, U, Dinv, u, acc, scratch, tail = arts
-    forward_kinematics_inlined(m, q, R, p, T)
-    motion_subspace_inlined(m, q, R, p, S)
-    world_inertias_inlined(m, R, p, mw, hw, Iw)
+    kinematics_on_views(m, q, kin)
     velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
     articulated_inertia_pass(m, tau, S, cb, IA, pA, U, Dinv, u, scratch)
     acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, tail)

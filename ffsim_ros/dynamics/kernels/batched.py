@@ -3,8 +3,9 @@
 The parallel loops call row kernels that unpack the model themselves (numba's parfor
 lowering cannot carry the ModelArrays named tuple into its generated loop body). Rows are
 processed in chunks of :data:`CHUNK`: each chunk unpacks the model and allocates its
-workspace once (the forward dynamics also carve their views once), then writes every row's
-result straight into the output.
+workspace once, carves its views once (:func:`.kinematics.kinematics_on_views`: a row's
+kinematics and algorithm in one compiled body), then writes every row's result straight into
+the output.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from ..jit import borrow, carve, keep_alive, njit, njit_parallel, prange
 from .aba import aba_on_views, aba_views, aba_ws_size
 from .crba import crba
 from .friction import joint_friction
-from .kinematics import kinematics, kinematics_into, kinematics_views, kinematics_ws_size
+from .kinematics import kinematics, kinematics_on_views, kinematics_views, kinematics_ws_size
 from .layout import unpack
 from .lie_group import integrate, rk4_step_into, rk4_ws_size
 from .momentum import spatial_momentum
-from .rnea import id_ws_size, inverse_dynamics_into
+from .rnea import id_ws_size, rnea, rnea_ws_size
 
 CHUNK = 32
 
@@ -69,8 +70,9 @@ def _crba_rows(
     owner = np.empty(kinematics_ws_size(nb, nv))
     R, p, S, mw, hw, Iw, T = kinematics_views(borrow(owner), nb, nv)
     Q, out = borrow(Q), borrow(out)
-    for k in range(lo, hi):
-        kinematics_into(m, Q[k], R, p, S, mw, hw, Iw, T)
+    kin = (R, p, S, mw, hw, Iw, T)
+    for k in range(lo, hi):  # one compiled body per row, the views carved once
+        kinematics_on_views(m, Q[k], kin)
         crba(m, S, mw, hw, Iw, out[k])
     keep_alive(owner)
 
@@ -92,8 +94,24 @@ def _id_rows(
     ws = borrow(owner)
     Q, V, A, out = borrow(Q), borrow(V), borrow(A), borrow(out)
     fext = carve(ws, 0, (0, 6))
+    nb = m.parent.shape[0]
+    nv = idata[1]
+    # inverse_dynamics_into in this body, on views carved once for the chunk
+    kin = kinematics_views(ws, nb, nv)
+    S, mw, hw, Iw = kin[2], kin[3], kin[4], kin[5]
+    o = kinematics_ws_size(nb, nv)
+    rws = ws[o : o + rnea_ws_size(nb)]
+    ff = ws[o + rnea_ws_size(nb) : o + rnea_ws_size(nb) + nv]
     for k in range(lo, hi):
-        inverse_dynamics_into(m, Q[k], V[k], A[k], fext, with_friction, out[k], ws)
+        q = Q[k]
+        v = V[k]
+        res = out[k]
+        kinematics_on_views(m, q, kin)
+        rnea(m, q, v, A[k], S, mw, hw, Iw, fext, 1.0, res, rws)
+        if with_friction:
+            joint_friction(m, v, ff)
+            for c in range(nv):
+                res[c] -= ff[c]
     keep_alive(owner)
 
 
