@@ -359,16 +359,15 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``q`` of the wrong size, not finite or with a zero quaternion, named (the kernel
-        checks its result finite).
+        ``q`` of the wrong size, not finite or with a zero quaternion, named.
     """
     try:
         nv = model.nv
     except AttributeError:
         check_model(model)
         raise
-    H = np.empty((nv, nv))
     if plain_vector(q):  # the common case, without any conversion
+        H = np.empty((nv, nv))
         try:
             if _CRBA.entry(*model.packed, q, H):
                 return H
@@ -379,6 +378,7 @@ def mass_matrix(model: Model, q: ArrayLike) -> np.ndarray:
         H = b_mass_matrix(*model.packed, as_q_rows(model, q, lead))
         return H.reshape(lead + (nv, nv))
     q = as_q(model, q)
+    H = np.empty((nv, nv))
     try:
         taken(_CRBA.entry(*model.packed, q, H))
     except (ValueError, ZeroDivisionError) as e:
