@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import ffsim_ros.dynamics as D
-from ffsim_ros.dynamics.kernels.constrained import e_closed_chain_steps
+from ffsim_ros.dynamics.kernels.closed_step import e_closed_chain_steps
 from ffsim_ros.dynamics.mufti.articulated import LoopKernel
 from ffsim_ros.dynamics.mufti.samples import spatial_loop_cut, spatial_loop_urdf
 from ffsim_ros.sim import Engine

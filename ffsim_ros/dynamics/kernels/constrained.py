@@ -12,8 +12,9 @@ matrix ``C`` [M eq. 1]; docs/equations.md, code names),
 forward pass *with the articulated inertias of that sweep* and a zero bias (the row's unit
 wrench, ``+`` on body ``a`` and ``-`` on body ``b``, as the only load): O(n) per row, O(m n)
 in all for ``m`` rows (Featherstone 2008, sec. 8.3, the loop-closure "test force" method;
-Pinocchio's ``constraintDynamics`` solves the same system). The ``m x m`` Delassus matrix
-``C M^-1 C^T`` is read off the test accelerations at the loop bodies.
+Pinocchio's ``constraintDynamics`` solves the same system), the ``m`` tests side by side
+(:func:`unit_responses`). The ``m x m`` Delassus matrix ``C M^-1 C^T`` is read off the test
+accelerations at the loop bodies.
 
 Rows are those of :class:`ffsim_ros.dynamics.mufti.ClosedChain` (module
 :mod:`ffsim_ros.dynamics.mufti.closed`), written as spatial wrenches at O: a translational
@@ -52,7 +53,6 @@ from .aba import (
     articulated_inertia_pass,
     velocity_pass,
 )
-from .conservation import correct_momentum, momentum_after, system_momentum
 from .cut_hinges import (
     hinge_rank,
     hinge_scale,
@@ -60,119 +60,184 @@ from .cut_hinges import (
     loop_row_count,
     loop_rows,
 )
-from .delassus import solve_delassus, solve_firm
+from .delassus import solve_firm
 from .friction import joint_friction
-from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
+from .kinematics import kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, plain_vector, unpack
-from .lie_group import RK4_NODES, RK4_WEIGHTS, add_body_wrench, chart_rate, integrate, rk4_stage
-from .momentum import momentum_and_energy
-
-#: A position projection after a step that takes the configuration back by more than this
-#: fraction of the step (kinetic-energy metric) converged onto a loop singularity instead of
-#: closing the loops next to the step's end (:mod:`ffsim_ros.dynamics.mufti.closing`).
-COLLAPSE_RATIO = 0.25
 
 
 @njit
-def unit_response(
+def responses_ws_size(nb: int, nv: int, K: int) -> int:
+    """Length of the scratch of :func:`unit_responses` for ``K`` rows (``(18 nb + nv + 1) K``)."""
+    return (18 * nb + nv + 1) * K
+
+
+@njit
+def unit_responses(
     m: ModelArrays,
     S: np.ndarray,
     U: np.ndarray,
     Dinv: np.ndarray,
-    w: np.ndarray,
-    ia: int,
-    ib: int,
-    pz: np.ndarray,
-    uz: np.ndarray,
-    qdd: np.ndarray,
-    acc: np.ndarray,
+    Wr: np.ndarray,
+    rows_a: np.ndarray,
+    rows_b: np.ndarray,
+    Mq: np.ndarray,
+    Ma: np.ndarray,
+    ws: np.ndarray,
 ) -> None:
-    """``M^-1 C^T e`` for one row: the accelerations of the unit wrench ``w`` (6,) on body
-    ``ia`` and ``-w`` on ``ib``, no velocity, no gravity, no efforts, by the backward and
-    forward passes of ABA with its articulated inertias ``U``, ``Dinv`` (the root's ``Dinv``
-    holding its Cholesky factor, as :func:`.aba.acceleration_pass` leaves it).
+    """``M^-1 C^T`` for ``K`` rows at once: for each row ``j`` the accelerations of the unit
+    wrench ``Wr[j]`` (6,) on body ``rows_a[j]`` and ``-Wr[j]`` on ``rows_b[j]``, no velocity,
+    no gravity, no efforts, by the backward and forward passes of ABA with its articulated
+    inertias ``U``, ``Dinv`` (the root's ``Dinv`` holding its Cholesky factor, as
+    :func:`.aba.acceleration_pass` leaves it).
+
+    The ``K`` responses run side by side, the row index innermost in the scratch (each body's
+    arithmetic once for all rows, in loops over the rows the compiler vectorizes): each
+    row's operations are those of a pass of its own, in the same order (the same result to
+    the bit; a body off a row's paths to the root adds its zero load). One-DoF joints take a
+    branch of their own (no loops over the joint's DoFs).
 
     Parameters
     ----------
-    pz, uz : (nb, 6) scratch;  qdd : (nv,) output;  acc : (nb, 6) output spatial
-    accelerations at O.
+    Wr : (K, 6) unit wrenches ``[f; n_O]``;  rows_a, rows_b : (K,) bodies.
+    Mq : (K, nv) output, row ``j`` the accelerations ``M^-1 C_j^T``;  Ma : (K, nb, 6) output
+    spatial accelerations at O of the bodies.
+    ws : (responses_ws_size(nb, nv, K),) scratch.
     """
     nb = m.parent.shape[0]
+    nv = S.shape[1]
+    K = Wr.shape[0]
+    pz = borrow(carve(ws, 0, (nb, 6, K)))  # loads, then (forward) scratch
+    uz = borrow(carve(ws, 6 * nb * K, (nb, 6, K)))  # joint-space loads u
+    ab = borrow(carve(ws, 12 * nb * K, (nb, 6, K)))  # body accelerations
+    qb = borrow(carve(ws, 18 * nb * K, (nv, K)))  # joint accelerations
+    tb = borrow(ws[(18 * nb + nv) * K : (18 * nb + nv + 1) * K])
     for i in range(nb):
         for r in range(6):
-            pz[i, r] = 0.0
-            uz[i, r] = 0.0
-    for r in range(6):  # the bias is -f_ext
-        pz[ia, r] -= w[r]
-        pz[ib, r] += w[r]
-    # the backward pass visits only the bodies on the paths from ia and ib to the root (the
-    # others carry no load: their u and their share to the parent are zero; 11 % off the six
-    # responses of the floating platform). A parent's index is below its child's, so the two
-    # cursors walk both paths in decreasing index order, each body once (a common ancestor
-    # too).
-    ca = ia
-    cb = ib
-    while ca >= 0 or cb >= 0:
-        i = max(ca, cb)
-        if ca == i:
-            ca = m.parent[ca]
-        if cb == i:
-            cb = m.parent[cb]
+            for j in range(K):
+                pz[i, r, j] = 0.0
+    for j in range(K):  # the bias is -f_ext
+        for r in range(6):
+            pz[rows_a[j], r, j] -= Wr[j, r]
+            pz[rows_b[j], r, j] += Wr[j, r]
+    # backward: u = -S^T p; the parent's load += p + U Dinv u (a parent's index is below its
+    # child's)
+    for i in range(nb - 1, -1, -1):
         nj = m.nvj[i]
         c0 = m.iv[i]
-        for a in range(nj):
-            s = 0.0
-            for r in range(6):
-                s -= S[r, c0 + a] * pz[i, r]
-            uz[i, a] = s
         k = m.parent[i]
+        if nj == 1 and k >= 0:
+            for j in range(K):
+                tb[j] = 0.0
+            for r in range(6):
+                s = S[r, c0]
+                for j in range(K):
+                    tb[j] -= s * pz[i, r, j]
+            d = Dinv[i, 0, 0]
+            for j in range(K):
+                uz[i, 0, j] = tb[j]
+                tb[j] = 0.0 + d * tb[j]
+            for r in range(6):
+                u = U[i, r, 0]
+                for j in range(K):
+                    pz[i, r, j] += u * tb[j]
+                    pz[k, r, j] += pz[i, r, j]
+            continue
+        for a in range(nj):
+            for j in range(K):
+                uz[i, a, j] = 0.0
+            for r in range(6):
+                s = S[r, c0 + a]
+                for j in range(K):
+                    uz[i, a, j] -= s * pz[i, r, j]
         if k < 0:
             continue
-        # p_parent += p + U Dinv u
         for b in range(nj):
-            t = 0.0
+            for j in range(K):
+                tb[j] = 0.0
             for a in range(nj):
-                t += Dinv[i, b, a] * uz[i, a]
+                d = Dinv[i, b, a]
+                for j in range(K):
+                    tb[j] += d * uz[i, a, j]
             for r in range(6):
-                pz[i, r] += U[i, r, b] * t
+                u = U[i, r, b]
+                for j in range(K):
+                    pz[i, r, j] += u * tb[j]
         for r in range(6):
-            pz[k, r] += pz[i, r]
+            for j in range(K):
+                pz[k, r, j] += pz[i, r, j]
+    # forward: qdd = Dinv (u - U^T a_parent); a = a_parent + S qdd
     for i in range(nb):
         k = m.parent[i]
         nj = m.nvj[i]
         c0 = m.iv[i]
         if k < 0:
             for r in range(6):
-                acc[i, r] = 0.0
-            if nj > 0:  # root: D y = u by the Cholesky factor (lower triangle of Dinv)
-                for a in range(nj):
-                    s = uz[i, a]
-                    for b in range(a):
-                        s -= Dinv[i, a, b] * qdd[c0 + b]
-                    qdd[c0 + a] = s / Dinv[i, a, a]
-                for a in range(nj - 1, -1, -1):
-                    s = qdd[c0 + a]
-                    for b in range(a + 1, nj):
-                        s -= Dinv[i, b, a] * qdd[c0 + b]
-                    qdd[c0 + a] = s / Dinv[i, a, a]
+                for j in range(K):
+                    ab[i, r, j] = 0.0
+            # root: D y = u by the Cholesky factor (lower triangle of Dinv)
+            for a in range(nj):
+                for j in range(K):
+                    qb[c0 + a, j] = uz[i, a, j]
+                for b in range(a):
+                    d = Dinv[i, a, b]
+                    for j in range(K):
+                        qb[c0 + a, j] -= d * qb[c0 + b, j]
+                d = Dinv[i, a, a]
+                for j in range(K):
+                    qb[c0 + a, j] /= d
+            for a in range(nj - 1, -1, -1):
+                for b in range(a + 1, nj):
+                    d = Dinv[i, b, a]
+                    for j in range(K):
+                        qb[c0 + a, j] -= d * qb[c0 + b, j]
+                d = Dinv[i, a, a]
+                for j in range(K):
+                    qb[c0 + a, j] /= d
+        elif nj == 1:
+            for j in range(K):
+                tb[j] = uz[i, 0, j]
+            for r in range(6):
+                u = U[i, r, 0]
+                for j in range(K):
+                    tb[j] -= u * ab[k, r, j]
+            d = Dinv[i, 0, 0]
+            for j in range(K):
+                qb[c0, j] = 0.0 + d * tb[j]
+            for r in range(6):
+                s = S[r, c0]
+                for j in range(K):
+                    ab[i, r, j] = ab[k, r, j] + s * qb[c0, j]
+            continue
         else:
             for a in range(nj):
-                s = uz[i, a]
+                for j in range(K):
+                    pz[i, a, j] = uz[i, a, j]  # pz reused: the backward pass is done
                 for r in range(6):
-                    s -= U[i, r, a] * acc[k, r]
-                pz[i, a] = s  # pz row reused as scratch: the backward pass is done
+                    u = U[i, r, a]
+                    for j in range(K):
+                        pz[i, a, j] -= u * ab[k, r, j]
             for a in range(nj):
-                s = 0.0
+                for j in range(K):
+                    qb[c0 + a, j] = 0.0
                 for b in range(nj):
-                    s += Dinv[i, a, b] * pz[i, b]
-                qdd[c0 + a] = s
+                    d = Dinv[i, a, b]
+                    for j in range(K):
+                        qb[c0 + a, j] += d * pz[i, b, j]
             for r in range(6):
-                acc[i, r] = acc[k, r]
+                for j in range(K):
+                    ab[i, r, j] = ab[k, r, j]
         for r in range(6):
-            s = acc[i, r]
             for a in range(nj):
-                s += S[r, c0 + a] * qdd[c0 + a]
-            acc[i, r] = s
+                s = S[r, c0 + a]
+                for j in range(K):
+                    ab[i, r, j] += s * qb[c0 + a, j]
+    for j in range(K):
+        for c in range(nv):
+            Mq[j, c] = qb[c, j]
+        for i in range(nb):
+            for r in range(6):
+                Ma[j, i, r] = ab[i, r, j]
 
 
 @njit
@@ -199,7 +264,7 @@ def reduced_responses(
     :func:`.cut_hinges.rank_floor` for loop errors of norm ``closure`` (the leading columns
     of ``U_k``: the rows that count for the motion, :func:`.delassus.solve_firm`). Then, for
     each of the ``K`` combined rows ``U_k^T W_k``, the accelerations of its unit wrench
-    (:func:`unit_response`).
+    (:func:`unit_responses`).
 
     Returns
     -------
@@ -218,7 +283,10 @@ def reduced_responses(
     rows_a = iw[:nrows]
     rows_b = iw[nrows : 2 * nrows]
     flag = iw[2 * nrows :]
-    fw = np.empty(7 * nrows + 42 + 6 * nv + nrows * nv + 6 * nrows * nb + 12 * nb + nrows * nrows)
+    fw = np.empty(
+        7 * nrows + 42 + 6 * nv + nrows * nv + 6 * nrows * nb + nrows * nrows
+        + responses_ws_size(nb, nv, nrows)
+    )  # fmt: skip
     Wr = carve(fw, 0, (nrows, 6))
     o = 6 * nrows
     br = fw[o : o + nrows]
@@ -264,14 +332,11 @@ def reduced_responses(
     o += K * nv
     Ma = carve(fw, o, (K, nb, 6))
     o += 6 * K * nb
-    pz = carve(fw, o, (nb, 6))
-    o += 6 * nb
-    uz = carve(fw, o, (nb, 6))
-    o += 6 * nb
-    Wrb, Mqb, Mab, pz, uz = borrow(Wr), borrow(Mq), borrow(Ma), borrow(pz), borrow(uz)
-    for j in range(K):
-        unit_response(m, Sb, Ub, Db, Wrb[j], rows_a[j], rows_b[j], pz, uz, Mqb[j], Mab[j])
     A = carve(fw, o, (K, K))
+    o += K * K
+    scratch = borrow(fw[o : o + responses_ws_size(nb, nv, K)])
+    Wrb, Mqb, Mab = borrow(Wr[:K]), borrow(Mq), borrow(Ma)
+    unit_responses(m, Sb, Ub, Db, Wrb, rows_a[:K], rows_b[:K], Mqb, Mab, scratch)
     for j in range(K):
         for k in range(j + 1):
             s = 0.0
@@ -283,7 +348,7 @@ def reduced_responses(
 
 
 @njit
-def _tree_sweep(
+def tree_sweep(
     m: ModelArrays,
     q: np.ndarray,
     v: np.ndarray,
@@ -322,7 +387,7 @@ def _tree_sweep(
 
 
 @njit
-def _row_arrays(nrows: int, nl: int) -> tuple[np.ndarray, ...]:
+def row_arrays(nrows: int, nl: int) -> tuple[np.ndarray, ...]:
     """``W`` (nrows, 6), ``rhs``, ``xi``, ``verr`` (nrows,), ``ob`` (nl, 3) and a zeroed
     ``basis`` (nrows, 6), carved from one allocation."""
     fw = np.empty(15 * nrows + 3 * nl)
@@ -384,8 +449,8 @@ def closed_chain_dynamics(
     nrows = lam.shape[0]
     with_acc = acc.shape[0] > 0
     acc_free = acc if with_acc else np.empty((nb, 6))
-    R, p, S, vel, U, Dinv = _tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free)
-    W, rhs, xi, verr, ob, basis = _row_arrays(nrows, nl)
+    R, p, S, vel, U, Dinv = tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free)
+    W, rhs, xi, verr, ob, basis = row_arrays(nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     closure = 0.0
     for r in range(nrows):
@@ -427,255 +492,6 @@ def closed_chain_dynamics(
         if not np.isfinite(qdd[c]):
             return -1
     return rank
-
-
-@njit
-def loop_projection(
-    m: ModelArrays,
-    q: np.ndarray,
-    v: np.ndarray,
-    loop_i: np.ndarray,
-    loop_f: np.ndarray,
-    nrows: int,
-    rtol: float,
-    dq: np.ndarray,
-    dv: np.ndarray,
-) -> float:
-    """The kinetic-energy-metric corrections of a state near the constraint manifold:
-    ``dq = -M^-1 C^T (C M^-1 C^T)^+ xi`` and ``dv = -M^-1 C^T (C M^-1 C^T)^+ C v`` on the
-    independent loop rows (the displacement and velocity change internal loop impulses
-    produce; :meth:`ffsim_ros.dynamics.mufti.ClosedChain.project`). ``dq`` on every row
-    above the round-off floor (those that close the loops, singular ones included: a
-    Gauss-Newton step along a row of singular value ``s`` and error ``~s^2 / |H|`` is
-    ``~s / |H|``); ``dv`` on the rows that count for the motion at the loop errors of ``q``
-    (:func:`.cut_hinges.rank_floor`), as the dynamics there.
-
-    Returns
-    -------
-    float
-        ``max |xi|`` [m, rad] at ``q``.
-    """
-    nb = m.parent.shape[0]
-    nv = v.shape[0]
-    nl = loop_i.shape[0]
-    qdd = np.empty(nv)
-    acc = np.empty((nb, 6))
-    R, p, S, vel, U, Dinv = _tree_sweep(m, q, v, np.zeros(nv), np.empty((0, 6)), False, qdd, acc)
-    W, rhs, xi, verr, ob, basis = _row_arrays(nrows, nl)
-    loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
-    err = 0.0
-    closure = 0.0
-    for r in range(nrows):
-        err = max(err, abs(xi[r]))
-        closure += xi[r] * xi[r]
-    keep = np.empty(nl, dtype=np.int64)
-    firm = np.empty(nl, dtype=np.int64)
-    Wr, xr, ra, rb, Mq, Ma, A, floor = reduced_responses(
-        m, S, U, Dinv, W, xi, loop_i, rtol, np.sqrt(closure), basis, keep, firm
-    )
-    K = xr.shape[0]
-    vr = np.empty(K)
-    r0 = 0
-    k0 = 0
-    for lp in range(nl):  # U_k^T (C v)_k
-        nr = loop_row_count(loop_i[lp, 2])
-        for j in range(keep[lp]):
-            s = 0.0
-            for r in range(nr):
-                s += basis[r0 + r, j] * verr[r0 + r]
-            vr[k0 + j] = s
-        r0 += nr
-        k0 += keep[lp]
-    yq, _ = solve_delassus(m, S, A, xr, Wr, ra, rb, Mq, rtol, 0.0)
-    yv, _ = solve_firm(m, S, A, vr, Wr, ra, rb, Mq, rtol, floor, keep, firm)
-    for c in range(nv):
-        sq = 0.0
-        sv = 0.0
-        for j in range(K):
-            sq += Mq[j, c] * yq[j]
-            sv += Mq[j, c] * yv[j]
-        dq[c] = -sq
-        dv[c] = -sv
-    return err
-
-
-@njit
-def _loop_errors(
-    m: ModelArrays,
-    q: np.ndarray,
-    v: np.ndarray,
-    loop_i: np.ndarray,
-    loop_f: np.ndarray,
-    nrows: int,
-) -> float:
-    """``max(max |xi|, max |C v|)`` [m, rad, m/s, rad/s]: the loop rows' position and velocity
-    errors at ``(q, v)`` from the kinematics and the body velocities alone (no dynamics);
-    ``inf`` for a non-finite state."""
-    nb = m.parent.shape[0]
-    nv = v.shape[0]
-    ws = np.empty(kinematics_ws_size(nb, nv) + 6 * nb)
-    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
-    vel = carve(ws, kinematics_ws_size(nb, nv), (nb, 6))
-    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
-    for i in range(nb):
-        k = m.parent[i]
-        sv = joint_velocity(S, m.iv[i], m.nvj[i], v)
-        for r in range(6):
-            vel[i, r] = (vel[k, r] if k >= 0 else 0.0) + sv[r]
-    W, rhs, xi, verr, ob, _ = _row_arrays(nrows, loop_i.shape[0])
-    loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
-    err = 0.0
-    for r in range(nrows):
-        a = abs(xi[r])
-        b = abs(verr[r])
-        if not (np.isfinite(a) and np.isfinite(b)):
-            return np.inf  # the projection that follows reports it
-        err = max(err, a, b)
-    return err
-
-
-@njit
-def _undone(m: ModelArrays, q: np.ndarray, d: np.ndarray, p: np.ndarray) -> bool:
-    """Whether the displacement ``p`` (nv,) exceeds :data:`COLLAPSE_RATIO` of ``d`` (nv,) in
-    the kinetic-energy metric at ``q``; not looked at in that metric when it is below 1e-4 of
-    ``d`` in the plain norm (a projection after a regular step moves by ~1e-9 of it)."""
-    nb = m.parent.shape[0]
-    nv = d.shape[0]
-    pp = 0.0
-    dd = 0.0
-    for c in range(nv):
-        pp += p[c] * p[c]
-        dd += d[c] * d[c]
-    if not pp > 1e-8 * dd:
-        return False
-    ws = np.empty(kinematics_ws_size(nb, nv))
-    R, p0, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
-    kinematics_into(m, q, R, p0, S, mw, hw, Iw, T)
-    step = momentum_and_energy(m, d, S, mw, hw, Iw)[1]
-    back = momentum_and_energy(m, p, S, mw, hw, Iw)[1]
-    return step > 0.0 and back > COLLAPSE_RATIO * COLLAPSE_RATIO * step
-
-
-@njit
-def closed_chain_step(
-    m: ModelArrays,
-    q: np.ndarray,
-    v: np.ndarray,
-    gen: np.ndarray,
-    with_friction: bool,
-    loop_i: np.ndarray,
-    loop_f: np.ndarray,
-    gains: np.ndarray,
-    nrows: int,
-    dt: float,
-    settings: np.ndarray,
-    wrench_body: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """One RK4 step of the closed chain in the local chart at ``q`` (the scheme of
-    :func:`.lie_group.rk4_step`, :func:`closed_chain_dynamics` at each stage), then the
-    projection onto the manifold (:func:`loop_projection`: Gauss-Newton on the positions,
-    the velocity correction) where the loop rows' position or velocity errors exceed ``tol``
-    (:func:`_loop_errors`, from the kinematics alone: at 1 kHz the RK4 drift of most steps is
-    ~1e-15 and the projection, an evaluation of the dynamics, is spared) and, when asked,
-    the momentum correction to the momentum the step must end with under gravity alone
-    (:func:`.conservation.momentum_after`, :func:`.conservation.correct_momentum`; the
-    momentum about O only: the CoM is not moved onto its ballistic line, as the Python
-    projection of the other methods does not).
-
-    Parameters
-    ----------
-    q : (nq,) ;  v : (nv,) the tree state;  dt : step [s].
-    gen : (nv,) generalized force ``[F_b; tau]`` [N, N m, N m | N], held over the step.
-    gains : (3,) ``[alpha, beta, rtol]``: Baumgarte gains in the stages and the rank
-        threshold.
-    settings : (4,) ``[project, conserve, tol, max_iter]`` (flags as 0/1; ``tol`` on the loop
-        errors [m, rad, m/s, rad/s]).
-    wrench_body : (6,) ``[f; n]`` at the base CoM in the base frame [N, N m], added to ``gen``
-        turned by each stage's base attitude (:func:`.lie_group.add_body_wrench`), or (0,).
-
-    Returns
-    -------
-    q_next : (nq,) ;  v_next : (nv,) ;  status : int
-        0, or 1 for non-finite accelerations, 2 for a projection that did not converge, 3 for
-        a projection that took back more than :data:`COLLAPSE_RATIO` of the step (converging
-        onto a loop singularity); with 2 and 3 the step's end before the projection, for the
-        caller's nearest closed configuration (:mod:`ffsim_ros.dynamics.mufti.closing`).
-    """
-    nv = v.shape[0]
-    project = settings[0] != 0.0
-    conserve = settings[1] != 0.0
-    tol = settings[2]
-    max_iter = int(settings[3])
-    empty = np.empty((0, 6))
-    target = np.empty(0)
-    if conserve:
-        h, mass, first, _ = system_momentum(m, q, v)
-        target = momentum_after(m, h, mass, first, dt)
-    lam = np.empty(nrows)
-    d = np.zeros(nv)
-    a = np.zeros(nv)
-    theta = np.zeros(nv)
-    v_sum = np.zeros(nv)
-    qs, vs, ths = q, v, d
-    force = gen.copy()
-    for s in range(4):
-        if s > 0:
-            qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
-        if wrench_body.shape[0] > 0:
-            add_body_wrench(qs, gen, wrench_body, force)
-        a = np.empty(nv)
-        rank = closed_chain_dynamics(
-            m,
-            qs,
-            vs,
-            force,
-            empty,
-            with_friction,
-            loop_i,
-            loop_f,
-            gains[0],
-            gains[1],
-            gains[2],
-            a,
-            lam,
-            empty,
-        )
-        if rank < 0:
-            return q.copy(), v.copy(), 1
-        d = chart_rate(m, ths, vs)
-        b = RK4_WEIGHTS[s] * dt
-        theta += b * d
-        v_sum += b * a
-    qn = integrate(m, q, theta, 1.0)
-    vn = v + v_sum
-    if not project:
-        return qn, vn, 0
-    # a step that ends with the loops closed to tol, positions and velocities (at 1 kHz most
-    # do: the RK4 drift is ~1e-15), needs no projection; the check costs the kinematics alone
-    if _loop_errors(m, qn, vn, loop_i, loop_f, nrows) <= tol:
-        if conserve:
-            vn = correct_momentum(m, qn, vn, target[:6])[1]
-        return qn, vn, 0
-    dq = np.empty(nv)
-    dv = np.empty(nv)
-    q_end = qn
-    back = np.zeros(nv)
-    for it in range(max_iter + 1):
-        err = loop_projection(m, qn, vn, loop_i, loop_f, nrows, gains[2], dq, dv)
-        if not np.isfinite(err):
-            return qn, vn, 1
-        if err <= tol:
-            break
-        if it == max_iter:
-            return q_end, vn, 2
-        qn = integrate(m, qn, dq, 1.0)
-        back += dq
-    if it > 0 and _undone(m, q_end, theta, back):  # (after a cheap look: usually ~1e-9 of it)
-        return q_end, vn, 3
-    vn += dv
-    if conserve:
-        vn = correct_momentum(m, qn, vn, target[:6])[1]
-    return qn, vn, 0
 
 
 @njit
@@ -805,83 +621,6 @@ def e_closed_chain(
     return closed_chain_dynamics(
         m, q, v, gen, fext, with_friction, loop_i, loop_f, alpha, beta, rtol, qdd, lam, acc
     )
-
-
-@njit
-def e_loop_projection(
-    idata: np.ndarray,
-    fdata: np.ndarray,
-    q: np.ndarray,
-    v: np.ndarray,
-    loop_i: np.ndarray,
-    loop_f: np.ndarray,
-    nrows: int,
-    rtol: float,
-    dq: np.ndarray,
-    dv: np.ndarray,
-) -> float:
-    """Entry point: :func:`loop_projection` on the packed model; returns ``max |xi|``
-    [m, rad].
-
-    Parameters
-    ----------
-    idata, fdata : the packed model.  q : (nq,) ;  v : (nv,) the tree state (as
-    :func:`e_closed_chain`);  loop_i : (nl, 3), loop_f : (nl, 24) the cut hinges
-    (:func:`.cut_hinges.loop_rows`);  nrows : their row count;  rtol : rank threshold;
-    dq : (nv,) output tangent correction (``q <- integrate(q, dq, 1)``) [m, rad, rad | m];
-    dv : (nv,) output velocity correction [m/s, rad/s, rad/s | m/s].
-    """
-    return loop_projection(unpack(idata, fdata), q, v, loop_i, loop_f, nrows, rtol, dq, dv)
-
-
-@njit
-def e_closed_chain_steps(
-    idata: np.ndarray,
-    fdata: np.ndarray,
-    gen: np.ndarray,
-    with_friction: bool,
-    loop_i: np.ndarray,
-    loop_f: np.ndarray,
-    gains: np.ndarray,
-    nrows: int,
-    dt: float,
-    settings: np.ndarray,
-    Q: np.ndarray,
-    V: np.ndarray,
-    wrench_body: np.ndarray,
-) -> tuple:
-    """Entry point: ``k`` steps of :func:`closed_chain_step` on the packed model, the
-    efforts held, from ``Q[0]``, ``V[0]``.
-
-    Parameters
-    ----------
-    Q : (k + 1, nq) ;  V : (k + 1, nv) the trajectory, row 0 the initial state (read), rows
-        1.. written step by step (other arguments as :func:`closed_chain_step`).
-
-    Returns
-    -------
-    status : int
-        0, or the status of the step that stopped the run (1 non-finite accelerations, 2
-        projection without convergence, 3 projection onto a loop singularity: the row after
-        the last good step then holds the step's end before the projection, for the caller to
-        close; the rows after it are left unwritten).
-    done : int
-        Steps completed.
-    """
-    m = unpack(idata, fdata)
-    for s in range(Q.shape[0] - 1):
-        qn, vn, status = closed_chain_step(
-            m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings,
-            wrench_body,
-        )  # fmt: skip
-        if status != 0:
-            if status != 1:
-                Q[s + 1] = qn
-                V[s + 1] = vn
-            return status, s
-        Q[s + 1] = qn
-        V[s + 1] = vn
-    return 0, Q.shape[0] - 1
 
 
 @njit

@@ -21,13 +21,8 @@ import numpy as np
 from ..algorithms import body_wrenches, mass_matrix, momentum
 from ..inputs import ArrayLike, generalized_force, is_ready, plain_vectors
 from ..integration import integrate, momentum_after
-from ..kernels.constrained import (
-    REFUSED,
-    e_closed_chain,
-    e_closed_chain_steps,
-    e_loop_projection,
-    e_transmitted_wrenches,
-)
+from ..kernels.closed_step import e_closed_chain_steps, e_loop_projection
+from ..kernels.constrained import REFUSED, e_closed_chain, e_transmitted_wrenches
 from ..kernels.cut_hinges import LOOP_BALL, LOOP_REVOLUTE, LOOP_WELD
 from ..lie import cross
 from ..model import Model
@@ -245,7 +240,7 @@ class LoopKernel:
         wrench_body: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``k`` compiled RK4 steps with the projection, the efforts held
-        (:func:`~ffsim_ros.dynamics.kernels.constrained.e_closed_chain_steps`).
+        (:func:`~ffsim_ros.dynamics.kernels.closed_step.e_closed_chain_steps`).
 
         Parameters
         ----------
@@ -325,7 +320,7 @@ class LoopKernel:
         settings: tuple[bool, bool, float, int],
         wrench_body: np.ndarray,
     ) -> tuple[int, int]:
-        """:func:`~ffsim_ros.dynamics.kernels.constrained.e_closed_chain_steps` from ``Q[0]``,
+        """:func:`~ffsim_ros.dynamics.kernels.closed_step.e_closed_chain_steps` from ``Q[0]``,
         ``V[0]`` over the rows of ``Q``, ``V`` (views of :meth:`steps`' arrays, ``k`` the
         run's step count for messages; ``wrench_body`` (6,) or (0,)). Returns its
         ``(status, done)``."""

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..algorithms import mass_matrix
 from ..integration import difference, integrate
-from ..kernels.constrained import COLLAPSE_RATIO
+from ..kernels.closed_step import COLLAPSE_RATIO
 from ..model import Model
 from .loop_rank import metric_correction
 

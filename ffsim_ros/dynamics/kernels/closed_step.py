@@ -1,0 +1,371 @@
+"""One step of a closed chain: RK4 on :func:`.constrained.closed_chain_dynamics`, then the
+projection onto the loop-closure manifold and onto the momentum the step must end with.
+
+The projection is Gauss-Newton on the positions in the kinetic-energy metric, then the
+velocities onto the loop rows ([M eqs. 62-66] closed again after the step, seed 001); the
+momentum correction is the base's rigid motion of :mod:`.conservation` ([S0 eqs. 6-7, 11]).
+The compiled step spares the projection (an evaluation of the dynamics) where the loop errors,
+read from the kinematics alone, are already within its tolerance, and corrects the momentum
+on the same kinematics pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import carve, njit
+from .conservation import (
+    base_correction,
+    composite_inertia,
+    correct_momentum,
+    momentum_after,
+    system_momentum,
+)
+from .constrained import closed_chain_dynamics, reduced_responses, row_arrays, tree_sweep
+from .cut_hinges import loop_row_count, loop_rows
+from .delassus import solve_delassus, solve_firm
+from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
+from .layout import ModelArrays, unpack
+from .lie_group import RK4_NODES, RK4_WEIGHTS, add_body_wrench, chart_rate, integrate, rk4_stage
+from .momentum import momentum_and_energy, spatial_momentum
+
+#: A position projection after a step that takes the configuration back by more than this
+#: fraction of the step (kinetic-energy metric) converged onto a loop singularity instead of
+#: closing the loops next to the step's end (:mod:`ffsim_ros.dynamics.mufti.closing`).
+COLLAPSE_RATIO = 0.25
+
+
+@njit
+def loop_projection(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    nrows: int,
+    rtol: float,
+    dq: np.ndarray,
+    dv: np.ndarray,
+) -> float:
+    """The kinetic-energy-metric corrections of a state near the constraint manifold:
+    ``dq = -M^-1 C^T (C M^-1 C^T)^+ xi`` and ``dv = -M^-1 C^T (C M^-1 C^T)^+ C v`` on the
+    independent loop rows (the displacement and velocity change internal loop impulses
+    produce; :meth:`ffsim_ros.dynamics.mufti.ClosedChain.project`). ``dq`` on every row
+    above the round-off floor (those that close the loops, singular ones included: a
+    Gauss-Newton step along a row of singular value ``s`` and error ``~s^2 / |H|`` is
+    ``~s / |H|``); ``dv`` on the rows that count for the motion at the loop errors of ``q``
+    (:func:`.cut_hinges.rank_floor`), as the dynamics there.
+
+    Returns
+    -------
+    float
+        ``max |xi|`` [m, rad] at ``q``.
+    """
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    nl = loop_i.shape[0]
+    qdd = np.empty(nv)
+    acc = np.empty((nb, 6))
+    R, p, S, vel, U, Dinv = tree_sweep(m, q, v, np.zeros(nv), np.empty((0, 6)), False, qdd, acc)
+    W, rhs, xi, verr, ob, basis = row_arrays(nrows, nl)
+    loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
+    err = 0.0
+    closure = 0.0
+    for r in range(nrows):
+        err = max(err, abs(xi[r]))
+        closure += xi[r] * xi[r]
+    keep = np.empty(nl, dtype=np.int64)
+    firm = np.empty(nl, dtype=np.int64)
+    Wr, xr, ra, rb, Mq, Ma, A, floor = reduced_responses(
+        m, S, U, Dinv, W, xi, loop_i, rtol, np.sqrt(closure), basis, keep, firm
+    )
+    K = xr.shape[0]
+    vr = np.empty(K)
+    r0 = 0
+    k0 = 0
+    for lp in range(nl):  # U_k^T (C v)_k
+        nr = loop_row_count(loop_i[lp, 2])
+        for j in range(keep[lp]):
+            s = 0.0
+            for r in range(nr):
+                s += basis[r0 + r, j] * verr[r0 + r]
+            vr[k0 + j] = s
+        r0 += nr
+        k0 += keep[lp]
+    yq, _ = solve_delassus(m, S, A, xr, Wr, ra, rb, Mq, rtol, 0.0)
+    yv, _ = solve_firm(m, S, A, vr, Wr, ra, rb, Mq, rtol, floor, keep, firm)
+    for c in range(nv):
+        sq = 0.0
+        sv = 0.0
+        for j in range(K):
+            sq += Mq[j, c] * yq[j]
+            sv += Mq[j, c] * yv[j]
+        dq[c] = -sq
+        dv[c] = -sv
+    return err
+
+
+@njit
+def _loop_errors(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    nrows: int,
+    target: np.ndarray,
+) -> tuple[float, np.ndarray]:
+    """The loop rows' errors at ``(q, v)`` and, on the same kinematics, ``v`` corrected to
+    the momentum ``target``.
+
+    Parameters
+    ----------
+    target : (6,) ``[P; L_O]`` [kg m/s, kg m^2/s] the momentum about O ``v`` is corrected to
+        (:func:`.conservation.correct_momentum` without the CoM's translation), or (0,).
+
+    Returns
+    -------
+    err : float
+        ``max(max |xi|, max |C v|)`` [m, rad, m/s, rad/s], from the kinematics and the body
+        velocities alone (no dynamics); ``inf`` for a non-finite state.
+    v : (nv,)
+        The corrected velocity, or ``v`` itself without a target (or with ``inf``).
+    """
+    nb = m.parent.shape[0]
+    nv = v.shape[0]
+    ws = np.empty(kinematics_ws_size(nb, nv) + 6 * nb)
+    R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    vel = carve(ws, kinematics_ws_size(nb, nv), (nb, 6))
+    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    for i in range(nb):
+        k = m.parent[i]
+        sv = joint_velocity(S, m.iv[i], m.nvj[i], v)
+        for r in range(6):
+            vel[i, r] = (vel[k, r] if k >= 0 else 0.0) + sv[r]
+    W, rhs, xi, verr, ob, _ = row_arrays(nrows, loop_i.shape[0])
+    loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
+    err = 0.0
+    for r in range(nrows):
+        a = abs(xi[r])
+        b = abs(verr[r])
+        if not (np.isfinite(a) and np.isfinite(b)):
+            return np.inf, v  # the projection that follows reports it
+        err = max(err, a, b)
+    if target.shape[0] == 0:
+        return err, v
+    # correct_momentum's arithmetic on these kinematics (its own pass would redo them)
+    h = spatial_momentum(m, v, S, mw, hw, Iw)
+    mass, first, inertia = composite_inertia(mw, hw, Iw)
+    out = v.copy()
+    dv = base_correction(q, target - h, mass, first, inertia)
+    for c in range(6):
+        out[c] += dv[c]
+    return err, out
+
+
+@njit
+def _undone(m: ModelArrays, q: np.ndarray, d: np.ndarray, p: np.ndarray) -> bool:
+    """Whether the displacement ``p`` (nv,) exceeds :data:`COLLAPSE_RATIO` of ``d`` (nv,) in
+    the kinetic-energy metric at ``q``; not looked at in that metric when it is below 1e-4 of
+    ``d`` in the plain norm (a projection after a regular step moves by ~1e-9 of it)."""
+    nb = m.parent.shape[0]
+    nv = d.shape[0]
+    pp = 0.0
+    dd = 0.0
+    for c in range(nv):
+        pp += p[c] * p[c]
+        dd += d[c] * d[c]
+    if not pp > 1e-8 * dd:
+        return False
+    ws = np.empty(kinematics_ws_size(nb, nv))
+    R, p0, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
+    kinematics_into(m, q, R, p0, S, mw, hw, Iw, T)
+    step = momentum_and_energy(m, d, S, mw, hw, Iw)[1]
+    back = momentum_and_energy(m, p, S, mw, hw, Iw)[1]
+    return step > 0.0 and back > COLLAPSE_RATIO * COLLAPSE_RATIO * step
+
+
+@njit
+def closed_chain_step(
+    m: ModelArrays,
+    q: np.ndarray,
+    v: np.ndarray,
+    gen: np.ndarray,
+    with_friction: bool,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    gains: np.ndarray,
+    nrows: int,
+    dt: float,
+    settings: np.ndarray,
+    wrench_body: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """One RK4 step of the closed chain in the local chart at ``q`` (the scheme of
+    :func:`.lie_group.rk4_step`, :func:`closed_chain_dynamics` at each stage), then the
+    projection onto the manifold (:func:`loop_projection`: Gauss-Newton on the positions,
+    the velocity correction) where the loop rows' position or velocity errors exceed ``tol``
+    (:func:`_loop_errors`, from the kinematics alone: at 1 kHz the RK4 drift of most steps is
+    ~1e-15 and the projection, an evaluation of the dynamics, is spared) and, when asked,
+    the momentum correction to the momentum the step must end with under gravity alone
+    (:func:`.conservation.momentum_after`, :func:`.conservation.correct_momentum`; the
+    momentum about O only: the CoM is not moved onto its ballistic line, as the Python
+    projection of the other methods does not).
+
+    Parameters
+    ----------
+    q : (nq,) ;  v : (nv,) the tree state;  dt : step [s].
+    gen : (nv,) generalized force ``[F_b; tau]`` [N, N m, N m | N], held over the step.
+    gains : (3,) ``[alpha, beta, rtol]``: Baumgarte gains in the stages and the rank
+        threshold.
+    settings : (4,) ``[project, conserve, tol, max_iter]`` (flags as 0/1; ``tol`` on the loop
+        errors [m, rad, m/s, rad/s]).
+    wrench_body : (6,) ``[f; n]`` at the base CoM in the base frame [N, N m], added to ``gen``
+        turned by each stage's base attitude (:func:`.lie_group.add_body_wrench`), or (0,).
+
+    Returns
+    -------
+    q_next : (nq,) ;  v_next : (nv,) ;  status : int
+        0, or 1 for non-finite accelerations, 2 for a projection that did not converge, 3 for
+        a projection that took back more than :data:`COLLAPSE_RATIO` of the step (converging
+        onto a loop singularity); with 2 and 3 the step's end before the projection, for the
+        caller's nearest closed configuration (:mod:`ffsim_ros.dynamics.mufti.closing`).
+    """
+    nv = v.shape[0]
+    project = settings[0] != 0.0
+    conserve = settings[1] != 0.0
+    tol = settings[2]
+    max_iter = int(settings[3])
+    empty = np.empty((0, 6))
+    target = np.empty(0)
+    if conserve:
+        h, mass, first, _ = system_momentum(m, q, v)
+        target = momentum_after(m, h, mass, first, dt)[:6]
+    lam = np.empty(nrows)
+    d = np.zeros(nv)
+    a = np.zeros(nv)
+    theta = np.zeros(nv)
+    v_sum = np.zeros(nv)
+    qs, vs, ths = q, v, d
+    force = gen.copy()
+    for s in range(4):
+        if s > 0:
+            qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
+        if wrench_body.shape[0] > 0:
+            add_body_wrench(qs, gen, wrench_body, force)
+        a = np.empty(nv)
+        rank = closed_chain_dynamics(
+            m, qs, vs, force, empty, with_friction, loop_i, loop_f, gains[0], gains[1],
+            gains[2], a, lam, empty,
+        )  # fmt: skip
+        if rank < 0:
+            return q.copy(), v.copy(), 1
+        d = chart_rate(m, ths, vs)
+        b = RK4_WEIGHTS[s] * dt
+        theta += b * d
+        v_sum += b * a
+    qn = integrate(m, q, theta, 1.0)
+    vn = v + v_sum
+    if not project:
+        return qn, vn, 0
+    # a step that ends with the loops closed to tol, positions and velocities (at 1 kHz most
+    # do: the RK4 drift is ~1e-15), needs no projection; the check costs the kinematics alone
+    err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target)
+    if err <= tol:
+        return qn, corrected, 0
+    dq = np.empty(nv)
+    dv = np.empty(nv)
+    q_end = qn
+    back = np.zeros(nv)
+    for it in range(max_iter + 1):
+        err = loop_projection(m, qn, vn, loop_i, loop_f, nrows, gains[2], dq, dv)
+        if not np.isfinite(err):
+            return qn, vn, 1
+        if err <= tol:
+            break
+        if it == max_iter:
+            return q_end, vn, 2
+        qn = integrate(m, qn, dq, 1.0)
+        back += dq
+    if it > 0 and _undone(m, q_end, theta, back):  # (after a cheap look: usually ~1e-9 of it)
+        return q_end, vn, 3
+    vn += dv
+    if conserve:
+        vn = correct_momentum(m, qn, vn, target)[1]
+    return qn, vn, 0
+
+
+@njit
+def e_loop_projection(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    nrows: int,
+    rtol: float,
+    dq: np.ndarray,
+    dv: np.ndarray,
+) -> float:
+    """Entry point: :func:`loop_projection` on the packed model; returns ``max |xi|``
+    [m, rad].
+
+    Parameters
+    ----------
+    idata, fdata : the packed model.  q : (nq,) ;  v : (nv,) the tree state (as
+    :func:`e_closed_chain`);  loop_i : (nl, 3), loop_f : (nl, 24) the cut hinges
+    (:func:`.cut_hinges.loop_rows`);  nrows : their row count;  rtol : rank threshold;
+    dq : (nv,) output tangent correction (``q <- integrate(q, dq, 1)``) [m, rad, rad | m];
+    dv : (nv,) output velocity correction [m/s, rad/s, rad/s | m/s].
+    """
+    return loop_projection(unpack(idata, fdata), q, v, loop_i, loop_f, nrows, rtol, dq, dv)
+
+
+@njit
+def e_closed_chain_steps(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    gen: np.ndarray,
+    with_friction: bool,
+    loop_i: np.ndarray,
+    loop_f: np.ndarray,
+    gains: np.ndarray,
+    nrows: int,
+    dt: float,
+    settings: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    wrench_body: np.ndarray,
+) -> tuple:
+    """Entry point: ``k`` steps of :func:`closed_chain_step` on the packed model, the
+    efforts held, from ``Q[0]``, ``V[0]``.
+
+    Parameters
+    ----------
+    Q : (k + 1, nq) ;  V : (k + 1, nv) the trajectory, row 0 the initial state (read), rows
+        1.. written step by step (other arguments as :func:`closed_chain_step`).
+
+    Returns
+    -------
+    status : int
+        0, or the status of the step that stopped the run (1 non-finite accelerations, 2
+        projection without convergence, 3 projection onto a loop singularity: the row after
+        the last good step then holds the step's end before the projection, for the caller to
+        close; the rows after it are left unwritten).
+    done : int
+        Steps completed.
+    """
+    m = unpack(idata, fdata)
+    for s in range(Q.shape[0] - 1):
+        qn, vn, status = closed_chain_step(
+            m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings,
+            wrench_body,
+        )  # fmt: skip
+        if status != 0:
+            if status != 1:
+                Q[s + 1] = qn
+                V[s + 1] = vn
+            return status, s
+        Q[s + 1] = qn
+        V[s + 1] = vn
+    return 0, Q.shape[0] - 1
