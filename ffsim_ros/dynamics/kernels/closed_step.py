@@ -114,6 +114,7 @@ def _loop_errors(
     loop_f: np.ndarray,
     nrows: int,
     target: np.ndarray,
+    carry: np.ndarray,
 ) -> tuple[float, np.ndarray]:
     """The loop rows' errors at ``(q, v)`` and, on the same kinematics, ``v`` corrected to
     the momentum ``target``.
@@ -122,6 +123,8 @@ def _loop_errors(
     ----------
     target : (6,) ``[P; L_O]`` [kg m/s, kg m^2/s] the momentum about O ``v`` is corrected to
         (:func:`.conservation.correct_momentum` without the CoM's translation), or (0,).
+    carry : (11,) output with a target: ``[1.0, P, L_O, mass, M r_g]`` of ``q`` and the
+        corrected velocity (:func:`closed_chain_step`).
 
     Returns
     -------
@@ -160,6 +163,13 @@ def _loop_errors(
     dv = base_correction(q, target - h, mass, first, inertia)
     for c in range(6):
         out[c] += dv[c]
+    h = spatial_momentum(m, out, S, mw, hw, Iw)  # (the next step's, from these kinematics)
+    carry[0] = 1.0
+    for r in range(6):
+        carry[1 + r] = h[r]
+    carry[7] = mass
+    for r in range(3):
+        carry[8 + r] = first[r]
     return err, out
 
 
@@ -199,6 +209,7 @@ def closed_chain_step(
     dt: float,
     settings: np.ndarray,
     wrench_body: np.ndarray,
+    carry: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """One RK4 step of the closed chain in the local chart at ``q`` (the scheme of
     :func:`.lie_group.rk4_step`, :func:`closed_chain_dynamics` at each stage), then the
@@ -221,6 +232,13 @@ def closed_chain_step(
         errors [m, rad, m/s, rad/s]).
     wrench_body : (6,) ``[f; n]`` at the base CoM in the base frame [N, N m], added to ``gen``
         turned by each stage's base attitude (:func:`.lie_group.add_body_wrench`), or (0,).
+    carry : (11,) in and out, ``[known, P, L_O, mass, M r_g]``: with ``known`` (1.0) the
+        momentum about O [kg m/s, kg m^2/s], mass [kg] and first moment [kg m] of ``(q, v)``
+        as :func:`.conservation.system_momentum` gives them (then not computed again); on
+        return those of ``(q_next, v_next)`` where the step had them (a conserving step
+        spared the projection: the check's kinematics are those of ``q_next``), else
+        ``known`` 0.0. A run of steps hands each step's to the next: the same arithmetic on
+        the same kinematics, one pass fewer a step.
 
     Returns
     -------
@@ -238,8 +256,14 @@ def closed_chain_step(
     empty = np.empty((0, 6))
     target = np.empty(0)
     if conserve:
-        h, mass, first, _ = system_momentum(m, q, v)
+        if carry[0] == 1.0:
+            h = carry[1:7]
+            mass = carry[7]
+            first = carry[8:11]
+        else:
+            h, mass, first, _ = system_momentum(m, q, v)
         target = momentum_after(m, h, mass, first, dt)[:6]
+    carry[0] = 0.0
     lam = np.empty(nrows)
     d = np.zeros(nv)
     a = np.zeros(nv)
@@ -269,9 +293,10 @@ def closed_chain_step(
         return qn, vn, 0
     # a step that ends with the loops closed to tol, positions and velocities (at 1 kHz most
     # do: the RK4 drift is ~1e-15), needs no projection; the check costs the kinematics alone
-    err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target)
+    err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry)
     if err <= tol:
         return qn, corrected, 0
+    carry[0] = 0.0
     dq = np.empty(nv)
     dv = np.empty(nv)
     q_end = qn
@@ -356,10 +381,11 @@ def e_closed_chain_steps(
         Steps completed.
     """
     m = unpack(idata, fdata)
+    carry = np.zeros(11)  # each step's end momentum, handed to the next
     for s in range(Q.shape[0] - 1):
         qn, vn, status = closed_chain_step(
             m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings,
-            wrench_body,
+            wrench_body, carry,
         )  # fmt: skip
         if status != 0:
             if status != 1:
