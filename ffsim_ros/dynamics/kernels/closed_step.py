@@ -235,10 +235,10 @@ def closed_chain_step(
     carry : (11,) in and out, ``[known, P, L_O, mass, M r_g]``: with ``known`` (1.0) the
         momentum about O [kg m/s, kg m^2/s], mass [kg] and first moment [kg m] of ``(q, v)``
         as :func:`.conservation.system_momentum` gives them (then not computed again); on
-        return those of ``(q_next, v_next)`` where the step had them (a conserving step
-        spared the projection: the check's kinematics are those of ``q_next``), else
-        ``known`` 0.0. A run of steps hands each step's to the next: the same arithmetic on
-        the same kinematics, one pass fewer a step.
+        return those of ``(q_next, v_next)`` where the step corrected the momentum (on the
+        kinematics of ``q_next``, those of the loop-error check), else ``known`` 0.0. A run
+        of steps hands each step's to the next: the same arithmetic on the same kinematics,
+        one pass fewer a step.
 
     Returns
     -------
@@ -314,8 +314,9 @@ def closed_chain_step(
     if it > 0 and _undone(m, q_end, theta, back):  # (after a cheap look: usually ~1e-9 of it)
         return q_end, vn, 3
     vn += dv
-    if conserve:
-        vn = correct_momentum(m, qn, vn, target)[1]
+    if conserve:  # (on the kinematics that give the next step its momentum: the carry)
+        err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry)
+        vn = corrected if np.isfinite(err) else correct_momentum(m, qn, vn, target)[1]
     return qn, vn, 0
 
 
