@@ -22,6 +22,8 @@ from vector_layouts import LAYOUTS, laid_out
 from ffsim_ros import dynamics as D
 from ffsim_ros.dynamics import mufti as M
 from ffsim_ros.dynamics.builder import ModelBuilder, random_configuration, random_model
+from ffsim_ros.dynamics.kernels.constrained import responses_ws_size, tree_sweep, unit_responses
+from ffsim_ros.dynamics.kernels.layout import ModelArrays
 from ffsim_ros.dynamics.lie import quat_to_matrix
 from ffsim_ros.dynamics.mufti import samples as S
 from ffsim_ros.dynamics.mufti.tree import bodies
@@ -178,6 +180,47 @@ def test_random_trees_with_loops_equal_the_references(seed: int) -> None:
     assert check_against_references(chain, q, v, tau, **kw) < BOUND
     qo = D.integrate(model, q, 1e-3 * rng.normal(size=model.nv))
     assert check_against_references(chain, qo, v, tau, stabilize=False) < BOUND
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2, 3])
+def test_side_by_side_responses_equal_the_dense_solve(seed: int) -> None:
+    """``unit_responses`` (every row's test response in one backward and one forward sweep,
+    the rows innermost) against ``M^-1 C^T`` by the dense mass matrix: the joint accelerations
+    ``H^-1 (J_a - J_b)^T w`` of a unit wrench ``w`` on body ``a`` and ``-w`` on ``b`` (no
+    velocity, no gravity), and the body accelerations ``J_i qdd`` at O -- on random trees of
+    revolute, prismatic, ball and universal joints, floating and fixed, one to nine rows, a
+    row on the root and pairs that share no path."""
+    model = random_model(seed, 9, joint_types=MIXED, floating_base=seed % 2 == 0)
+    rng = np.random.default_rng(40 + seed)
+    q = random_configuration(model, rng)
+    arrays = ModelArrays(*(np.array(a) for a in model.arrays))  # (writeable: the kernels' type)
+    nb, nv = arrays.parent.shape[0], model.nv
+    zeros = np.zeros(nv)
+    qdd, acc = np.empty(nv), np.empty((nb, 6))
+    _, _, S_, _, U, Dinv = tree_sweep(arrays, q, zeros, zeros, np.empty((0, 6)), False, qdd, acc)
+    H = D.mass_matrix(model, q)
+    on_path = np.zeros((nb, nv), dtype=bool)  # joints between body i and the root
+    for i in range(nb):
+        k = i
+        while k >= 0:
+            c = arrays.iv[k]
+            on_path[i, c : c + arrays.nvj[k]] = True
+            k = arrays.parent[k]
+    J = [np.where(on_path[i], S_, 0.0) for i in range(nb)]  # (6, nv) each, at O
+    for K in (1, 3, 9):
+        W = rng.normal(size=(K, 6))
+        rows_a = rng.integers(0, nb, size=K)
+        rows_b = (rows_a + 1 + rng.integers(0, nb - 1, size=K)) % nb
+        Mq, Ma = np.full((K, nv), np.nan), np.full((K, nb, 6), np.nan)
+        unit_responses(
+            arrays, S_, U, Dinv, W, rows_a, rows_b, Mq, Ma, np.empty(responses_ws_size(nb, nv, K))
+        )
+        for j in range(K):
+            force = (J[rows_a[j]] - J[rows_b[j]]).T @ W[j]
+            ref = np.linalg.solve(H, force)
+            assert np.abs(Mq[j] - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), (K, j)
+            body = np.stack([J[i] @ ref for i in range(nb)])
+            assert np.abs(Ma[j] - body).max() <= 1e-10 * max(1.0, np.abs(body).max()), (K, j)
 
 
 def test_loop_repeated_across_hinges_gives_half_the_multipliers() -> None:
