@@ -163,7 +163,8 @@ def warm_up_derivatives(model: Model) -> None:
 def warm_up_closed_chains() -> None:
     """The compiled closed-chain solver (``ClosedChain(method='aba')``): accelerations,
     multipliers and body accelerations, link wrenches, the projection after a step, and the
-    hinge forces (``kernels/constrained.py``, ``kernels/closed_step.py``; about 60 s to compile on 2 cores)."""
+    hinge forces (``kernels/constrained.py``, ``loop_responses.py``, ``closed_step.py``; about
+    60-80 s to compile on 2 cores)."""
     model = load_urdf(random_urdf(0, 3), floating_base=True)
     q, v = neutral(model), np.zeros(model.nv)
     R, p = body_poses(model, q)

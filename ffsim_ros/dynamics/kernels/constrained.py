@@ -13,8 +13,8 @@ forward pass *with the articulated inertias of that sweep* and a zero bias (the 
 wrench, ``+`` on body ``a`` and ``-`` on body ``b``, as the only load): O(n) per row, O(m n)
 in all for ``m`` rows (Featherstone 2008, sec. 8.3, the loop-closure "test force" method;
 Pinocchio's ``constraintDynamics`` solves the same system), the ``m`` tests side by side
-(:func:`unit_responses`). The ``m x m`` Delassus matrix ``C M^-1 C^T`` is read off the test
-accelerations at the loop bodies.
+(:func:`.loop_responses.unit_responses`). The ``m x m`` Delassus matrix ``C M^-1 C^T`` is
+read off the test accelerations at the loop bodies.
 
 Rows are those of :class:`ffsim_ros.dynamics.mufti.ClosedChain` (module
 :mod:`ffsim_ros.dynamics.mufti.closed`), written as spatial wrenches at O: a translational
@@ -64,180 +64,7 @@ from .delassus import solve_firm
 from .friction import joint_friction
 from .kinematics import kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, plain_vector, unpack
-
-
-@njit
-def responses_ws_size(nb: int, nv: int, K: int) -> int:
-    """Length of the scratch of :func:`unit_responses` for ``K`` rows (``(18 nb + nv + 1) K``)."""
-    return (18 * nb + nv + 1) * K
-
-
-@njit
-def unit_responses(
-    m: ModelArrays,
-    S: np.ndarray,
-    U: np.ndarray,
-    Dinv: np.ndarray,
-    Wr: np.ndarray,
-    rows_a: np.ndarray,
-    rows_b: np.ndarray,
-    Mq: np.ndarray,
-    Ma: np.ndarray,
-    ws: np.ndarray,
-) -> None:
-    """``M^-1 C^T`` for ``K`` rows at once: for each row ``j`` the accelerations of the unit
-    wrench ``Wr[j]`` (6,) on body ``rows_a[j]`` and ``-Wr[j]`` on ``rows_b[j]``, no velocity,
-    no gravity, no efforts, by the backward and forward passes of ABA with its articulated
-    inertias ``U``, ``Dinv`` (the root's ``Dinv`` holding its Cholesky factor, as
-    :func:`.aba.acceleration_pass` leaves it).
-
-    The ``K`` responses run side by side, the row index innermost in the scratch (each body's
-    arithmetic once for all rows, in loops over the rows the compiler vectorizes): each
-    row's operations are those of a pass of its own, in the same order (the same result to
-    the bit; a body off a row's paths to the root adds its zero load). One-DoF joints take a
-    branch of their own (no loops over the joint's DoFs).
-
-    Parameters
-    ----------
-    Wr : (K, 6) unit wrenches ``[f; n_O]``;  rows_a, rows_b : (K,) bodies.
-    Mq : (K, nv) output, row ``j`` the accelerations ``M^-1 C_j^T``;  Ma : (K, nb, 6) output
-    spatial accelerations at O of the bodies.
-    ws : (responses_ws_size(nb, nv, K),) scratch.
-    """
-    nb = m.parent.shape[0]
-    nv = S.shape[1]
-    K = Wr.shape[0]
-    pz = borrow(carve(ws, 0, (nb, 6, K)))  # loads, then (forward) scratch
-    uz = borrow(carve(ws, 6 * nb * K, (nb, 6, K)))  # joint-space loads u
-    ab = borrow(carve(ws, 12 * nb * K, (nb, 6, K)))  # body accelerations
-    qb = borrow(carve(ws, 18 * nb * K, (nv, K)))  # joint accelerations
-    tb = borrow(ws[(18 * nb + nv) * K : (18 * nb + nv + 1) * K])
-    for i in range(nb):
-        for r in range(6):
-            for j in range(K):
-                pz[i, r, j] = 0.0
-    for j in range(K):  # the bias is -f_ext
-        for r in range(6):
-            pz[rows_a[j], r, j] -= Wr[j, r]
-            pz[rows_b[j], r, j] += Wr[j, r]
-    # backward: u = -S^T p; the parent's load += p + U Dinv u (a parent's index is below its
-    # child's)
-    for i in range(nb - 1, -1, -1):
-        nj = m.nvj[i]
-        c0 = m.iv[i]
-        k = m.parent[i]
-        if nj == 1 and k >= 0:
-            for j in range(K):
-                tb[j] = 0.0
-            for r in range(6):
-                s = S[r, c0]
-                for j in range(K):
-                    tb[j] -= s * pz[i, r, j]
-            d = Dinv[i, 0, 0]
-            for j in range(K):
-                uz[i, 0, j] = tb[j]
-                tb[j] = 0.0 + d * tb[j]
-            for r in range(6):
-                u = U[i, r, 0]
-                for j in range(K):
-                    pz[i, r, j] += u * tb[j]
-                    pz[k, r, j] += pz[i, r, j]
-            continue
-        for a in range(nj):
-            for j in range(K):
-                uz[i, a, j] = 0.0
-            for r in range(6):
-                s = S[r, c0 + a]
-                for j in range(K):
-                    uz[i, a, j] -= s * pz[i, r, j]
-        if k < 0:
-            continue
-        for b in range(nj):
-            for j in range(K):
-                tb[j] = 0.0
-            for a in range(nj):
-                d = Dinv[i, b, a]
-                for j in range(K):
-                    tb[j] += d * uz[i, a, j]
-            for r in range(6):
-                u = U[i, r, b]
-                for j in range(K):
-                    pz[i, r, j] += u * tb[j]
-        for r in range(6):
-            for j in range(K):
-                pz[k, r, j] += pz[i, r, j]
-    # forward: qdd = Dinv (u - U^T a_parent); a = a_parent + S qdd
-    for i in range(nb):
-        k = m.parent[i]
-        nj = m.nvj[i]
-        c0 = m.iv[i]
-        if k < 0:
-            for r in range(6):
-                for j in range(K):
-                    ab[i, r, j] = 0.0
-            # root: D y = u by the Cholesky factor (lower triangle of Dinv)
-            for a in range(nj):
-                for j in range(K):
-                    qb[c0 + a, j] = uz[i, a, j]
-                for b in range(a):
-                    d = Dinv[i, a, b]
-                    for j in range(K):
-                        qb[c0 + a, j] -= d * qb[c0 + b, j]
-                d = Dinv[i, a, a]
-                for j in range(K):
-                    qb[c0 + a, j] /= d
-            for a in range(nj - 1, -1, -1):
-                for b in range(a + 1, nj):
-                    d = Dinv[i, b, a]
-                    for j in range(K):
-                        qb[c0 + a, j] -= d * qb[c0 + b, j]
-                d = Dinv[i, a, a]
-                for j in range(K):
-                    qb[c0 + a, j] /= d
-        elif nj == 1:
-            for j in range(K):
-                tb[j] = uz[i, 0, j]
-            for r in range(6):
-                u = U[i, r, 0]
-                for j in range(K):
-                    tb[j] -= u * ab[k, r, j]
-            d = Dinv[i, 0, 0]
-            for j in range(K):
-                qb[c0, j] = 0.0 + d * tb[j]
-            for r in range(6):
-                s = S[r, c0]
-                for j in range(K):
-                    ab[i, r, j] = ab[k, r, j] + s * qb[c0, j]
-            continue
-        else:
-            for a in range(nj):
-                for j in range(K):
-                    pz[i, a, j] = uz[i, a, j]  # pz reused: the backward pass is done
-                for r in range(6):
-                    u = U[i, r, a]
-                    for j in range(K):
-                        pz[i, a, j] -= u * ab[k, r, j]
-            for a in range(nj):
-                for j in range(K):
-                    qb[c0 + a, j] = 0.0
-                for b in range(nj):
-                    d = Dinv[i, a, b]
-                    for j in range(K):
-                        qb[c0 + a, j] += d * pz[i, b, j]
-            for r in range(6):
-                for j in range(K):
-                    ab[i, r, j] = ab[k, r, j]
-        for r in range(6):
-            for a in range(nj):
-                s = S[r, c0 + a]
-                for j in range(K):
-                    ab[i, r, j] += s * qb[c0 + a, j]
-    for j in range(K):
-        for c in range(nv):
-            Mq[j, c] = qb[c, j]
-        for i in range(nb):
-            for r in range(6):
-                Ma[j, i, r] = ab[i, r, j]
+from .loop_responses import responses_ws_size, unit_responses
 
 
 @njit
@@ -264,7 +91,7 @@ def reduced_responses(
     :func:`.cut_hinges.rank_floor` for loop errors of norm ``closure`` (the leading columns
     of ``U_k``: the rows that count for the motion, :func:`.delassus.solve_firm`). Then, for
     each of the ``K`` combined rows ``U_k^T W_k``, the accelerations of its unit wrench
-    (:func:`unit_responses`).
+    (:func:`.loop_responses.unit_responses`).
 
     Returns
     -------
@@ -285,7 +112,7 @@ def reduced_responses(
     flag = iw[2 * nrows :]
     fw = np.empty(
         7 * nrows + 42 + 6 * nv + nrows * nv + 6 * nrows * nb + nrows * nrows
-        + responses_ws_size(nb, nv, nrows)
+        + responses_ws_size(nb, nv)
     )  # fmt: skip
     Wr = carve(fw, 0, (nrows, 6))
     o = 6 * nrows
@@ -334,7 +161,7 @@ def reduced_responses(
     o += 6 * K * nb
     A = carve(fw, o, (K, K))
     o += K * K
-    scratch = borrow(fw[o : o + responses_ws_size(nb, nv, K)])
+    scratch = borrow(fw[o : o + responses_ws_size(nb, nv)])
     Wrb, Mqb, Mab = borrow(Wr[:K]), borrow(Mq), borrow(Ma)
     unit_responses(m, Sb, Ub, Db, Wrb, rows_a[:K], rows_b[:K], Mqb, Mab, scratch)
     for j in range(K):
