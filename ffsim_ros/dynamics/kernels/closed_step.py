@@ -15,7 +15,7 @@ import numpy as np
 
 from ..jit import carve, njit
 from .conservation import (
-    base_correction,
+    base_corrected,
     composite_inertia,
     correct_momentum,
     momentum_after,
@@ -159,10 +159,7 @@ def _loop_errors(
     # correct_momentum's arithmetic on these kinematics (its own pass would redo them)
     h = spatial_momentum(m, v, S, mw, hw, Iw)
     mass, first, inertia = composite_inertia(mw, hw, Iw)
-    out = v.copy()
-    dv = base_correction(q, target - h, mass, first, inertia)
-    for c in range(6):
-        out[c] += dv[c]
+    out = base_corrected(q, v, target - h, mass, first, inertia)
     h = spatial_momentum(m, out, S, mw, hw, Iw)  # (the next step's, from these kinematics)
     carry[0] = 1.0
     for r in range(6):

@@ -105,6 +105,24 @@ def base_correction(
     return out
 
 
+@njit_leaf
+def base_corrected(
+    q: np.ndarray,
+    v: np.ndarray,
+    dh: np.ndarray,
+    mass: float,
+    first: np.ndarray,
+    inertia: np.ndarray,
+) -> np.ndarray:
+    """A copy of ``v`` (nv,) with :func:`base_correction` added to its base velocity
+    ``[V0; w0]``: the velocity whose momentum is ``dh`` (6,) more."""
+    out = v.copy()
+    dv = base_correction(q, dh, mass, first, inertia)
+    for c in range(6):
+        out[c] += dv[c]
+    return out
+
+
 @njit
 def momentum_after(
     m: ModelArrays, h: np.ndarray, mass: float, first: np.ndarray, dt: float
@@ -192,10 +210,7 @@ def correct_momentum(
     h, mass, first, inertia = system_momentum(m, q, v)
     if target.shape[0] == 9:
         q, h, first, inertia = recentered(q, h, mass, first, inertia, target[6:])
-    out = v.copy()
-    dv = base_correction(q, target[:6] - h, mass, first, inertia)
-    for c in range(6):
-        out[c] += dv[c]
+    out = base_corrected(q, v, target[:6] - h, mass, first, inertia)
     return q, out, target[:6].copy(), mass, first
 
 
@@ -231,10 +246,7 @@ def corrected_first_stage(
         # the ABA below keeps the kinematics of the untranslated q: the accelerations
         # ([dV0; dw0; phiddot]) of a translated system are the same
         q, h, first, inertia = recentered(q, h, mass, first, inertia, target[6:])
-        v = v.copy()
-        dv = base_correction(q, target[:6] - h, mass, first, inertia)
-        for c in range(6):
-            v[c] += dv[c]
+        v = base_corrected(q, v, target[:6] - h, mass, first, inertia)
         h = target[:6].copy()
     force = gen
     if with_friction:
