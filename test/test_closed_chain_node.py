@@ -233,6 +233,43 @@ def test_braking_drives_keep_the_loops_closed() -> None:
     assert fastest < 1.15
 
 
+@pytest.mark.parametrize(('scale', 'conserve'), [(1.0, True), (7 / 6, True), (1.0, False)])
+def test_a_batch_reaching_a_speed_limit_equals_single_steps(
+    scale: float, conserve: bool, monkeypatch
+) -> None:
+    """Efforts carrying a joint to its drive's threshold within a batch: the engine keeps the
+    batch's steps before it (``JointLimits.quiet_prefix``) and takes the rest one at a time,
+    braking; the states and the efforts published equal those of single steps, bit for bit
+    (with and without the momentum projection)."""
+    from ffsim_ros.sim import JointLimits
+
+    model, chain, q, v = _platform()
+    prefixes = []
+    quiet_prefix = JointLimits.quiet_prefix
+
+    def spy(self, tau, Q, V):
+        prefixes.append(quiet_prefix(self, tau, Q, V))
+        return prefixes[-1]
+
+    monkeypatch.setattr(JointLimits, 'quiet_prefix', spy)
+    tau = 0.5 * np.sign(v[6:])  # the 1 N m drives' threshold: 0.5 rad/s
+    batched, single = (
+        Engine(model, q, scale * v, dt_ns=1_000_000, chain=chain, conserve_momentum=conserve)
+        for _ in range(2)
+    )
+    batched.command_efforts(tau)
+    single.command_efforts(tau)
+    for _ in range(10):
+        a = batched.advance(10)
+        for _ in range(10):
+            b = single.advance(1)
+        assert np.array_equal(a.q, b.q) and np.array_equal(a.v, b.v)
+        assert np.array_equal(a.effort, b.effort)
+    assert any(0 < p < 10 for p in prefixes), prefixes  # a batch cut where a limit acts
+    assert np.abs(a.v[6:]).max() > 0.99  # at the 1 rad/s limits, braked
+    assert _closure(chain, a.q, a.v) < 1e-12
+
+
 def test_what_a_closed_chain_engine_refuses() -> None:
     from ffsim_ros.scene import Gripper, Scene
     from ffsim_ros.sim import TargetWorld

@@ -470,6 +470,49 @@ def test_torque_speed_characteristic_by_hand() -> None:
     assert not off.active and off.drive_efforts(tau, np.full(4, 3.0)) is tau
 
 
+def test_quiet_prefix_is_quiet_state_by_state() -> None:
+    """``quiet_prefix`` of a trajectory is the count of leading states after the start that
+    ``quiet`` (no margin) accepts one by one: speeds at a drive's threshold, positions at a
+    stop and non-finite states end it; checked on random trajectories against the scalar
+    test and on hand-made ones."""
+    from ffsim_ros.sim import JointLimits
+
+    model = D.load_urdf(_chain_urdf(['effort="100" velocity="2"', 'effort="0" velocity="2"'] * 2))
+    rng = np.random.default_rng(11)
+    for position in (False, True):
+        limits = JointLimits(model, position=position)
+        for _ in range(200):
+            k = int(rng.integers(1, 12))
+            Q = np.tile(D.neutral(model), (k + 1, 1))
+            Q[:, 7:] = rng.uniform(-2.2, 2.2, size=(k + 1, model.n))  # stops at +-2
+            V = rng.normal(scale=0.3, size=(k + 1, model.nv))
+            V[:, 6:] = rng.uniform(-2.1, 2.1, size=(k + 1, model.n))
+            if rng.random() < 0.2:
+                (V if rng.random() < 0.5 else Q)[rng.integers(1, k + 1), 0] = np.nan
+            tau = rng.uniform(-100.0, 100.0, size=model.n)
+            expected = next(
+                (j - 1 for j in range(1, k + 1) if not _finite_quiet(limits, tau, Q[j], V[j])),
+                k,
+            )
+            assert limits.quiet_prefix(tau, Q, V) == expected
+    limits = JointLimits(model, position=True)
+    Q = np.tile(D.neutral(model), (5, 1))
+    V = np.zeros((5, model.nv))
+    tau = np.array([50.0, 0.0, 0.0, 0.0])  # joint 0's threshold 1 rad/s
+    assert limits.quiet_prefix(tau, Q, V) == 4
+    V[3, 6] = 1.0  # at the threshold: the drive caps the effort there
+    assert limits.quiet_prefix(tau, Q, V) == 2
+    V[3, 6] = 0.999
+    V[2, 7] = 50.0  # a passive joint: no drive, no speed limit
+    Q[4, 9] = 2.0  # at joint 2's stop
+    assert limits.quiet_prefix(tau, Q, V) == 3
+    assert JointLimits(model).quiet_prefix(tau, Q, V) == 4  # without position limits
+
+
+def _finite_quiet(limits, tau: np.ndarray, q: np.ndarray, v: np.ndarray) -> bool:
+    return bool(np.isfinite(q).all() and np.isfinite(v).all() and limits.quiet(tau, q, v))
+
+
 def _rest_state(model: D.Model, joint_rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     q = D.neutral(model)
     q[7:] = np.linspace(-0.6, 0.6, model.n)

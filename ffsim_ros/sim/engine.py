@@ -36,8 +36,9 @@ runs.
 Joint limits (:mod:`.limits`): speed limits as a drive enforces them (a torque-speed
 characteristic and braking at the limit, on by default), position limits as hard stops (an
 option). Steps under one command are integrated in one call while no limit can act within
-them (checked from the state, the accelerations and the command, before and after); near a
-limit they are integrated one at a time, the drives and stops evaluated at each step.
+them (checked from the state, the accelerations and the command, before and after; a closed
+chain's run is checked state by state and kept up to the first state a limit acts on); near
+a limit they are integrated one at a time, the drives and stops evaluated at each step.
 
 Watchdog (:mod:`.watchdog`): after each :meth:`Engine.advance` the momentum and energy are
 checked against what the inputs allow (:attr:`Engine.health`).
@@ -49,17 +50,16 @@ of robot and targets together (the watchdog checks the total). Without targets t
 integrated alone, exactly as without a world.
 
 Closed chains: with a :class:`~ffsim_ros.dynamics.ClosedChain` given (loop closures on the
-model, seed 001), every step is the chain's (:meth:`~ffsim_ros.dynamics.ClosedChain.step`,
-the compiled solver, RK4 then the projection onto the constraint manifold and, with
-``conserve_momentum``, onto the momentum ``[P; L_O]``), every state given (initial,
-:meth:`Engine.set_state`) is assembled onto the manifold first
-(:meth:`~ffsim_ros.dynamics.ClosedChain.assemble`: the joints move, the base pose is kept,
-the velocity is projected in the kinetic-energy metric), and a drive's braking
-at a speed limit is followed by the projection. Targets are not supported with one (a world
+model, seed 001), every step is the chain's (:meth:`~ffsim_ros.dynamics.ClosedChain.step`:
+RK4, then the projection onto the manifold and, with ``conserve_momentum``, onto the
+momentum ``[P; L_O]``), every state given (initial, :meth:`Engine.set_state`) is first
+assembled onto the manifold (:meth:`~ffsim_ros.dynamics.ClosedChain.assemble`: the joints
+move, the base pose is kept, the velocity is projected in the kinetic-energy metric), and a
+drive's braking is followed by the projection. Targets are not supported with one (a world
 may be given, without targets; adding one is refused).
 
-Single-threaded by design: the caller serializes access (the simulator node calls it from
-its physics thread only).
+Single-threaded by design: the caller serializes access (the simulator node's physics
+thread).
 """
 
 from __future__ import annotations
@@ -661,6 +661,8 @@ class Engine:
         q, v, limits = self._q, self._v, self._limits
         if self._world is not None and self._world.active:
             return self._integrate_world(tau, count)
+        if limits.active and self._chain is not None and not self._wrenches.acting:
+            return self._integrate_watched(tau, count)
         if limits.active and (count == 1 or not self._quiet_ahead(tau, count)):
             return self._step_each(tau, count)
         try:
@@ -677,6 +679,28 @@ class Engine:
             return self._step_each(tau, count)  # (one at a time: the step that ran away)
         self._commit(q1, v1, tau, count, frozen=True)
         return work
+
+    def _integrate_watched(self, tau: np.ndarray, count: int) -> float:
+        """``count`` steps of the closed chain under the limits, no wrench acting; the work
+        [J]. One compiled run whose steps up to the first state a limit acts on are kept
+        (:meth:`.JointLimits.quiet_prefix`: each the step one at a time would take), the rest
+        (all of them from a start a limit acts on) taken one at a time."""
+        q, v, limits, dt, keep = self._q, self._v, self._limits, self.dt, self._conserve
+        if count == 1 or not limits.quiet(tau, q, v):
+            return self._step_each(tau, count)
+        try:
+            _, Q, V = self._chain.simulate(q, v, tau, count * dt, dt, conserve_momentum=keep)
+        except DYNAMICS_ERRORS:
+            return self._step_each(tau, count)
+        done = limits.quiet_prefix(tau, Q, V)
+        work = 0.0
+        if done > 0:
+            q1, v1 = _frozen(Q[done]), _frozen(V[done])
+            work = float(tau @ self._joint_motion(q, q1))
+            if self._runaway(None, q1, v1, work, count=done):
+                return self._step_each(tau, count)  # (one at a time: the step that ran away)
+            self._commit(q1, v1, tau, done, frozen=True)
+        return work + self._step_each(tau, count - done)
 
     def _integrate_world(self, command: np.ndarray, count: int) -> float:
         """``count`` steps of robot and targets (:mod:`.world`) under ``command``; the work
@@ -851,13 +875,7 @@ class Engine:
         )
 
     def _chain_steps(
-        self,
-        q: np.ndarray,
-        v: np.ndarray,
-        tau: np.ndarray,
-        count: int,
-        wrenches: dict,
-        dt: float,
+        self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, count: int, wrenches: dict, dt: float
     ) -> tuple[np.ndarray, np.ndarray]:
         """``count`` steps of ``dt`` of the closed chain: one compiled run without wrenches,
         else step by step (a base wrench in the base frame turns with the base: re-expressed

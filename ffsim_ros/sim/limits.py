@@ -346,6 +346,35 @@ class JointLimits:
                 return False
         return True
 
+    def quiet_prefix(self, tau: np.ndarray, Q: np.ndarray, V: np.ndarray) -> int:
+        """How many leading steps of a trajectory under ``tau`` no limit acts on: the largest
+        ``j`` such that the states ``1..j`` are finite and :meth:`quiet` (no margin). With its
+        start quiet too, each of those steps is the one a step at a time takes: the drives
+        leave ``tau`` as it is at its start and have nothing to brake at its end, and no stop
+        acts.
+
+        Parameters
+        ----------
+        tau : (n,) joint efforts held over the steps [N m | N].
+        Q : (k + 1, nq) ;  V : (k + 1, nv) the states, row 0 the start (units as :meth:`quiet`).
+
+        Returns
+        -------
+        int
+            In ``0..k``.
+        """
+        k = Q.shape[0] - 1
+        ok = np.ones(k, dtype=bool)
+        if not math.isfinite(Q.sum() + V.sum()):  # (a finite sum: every value finite)
+            ok = np.isfinite(Q[1:]).all(axis=1) & np.isfinite(V[1:]).all(axis=1)
+        if self._any_driven:
+            ok &= (np.abs(V[1:, 6:]) < self.threshold(tau)).all(axis=1)
+        if self._any_bounded:
+            b = self.bounded
+            pos = Q[1:, self._q_index[b]]
+            ok &= ((pos > self.lower[b]) & (pos < self.upper[b])).all(axis=1)
+        return k if ok.all() else int(np.argmin(ok))
+
 
 def braking_active_set(
     W: np.ndarray, w: np.ndarray, w_max: np.ndarray, cap: np.ndarray
