@@ -15,7 +15,7 @@ import numpy as np
 from ..jit import borrow, carve, keep_alive, njit, njit_parallel, prange
 from .aba import aba_on_views, aba_views, aba_ws_size
 from .crba import crba
-from .friction import joint_friction
+from .friction import add_friction, joint_friction
 from .kinematics import kinematics, kinematics_on_views, kinematics_views, kinematics_ws_size
 from .layout import unpack
 from .lie_group import integrate, rk4_step_into, rk4_ws_size
@@ -101,7 +101,6 @@ def _id_rows(
     S, mw, hw, Iw = kin[2], kin[3], kin[4], kin[5]
     o = kinematics_ws_size(nb, nv)
     rws = ws[o : o + rnea_ws_size(nb)]
-    ff = ws[o + rnea_ws_size(nb) : o + rnea_ws_size(nb) + nv]
     for k in range(lo, hi):
         q = Q[k]
         v = V[k]
@@ -109,9 +108,7 @@ def _id_rows(
         kinematics_on_views(m, q, kin)
         rnea(m, q, v, A[k], S, mw, hw, Iw, fext, 1.0, res, rws)
         if with_friction:
-            joint_friction(m, v, ff)
-            for c in range(nv):
-                res[c] -= ff[c]
+            add_friction(m, v, res, -1.0)
     keep_alive(owner)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from ..jit import borrow, keep_alive, njit, njit_leaf
 from .aba import aba_passes, aba_ws_size
 from .cholesky import cholesky_solve_inplace
-from .friction import joint_friction
+from .friction import add_friction
 from .kinematics import kinematics, kinematics_into, kinematics_views
 from .layout import ModelArrays
 from .lie_group import rk4_step
@@ -251,10 +251,7 @@ def corrected_first_stage(
     force = gen
     if with_friction:
         force = gen.copy()
-        friction = np.empty(nv)
-        joint_friction(m, v, friction)
-        for c in range(nv):
-            force[c] += friction[c]
+        add_friction(m, v, force, 1.0)
     a = np.empty(nv)
     aba_passes(m, v, force, np.empty((0, 6)), a, ws)
     return q, v, a, h, mass, first

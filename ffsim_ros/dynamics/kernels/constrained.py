@@ -61,7 +61,7 @@ from .cut_hinges import (
     loop_rows,
 )
 from .delassus import solve_firm
-from .friction import joint_friction
+from .friction import add_friction
 from .kinematics import kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, plain_vector, unpack
 from .loop_responses import responses_ws_size, unit_responses
@@ -203,10 +203,7 @@ def tree_sweep(
     for c in range(off, nv):
         g[c] = gen[c - off]
     if with_friction:
-        f = np.empty(nv)
-        joint_friction(m, v, f)
-        for c in range(nv):
-            g[c] += f[c]
+        add_friction(m, v, g, 1.0)
     velocity_pass(m, v, S, mw, hw, Iw, fext, vel, cb, pA, IA)
     articulated_inertia_pass(m, g, S, cb, IA, pA, U, Dinv, u, scratch)
     acceleration_pass(m, S, cb, U, Dinv, u, acc, qdd, tail)

@@ -20,7 +20,7 @@ from ..lie import qnormalize
 from .aba import aba_into, aba_ws_size, forward_dynamics
 from .conservation import conserving_rk4_steps, correct_momentum, momentum_after, system_momentum
 from .crba import crba, forward_dynamics_crba
-from .friction import joint_friction
+from .friction import add_friction
 from .kinematics import (
     forward_kinematics,
     kinematics,
@@ -206,7 +206,7 @@ def e_aba(
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     o = aba_ws_size(nb, nv)
-    owner = np.empty(o + 2 * nv)
+    owner = np.empty(o + nv)
     ws = borrow(owner)
     v = borrow(v)
     out = borrow(out)
@@ -217,10 +217,7 @@ def e_aba(
     for c in range(tau.shape[0]):
         gen[nb0 + c] = tau[c]
     if with_friction:
-        ff = ws[o + nv : o + 2 * nv]
-        joint_friction(m, v, ff)
-        for c in range(nv):
-            gen[c] += ff[c]
+        add_friction(m, v, gen, 1.0)
     aba_into(m, borrow(q), v, gen, carve(ws, 0, (0, 6)), out, ws)
     require_finite(out)
     keep_alive(owner)

@@ -17,3 +17,11 @@ def joint_friction(m: ModelArrays, v: np.ndarray, out: np.ndarray) -> None:
     """
     for i in range(v.shape[0]):
         out[i] = -m.damping[i] * v[i] - m.friction[i] * np.tanh(v[i] / 1e-3)
+
+
+@njit_leaf
+def add_friction(m: ModelArrays, v: np.ndarray, out: np.ndarray, sign: float) -> None:
+    """``out += sign F_f`` (:func:`joint_friction`; ``sign`` +1.0 or -1.0: the same bits as
+    adding or subtracting the friction vector)."""
+    for i in range(v.shape[0]):
+        out[i] += sign * (-m.damping[i] * v[i] - m.friction[i] * np.tanh(v[i] / 1e-3))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import carve, njit
-from .friction import joint_friction
+from .friction import add_friction
 from .kinematics import (
     joint_velocity,
     kinematics_into,
@@ -26,8 +26,8 @@ def rnea_ws_size(nb: int) -> int:
 
 @njit
 def id_ws_size(nb: int, nv: int) -> int:
-    """Workspace of :func:`inverse_dynamics_into`: kinematics, :func:`rnea`, friction."""
-    return kinematics_ws_size(nb, nv) + rnea_ws_size(nb) + nv
+    """Workspace of :func:`inverse_dynamics_into`: kinematics and :func:`rnea`."""
+    return kinematics_ws_size(nb, nv) + rnea_ws_size(nb)
 
 
 @njit
@@ -138,8 +138,4 @@ def inverse_dynamics_into(
     kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     rnea(m, q, v, a, S, mw, hw, Iw, fext, 1.0, out, ws[o : o + rnea_ws_size(nb)])
     if with_friction:
-        o += rnea_ws_size(nb)
-        ff = ws[o : o + nv]
-        joint_friction(m, v, ff)
-        for c in range(nv):
-            out[c] -= ff[c]
+        add_friction(m, v, out, -1.0)
