@@ -139,12 +139,26 @@ def workload(urdf: str, states: int) -> Workload:
     return w
 
 
+def end_link(model: D.Model) -> str:
+    """The link of the body furthest from the root (the last such link named): an end
+    effector's, for the task-space rows."""
+    parent = model.arrays.parent
+
+    def depth(body: int) -> int:
+        return 0 if parent[body] < 0 else 1 + depth(int(parent[body]))
+
+    deepest = max(range(len(parent)), key=depth)
+    return [name for name in model.link_names if model.frame(name).body == deepest][-1]
+
+
 def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
     import pinocchio as pin
 
     w = workload(urdf, states)
     model, pm, pd = w.model, w.pm, w.pd
     qs, vs, taus, pqs, pvs, ptaus = w.qs, w.vs, w.taus, w.pqs, w.pvs, w.ptaus
+    link = end_link(model)
+    frame = pm.getFrameId(link)
     rows = []
     pairs = [
         (
@@ -166,6 +180,24 @@ def bench_robot(name: str, urdf: str, states: int, repeats: int) -> list[tuple]:
             'inverse dynamics (rnea)',
             lambda k: D.inverse_dynamics(model, qs[k], vs[k], vs[k]),
             lambda k: pin.rnea(pm, pd, pqs[k], pvs[k], pvs[k]),
+        ),
+        (
+            'link Jacobian',
+            lambda k: D.link_jacobian(model, qs[k], link),
+            lambda k: pin.computeFrameJacobian(pm, pd, pqs[k], frame, pin.LOCAL_WORLD_ALIGNED),
+        ),
+        (
+            'momentum',
+            lambda k: D.momentum(model, qs[k], vs[k]),
+            lambda k: pin.computeCentroidalMomentum(pm, pd, pqs[k], pvs[k]),
+        ),
+        (  # Pinocchio has none: the two calls it needs (the 6 x 6 solve not counted)
+            'generalized Jacobian (ref: frame Jacobian + crba)',
+            lambda k: D.generalized_jacobian(model, qs[k], link),
+            lambda k: (
+                pin.computeFrameJacobian(pm, pd, pqs[k], frame, pin.LOCAL_WORLD_ALIGNED),
+                pin.crba(pm, pd, pqs[k]),
+            ),
         ),
         (
             'rk4 step (4 x fd)',

@@ -23,9 +23,6 @@ from .algorithms import (
     forward_dynamics_crba,
     inverse_dynamics,
     kinetic_energy,
-    link_jacobian,
-    link_pose,
-    link_pose_and_jacobian,
     mass_matrix,
     momentum,
     momentum_and_com,
@@ -61,6 +58,7 @@ from .integration import (
     rk4_step,
     step,
 )
+from .link_frames import link_jacobian, link_pose, link_pose_and_jacobian
 from .model import (
     Frame,
     InertiaWarning,

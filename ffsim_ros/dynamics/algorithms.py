@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .direct import DirectEntry
 from .inputs import (
     ArrayLike,
     about_the_base,
@@ -40,19 +41,22 @@ from .inputs import (
 )
 from .kernels.batched import b_forward_dynamics, b_inverse_dynamics, b_mass_matrix, b_momentum
 from .kernels.entry import (
+    ABOUT_BASE,
+    ABOUT_COM,
+    ABOUT_ORIGIN,
     e_aba,
     e_forward_dynamics,
     e_inverse_dynamics,
     e_kinematics,
     e_mass_matrix,
     e_momentum,
+    e_momentum_about,
     e_nle,
     e_poses,
     e_rnea,
     e_state_summary,
     taken,
 )
-from .kernels.frames import b_link_frame
 from .lie import cross, quat_normalize, quat_to_matrix, quat_unit
 from .model import Model
 from .state_errors import (
@@ -63,43 +67,12 @@ from .state_errors import (
     state_error,
 )
 
-
-class _Direct:
-    """One compiled signature of a numba entry point, called without the dispatcher.
-
-    numba's dispatcher works out the type of every argument on every call, about 0.3-0.5 us
-    for the 6-7 arrays of an entry point: a tenth of a 7-DoF call. The fast paths only pass
-    one type of array (float64 vectors, :func:`~.inputs.plain_vectors`; the model's
-    read-only ``packed``; a bool), so ``entry`` is, after the first call, the native entry
-    point of that one signature (the vectors C-contiguous, aligned and writeable; one of
-    another size or stride is refused: False, nothing read). The first call compiles that
-    signature (or loads it from the cache) through the dispatcher, with copies of any input
-    not of that kind (a read-only first input cannot select another signature).
-    """
-
-    __slots__ = ('kernel', 'entry')
-
-    def __init__(self, kernel: object) -> None:
-        self.kernel = kernel
-        self.entry = self._first
-
-    def _first(self, *args: object) -> object:
-        args = args[:2] + tuple(
-            np.require(a, requirements='CAW') if isinstance(a, np.ndarray) else a for a in args[2:]
-        )
-        out = self.kernel(*args)  # type: ignore[operator]
-        try:
-            sig = tuple(self.kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
-            self.entry = self.kernel.overloads[sig].entry_point  # type: ignore[attr-defined]
-        except (AttributeError, KeyError):  # a plain Python kernel (numba absent)
-            self.entry = self.kernel
-        return out
-
-
-_ABA = _Direct(e_aba)
-_CRBA = _Direct(e_mass_matrix)
-_NLE = _Direct(e_nle)
-_RNEA = _Direct(e_rnea)
+_ABA = DirectEntry(e_aba)
+_CRBA = DirectEntry(e_mass_matrix)
+_NLE = DirectEntry(e_nle)
+_RNEA = DirectEntry(e_rnea)
+_MOMENTUM = DirectEntry(e_momentum_about)
+_ABOUT = {'origin': ABOUT_ORIGIN, 'com': ABOUT_COM, 'base': ABOUT_BASE}
 
 
 def body_wrenches(
@@ -181,27 +154,6 @@ def body_poses(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         raise state_error(model, e, q=q) from e  # checks its result finite)
 
 
-def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
-    """Pose of a link frame in the inertial frame ([S0 eq. 1] for the end effector).
-
-    Parameters
-    ----------
-    model : Model
-    q : (nq,) ndarray
-        Configuration [m, -, rad | m], base parts in the inertial frame.
-    link : str
-
-    Returns
-    -------
-    p : (3,) position of the link frame origin [m].
-    R : (3, 3) orientation (link frame -> inertial frame).
-    """
-    frame = model.frame(link)
-    R, p = body_poses(model, q)
-    b = frame.body
-    return p[b] + R[b] @ frame.translation, R[b] @ frame.rotation
-
-
 def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
     """System CoM ``r_g`` (defined after [S0 eq. 10]), (3,) inertial frame [m].
 
@@ -227,16 +179,6 @@ def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
     return (a.mass @ c) / a.mass.sum()
 
 
-def _support_mask(model: Model, body: int) -> np.ndarray:
-    mask = np.zeros(model.nv, dtype=bool)
-    a = model.arrays
-    j = body
-    while j >= 0:
-        mask[a.iv[j] : a.iv[j] + a.nvj[j]] = True
-        j = a.parent[j]
-    return mask
-
-
 def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Body poses and the joint motion subspaces, inertial frame (the kinematics pass).
 
@@ -259,81 +201,6 @@ def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray,
     except (ValueError, ZeroDivisionError) as e:  # a NaN (the result checked), a zero quaternion
         raise state_error(model, e, q=q) from e
     return R, p, S
-
-
-def link_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
-    """Jacobian ``[Js | Jm]`` of a link frame [S0 eq. 5].
-
-    Parameters
-    ----------
-    model : Model
-    q : (nq,) ndarray
-        Configuration [m, -, rad | m], base parts in the inertial frame.
-    link : str
-
-    Returns
-    -------
-    (6, nv) ndarray
-        Maps ``v`` to ``[linear velocity of the link frame origin; angular velocity]``,
-        both in the inertial frame. Columns 0:6 (floating base) are ``Js`` (with the base
-        velocity taken at the base CoM), the rest ``Jm``.
-    """
-    frame = model.frame(link)
-    R, p, S = body_kinematics(model, q)
-    b = frame.body
-    point = p[b] + R[b] @ frame.translation
-    J = np.where(_support_mask(model, b)[None, :], S, 0.0)
-    # velocity of the point = v_O + w x point = v_O - point x w
-    px, py, pz = point
-    J[0] -= py * J[5] - pz * J[4]
-    J[1] -= pz * J[3] - px * J[5]
-    J[2] -= px * J[4] - py * J[3]
-    return J
-
-
-def link_pose_and_jacobian(
-    model: Model, q: ArrayLike, link: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pose and Jacobian of a link frame in one kinematics pass, for one state or a batch.
-
-    What :func:`link_pose` and :func:`link_jacobian` give, for ``q`` (nq,) or (..., nq) with
-    leading batch dimensions (the rows spread over all cores): what a task-space controller
-    needs at each state of a batch.
-
-    Parameters
-    ----------
-    model : Model
-    q : (nq,) or (..., nq) ndarray
-        Configuration [m, -, rad | m], base parts in the inertial frame.
-    link : str
-
-    Returns
-    -------
-    p : (..., 3) position of the link frame origin, inertial frame [m].
-    R : (..., 3, 3) orientation (link frame -> inertial frame).
-    J : (..., 6, nv) Jacobian ``[Js | Jm]`` [S0 eq. 5], rows ``[linear velocity of the link
-        frame origin; angular velocity]``, inertial frame (as :func:`link_jacobian`).
-    """
-    frame = model.frame(link)
-    lead = batch_shape(q)
-    if is_batch(q):
-        Q = as_q_rows(model, q, lead)
-    else:  # a NaN or zero quaternion named here: the parallel kernel cannot raise a clear error
-        q = as_q(model, q)
-        error = input_error(model, q=q)
-        if error is not None:
-            raise error
-        Q = q[None, :]
-    mask = _support_mask(model, frame.body)
-    p, R, J = b_link_frame(
-        *model.packed,
-        np.ascontiguousarray(Q),
-        frame.body,
-        np.ascontiguousarray(frame.rotation),
-        np.ascontiguousarray(frame.translation),
-        mask,
-    )
-    return p.reshape(lead + (3,)), R.reshape(lead + (3, 3)), J.reshape(lead + (6, model.nv))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -675,6 +542,18 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
     it); ``about='origin'`` then adds ``r_0 x P``, the one part that depends on the origin.
     """
     check_point(about)
+    try:
+        packed = model.packed
+    except AttributeError:
+        check_model(model)
+        raise
+    if plain_vectors(q, v, v):  # the common case, as they are: one compiled pass
+        h = np.empty(6)
+        try:
+            if _MOMENTUM.entry(*packed, q, v, _ABOUT[about], h):
+                return h
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q, v=v) from e
     if is_batch(q):
         lead = batch_shape(q)
         Q = as_q_rows(model, q, lead)

@@ -27,11 +27,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .algorithms import bias_forces, center_of_mass, link_jacobian, mass_matrix
-from .inputs import ArrayLike, as_q, as_vector, check_point, require_floating
+from .algorithms import bias_forces, center_of_mass, mass_matrix
+from .direct import DirectEntry
+from .inputs import ArrayLike, as_q, as_vector, check_point, plain_vector, require_floating
+from .kernels.entry import taken
+from .kernels.generalized_jacobian import e_generalized_jacobian
 from .lie import cross
+from .link_frames import link_jacobian
 from .model import Model
-from .state_errors import require_finite_outputs
+from .state_errors import require_finite_outputs, state_error
+
+_GJ = DirectEntry(e_generalized_jacobian)
 
 
 class FreeFloatingTerms(NamedTuple):
@@ -135,9 +141,17 @@ def generalized_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
     (6, n) ndarray, inertial frame, rows ``[linear velocity of the link origin; angular]``.
     """
     require_floating(model, 'generalized_jacobian')
-    J = link_jacobian(model, q, link)
-    H = mass_matrix(model, q)
-    return J[:, 6:] - J[:, :6] @ np.linalg.solve(H[:6, :6], H[:6, 6:])
+    frame = model.frame(link)
+    out = np.empty((6, model.n))
+    args = (frame.body, frame.translation, out)
+    try:  # (one compiled pass: kinematics, the frame's Jacobian, CRBA, H0's Cholesky solve)
+        if plain_vector(q) and _GJ.entry(*model.packed, q, *args):
+            return out
+        q = as_q(model, q)
+        taken(_GJ.entry(*model.packed, q, *args))
+    except (ValueError, ZeroDivisionError) as e:  # a NaN (the result checked), a zero quaternion
+        raise state_error(model, e, q=np.asarray(q)) from e
+    return out
 
 
 def generalized_inertia(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:

@@ -35,11 +35,13 @@ from . import (
     center_of_mass,
     forward_dynamics,
     forward_dynamics_derivatives,
+    generalized_jacobian,
     generalized_velocity_derivatives,
     integrate,
     inverse_dynamics,
     inverse_dynamics_derivatives,
     link_jacobian,
+    link_pose,
     link_pose_and_jacobian,
     load_urdf,
     mass_matrix,
@@ -114,6 +116,7 @@ def warm_up_algorithms(model: Model) -> None:
     momentum(model, q, v, about='com')
     center_of_mass(model, q)
     link_jacobian(model, q, model.link_names[-1])
+    link_pose(model, q, model.link_names[-1])
     integrate(model, q, v, 0.1)
     for method in ('rk4', 'euler', 'RK45'):
         step(model, q, v, tau, 1e-3, method=method)
@@ -131,6 +134,7 @@ def warm_up_algorithms(model: Model) -> None:
     step(model, Q, V, T, 1e-3)
     if model.floating_base:
         base_velocity_from_momentum(model, q, tau)
+        generalized_jacobian(model, q, model.link_names[-1])
         base_link_state(model, q, v)
         state_summary(model, q, v)
         step(model, q, v, tau, 1e-3, steps=2, conserve_momentum=True)

@@ -28,7 +28,7 @@ from .kinematics import (
     kinematics_views,
     kinematics_ws_size,
 )
-from .layout import plain_vector, unpack
+from .layout import ROOT_FREE, plain_vector, unpack
 from .lie_group import chart_rate, integrate, rk4_stage, rk4_step
 from .momentum import momentum_and_energy, spatial_momentum
 from .rnea import id_ws_size, inverse_dynamics_into
@@ -263,6 +263,72 @@ def e_momentum(
     require_finite(h)
     require_finite(com)
     return h, com
+
+
+#: The reference points of :func:`e_momentum_about`'s angular momentum: the inertial origin,
+#: the system CoM, the base CoM (``about`` of :func:`ffsim_ros.dynamics.momentum`).
+ABOUT_ORIGIN = 0
+ABOUT_COM = 1
+ABOUT_BASE = 2
+
+
+@njit
+def e_momentum_about(
+    idata: np.ndarray,
+    fdata: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    about: int,
+    out: np.ndarray,
+) -> bool:
+    """Entry point: ``[P; L]`` (6,) [kg m/s, kg m^2/s] into ``out``, ``L`` about the point
+    ``about`` (:data:`ABOUT_ORIGIN`, :data:`ABOUT_COM`, :data:`ABOUT_BASE`), checked finite.
+    A floating base's momentum is computed about its CoM (the base CoM moved to the origin,
+    then ``r_0 x P`` added back where asked: as precise far from the origin as at it,
+    :func:`ffsim_ros.dynamics.inputs.about_the_base`). False, and nothing done, unless ``q``
+    and ``v`` are :func:`.layout.plain_vector` of ``nq`` and ``nv`` entries."""
+    nv = idata[1]
+    if not (plain_vector(q, idata[12]) and plain_vector(v, nv)):
+        return False
+    m = unpack(idata, fdata)
+    x = y = z = 0.0
+    if m.jtype[0] == ROOT_FREE:
+        x, y, z = q[0], q[1], q[2]
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+            raise ValueError('the base CoM is not finite')  # (L about the CoM would not see it)
+    local = q
+    if not (x == 0.0 and y == 0.0 and z == 0.0):
+        local = q.copy()
+        local[0] = local[1] = local[2] = 0.0
+    nb = m.parent.shape[0]
+    owner = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw, T = kinematics_views(borrow(owner), nb, nv)
+    kinematics_into(m, local, R, p, S, mw, hw, Iw, T)
+    h = spatial_momentum(m, borrow(v), S, mw, hw, Iw)
+    px, py, pz = h[0], h[1], h[2]
+    if about == ABOUT_COM:
+        mt = cx = cy = cz = 0.0
+        for i in range(nb):
+            mt += mw[i]
+            cx += hw[i, 0]
+            cy += hw[i, 1]
+            cz += hw[i, 2]
+        x, y, z = -(cx / mt), -(cy / mt), -(cz / mt)
+    elif about == ABOUT_BASE:
+        if m.jtype[0] != ROOT_FREE:
+            x, y, z = -m.com[0, 0], -m.com[0, 1], -m.com[0, 2]
+        else:
+            x = y = z = 0.0  # (about the base CoM already)
+    # L about the point: L + a x P, a the origin of the computation relative to the point
+    out[0] = px
+    out[1] = py
+    out[2] = pz
+    out[3] = h[3] + (y * pz - z * py)
+    out[4] = h[4] + (z * px - x * pz)
+    out[5] = h[5] + (x * py - y * px)
+    require_finite(out)
+    keep_alive(owner)
+    return True
 
 
 @njit

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..algorithms import link_pose
+from ..link_frames import link_pose
 from ..model import neutral
 from ..urdf import load_urdf
 from .closed import ClosedChain, LoopClosure
