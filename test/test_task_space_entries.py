@@ -120,6 +120,32 @@ def test_momentum_is_the_batch_row_and_h_v(case, about: str) -> None:
             assert np.abs(h - ref).max() <= 1e-12 * (1.0 + far) * (1.0 + np.abs(ref).max())
 
 
+@pytest.mark.parametrize('case', CASES)
+def test_center_of_mass_and_momentum_with_it(case) -> None:
+    """The single-state CoM is the batched call's row to the bit and the bodies' CoMs
+    weighted by their masses (NumPy, from the body poses); ``momentum_and_com`` is the
+    momentum about the CoM and the CoM, in one pass, also to the bit of the NumPy path it
+    takes for other inputs (a list)."""
+    model, rng = _model(case)
+    a = model.arrays
+    for far in (0.0, 1e3):
+        q = random_configuration(model, rng)
+        if model.floating_base:
+            q[:3] += far
+        v = rng.normal(size=model.nv)
+        com = D.center_of_mass(model, q)
+        np.testing.assert_array_equal(com, D.center_of_mass(model, q[None])[0])
+        R, p = D.body_poses(model, q)
+        ref = (a.mass @ (p + np.einsum('bij,bj->bi', R, a.com))) / a.mass.sum()
+        assert np.abs(com - ref).max() <= 8 * EPS * (1.0 + np.abs(ref).max())
+        h, c = D.momentum_and_com(model, q, v)
+        np.testing.assert_array_equal(h, D.momentum(model, q, v, about='com'))
+        h_list, c_list = D.momentum_and_com(model, q.tolist(), v.tolist())
+        np.testing.assert_array_equal(h, h_list)
+        np.testing.assert_array_equal(c, c_list)
+        assert np.abs(c - com).max() <= 8 * EPS * (1.0 + np.abs(com).max())
+
+
 def test_inputs_are_converted_or_refused_by_name() -> None:
     model = D.load_urdf(sample_robot('ffsim_servicer_7dof'))
     rng = np.random.default_rng(2)
@@ -143,6 +169,8 @@ def test_inputs_are_converted_or_refused_by_name() -> None:
     bad = q.copy()
     bad[8] = np.nan
     for call in (
+        lambda x: D.center_of_mass(model, x),
+        lambda x: D.momentum_and_com(model, x, v),
         lambda x: D.link_jacobian(model, x, 'ee_link'),
         lambda x: D.link_pose(model, x, 'ee_link'),
         lambda x: D.generalized_jacobian(model, x, 'ee_link'),

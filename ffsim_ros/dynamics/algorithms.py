@@ -45,6 +45,7 @@ from .kernels.entry import (
     ABOUT_COM,
     ABOUT_ORIGIN,
     e_aba,
+    e_center_of_mass,
     e_forward_dynamics,
     e_inverse_dynamics,
     e_kinematics,
@@ -73,6 +74,9 @@ _NLE = DirectEntry(e_nle)
 _RNEA = DirectEntry(e_rnea)
 _MOMENTUM = DirectEntry(e_momentum_about)
 _ABOUT = {'origin': ABOUT_ORIGIN, 'com': ABOUT_COM, 'base': ABOUT_BASE}
+_NO_COM = np.empty(0)  # (read-only: never written, having no entries)
+_NO_COM.setflags(write=False)
+_COM = DirectEntry(e_center_of_mass)
 
 
 def body_wrenches(
@@ -173,10 +177,15 @@ def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
         Q = as_q_rows(model, q, lead)
         _, com = b_momentum(*model.packed, Q, np.zeros((Q.shape[0], model.nv)))
         return com.reshape(lead + (3,))
-    R, p = body_poses(model, q)
-    a = model.arrays
-    c = p + np.einsum('bij,bj->bi', R, a.com)
-    return (a.mass @ c) / a.mass.sum()
+    out = np.empty(3)  # (one compiled pass: the batched call's arithmetic on one state)
+    try:
+        if plain_vector(q) and _COM.entry(*model.packed, q, out):
+            return out
+        q = as_q(model, q)
+        taken(_COM.entry(*model.packed, q, out))
+    except (ValueError, ZeroDivisionError) as e:  # a NaN (the result checked), a zero quaternion
+        raise state_error(model, e, q=np.asarray(q)) from e
+    return out
 
 
 def body_kinematics(model: Model, q: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -550,7 +559,7 @@ def momentum(model: Model, q: ArrayLike, v: ArrayLike, *, about: str = 'origin')
     if plain_vectors(q, v, v):  # the common case, as they are: one compiled pass
         h = np.empty(6)
         try:
-            if _MOMENTUM.entry(*packed, q, v, _ABOUT[about], h):
+            if _MOMENTUM.entry(*packed, q, v, _ABOUT[about], h, _NO_COM):
                 return h
         except (ValueError, ZeroDivisionError) as e:
             raise state_error(model, e, q=q, v=v) from e
@@ -593,6 +602,12 @@ def momentum_and_com(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[np.ndarr
     com : (3,) ndarray
         ``r_g`` [m].
     """
+    h, com = np.empty(6), np.empty(3)
+    try:  # (one compiled pass; the momentum about the base CoM, as below)
+        if plain_vectors(q, v, v) and _MOMENTUM.entry(*model.packed, q, v, ABOUT_COM, h, com):
+            return h, com
+    except (ValueError, ZeroDivisionError) as e:
+        raise state_error(model, e, q=q, v=v) from e
     local, origin = about_the_base(model, as_q(model, q))
     h, com = _momentum_kernel(model, local, as_v(model, v))
     h[3:] -= cross(com, h[:3])

@@ -46,6 +46,7 @@ from . import (
     load_urdf,
     mass_matrix,
     momentum,
+    momentum_and_com,
     neutral,
     rk4_step,
     state_summary,
@@ -114,6 +115,7 @@ def warm_up_algorithms(model: Model) -> None:
     bias_forces(model, q, v)
     mass_matrix(model, q)
     momentum(model, q, v, about='com')
+    momentum_and_com(model, q, v)
     center_of_mass(model, q)
     link_jacobian(model, q, model.link_names[-1])
     link_pose(model, q, model.link_names[-1])

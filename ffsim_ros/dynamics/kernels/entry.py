@@ -280,24 +280,27 @@ def e_momentum_about(
     v: np.ndarray,
     about: int,
     out: np.ndarray,
+    com: np.ndarray,
 ) -> bool:
     """Entry point: ``[P; L]`` (6,) [kg m/s, kg m^2/s] into ``out``, ``L`` about the point
-    ``about`` (:data:`ABOUT_ORIGIN`, :data:`ABOUT_COM`, :data:`ABOUT_BASE`), checked finite.
-    A floating base's momentum is computed about its CoM (the base CoM moved to the origin,
-    then ``r_0 x P`` added back where asked: as precise far from the origin as at it,
+    ``about`` (:data:`ABOUT_ORIGIN`, :data:`ABOUT_COM`, :data:`ABOUT_BASE`), and, unless
+    ``com`` is empty (0,), the system CoM (3,) [m] into ``com``; checked finite. A floating
+    base's momentum is computed about its CoM (the base CoM moved to the origin, then
+    ``r_0 x P`` added back where asked: as precise far from the origin as at it,
     :func:`ffsim_ros.dynamics.inputs.about_the_base`). False, and nothing done, unless ``q``
     and ``v`` are :func:`.layout.plain_vector` of ``nq`` and ``nv`` entries."""
     nv = idata[1]
     if not (plain_vector(q, idata[12]) and plain_vector(v, nv)):
         return False
     m = unpack(idata, fdata)
-    x = y = z = 0.0
+    ox = oy = oz = 0.0
     if m.jtype[0] == ROOT_FREE:
-        x, y, z = q[0], q[1], q[2]
-        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+        ox, oy, oz = q[0], q[1], q[2]
+        if not (np.isfinite(ox) and np.isfinite(oy) and np.isfinite(oz)):
             raise ValueError('the base CoM is not finite')  # (L about the CoM would not see it)
+    shifted = not (ox == 0.0 and oy == 0.0 and oz == 0.0)
     local = q
-    if not (x == 0.0 and y == 0.0 and z == 0.0):
+    if shifted:
         local = q.copy()
         local[0] = local[1] = local[2] = 0.0
     nb = m.parent.shape[0]
@@ -306,14 +309,16 @@ def e_momentum_about(
     kinematics_into(m, local, R, p, S, mw, hw, Iw, T)
     h = spatial_momentum(m, borrow(v), S, mw, hw, Iw)
     px, py, pz = h[0], h[1], h[2]
+    mt = cx = cy = cz = 0.0
+    for i in range(nb):
+        mt += mw[i]
+        cx += hw[i, 0]
+        cy += hw[i, 1]
+        cz += hw[i, 2]
+    cx, cy, cz = cx / mt, cy / mt, cz / mt  # (the CoM relative to the origin of the pass)
+    x, y, z = ox, oy, oz
     if about == ABOUT_COM:
-        mt = cx = cy = cz = 0.0
-        for i in range(nb):
-            mt += mw[i]
-            cx += hw[i, 0]
-            cy += hw[i, 1]
-            cz += hw[i, 2]
-        x, y, z = -(cx / mt), -(cy / mt), -(cz / mt)
+        x, y, z = -cx, -cy, -cz
     elif about == ABOUT_BASE:
         if m.jtype[0] != ROOT_FREE:
             x, y, z = -m.com[0, 0], -m.com[0, 1], -m.com[0, 2]
@@ -326,6 +331,41 @@ def e_momentum_about(
     out[3] = h[3] + (y * pz - z * py)
     out[4] = h[4] + (z * px - x * pz)
     out[5] = h[5] + (x * py - y * px)
+    require_finite(out)
+    if com.shape[0] > 0:
+        com[0], com[1], com[2] = cx, cy, cz
+        if shifted:
+            com[0] += ox
+            com[1] += oy
+            com[2] += oz
+        require_finite(com)
+    keep_alive(owner)
+    return True
+
+
+@njit
+def e_center_of_mass(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, out: np.ndarray) -> bool:
+    """Entry point: the system CoM (3,) [m] into ``out`` (the world first moments of
+    :func:`.kinematics.kinematics_into` over the mass: the batched call's arithmetic),
+    checked finite. False, and nothing done, unless ``q`` is a :func:`.layout.plain_vector`
+    of ``nq`` entries."""
+    if not plain_vector(q, idata[12]):
+        return False
+    m = unpack(idata, fdata)
+    nb = m.parent.shape[0]
+    nv = idata[1]
+    owner = np.empty(kinematics_ws_size(nb, nv))
+    R, p, S, mw, hw, Iw, T = kinematics_views(borrow(owner), nb, nv)
+    kinematics_into(m, borrow(q), R, p, S, mw, hw, Iw, T)
+    mt = 0.0
+    for r in range(3):
+        out[r] = 0.0
+    for i in range(nb):
+        mt += mw[i]
+        for r in range(3):
+            out[r] += hw[i, r]
+    for r in range(3):
+        out[r] /= mt
     require_finite(out)
     keep_alive(owner)
     return True
