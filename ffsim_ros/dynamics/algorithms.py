@@ -178,13 +178,7 @@ def center_of_mass(model: Model, q: ArrayLike) -> np.ndarray:
         _, com = b_momentum(*model.packed, Q, np.zeros((Q.shape[0], model.nv)))
         return com.reshape(lead + (3,))
     out = np.empty(3)  # (one compiled pass: the batched call's arithmetic on one state)
-    try:
-        if plain_vector(q) and _COM.entry(*model.packed, q, out):
-            return out
-        q = as_q(model, q)
-        taken(_COM.entry(*model.packed, q, out))
-    except (ValueError, ZeroDivisionError) as e:  # a NaN (the result checked), a zero quaternion
-        raise state_error(model, e, q=np.asarray(q)) from e
+    _COM.on_configuration(model, q, out)
     return out
 
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .inputs import ArrayLike, as_q, plain_vector
+from .kernels.entry import taken
+from .model import Model
+from .state_errors import state_error
+
 
 class DirectEntry:
     """One compiled signature of a numba entry point, called without the dispatcher.
@@ -42,3 +47,35 @@ class DirectEntry:
         except (AttributeError, KeyError):  # a plain Python kernel (numba absent)
             self.entry = self.kernel
         return out
+
+    def on_configuration(self, model: Model, q: ArrayLike, *args: object) -> None:
+        """Run the entry point on the packed ``model``, ``q`` and ``args`` (its outputs among
+        them): on ``q`` as it is when it is a float64 vector of ``nq`` entries and unit
+        stride, else on ``q`` converted by :func:`~.inputs.as_q` (which names a wrong size
+        or type).
+
+        Parameters
+        ----------
+        model : Model
+        q : (nq,) array_like
+            Configuration [m, -, rad | m], base parts in the inertial frame.
+        *args
+            The entry point's other arguments.
+
+        Raises
+        ------
+        ValueError
+            The kernel's failure or non-finite result as :func:`~.state_errors.state_error`
+            names it (the input that is not finite, a zero quaternion, a degenerate model).
+        """
+        packed = model.packed
+        try:
+            if plain_vector(q) and self.entry(*packed, q, *args):
+                return
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q) from e
+        q = as_q(model, q)
+        try:
+            taken(self.entry(*packed, q, *args))
+        except (ValueError, ZeroDivisionError) as e:
+            raise state_error(model, e, q=q) from e

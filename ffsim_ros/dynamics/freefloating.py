@@ -29,13 +29,12 @@ import numpy as np
 
 from .algorithms import bias_forces, center_of_mass, mass_matrix
 from .direct import DirectEntry
-from .inputs import ArrayLike, as_q, as_vector, check_point, plain_vector, require_floating
-from .kernels.entry import taken
+from .inputs import ArrayLike, as_q, as_vector, check_point, require_floating
 from .kernels.generalized_jacobian import e_generalized_jacobian
 from .lie import cross
 from .link_frames import link_jacobian
 from .model import Model
-from .state_errors import require_finite_outputs, state_error
+from .state_errors import require_finite_outputs
 
 _GJ = DirectEntry(e_generalized_jacobian)
 
@@ -143,14 +142,8 @@ def generalized_jacobian(model: Model, q: ArrayLike, link: str) -> np.ndarray:
     require_floating(model, 'generalized_jacobian')
     frame = model.frame(link)
     out = np.empty((6, model.n))
-    args = (frame.body, frame.translation, out)
-    try:  # (one compiled pass: kinematics, the frame's Jacobian, CRBA, H0's Cholesky solve)
-        if plain_vector(q) and _GJ.entry(*model.packed, q, *args):
-            return out
-        q = as_q(model, q)
-        taken(_GJ.entry(*model.packed, q, *args))
-    except (ValueError, ZeroDivisionError) as e:  # a NaN (the result checked), a zero quaternion
-        raise state_error(model, e, q=np.asarray(q)) from e
+    # (one compiled pass: kinematics, the frame's Jacobian, CRBA, H0's Cholesky solve)
+    _GJ.on_configuration(model, q, frame.body, frame.translation, out)
     return out
 
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .direct import DirectEntry
-from .inputs import ArrayLike, as_q, as_q_rows, batch_shape, check_model, is_batch, plain_vector
-from .kernels.entry import taken
+from .inputs import ArrayLike, as_q_rows, batch_shape, check_model, is_batch
 from .kernels.frames import b_link_frame, e_link_frame
 from .model import Frame, Model
-from .state_errors import state_error
 
 _FRAME = DirectEntry(e_link_frame)
 
@@ -52,15 +50,7 @@ def _one_state(model: Model, q: ArrayLike, frame: Frame, pose: np.ndarray, J: np
     """The pose ``[p; R row by row]`` into ``pose`` (12,) and the Jacobian into ``J`` (6, nv)
     of ``frame`` at one configuration ``q`` (either one empty: not asked for); a ``q`` of
     another size, layout or type converted (or refused, named) first."""
-    args = (frame.body, frame.rotation, frame.translation, pose, J)
-    packed = model.packed
-    try:
-        if plain_vector(q) and _FRAME.entry(*packed, q, *args):
-            return
-        q = as_q(model, q)
-        taken(_FRAME.entry(*packed, q, *args))
-    except (ValueError, ZeroDivisionError) as e:  # a NaN (the result checked), a zero quaternion
-        raise state_error(model, e, q=np.asarray(q)) from e
+    _FRAME.on_configuration(model, q, frame.body, frame.rotation, frame.translation, pose, J)
 
 
 def link_pose(model: Model, q: ArrayLike, link: str) -> tuple[np.ndarray, np.ndarray]:
