@@ -18,17 +18,6 @@ from .model import Frame, Model
 _FRAME = DirectEntry(e_link_frame)
 
 
-def _support_mask(model: Model, body: int) -> np.ndarray:
-    """(nv,) bool: the velocity coordinates of the joints from ``body`` to the root."""
-    mask = np.zeros(model.nv, dtype=bool)
-    a = model.arrays
-    j = body
-    while j >= 0:
-        mask[a.iv[j] : a.iv[j] + a.nvj[j]] = True
-        j = a.parent[j]
-    return mask
-
-
 #: The outputs :func:`~.kernels.frames.e_link_frame` is not asked for (read-only: never
 #: written, having no entries).
 _NO_POSE = np.empty(0)
@@ -126,13 +115,11 @@ def link_pose_and_jacobian(
         return pose[:3], pose[3:].reshape(3, 3), J
     lead = batch_shape(q)
     Q = as_q_rows(model, q, lead)
-    mask = _support_mask(model, frame.body)
     p, R, J = b_link_frame(
         *model.packed,
         np.ascontiguousarray(Q),
         frame.body,
         np.ascontiguousarray(frame.rotation),
         np.ascontiguousarray(frame.translation),
-        mask,
     )
     return p.reshape(lead + (3,)), R.reshape(lead + (3, 3)), J.reshape(lead + (6, model.nv))

@@ -19,7 +19,7 @@ from .friction import add_friction, joint_friction
 from .kinematics import kinematics, kinematics_on_views, kinematics_views, kinematics_ws_size
 from .layout import unpack
 from .lie_group import integrate, rk4_step_into, rk4_ws_size
-from .momentum import spatial_momentum
+from .momentum import mass_center, spatial_momentum
 from .rnea import id_ws_size, rnea, rnea_ws_size
 
 CHUNK = 32
@@ -124,15 +124,7 @@ def _momentum_row(
     m = unpack(idata, fdata)
     R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
     h[:] = spatial_momentum(m, v, S, mw, hw, Iw)
-    mt = 0.0
-    for r in range(3):
-        com[r] = 0.0
-    for i in range(mw.shape[0]):
-        mt += mw[i]
-        for r in range(3):
-            com[r] += hw[i, r]
-    for r in range(3):
-        com[r] /= mt
+    mass_center(mw, hw, com)
 
 
 @njit

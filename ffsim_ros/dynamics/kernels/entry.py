@@ -30,7 +30,7 @@ from .kinematics import (
 )
 from .layout import ROOT_FREE, plain_vector, unpack
 from .lie_group import chart_rate, integrate, rk4_stage, rk4_step
-from .momentum import momentum_and_energy, spatial_momentum
+from .momentum import mass_center, momentum_and_energy, spatial_momentum
 from .rnea import id_ws_size, inverse_dynamics_into
 from .spatial import require_finite
 
@@ -253,13 +253,8 @@ def e_momentum(
     m = unpack(idata, fdata)
     R, p, S, mw, hw, Iw = kinematics(m, q, idata[1])
     h = spatial_momentum(m, v, S, mw, hw, Iw)
-    com = np.zeros(3)
-    mt = 0.0
-    for i in range(mw.shape[0]):
-        mt += mw[i]
-        for r in range(3):
-            com[r] += hw[i, r]
-    com /= mt
+    com = np.empty(3)
+    mass_center(mw, hw, com)
     require_finite(h)
     require_finite(com)
     return h, com
@@ -309,13 +304,9 @@ def e_momentum_about(
     kinematics_into(m, local, R, p, S, mw, hw, Iw, T)
     h = spatial_momentum(m, borrow(v), S, mw, hw, Iw)
     px, py, pz = h[0], h[1], h[2]
-    mt = cx = cy = cz = 0.0
-    for i in range(nb):
-        mt += mw[i]
-        cx += hw[i, 0]
-        cy += hw[i, 1]
-        cz += hw[i, 2]
-    cx, cy, cz = cx / mt, cy / mt, cz / mt  # (the CoM relative to the origin of the pass)
+    g = np.empty(3)
+    mass_center(mw, hw, g)
+    cx, cy, cz = g[0], g[1], g[2]  # (the CoM relative to the origin of the pass)
     x, y, z = ox, oy, oz
     if about == ABOUT_COM:
         x, y, z = -cx, -cy, -cz
@@ -357,15 +348,7 @@ def e_center_of_mass(idata: np.ndarray, fdata: np.ndarray, q: np.ndarray, out: n
     owner = np.empty(kinematics_ws_size(nb, nv))
     R, p, S, mw, hw, Iw, T = kinematics_views(borrow(owner), nb, nv)
     kinematics_into(m, borrow(q), R, p, S, mw, hw, Iw, T)
-    mt = 0.0
-    for r in range(3):
-        out[r] = 0.0
-    for i in range(nb):
-        mt += mw[i]
-        for r in range(3):
-            out[r] += hw[i, r]
-    for r in range(3):
-        out[r] /= mt
+    mass_center(mw, hw, out)
     require_finite(out)
     keep_alive(owner)
     return True

@@ -22,6 +22,18 @@ CHUNK = 32
 
 
 @njit
+def frame_origin(
+    R: np.ndarray, p: np.ndarray, body: int, trans: np.ndarray, P: np.ndarray
+) -> None:
+    """The origin ``P`` (3,) [m], inertial frame, of the point at ``trans`` (3,) [m] on body
+    ``body``, from the body poses ``R`` (nb, 3, 3), ``p`` (nb, 3)."""
+    for r in range(3):
+        P[r] = p[body, r] + (
+            R[body, r, 0] * trans[0] + R[body, r, 1] * trans[1] + R[body, r, 2] * trans[2]
+        )
+
+
+@njit
 def frame_placement(
     R: np.ndarray,
     p: np.ndarray,
@@ -33,11 +45,9 @@ def frame_placement(
 ) -> None:
     """The origin ``P`` (3,) [m] and orientation ``Rf`` (3, 3) in the inertial frame of the
     frame at ``trans`` (3,) [m], ``rot`` (3, 3) on body ``body``, from the body poses ``R``
-    (nb, 3, 3), ``p`` (nb, 3)."""
+    (nb, 3, 3), ``p`` (nb, 3) (:func:`frame_origin`)."""
+    frame_origin(R, p, body, trans, P)
     for r in range(3):
-        P[r] = p[body, r] + (
-            R[body, r, 0] * trans[0] + R[body, r, 1] * trans[1] + R[body, r, 2] * trans[2]
-        )
         for c in range(3):
             Rf[r, c] = (
                 R[body, r, 0] * rot[0, c] + R[body, r, 1] * rot[1, c] + R[body, r, 2] * rot[2, c]
@@ -168,7 +178,6 @@ def _frame_rows(
     body: int,
     rot: np.ndarray,
     trans: np.ndarray,
-    mask: np.ndarray,
     P: np.ndarray,
     Rf: np.ndarray,
     J: np.ndarray,
@@ -178,6 +187,8 @@ def _frame_rows(
     m = unpack(idata, fdata)
     nb = m.parent.shape[0]
     nv = idata[1]
+    mask = np.empty(nv, dtype=np.bool_)
+    support_mask(m, body, mask)
     owner = np.empty(frame_ws_size(nb, nv))
     scratch = frame_scratch(owner, nb, nv)
     for k in range(lo, hi):
@@ -192,11 +203,9 @@ def b_link_frame(
     body: int,
     rot: np.ndarray,
     trans: np.ndarray,
-    mask: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Position (B, 3), orientation (B, 3, 3) and Jacobian (B, 6, nv) of the frame at
-    ``trans`` (3,), ``rot`` (3, 3) on body ``body`` for each row of ``Q`` (B, nq); ``mask``
-    (nv,) bool: the velocity coordinates that move the body (its support)."""
+    ``trans`` (3,), ``rot`` (3, 3) on body ``body`` for each row of ``Q`` (B, nq)."""
     B = Q.shape[0]
     nv = idata[1]
     P = np.empty((B, 3))
@@ -204,5 +213,5 @@ def b_link_frame(
     J = np.empty((B, 6, nv))
     for c in prange((B + CHUNK - 1) // CHUNK):
         lo = c * CHUNK
-        _frame_rows(idata, fdata, Q, body, rot, trans, mask, P, Rf, J, lo, min(lo + CHUNK, B))
+        _frame_rows(idata, fdata, Q, body, rot, trans, P, Rf, J, lo, min(lo + CHUNK, B))
     return P, Rf, J

@@ -9,7 +9,7 @@ import numpy as np
 from ..jit import borrow, carve, keep_alive, njit
 from .cholesky import cholesky_factor_inplace, cholesky_substitute, overflowed
 from .crba import crba
-from .frames import frame_jacobian, support_mask
+from .frames import frame_jacobian, frame_origin, support_mask
 from .kinematics import kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, plain_vector, unpack
 from .spatial import require_finite
@@ -37,10 +37,7 @@ def generalized_jacobian_into(
     H = carve(ws, o + 6 * nv, (nv, nv))
     kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     P = np.empty(3)
-    for r in range(3):
-        P[r] = p[body, r] + (
-            R[body, r, 0] * trans[0] + R[body, r, 1] * trans[1] + R[body, r, 2] * trans[2]
-        )
+    frame_origin(R, p, body, trans, P)
     mask = np.empty(nv, dtype=np.bool_)
     support_mask(m, body, mask)
     frame_jacobian(S, P, mask, J)

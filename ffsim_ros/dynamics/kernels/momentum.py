@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import njit, njit_leaf
 from .kinematics import joint_velocity
 from .layout import ModelArrays
 from .spatial import inertia_times, row6
@@ -67,3 +67,20 @@ def momentum_and_energy(
             out[r] += h[r]
             energy += vel[i, r] * h[r]
     return out, 0.5 * energy
+
+
+@njit_leaf
+def mass_center(mw: np.ndarray, hw: np.ndarray, com: np.ndarray) -> float:
+    """The system CoM ``r_g = sum h_i / sum m_i`` (3,) [m] into ``com`` from the bodies'
+    masses ``mw`` (nb,) [kg] and first moments about O ``hw`` (nb, 3) [kg m]
+    (:func:`.kinematics.world_inertias`); returns the total mass [kg]."""
+    mt = 0.0
+    for r in range(3):
+        com[r] = 0.0
+    for i in range(mw.shape[0]):
+        mt += mw[i]
+        for r in range(3):
+            com[r] += hw[i, r]
+    for r in range(3):
+        com[r] /= mt
+    return mt
