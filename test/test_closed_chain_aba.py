@@ -190,7 +190,8 @@ def test_side_by_side_responses_equal_the_dense_solve(seed: int) -> None:
     ``H^-1 (J_a - J_b)^T w`` of a unit wrench ``w`` on body ``a`` and ``-w`` on ``b`` (no
     velocity, no gravity), and the body accelerations ``J_i qdd`` at O -- on random trees of
     revolute, prismatic, ball and universal joints, floating and fixed, 1 to 17 rows (one to
-    three blocks), the first row on the root."""
+    three blocks of 4, 6 or 8), the first row on the root; each row the same to the bit as
+    its response alone (the module's claim: a row's operations are those of its own pass)."""
     model = random_model(seed, 9, joint_types=MIXED, floating_base=seed % 2 == 0)
     rng = np.random.default_rng(40 + seed)
     q = random_configuration(model, rng)
@@ -208,7 +209,8 @@ def test_side_by_side_responses_equal_the_dense_solve(seed: int) -> None:
             on_path[i, c : c + arrays.nvj[k]] = True
             k = arrays.parent[k]
     J = [np.where(on_path[i], S_, 0.0) for i in range(nb)]  # (6, nv) each, at O
-    for K in (1, 3, 4, 5, 6, 8, 9, 13, 17):
+    ws = np.empty(responses_ws_size(nb, nv))
+    for K in (1, 3, 4, 5, 6, 7, 8, 9, 13, 14, 17):
         W = rng.normal(size=(K, 6))
         rows_a = rng.integers(0, nb, size=K)
         rows_a[0] = 0  # a row on the root
@@ -223,6 +225,12 @@ def test_side_by_side_responses_equal_the_dense_solve(seed: int) -> None:
             assert np.abs(Mq[j] - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), (K, j)
             body = np.stack([J[i] @ ref for i in range(nb)])
             assert np.abs(Ma[j] - body).max() <= 1e-10 * max(1.0, np.abs(body).max()), (K, j)
+            alone_q, alone_a = np.empty((1, nv)), np.empty((1, nb, 6))
+            unit_responses(
+                arrays, S_, U, Dinv, W[j : j + 1], rows_a[j : j + 1], rows_b[j : j + 1],
+                alone_q, alone_a, ws,
+            )  # fmt: skip
+            assert np.array_equal(Mq[j], alone_q[0]) and np.array_equal(Ma[j], alone_a[0])
 
 
 def test_loop_repeated_across_hinges_gives_half_the_multipliers() -> None:

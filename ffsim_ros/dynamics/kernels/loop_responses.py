@@ -7,7 +7,8 @@ Each row's response is the accelerations of its unit wrench (``+`` on body ``a``
 articulated inertias. The rows run side by side in blocks of a width fixed at compile time
 (:data:`WIDTHS`): each body's arithmetic once for the block's rows, in loops over the rows that
 the compiler unrolls and vectorizes (a block of the rows' own count, known only at run time,
-was a third slower: measured on the floating platform's six rows and a weld's six). Each row's
+was a third slower: measured on the floating platform's six rows and a weld's six; six rows
+in a block of 6 take 0.95 us where a block of 8, two columns of padding, took 1.11). Each row's
 operations are those of a pass of its own, in the same order: the result is the same to the
 bit (a body off a row's paths to the root, or a padding column, carries a zero load).
 """
@@ -21,16 +22,16 @@ import numpy as np
 from ..jit import borrow, carve, njit
 from .layout import ModelArrays
 
-#: The block widths: a block of 4 rows for up to 4 (a ball hinge's 3), else blocks of 8 (a
-#: weld's 6, two ball hinges' 6), the last one padded.
-WIDTHS = (4, 8)
+#: The block widths: a block of 4 rows for up to 4 (a ball hinge's 3), of 6 for 5 or 6 (a
+#: weld's 6, two ball hinges' 6), else blocks of 8, the last rows in a block of 4 or 6 (padded).
+WIDTHS = (4, 6, 8)
 
 
 @njit
 def responses_ws_size(nb: int, nv: int) -> int:
     """Length of the scratch of :func:`unit_responses` (``8 (18 nb + nv + 1)``: one block of
     the widest of :data:`WIDTHS`, reused block after block)."""
-    return (18 * nb + nv + 1) * WIDTHS[1]
+    return (18 * nb + nv + 1) * WIDTHS[2]
 
 
 def _response_block(width: int) -> Callable[..., None]:
@@ -192,7 +193,8 @@ def _response_block(width: int) -> Callable[..., None]:
 
 
 _block4 = _response_block(WIDTHS[0])
-_block8 = _response_block(WIDTHS[1])
+_block6 = _response_block(WIDTHS[1])
+_block8 = _response_block(WIDTHS[2])
 
 
 @njit
@@ -225,8 +227,10 @@ def unit_responses(
     """
     K = Wr.shape[0]
     j0 = 0
-    while K - j0 > WIDTHS[0]:
+    while K - j0 > WIDTHS[1]:
         _block8(m, S, U, Dinv, Wr, rows_a, rows_b, j0, Mq, Ma, ws)
-        j0 += 8
-    if j0 < K:
+        j0 += WIDTHS[2]
+    if K - j0 > WIDTHS[0]:
+        _block6(m, S, U, Dinv, Wr, rows_a, rows_b, j0, Mq, Ma, ws)
+    elif j0 < K:
         _block4(m, S, U, Dinv, Wr, rows_a, rows_b, j0, Mq, Ma, ws)
