@@ -22,7 +22,7 @@ from vector_layouts import LAYOUTS, laid_out
 from ffsim_ros import dynamics as D
 from ffsim_ros.dynamics import mufti as M
 from ffsim_ros.dynamics.builder import ModelBuilder, random_configuration, random_model
-from ffsim_ros.dynamics.kernels.constrained import tree_sweep
+from ffsim_ros.dynamics.kernels.constrained import sweep_ws_size, tree_sweep
 from ffsim_ros.dynamics.kernels.layout import ModelArrays
 from ffsim_ros.dynamics.kernels.loop_responses import responses_ws_size, unit_responses
 from ffsim_ros.dynamics.lie import quat_to_matrix
@@ -199,7 +199,10 @@ def test_side_by_side_responses_equal_the_dense_solve(seed: int) -> None:
     nb, nv = arrays.parent.shape[0], model.nv
     zeros = np.zeros(nv)
     qdd, acc = np.empty(nv), np.empty((nb, 6))
-    _, _, S_, _, U, Dinv = tree_sweep(arrays, q, zeros, zeros, np.empty((0, 6)), False, qdd, acc)
+    ws = np.empty(sweep_ws_size(nb, nv))
+    _, _, S_, _, U, Dinv = tree_sweep(
+        arrays, q, zeros, zeros, np.empty((0, 6)), False, qdd, acc, ws, False
+    )
     H = D.mass_matrix(model, q)
     on_path = np.zeros((nb, nv), dtype=bool)  # joints between body i and the root
     for i in range(nb):
@@ -209,7 +212,7 @@ def test_side_by_side_responses_equal_the_dense_solve(seed: int) -> None:
             on_path[i, c : c + arrays.nvj[k]] = True
             k = arrays.parent[k]
     J = [np.where(on_path[i], S_, 0.0) for i in range(nb)]  # (6, nv) each, at O
-    ws = np.empty(responses_ws_size(nb, nv))
+    ws = np.empty(responses_ws_size(nb, nv))  # (the views above keep the sweep's alive)
     for K in (1, 3, 4, 5, 6, 7, 8, 9, 13, 14, 17):
         W = rng.normal(size=(K, 6))
         rows_a = rng.integers(0, nb, size=K)
@@ -413,10 +416,12 @@ def test_compiled_steps_keep_the_loops_within_the_projection_tolerance(scale, dt
 def test_compiled_run_equals_its_steps() -> None:
     """``simulate`` with constant efforts runs all its steps in one compiled call: the same
     trajectory, bit for bit, as ``step`` called once per step and as ``simulate`` with the
-    efforts given as a function (the per-step path), with and without the projection."""
+    efforts given as a function (the per-step path), with and without the projection and
+    the momentum's (a run hands each step's end momentum and kinematics to the next step,
+    a step alone computes them)."""
     chain, q, v = S.tumbling_platform()
     tau = np.linspace(-1, 1, chain.model.n)
-    for kw in ({}, {'project': False, 'stabilize': True}):
+    for kw in ({}, {'conserve_momentum': False}, {'project': False, 'stabilize': True}):
         t, Q, V = chain.simulate(q, v, tau, 0.015, 1e-3, **kw)
         _, Qf, Vf = chain.simulate(q, v, lambda _t, _q, _v: tau, 0.015, 1e-3, **kw)
         assert t.shape == (16,) and t[-1] == pytest.approx(0.015)

@@ -119,7 +119,7 @@ def link_pose_and_jacobian(
         *model.packed,
         np.ascontiguousarray(Q),
         frame.body,
-        np.ascontiguousarray(frame.rotation),
-        np.ascontiguousarray(frame.translation),
+        np.array(frame.rotation),  # (writeable copies: the single-state pass's types, whose
+        np.array(frame.translation),  # compiled frame placement then serves both)
     )
     return p.reshape(lead + (3,)), R.reshape(lead + (3, 3)), J.reshape(lead + (6, model.nv))

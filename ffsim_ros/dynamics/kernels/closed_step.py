@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import carve, njit
+from ..jit import njit
 from .conservation import (
     base_corrected,
     composite_inertia,
@@ -21,7 +21,13 @@ from .conservation import (
     momentum_after,
     system_momentum,
 )
-from .constrained import closed_chain_dynamics, reduced_responses, row_arrays, tree_sweep
+from .constrained import (
+    closed_chain_dynamics,
+    reduced_responses,
+    row_arrays,
+    sweep_ws_size,
+    tree_sweep,
+)
 from .cut_hinges import loop_row_count, loop_rows
 from .delassus import solve_delassus, solve_firm
 from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
@@ -46,6 +52,8 @@ def loop_projection(
     rtol: float,
     dq: np.ndarray,
     dv: np.ndarray,
+    ws: np.ndarray,
+    known: bool,
 ) -> float:
     """The kinetic-energy-metric corrections of a state near the constraint manifold:
     ``dq = -M^-1 C^T (C M^-1 C^T)^+ xi`` and ``dv = -M^-1 C^T (C M^-1 C^T)^+ C v`` on the
@@ -54,7 +62,9 @@ def loop_projection(
     above the round-off floor (those that close the loops, singular ones included: a
     Gauss-Newton step along a row of singular value ``s`` and error ``~s^2 / |H|`` is
     ``~s / |H|``); ``dv`` on the rows that count for the motion at the loop errors of ``q``
-    (:func:`.cut_hinges.rank_floor`), as the dynamics there.
+    (:func:`.cut_hinges.rank_floor`), as the dynamics there. ``ws``, ``known``: the
+    sweep's scratch and whether it holds the kinematics of ``q``
+    (:func:`.constrained.tree_sweep`).
 
     Returns
     -------
@@ -66,7 +76,10 @@ def loop_projection(
     nl = loop_i.shape[0]
     qdd = np.empty(nv)
     acc = np.empty((nb, 6))
-    R, p, S, vel, U, Dinv = tree_sweep(m, q, v, np.zeros(nv), np.empty((0, 6)), False, qdd, acc)
+    frictionless = nv < 0  # (False as a run-time bool: a literal compiles the sweep again)
+    R, p, S, vel, U, Dinv = tree_sweep(
+        m, q, v, np.zeros(nv), np.empty((0, 6)), frictionless, qdd, acc, ws, known
+    )
     W, rhs, xi, verr, ob, basis = row_arrays(nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     err = 0.0
@@ -115,16 +128,19 @@ def _loop_errors(
     nrows: int,
     target: np.ndarray,
     carry: np.ndarray,
+    ws: np.ndarray,
 ) -> tuple[float, np.ndarray]:
     """The loop rows' errors at ``(q, v)`` and, on the same kinematics, ``v`` corrected to
-    the momentum ``target``.
+    the momentum ``target``; the kinematics of ``q`` are computed into the kinematics views
+    of the sweep's scratch ``ws`` (:func:`.constrained.sweep_ws_size`), where the next step's
+    first stage finds them (:func:`closed_chain_step`).
 
     Parameters
     ----------
     target : (6,) ``[P; L_O]`` [kg m/s, kg m^2/s] the momentum about O ``v`` is corrected to
         (:func:`.conservation.correct_momentum` without the CoM's translation), or (0,).
-    carry : (11,) output with a target: ``[1.0, P, L_O, mass, M r_g]`` of ``q`` and the
-        corrected velocity (:func:`closed_chain_step`).
+    carry : (12,) output with a target: ``[1.0, P, L_O, mass, M r_g]`` of ``q`` and the
+        corrected velocity in its first 11 entries (:func:`closed_chain_step`).
 
     Returns
     -------
@@ -136,9 +152,8 @@ def _loop_errors(
     """
     nb = m.parent.shape[0]
     nv = v.shape[0]
-    ws = np.empty(kinematics_ws_size(nb, nv) + 6 * nb)
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
-    vel = carve(ws, kinematics_ws_size(nb, nv), (nb, 6))
+    vel = np.empty((nb, 6))
     kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     for i in range(nb):
         k = m.parent[i]
@@ -207,6 +222,7 @@ def closed_chain_step(
     settings: np.ndarray,
     wrench_body: np.ndarray,
     carry: np.ndarray,
+    ws: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """One RK4 step of the closed chain in the local chart at ``q`` (the scheme of
     :func:`.lie_group.rk4_step`, :func:`closed_chain_dynamics` at each stage), then the
@@ -229,13 +245,17 @@ def closed_chain_step(
         errors [m, rad, m/s, rad/s]).
     wrench_body : (6,) ``[f; n]`` at the base CoM in the base frame [N, N m], added to ``gen``
         turned by each stage's base attitude (:func:`.lie_group.add_body_wrench`), or (0,).
-    carry : (11,) in and out, ``[known, P, L_O, mass, M r_g]``: with ``known`` (1.0) the
-        momentum about O [kg m/s, kg m^2/s], mass [kg] and first moment [kg m] of ``(q, v)``
-        as :func:`.conservation.system_momentum` gives them (then not computed again); on
-        return those of ``(q_next, v_next)`` where the step corrected the momentum (on the
-        kinematics of ``q_next``, those of the loop-error check), else ``known`` 0.0. A run
-        of steps hands each step's to the next: the same arithmetic on the same kinematics,
-        one pass fewer a step.
+    carry : (12,) in and out, ``[known, P, L_O, mass, M r_g, kinematics]``: with ``known``
+        (1.0) the momentum about O [kg m/s, kg m^2/s], mass [kg] and first moment [kg m] of
+        ``(q, v)`` as :func:`.conservation.system_momentum` gives them (then not computed
+        again); on return those of ``(q_next, v_next)`` where the step corrected the
+        momentum (on the kinematics of ``q_next``, those of the loop-error check), else
+        ``known`` 0.0. ``kinematics`` (1.0): ``ws`` holds the kinematics of ``q``, which the
+        first stage then reads instead of computing them; on return 1.0 where it holds those
+        of ``q_next`` (the last loop-error check's). A run of steps hands each step's to the
+        next: the same arithmetic on the same kinematics, two passes fewer a step.
+    ws : (:func:`.constrained.sweep_ws_size`,) the sweep's scratch, in and out as ``carry``
+        says.
 
     Returns
     -------
@@ -261,6 +281,8 @@ def closed_chain_step(
             h, mass, first, _ = system_momentum(m, q, v)
         target = momentum_after(m, h, mass, first, dt)[:6]
     carry[0] = 0.0
+    known = carry[11] == 1.0  # (the first stage's kinematics, from the step before)
+    carry[11] = 0.0
     lam = np.empty(nrows)
     d = np.zeros(nv)
     a = np.zeros(nv)
@@ -275,8 +297,8 @@ def closed_chain_step(
             add_body_wrench(qs, gen, wrench_body, force)
         a = np.empty(nv)
         rank = closed_chain_dynamics(
-            m, qs, vs, force, empty, with_friction, loop_i, loop_f, gains[0], gains[1],
-            gains[2], a, lam, empty,
+            m, qs, vs, force, empty, with_friction, loop_i, loop_f, gains, a, lam, empty, ws,
+            known and s == 0,
         )  # fmt: skip
         if rank < 0:
             return q.copy(), v.copy(), 1
@@ -290,16 +312,17 @@ def closed_chain_step(
         return qn, vn, 0
     # a step that ends with the loops closed to tol, positions and velocities (at 1 kHz most
     # do: the RK4 drift is ~1e-15), needs no projection; the check costs the kinematics alone
-    err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry)
+    err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry, ws)
     if err <= tol:
+        carry[11] = 1.0
         return qn, corrected, 0
     carry[0] = 0.0
     dq = np.empty(nv)
     dv = np.empty(nv)
     q_end = qn
     back = np.zeros(nv)
-    for it in range(max_iter + 1):
-        err = loop_projection(m, qn, vn, loop_i, loop_f, nrows, gains[2], dq, dv)
+    for it in range(max_iter + 1):  # (the first at qn, whose kinematics ws holds)
+        err = loop_projection(m, qn, vn, loop_i, loop_f, nrows, gains[2], dq, dv, ws, it == 0)
         if not np.isfinite(err):
             return qn, vn, 1
         if err <= tol:
@@ -312,8 +335,9 @@ def closed_chain_step(
         return q_end, vn, 3
     vn += dv
     if conserve:  # (on the kinematics that give the next step its momentum: the carry)
-        err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry)
+        err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry, ws)
         vn = corrected if np.isfinite(err) else correct_momentum(m, qn, vn, target)[1]
+        carry[11] = 1.0
     return qn, vn, 0
 
 
@@ -341,7 +365,10 @@ def e_loop_projection(
     dq : (nv,) output tangent correction (``q <- integrate(q, dq, 1)``) [m, rad, rad | m];
     dv : (nv,) output velocity correction [m/s, rad/s, rad/s | m/s].
     """
-    return loop_projection(unpack(idata, fdata), q, v, loop_i, loop_f, nrows, rtol, dq, dv)
+    ws = np.empty(sweep_ws_size(idata[0], idata[1]))
+    m = unpack(idata, fdata)
+    known = nrows < 0  # (False as a run-time bool: a literal compiles the passes once more)
+    return loop_projection(m, q, v, loop_i, loop_f, nrows, rtol, dq, dv, ws, known)
 
 
 @njit
@@ -379,11 +406,12 @@ def e_closed_chain_steps(
         Steps completed.
     """
     m = unpack(idata, fdata)
-    carry = np.zeros(11)  # each step's end momentum, handed to the next
+    carry = np.zeros(12)  # each step's end momentum and kinematics, handed to the next
+    ws = np.empty(sweep_ws_size(idata[0], idata[1]))
     for s in range(Q.shape[0] - 1):
         qn, vn, status = closed_chain_step(
             m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings,
-            wrench_body, carry,
+            wrench_body, carry, ws,
         )  # fmt: skip
         if status != 0:
             if status != 1:

@@ -129,7 +129,7 @@ def reduced_responses(
     Sb, Ub, Db, Wb, bb = borrow(S), borrow(U), borrow(Dinv), borrow(W), borrow(basis)
     flag, cbuf, Vk, svk = borrow(flag), borrow(cbuf), borrow(Vk), borrow(svk)
     K = 0
-    r0 = 0
+    r0 = np.int64(0)  # (a literal 0 handed to a callee in a loop compiles the callee twice)
     floor_max = 0.0
     for lp in range(nl):
         nr = loop_row_count(loop_i[lp, 2])
@@ -175,6 +175,13 @@ def reduced_responses(
 
 
 @njit
+def sweep_ws_size(nb: int, nv: int) -> int:
+    """Length of the scratch of :func:`tree_sweep` (ABA's workspace and one (nv,) force);
+    its leading part is :func:`.kinematics.kinematics_views`'."""
+    return aba_ws_size(nb, nv) + nv
+
+
+@njit
 def tree_sweep(
     m: ModelArrays,
     q: np.ndarray,
@@ -184,15 +191,19 @@ def tree_sweep(
     with_friction: bool,
     qdd: np.ndarray,
     acc: np.ndarray,
+    ws: np.ndarray,
+    known: bool,
 ) -> tuple[np.ndarray, ...]:
-    """Kinematics and one ABA sweep; returns ``(R, p, S, vel, U, Dinv)`` (the root's ``Dinv``
-    holding its Cholesky factor)."""
+    """Kinematics and one ABA sweep on the scratch ``ws`` (:func:`sweep_ws_size`); returns
+    ``(R, p, S, vel, U, Dinv)``, views on it (the root's ``Dinv`` holding its Cholesky
+    factor). ``known``: the kinematics views of ``ws`` already hold those of ``q`` (the
+    passes only read them), which are then not computed again."""
     nb = m.parent.shape[0]
     nv = v.shape[0]
     o = aba_ws_size(nb, nv)
-    ws = np.empty(o + nv)
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
-    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    if not known:
+        kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     # the passes inlined here, on the views of aba_passes (through aba_passes, a closed-chain
     # step measured about 5 % slower); its own ``acc`` view is left unused (``acc`` is given)
     IA, pA, cb, vel, U, Dinv, u, _, scratch, tail = aba_views(ws, nb, nv)
@@ -236,12 +247,12 @@ def closed_chain_dynamics(
     with_friction: bool,
     loop_i: np.ndarray,
     loop_f: np.ndarray,
-    alpha: float,
-    beta: float,
-    rtol: float,
+    gains: np.ndarray,
     qdd: np.ndarray,
     lam: np.ndarray,
     acc: np.ndarray,
+    ws: np.ndarray,
+    known: bool,
 ) -> int:
     """Closed-chain accelerations and loop multipliers (module docstring).
 
@@ -252,13 +263,16 @@ def closed_chain_dynamics(
         zero); joint friction added when ``with_friction``.
     fext : (nb, 6) body wrenches about O, or an empty (0, 6) array.
     loop_i, loop_f : cut hinges (:func:`loop_rows`).
-    alpha, beta : Baumgarte gains [1/s, 1/s^2] (zero for the plain ``xi'' = 0``).
-    rtol : rank threshold of a hinge's singular values, relative to its largest and to
-        :func:`.cut_hinges.hinge_scale` (and of the reduced rows' across hinges).
+    gains : (3,) ``[alpha, beta, rtol]``: Baumgarte gains [1/s, 1/s^2] (zero for the plain
+        ``xi'' = 0``) and the rank threshold of a hinge's singular values, relative to its
+        largest and to :func:`.cut_hinges.hinge_scale` (and of the reduced rows' across
+        hinges).
     qdd : (nv,) output accelerations;  lam : (nrows,) output multipliers per cut-hinge row
     (``+ W lam`` on body a, ``- W lam`` on body b);  acc : (nb, 6) output body spatial
     accelerations at O, gravity offset included (``A - [g; 0]``); an empty (0, 6) array
     skips them.
+    ws, known : the sweep's scratch and whether it holds the kinematics of ``q``
+        (:func:`tree_sweep`).
 
     Returns
     -------
@@ -273,9 +287,12 @@ def closed_chain_dynamics(
     nrows = lam.shape[0]
     with_acc = acc.shape[0] > 0
     acc_free = acc if with_acc else np.empty((nb, 6))
-    R, p, S, vel, U, Dinv = tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free)
+    R, p, S, vel, U, Dinv = tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free, ws, known)
     W, rhs, xi, verr, ob, basis = row_arrays(nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
+    alpha = gains[0]
+    beta = gains[1]
+    rtol = gains[2]
     closure = 0.0
     for r in range(nrows):
         rhs[r] -= alpha * verr[r] + beta * xi[r]
@@ -442,8 +459,14 @@ def e_closed_chain(
     ):
         return REFUSED
     m = unpack(idata, fdata)
+    gains = np.empty(3)
+    gains[0] = alpha
+    gains[1] = beta
+    gains[2] = rtol
+    ws = np.empty(sweep_ws_size(idata[0], nv))
+    known = nv < 0  # (False as a run-time bool: a literal compiles the passes once more)
     return closed_chain_dynamics(
-        m, q, v, gen, fext, with_friction, loop_i, loop_f, alpha, beta, rtol, qdd, lam, acc
+        m, q, v, gen, fext, with_friction, loop_i, loop_f, gains, qdd, lam, acc, ws, known
     )
 
 

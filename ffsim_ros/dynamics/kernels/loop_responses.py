@@ -226,7 +226,7 @@ def unit_responses(
     ws : (responses_ws_size(nb, nv),) scratch.
     """
     K = Wr.shape[0]
-    j0 = 0
+    j0 = np.int64(0)  # (a literal 0 handed to a callee in a loop compiles the callee twice)
     while K - j0 > WIDTHS[1]:
         _block8(m, S, U, Dinv, Wr, rows_a, rows_b, j0, Mq, Ma, ws)
         j0 += WIDTHS[2]

@@ -89,19 +89,23 @@ class LoopKernel:
         )
 
     def _call(self, kernel: object, *args: object) -> object:
-        """``kernel(*args)``; after the first call through the compiled entry point itself
-        (numba's argument typing skipped: the arguments keep their types call after call).
-        The first call types read-only arrays (a model's packed data, an engine's frozen
-        state) as writeable copies, so that one specialization serves every caller, the
-        warm-up's included, whatever the flags of its inputs (the kernels write only into
-        their output arrays, which are writeable)."""
+        """``kernel(*args)``, ``args`` the packed model then the kernel's own; after the
+        first call through the compiled entry point itself (numba's argument typing skipped:
+        the arguments keep their types call after call). The first call types the kernel's
+        own read-only arrays (an engine's frozen state) as writeable copies, so that one
+        specialization serves every caller, the warm-up's included, whatever the flags of its
+        inputs (the kernels write only into their output arrays, which are writeable); the
+        packed model, read-only always, is typed as it is, as the per-call entry points
+        (:class:`~ffsim_ros.dynamics.direct.DirectEntry`) type it: the model's passes are
+        then compiled once for both (as writeable copies they were compiled a second time,
+        the kinematics, the integration and the momentum correction among them)."""
         entry = self._entries.get(kernel)
         try:
             if entry is not None:
                 return entry(*args)  # type: ignore[operator]
-            args = tuple(
+            args = args[:2] + tuple(
                 np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
-                for a in args
+                for a in args[2:]
             )
             out = kernel(*args)  # type: ignore[operator]
         except (ValueError, ZeroDivisionError) as exc:  # the kernels' own failures
