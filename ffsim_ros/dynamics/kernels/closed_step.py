@@ -129,11 +129,13 @@ def _loop_errors(
     target: np.ndarray,
     carry: np.ndarray,
     ws: np.ndarray,
+    known: bool,
 ) -> tuple[float, np.ndarray]:
     """The loop rows' errors at ``(q, v)`` and, on the same kinematics, ``v`` corrected to
     the momentum ``target``; the kinematics of ``q`` are computed into the kinematics views
-    of the sweep's scratch ``ws`` (:func:`.constrained.sweep_ws_size`), where the next step's
-    first stage finds them (:func:`closed_chain_step`).
+    of the sweep's scratch ``ws`` (:func:`.constrained.sweep_ws_size`), unless ``known`` (they
+    are there already), where the next step's first stage finds them
+    (:func:`closed_chain_step`).
 
     Parameters
     ----------
@@ -154,7 +156,8 @@ def _loop_errors(
     nv = v.shape[0]
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     vel = np.empty((nb, 6))
-    kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
+    if not known:
+        kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     for i in range(nb):
         k = m.parent[i]
         sv = joint_velocity(S, m.iv[i], m.nvj[i], v)
@@ -312,7 +315,8 @@ def closed_chain_step(
         return qn, vn, 0
     # a step that ends with the loops closed to tol, positions and velocities (at 1 kHz most
     # do: the RK4 drift is ~1e-15), needs no projection; the check costs the kinematics alone
-    err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry, ws)
+    fresh = nv < 0  # (False as a run-time bool: a literal compiles the check once more)
+    err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry, ws, fresh)
     if err <= tol:
         carry[11] = 1.0
         return qn, corrected, 0
@@ -335,7 +339,10 @@ def closed_chain_step(
         return q_end, vn, 3
     vn += dv
     if conserve:  # (on the kinematics that give the next step its momentum: the carry)
-        err, corrected = _loop_errors(m, qn, vn, loop_i, loop_f, nrows, target, carry, ws)
+        # (ws holds the kinematics of qn: the last projection iterate's, err <= tol there)
+        err, corrected = _loop_errors(
+            m, qn, vn, loop_i, loop_f, nrows, target, carry, ws, err <= tol
+        )
         vn = corrected if np.isfinite(err) else correct_momentum(m, qn, vn, target)[1]
         carry[11] = 1.0
     return qn, vn, 0
