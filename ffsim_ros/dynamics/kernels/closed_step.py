@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import borrow, carve, keep_alive, njit
 from .conservation import (
     base_corrected,
     composite_inertia,
@@ -23,7 +23,10 @@ from .conservation import (
 )
 from .constrained import (
     closed_chain_dynamics,
+    evaluation_int_size,
+    evaluation_ws_size,
     reduced_responses,
+    reduced_ws_size,
     row_arrays,
     sweep_ws_size,
     tree_sweep,
@@ -32,7 +35,14 @@ from .cut_hinges import loop_row_count, loop_rows
 from .delassus import solve_delassus, solve_firm
 from .kinematics import joint_velocity, kinematics_into, kinematics_views, kinematics_ws_size
 from .layout import ModelArrays, unpack
-from .lie_group import RK4_NODES, RK4_WEIGHTS, add_body_wrench, chart_rate, integrate, rk4_stage
+from .lie_group import (
+    RK4_NODES,
+    RK4_WEIGHTS,
+    add_body_wrench,
+    chart_rate_into,
+    integrate,
+    integrate_into,
+)
 from .momentum import momentum_and_energy, spatial_momentum
 
 #: A position projection after a step that takes the configuration back by more than this
@@ -74,23 +84,31 @@ def loop_projection(
     nb = m.parent.shape[0]
     nv = v.shape[0]
     nl = loop_i.shape[0]
-    qdd = np.empty(nv)
-    acc = np.empty((nb, 6))
+    # one allocation of each kind, borrowed (as in closed_chain_dynamics), held to the end
+    own = np.zeros(evaluation_ws_size(nb, nv, nl, nrows) + 2 * nv)
+    iown = np.empty(evaluation_int_size(nb, nl, nrows), dtype=np.int64)
+    fw = borrow(own)
+    iw = borrow(iown)
+    o = 15 * nrows + 3 * nl
+    n_red = reduced_ws_size(nb, nv, nrows)
+    acc = carve(fw, o + n_red, (nb, 6))
+    qdd = fw[o + n_red + 6 * nb : o + n_red + 6 * nb + nv]
+    zero = fw[o + n_red + 6 * nb + nv : o + n_red + 6 * nb + 2 * nv]  # (zeroed by np.zeros)
     frictionless = nv < 0  # (False as a run-time bool: a literal compiles the sweep again)
     R, p, S, vel, U, Dinv = tree_sweep(
-        m, q, v, np.zeros(nv), np.empty((0, 6)), frictionless, qdd, acc, ws, known
+        m, q, v, zero, carve(fw, 0, (0, 6)), frictionless, qdd, acc, ws, known
     )
-    W, rhs, xi, verr, ob, basis = row_arrays(nrows, nl)
+    W, rhs, xi, verr, ob, basis = row_arrays(fw, nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     err = 0.0
     closure = 0.0
     for r in range(nrows):
         err = max(err, abs(xi[r]))
         closure += xi[r] * xi[r]
-    keep = np.empty(nl, dtype=np.int64)
-    firm = np.empty(nl, dtype=np.int64)
+    keep = iw[:nl]
+    firm = iw[nl : 2 * nl]
     Wr, xr, ra, rb, Mq, Ma, A, floor = reduced_responses(
-        m, S, U, Dinv, W, xi, loop_i, rtol, np.sqrt(closure), basis, keep, firm
+        m, S, U, Dinv, W, xi, loop_i, rtol, np.sqrt(closure), basis, iw, fw[o:]
     )
     K = xr.shape[0]
     vr = np.empty(K)
@@ -115,6 +133,8 @@ def loop_projection(
             sv += Mq[j, c] * yv[j]
         dq[c] = -sq
         dv[c] = -sv
+    keep_alive(own)
+    keep_alive(iown)
     return err
 
 
@@ -155,7 +175,10 @@ def _loop_errors(
     nb = m.parent.shape[0]
     nv = v.shape[0]
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
-    vel = np.empty((nb, 6))
+    nl = loop_i.shape[0]
+    own = np.empty(15 * nrows + 3 * nl + 6 * nb)  # (borrowed, held up to keep_alive)
+    fw = borrow(own)
+    vel = carve(fw, 15 * nrows + 3 * nl, (nb, 6))
     if not known:
         kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     for i in range(nb):
@@ -163,15 +186,20 @@ def _loop_errors(
         sv = joint_velocity(S, m.iv[i], m.nvj[i], v)
         for r in range(6):
             vel[i, r] = (vel[k, r] if k >= 0 else 0.0) + sv[r]
-    W, rhs, xi, verr, ob, _ = row_arrays(nrows, loop_i.shape[0])
+    W, rhs, xi, verr, ob, _ = row_arrays(fw, nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     err = 0.0
+    finite = True
     for r in range(nrows):
         a = abs(xi[r])
         b = abs(verr[r])
         if not (np.isfinite(a) and np.isfinite(b)):
-            return np.inf, v  # the projection that follows reports it
+            finite = False
+            break
         err = max(err, a, b)
+    keep_alive(own)
+    if not finite:
+        return np.inf, v  # the projection that follows reports it
     if target.shape[0] == 0:
         return err, v
     # correct_momentum's arithmetic on these kinematics (its own pass would redo them)
@@ -208,6 +236,14 @@ def _undone(m: ModelArrays, q: np.ndarray, d: np.ndarray, p: np.ndarray) -> bool
     step = momentum_and_energy(m, d, S, mw, hw, Iw)[1]
     back = momentum_and_energy(m, p, S, mw, hw, Iw)[1]
     return step > 0.0 and back > COLLAPSE_RATIO * COLLAPSE_RATIO * step
+
+
+@njit
+def step_ws_size(nb: int, nq: int, nv: int, nrows: int) -> int:
+    """Length of the scratch of :func:`closed_chain_step`: the sweep's
+    (:func:`.constrained.sweep_ws_size`), then ``nrows + 10 nv + nq`` for the step's own
+    vectors."""
+    return sweep_ws_size(nb, nv) + nrows + 10 * nv + nq
 
 
 @njit
@@ -257,8 +293,10 @@ def closed_chain_step(
         first stage then reads instead of computing them; on return 1.0 where it holds those
         of ``q_next`` (the last loop-error check's). A run of steps hands each step's to the
         next: the same arithmetic on the same kinematics, two passes fewer a step.
-    ws : (:func:`.constrained.sweep_ws_size`,) the sweep's scratch, in and out as ``carry``
-        says.
+    ws : (:func:`step_ws_size`,) the sweep's scratch (:func:`.constrained.sweep_ws_size`),
+        in and out as ``carry`` says, then the step's own vectors; borrowed
+        (:func:`~ffsim_ros.dynamics.jit.borrow`) by the caller, so that no view the step
+        carves from it is reference counted.
 
     Returns
     -------
@@ -269,12 +307,21 @@ def closed_chain_step(
         caller's nearest closed configuration (:mod:`ffsim_ros.dynamics.mufti.closing`).
     """
     nv = v.shape[0]
+    nq = q.shape[0]
     project = settings[0] != 0.0
     conserve = settings[1] != 0.0
     tol = settings[2]
     max_iter = int(settings[3])
-    empty = np.empty((0, 6))
-    target = np.empty(0)
+    # the step's vectors, views on the caller's borrowed scratch (no allocation, no counting)
+    o = sweep_ws_size(m.parent.shape[0], nv)
+    lam = ws[o : o + nrows]
+    o += nrows
+    rows = carve(ws, o, (10, nv))
+    d, a, theta, v_sum, force = rows[0], rows[1], rows[2], rows[3], rows[4]
+    ths, vs, dq, dv, back = rows[5], rows[6], rows[7], rows[8], rows[9]
+    qs = ws[o + 10 * nv : o + 10 * nv + nq]
+    empty = carve(ws, 0, (0, 6))
+    target = ws[0:0]
     if conserve:
         if carry[0] == 1.0:
             h = carry[1:7]
@@ -286,29 +333,38 @@ def closed_chain_step(
     carry[0] = 0.0
     known = carry[11] == 1.0  # (the first stage's kinematics, from the step before)
     carry[11] = 0.0
-    lam = np.empty(nrows)
-    d = np.zeros(nv)
-    a = np.zeros(nv)
-    theta = np.zeros(nv)
-    v_sum = np.zeros(nv)
-    qs, vs, ths = q, v, d
-    force = gen.copy()
+    for c in range(nv):
+        d[c] = 0.0
+        a[c] = 0.0
+        theta[c] = 0.0
+        v_sum[c] = 0.0
+        ths[c] = 0.0
+        force[c] = gen[c]
+    for c in range(nq):
+        qs[c] = q[c]
     for s in range(4):
-        if s > 0:
-            qs, vs, ths = rk4_stage(m, q, v, d, a, RK4_NODES[s] * dt)
+        if s == 0:
+            for c in range(nv):
+                vs[c] = v[c]
+        else:  # (rk4_stage's arithmetic)
+            h = RK4_NODES[s] * dt
+            for c in range(nv):
+                ths[c] = h * d[c]
+                vs[c] = v[c] + h * a[c]
+            integrate_into(m, q, ths, 1.0, qs)
         if wrench_body.shape[0] > 0:
             add_body_wrench(qs, gen, wrench_body, force)
-        a = np.empty(nv)
         rank = closed_chain_dynamics(
             m, qs, vs, force, empty, with_friction, loop_i, loop_f, gains, a, lam, empty, ws,
             known and s == 0,
         )  # fmt: skip
         if rank < 0:
             return q.copy(), v.copy(), 1
-        d = chart_rate(m, ths, vs)
+        chart_rate_into(m, ths, vs, d)
         b = RK4_WEIGHTS[s] * dt
-        theta += b * d
-        v_sum += b * a
+        for c in range(nv):
+            theta[c] += b * d[c]
+            v_sum[c] += b * a[c]
     qn = integrate(m, q, theta, 1.0)
     vn = v + v_sum
     if not project:
@@ -321,10 +377,9 @@ def closed_chain_step(
         carry[11] = 1.0
         return qn, corrected, 0
     carry[0] = 0.0
-    dq = np.empty(nv)
-    dv = np.empty(nv)
     q_end = qn
-    back = np.zeros(nv)
+    for c in range(nv):
+        back[c] = 0.0
     for it in range(max_iter + 1):  # (the first at qn, whose kinematics ws holds)
         err = loop_projection(m, qn, vn, loop_i, loop_f, nrows, gains[2], dq, dv, ws, it == 0)
         if not np.isfinite(err):
@@ -334,10 +389,12 @@ def closed_chain_step(
         if it == max_iter:
             return q_end, vn, 2
         qn = integrate(m, qn, dq, 1.0)
-        back += dq
+        for c in range(nv):
+            back[c] += dq[c]
     if it > 0 and _undone(m, q_end, theta, back):  # (after a cheap look: usually ~1e-9 of it)
         return q_end, vn, 3
-    vn += dv
+    for c in range(nv):
+        vn[c] += dv[c]
     if conserve:  # (on the kinematics that give the next step its momentum: the carry)
         # (ws holds the kinematics of qn: the last projection iterate's, err <= tol there)
         err, corrected = _loop_errors(
@@ -372,10 +429,16 @@ def e_loop_projection(
     dq : (nv,) output tangent correction (``q <- integrate(q, dq, 1)``) [m, rad, rad | m];
     dv : (nv,) output velocity correction [m/s, rad/s, rad/s | m/s].
     """
-    ws = np.empty(sweep_ws_size(idata[0], idata[1]))
+    own = np.empty(sweep_ws_size(idata[0], idata[1]))
     m = unpack(idata, fdata)
     known = nrows < 0  # (False as a run-time bool: a literal compiles the passes once more)
-    return loop_projection(m, q, v, loop_i, loop_f, nrows, rtol, dq, dv, ws, known)
+    # (borrowed as in e_closed_chain_steps)
+    err = loop_projection(
+        m, borrow(q), borrow(v), borrow(loop_i), borrow(loop_f), nrows, rtol, borrow(dq),
+        borrow(dv), borrow(own), known,
+    )  # fmt: skip
+    keep_alive(own)
+    return err
 
 
 @njit
@@ -413,18 +476,28 @@ def e_closed_chain_steps(
         Steps completed.
     """
     m = unpack(idata, fdata)
-    carry = np.zeros(12)  # each step's end momentum and kinematics, handed to the next
-    ws = np.empty(sweep_ws_size(idata[0], idata[1]))
+    # the scratch and the caller's arrays borrowed (jit.borrow): the views the steps carve
+    # from them are then not reference counted (the counting was a quarter of a step)
+    owner = np.zeros(12 + step_ws_size(idata[0], Q.shape[1], idata[1], nrows))
+    carry = borrow(owner[:12])  # each step's end momentum and kinematics, for the next
+    ws = borrow(owner[12:])
+    Q, V, gen, gains = borrow(Q), borrow(V), borrow(gen), borrow(gains)
+    loop_i, loop_f = borrow(loop_i), borrow(loop_f)
+    settings, wrench_body = borrow(settings), borrow(wrench_body)
+    status = 0
+    done = Q.shape[0] - 1
     for s in range(Q.shape[0] - 1):
         qn, vn, status = closed_chain_step(
             m, Q[s], V[s], gen, with_friction, loop_i, loop_f, gains, nrows, dt, settings,
             wrench_body, carry, ws,
         )  # fmt: skip
-        if status != 0:
-            if status != 1:
-                Q[s + 1] = qn
-                V[s + 1] = vn
-            return status, s
+        if status == 1:
+            done = s
+            break
         Q[s + 1] = qn
         V[s + 1] = vn
-    return 0, Q.shape[0] - 1
+        if status != 0:
+            done = s
+            break
+    keep_alive(owner)
+    return status, done

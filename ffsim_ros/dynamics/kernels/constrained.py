@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import borrow, carve, njit
+from ..jit import borrow, carve, keep_alive, njit
 from .aba import (
     aba_views,
     aba_ws_size,
@@ -79,15 +79,19 @@ def reduced_responses(
     rtol: float,
     closure: float,
     basis: np.ndarray,
-    keep: np.ndarray,
-    firm: np.ndarray,
+    iw: np.ndarray,
+    fw: np.ndarray,
 ) -> tuple:
-    """The independent row combinations of every cut hinge and their test responses.
+    """The independent row combinations of every cut hinge and their test responses, on the
+    scratch ``iw`` (:func:`evaluation_int_size`,) int64 and ``fw``
+    (:func:`reduced_ws_size`,), which the caller borrows (:func:`~ffsim_ros.dynamics.jit.borrow`)
+    and holds while it uses the views returned.
 
     Per hinge ``k``: ``U_k`` (its independent combinations, :func:`jacobi_svd` of ``C_k^T``,
     singular values above ``rtol`` times the largest and ``rtol`` times :func:`hinge_scale`;
     identity when all rows are independent) into ``basis`` (nrows, 6) and their count into
-    ``keep`` (nl,); into ``firm`` (nl,) the count of those also above the closure floor of
+    ``keep = iw[:nl]``; into ``firm = iw[nl : 2 nl]`` the count of those also above the
+    closure floor of
     :func:`.cut_hinges.rank_floor` for loop errors of norm ``closure`` (the leading columns
     of ``U_k``: the rows that count for the motion, :func:`.delassus.solve_firm`). Then, for
     each of the ``K`` combined rows ``U_k^T W_k``, the accelerations of its unit wrench
@@ -105,15 +109,11 @@ def reduced_responses(
     nv = S.shape[1]
     nl = loop_i.shape[0]
     nrows = W.shape[0]
-    # two allocations for all the scratch (each costs about as much as a short pass)
-    iw = np.empty(2 * nrows + nb, dtype=np.int64)
-    rows_a = iw[:nrows]
-    rows_b = iw[nrows : 2 * nrows]
-    flag = iw[2 * nrows :]
-    fw = np.empty(
-        7 * nrows + 42 + 6 * nv + nrows * nv + 6 * nrows * nb + nrows * nrows
-        + responses_ws_size(nb, nv)
-    )  # fmt: skip
+    keep = iw[:nl]
+    firm = iw[nl : 2 * nl]
+    rows_a = iw[2 * nl : 2 * nl + nrows]
+    rows_b = iw[2 * nl + nrows : 2 * nl + 2 * nrows]
+    flag = iw[2 * nl + 2 * nrows : 2 * nl + 2 * nrows + nb]
     Wr = carve(fw, 0, (nrows, 6))
     o = 6 * nrows
     br = fw[o : o + nrows]
@@ -125,7 +125,7 @@ def reduced_responses(
     cbuf = fw[o : o + 6 * nv]
     o += 6 * nv
     # the callees get borrowed views (no reference counting: 5-12 % of a call): the caller
-    # holds S, U, Dinv, W and basis, and the views this function returns hold fw and iw
+    # holds S, U, Dinv, W, basis, iw and fw
     Sb, Ub, Db, Wb, bb = borrow(S), borrow(U), borrow(Dinv), borrow(W), borrow(basis)
     flag, cbuf, Vk, svk = borrow(flag), borrow(cbuf), borrow(Vk), borrow(svk)
     K = 0
@@ -172,6 +172,29 @@ def reduced_responses(
             A[j, k] = s
             A[k, j] = s
     return Wr[:K], br[:K], rows_a[:K], rows_b[:K], Mq, Ma, A, floor_max
+
+
+@njit
+def reduced_ws_size(nb: int, nv: int, nrows: int) -> int:
+    """Length of the float scratch of :func:`reduced_responses` for ``nrows`` loop rows."""
+    return (
+        7 * nrows + 42 + 6 * nv + nrows * nv + 6 * nrows * nb + nrows * nrows
+        + responses_ws_size(nb, nv)
+    )  # fmt: skip
+
+
+@njit
+def evaluation_int_size(nb: int, nl: int, nrows: int) -> int:
+    """Length of the int64 scratch of one closed-chain evaluation: ``keep``, ``firm`` (nl,)
+    each, then the rest of :func:`reduced_responses`'."""
+    return 2 * nl + 2 * nrows + nb
+
+
+@njit
+def evaluation_ws_size(nb: int, nv: int, nl: int, nrows: int) -> int:
+    """Length of the float scratch of one closed-chain evaluation (:func:`evaluation_arrays`):
+    the loop rows' (:func:`row_arrays`), :func:`reduced_responses`' and a (nb, 6)."""
+    return 15 * nrows + 3 * nl + reduced_ws_size(nb, nv, nrows) + 6 * nb
 
 
 @njit
@@ -222,10 +245,9 @@ def tree_sweep(
 
 
 @njit
-def row_arrays(nrows: int, nl: int) -> tuple[np.ndarray, ...]:
+def row_arrays(fw: np.ndarray, nrows: int, nl: int) -> tuple[np.ndarray, ...]:
     """``W`` (nrows, 6), ``rhs``, ``xi``, ``verr`` (nrows,), ``ob`` (nl, 3) and a zeroed
-    ``basis`` (nrows, 6), carved from one allocation."""
-    fw = np.empty(15 * nrows + 3 * nl)
+    ``basis`` (nrows, 6), carved from the head of ``fw`` (``15 nrows + 3 nl`` of it)."""
     W = carve(fw, 0, (nrows, 6))
     rhs = fw[6 * nrows : 7 * nrows]
     xi = fw[7 * nrows : 8 * nrows]
@@ -286,9 +308,16 @@ def closed_chain_dynamics(
     nl = loop_i.shape[0]
     nrows = lam.shape[0]
     with_acc = acc.shape[0] > 0
-    acc_free = acc if with_acc else np.empty((nb, 6))
+    # one allocation of each kind for this evaluation, borrowed (jit.borrow): the views carved
+    # from them and handed down are not reference counted; the owners are held to the end
+    own = np.empty(evaluation_ws_size(nb, nv, nl, nrows))
+    iown = np.empty(evaluation_int_size(nb, nl, nrows), dtype=np.int64)
+    fw = borrow(own)
+    iw = borrow(iown)
+    o = 15 * nrows + 3 * nl
+    acc_free = acc if with_acc else carve(fw, o + reduced_ws_size(nb, nv, nrows), (nb, 6))
     R, p, S, vel, U, Dinv = tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free, ws, known)
-    W, rhs, xi, verr, ob, basis = row_arrays(nrows, nl)
+    W, rhs, xi, verr, ob, basis = row_arrays(fw, nrows, nl)
     loop_rows(m, R, p, vel, loop_i, loop_f, W, rhs, xi, verr, ob)
     alpha = gains[0]
     beta = gains[1]
@@ -297,10 +326,10 @@ def closed_chain_dynamics(
     for r in range(nrows):
         rhs[r] -= alpha * verr[r] + beta * xi[r]
         closure += xi[r] * xi[r]
-    keep = np.empty(nl, dtype=np.int64)
-    firm = np.empty(nl, dtype=np.int64)
+    keep = iw[:nl]
+    firm = iw[nl : 2 * nl]
     Wr, br, ra, rb, Mq, Ma, A, floor = reduced_responses(
-        m, S, U, Dinv, W, rhs, loop_i, rtol, np.sqrt(closure), basis, keep, firm
+        m, S, U, Dinv, W, rhs, loop_i, rtol, np.sqrt(closure), basis, iw, fw[o:]
     )
     K = br.shape[0]
     for j in range(K):
@@ -331,7 +360,10 @@ def closed_chain_dynamics(
         k0 += keep[lp]
     for c in range(nv):
         if not np.isfinite(qdd[c]):
-            return -1
+            rank = -1
+            break
+    keep_alive(own)
+    keep_alive(iown)
     return rank
 
 
@@ -463,11 +495,18 @@ def e_closed_chain(
     gains[0] = alpha
     gains[1] = beta
     gains[2] = rtol
-    ws = np.empty(sweep_ws_size(idata[0], nv))
+    own = np.empty(sweep_ws_size(idata[0], nv))
     known = nv < 0  # (False as a run-time bool: a literal compiles the passes once more)
-    return closed_chain_dynamics(
-        m, q, v, gen, fext, with_friction, loop_i, loop_f, gains, qdd, lam, acc, ws, known
-    )
+    # every array borrowed (jit.borrow: no reference counting down the passes): the caller
+    # holds its arguments, this function the scratch
+    rank = closed_chain_dynamics(
+        m, borrow(q), borrow(v), borrow(gen), borrow(fext), with_friction, borrow(loop_i),
+        borrow(loop_f), borrow(gains), borrow(qdd), borrow(lam), borrow(acc), borrow(own),
+        known,
+    )  # fmt: skip
+    keep_alive(own)
+    keep_alive(gains)
+    return rank
 
 
 @njit

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import carve, njit
+from ..jit import borrow, carve, keep_alive, njit
 from ..lie import qfrom_matrix, qlog
 from .cholesky import cholesky_factor_inplace
 from .layout import ModelArrays
@@ -79,7 +79,9 @@ def clearly_independent(X: np.ndarray, floor: float = 0.0) -> bool:
     L, n = X.shape
     if n == 0 or L < n:
         return False
-    G = np.empty((6, 6))
+    own = np.empty(42)  # G and inv, borrowed (no reference counting), held to the end
+    G = carve(borrow(own), 0, (6, 6))
+    inv = borrow(own)[36:]  # a column of L^-1 by forward substitution, its squares summed
     trace = 0.0
     for i in range(n):
         for j in range(i + 1):
@@ -89,8 +91,8 @@ def clearly_independent(X: np.ndarray, floor: float = 0.0) -> bool:
             G[i, j] = s
         trace += G[i, i]
     if not (trace > 0.0 and cholesky_factor_inplace(G, n)):
+        keep_alive(own)
         return False
-    inv = np.empty(6)  # a column of L^-1 by forward substitution, its squares summed
     frob = 0.0
     for c in range(n):
         for i in range(c, n):
@@ -99,6 +101,7 @@ def clearly_independent(X: np.ndarray, floor: float = 0.0) -> bool:
                 t -= G[i, k] * inv[k]
             inv[i] = t / G[i, i]
             frob += inv[i] * inv[i]
+    keep_alive(own)
     return frob * trace * CERTIFIED_RATIO * CERTIFIED_RATIO <= 1.0 and frob * floor * floor < 1.0
 
 
@@ -199,7 +202,11 @@ def loop_rows(
     points on body b [m].
     """
     r0 = 0
-    scratch = np.empty((3, 3, 3))  # one allocation: R_a, R_b, and the two hinge points
+    # one allocation, borrowed (no reference counting), held to the end: R_a, R_b, the two
+    # hinge points and E
+    own = np.empty(36)
+    scratch = carve(borrow(own), 0, (3, 3, 3))
+    E = carve(borrow(own), 27, (3, 3))
     Ra = scratch[0]
     Rb = scratch[1]
     oa = scratch[2, 0]
@@ -274,7 +281,6 @@ def loop_rows(
                 e1 = Rb[2, 2] * Ra[0, 2] - Rb[0, 2] * Ra[2, 2]
                 e2 = Rb[0, 2] * Ra[1, 2] - Rb[1, 2] * Ra[0, 2]
             else:  # rotation vector of R_a R_b^T
-                E = np.empty((3, 3))
                 for r in range(3):
                     for c in range(3):
                         E[r, c] = Ra[r, 0] * Rb[c, 0] + Ra[r, 1] * Rb[c, 1] + Ra[r, 2] * Rb[c, 2]
@@ -292,6 +298,7 @@ def loop_rows(
                 xi[r] = d0 * e0 + d1 * e1 + d2 * e2
                 verr[r] = d0 * dw0 + d1 * dw1 + d2 * dw2
         r0 += loop_row_count(kind)
+    keep_alive(own)
 
 
 @njit

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import borrow, keep_alive, njit
 from .cholesky import cholesky_factor_above, cholesky_substitute
 from .cut_hinges import jacobi_svd
 from .layout import ModelArrays
@@ -39,11 +39,14 @@ def _cholesky_solve(A: np.ndarray, b: np.ndarray, rtol: float) -> tuple:
     dmax = 0.0
     for j in range(K):
         dmax = max(dmax, abs(A[j, j]))
-    L = A.copy()
+    own = A.copy()  # (borrowed: no reference counting; held up to keep_alive)
+    L = borrow(own)
     if not (dmax > 0.0 and cholesky_factor_above(L, K, rtol * dmax)):
+        keep_alive(own)
         return np.empty(0), False
     x = b.copy()
     cholesky_substitute(L, x, K)
+    keep_alive(own)
     return x, True
 
 
