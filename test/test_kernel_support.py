@@ -8,10 +8,12 @@ signature called directly) must not change a result.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,6 +93,152 @@ def test_borrowed_views_share_the_data_and_hold_no_reference() -> None:
     )
     assert borrowed == 1
     assert owned >= 2  # the owner and the views still in use (numba prunes some counts)
+
+
+_LIFETIME_PROBE = r"""
+import numpy as np
+from numba import njit
+from ffsim_ros.dynamics.jit import borrow, keep_alive
+
+@njit
+def overwrite(n):  # (an allocation of the same size, written: the freed owner's block)
+    x = np.empty(n)
+    x[:] = 7.0
+    return x
+
+@njit
+def held(n):
+    own = np.empty(n)
+    own[:] = 1.0
+    b = borrow(own)
+    x = overwrite(n)
+    r = b[0] + 0.0 * x[0]
+    keep_alive(own)
+    return r
+
+@njit
+def released(n):  # the same without keep_alive: numba frees own after its last use
+    own = np.empty(n)
+    own[:] = 1.0
+    b = borrow(own)
+    x = overwrite(n)
+    return b[0] + 0.0 * x[0]
+
+print(held(10), released(10))
+"""
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason='reference counting of compiled code')
+def test_keep_alive_holds_the_owner_of_borrowed_views() -> None:
+    """A compiled function that borrows an array it allocated must hold it with
+    :func:`~ffsim_ros.dynamics.jit.keep_alive`: numba frees a variable after its last use,
+    and a borrowed view does not count. glibc's ``MALLOC_PERTURB_`` (the thread cache off, so
+    that every free is poisoned) makes a view of a freed owner read the poison: the control
+    without ``keep_alive`` must read it (else this probe could not see an owner freed early),
+    the held one its own data."""
+    env = {
+        **os.environ,
+        'MALLOC_PERTURB_': '165',
+        'GLIBC_TUNABLES': 'glibc.malloc.tcache_count=0',
+        'NUMBA_DISABLE_JIT': '0',  # (compiled code is what the probe is about)
+        'NUMBA_CACHE_DIR': os.environ.get('NUMBA_CACHE_DIR', ''),
+    }
+    env = {k: v for k, v in env.items() if v}
+    proc = subprocess.run(
+        [sys.executable, '-c', _LIFETIME_PROBE], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    held, released = (float(x) for x in proc.stdout.split())
+    assert held == 1.0
+    assert released != 1.0  # the poison (or the overwrite): the early free is visible
+
+
+_ALLOCATIONS = {'empty', 'zeros', 'ones', 'full', 'empty_like', 'zeros_like', 'copy'}
+
+
+def _call_name(node: ast.AST) -> str:
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ''
+
+
+def _borrowed_owners(fn: ast.FunctionDef) -> dict[str, int]:
+    """Names ``fn`` assigns an allocation to and hands to ``borrow`` (itself or a slice of
+    it), with the line of the first ``borrow``."""
+    owners = {
+        node.targets[0].id
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and _call_name(node.value) in _ALLOCATIONS
+    }
+    first: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and _call_name(node) == 'borrow' and node.args:
+            arg = node.args[0]
+            base = arg.value if isinstance(arg, ast.Subscript) else arg
+            if isinstance(base, ast.Name) and base.id in owners:
+                first[base.id] = min(first.get(base.id, node.lineno), node.lineno)
+    return first
+
+
+def _kept(stmt: ast.stmt, owner: str) -> bool:
+    """Whether ``stmt`` is ``keep_alive(owner)``."""
+    return (
+        isinstance(stmt, ast.Expr)
+        and _call_name(stmt.value) == 'keep_alive'
+        and isinstance(stmt.value.args[0], ast.Name)
+        and stmt.value.args[0].id == owner
+    )
+
+
+def _unkept_exits(body: list, owner: str, after: int, kept: bool) -> list[int]:
+    """Lines of the exits of ``body`` (returns, and its end when it falls off) past line
+    ``after`` not preceded by ``keep_alive(owner)`` in their own or an enclosing block, nor
+    returning ``owner`` itself."""
+    bad = []
+    for stmt in body:
+        kept = kept or (_kept(stmt, owner) and stmt.lineno > after)
+        if isinstance(stmt, ast.Return):
+            returns_it = stmt.value is not None and any(
+                isinstance(n, ast.Name) and n.id == owner for n in ast.walk(stmt.value)
+            )
+            if stmt.lineno > after and not (kept or returns_it):
+                bad.append(stmt.lineno)
+        elif not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            for field in ('body', 'orelse', 'finalbody'):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    bad += _unkept_exits(inner, owner, after, kept)
+    return bad
+
+
+def test_every_borrowed_allocation_is_kept_to_each_exit() -> None:
+    """In every compiled kernel, an array allocated and then borrowed is held by
+    ``keep_alive`` on every path out of the function past the ``borrow`` (or returned):
+    the rule :func:`test_keep_alive_holds_the_owner_of_borrowed_views` shows the need of
+    (the closed-chain step borrows its per-evaluation scratch)."""
+    root = Path(__file__).resolve().parent.parent / 'ffsim_ros' / 'dynamics' / 'kernels'
+    found, missing = 0, []
+    for path in sorted(root.glob('*.py')):
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            for owner, line in _borrowed_owners(fn).items():
+                found += 1
+                bad = _unkept_exits(fn.body, owner, line, False)
+                falls_off = not isinstance(fn.body[-1], ast.Return)
+                if falls_off and not any(_kept(s, owner) for s in fn.body):
+                    bad.append(fn.body[-1].end_lineno)
+                missing += [f'{path.name}:{b} {fn.name}: {owner}' for b in bad]
+    assert found >= 12  # (the rule must see the borrowed owners it is about)
+    assert not missing, missing
 
 
 _PROBE = r"""
