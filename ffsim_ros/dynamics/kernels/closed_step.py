@@ -28,6 +28,7 @@ from .constrained import (
     reduced_responses,
     reduced_ws_size,
     row_arrays,
+    row_ws_size,
     sweep_ws_size,
     tree_sweep,
 )
@@ -89,7 +90,7 @@ def loop_projection(
     iown = np.empty(evaluation_int_size(nb, nl, nrows), dtype=np.int64)
     fw = borrow(own)
     iw = borrow(iown)
-    o = 15 * nrows + 3 * nl
+    o = row_ws_size(nrows, nl)
     n_red = reduced_ws_size(nb, nv, nrows)
     acc = carve(fw, o + n_red, (nb, 6))
     qdd = fw[o + n_red + 6 * nb : o + n_red + 6 * nb + nv]
@@ -176,9 +177,9 @@ def _loop_errors(
     nv = v.shape[0]
     R, p, S, mw, hw, Iw, T = kinematics_views(ws, nb, nv)
     nl = loop_i.shape[0]
-    own = np.empty(15 * nrows + 3 * nl + 6 * nb)  # (borrowed, held up to keep_alive)
+    own = np.empty(row_ws_size(nrows, nl) + 6 * nb)  # (borrowed, held up to keep_alive)
     fw = borrow(own)
-    vel = carve(fw, 15 * nrows + 3 * nl, (nb, 6))
+    vel = carve(fw, row_ws_size(nrows, nl), (nb, 6))
     if not known:
         kinematics_into(m, q, R, p, S, mw, hw, Iw, T)
     for i in range(nb):

@@ -191,10 +191,17 @@ def evaluation_int_size(nb: int, nl: int, nrows: int) -> int:
 
 
 @njit
+def row_ws_size(nrows: int, nl: int) -> int:
+    """Length of the head of a scratch that :func:`row_arrays` carves."""
+    return 15 * nrows + 3 * nl
+
+
+@njit
 def evaluation_ws_size(nb: int, nv: int, nl: int, nrows: int) -> int:
-    """Length of the float scratch of one closed-chain evaluation (:func:`evaluation_arrays`):
-    the loop rows' (:func:`row_arrays`), :func:`reduced_responses`' and a (nb, 6)."""
-    return 15 * nrows + 3 * nl + reduced_ws_size(nb, nv, nrows) + 6 * nb
+    """Length of the float scratch of one closed-chain evaluation
+    (:func:`closed_chain_dynamics`, :func:`.closed_step.loop_projection`): the loop rows'
+    (:func:`row_ws_size`), :func:`reduced_responses`' and a (nb, 6)."""
+    return row_ws_size(nrows, nl) + reduced_ws_size(nb, nv, nrows) + 6 * nb
 
 
 @njit
@@ -247,7 +254,7 @@ def tree_sweep(
 @njit
 def row_arrays(fw: np.ndarray, nrows: int, nl: int) -> tuple[np.ndarray, ...]:
     """``W`` (nrows, 6), ``rhs``, ``xi``, ``verr`` (nrows,), ``ob`` (nl, 3) and a zeroed
-    ``basis`` (nrows, 6), carved from the head of ``fw`` (``15 nrows + 3 nl`` of it)."""
+    ``basis`` (nrows, 6), carved from the head of ``fw`` (:func:`row_ws_size`)."""
     W = carve(fw, 0, (nrows, 6))
     rhs = fw[6 * nrows : 7 * nrows]
     xi = fw[7 * nrows : 8 * nrows]
@@ -314,7 +321,7 @@ def closed_chain_dynamics(
     iown = np.empty(evaluation_int_size(nb, nl, nrows), dtype=np.int64)
     fw = borrow(own)
     iw = borrow(iown)
-    o = 15 * nrows + 3 * nl
+    o = row_ws_size(nrows, nl)
     acc_free = acc if with_acc else carve(fw, o + reduced_ws_size(nb, nv, nrows), (nb, 6))
     R, p, S, vel, U, Dinv = tree_sweep(m, q, v, gen, fext, with_friction, qdd, acc_free, ws, known)
     W, rhs, xi, verr, ob, basis = row_arrays(fw, nrows, nl)
