@@ -86,7 +86,7 @@ def loop_projection(
     nv = v.shape[0]
     nl = loop_i.shape[0]
     # one allocation of each kind, borrowed (as in closed_chain_dynamics), held to the end
-    own = np.zeros(evaluation_ws_size(nb, nv, nl, nrows) + 2 * nv)
+    own = np.empty(evaluation_ws_size(nb, nv, nl, nrows) + 2 * nv)
     iown = np.empty(evaluation_int_size(nb, nl, nrows), dtype=np.int64)
     fw = borrow(own)
     iw = borrow(iown)
@@ -94,7 +94,9 @@ def loop_projection(
     n_red = reduced_ws_size(nb, nv, nrows)
     acc = carve(fw, o + n_red, (nb, 6))
     qdd = fw[o + n_red + 6 * nb : o + n_red + 6 * nb + nv]
-    zero = fw[o + n_red + 6 * nb + nv : o + n_red + 6 * nb + 2 * nv]  # (zeroed by np.zeros)
+    zero = fw[o + n_red + 6 * nb + nv : o + n_red + 6 * nb + 2 * nv]
+    for c in range(nv):  # (the efforts: none)
+        zero[c] = 0.0
     frictionless = nv < 0  # (False as a run-time bool: a literal compiles the sweep again)
     R, p, S, vel, U, Dinv = tree_sweep(
         m, q, v, zero, carve(fw, 0, (0, 6)), frictionless, qdd, acc, ws, known

@@ -91,9 +91,9 @@ def reduced_responses(
     singular values above ``rtol`` times the largest and ``rtol`` times :func:`hinge_scale`;
     identity when all rows are independent) into ``basis`` (nrows, 6) and their count into
     ``keep = iw[:nl]``; into ``firm = iw[nl : 2 nl]`` the count of those also above the
-    closure floor of
-    :func:`.cut_hinges.rank_floor` for loop errors of norm ``closure`` (the leading columns
-    of ``U_k``: the rows that count for the motion, :func:`.delassus.solve_firm`). Then, for
+    closure floor of :func:`.cut_hinges.rank_floor` for loop errors of norm ``closure`` (the
+    leading columns of ``U_k``: the rows that count for the motion,
+    :func:`.delassus.solve_firm`). Then, for
     each of the ``K`` combined rows ``U_k^T W_k``, the accelerations of its unit wrench
     (:func:`.loop_responses.unit_responses`).
 
